@@ -1,0 +1,68 @@
+use std::fmt;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// A source of "now" in unix seconds, the unit every stored timestamp uses.
+///
+/// Engines take an optional clock so tests can move time instead of sleeping.
+/// Without one, the SQLite engine reads the system clock and the PostgreSQL
+/// engine uses the database server's clock (so worker hosts whose clocks
+/// disagree never hold the same claim or lease at once).
+pub trait Clock: Send + Sync + fmt::Debug + 'static {
+    /// The current time in unix seconds.
+    fn now(&self) -> i64;
+}
+
+/// The operating system's wall clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> i64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0)
+    }
+}
+
+/// A clock that only moves when told to; clones share the same time.
+///
+/// ```
+/// use alkstore_core::{Clock, ManualClock};
+/// use std::time::Duration;
+/// let clock = ManualClock::new(1_000);
+/// clock.advance(Duration::from_secs(30));
+/// assert_eq!(clock.now(), 1_030);
+/// ```
+#[derive(Debug, Clone)]
+pub struct ManualClock(Arc<AtomicI64>);
+
+impl ManualClock {
+    /// A clock stopped at `unix_seconds`.
+    pub fn new(unix_seconds: i64) -> Self {
+        ManualClock(Arc::new(AtomicI64::new(unix_seconds)))
+    }
+
+    /// A clock stopped at the system's current time.
+    pub fn starting_now() -> Self {
+        Self::new(SystemClock.now())
+    }
+
+    /// Move the clock forward.
+    pub fn advance(&self, by: Duration) {
+        self.0.fetch_add(by.as_secs() as i64, Ordering::SeqCst);
+    }
+
+    /// Set the clock to `unix_seconds`.
+    pub fn set(&self, unix_seconds: i64) {
+        self.0.store(unix_seconds, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> i64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}

@@ -1,0 +1,118 @@
+use std::fmt;
+
+/// A boxed error from a driver or the operating system, kept as a source.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// `Result` with alkstore's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Every failure an alkstore engine or runtime reports.
+///
+/// Input errors ([`ErrorKind::InvalidInput`]) are raised before anything is
+/// written. Match on [`Error::kind`] rather than on driver messages.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An argument was rejected before anything was written.
+    #[error("invalid {what}: {reason}")]
+    InvalidInput {
+        /// Which argument (for example `queue name`).
+        what: &'static str,
+        /// Why it was rejected.
+        reason: String,
+    },
+    /// A payload is larger than the store's configured limit.
+    #[error("payload of {size} bytes exceeds the limit of {limit} bytes")]
+    PayloadTooLarge {
+        /// The payload's size in bytes.
+        size: usize,
+        /// The configured limit in bytes.
+        limit: usize,
+    },
+    /// A store URL could not be understood.
+    #[error("invalid store url {url:?}: {reason}")]
+    InvalidUrl {
+        /// The URL as given (passwords masked).
+        url: String,
+        /// Why it was rejected.
+        reason: String,
+    },
+    /// The database holds a schema written by a newer alkstore.
+    #[error("the store's schema version {found} is newer than this alkstore supports ({supported}); upgrade alkstore")]
+    SchemaTooNew {
+        /// Version recorded in the database.
+        found: i64,
+        /// Newest version this build understands.
+        supported: i64,
+    },
+    /// The database could not be reached or refused the login.
+    #[error("cannot connect to the database: {source}")]
+    Connect {
+        /// The driver's error.
+        #[source]
+        source: BoxError,
+    },
+    /// A statement failed inside the database.
+    #[error("database error during {op}: {source}")]
+    Database {
+        /// The operation that failed (for example `job_claim`).
+        op: &'static str,
+        /// The driver's error.
+        #[source]
+        source: BoxError,
+    },
+    /// The store was closed (its engine thread or pool is gone).
+    #[error("the store is closed")]
+    Closed,
+}
+
+/// The category of an [`Error`], stable across engines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// See [`Error::InvalidInput`].
+    InvalidInput,
+    /// See [`Error::PayloadTooLarge`].
+    PayloadTooLarge,
+    /// See [`Error::InvalidUrl`].
+    InvalidUrl,
+    /// See [`Error::SchemaTooNew`].
+    SchemaTooNew,
+    /// See [`Error::Connect`].
+    Connect,
+    /// See [`Error::Database`].
+    Database,
+    /// See [`Error::Closed`].
+    Closed,
+}
+
+impl Error {
+    /// The error's category.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::InvalidInput { .. } => ErrorKind::InvalidInput,
+            Error::PayloadTooLarge { .. } => ErrorKind::PayloadTooLarge,
+            Error::InvalidUrl { .. } => ErrorKind::InvalidUrl,
+            Error::SchemaTooNew { .. } => ErrorKind::SchemaTooNew,
+            Error::Connect { .. } => ErrorKind::Connect,
+            Error::Database { .. } => ErrorKind::Database,
+            Error::Closed => ErrorKind::Closed,
+        }
+    }
+
+    /// Shorthand for [`Error::InvalidInput`].
+    pub fn invalid(what: &'static str, reason: impl fmt::Display) -> Self {
+        Error::InvalidInput {
+            what,
+            reason: reason.to_string(),
+        }
+    }
+
+    /// Shorthand for [`Error::Database`] from any driver error.
+    pub fn database(op: &'static str, source: impl Into<BoxError>) -> Self {
+        Error::Database {
+            op,
+            source: source.into(),
+        }
+    }
+}

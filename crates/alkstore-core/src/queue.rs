@@ -1,0 +1,610 @@
+//! Job queues: the value shapes and the [`QueueEngine`] trait every engine
+//! implements.
+//!
+//! A queue is rows in one job table. Live rows are `pending` or `processing`;
+//! finished rows are deleted on ack, and rows that ran out of attempts, failed
+//! or expired move to a separate dead table that the claim path never reads.
+
+use std::future::Future;
+use std::time::Duration;
+
+use crate::{Error, Result};
+
+/// Per-queue options, stamped on every row at enqueue so a job keeps the
+/// policy it was created with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueOpts {
+    /// How long a claim lasts before the job may be claimed again (default 300 s).
+    pub visibility_timeout: Duration,
+    /// Attempts before a job is dead-lettered (default 3).
+    pub max_attempts: u32,
+    /// Base of the exponential retry backoff (default 5 s).
+    pub backoff_base: Duration,
+    /// How long dead letters are kept; `None` keeps them forever (default 7 days).
+    pub dead_letter_retention: Option<Duration>,
+}
+
+impl Default for QueueOpts {
+    fn default() -> Self {
+        QueueOpts {
+            visibility_timeout: Duration::from_secs(300),
+            max_attempts: 3,
+            backoff_base: Duration::from_secs(5),
+            dead_letter_retention: Some(Duration::from_secs(7 * 24 * 3600)),
+        }
+    }
+}
+
+/// Options of one enqueue.
+///
+/// ```
+/// use alkstore_core::EnqueueOpts;
+/// use std::time::Duration;
+/// let opts = EnqueueOpts::default().priority(5).delay(Duration::from_secs(60)).unique_key("user-7");
+/// assert_eq!(opts.priority, 5);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EnqueueOpts {
+    /// Higher runs first (default 0).
+    pub priority: i32,
+    /// Run no earlier than this long after enqueue.
+    pub delay: Option<Duration>,
+    /// Run no earlier than this unix time (seconds); wins over `delay`.
+    pub run_at: Option<i64>,
+    /// Overrides the queue's max attempts for this job.
+    pub max_attempts: Option<u32>,
+    /// A job not started within this long after it became due moves to dead
+    /// as `expired`.
+    pub expires_in: Option<Duration>,
+    /// At most one live job per queue and unique key.
+    pub unique_key: Option<String>,
+}
+
+impl EnqueueOpts {
+    /// Set the priority (higher runs first).
+    pub fn priority(mut self, priority: i32) -> Self {
+        self.priority = priority;
+        self
+    }
+    /// Delay the first run.
+    pub fn delay(mut self, delay: Duration) -> Self {
+        self.delay = Some(delay);
+        self
+    }
+    /// Run at a unix time (seconds).
+    pub fn run_at(mut self, unix_seconds: i64) -> Self {
+        self.run_at = Some(unix_seconds);
+        self
+    }
+    /// Override max attempts.
+    pub fn max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = Some(attempts);
+        self
+    }
+    /// Expire the job if it has not started within `after`.
+    pub fn expires_in(mut self, after: Duration) -> Self {
+        self.expires_in = Some(after);
+        self
+    }
+    /// Deduplicate on a key among live jobs of the queue.
+    pub fn unique_key(mut self, key: impl Into<String>) -> Self {
+        self.unique_key = Some(key.into());
+        self
+    }
+}
+
+/// A job to insert, fully described. Engines resolve its relative times
+/// against their clock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewJob {
+    /// Queue name (non-empty, at most 200 bytes).
+    pub queue: String,
+    /// Opaque payload bytes, stored byte for byte.
+    pub payload: Vec<u8>,
+    /// Per-job options.
+    pub opts: EnqueueOpts,
+    /// The queue's options, stamped on the row.
+    pub queue_opts: QueueOpts,
+}
+
+impl NewJob {
+    /// A job with default options.
+    pub fn new(queue: impl Into<String>, payload: impl Into<Vec<u8>>) -> Self {
+        NewJob {
+            queue: queue.into(),
+            payload: payload.into(),
+            opts: EnqueueOpts::default(),
+            queue_opts: QueueOpts::default(),
+        }
+    }
+
+    /// Replace the per-job options.
+    pub fn with_opts(mut self, opts: EnqueueOpts) -> Self {
+        self.opts = opts;
+        self
+    }
+
+    /// Replace the queue options.
+    pub fn with_queue_opts(mut self, queue_opts: QueueOpts) -> Self {
+        self.queue_opts = queue_opts;
+        self
+    }
+
+    /// Check every field against the contract and `limits`; engines call this
+    /// before writing anything.
+    pub fn validate(&self, limits: &Limits) -> Result<()> {
+        validate_queue_name(&self.queue)?;
+        if self.payload.len() > limits.max_payload_bytes {
+            return Err(Error::PayloadTooLarge {
+                size: self.payload.len(),
+                limit: limits.max_payload_bytes,
+            });
+        }
+        let attempts = self.max_attempts();
+        if attempts < 1 {
+            return Err(Error::invalid("max attempts", "must be at least 1"));
+        }
+        if self.queue_opts.visibility_timeout.as_secs() < 1 {
+            return Err(Error::invalid(
+                "visibility timeout",
+                "must be at least one second",
+            ));
+        }
+        if let Some(key) = &self.opts.unique_key {
+            if key.is_empty() {
+                return Err(Error::invalid("unique key", "must not be empty"));
+            }
+        }
+        if let Some(e) = self.opts.expires_in {
+            if e.as_secs() < 1 {
+                return Err(Error::invalid("expiry", "must be at least one second"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The effective max attempts (per-job override or the queue's).
+    pub fn max_attempts(&self) -> u32 {
+        self.opts
+            .max_attempts
+            .unwrap_or(self.queue_opts.max_attempts)
+    }
+
+    /// Seconds after enqueue the job becomes due (0 when not delayed).
+    pub fn delay_s(&self) -> i64 {
+        self.opts.delay.map(|d| secs(d)).unwrap_or(0)
+    }
+
+    /// The row's resolved times: `(run_at, expires_at)` against `now`.
+    pub fn times(&self, now: i64) -> (i64, Option<i64>) {
+        let run_at = self.opts.run_at.unwrap_or(now + self.delay_s());
+        let expires = self.opts.expires_in.map(|e| run_at.max(now) + secs(e));
+        (run_at, expires)
+    }
+
+    /// Visibility timeout in seconds.
+    pub fn visibility_timeout_s(&self) -> i64 {
+        secs(self.queue_opts.visibility_timeout)
+    }
+
+    /// Backoff base in seconds.
+    pub fn backoff_base_s(&self) -> i64 {
+        secs(self.queue_opts.backoff_base)
+    }
+
+    /// Dead-letter retention in seconds.
+    pub fn dead_letter_retention_s(&self) -> Option<i64> {
+        self.queue_opts.dead_letter_retention.map(secs)
+    }
+}
+
+fn secs(d: Duration) -> i64 {
+    i64::try_from(d.as_secs()).unwrap_or(i64::MAX / 4)
+}
+
+/// Reject empty or oversized queue names.
+pub fn validate_queue_name(queue: &str) -> Result<()> {
+    if queue.is_empty() {
+        return Err(Error::invalid("queue name", "must not be empty"));
+    }
+    if queue.len() > 200 {
+        return Err(Error::invalid("queue name", "longer than 200 bytes"));
+    }
+    Ok(())
+}
+
+/// Store-wide limits, checked before writing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest accepted payload (default 1 MiB).
+    pub max_payload_bytes: usize,
+    /// Largest accepted claim batch (default 10,000).
+    pub max_claim: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_payload_bytes: 1 << 20,
+            max_claim: 10_000,
+        }
+    }
+}
+
+/// The result of one enqueue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Enqueued {
+    /// A new row with this id.
+    Inserted(i64),
+    /// A live job with the same queue and unique key already exists.
+    Duplicate(i64),
+}
+
+impl Enqueued {
+    /// The job's id, new or existing.
+    pub fn id(&self) -> i64 {
+        match self {
+            Enqueued::Inserted(id) | Enqueued::Duplicate(id) => *id,
+        }
+    }
+}
+
+/// Parameters of a claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimParams {
+    /// The queue to claim from.
+    pub queue: String,
+    /// Who claims (recorded on the row).
+    pub worker: String,
+    /// Most jobs to return (1..=`Limits::max_claim`).
+    pub limit: u32,
+}
+
+impl ClaimParams {
+    /// Claim up to `limit` jobs of `queue` for `worker`.
+    pub fn new(queue: impl Into<String>, worker: impl Into<String>, limit: u32) -> Self {
+        ClaimParams {
+            queue: queue.into(),
+            worker: worker.into(),
+            limit,
+        }
+    }
+
+    /// Validate against the contract.
+    pub fn validate(&self, limits: &Limits) -> Result<()> {
+        validate_queue_name(&self.queue)?;
+        validate_worker(&self.worker)?;
+        if self.limit < 1 || self.limit > limits.max_claim {
+            return Err(Error::invalid(
+                "claim limit",
+                format!("{} is outside 1..={}", self.limit, limits.max_claim),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Reject empty worker names.
+pub fn validate_worker(worker: &str) -> Result<()> {
+    if worker.is_empty() {
+        return Err(Error::invalid("worker id", "must not be empty"));
+    }
+    Ok(())
+}
+
+/// A claimed job, handed to exactly one worker until its claim expires.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Job {
+    /// Job id (never reused).
+    pub id: i64,
+    /// Queue name.
+    pub queue: String,
+    /// Payload bytes as enqueued.
+    pub payload: Vec<u8>,
+    /// Priority.
+    pub priority: i64,
+    /// This attempt's number, starting at 1.
+    pub attempt: u32,
+    /// Attempts allowed.
+    pub max_attempts: u32,
+    /// The claiming worker.
+    pub worker: String,
+    /// When this claim lapses (unix seconds).
+    pub claim_expires_at: i64,
+    /// When the job became due (unix seconds).
+    pub run_at: i64,
+    /// When it was enqueued (unix seconds).
+    pub created_at: i64,
+    /// Its unique key, if any.
+    pub unique_key: Option<String>,
+}
+
+impl Job {
+    /// The claim token that ack, retry, fail, heartbeat and release need.
+    pub fn claim(&self) -> Claim {
+        Claim {
+            id: self.id,
+            worker: self.worker.clone(),
+            attempt: self.attempt,
+        }
+    }
+}
+
+/// Proof of a claim: a job id, its worker and the attempt number. A claim
+/// that expired and was taken by another claim no longer matches the row.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Claim {
+    /// Job id.
+    pub id: i64,
+    /// The worker that claimed it.
+    pub worker: String,
+    /// The attempt the claim started.
+    pub attempt: u32,
+}
+
+/// Parameters of a retry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryParams {
+    /// The caller's claim.
+    pub claim: Claim,
+    /// Why the attempt failed (kept on the row and in dead letters).
+    pub error: String,
+    /// Overrides the computed backoff.
+    pub delay: Option<Duration>,
+}
+
+/// What a retry did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryOutcome {
+    /// Rescheduled to run at this unix time.
+    Scheduled(i64),
+    /// Out of attempts: moved to dead.
+    Dead,
+    /// The caller's claim is no longer valid; nothing changed.
+    NotHeld,
+}
+
+/// Where a job is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JobState {
+    /// Waiting (possibly not yet due).
+    Pending,
+    /// Claimed by a worker.
+    Processing,
+    /// In the dead-letter table.
+    Dead,
+}
+
+impl JobState {
+    /// The state as stored (`pending`, `processing`, `dead`).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            JobState::Pending => "pending",
+            JobState::Processing => "processing",
+            JobState::Dead => "dead",
+        }
+    }
+
+    /// Parse a stored state.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "pending" => Some(JobState::Pending),
+            "processing" => Some(JobState::Processing),
+            "dead" => Some(JobState::Dead),
+            _ => None,
+        }
+    }
+}
+
+/// Everything known about a live or dead job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobInfo {
+    /// Job id.
+    pub id: i64,
+    /// Queue name.
+    pub queue: String,
+    /// Pending, processing or dead.
+    pub state: JobState,
+    /// Payload bytes.
+    pub payload: Vec<u8>,
+    /// Priority.
+    pub priority: i64,
+    /// Attempts started so far.
+    pub attempts: u32,
+    /// Attempts allowed.
+    pub max_attempts: u32,
+    /// When it is (or was) due.
+    pub run_at: i64,
+    /// When it was enqueued.
+    pub created_at: i64,
+    /// When a pending job expires.
+    pub expires_at: Option<i64>,
+    /// The last worker to claim it.
+    pub worker: Option<String>,
+    /// When the current (or last) claim lapses.
+    pub claim_expires_at: Option<i64>,
+    /// Its unique key.
+    pub unique_key: Option<String>,
+    /// The last error recorded by retry or fail.
+    pub last_error: Option<String>,
+    /// Why it died (`failed`, `exhausted`, `expired`), for dead jobs.
+    pub dead_reason: Option<String>,
+    /// When it died, for dead jobs.
+    pub died_at: Option<i64>,
+}
+
+/// Counts for one queue.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueueStats {
+    /// Queue name.
+    pub queue: String,
+    /// Pending and due now.
+    pub ready: u64,
+    /// Pending, due later.
+    pub scheduled: u64,
+    /// Claimed.
+    pub processing: u64,
+    /// In the dead-letter table.
+    pub dead: u64,
+    /// Age in seconds of the oldest ready job.
+    pub oldest_ready_age_s: Option<i64>,
+}
+
+/// Which dead letters to list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadListParams {
+    /// Only this queue (all queues when `None`).
+    pub queue: Option<String>,
+    /// Only ids greater than this (for paging).
+    pub after_id: Option<i64>,
+    /// Most rows to return (1..=10,000).
+    pub limit: u32,
+}
+
+/// Which dead letters to requeue or purge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadSelect {
+    /// Only this queue (all queues when `None`).
+    pub queue: Option<String>,
+    /// Only these ids (all matching the queue when `None`).
+    pub ids: Option<Vec<i64>>,
+}
+
+/// What a maintenance sweep did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SweepReport {
+    /// Pending jobs past their expiry, moved to dead as `expired`.
+    pub expired: u64,
+    /// Expired claims on their last attempt, moved to dead as `exhausted`.
+    pub exhausted: u64,
+    /// Dead letters past their retention, deleted.
+    pub dead_pruned: u64,
+}
+
+/// The retry delay in seconds after `attempt` failed: `base * 2^(attempt-1)`,
+/// capped at one day, plus up to 25 % jitter derived from `seed` (the job id) so
+/// jobs that failed together do not come back together.
+///
+/// ```
+/// use alkstore_core::backoff_delay_s;
+/// let d = backoff_delay_s(5, 3, 42);
+/// assert!((20..=25).contains(&d));
+/// ```
+pub fn backoff_delay_s(base_s: i64, attempt: u32, seed: i64) -> i64 {
+    const CAP: i64 = 24 * 3600;
+    let exp = attempt.saturating_sub(1).min(30);
+    let delay = base_s.max(0).saturating_mul(1i64 << exp).min(CAP);
+    let jitter_span = delay / 4;
+    if jitter_span == 0 {
+        return delay;
+    }
+    // splitmix64 of (seed, attempt): cheap, well spread, no RNG dependency.
+    let mut z = (seed as u64) ^ ((attempt as u64) << 32) ^ 0x9E37_79B9_7F4A_7C15;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    delay + (z % (jitter_span as u64 + 1)) as i64
+}
+
+/// Job queue operations. Every engine implements this; the contract suite in
+/// `alkstore-contract` checks that they all behave the same.
+///
+/// All methods validate input first and return [`Error::InvalidInput`] (or
+/// [`Error::PayloadTooLarge`]) without writing anything.
+pub trait QueueEngine: Send + Sync + 'static {
+    /// Insert jobs atomically: all or none. Returns one outcome per job.
+    fn job_enqueue(&self, jobs: Vec<NewJob>) -> impl Future<Output = Result<Vec<Enqueued>>> + Send;
+
+    /// Claim up to `limit` due jobs (priority DESC, run_at, id). Expired claims
+    /// are handed out again; an expired claim on its last attempt goes to dead.
+    fn job_claim(&self, params: ClaimParams) -> impl Future<Output = Result<Vec<Job>>> + Send;
+
+    /// Delete finished jobs; one flag per claim, true only where the claim was
+    /// still valid.
+    fn job_ack(&self, claims: Vec<Claim>) -> impl Future<Output = Result<Vec<bool>>> + Send;
+
+    /// Reschedule with backoff, or dead-letter when out of attempts.
+    fn job_retry(&self, params: RetryParams) -> impl Future<Output = Result<RetryOutcome>> + Send;
+
+    /// Move straight to dead as `failed`; false when the claim is not held.
+    fn job_fail(&self, claim: Claim, error: String) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Extend a valid claim by the job's visibility timeout from now; returns
+    /// the new expiry, or `None` when the claim is not held.
+    fn job_heartbeat(&self, claim: Claim) -> impl Future<Output = Result<Option<i64>>> + Send;
+
+    /// Hand a claimed job back unfinished (graceful shutdown): it is pending
+    /// again at once and the attempt is not counted.
+    fn job_release(&self, claim: Claim) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Delete a live job; true when one was deleted.
+    fn job_cancel(&self, id: i64) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Look up a live or dead job.
+    fn job_get(&self, id: i64) -> impl Future<Output = Result<Option<JobInfo>>> + Send;
+
+    /// Counts for one queue.
+    fn queue_stats(&self, queue: String) -> impl Future<Output = Result<QueueStats>> + Send;
+
+    /// Names of every queue with live or dead jobs.
+    fn queue_list(&self) -> impl Future<Output = Result<Vec<String>>> + Send;
+
+    /// Expire overdue pending jobs, dead-letter exhausted expired claims, and
+    /// prune dead letters past retention.
+    fn queue_sweep(&self) -> impl Future<Output = Result<SweepReport>> + Send;
+
+    /// List dead letters in id order.
+    fn dead_list(
+        &self,
+        params: DeadListParams,
+    ) -> impl Future<Output = Result<Vec<JobInfo>>> + Send;
+
+    /// Move dead letters back to pending with fresh attempts; returns how many.
+    /// A dead letter whose unique key is taken by a live job stays dead.
+    fn dead_requeue(&self, select: DeadSelect) -> impl Future<Output = Result<u64>> + Send;
+
+    /// Delete dead letters; returns how many.
+    fn dead_purge(&self, select: DeadSelect) -> impl Future<Output = Result<u64>> + Send;
+}
+
+impl DeadListParams {
+    /// Validate against the contract.
+    pub fn validate(&self) -> Result<()> {
+        if let Some(q) = &self.queue {
+            validate_queue_name(q)?;
+        }
+        if self.limit < 1 || self.limit > 10_000 {
+            return Err(Error::invalid(
+                "limit",
+                format!("{} is outside 1..=10000", self.limit),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl DeadSelect {
+    /// Every dead letter of `queue`.
+    pub fn queue(queue: impl Into<String>) -> Self {
+        DeadSelect {
+            queue: Some(queue.into()),
+            ids: None,
+        }
+    }
+
+    /// These dead letters.
+    pub fn ids(ids: Vec<i64>) -> Self {
+        DeadSelect {
+            queue: None,
+            ids: Some(ids),
+        }
+    }
+
+    /// Validate against the contract.
+    pub fn validate(&self) -> Result<()> {
+        if let Some(q) = &self.queue {
+            validate_queue_name(q)?;
+        }
+        Ok(())
+    }
+}

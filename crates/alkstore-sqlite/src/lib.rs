@@ -1,0 +1,168 @@
+//! The embedded SQLite engine of alkstore.
+//!
+//! One file, no server. All writes go through **one writer thread** that
+//! takes every command waiting in its channel and runs them in a single
+//! `BEGIN IMMEDIATE` transaction (group commit), each inside its own savepoint
+//! so one failing command never undoes its neighbours. Reads run on a small
+//! pool of read connections beside it; WAL lets them proceed while the writer
+//! commits. Tables are prefixed `__alkstore_` so they can share a database
+//! file with the application's own tables.
+//!
+//! ```no_run
+//! # async fn demo() -> alkstore_core::Result<()> {
+//! use alkstore_core::{NewJob, QueueEngine};
+//! use alkstore_sqlite::{SqliteEngine, SqliteOptions};
+//! let engine = SqliteEngine::open(SqliteOptions::new("app.db"))?;
+//! engine.job_enqueue(vec![NewJob::new("emails", b"hello".to_vec())]).await?;
+//! # Ok(()) }
+//! ```
+
+mod outbox;
+mod queues;
+mod rows;
+mod schema;
+mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use alkstore_core::{Clock, Error, Limits, Result, SystemClock};
+use rusqlite::Connection;
+
+pub use outbox::enqueue_in;
+pub use schema::SCHEMA_VERSION;
+
+/// How to open a SQLite store.
+#[derive(Debug, Clone)]
+pub struct SqliteOptions {
+    /// The database file (created if missing).
+    pub path: PathBuf,
+    /// `PRAGMA synchronous=FULL`: fsync every commit so it survives power
+    /// loss. The default, `NORMAL` in WAL mode, survives process crashes and
+    /// kill -9 but may lose the last commits on power loss.
+    pub synchronous_full: bool,
+    /// The clock (default: the system clock).
+    pub clock: Option<Arc<dyn Clock>>,
+    /// Input limits.
+    pub limits: Limits,
+}
+
+impl SqliteOptions {
+    /// Defaults for the file at `path`.
+    pub fn new(path: impl AsRef<Path>) -> Self {
+        SqliteOptions {
+            path: path.as_ref().to_path_buf(),
+            synchronous_full: false,
+            clock: None,
+            limits: Limits::default(),
+        }
+    }
+
+    /// Use this clock instead of the system's.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+}
+
+/// A handle to an open SQLite store; clones share the writer and readers.
+#[derive(Clone)]
+pub struct SqliteEngine {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    writer: writer::WriterHandle,
+    readers: Mutex<Vec<Connection>>,
+    opts: SqliteOptions,
+    clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for SqliteEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteEngine")
+            .field("path", &self.inner.opts.path)
+            .finish()
+    }
+}
+
+impl SqliteEngine {
+    /// Open (and create or migrate) the store. Fails with
+    /// [`Error::SchemaTooNew`] when a newer alkstore wrote the file.
+    pub fn open(opts: SqliteOptions) -> Result<Self> {
+        let conn = open_connection(&opts)?;
+        schema::migrate(&conn)?;
+        let clock: Arc<dyn Clock> = opts.clock.clone().unwrap_or_else(|| Arc::new(SystemClock));
+        let writer = writer::spawn(conn, clock.clone())?;
+        Ok(SqliteEngine {
+            inner: Arc::new(Inner {
+                writer,
+                readers: Mutex::new(Vec::new()),
+                opts,
+                clock,
+            }),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.inner.opts.path
+    }
+
+    /// The engine's current time (unix seconds).
+    pub fn now(&self) -> i64 {
+        self.inner.clock.now()
+    }
+
+    fn limits(&self) -> &Limits {
+        &self.inner.opts.limits
+    }
+
+    /// Run `f` on a read connection off the async runtime.
+    async fn read<T, F>(&self, op: &'static str, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    {
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || {
+            let conn = match inner.readers.lock().map(|mut r| r.pop()) {
+                Ok(Some(c)) => c,
+                _ => open_connection(&inner.opts)?,
+            };
+            let out = f(&conn);
+            if let Ok(mut r) = inner.readers.lock() {
+                if r.len() < 8 {
+                    r.push(conn);
+                }
+            }
+            out
+        })
+        .await
+        .map_err(|e| Error::database(op, e.to_string()))?
+    }
+}
+
+/// Open a connection with alkstore's pragmas.
+pub(crate) fn open_connection(opts: &SqliteOptions) -> Result<Connection> {
+    let conn = Connection::open(&opts.path).map_err(|e| Error::Connect {
+        source: format!("{}: {e}", opts.path.display()).into(),
+    })?;
+    let sync = if opts.synchronous_full {
+        "FULL"
+    } else {
+        "NORMAL"
+    };
+    conn.execute_batch(&format!(
+        "PRAGMA journal_mode=WAL; PRAGMA synchronous={sync}; PRAGMA busy_timeout=10000; PRAGMA temp_store=MEMORY;"
+    ))
+    .map_err(|e| Error::Connect {
+        source: format!("{}: {e}", opts.path.display()).into(),
+    })?;
+    Ok(conn)
+}
+
+/// Map a rusqlite error to [`Error::Database`] for operation `op`.
+pub(crate) fn db(op: &'static str) -> impl Fn(rusqlite::Error) -> Error {
+    move |e| Error::database(op, e)
+}

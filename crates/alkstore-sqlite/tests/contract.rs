@@ -1,0 +1,66 @@
+//! The contract suite on the SQLite engine.
+
+use std::sync::Arc;
+
+use alkstore_contract::Harness;
+use alkstore_core::{Error, ManualClock, NewJob, Result};
+use alkstore_sqlite::{SqliteEngine, SqliteOptions};
+
+struct SqliteHarness {
+    engine: SqliteEngine,
+    clock: ManualClock,
+    _dir: tempfile::TempDir,
+}
+
+async fn harness(_name: &'static str) -> SqliteHarness {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let clock = ManualClock::starting_now();
+    let opts = SqliteOptions::new(dir.path().join("contract.db")).clock(Arc::new(clock.clone()));
+    let engine = SqliteEngine::open(opts).expect("open");
+    SqliteHarness {
+        engine,
+        clock,
+        _dir: dir,
+    }
+}
+
+impl Harness for SqliteHarness {
+    type Engine = SqliteEngine;
+
+    fn engine(&self) -> &SqliteEngine {
+        &self.engine
+    }
+
+    fn clock(&self) -> &ManualClock {
+        &self.clock
+    }
+
+    async fn outbox_enqueue(&self, job: NewJob, commit: bool) -> Result<()> {
+        let path = self.engine.path().to_path_buf();
+        tokio::task::spawn_blocking(move || {
+            let db = |e: rusqlite::Error| Error::database("outbox test", e);
+            let mut conn = rusqlite::Connection::open(path).map_err(db)?;
+            conn.busy_timeout(std::time::Duration::from_secs(10))
+                .map_err(db)?;
+            conn.execute_batch(
+                "CREATE TABLE IF NOT EXISTS orders (id INTEGER PRIMARY KEY, note TEXT)",
+            )
+            .map_err(db)?;
+            let tx = conn.transaction().map_err(db)?;
+            tx.execute("INSERT INTO orders (note) VALUES ('business write')", [])
+                .map_err(db)?;
+            alkstore_sqlite::enqueue_in(&tx, &job)?;
+            if commit {
+                tx.commit().map_err(db)
+            } else {
+                tx.rollback().map_err(db)
+            }
+        })
+        .await
+        .map_err(|e| Error::database("outbox test", e.to_string()))?
+    }
+
+    async fn teardown(self) {}
+}
+
+alkstore_contract::contract_suite!(crate::harness);
