@@ -171,10 +171,12 @@ async function benchPgBoss() {
         burstWhenBatchFull: true,
       },
       async (batch) => {
+        if (handled === 0) log(`pg-boss work: first batch after ${((performance.now() - t1) / 1000).toFixed(3)}s`);
         handled += batch.length; // no-op handler
       },
     );
     await waitFor('pg-boss handler calls', () => handled >= JOBS, deadline, 5);
+    log(`pg-boss work: all handler calls done after ${((performance.now() - t1) / 1000).toFixed(3)}s`);
     // Completion is written after each batch handler resolves; wait until persisted.
     await waitFor('pg-boss completions', async () => (await countState('completed')) >= JOBS, deadline, 5);
     const workSecs = (performance.now() - t1) / 1000;
@@ -202,6 +204,7 @@ const GW = {
   insertPar: parseInt(process.env.GW_INSERT_PAR || '2', 10),
   concurrentJobs: parseInt(process.env.GW_CONCURRENCY || '24', 10),
   localQueueSize: parseInt(process.env.GW_LOCAL_QUEUE || '500', 10),
+  completeJobBatchDelay: parseInt(process.env.GW_COMPLETE_DELAY || '0', 10),
 };
 
 async function benchGraphile() {
@@ -217,21 +220,29 @@ async function benchGraphile() {
   });
   const preset = {
     worker: {
-      connectionString: url,
       maxPoolSize: Math.max(GW.concurrentJobs + 1, 10),
       concurrentJobs: GW.concurrentJobs,
       pollInterval: 2000, // only matters for future/retried jobs; ready jobs use LISTEN/NOTIFY + localQueue refetch
       useNodeTime: true,
       localQueue: { size: GW.localQueueSize },
-      completeJobBatchDelay: 0,
-      failJobBatchDelay: 0,
+      completeJobBatchDelay: GW.completeJobBatchDelay,
+      failJobBatchDelay: GW.completeJobBatchDelay,
       fileExtensions: ['.js', '.cjs', '.mjs'],
     },
   };
 
+  // Own the pools so they are fully closed (awaited) before the database is dropped;
+  // graphile-worker does not await pool.end() for pools it creates itself.
+  const workerPool = new pg.Pool({ connectionString: url, max: preset.worker.maxPoolSize });
+  const utilsPool = new pg.Pool({ connectionString: url, max: GW.insertPar + 2 });
+  for (const p of [workerPool, utilsPool]) {
+    p.on('error', (e) => log('graphile-worker pool error:', e?.message));
+    p.on('connect', (c) => c.on('error', (e) => log('graphile-worker client error:', e?.message)));
+  }
   const utils = await makeWorkerUtils({
     logger,
-    preset: { worker: { connectionString: url, maxPoolSize: GW.insertPar + 2, useNodeTime: true } },
+    pgPool: utilsPool,
+    preset: { worker: { maxPoolSize: GW.insertPar + 2, useNodeTime: true } },
   });
   await utils.migrate();
   const check = new pg.Client({ connectionString: url });
@@ -266,16 +277,18 @@ async function benchGraphile() {
     const deadline = t1 + WORK_TIMEOUT_MS;
     runner = await run({
       preset,
+      pgPool: workerPool,
       logger,
       noHandleSignals: true,
       parsedCronItems: [],
       taskList: {
         noop: async () => {
-          handled++;
+          if (handled++ === 0) log(`graphile-worker work: first job after ${((performance.now() - t1) / 1000).toFixed(3)}s`);
         },
       },
     });
     await waitFor('graphile-worker handler calls', () => handled >= JOBS, deadline, 5);
+    log(`graphile-worker work: all handler calls done after ${((performance.now() - t1) / 1000).toFixed(3)}s`);
     // Completed jobs are deleted (completeJobBatchDelay batches the deletes); wait until persisted.
     await waitFor('graphile-worker completions', async () => (await countJobs()) === 0, deadline, 5);
     const workSecs = (performance.now() - t1) / 1000;
@@ -284,8 +297,10 @@ async function benchGraphile() {
     report('graphile-worker', 'work', JOBS, workSecs);
   } finally {
     if (runner) await runner.stop().catch((e) => log('graphile-worker stop:', e?.message));
+    await utils.release().catch((e) => log('graphile-worker utils release:', e?.message));
     await check.end();
-    await utils.release();
+    await workerPool.end();
+    await utilsPool.end();
     await dropDb(dbName);
   }
 }

@@ -69,6 +69,7 @@ macro_rules! contract_suite {
             outbox_commits_and_rolls_back_with_caller,
             concurrent_claimers_never_share_a_job,
             queue_list_names_queues,
+            job_list_filters_and_pages,
         );
     };
 }

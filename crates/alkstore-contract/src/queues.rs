@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use alkstore_core::{
     Claim, ClaimParams, Clock, DeadListParams, DeadSelect, EnqueueOpts, Enqueued, ErrorKind, Job,
-    JobState, NewJob, QueueEngine, QueueOpts, Result, RetryOutcome, RetryParams,
+    JobListParams, JobState, NewJob, QueueEngine, QueueOpts, Result, RetryOutcome, RetryParams,
 };
 
 use crate::Harness;
@@ -769,5 +769,45 @@ pub async fn queue_list_names_queues<H: Harness>(h: &H) {
     assert_eq!(
         e.queue_list().await.expect("list"),
         vec!["alpha".to_string(), "zeta".to_string()]
+    );
+}
+
+/// Live jobs can be listed by queue and state, in id order, in pages.
+pub async fn job_list_filters_and_pages<H: Harness>(h: &H) {
+    let e = h.engine();
+    let ids: Vec<i64> = e
+        .job_enqueue((0..5).map(|i| job("jl", &i.to_string())).collect())
+        .await
+        .expect("enqueue")
+        .iter()
+        .map(|o| o.id())
+        .collect();
+    enqueue_one(e, job("jl-other", "x")).await;
+    let claimed = claim(e, "jl", "w", 2).await;
+    let list = |queue: Option<&str>, state, after_id, limit| {
+        e.job_list(JobListParams {
+            queue: queue.map(str::to_string),
+            state,
+            after_id,
+            limit,
+        })
+    };
+    let all = list(Some("jl"), None, None, 100).await.expect("list");
+    assert_eq!(all.iter().map(|j| j.id).collect::<Vec<_>>(), ids);
+    let processing = list(Some("jl"), Some(JobState::Processing), None, 100)
+        .await
+        .expect("list");
+    assert_eq!(
+        processing.iter().map(|j| j.id).collect::<Vec<_>>(),
+        claimed.iter().map(|j| j.id).collect::<Vec<_>>()
+    );
+    let page = list(Some("jl"), Some(JobState::Pending), Some(ids[2]), 1)
+        .await
+        .expect("list");
+    assert_eq!(page.iter().map(|j| j.id).collect::<Vec<_>>(), vec![ids[3]]);
+    assert_eq!(list(None, None, None, 100).await.expect("list").len(), 6);
+    assert_eq!(
+        kind(list(None, Some(JobState::Dead), None, 10).await),
+        ErrorKind::InvalidInput
     );
 }

@@ -61,6 +61,15 @@ pub enum Error {
         #[source]
         source: BoxError,
     },
+    /// A payload could not be encoded or decoded.
+    #[error("payload {direction} failed: {source}")]
+    Payload {
+        /// `encoding` or `decoding`.
+        direction: &'static str,
+        /// The serializer's error.
+        #[source]
+        source: BoxError,
+    },
     /// The store was closed (its engine thread or pool is gone).
     #[error("the store is closed")]
     Closed,
@@ -82,6 +91,8 @@ pub enum ErrorKind {
     Connect,
     /// See [`Error::Database`].
     Database,
+    /// See [`Error::Payload`].
+    Payload,
     /// See [`Error::Closed`].
     Closed,
 }
@@ -96,6 +107,7 @@ impl Error {
             Error::SchemaTooNew { .. } => ErrorKind::SchemaTooNew,
             Error::Connect { .. } => ErrorKind::Connect,
             Error::Database { .. } => ErrorKind::Database,
+            Error::Payload { .. } => ErrorKind::Payload,
             Error::Closed => ErrorKind::Closed,
         }
     }

@@ -15,6 +15,6 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{BoxError, Error, ErrorKind, Result};
 pub use queue::{
     backoff_delay_s, Claim, ClaimParams, DeadListParams, DeadSelect, EnqueueOpts, Enqueued, Job,
-    JobInfo, JobState, Limits, NewJob, QueueEngine, QueueOpts, QueueStats, RetryOutcome,
-    RetryParams, SweepReport,
+    JobInfo, JobListParams, JobState, Limits, NewJob, QueueEngine, QueueOpts, QueueStats,
+    RetryOutcome, RetryParams, SweepReport,
 };

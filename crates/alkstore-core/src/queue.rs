@@ -450,6 +450,45 @@ pub struct QueueStats {
     pub oldest_ready_age_s: Option<i64>,
 }
 
+/// Which live jobs to list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobListParams {
+    /// Only this queue (all queues when `None`).
+    pub queue: Option<String>,
+    /// Only jobs in this state (`Pending` or `Processing`; all live when `None`).
+    pub state: Option<JobState>,
+    /// Only ids greater than this (for paging).
+    pub after_id: Option<i64>,
+    /// Most rows to return (1..=10,000).
+    pub limit: u32,
+}
+
+impl JobListParams {
+    /// Validate against the contract.
+    pub fn validate(&self) -> Result<()> {
+        if let Some(q) = &self.queue {
+            validate_queue_name(q)?;
+        }
+        if self.state == Some(JobState::Dead) {
+            return Err(Error::invalid(
+                "state",
+                "dead jobs are listed with dead_list",
+            ));
+        }
+        validate_limit(self.limit)
+    }
+}
+
+fn validate_limit(limit: u32) -> Result<()> {
+    if limit < 1 || limit > 10_000 {
+        return Err(Error::invalid(
+            "limit",
+            format!("{limit} is outside 1..=10000"),
+        ));
+    }
+    Ok(())
+}
+
 /// Which dead letters to list.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeadListParams {
@@ -546,6 +585,9 @@ pub trait QueueEngine: Send + Sync + 'static {
     /// Counts for one queue.
     fn queue_stats(&self, queue: String) -> impl Future<Output = Result<QueueStats>> + Send;
 
+    /// List live jobs in id order.
+    fn job_list(&self, params: JobListParams) -> impl Future<Output = Result<Vec<JobInfo>>> + Send;
+
     /// Names of every queue with live or dead jobs.
     fn queue_list(&self) -> impl Future<Output = Result<Vec<String>>> + Send;
 
@@ -573,13 +615,7 @@ impl DeadListParams {
         if let Some(q) = &self.queue {
             validate_queue_name(q)?;
         }
-        if self.limit < 1 || self.limit > 10_000 {
-            return Err(Error::invalid(
-                "limit",
-                format!("{} is outside 1..=10000", self.limit),
-            ));
-        }
-        Ok(())
+        validate_limit(self.limit)
     }
 }
 

@@ -1,1 +1,211 @@
-//! stub
+//! The PostgreSQL engine of alkstore: many worker hosts, one database.
+//!
+//! - tokio-postgres with a deadpool pool and cached prepared statements.
+//! - Claims with `FOR UPDATE SKIP LOCKED` in claim order (priority DESC,
+//!   run_at, id); batch enqueue through `unnest`; batch ack in one statement.
+//! - Every claim, visibility and expiry decision uses the **database's**
+//!   clock (`now()` inside the statement), so hosts whose clocks disagree can
+//!   never hold the same job at once. Tests may inject a clock instead.
+//! - All objects live in one schema (see [`schema`]); the schema name is
+//!   quoted everywhere, never interpolated raw.
+//!
+//! ```no_run
+//! # async fn demo() -> alkstore_core::Result<()> {
+//! use alkstore_core::{NewJob, QueueEngine};
+//! use alkstore_postgres::{PgEngine, PgOptions};
+//! let engine = PgEngine::open(PgOptions::new("postgres://postgres@127.0.0.1/app", "jobs")).await?;
+//! engine.job_enqueue(vec![NewJob::new("emails", b"hello".to_vec())]).await?;
+//! # Ok(()) }
+//! ```
+
+mod outbox;
+mod queues;
+pub mod schema;
+mod sql;
+#[doc(hidden)]
+pub mod testing;
+
+use std::collections::HashMap;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use alkstore_core::url::mask_password;
+use alkstore_core::{Clock, Error, Limits, Result};
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use tokio_postgres::NoTls;
+
+pub use outbox::enqueue_in;
+
+/// How to open a PostgreSQL store.
+#[derive(Debug, Clone)]
+pub struct PgOptions {
+    /// A libpq-style URL or key/value connection string.
+    pub conninfo: String,
+    /// The engine-owned schema (created if missing).
+    pub schema: String,
+    /// Replace the database clock (tests only).
+    pub clock: Option<Arc<dyn Clock>>,
+    /// Input limits.
+    pub limits: Limits,
+    /// Most pooled connections.
+    pub pool_size: usize,
+}
+
+impl PgOptions {
+    /// Defaults for `conninfo` and `schema`.
+    pub fn new(conninfo: impl Into<String>, schema: impl Into<String>) -> Self {
+        PgOptions {
+            conninfo: conninfo.into(),
+            schema: schema.into(),
+            clock: None,
+            limits: Limits::default(),
+            pool_size: 16,
+        }
+    }
+
+    /// Use this clock instead of the database's.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+}
+
+/// A handle to an open PostgreSQL store; clones share the pool.
+#[derive(Clone)]
+pub struct PgEngine {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    pool: Pool,
+    sql: sql::Sql,
+    opts: PgOptions,
+    /// Per queue, when expired claims were last rescued (see `queues.rs`).
+    last_rescue: Mutex<HashMap<String, RescueMark>>,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum RescueMark {
+    At(Instant),
+    Clock(i64),
+}
+
+impl std::fmt::Debug for PgEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgEngine")
+            .field("conninfo", &mask_password(&self.inner.opts.conninfo))
+            .field("schema", &self.inner.opts.schema)
+            .finish()
+    }
+}
+
+impl PgEngine {
+    /// Connect, bootstrap the schema, and return the engine. Unreachable
+    /// servers and refused logins are [`Error::Connect`]; a schema written by a
+    /// newer alkstore is [`Error::SchemaTooNew`].
+    pub async fn open(opts: PgOptions) -> Result<Self> {
+        schema::validate_schema_name(&opts.schema)?;
+        let mut config =
+            tokio_postgres::Config::from_str(&opts.conninfo).map_err(|e| Error::InvalidUrl {
+                url: mask_password(&opts.conninfo),
+                reason: e.to_string(),
+            })?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(Duration::from_secs(10));
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("alkstore");
+        }
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(opts.pool_size.max(1))
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .wait_timeout(Some(Duration::from_secs(30)))
+            .create_timeout(Some(Duration::from_secs(15)))
+            .build()
+            .map_err(|e| Error::Connect { source: e.into() })?;
+        let engine = PgEngine {
+            inner: Arc::new(Inner {
+                sql: sql::Sql::new(&opts.schema),
+                pool,
+                opts,
+                last_rescue: Mutex::new(HashMap::new()),
+            }),
+        };
+        let mut client = engine.client().await?;
+        schema::bootstrap(&mut client, &engine.inner.opts.schema).await?;
+        Ok(engine)
+    }
+
+    /// The engine-owned schema.
+    pub fn schema(&self) -> &str {
+        &self.inner.opts.schema
+    }
+
+    /// A pooled connection, for tests and tools that need raw SQL.
+    pub async fn client(&self) -> Result<deadpool_postgres::Object> {
+        self.inner.pool.get().await.map_err(|e| match e {
+            deadpool_postgres::PoolError::Backend(e) => Error::Connect { source: e.into() },
+            other => Error::Connect {
+                source: other.into(),
+            },
+        })
+    }
+
+    /// The injected clock's time, or `None` to use the database's.
+    fn now_override(&self) -> Option<i64> {
+        self.inner.opts.clock.as_ref().map(|c| c.now())
+    }
+
+    fn limits(&self) -> &Limits {
+        &self.inner.opts.limits
+    }
+
+    /// Whether this claim should first hand expired claims back: once per
+    /// second per queue (claims expire on whole seconds), or whenever an
+    /// injected clock moved.
+    fn rescue_due(&self, queue: &str) -> bool {
+        let mark = match self.now_override() {
+            Some(now) => RescueMark::Clock(now),
+            None => RescueMark::At(Instant::now()),
+        };
+        let Ok(mut map) = self.inner.last_rescue.lock() else {
+            return true;
+        };
+        let due = match (map.get(queue), mark) {
+            (Some(RescueMark::Clock(last)), RescueMark::Clock(now)) => *last != now,
+            (Some(RescueMark::At(last)), RescueMark::At(_)) => {
+                last.elapsed() >= Duration::from_millis(1000)
+            }
+            _ => true,
+        };
+        if due {
+            map.insert(queue.to_string(), mark);
+        }
+        due
+    }
+
+    fn forget_rescue(&self, queue: &str) {
+        if let Ok(mut map) = self.inner.last_rescue.lock() {
+            map.remove(queue);
+        }
+    }
+}
+
+/// Map a tokio-postgres error to [`Error::Database`] for operation `op`.
+pub(crate) fn db(op: &'static str) -> impl Fn(tokio_postgres::Error) -> Error {
+    move |e| {
+        if e.is_closed() {
+            Error::Connect { source: e.into() }
+        } else {
+            Error::database(op, e)
+        }
+    }
+}

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use alkstore_core::queue::validate_worker;
 use alkstore_core::{
     backoff_delay_s, Claim, ClaimParams, DeadListParams, DeadSelect, Enqueued, Error, Job, JobInfo,
-    NewJob, QueueEngine, QueueStats, Result, RetryOutcome, RetryParams, SweepReport,
+    JobListParams, NewJob, QueueEngine, QueueStats, Result, RetryOutcome, RetryParams, SweepReport,
 };
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -382,6 +382,31 @@ impl QueueEngine for SqliteEngine {
                 dead: dead as u64,
                 oldest_ready_age_s: oldest.map(|t| (now - t).max(0)),
             })
+        })
+        .await
+    }
+
+    async fn job_list(&self, p: JobListParams) -> Result<Vec<JobInfo>> {
+        p.validate()?;
+        self.read("job_list", move |conn| {
+            conn.prepare_cached(&format!(
+                "SELECT {JOB_COLS}, state FROM __alkstore_job \
+                 WHERE (?1 IS NULL OR queue = ?1) AND (?2 IS NULL OR state = ?2) AND id > ?3 \
+                 ORDER BY id LIMIT ?4"
+            ))
+            .and_then(|mut s| {
+                s.query_map(
+                    params![
+                        p.queue,
+                        p.state.map(|s| s.as_str()),
+                        p.after_id.unwrap_or(i64::MIN),
+                        p.limit
+                    ],
+                    |r| job_info(r, false),
+                )?
+                .collect()
+            })
+            .map_err(db("job_list"))
         })
         .await
     }

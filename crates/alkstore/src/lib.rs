@@ -1,1 +1,45 @@
-//! stub
+//! Durable background work in the database you already have.
+//!
+//! `alkstore` keeps job queues in SQLite (embedded, one file, the default) or
+//! PostgreSQL (many worker hosts, one database) behind one contract. Open a
+//! [`Store`] by URL, take a [`Queue`] handle, enqueue serde payloads:
+//!
+//! ```no_run
+//! # async fn demo() -> alkstore::Result<()> {
+//! use alkstore::{EnqueueOpts, Store};
+//! use std::time::Duration;
+//!
+//! #[derive(serde::Serialize, serde::Deserialize)]
+//! struct Email { to: String }
+//!
+//! let store = Store::open("sqlite://app.db").await?;
+//! let emails = store.queue("emails");
+//! emails.enqueue(&Email { to: "a@example.com".into() }).await?;
+//! emails
+//!     .enqueue_with(&Email { to: "b@example.com".into() }, EnqueueOpts::default().priority(5).delay(Duration::from_secs(60)))
+//!     .await?;
+//! let jobs = emails.claim("worker-1", 10).await?;
+//! for job in &jobs {
+//!     let email: Email = job.decode()?;
+//!     # let _ = email;
+//! }
+//! emails.ack(jobs.iter().map(|j| j.claim()).collect()).await?;
+//! # Ok(()) }
+//! ```
+
+mod any;
+mod queue;
+mod store;
+
+pub use alkstore_core::{
+    url::StoreUrl, Claim, ClaimParams, Clock, DeadListParams, DeadSelect, EnqueueOpts, Enqueued,
+    Error, ErrorKind, Job, JobInfo, JobListParams, JobState, Limits, ManualClock, NewJob,
+    QueueEngine, QueueOpts, QueueStats, Result, RetryOutcome, RetryParams, SweepReport,
+    SystemClock,
+};
+pub use any::AnyEngine;
+pub use queue::{JobExt, Queue};
+pub use store::{Store, StoreOptions};
+
+/// The SQLite engine, for callers that need its own API (the outbox).
+pub use alkstore_sqlite as sqlite;

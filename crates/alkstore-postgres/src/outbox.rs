@@ -1,0 +1,37 @@
+//! Enqueue inside the caller's own PostgreSQL transaction.
+
+use alkstore_core::{Enqueued, Error, Limits, NewJob, Result};
+use tokio_postgres::GenericClient;
+
+use crate::queues::{enqueue_text, insert_jobs, is_keyed};
+use crate::schema::validate_schema_name;
+use crate::sql::Sql;
+
+/// Enqueue `job` through the caller's client or open transaction, so it
+/// commits or rolls back with the caller's own writes (transactional outbox).
+/// `schema` is the store's schema; the store must have been opened once to
+/// create it. Times come from the database clock.
+///
+/// ```no_run
+/// # async fn demo(client: &mut tokio_postgres::Client) -> Result<(), Box<dyn std::error::Error>> {
+/// use alkstore_core::NewJob;
+/// let tx = client.transaction().await?;
+/// tx.execute("INSERT INTO orders (id) VALUES (1)", &[]).await?;
+/// alkstore_postgres::enqueue_in(&tx, "alkstore", NewJob::new("emails", b"order 1".to_vec())).await?;
+/// tx.commit().await?;
+/// # Ok(()) }
+/// ```
+pub async fn enqueue_in<C: GenericClient + Sync>(
+    client: &C,
+    schema: &str,
+    job: NewJob,
+) -> Result<Enqueued> {
+    validate_schema_name(schema)?;
+    job.validate(&Limits::default())?;
+    let sql = Sql::new(schema);
+    let jobs = vec![job];
+    let text = enqueue_text(&sql, is_keyed(&jobs));
+    let mut out = insert_jobs(client, text, &sql, jobs, None).await?;
+    out.pop()
+        .ok_or_else(|| Error::database("job_enqueue", "the insert returned no id"))
+}

@@ -1,0 +1,490 @@
+//! Job queue operations on PostgreSQL.
+
+use std::collections::HashSet;
+
+use alkstore_core::queue::{validate_queue_name, validate_worker};
+use alkstore_core::{
+    backoff_delay_s, Claim, ClaimParams, DeadListParams, DeadSelect, Enqueued, Error, Job, JobInfo,
+    JobListParams, JobState, NewJob, QueueEngine, QueueStats, Result, RetryOutcome, RetryParams,
+    SweepReport,
+};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::ToStatement;
+use tokio_postgres::{GenericClient, Row};
+
+use crate::sql::Sql;
+use crate::{db, PgEngine};
+
+/// Column arrays of a batch enqueue, in the `unnest` order of `sql.rs`.
+struct Columns {
+    queue: Vec<String>,
+    payload: Vec<Vec<u8>>,
+    priority: Vec<i64>,
+    run_at: Vec<Option<i64>>,
+    delay_s: Vec<i64>,
+    max_attempts: Vec<i64>,
+    expires_in: Vec<Option<i64>>,
+    vis: Vec<i64>,
+    backoff: Vec<i64>,
+    retention: Vec<Option<i64>>,
+    unique_key: Vec<Option<String>>,
+}
+
+impl Columns {
+    fn new(jobs: Vec<NewJob>) -> Columns {
+        let n = jobs.len();
+        let mut c = Columns {
+            queue: Vec::with_capacity(n),
+            payload: Vec::with_capacity(n),
+            priority: Vec::with_capacity(n),
+            run_at: Vec::with_capacity(n),
+            delay_s: Vec::with_capacity(n),
+            max_attempts: Vec::with_capacity(n),
+            expires_in: Vec::with_capacity(n),
+            vis: Vec::with_capacity(n),
+            backoff: Vec::with_capacity(n),
+            retention: Vec::with_capacity(n),
+            unique_key: Vec::with_capacity(n),
+        };
+        for j in jobs {
+            c.priority.push(j.opts.priority.into());
+            c.run_at.push(j.opts.run_at);
+            c.delay_s.push(j.delay_s());
+            c.max_attempts.push(j.max_attempts().into());
+            c.expires_in.push(
+                j.opts
+                    .expires_in
+                    .map(|d| d.as_secs().min(i64::MAX as u64 / 4) as i64),
+            );
+            c.vis.push(j.visibility_timeout_s());
+            c.backoff.push(j.backoff_base_s());
+            c.retention.push(j.dead_letter_retention_s());
+            c.queue.push(j.queue);
+            c.payload.push(j.payload);
+            c.unique_key.push(j.opts.unique_key);
+        }
+        c
+    }
+}
+
+/// Whether a batch needs the unique-key statement.
+pub(crate) fn is_keyed(jobs: &[NewJob]) -> bool {
+    jobs.iter().any(|j| j.opts.unique_key.is_some())
+}
+
+/// The enqueue statement text for a batch.
+pub(crate) fn enqueue_text(sql: &Sql, keyed: bool) -> &str {
+    if keyed {
+        &sql.enqueue_unique
+    } else {
+        &sql.enqueue_plain
+    }
+}
+
+/// Insert validated jobs on any client or transaction with `stmt`, the
+/// statement (cached by the engine, text for the outbox) of
+/// [`enqueue_text`]`(sql, is_keyed(&jobs))`.
+pub(crate) async fn insert_jobs<C, S>(
+    client: &C,
+    stmt: &S,
+    sql: &Sql,
+    jobs: Vec<NewJob>,
+    now: Option<i64>,
+) -> Result<Vec<Enqueued>>
+where
+    C: GenericClient + Sync,
+    S: ToStatement + Sync + Send + ?Sized,
+{
+    let op = "job_enqueue";
+    let n = jobs.len();
+    let keyed = is_keyed(&jobs);
+    let c = Columns::new(jobs);
+    let mut params: Vec<&(dyn ToSql + Sync)> = vec![
+        &now,
+        &c.queue,
+        &c.payload,
+        &c.priority,
+        &c.run_at,
+        &c.delay_s,
+        &c.max_attempts,
+        &c.expires_in,
+        &c.vis,
+        &c.backoff,
+        &c.retention,
+        &c.unique_key,
+    ];
+    if !keyed {
+        let rows = client.query(stmt, &params).await.map_err(db(op))?;
+        let mut ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+        ids.sort_unstable();
+        if ids.len() != n {
+            return Err(Error::database(
+                op,
+                "the insert returned fewer ids than jobs",
+            ));
+        }
+        return Ok(ids.into_iter().map(Enqueued::Inserted).collect());
+    }
+    params.push(&sql.job_seq);
+    let rows = client.query(stmt, &params).await.map_err(db(op))?;
+    rows.iter()
+        .map(|r| {
+            let id: Option<i64> = r.get(1);
+            let inserted: bool = r.get(2);
+            match (id, inserted) {
+                (Some(id), true) => Ok(Enqueued::Inserted(id)),
+                (Some(id), false) => Ok(Enqueued::Duplicate(id)),
+                // The conflicting job committed after this statement's
+                // snapshot was taken (or was acked meanwhile).
+                (None, _) => Err(Error::database(
+                    op,
+                    "a concurrent enqueue with the same unique key raced this one; retry",
+                )),
+            }
+        })
+        .collect()
+}
+
+fn job_info(r: &Row, dead: bool) -> JobInfo {
+    let (state, dead_reason, died_at) = if dead {
+        (
+            JobState::Dead,
+            Some(r.get::<_, String>(13)),
+            Some(r.get(14)),
+        )
+    } else {
+        let s: String = r.get(13);
+        (JobState::parse(&s).unwrap_or(JobState::Pending), None, None)
+    };
+    JobInfo {
+        id: r.get(0),
+        queue: r.get(1),
+        payload: r.get(2),
+        priority: r.get(3),
+        run_at: r.get(4),
+        attempts: r.get::<_, i64>(5) as u32,
+        max_attempts: r.get::<_, i64>(6) as u32,
+        worker: r.get(7),
+        claim_expires_at: r.get(8),
+        created_at: r.get(9),
+        expires_at: r.get(10),
+        unique_key: r.get(11),
+        last_error: r.get(12),
+        state,
+        dead_reason,
+        died_at,
+    }
+}
+
+impl PgEngine {
+    async fn query(
+        &self,
+        op: &'static str,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached(sql).await.map_err(db(op))?;
+        client.query(&stmt, params).await.map_err(db(op))
+    }
+
+    async fn execute(
+        &self,
+        op: &'static str,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<u64> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached(sql).await.map_err(db(op))?;
+        client.execute(&stmt, params).await.map_err(db(op))
+    }
+}
+
+fn held_params(claim: &Claim) -> (i64, i64) {
+    (claim.id, i64::from(claim.attempt))
+}
+
+impl QueueEngine for PgEngine {
+    async fn job_enqueue(&self, jobs: Vec<NewJob>) -> Result<Vec<Enqueued>> {
+        for job in &jobs {
+            job.validate(self.limits())?;
+        }
+        if jobs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let client = self.client().await?;
+        let sql = &self.inner.sql;
+        let stmt = client
+            .prepare_cached(enqueue_text(sql, is_keyed(&jobs)))
+            .await
+            .map_err(db("job_enqueue"))?;
+        insert_jobs(&**client, &stmt, sql, jobs, self.now_override()).await
+    }
+
+    async fn job_claim(&self, p: ClaimParams) -> Result<Vec<Job>> {
+        p.validate(self.limits())?;
+        let now = self.now_override();
+        let sql = &self.inner.sql;
+        if self.rescue_due(&p.queue) {
+            if let Err(e) = self
+                .execute("job_claim", &sql.rescue, &[&now, &p.queue])
+                .await
+            {
+                self.forget_rescue(&p.queue);
+                return Err(e);
+            }
+        }
+        let limit = i64::from(p.limit);
+        let rows = self
+            .query(
+                "job_claim",
+                &sql.claim,
+                &[&now, &p.queue, &p.worker, &limit],
+            )
+            .await?;
+        let mut jobs: Vec<Job> = rows
+            .iter()
+            .map(|r| Job {
+                id: r.get(0),
+                payload: r.get(1),
+                priority: r.get(2),
+                attempt: r.get::<_, i64>(3) as u32,
+                max_attempts: r.get::<_, i64>(4) as u32,
+                claim_expires_at: r.get(5),
+                run_at: r.get(6),
+                created_at: r.get(7),
+                unique_key: r.get(8),
+                queue: p.queue.clone(),
+                worker: p.worker.clone(),
+            })
+            .collect();
+        jobs.sort_by(|a, b| {
+            b.priority
+                .cmp(&a.priority)
+                .then(a.run_at.cmp(&b.run_at))
+                .then(a.id.cmp(&b.id))
+        });
+        Ok(jobs)
+    }
+
+    async fn job_ack(&self, claims: Vec<Claim>) -> Result<Vec<bool>> {
+        for c in &claims {
+            validate_worker(&c.worker)?;
+        }
+        if claims.is_empty() {
+            return Ok(Vec::new());
+        }
+        let now = self.now_override();
+        let ids: Vec<i64> = claims.iter().map(|c| c.id).collect();
+        let workers: Vec<&str> = claims.iter().map(|c| c.worker.as_str()).collect();
+        let attempts: Vec<i64> = claims.iter().map(|c| i64::from(c.attempt)).collect();
+        let rows = self
+            .query(
+                "job_ack",
+                &self.inner.sql.ack,
+                &[&now, &ids, &workers, &attempts],
+            )
+            .await?;
+        let acked: HashSet<i64> = rows.iter().map(|r| r.get(0)).collect();
+        Ok(claims.iter().map(|c| acked.contains(&c.id)).collect())
+    }
+
+    async fn job_retry(&self, p: RetryParams) -> Result<RetryOutcome> {
+        validate_worker(&p.claim.worker)?;
+        let op = "job_retry";
+        let sql = &self.inner.sql;
+        let now = self.now_override();
+        let (id, attempt) = held_params(&p.claim);
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(db(op))?;
+        let select = tx.prepare_cached(&sql.retry_select).await.map_err(db(op))?;
+        let row = tx
+            .query_opt(&select, &[&now, &id, &p.claim.worker, &attempt])
+            .await
+            .map_err(db(op))?;
+        let Some(row) = row else {
+            return Ok(RetryOutcome::NotHeld);
+        };
+        let (attempts, max_attempts, base, db_now): (i64, i64, i64, i64) =
+            (row.get(0), row.get(1), row.get(2), row.get(3));
+        let outcome = if attempts >= max_attempts {
+            let bury = tx.prepare_cached(&sql.retry_bury).await.map_err(db(op))?;
+            tx.execute(&bury, &[&now, &id, &p.error])
+                .await
+                .map_err(db(op))?;
+            RetryOutcome::Dead
+        } else {
+            let delay = match p.delay {
+                Some(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX / 4),
+                None => backoff_delay_s(base, attempts as u32, id),
+            };
+            let run_at = db_now + delay;
+            let update = tx.prepare_cached(&sql.retry_update).await.map_err(db(op))?;
+            tx.execute(&update, &[&now, &run_at, &p.error, &id])
+                .await
+                .map_err(db(op))?;
+            RetryOutcome::Scheduled(run_at)
+        };
+        tx.commit().await.map_err(db(op))?;
+        Ok(outcome)
+    }
+
+    async fn job_fail(&self, claim: Claim, error: String) -> Result<bool> {
+        validate_worker(&claim.worker)?;
+        let now = self.now_override();
+        let (id, attempt) = held_params(&claim);
+        let n = self
+            .execute(
+                "job_fail",
+                &self.inner.sql.fail,
+                &[&now, &id, &claim.worker, &attempt, &error],
+            )
+            .await?;
+        Ok(n == 1)
+    }
+
+    async fn job_heartbeat(&self, claim: Claim) -> Result<Option<i64>> {
+        validate_worker(&claim.worker)?;
+        let now = self.now_override();
+        let (id, attempt) = held_params(&claim);
+        let rows = self
+            .query(
+                "job_heartbeat",
+                &self.inner.sql.heartbeat,
+                &[&now, &id, &claim.worker, &attempt],
+            )
+            .await?;
+        Ok(rows.first().map(|r| r.get(0)))
+    }
+
+    async fn job_release(&self, claim: Claim) -> Result<bool> {
+        validate_worker(&claim.worker)?;
+        let now = self.now_override();
+        let (id, attempt) = held_params(&claim);
+        let n = self
+            .execute(
+                "job_release",
+                &self.inner.sql.release,
+                &[&now, &id, &claim.worker, &attempt],
+            )
+            .await?;
+        Ok(n == 1)
+    }
+
+    async fn job_cancel(&self, id: i64) -> Result<bool> {
+        Ok(self
+            .execute("job_cancel", &self.inner.sql.cancel, &[&id])
+            .await?
+            == 1)
+    }
+
+    async fn job_get(&self, id: i64) -> Result<Option<JobInfo>> {
+        let sql = &self.inner.sql;
+        let live = self.query("job_get", &sql.get_live, &[&id]).await?;
+        if let Some(r) = live.first() {
+            return Ok(Some(job_info(r, false)));
+        }
+        let dead = self.query("job_get", &sql.get_dead, &[&id]).await?;
+        Ok(dead.first().map(|r| job_info(r, true)))
+    }
+
+    async fn job_list(&self, p: JobListParams) -> Result<Vec<JobInfo>> {
+        p.validate()?;
+        let state = p.state.map(|s| s.as_str());
+        let after = p.after_id.unwrap_or(i64::MIN);
+        let limit = i64::from(p.limit);
+        let rows = self
+            .query(
+                "job_list",
+                &self.inner.sql.list_live,
+                &[&p.queue, &state, &after, &limit],
+            )
+            .await?;
+        Ok(rows.iter().map(|r| job_info(r, false)).collect())
+    }
+
+    async fn queue_stats(&self, queue: String) -> Result<QueueStats> {
+        validate_queue_name(&queue)?;
+        let now = self.now_override();
+        let rows = self
+            .query("queue_stats", &self.inner.sql.stats, &[&now, &queue])
+            .await?;
+        let r = rows
+            .first()
+            .ok_or_else(|| Error::database("queue_stats", "no row"))?;
+        let db_now: i64 = r.get(5);
+        let oldest: Option<i64> = r.get(3);
+        Ok(QueueStats {
+            ready: r.get::<_, i64>(0) as u64,
+            scheduled: r.get::<_, i64>(1) as u64,
+            processing: r.get::<_, i64>(2) as u64,
+            dead: r.get::<_, i64>(4) as u64,
+            oldest_ready_age_s: oldest.map(|t| (db_now - t).max(0)),
+            queue,
+        })
+    }
+
+    async fn queue_list(&self) -> Result<Vec<String>> {
+        let rows = self
+            .query("queue_list", &self.inner.sql.queue_list, &[])
+            .await?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    async fn queue_sweep(&self) -> Result<SweepReport> {
+        let op = "queue_sweep";
+        let sql = &self.inner.sql;
+        let now = self.now_override();
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(db(op))?;
+        let mut counts = [0u64; 3];
+        for (i, text) in [&sql.sweep_expired, &sql.sweep_exhausted, &sql.sweep_prune]
+            .into_iter()
+            .enumerate()
+        {
+            let stmt = tx.prepare_cached(text).await.map_err(db(op))?;
+            counts[i] = tx.execute(&stmt, &[&now]).await.map_err(db(op))?;
+        }
+        tx.commit().await.map_err(db(op))?;
+        Ok(SweepReport {
+            expired: counts[0],
+            exhausted: counts[1],
+            dead_pruned: counts[2],
+        })
+    }
+
+    async fn dead_list(&self, p: DeadListParams) -> Result<Vec<JobInfo>> {
+        p.validate()?;
+        let after = p.after_id.unwrap_or(i64::MIN);
+        let limit = i64::from(p.limit);
+        let rows = self
+            .query(
+                "dead_list",
+                &self.inner.sql.dead_list,
+                &[&p.queue, &after, &limit],
+            )
+            .await?;
+        Ok(rows.iter().map(|r| job_info(r, true)).collect())
+    }
+
+    async fn dead_requeue(&self, sel: DeadSelect) -> Result<u64> {
+        sel.validate()?;
+        let now = self.now_override();
+        self.execute(
+            "dead_requeue",
+            &self.inner.sql.dead_requeue,
+            &[&now, &sel.queue, &sel.ids],
+        )
+        .await
+    }
+
+    async fn dead_purge(&self, sel: DeadSelect) -> Result<u64> {
+        sel.validate()?;
+        self.execute(
+            "dead_purge",
+            &self.inner.sql.dead_purge,
+            &[&sel.queue, &sel.ids],
+        )
+        .await
+    }
+}

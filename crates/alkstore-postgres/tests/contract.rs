@@ -1,0 +1,84 @@
+//! The contract suite on the PostgreSQL engine. Each test gets its own schema
+//! in the `alkstore_test` database of the server at `DATABASE_URL`.
+
+use std::sync::Arc;
+
+use alkstore_contract::Harness;
+use alkstore_core::{Error, ManualClock, NewJob, Result};
+use alkstore_postgres::{testing, PgEngine, PgOptions};
+use tokio_postgres::NoTls;
+
+struct PgHarness {
+    engine: PgEngine,
+    clock: ManualClock,
+    url: String,
+    schema: String,
+}
+
+async fn harness(_name: &'static str) -> PgHarness {
+    let url = testing::ensure_database(&testing::database_url(), "alkstore_test")
+        .await
+        .expect("PostgreSQL at DATABASE_URL (scripts/test starts one)");
+    let schema = testing::unique_schema("ct");
+    let clock = ManualClock::starting_now();
+    let opts = PgOptions::new(url.clone(), schema.clone()).clock(Arc::new(clock.clone()));
+    let engine = PgEngine::open(opts).await.expect("open");
+    PgHarness {
+        engine,
+        clock,
+        url,
+        schema,
+    }
+}
+
+impl Harness for PgHarness {
+    type Engine = PgEngine;
+
+    fn engine(&self) -> &PgEngine {
+        &self.engine
+    }
+
+    fn clock(&self) -> &ManualClock {
+        &self.clock
+    }
+
+    async fn outbox_enqueue(&self, job: NewJob, commit: bool) -> Result<()> {
+        let db = |e: tokio_postgres::Error| Error::database("outbox test", e);
+        let (mut client, conn) = tokio_postgres::connect(&self.url, NoTls)
+            .await
+            .map_err(db)?;
+        let task = tokio::spawn(conn);
+        let orders = format!(
+            "{}.orders",
+            alkstore_postgres::schema::quote_identifier(&self.schema)
+        );
+        client
+            .batch_execute(&format!(
+                "CREATE TABLE IF NOT EXISTS {orders} (id BIGSERIAL PRIMARY KEY, note TEXT)"
+            ))
+            .await
+            .map_err(db)?;
+        let tx = client.transaction().await.map_err(db)?;
+        tx.execute(
+            &format!("INSERT INTO {orders} (note) VALUES ('business write')"),
+            &[],
+        )
+        .await
+        .map_err(db)?;
+        alkstore_postgres::enqueue_in(&tx, &self.schema, job).await?;
+        if commit {
+            tx.commit().await.map_err(db)?;
+        } else {
+            tx.rollback().await.map_err(db)?;
+        }
+        drop(client);
+        let _ = task.await;
+        Ok(())
+    }
+
+    async fn teardown(self) {
+        let _ = testing::drop_schema(&self.url, &self.schema).await;
+    }
+}
+
+alkstore_contract::contract_suite!(crate::harness);

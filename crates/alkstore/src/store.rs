@@ -1,0 +1,83 @@
+use std::sync::Arc;
+
+use alkstore_core::url::StoreUrl;
+use alkstore_core::{Clock, Limits, QueueOpts, Result};
+use alkstore_sqlite::{SqliteEngine, SqliteOptions};
+
+use crate::{AnyEngine, Queue};
+
+/// Options for [`Store::open_with`].
+#[derive(Debug, Clone, Default)]
+pub struct StoreOptions {
+    /// Replace the engine's clock (tests). Without it SQLite uses the system
+    /// clock and PostgreSQL the database server's clock.
+    pub clock: Option<Arc<dyn Clock>>,
+    /// Input limits.
+    pub limits: Limits,
+}
+
+/// An open store: a cheap, cloneable handle over one engine.
+#[derive(Debug, Clone)]
+pub struct Store {
+    engine: AnyEngine,
+}
+
+impl Store {
+    /// Open a store by URL: `sqlite://path/to/file.db` or
+    /// `postgres://user@host/db?schema=name`. Creates the tables on first use.
+    pub async fn open(url: &str) -> Result<Store> {
+        Self::open_with(url, StoreOptions::default()).await
+    }
+
+    /// [`Store::open`] with options.
+    pub async fn open_with(url: &str, opts: StoreOptions) -> Result<Store> {
+        let engine = match StoreUrl::parse(url)? {
+            StoreUrl::Sqlite {
+                path,
+                synchronous_full,
+            } => {
+                let sqlite = SqliteOptions {
+                    path: path.into(),
+                    synchronous_full,
+                    clock: opts.clock,
+                    limits: opts.limits,
+                };
+                let engine = tokio::task::spawn_blocking(move || SqliteEngine::open(sqlite))
+                    .await
+                    .map_err(|e| alkstore_core::Error::database("open", e.to_string()))??;
+                AnyEngine::Sqlite(engine)
+            }
+            StoreUrl::Postgres { conninfo, schema } => {
+                let pg = alkstore_postgres::PgOptions {
+                    conninfo,
+                    schema,
+                    clock: opts.clock,
+                    limits: opts.limits,
+                    pool_size: 16,
+                };
+                AnyEngine::Postgres(alkstore_postgres::PgEngine::open(pg).await?)
+            }
+        };
+        Ok(Store { engine })
+    }
+
+    /// Wrap an engine opened by hand.
+    pub fn from_engine(engine: AnyEngine) -> Store {
+        Store { engine }
+    }
+
+    /// The engine behind the store.
+    pub fn engine(&self) -> &AnyEngine {
+        &self.engine
+    }
+
+    /// A handle to queue `name` with default [`QueueOpts`].
+    pub fn queue(&self, name: impl Into<String>) -> Queue {
+        Queue::new(self.clone(), name.into(), QueueOpts::default())
+    }
+
+    /// A handle to queue `name` whose enqueues stamp `opts` on each row.
+    pub fn queue_with(&self, name: impl Into<String>, opts: QueueOpts) -> Queue {
+        Queue::new(self.clone(), name.into(), opts)
+    }
+}
