@@ -72,7 +72,7 @@ pub struct SqliteEngine {
 }
 
 struct Inner {
-    writer: writer::WriterHandle,
+    writer: Arc<writer::Writer>,
     readers: Mutex<Vec<Connection>>,
     opts: SqliteOptions,
     clock: Arc<dyn Clock>,
@@ -93,7 +93,7 @@ impl SqliteEngine {
         let conn = open_connection(&opts)?;
         schema::migrate(&conn)?;
         let clock: Arc<dyn Clock> = opts.clock.clone().unwrap_or_else(|| Arc::new(SystemClock));
-        let writer = writer::spawn(conn, clock.clone())?;
+        let writer = writer::Writer::new(conn, clock.clone());
         Ok(SqliteEngine {
             inner: Arc::new(Inner {
                 writer,
@@ -118,28 +118,25 @@ impl SqliteEngine {
         &self.inner.opts.limits
     }
 
-    /// Run `f` on a read connection off the async runtime.
-    async fn read<T, F>(&self, op: &'static str, f: F) -> Result<T>
+    /// Run `f` on a pooled read connection. Reads are short index lookups,
+    /// so they run on the caller's thread: a hand-off to a blocking pool would
+    /// cost more than the read.
+    async fn read<T, F>(&self, _op: &'static str, f: F) -> Result<T>
     where
-        T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+        F: FnOnce(&Connection) -> Result<T>,
     {
-        let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || {
-            let conn = match inner.readers.lock().map(|mut r| r.pop()) {
-                Ok(Some(c)) => c,
-                _ => open_connection(&inner.opts)?,
-            };
-            let out = f(&conn);
-            if let Ok(mut r) = inner.readers.lock() {
-                if r.len() < 8 {
-                    r.push(conn);
-                }
+        let pooled = self.inner.readers.lock().ok().and_then(|mut r| r.pop());
+        let conn = match pooled {
+            Some(c) => c,
+            None => open_connection(&self.inner.opts)?,
+        };
+        let out = f(&conn);
+        if let Ok(mut r) = self.inner.readers.lock() {
+            if r.len() < 8 {
+                r.push(conn);
             }
-            out
-        })
-        .await
-        .map_err(|e| Error::database(op, e.to_string()))?
+        }
+        out
     }
 }
 
@@ -154,11 +151,12 @@ pub(crate) fn open_connection(opts: &SqliteOptions) -> Result<Connection> {
         "NORMAL"
     };
     conn.execute_batch(&format!(
-        "PRAGMA journal_mode=WAL; PRAGMA synchronous={sync}; PRAGMA busy_timeout=10000; PRAGMA temp_store=MEMORY;"
+        "PRAGMA journal_mode=WAL; PRAGMA synchronous={sync}; PRAGMA busy_timeout=10000; PRAGMA temp_store=MEMORY; PRAGMA wal_autocheckpoint=10000;"
     ))
     .map_err(|e| Error::Connect {
         source: format!("{}: {e}", opts.path.display()).into(),
     })?;
+    conn.set_prepared_statement_cache_capacity(64);
     Ok(conn)
 }
 

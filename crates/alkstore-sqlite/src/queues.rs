@@ -84,9 +84,25 @@ fn move_to_dead(
     Ok(moved as u64)
 }
 
-/// Hand expired claims back: pending again, or dead when out of attempts.
+/// Per-queue maintenance before a claim, once per clock second: move pending
+/// jobs past their expiry to dead, and hand expired claims back (pending
+/// again, or dead when out of attempts). Expiries and claims are whole
+/// seconds, so after this runs at second `now` no claimable row is expired.
+///
+/// Keeping the expiry test out of the claim statement itself matters: a
+/// parameter compared with `expires_at` lets SQLite consult the partial
+/// expiry index, which makes it re-prepare the claim on every call.
 fn rescue_expired(conn: &Connection, queue: &str, now: i64) -> Result<u64> {
     let op = "job_claim";
+    move_to_dead(
+        conn,
+        op,
+        "queue = ?1 AND state = 'pending' AND expires_at IS NOT NULL AND expires_at <= ?2",
+        "expired",
+        None,
+        now,
+        &[&queue, &now],
+    )?;
     let exhausted = move_to_dead(
         conn,
         op,
@@ -141,6 +157,8 @@ impl QueueEngine for SqliteEngine {
                     rescue_expired(&st.conn, &p.queue, now)?;
                     st.last_rescue.insert(p.queue.clone(), now);
                 }
+                // `LIMIT (SELECT ?4)`, not `LIMIT ?4`: SQLite re-prepares a
+                // statement on every call when a bound LIMIT feeds its planner.
                 let mut stmt = st
                     .conn
                     .prepare_cached(
@@ -148,8 +166,7 @@ impl QueueEngine for SqliteEngine {
                            worker_id = ?1, claimed_at = ?2, claim_expires_at = ?2 + visibility_timeout_s \
                          WHERE id IN (SELECT id FROM __alkstore_job \
                            WHERE queue = ?3 AND state = 'pending' AND run_at <= ?2 \
-                             AND (expires_at IS NULL OR expires_at > ?2) \
-                           ORDER BY priority DESC, run_at, id LIMIT ?4) \
+                           ORDER BY priority DESC, run_at, id LIMIT (SELECT ?4)) \
                          RETURNING id, payload, priority, attempts, max_attempts, claim_expires_at, \
                            run_at, created_at, unique_key",
                     )
@@ -392,7 +409,7 @@ impl QueueEngine for SqliteEngine {
             conn.prepare_cached(&format!(
                 "SELECT {JOB_COLS}, state FROM __alkstore_job \
                  WHERE (?1 IS NULL OR queue = ?1) AND (?2 IS NULL OR state = ?2) AND id > ?3 \
-                 ORDER BY id LIMIT ?4"
+                 ORDER BY id LIMIT (SELECT ?4)"
             ))
             .and_then(|mut s| {
                 s.query_map(
@@ -468,7 +485,7 @@ impl QueueEngine for SqliteEngine {
         self.read("dead_list", move |conn| {
             conn.prepare_cached(&format!(
                 "SELECT {JOB_COLS}, reason, died_at FROM __alkstore_dead \
-                 WHERE (?1 IS NULL OR queue = ?1) AND id > ?2 ORDER BY id LIMIT ?3"
+                 WHERE (?1 IS NULL OR queue = ?1) AND id > ?2 ORDER BY id LIMIT (SELECT ?3)"
             ))
             .and_then(|mut s| {
                 s.query_map(

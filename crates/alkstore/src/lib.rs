@@ -31,6 +31,7 @@ mod any;
 mod queue;
 mod store;
 
+pub use alkstore_core::url;
 pub use alkstore_core::{
     url::StoreUrl, Claim, ClaimParams, Clock, DeadListParams, DeadSelect, EnqueueOpts, Enqueued,
     Error, ErrorKind, Job, JobInfo, JobListParams, JobState, Limits, ManualClock, NewJob,

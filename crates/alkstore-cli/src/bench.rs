@@ -1,0 +1,299 @@
+//! `alk bench queue`: throughput scenarios, each on a fresh database (a new
+//! SQLite file, or a new PostgreSQL schema that is dropped afterwards).
+//!
+//! One line per scenario, machine-readable:
+//! `bench peer=alkstore engine=sqlite scenario=NAME jobs=N secs=S jobs_per_s=R`.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use alkstore::{AnyEngine, ClaimParams, NewJob, QueueEngine, Result, Store, StoreUrl};
+use clap::Args;
+
+/// Arguments of `alk bench queue`.
+#[derive(Debug, Args)]
+pub struct QueueBenchArgs {
+    /// Where to run: a sqlite:// URL is ignored except for its engine (fresh
+    /// temporary files are used); a postgres:// URL gets a fresh schema per
+    /// scenario. Default: SQLite.
+    #[arg(long = "on", default_value = "sqlite://bench.db")]
+    on: String,
+    /// Multiply every scenario's job count (for quick runs).
+    #[arg(long, default_value_t = 1.0)]
+    scale: f64,
+    /// Run only these scenarios (repeatable); default all.
+    #[arg(long = "scenario")]
+    scenarios: Vec<String>,
+}
+
+const SCENARIOS: &[&str] = &[
+    "enqueue_single_4tasks",
+    "enqueue_batch_100",
+    "claim_ack_single_20k",
+    "claim128_batch_ack_100k",
+    "end_to_end_1p2c",
+    "insert_50k",
+    "work_50k",
+];
+
+/// A fresh store per scenario, and how to clean it up.
+enum Target {
+    Sqlite { dir: tempfile::TempDir },
+    Postgres { conninfo: String },
+}
+
+struct Fresh {
+    engine: AnyEngine,
+    cleanup: Option<(String, String)>,
+}
+
+impl Target {
+    async fn fresh(&self, n: usize) -> Result<Fresh> {
+        match self {
+            Target::Sqlite { dir } => {
+                let path = dir.path().join(format!("bench-{n}.db"));
+                let store = Store::open(&format!("sqlite://{}", path.display())).await?;
+                Ok(Fresh {
+                    engine: store.engine().clone(),
+                    cleanup: None,
+                })
+            }
+            Target::Postgres { conninfo } => {
+                let schema = alkstore_postgres::testing::unique_schema("bench");
+                let sep = if conninfo.contains('?') { '&' } else { '?' };
+                let store = Store::open(&format!("{conninfo}{sep}schema={schema}")).await?;
+                Ok(Fresh {
+                    engine: store.engine().clone(),
+                    cleanup: Some((conninfo.clone(), schema)),
+                })
+            }
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Target::Sqlite { .. } => "sqlite",
+            Target::Postgres { .. } => "postgres",
+        }
+    }
+}
+
+fn payload(i: usize) -> Vec<u8> {
+    format!("{{\"n\":{i}}}").into_bytes()
+}
+
+fn jobs(range: std::ops::Range<usize>) -> Vec<NewJob> {
+    range.map(|i| NewJob::new("bench", payload(i))).collect()
+}
+
+async fn fill(e: &AnyEngine, n: usize) -> Result<()> {
+    let mut i = 0;
+    while i < n {
+        let end = (i + 5_000).min(n);
+        e.job_enqueue(jobs(i..end)).await?;
+        i = end;
+    }
+    Ok(())
+}
+
+/// Claim up to `batch` and ack them, until the queue is empty.
+async fn drain(e: AnyEngine, worker: String, batch: u32) -> Result<usize> {
+    let mut done = 0;
+    loop {
+        let got = e
+            .job_claim(ClaimParams::new("bench", worker.clone(), batch))
+            .await?;
+        if got.is_empty() {
+            return Ok(done);
+        }
+        done += got.len();
+        e.job_ack(got.iter().map(|j| j.claim()).collect()).await?;
+    }
+}
+
+fn scaled(n: usize, scale: f64) -> usize {
+    ((n as f64 * scale).round() as usize).max(1)
+}
+
+async fn scenario(name: &str, e: &AnyEngine, scale: f64) -> Result<(usize, f64)> {
+    let start;
+    let n;
+    match name {
+        "enqueue_single_4tasks" => {
+            n = scaled(20_000, scale);
+            start = Instant::now();
+            let mut tasks = Vec::new();
+            for t in 0..4 {
+                let e = e.clone();
+                tasks.push(tokio::spawn(async move {
+                    for i in (t..n).step_by(4) {
+                        e.job_enqueue(vec![NewJob::new("bench", payload(i))])
+                            .await?;
+                    }
+                    Ok::<_, alkstore::Error>(())
+                }));
+            }
+            for t in tasks {
+                t.await.map_err(join_err)??;
+            }
+        }
+        "enqueue_batch_100" => {
+            n = scaled(100_000, scale);
+            start = Instant::now();
+            let mut i = 0;
+            while i < n {
+                let end = (i + 100).min(n);
+                e.job_enqueue(jobs(i..end)).await?;
+                i = end;
+            }
+        }
+        "claim_ack_single_20k" => {
+            n = scaled(20_000, scale);
+            fill(e, n).await?;
+            start = Instant::now();
+            let done = drain(e.clone(), "w".into(), 1).await?;
+            check(done, n)?;
+        }
+        "claim128_batch_ack_100k" => {
+            n = scaled(100_000, scale);
+            fill(e, n).await?;
+            start = Instant::now();
+            let done = drain(e.clone(), "w".into(), 128).await?;
+            check(done, n)?;
+        }
+        "end_to_end_1p2c" => {
+            n = scaled(50_000, scale);
+            start = Instant::now();
+            let acked = Arc::new(AtomicUsize::new(0));
+            let producer = {
+                let e = e.clone();
+                tokio::spawn(async move {
+                    let mut i = 0;
+                    while i < n {
+                        let end = (i + 100).min(n);
+                        e.job_enqueue(jobs(i..end)).await?;
+                        i = end;
+                    }
+                    Ok::<_, alkstore::Error>(())
+                })
+            };
+            let mut consumers = Vec::new();
+            for w in 0..2 {
+                let e = e.clone();
+                let acked = acked.clone();
+                consumers.push(tokio::spawn(async move {
+                    let worker = format!("c{w}");
+                    while acked.load(Ordering::Relaxed) < n {
+                        let got = e
+                            .job_claim(ClaimParams::new("bench", worker.clone(), 128))
+                            .await?;
+                        if got.is_empty() {
+                            tokio::task::yield_now().await;
+                            continue;
+                        }
+                        let k = got.len();
+                        e.job_ack(got.iter().map(|j| j.claim()).collect()).await?;
+                        acked.fetch_add(k, Ordering::Relaxed);
+                    }
+                    Ok::<_, alkstore::Error>(())
+                }));
+            }
+            producer.await.map_err(join_err)??;
+            for c in consumers {
+                c.await.map_err(join_err)??;
+            }
+            check(acked.load(Ordering::Relaxed), n)?;
+        }
+        "insert_50k" => {
+            n = scaled(50_000, scale);
+            start = Instant::now();
+            let mut i = 0;
+            while i < n {
+                let end = (i + 1_000).min(n);
+                e.job_enqueue(jobs(i..end)).await?;
+                i = end;
+            }
+        }
+        "work_50k" => {
+            n = scaled(50_000, scale);
+            fill(e, n).await?;
+            start = Instant::now();
+            let mut tasks = Vec::new();
+            for w in 0..4 {
+                tasks.push(tokio::spawn(drain(e.clone(), format!("w{w}"), 128)));
+            }
+            let mut done = 0;
+            for t in tasks {
+                done += t.await.map_err(join_err)??;
+            }
+            check(done, n)?;
+        }
+        other => {
+            return Err(alkstore::Error::invalid(
+                "scenario",
+                format!("unknown {other:?}; known: {}", SCENARIOS.join(", ")),
+            ))
+        }
+    }
+    Ok((n, start.elapsed().as_secs_f64()))
+}
+
+fn check(done: usize, n: usize) -> Result<()> {
+    if done != n {
+        return Err(alkstore::Error::database(
+            "bench",
+            format!("processed {done} jobs, expected {n}"),
+        ));
+    }
+    Ok(())
+}
+
+fn join_err(e: tokio::task::JoinError) -> alkstore::Error {
+    alkstore::Error::database("bench task", e.to_string())
+}
+
+/// Run `alk bench queue`.
+pub async fn run_queue(args: QueueBenchArgs) -> Result<()> {
+    if !(args.scale > 0.0 && args.scale <= 100.0) {
+        return Err(alkstore::Error::invalid("scale", "must be in (0, 100]"));
+    }
+    let target = match StoreUrl::parse(&args.on)? {
+        StoreUrl::Sqlite { .. } => Target::Sqlite {
+            dir: tempfile::tempdir().map_err(|e| alkstore::Error::database("bench temp dir", e))?,
+        },
+        StoreUrl::Postgres { conninfo, .. } => Target::Postgres { conninfo },
+    };
+    let wanted: Vec<&str> = if args.scenarios.is_empty() {
+        SCENARIOS.to_vec()
+    } else {
+        args.scenarios.iter().map(String::as_str).collect()
+    };
+    for name in &wanted {
+        if !SCENARIOS.contains(name) {
+            return Err(alkstore::Error::invalid(
+                "scenario",
+                format!("unknown {name:?}; known: {}", SCENARIOS.join(", ")),
+            ));
+        }
+    }
+    println!(
+        "# alkstore {} engine={}",
+        env!("CARGO_PKG_VERSION"),
+        target.name()
+    );
+    for (i, name) in wanted.iter().enumerate() {
+        let fresh = target.fresh(i).await?;
+        let (n, secs) = scenario(name, &fresh.engine, args.scale).await?;
+        println!(
+            "bench peer=alkstore engine={} scenario={name} jobs={n} secs={secs:.3} jobs_per_s={:.0}",
+            target.name(),
+            n as f64 / secs
+        );
+        drop(fresh.engine);
+        if let Some((conninfo, schema)) = fresh.cleanup {
+            alkstore_postgres::testing::drop_schema(&conninfo, &schema).await?;
+        }
+    }
+    Ok(())
+}
