@@ -3,7 +3,7 @@
 //!
 //! An engine's `tests/contract.rs` provides a factory that builds a fresh,
 //! isolated [`Harness`] (its own file, schema or database, and a
-//! [`ManualClock`](alkstore_core::ManualClock)), then calls
+//! `ManualClock`), then calls
 //! [`contract_suite!`] once. The macro expands to one named `#[tokio::test]`
 //! per contract row, grouped in modules by area (`queues`, …).
 //!

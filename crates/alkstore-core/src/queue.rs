@@ -172,7 +172,7 @@ impl NewJob {
 
     /// Seconds after enqueue the job becomes due (0 when not delayed).
     pub fn delay_s(&self) -> i64 {
-        self.opts.delay.map(|d| secs(d)).unwrap_or(0)
+        self.opts.delay.map(secs).unwrap_or(0)
     }
 
     /// The row's resolved times: `(run_at, expires_at)` against `now`.
@@ -480,7 +480,7 @@ impl JobListParams {
 }
 
 fn validate_limit(limit: u32) -> Result<()> {
-    if limit < 1 || limit > 10_000 {
+    if !(1..=10_000).contains(&limit) {
         return Err(Error::invalid(
             "limit",
             format!("{limit} is outside 1..=10000"),

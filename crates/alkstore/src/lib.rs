@@ -6,7 +6,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> alkstore::Result<()> {
-//! use alkstore::{EnqueueOpts, Store};
+//! use alkstore::{EnqueueOpts, JobExt, Store};
 //! use std::time::Duration;
 //!
 //! #[derive(serde::Serialize, serde::Deserialize)]
