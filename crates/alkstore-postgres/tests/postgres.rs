@@ -1,0 +1,177 @@
+//! PostgreSQL-specific behaviour: identifier quoting, connection errors,
+//! schema versions.
+
+use alkstore_core::{ErrorKind, NewJob, QueueEngine};
+use alkstore_postgres::{testing, PgEngine, PgOptions};
+
+async fn test_db() -> String {
+    testing::ensure_database(&testing::database_url(), "alkstore_test")
+        .await
+        .expect("PostgreSQL at DATABASE_URL (scripts/test starts one)")
+}
+
+#[tokio::test]
+async fn hostile_schema_name_creates_exactly_that_schema() {
+    let url = test_db().await;
+    let evil = format!("x\"; DROP TABLE job; --{}", std::process::id() % 10_000);
+    let victim = testing::unique_schema("victim");
+    let admin = PgEngine::open(PgOptions::new(url.clone(), victim.clone()))
+        .await
+        .expect("open victim");
+    admin
+        .job_enqueue(vec![NewJob::new("q", b"keep me".to_vec())])
+        .await
+        .expect("enqueue");
+
+    let engine = PgEngine::open(PgOptions::new(url.clone(), evil.clone()))
+        .await
+        .expect("open hostile");
+    engine
+        .job_enqueue(vec![NewJob::new("q", b"x".to_vec())])
+        .await
+        .expect("enqueue");
+
+    let client = admin.client().await.expect("client");
+    let tables: Vec<String> = client
+        .query(
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = $1 AND c.relkind = 'r' ORDER BY 1",
+            &[&evil],
+        )
+        .await
+        .expect("catalog")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(
+        tables,
+        vec!["dead", "job", "meta"],
+        "the schema is named exactly as given"
+    );
+    let stray: i64 = client
+        .query_one("SELECT count(*) FROM pg_namespace WHERE nspname = 'x'", &[])
+        .await
+        .expect("catalog")
+        .get(0);
+    assert_eq!(stray, 0, "no schema cut at the quote");
+    let victim_stats = admin
+        .queue_stats("q".into())
+        .await
+        .expect("victim still readable");
+    assert_eq!(
+        victim_stats.ready, 1,
+        "the other schema's job table is intact"
+    );
+    drop(client);
+    testing::drop_schema(&url, &evil).await.expect("drop");
+    testing::drop_schema(&url, &victim).await.expect("drop");
+}
+
+#[tokio::test]
+async fn unreachable_server_is_a_connect_error() {
+    let opts = PgOptions::new(
+        "postgres://postgres@127.0.0.1:1/postgres?connect_timeout=2",
+        "alkstore",
+    );
+    let err = PgEngine::open(opts)
+        .await
+        .expect_err("nothing listens on port 1");
+    assert_eq!(err.kind(), ErrorKind::Connect, "{err}");
+}
+
+#[tokio::test]
+async fn unknown_database_or_user_is_a_connect_error() {
+    let url = testing::with_database(&testing::database_url(), "alkstore_no_such_db");
+    let err = PgEngine::open(PgOptions::new(url, "alkstore"))
+        .await
+        .expect_err("no such database");
+    assert_eq!(err.kind(), ErrorKind::Connect, "{err}");
+}
+
+#[tokio::test]
+async fn malformed_conninfo_is_an_invalid_url() {
+    let err = PgEngine::open(PgOptions::new("postgres://h:notaport/db", "alkstore"))
+        .await
+        .expect_err("bad port");
+    assert_eq!(err.kind(), ErrorKind::InvalidUrl, "{err}");
+}
+
+#[tokio::test]
+async fn bad_schema_names_are_rejected_before_connecting() {
+    for schema in ["", &"s".repeat(41), "nul\0byte"] {
+        let err = PgEngine::open(PgOptions::new("postgres://127.0.0.1:1/x", schema))
+            .await
+            .expect_err("invalid schema");
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{schema:?}: {err}");
+    }
+}
+
+#[tokio::test]
+async fn schema_from_a_newer_version_is_refused() {
+    let url = test_db().await;
+    let schema = testing::unique_schema("newer");
+    let engine = PgEngine::open(PgOptions::new(url.clone(), schema.clone()))
+        .await
+        .expect("open");
+    let client = engine.client().await.expect("client");
+    let meta = format!(
+        "{}.meta",
+        alkstore_postgres::schema::quote_identifier(&schema)
+    );
+    client
+        .execute(
+            &format!("UPDATE {meta} SET value = 999 WHERE key = 'schema_version'"),
+            &[],
+        )
+        .await
+        .expect("bump version");
+    drop(client);
+    let err = PgEngine::open(PgOptions::new(url.clone(), schema.clone()))
+        .await
+        .expect_err("too new");
+    assert_eq!(err.kind(), ErrorKind::SchemaTooNew, "{err}");
+    testing::drop_schema(&url, &schema).await.expect("drop");
+}
+
+#[tokio::test]
+async fn concurrent_first_opens_bootstrap_once() {
+    let url = test_db().await;
+    let schema = testing::unique_schema("race");
+    let opens: Vec<_> = (0..6)
+        .map(|_| tokio::spawn(PgEngine::open(PgOptions::new(url.clone(), schema.clone()))))
+        .collect();
+    for o in opens {
+        o.await
+            .expect("task")
+            .expect("every concurrent open succeeds");
+    }
+    testing::drop_schema(&url, &schema).await.expect("drop");
+}
+
+#[tokio::test]
+async fn payload_bytes_round_trip_through_bytea_byte_for_byte() {
+    let url = test_db().await;
+    let schema = testing::unique_schema("bytes");
+    let engine = PgEngine::open(PgOptions::new(url.clone(), schema.clone()))
+        .await
+        .expect("open");
+    let bytes: Vec<u8> = (0..=255u8).rev().collect();
+    let id = engine
+        .job_enqueue(vec![NewJob::new("q", bytes.clone())])
+        .await
+        .expect("enqueue")[0]
+        .id();
+    let client = engine.client().await.expect("client");
+    let job = format!(
+        "{}.job",
+        alkstore_postgres::schema::quote_identifier(&schema)
+    );
+    let stored: Vec<u8> = client
+        .query_one(&format!("SELECT payload FROM {job} WHERE id = $1"), &[&id])
+        .await
+        .expect("row")
+        .get(0);
+    assert_eq!(stored, bytes);
+    drop(client);
+    testing::drop_schema(&url, &schema).await.expect("drop");
+}
