@@ -27,6 +27,11 @@ pub struct QueueBenchArgs {
     scenarios: Vec<String>,
 }
 
+/// Jobs per statement in `insert_50k`.
+const INSERT_BATCH: usize = 1_000;
+/// Concurrent producers in `insert_50k`.
+const INSERT_TASKS: usize = 2;
+
 const SCENARIOS: &[&str] = &[
     "enqueue_single_4tasks",
     "enqueue_batch_100",
@@ -206,13 +211,36 @@ async fn scenario(name: &str, e: &AnyEngine, scale: f64) -> Result<(usize, f64)>
             check(acked.load(Ordering::Relaxed), n)?;
         }
         "insert_50k" => {
+            // Bulk insert as the peers' bulk APIs do it: statements of
+            // INSERT_BATCH jobs from INSERT_TASKS concurrent producers.
             n = scaled(50_000, scale);
+            let batch: usize = std::env::var("ALK_BENCH_BATCH")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(INSERT_BATCH);
+            let tasks_n: usize = std::env::var("ALK_BENCH_TASKS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(INSERT_TASKS);
+            let chunks: Vec<Vec<NewJob>> = jobs(0..n).chunks(batch).map(|c| c.to_vec()).collect();
+            let queue = Arc::new(std::sync::Mutex::new(chunks));
             start = Instant::now();
-            let mut i = 0;
-            while i < n {
-                let end = (i + 1_000).min(n);
-                e.job_enqueue(jobs(i..end)).await?;
-                i = end;
+            let mut tasks = Vec::new();
+            for _ in 0..tasks_n {
+                let e = e.clone();
+                let queue = queue.clone();
+                tasks.push(tokio::spawn(async move {
+                    loop {
+                        let next = queue.lock().ok().and_then(|mut q| q.pop());
+                        let Some(chunk) = next else {
+                            return Ok::<_, alkstore::Error>(());
+                        };
+                        e.job_enqueue(chunk).await?;
+                    }
+                }));
+            }
+            for t in tasks {
+                t.await.map_err(join_err)??;
             }
         }
         "work_50k" => {

@@ -50,6 +50,11 @@ pub struct PgOptions {
     pub limits: Limits,
     /// Most pooled connections.
     pub pool_size: usize,
+    /// Commit acks with `synchronous_commit = off` (default true). An ack lost
+    /// to a server crash only makes its job run again once its claim expires
+    /// (at-least-once, as when a worker dies before acking); enqueues, claims
+    /// and every other write stay fully durable.
+    pub async_ack: bool,
 }
 
 impl PgOptions {
@@ -61,6 +66,7 @@ impl PgOptions {
             clock: None,
             limits: Limits::default(),
             pool_size: 16,
+            async_ack: true,
         }
     }
 

@@ -278,13 +278,36 @@ impl QueueEngine for PgEngine {
         let ids: Vec<i64> = claims.iter().map(|c| c.id).collect();
         let workers: Vec<&str> = claims.iter().map(|c| c.worker.as_str()).collect();
         let attempts: Vec<i64> = claims.iter().map(|c| i64::from(c.attempt)).collect();
-        let rows = self
-            .query(
+        let rows = if self.inner.opts.async_ack {
+            // One round trip: BEGIN, SET LOCAL, DELETE and COMMIT are
+            // pipelined on one connection. An ack committed without waiting
+            // for its WAL flush can only be lost to a server crash, and then
+            // the job simply runs again after its claim expires: the same
+            // at-least-once outcome as a worker dying before its ack.
+            let op = "job_ack";
+            let client = self.client().await?;
+            let stmt = client
+                .prepare_cached(&self.inner.sql.ack)
+                .await
+                .map_err(db(op))?;
+            let params: [&(dyn ToSql + Sync); 4] = [&now, &ids, &workers, &attempts];
+            let (begun, rows, committed) = tokio::join!(
+                client.batch_execute("BEGIN; SET LOCAL synchronous_commit = off"),
+                client.query(&stmt, &params),
+                client.batch_execute("COMMIT"),
+            );
+            begun.map_err(db(op))?;
+            let rows = rows.map_err(db(op))?;
+            committed.map_err(db(op))?;
+            rows
+        } else {
+            self.query(
                 "job_ack",
                 &self.inner.sql.ack,
                 &[&now, &ids, &workers, &attempts],
             )
-            .await?;
+            .await?
+        };
         let acked: HashSet<i64> = rows.iter().map(|r| r.get(0)).collect();
         Ok(claims.iter().map(|c| acked.contains(&c.id)).collect())
     }

@@ -108,34 +108,40 @@ impl Sql {
                    AND j.unique_key = i.unique_key LIMIT 1) existing ON true \
                  ORDER BY i.ord"
             ),
+            // Ids go through `= ANY(ARRAY(subquery))` rather than a join: the
+            // subquery runs once and each id is one primary-key probe. With a
+            // join, the generic plan of a prepared statement (LIMIT unknown)
+            // may merge-join along the whole primary key, dead rows included.
             rescue: format!(
                 "WITH expired AS ( \
-                   SELECT id FROM {job} WHERE queue = $2 AND state = 'processing' AND claim_expires_at <= {NOW} \
-                   FOR UPDATE SKIP LOCKED \
+                   SELECT ARRAY(SELECT id FROM {job} WHERE queue = $2 AND state = 'processing' \
+                     AND claim_expires_at <= {NOW} FOR UPDATE SKIP LOCKED) AS ids \
                  ), gone AS ( \
-                   DELETE FROM {job} j USING expired e WHERE j.id = e.id AND j.attempts >= j.max_attempts \
-                   RETURNING j.* \
+                   DELETE FROM {job} j WHERE j.id = ANY((SELECT ids FROM expired)::bigint[]) \
+                     AND j.attempts >= j.max_attempts RETURNING j.* \
                  ), buried AS ({bury}) \
                  UPDATE {job} j SET state = 'pending', claim_expires_at = NULL \
-                 FROM expired e WHERE j.id = e.id AND j.attempts < j.max_attempts",
+                 WHERE j.id = ANY((SELECT ids FROM expired)::bigint[]) AND j.attempts < j.max_attempts",
                 bury = bury(&dead, "'claim expired on the last attempt'", "exhausted")
             ),
             claim: format!(
-                "WITH c AS ( \
+                "UPDATE {job} j SET state = 'processing', attempts = j.attempts + 1, worker_id = $3, \
+                   claimed_at = {NOW}, claim_expires_at = {NOW} + j.visibility_timeout_s \
+                 WHERE j.id = ANY(ARRAY( \
                    SELECT id FROM {job} WHERE queue = $2 AND state = 'pending' AND run_at <= {NOW} \
                      AND (expires_at IS NULL OR expires_at > {NOW}) \
-                   ORDER BY priority DESC, run_at, id LIMIT $4 FOR UPDATE SKIP LOCKED \
-                 ) \
-                 UPDATE {job} j SET state = 'processing', attempts = j.attempts + 1, worker_id = $3, \
-                   claimed_at = {NOW}, claim_expires_at = {NOW} + j.visibility_timeout_s \
-                 FROM c WHERE j.id = c.id \
+                   ORDER BY priority DESC, run_at, id LIMIT $4 FOR UPDATE SKIP LOCKED)) \
                  RETURNING j.id, j.payload, j.priority, j.attempts, j.max_attempts, j.claim_expires_at, \
                    j.run_at, j.created_at, j.unique_key"
             ),
+            // A join with `unnest` gets poor generic plans (it is estimated
+            // at a handful of rows); matching each row to its claim by array
+            // position keeps the plan a primary-key probe per id.
             ack: format!(
-                "DELETE FROM {job} j USING unnest($2::bigint[], $3::text[], $4::bigint[]) AS a(id, worker, attempt) \
-                 WHERE j.id = a.id AND j.state = 'processing' AND j.worker_id = a.worker \
-                   AND j.attempts = a.attempt AND j.claim_expires_at > {NOW} \
+                "DELETE FROM {job} j \
+                 WHERE j.id = ANY($2::bigint[]) AND j.state = 'processing' AND j.claim_expires_at > {NOW} \
+                   AND j.worker_id = ($3::text[])[array_position($2::bigint[], j.id)] \
+                   AND j.attempts = ($4::bigint[])[array_position($2::bigint[], j.id)] \
                  RETURNING j.id"
             ),
             retry_select: format!(

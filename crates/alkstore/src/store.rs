@@ -54,6 +54,7 @@ impl Store {
                     clock: opts.clock,
                     limits: opts.limits,
                     pool_size: 16,
+                    async_ack: true,
                 };
                 AnyEngine::Postgres(alkstore_postgres::PgEngine::open(pg).await?)
             }
