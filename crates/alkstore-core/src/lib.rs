@@ -10,6 +10,7 @@ mod clock;
 mod error;
 pub mod queue;
 pub mod url;
+mod wake;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{BoxError, Error, ErrorKind, Result};
@@ -18,3 +19,4 @@ pub use queue::{
     JobInfo, JobListParams, JobState, Limits, NewJob, QueueEngine, QueueOpts, QueueStats,
     RetryOutcome, RetryParams, SweepReport,
 };
+pub use wake::{Wake, WakeHub};

@@ -588,6 +588,11 @@ pub trait QueueEngine: Send + Sync + 'static {
     /// List live jobs in id order.
     fn job_list(&self, params: JobListParams) -> impl Future<Output = Result<Vec<JobInfo>>> + Send;
 
+    /// Subscribe to wake hints: commits that may have made jobs claimable.
+    /// Delayed jobs and expired claims send no hint; they come due on whole
+    /// seconds, so a worker polls at second boundaries for them.
+    fn wake_subscribe(&self) -> tokio::sync::broadcast::Receiver<crate::Wake>;
+
     /// Names of every queue with live or dead jobs.
     fn queue_list(&self) -> impl Future<Output = Result<Vec<String>>> + Send;
 

@@ -18,6 +18,7 @@
 //! # Ok(()) }
 //! ```
 
+mod listen;
 mod outbox;
 mod queues;
 pub mod schema;
@@ -27,11 +28,12 @@ pub mod testing;
 
 use std::collections::HashMap;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use alkstore_core::url::mask_password;
-use alkstore_core::{Clock, Error, Limits, Result};
+use alkstore_core::{Clock, Error, Limits, Result, Wake, WakeHub};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
 
@@ -89,6 +91,8 @@ struct Inner {
     opts: PgOptions,
     /// Per queue, when expired claims were last rescued (see `queues.rs`).
     last_rescue: Mutex<HashMap<String, RescueMark>>,
+    wake: listen::Hub,
+    listener_started: AtomicBool,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -143,11 +147,32 @@ impl PgEngine {
                 pool,
                 opts,
                 last_rescue: Mutex::new(HashMap::new()),
+                wake: Arc::new(WakeHub::default()),
+                listener_started: AtomicBool::new(false),
             }),
         };
         let mut client = engine.client().await?;
         schema::bootstrap(&mut client, &engine.inner.opts.schema).await?;
         Ok(engine)
+    }
+
+    /// Subscribe to wake hints: this engine's own writes hint at once, and a
+    /// dedicated LISTEN connection (started on first use, reconnecting after
+    /// failures) relays every other process's enqueues at their commit.
+    pub fn wake_hints(&self) -> tokio::sync::broadcast::Receiver<Wake> {
+        let rx = self.inner.wake.subscribe();
+        if !self.inner.listener_started.swap(true, Ordering::SeqCst) {
+            listen::spawn(
+                self.inner.opts.conninfo.clone(),
+                self.inner.opts.schema.clone(),
+                Arc::downgrade(&self.inner.wake),
+            );
+        }
+        rx
+    }
+
+    pub(crate) fn hub(&self) -> &WakeHub {
+        &self.inner.wake
     }
 
     /// The engine-owned schema.

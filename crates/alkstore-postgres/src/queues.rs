@@ -218,7 +218,12 @@ impl QueueEngine for PgEngine {
             .prepare_cached(enqueue_text(sql, is_keyed(&jobs)))
             .await
             .map_err(db("job_enqueue"))?;
-        insert_jobs(&**client, &stmt, sql, jobs, self.now_override()).await
+        let queues: Vec<String> = jobs.iter().map(|j| j.queue.clone()).collect();
+        let out = insert_jobs(&**client, &stmt, sql, jobs, self.now_override()).await?;
+        for q in queues.iter().collect::<HashSet<_>>() {
+            self.hub().queue(q);
+        }
+        Ok(out)
     }
 
     async fn job_claim(&self, p: ClaimParams) -> Result<Vec<Job>> {
@@ -384,14 +389,22 @@ impl QueueEngine for PgEngine {
         validate_worker(&claim.worker)?;
         let now = self.now_override();
         let (id, attempt) = held_params(&claim);
-        let n = self
-            .execute(
+        let channel = crate::schema::notify_channel(self.schema());
+        let rows = self
+            .query(
                 "job_release",
                 &self.inner.sql.release,
-                &[&now, &id, &claim.worker, &attempt],
+                &[&now, &id, &claim.worker, &attempt, &channel],
             )
             .await?;
-        Ok(n == 1)
+        if !rows.is_empty() {
+            self.hub().all();
+        }
+        Ok(rows.len() == 1)
+    }
+
+    fn wake_subscribe(&self) -> tokio::sync::broadcast::Receiver<alkstore_core::Wake> {
+        self.wake_hints()
     }
 
     async fn job_cancel(&self, id: i64) -> Result<bool> {

@@ -99,6 +99,11 @@ pub mod indexes {
     pub const DEAD_RETENTION: &str = "dead_retention_idx";
 }
 
+/// The LISTEN/NOTIFY channel of a schema (`alkstore_{schema}`).
+pub fn notify_channel(schema: &str) -> String {
+    format!("alkstore_{schema}")
+}
+
 /// Reject schema names PostgreSQL would mangle.
 pub fn validate_schema_name(schema: &str) -> Result<()> {
     if schema.is_empty() || schema.len() > MAX_SCHEMA_LEN {
@@ -181,6 +186,7 @@ fn ddl_v1(schema: &str) -> String {
     let job_expiry = index(indexes::JOB_EXPIRY);
     let job_unique = index(indexes::JOB_UNIQUE);
     let dead_retention = index(indexes::DEAD_RETENTION);
+    let schema_q = quote_identifier(schema);
     format!(
         "
 CREATE TABLE IF NOT EXISTS {job} (
@@ -236,6 +242,19 @@ CREATE TABLE IF NOT EXISTS {dead} (
   died_at BIGINT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS {dead_retention} ON {dead} (queue, died_at);
+
+-- Wake-ups: every insert into the job table (ours, the caller's outbox
+-- transaction, a requeue) notifies listeners of the queues it touched, at
+-- commit. The channel is derived from the schema inside the function, so no
+-- schema name is ever spliced into a string literal.
+CREATE OR REPLACE FUNCTION {schema_q}.job_notify() RETURNS trigger LANGUAGE plpgsql AS $alk$
+BEGIN
+  PERFORM pg_notify('alkstore_' || TG_TABLE_SCHEMA, d.q) FROM (SELECT DISTINCT queue AS q FROM new_rows) d;
+  RETURN NULL;
+END
+$alk$;
+CREATE OR REPLACE TRIGGER job_notify_insert AFTER INSERT ON {job}
+  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION {schema_q}.job_notify();
 "
     )
 }

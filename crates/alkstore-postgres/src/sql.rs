@@ -163,9 +163,11 @@ impl Sql {
                 "UPDATE {job} SET claim_expires_at = {NOW} + visibility_timeout_s WHERE {HELD} \
                  RETURNING claim_expires_at"
             ),
+            // A released job is claimable at once: tell other processes.
             release: format!(
-                "UPDATE {job} SET state = 'pending', attempts = attempts - 1, claim_expires_at = NULL \
-                 WHERE {HELD}"
+                "WITH r AS (UPDATE {job} SET state = 'pending', attempts = attempts - 1, claim_expires_at = NULL \
+                 WHERE {HELD} RETURNING queue) \
+                 SELECT pg_notify($5, queue) FROM r"
             ),
             cancel: format!("DELETE FROM {job} WHERE id = $1"),
             get_live: format!("SELECT {JOB_COLS}, state FROM {job} WHERE id = $1"),

@@ -24,9 +24,11 @@ mod schema;
 mod writer;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use alkstore_core::{Clock, Error, Limits, Result, SystemClock};
+use alkstore_core::{Clock, Error, Limits, Result, SystemClock, Wake, WakeHub};
 use rusqlite::Connection;
 
 pub use outbox::enqueue_in;
@@ -76,6 +78,8 @@ struct Inner {
     readers: Mutex<Vec<Connection>>,
     opts: SqliteOptions,
     clock: Arc<dyn Clock>,
+    wake: Arc<WakeHub>,
+    watcher_started: AtomicBool,
 }
 
 impl std::fmt::Debug for SqliteEngine {
@@ -100,8 +104,33 @@ impl SqliteEngine {
                 readers: Mutex::new(Vec::new()),
                 opts,
                 clock,
+                wake: Arc::new(WakeHub::default()),
+                watcher_started: AtomicBool::new(false),
             }),
         })
+    }
+
+    /// Subscribe to wake hints. Writes through this engine hint at once;
+    /// commits by other processes (or the caller's own connections) are seen
+    /// by a watcher thread that polls `PRAGMA data_version` every millisecond
+    /// while anyone listens.
+    pub fn wake_hints(&self) -> tokio::sync::broadcast::Receiver<Wake> {
+        let rx = self.inner.wake.subscribe();
+        if !self.inner.watcher_started.swap(true, Ordering::SeqCst) {
+            let hub = Arc::downgrade(&self.inner.wake);
+            let opts = self.inner.opts.clone();
+            let spawned = std::thread::Builder::new()
+                .name("alkstore-sqlite-watch".into())
+                .spawn(move || watch_data_version(opts, hub));
+            if let Err(e) = spawned {
+                tracing::warn!(error = %e, "cannot start the data_version watcher; relying on polls");
+            }
+        }
+        rx
+    }
+
+    pub(crate) fn hub(&self) -> &WakeHub {
+        &self.inner.wake
     }
 
     /// The database file.
@@ -137,6 +166,37 @@ impl SqliteEngine {
             }
         }
         out
+    }
+}
+
+/// Poll `PRAGMA data_version`, which changes whenever another connection
+/// commits, and hint every listener. Ends when the engine is dropped.
+fn watch_data_version(opts: SqliteOptions, hub: std::sync::Weak<WakeHub>) {
+    let conn = match open_connection(&opts) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!(error = %e, "data_version watcher cannot open the database");
+            return;
+        }
+    };
+    let version = |c: &Connection| -> Option<i64> {
+        c.query_row("PRAGMA data_version", [], |r| r.get(0)).ok()
+    };
+    let mut last = version(&conn);
+    loop {
+        let Some(hub) = hub.upgrade() else { return };
+        if !hub.has_listeners() {
+            drop(hub);
+            std::thread::sleep(Duration::from_millis(50));
+            continue;
+        }
+        let now = version(&conn);
+        if now != last {
+            last = now;
+            hub.all();
+        }
+        drop(hub);
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 

@@ -137,13 +137,21 @@ impl QueueEngine for SqliteEngine {
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
-        self.inner
+        let mut queues: Vec<String> = jobs.iter().map(|j| j.queue.clone()).collect();
+        queues.sort_unstable();
+        queues.dedup();
+        let out = self
+            .inner
             .writer
             .write("job_enqueue", move |st| {
                 let now = st.clock.now();
                 jobs.iter().map(|j| insert_job(&st.conn, j, now)).collect()
             })
-            .await
+            .await?;
+        for q in &queues {
+            self.hub().queue(q);
+        }
+        Ok(out)
     }
 
     async fn job_claim(&self, p: ClaimParams) -> Result<Vec<Job>> {
@@ -317,7 +325,8 @@ impl QueueEngine for SqliteEngine {
 
     async fn job_release(&self, claim: Claim) -> Result<bool> {
         validate_claim(&claim)?;
-        self.inner
+        let released = self
+            .inner
             .writer
             .write("job_release", move |st| {
                 let now = st.clock.now();
@@ -332,7 +341,15 @@ impl QueueEngine for SqliteEngine {
                     .map(|n| n == 1)
                     .map_err(db("job_release"))
             })
-            .await
+            .await?;
+        if released {
+            self.hub().all();
+        }
+        Ok(released)
+    }
+
+    fn wake_subscribe(&self) -> tokio::sync::broadcast::Receiver<alkstore_core::Wake> {
+        self.wake_hints()
     }
 
     async fn job_cancel(&self, id: i64) -> Result<bool> {
@@ -533,6 +550,11 @@ impl QueueEngine for SqliteEngine {
                 Ok(n)
             })
             .await
+            .inspect(|n| {
+                if *n > 0 {
+                    self.hub().all();
+                }
+            })
     }
 
     async fn dead_purge(&self, sel: DeadSelect) -> Result<u64> {

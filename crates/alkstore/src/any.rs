@@ -45,6 +45,12 @@ impl QueueEngine for AnyEngine {
     async fn job_release(&self, claim: Claim) -> Result<bool> {
         dispatch!(self.job_release(claim))
     }
+    fn wake_subscribe(&self) -> tokio::sync::broadcast::Receiver<alkstore_core::Wake> {
+        match self {
+            AnyEngine::Sqlite(e) => e.wake_subscribe(),
+            AnyEngine::Postgres(e) => e.wake_subscribe(),
+        }
+    }
     async fn job_cancel(&self, id: i64) -> Result<bool> {
         dispatch!(self.job_cancel(id))
     }

@@ -1,0 +1,67 @@
+//! Wake-up hints: "a queue may have new work". Only hints: whoever wakes
+//! re-reads the database, so a spurious or merged wake is harmless and a lost
+//! one costs at most a safety-poll interval.
+
+use std::sync::Arc;
+
+use tokio::sync::broadcast;
+
+/// One hint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Wake {
+    /// This queue may have claimable jobs.
+    Queue(Arc<str>),
+    /// Anything may have changed (another process committed, a listener
+    /// reconnected, or hints were dropped because a receiver lagged).
+    All,
+}
+
+impl Wake {
+    /// Whether this hint concerns `queue`.
+    pub fn concerns(&self, queue: &str) -> bool {
+        match self {
+            Wake::Queue(q) => &**q == queue,
+            Wake::All => true,
+        }
+    }
+}
+
+/// A broadcast of wake hints that costs nothing while nobody listens.
+#[derive(Debug, Clone)]
+pub struct WakeHub {
+    tx: broadcast::Sender<Wake>,
+}
+
+impl Default for WakeHub {
+    fn default() -> Self {
+        WakeHub {
+            tx: broadcast::channel(1024).0,
+        }
+    }
+}
+
+impl WakeHub {
+    /// Listen for hints.
+    pub fn subscribe(&self) -> broadcast::Receiver<Wake> {
+        self.tx.subscribe()
+    }
+
+    /// Whether anyone listens.
+    pub fn has_listeners(&self) -> bool {
+        self.tx.receiver_count() > 0
+    }
+
+    /// Hint that `queue` may have work.
+    pub fn queue(&self, queue: &str) {
+        if self.has_listeners() {
+            let _ = self.tx.send(Wake::Queue(Arc::from(queue)));
+        }
+    }
+
+    /// Hint that anything may have changed.
+    pub fn all(&self) {
+        if self.has_listeners() {
+            let _ = self.tx.send(Wake::All);
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! LISTEN on a dedicated connection (never a pooled one), turning
+//! notifications into wake hints. Reconnects with backoff after errors or a
+//! server restart, and hints "everything" after each (re)connect, since
+//! notifications sent while disconnected are lost.
+
+use std::str::FromStr;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use alkstore_core::WakeHub;
+use futures_util::StreamExt;
+use tokio_postgres::{AsyncMessage, NoTls};
+
+use crate::schema::{notify_channel, quote_identifier};
+
+pub(crate) fn spawn(conninfo: String, schema: String, hub: Weak<WakeHub>) {
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        tracing::warn!("no tokio runtime: LISTEN wake-ups disabled, relying on polls");
+        return;
+    };
+    handle.spawn(async move {
+        let channel = notify_channel(&schema);
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            if hub.upgrade().is_none() {
+                return;
+            }
+            match listen_once(&conninfo, &channel, &hub).await {
+                Ok(()) => backoff = Duration::from_millis(100),
+                Err(e) => {
+                    tracing::warn!(error = %e, "LISTEN connection lost; reconnecting");
+                }
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_secs(2));
+        }
+    });
+}
+
+async fn listen_once(
+    conninfo: &str,
+    channel: &str,
+    hub: &Weak<WakeHub>,
+) -> Result<(), tokio_postgres::Error> {
+    let mut config = match tokio_postgres::Config::from_str(conninfo) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(error = %e, "LISTEN: bad connection string");
+            return Err(e);
+        }
+    };
+    config.connect_timeout(Duration::from_secs(5));
+    config.keepalives_idle(Duration::from_secs(30));
+    let (client, mut connection) = config.connect(NoTls).await?;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<AsyncMessage>();
+    let driver = tokio::spawn(async move {
+        let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(m) = messages.next().await {
+            match m {
+                Ok(m) => {
+                    if tx.send(m).is_err() {
+                        return Ok(());
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    });
+    client
+        .batch_execute(&format!("LISTEN {}", quote_identifier(channel)))
+        .await?;
+    if let Some(h) = hub.upgrade() {
+        h.all();
+    }
+    while let Some(msg) = rx.recv().await {
+        let Some(h) = hub.upgrade() else { break };
+        if let AsyncMessage::Notification(n) = msg {
+            h.queue(n.payload());
+        }
+    }
+    drop(client);
+    match driver.await {
+        Ok(r) => r,
+        Err(_) => Ok(()),
+    }
+}
+
+/// Keep the type alias local: the engine owns the hub in an `Arc`.
+pub(crate) type Hub = Arc<WakeHub>;
