@@ -30,6 +30,7 @@
 mod any;
 mod queue;
 mod store;
+pub mod worker;
 
 pub use alkstore_core::url;
 pub use alkstore_core::{
@@ -41,6 +42,7 @@ pub use alkstore_core::{
 pub use any::AnyEngine;
 pub use queue::{JobExt, Queue};
 pub use store::{Store, StoreOptions};
+pub use worker::{JobCtx, JobError, JobResult, Worker, WorkerOpts, WorkerReport};
 
 /// The SQLite engine, for callers that need its own API (the outbox).
 pub use alkstore_sqlite as sqlite;

@@ -1,0 +1,163 @@
+//! What a handler sees (`JobCtx`) and returns (`JobError`), and the type
+//! erasure that lets one worker hold handlers of different payload types.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use alkstore_core::{Job, QueueEngine, Result};
+use serde::de::DeserializeOwned;
+
+use crate::AnyEngine;
+
+/// A claimed job handed to a handler, with its decoded payload.
+pub struct JobCtx<T> {
+    job: Job,
+    payload: T,
+    engine: AnyEngine,
+}
+
+impl<T> JobCtx<T> {
+    /// The decoded payload.
+    pub fn payload(&self) -> &T {
+        &self.payload
+    }
+
+    /// Take the payload.
+    pub fn into_payload(self) -> T {
+        self.payload
+    }
+
+    /// The job's id.
+    pub fn id(&self) -> i64 {
+        self.job.id
+    }
+
+    /// This attempt's number, from 1.
+    pub fn attempt(&self) -> u32 {
+        self.job.attempt
+    }
+
+    /// The claimed job (queue, priority, attempts, claim expiry, raw bytes).
+    pub fn job(&self) -> &Job {
+        &self.job
+    }
+
+    /// Extend the claim now (the worker also does this on its own for long
+    /// jobs). Returns false when the claim was lost.
+    pub async fn heartbeat(&self) -> Result<bool> {
+        Ok(self.engine.job_heartbeat(self.job.claim()).await?.is_some())
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for JobCtx<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JobCtx")
+            .field("id", &self.job.id)
+            .field("queue", &self.job.queue)
+            .field("attempt", &self.job.attempt)
+            .field("payload", &self.payload)
+            .finish()
+    }
+}
+
+/// Why a handler did not finish its job.
+///
+/// Any `std::error::Error` converts into a retry, so handlers can use `?`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobError {
+    /// Try again with the queue's backoff (or after `after`); dead-lettered
+    /// once attempts run out.
+    Retry {
+        /// What went wrong.
+        error: String,
+        /// Overrides the backoff.
+        after: Option<Duration>,
+    },
+    /// Do not try again: dead-letter now.
+    Fail(String),
+}
+
+impl JobError {
+    /// Retry with the queue's backoff.
+    pub fn retry(error: impl fmt::Display) -> Self {
+        JobError::Retry {
+            error: error.to_string(),
+            after: None,
+        }
+    }
+
+    /// Retry after a fixed delay.
+    pub fn retry_after(error: impl fmt::Display, after: Duration) -> Self {
+        JobError::Retry {
+            error: error.to_string(),
+            after: Some(after),
+        }
+    }
+
+    /// Dead-letter without further attempts.
+    pub fn fail(error: impl fmt::Display) -> Self {
+        JobError::Fail(error.to_string())
+    }
+}
+
+impl<E: std::error::Error> From<E> for JobError {
+    fn from(e: E) -> Self {
+        JobError::retry(e)
+    }
+}
+
+/// A handler's result.
+pub type JobResult = std::result::Result<(), JobError>;
+
+pub(crate) type BoxFuture = Pin<Box<dyn Future<Output = JobResult> + Send>>;
+
+/// A handler with its payload type erased: decodes, then calls the user's
+/// function. A payload that does not decode is a permanent failure.
+pub(crate) type ErasedHandler = Arc<dyn Fn(Job, AnyEngine) -> BoxFuture + Send + Sync>;
+
+pub(crate) fn raw<F, Fut>(f: F) -> ErasedHandler
+where
+    F: Fn(JobCtx<Vec<u8>>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = JobResult> + Send + 'static,
+{
+    Arc::new(move |mut job: Job, engine: AnyEngine| {
+        let payload = std::mem::take(&mut job.payload);
+        Box::pin(f(JobCtx {
+            job,
+            payload,
+            engine,
+        }))
+    })
+}
+
+pub(crate) fn typed<T, F, Fut>(f: F) -> ErasedHandler
+where
+    T: DeserializeOwned + Send + 'static,
+    F: Fn(JobCtx<T>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = JobResult> + Send + 'static,
+{
+    let f = Arc::new(f);
+    Arc::new(move |job: Job, engine: AnyEngine| {
+        let decoded: std::result::Result<T, _> = serde_json::from_slice(&job.payload);
+        match decoded {
+            Ok(payload) => {
+                let f = f.clone();
+                Box::pin(async move {
+                    f(JobCtx {
+                        job,
+                        payload,
+                        engine,
+                    })
+                    .await
+                })
+            }
+            Err(e) => {
+                let msg = format!("payload does not decode: {e}");
+                Box::pin(async move { Err(JobError::Fail(msg)) })
+            }
+        }
+    })
+}

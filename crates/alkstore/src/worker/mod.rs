@@ -1,0 +1,595 @@
+//! The queue worker: runs async handlers with per-queue concurrency, batch
+//! claims sized to free capacity, batched acks, heartbeats for long jobs,
+//! timeouts, retries, panic isolation and graceful shutdown.
+//!
+//! ```no_run
+//! # async fn demo() -> alkstore::Result<()> {
+//! use alkstore::worker::{JobCtx, Worker};
+//! use alkstore::Store;
+//!
+//! #[derive(serde::Deserialize)]
+//! struct Email { to: String }
+//!
+//! let store = Store::open("sqlite://app.db").await?;
+//! let report = Worker::new(store)
+//!     .queue("emails", |job: JobCtx<Email>| async move {
+//!         println!("sending to {}", job.payload().to);
+//!         Ok(())
+//!     })
+//!     .concurrency("emails", 32)
+//!     .run_until(async { let _ = tokio::signal::ctrl_c().await; })
+//!     .await?;
+//! println!("{report:?}");
+//! # Ok(()) }
+//! ```
+
+mod completer;
+mod handler;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use alkstore_core::{Claim, ClaimParams, Job, QueueEngine, Result, RetryParams};
+use serde::de::DeserializeOwned;
+use tokio::sync::{broadcast, watch, Semaphore};
+use tokio::task::JoinSet;
+use tracing::Instrument;
+
+pub use handler::{JobCtx, JobError, JobResult};
+
+use crate::{AnyEngine, Store};
+use completer::{AckStats, Completer};
+use handler::ErasedHandler;
+
+/// Worker-wide options.
+#[derive(Debug, Clone)]
+pub struct WorkerOpts {
+    /// How long graceful shutdown waits for running handlers before handing
+    /// their jobs back (default 30 s).
+    pub shutdown_timeout: Duration,
+    /// Longest idle wait between claims when no hint arrives (default 1 s;
+    /// idle polls are aligned to second boundaries, where delayed jobs and
+    /// claim expiries fall due).
+    pub poll_interval: Duration,
+    /// Most jobs per claim (default 1,000).
+    pub max_claim: u32,
+    /// Most acks per statement (default 1,000).
+    pub ack_batch: usize,
+}
+
+impl Default for WorkerOpts {
+    fn default() -> Self {
+        WorkerOpts {
+            shutdown_timeout: Duration::from_secs(30),
+            poll_interval: Duration::from_secs(1),
+            max_claim: 1_000,
+            ack_batch: 1_000,
+        }
+    }
+}
+
+struct QueueSpec {
+    name: String,
+    handler: ErasedHandler,
+    concurrency: usize,
+    timeout: Option<Duration>,
+}
+
+/// What a worker did, returned when it stops.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkerReport {
+    /// Jobs claimed.
+    pub claimed: u64,
+    /// Jobs acked.
+    pub completed: u64,
+    /// Attempts that failed and were rescheduled.
+    pub retried: u64,
+    /// Jobs moved to dead (failed, or out of attempts).
+    pub dead: u64,
+    /// Handlers that panicked (each counted as a failed attempt).
+    pub panicked: u64,
+    /// Handlers stopped by their timeout.
+    pub timed_out: u64,
+    /// Unfinished jobs handed back at shutdown.
+    pub released: u64,
+    /// Acks refused because the claim had expired (the job runs again).
+    pub lost_claims: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    claimed: AtomicU64,
+    retried: AtomicU64,
+    dead: AtomicU64,
+    panicked: AtomicU64,
+    timed_out: AtomicU64,
+    released: AtomicU64,
+}
+
+/// Builds and runs a worker over one store.
+pub struct Worker {
+    store: Store,
+    id: String,
+    queues: Vec<QueueSpec>,
+    opts: WorkerOpts,
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker")
+            .field("id", &self.id)
+            .field(
+                "queues",
+                &self.queues.iter().map(|q| &q.name).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+fn default_worker_id() -> String {
+    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "host".into());
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{host}-{}-{nanos:08x}", std::process::id())
+}
+
+impl Worker {
+    /// A worker over `store` with no queues yet.
+    pub fn new(store: Store) -> Worker {
+        Worker {
+            store,
+            id: default_worker_id(),
+            queues: Vec::new(),
+            opts: WorkerOpts::default(),
+        }
+    }
+
+    /// Handle queue `name` with a handler of JSON-decoded payloads. A payload
+    /// that does not decode is dead-lettered at once.
+    pub fn queue<T, F, Fut>(mut self, name: impl Into<String>, f: F) -> Worker
+    where
+        T: DeserializeOwned + Send + 'static,
+        F: Fn(JobCtx<T>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = JobResult> + Send + 'static,
+    {
+        self.add(name.into(), handler::typed(f));
+        self
+    }
+
+    /// Handle queue `name` with a handler of raw payload bytes.
+    pub fn queue_raw<F, Fut>(mut self, name: impl Into<String>, f: F) -> Worker
+    where
+        F: Fn(JobCtx<Vec<u8>>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = JobResult> + Send + 'static,
+    {
+        self.add(name.into(), handler::raw(f));
+        self
+    }
+
+    fn add(&mut self, name: String, handler: ErasedHandler) {
+        self.queues.retain(|q| q.name != name);
+        self.queues.push(QueueSpec {
+            name,
+            handler,
+            concurrency: 10,
+            timeout: None,
+        });
+    }
+
+    fn spec(&mut self, queue: &str) -> Option<&mut QueueSpec> {
+        self.queues.iter_mut().find(|q| q.name == queue)
+    }
+
+    /// Run at most `n` handlers of `queue` at once (default 10).
+    pub fn concurrency(mut self, queue: &str, n: usize) -> Worker {
+        if let Some(q) = self.spec(queue) {
+            q.concurrency = n.max(1);
+        }
+        self
+    }
+
+    /// Stop a handler of `queue` after `limit`; the attempt counts as failed.
+    pub fn timeout(mut self, queue: &str, limit: Duration) -> Worker {
+        if let Some(q) = self.spec(queue) {
+            q.timeout = Some(limit);
+        }
+        self
+    }
+
+    /// Name this worker in claims (default: host, pid and a random suffix).
+    pub fn worker_id(mut self, id: impl Into<String>) -> Worker {
+        self.id = id.into();
+        self
+    }
+
+    /// Replace the worker-wide options.
+    pub fn opts(mut self, opts: WorkerOpts) -> Worker {
+        self.opts = opts;
+        self
+    }
+
+    /// Run until `shutdown` resolves, then stop claiming, let running handlers
+    /// finish for up to `shutdown_timeout`, hand unfinished jobs back, flush
+    /// acks, and report.
+    pub async fn run_until(
+        self,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> Result<WorkerReport> {
+        if self.queues.is_empty() {
+            return Err(alkstore_core::Error::invalid(
+                "worker",
+                "no queues registered",
+            ));
+        }
+        for q in &self.queues {
+            alkstore_core::queue::validate_queue_name(&q.name)?;
+        }
+        let engine = self.store.engine().clone();
+        let ack_stats = Arc::new(AckStats::default());
+        let completer = Completer::spawn(engine.clone(), self.opts.ack_batch, ack_stats.clone());
+        let counters = Arc::new(Counters::default());
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let mut loops = JoinSet::new();
+        for spec in self.queues {
+            let ctx = LoopCtx {
+                engine: engine.clone(),
+                worker: self.id.clone(),
+                opts: self.opts.clone(),
+                acks: completer.sender(),
+                counters: counters.clone(),
+                stop: stop_rx.clone(),
+            };
+            loops.spawn(queue_loop(ctx, spec));
+        }
+        shutdown.await;
+        let _ = stop_tx.send(true);
+        while loops.join_next().await.is_some() {}
+        completer.close().await;
+        Ok(WorkerReport {
+            claimed: counters.claimed.load(Ordering::Relaxed),
+            completed: ack_stats.acked.load(Ordering::Relaxed),
+            retried: counters.retried.load(Ordering::Relaxed),
+            dead: counters.dead.load(Ordering::Relaxed),
+            panicked: counters.panicked.load(Ordering::Relaxed),
+            timed_out: counters.timed_out.load(Ordering::Relaxed),
+            released: counters.released.load(Ordering::Relaxed),
+            lost_claims: ack_stats.lost.load(Ordering::Relaxed),
+        })
+    }
+}
+
+#[derive(Clone)]
+struct LoopCtx {
+    engine: AnyEngine,
+    worker: String,
+    opts: WorkerOpts,
+    acks: tokio::sync::mpsc::Sender<Claim>,
+    counters: Arc<Counters>,
+    stop: watch::Receiver<bool>,
+}
+
+/// Time until just after the next whole second (where due times fall), capped.
+fn until_next_second(cap: Duration) -> Duration {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let to_boundary = Duration::from_nanos(1_000_000_000 - u64::from(now.subsec_nanos()))
+        + Duration::from_millis(2);
+    to_boundary.min(cap)
+}
+
+async fn queue_loop(mut ctx: LoopCtx, spec: QueueSpec) {
+    let slots = Arc::new(Semaphore::new(spec.concurrency));
+    let running: Arc<Mutex<HashMap<i64, Claim>>> = Arc::default();
+    let mut tasks = JoinSet::new();
+    let mut hints = ctx.engine.wake_subscribe();
+    let mut error_backoff = Duration::from_millis(50);
+    let name: Arc<str> = Arc::from(spec.name.as_str());
+    loop {
+        if *ctx.stop.borrow() {
+            break;
+        }
+        // Reap finished handler tasks.
+        while tasks.try_join_next().is_some() {}
+        let free = slots.available_permits();
+        if free == 0 {
+            tokio::select! {
+                permit = slots.acquire() => drop(permit),
+                _ = ctx.stop.changed() => {}
+            }
+            continue;
+        }
+        let limit = (free as u32).min(ctx.opts.max_claim).max(1);
+        let claimed = ctx
+            .engine
+            .job_claim(ClaimParams::new(
+                spec.name.clone(),
+                ctx.worker.clone(),
+                limit,
+            ))
+            .await;
+        let jobs = match claimed {
+            Ok(jobs) => {
+                error_backoff = Duration::from_millis(50);
+                jobs
+            }
+            Err(e) => {
+                tracing::warn!(queue = %spec.name, error = %e, "claim failed; backing off");
+                tokio::select! {
+                    _ = tokio::time::sleep(error_backoff) => {}
+                    _ = ctx.stop.changed() => {}
+                }
+                error_backoff = (error_backoff * 2).min(Duration::from_secs(5));
+                continue;
+            }
+        };
+        if jobs.is_empty() {
+            // Drop hints that arrived before this (empty) claim.
+            while let Ok(w) = hints.try_recv() {
+                let _ = w;
+            }
+            wait_for_work(&mut ctx, &mut hints, &name).await;
+            continue;
+        }
+        ctx.counters
+            .claimed
+            .fetch_add(jobs.len() as u64, Ordering::Relaxed);
+        metrics::counter!("alkstore_jobs_claimed_total", "queue" => spec.name.clone())
+            .increment(jobs.len() as u64);
+        for job in jobs {
+            let Ok(permit) = slots.clone().try_acquire_owned() else {
+                // Cannot happen (we claimed at most `free`); hand it back.
+                let _ = ctx.engine.job_release(job.claim()).await;
+                continue;
+            };
+            if let Ok(mut r) = running.lock() {
+                r.insert(job.id, job.claim());
+            }
+            let run = run_job(
+                ctx.clone(),
+                spec.handler.clone(),
+                spec.timeout,
+                job,
+                running.clone(),
+            );
+            tasks.spawn(async move {
+                run.await;
+                drop(permit);
+            });
+        }
+    }
+    // Graceful shutdown: no more claims; let handlers finish, then hand back.
+    let deadline = tokio::time::sleep(ctx.opts.shutdown_timeout);
+    tokio::pin!(deadline);
+    loop {
+        tokio::select! {
+            next = tasks.join_next() => if next.is_none() { break },
+            _ = &mut deadline => {
+                tasks.abort_all();
+                while tasks.join_next().await.is_some() {}
+                break;
+            }
+        }
+    }
+    let unfinished: Vec<Claim> = running
+        .lock()
+        .map(|mut r| r.drain().map(|(_, c)| c).collect())
+        .unwrap_or_default();
+    for claim in unfinished {
+        match ctx.engine.job_release(claim).await {
+            Ok(true) => {
+                ctx.counters.released.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(false) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "could not hand a job back; it returns when its claim expires")
+            }
+        }
+    }
+}
+
+/// Sleep until a hint for this queue, the next second boundary (delayed
+/// jobs and expired claims come due on whole seconds), or shutdown.
+async fn wait_for_work(
+    ctx: &mut LoopCtx,
+    hints: &mut broadcast::Receiver<alkstore_core::Wake>,
+    queue: &str,
+) {
+    let poll = tokio::time::sleep(until_next_second(ctx.opts.poll_interval));
+    tokio::pin!(poll);
+    loop {
+        tokio::select! {
+            hint = hints.recv() => match hint {
+                Ok(w) if w.concerns(queue) => return,
+                Ok(_) => continue,
+                Err(broadcast::error::RecvError::Lagged(_)) => return,
+                Err(broadcast::error::RecvError::Closed) => {
+                    (&mut poll).await;
+                    return;
+                }
+            },
+            _ = &mut poll => return,
+            _ = ctx.stop.changed() => return,
+        }
+    }
+}
+
+/// Aborts the handler task when the job's runner is dropped (shutdown).
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+async fn run_job(
+    ctx: LoopCtx,
+    handler: ErasedHandler,
+    timeout: Option<Duration>,
+    job: Job,
+    running: Arc<Mutex<HashMap<i64, Claim>>>,
+) {
+    let claim = job.claim();
+    let span =
+        tracing::info_span!("alkstore.job", queue = %job.queue, id = job.id, attempt = job.attempt);
+    let queue = job.queue.clone();
+    let started = Instant::now();
+    let heartbeat = tokio::spawn(heartbeat_loop(
+        ctx.engine.clone(),
+        job.claim(),
+        job.claim_expires_at,
+    ));
+    let _heartbeat_guard = AbortOnDrop(heartbeat.abort_handle());
+    let handle = tokio::spawn(handler(job, ctx.engine.clone()).instrument(span.clone()));
+    let _handler_guard = AbortOnDrop(handle.abort_handle());
+    let outcome = match timeout {
+        Some(limit) => match tokio::time::timeout(limit, handle).await {
+            Ok(joined) => Outcome::from_join(joined),
+            Err(_) => Outcome::TimedOut(limit),
+        },
+        None => Outcome::from_join(handle.await),
+    };
+    heartbeat.abort();
+    metrics::histogram!("alkstore_handler_duration_seconds", "queue" => queue.clone())
+        .record(started.elapsed().as_secs_f64());
+    let retry = |error: String, after: Option<Duration>| RetryParams {
+        claim: claim.clone(),
+        error,
+        delay: after,
+    };
+    let settled = match outcome {
+        Outcome::Done => {
+            // Back-pressure: waits when the completer is behind.
+            let _ = ctx.acks.send(claim.clone()).await;
+            Ok(())
+        }
+        Outcome::Error(JobError::Retry { error, after }) => {
+            span.in_scope(|| tracing::info!(%error, "job failed; retrying"));
+            settle_retry(&ctx, retry(error, after), &queue).await
+        }
+        Outcome::Error(JobError::Fail(error)) => {
+            span.in_scope(|| tracing::warn!(%error, "job failed permanently"));
+            ctx.engine
+                .job_fail(claim.clone(), error)
+                .await
+                .map(|moved| {
+                    if moved {
+                        ctx.counters.dead.fetch_add(1, Ordering::Relaxed);
+                        metrics::counter!("alkstore_jobs_dead_total", "queue" => queue.clone())
+                            .increment(1);
+                    }
+                })
+        }
+        Outcome::Panicked(msg) => {
+            ctx.counters.panicked.fetch_add(1, Ordering::Relaxed);
+            span.in_scope(|| tracing::error!(panic = %msg, "handler panicked"));
+            settle_retry(
+                &ctx,
+                retry(format!("handler panicked: {msg}"), None),
+                &queue,
+            )
+            .await
+        }
+        Outcome::TimedOut(limit) => {
+            ctx.counters.timed_out.fetch_add(1, Ordering::Relaxed);
+            span.in_scope(|| tracing::warn!(?limit, "handler timed out"));
+            settle_retry(
+                &ctx,
+                retry(format!("handler timed out after {limit:?}"), None),
+                &queue,
+            )
+            .await
+        }
+        Outcome::Cancelled => return,
+    };
+    if let Err(e) = settled {
+        tracing::warn!(error = %e, "could not record the job's outcome; it returns when its claim expires");
+    }
+    if let Ok(mut r) = running.lock() {
+        r.remove(&claim.id);
+    }
+}
+
+async fn settle_retry(ctx: &LoopCtx, params: RetryParams, queue: &str) -> Result<()> {
+    match ctx.engine.job_retry(params).await? {
+        alkstore_core::RetryOutcome::Scheduled(_) => {
+            ctx.counters.retried.fetch_add(1, Ordering::Relaxed);
+            metrics::counter!("alkstore_jobs_retried_total", "queue" => queue.to_string())
+                .increment(1);
+        }
+        alkstore_core::RetryOutcome::Dead => {
+            ctx.counters.dead.fetch_add(1, Ordering::Relaxed);
+            metrics::counter!("alkstore_jobs_dead_total", "queue" => queue.to_string())
+                .increment(1);
+        }
+        alkstore_core::RetryOutcome::NotHeld => {}
+    }
+    Ok(())
+}
+
+enum Outcome {
+    Done,
+    Error(JobError),
+    Panicked(String),
+    TimedOut(Duration),
+    Cancelled,
+}
+
+impl Outcome {
+    fn from_join(joined: std::result::Result<JobResult, tokio::task::JoinError>) -> Outcome {
+        match joined {
+            Ok(Ok(())) => Outcome::Done,
+            Ok(Err(e)) => Outcome::Error(e),
+            Err(e) if e.is_panic() => {
+                let payload = e.into_panic();
+                let msg = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "non-string panic".into());
+                Outcome::Panicked(msg)
+            }
+            Err(_) => Outcome::Cancelled,
+        }
+    }
+}
+
+/// Extend the claim when half of it has passed, for as long as the handler
+/// runs. Claims are whole seconds; the first renewal waits for half the
+/// time left on the claim as handed out.
+async fn heartbeat_loop(engine: AnyEngine, claim: Claim, expires_at: i64) {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let mut period = Duration::from_secs(((expires_at - now).max(2) / 2) as u64);
+    loop {
+        tokio::time::sleep(period).await;
+        match engine.job_heartbeat(claim.clone()).await {
+            Ok(Some(until)) => {
+                let now = SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map(|d| d.as_secs() as i64)
+                    .unwrap_or(0);
+                period = Duration::from_secs(((until - now).max(2) / 2) as u64);
+            }
+            Ok(None) => {
+                tracing::warn!(
+                    id = claim.id,
+                    "claim lost while the handler runs; its ack will be refused"
+                );
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(id = claim.id, error = %e, "heartbeat failed; retrying");
+                period = Duration::from_secs(1);
+            }
+        }
+    }
+}
