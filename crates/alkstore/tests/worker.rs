@@ -52,23 +52,17 @@ impl Fixture {
 }
 
 /// Resolves once `count` reaches `target`.
-fn reached(
-    count: Arc<AtomicUsize>,
-    target: usize,
-    notify: Arc<Notify>,
-) -> impl std::future::Future<Output = ()> {
-    async move {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-        while count.load(Ordering::SeqCst) < target {
-            tokio::select! {
-                _ = notify.notified() => {}
-                _ = tokio::time::sleep(Duration::from_millis(20)) => {}
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "timed out waiting for {target} jobs"
-            );
+async fn reached(count: Arc<AtomicUsize>, target: usize, notify: Arc<Notify>) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while count.load(Ordering::SeqCst) < target {
+        tokio::select! {
+            _ = notify.notified() => {}
+            _ = tokio::time::sleep(Duration::from_millis(20)) => {}
         }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {target} jobs"
+        );
     }
 }
 
