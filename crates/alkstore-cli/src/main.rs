@@ -3,6 +3,7 @@
 
 mod bench;
 mod commands;
+mod testworker;
 
 use std::process::ExitCode;
 

@@ -57,6 +57,10 @@ enum Command {
     /// Run benchmarks; one line of figures per scenario.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// A worker whose handler logs `id attempt` per job to a file; used by
+    /// the crash tests. Stops gracefully on SIGTERM or Ctrl-C.
+    #[command(name = "test-worker", hide = true)]
+    TestWorker(crate::testworker::TestWorkerArgs),
 }
 
 #[derive(Debug, Args)]
@@ -147,6 +151,9 @@ pub(crate) enum BenchCommand {
 pub async fn run(cli: Cli) -> Result<()> {
     if let Command::Bench(BenchCommand::Queue(args)) = cli.command {
         return bench::run_queue(args).await;
+    }
+    if let Command::TestWorker(args) = cli.command {
+        return crate::testworker::run(&cli.db, args).await;
     }
     let store = Store::open(&cli.db).await?;
     let e = store.engine();
@@ -256,7 +263,7 @@ pub async fn run(cli: Cli) -> Result<()> {
                 r.expired, r.exhausted, r.dead_pruned
             );
         }
-        Command::Bench(_) => {}
+        Command::Bench(_) | Command::TestWorker(_) => {}
     }
     Ok(())
 }
