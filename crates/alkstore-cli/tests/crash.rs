@@ -14,7 +14,18 @@ const JOBS: usize = 20_000;
 
 fn spawn_worker(db: &str, log: &Path) -> Child {
     Command::new(env!("CARGO_BIN_EXE_alk"))
-        .args(["--db", db, "test-worker", "--queue", "crash", "--concurrency", "32", "--sleep-ms", "1", "--log"])
+        .args([
+            "--db",
+            db,
+            "test-worker",
+            "--queue",
+            "crash",
+            "--concurrency",
+            "32",
+            "--sleep-ms",
+            "1",
+            "--log",
+        ])
         .arg(log)
         .env_remove("DATABASE_URL")
         .stdout(Stdio::null())
@@ -24,7 +35,10 @@ fn spawn_worker(db: &str, log: &Path) -> Child {
 }
 
 fn terminate(mut child: Child) {
-    let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status();
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {
         if let Ok(Some(_)) = child.try_wait() {
@@ -39,9 +53,17 @@ fn terminate(mut child: Child) {
 async fn kill_nine_loses_nothing(db: String) {
     let dir = tempfile::tempdir().expect("tmp");
     let store = Store::open(&db).await.expect("open");
-    let q = store.queue_with("crash", QueueOpts { visibility_timeout: Duration::from_secs(2), ..QueueOpts::default() });
+    let q = store.queue_with(
+        "crash",
+        QueueOpts {
+            visibility_timeout: Duration::from_secs(2),
+            ..QueueOpts::default()
+        },
+    );
     for chunk in (0..JOBS).collect::<Vec<_>>().chunks(2_000) {
-        q.enqueue_batch(chunk.iter().copied()).await.expect("enqueue");
+        q.enqueue_batch(chunk.iter().copied())
+            .await
+            .expect("enqueue");
     }
     let steady_log = dir.path().join("steady.log");
     let victim_log = dir.path().join("victim.log");
@@ -73,8 +95,12 @@ async fn kill_nine_loses_nothing(db: String) {
         let text = std::fs::read_to_string(log).unwrap_or_default();
         for line in text.lines() {
             let mut parts = line.split_whitespace();
-            let (Some(id), Some(attempt)) = (parts.next(), parts.next()) else { continue };
-            let (Ok(id), Ok(attempt)) = (id.parse::<i64>(), attempt.parse::<u32>()) else { continue };
+            let (Some(id), Some(attempt)) = (parts.next(), parts.next()) else {
+                continue;
+            };
+            let (Ok(id), Ok(attempt)) = (id.parse::<i64>(), attempt.parse::<u32>()) else {
+                continue;
+            };
             runs.entry(id).or_default().push(attempt);
         }
     }
@@ -85,22 +111,35 @@ async fn kill_nine_loses_nothing(db: String) {
         let mut sorted = attempts.clone();
         sorted.sort_unstable();
         sorted.dedup();
-        assert_eq!(sorted.len(), attempts.len(), "job {id} ran twice under one claim: {attempts:?}");
+        assert_eq!(
+            sorted.len(),
+            attempts.len(),
+            "job {id} ran twice under one claim: {attempts:?}"
+        );
         reruns += attempts.len() - 1;
     }
-    eprintln!("{} jobs, {reruns} re-runs after expired claims, {kills} kills", runs.len());
+    eprintln!(
+        "{} jobs, {reruns} re-runs after expired claims, {kills} kills",
+        runs.len()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_kill_nine_loses_nothing() {
     let dir = tempfile::tempdir().expect("tmp");
-    kill_nine_loses_nothing(format!("sqlite://{}", dir.path().join("crash.db").display())).await;
+    kill_nine_loses_nothing(format!(
+        "sqlite://{}",
+        dir.path().join("crash.db").display()
+    ))
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_kill_nine_loses_nothing() {
     use alkstore_postgres::testing;
-    let url = testing::ensure_database(&testing::database_url(), "alkstore_test").await.expect("postgres");
+    let url = testing::ensure_database(&testing::database_url(), "alkstore_test")
+        .await
+        .expect("postgres");
     let schema = testing::unique_schema("crash");
     kill_nine_loses_nothing(format!("{url}?schema={schema}")).await;
     testing::drop_schema(&url, &schema).await.expect("drop");

@@ -62,7 +62,7 @@ impl Completer {
 async fn flush(engine: &AnyEngine, claims: Vec<Claim>, stats: &AckStats) {
     let n = claims.len() as u64;
     let mut delay = Duration::from_millis(20);
-    for attempt in 1..=5 {
+    for attempt in 1..=10 {
         match engine.job_ack(claims.clone()).await {
             Ok(flags) => {
                 let ok = flags.iter().filter(|f| **f).count() as u64;
