@@ -6,8 +6,9 @@
 #   bench/peers/node/run.sh                 # 50,000 jobs per scenario
 #   BENCH_JOBS=5000 bench/peers/node/run.sh # quick run
 #
-# Env is passed through: DATABASE_URL, BENCH_JOBS, BENCH_PEERS, BENCH_ROUNDS,
-# BENCH_ANALYZE, BENCH_KEEP_DB, PGBOSS_*, GW_*; NODE_BIN overrides the binary.
+# Env is passed through: DATABASE_URL, BENCH_JOBS, BENCH_PEERS, BENCH_SCENARIOS,
+# BENCH_SAMPLES, BENCH_ROUNDS, BENCH_ANALYZE, BENCH_KEEP_DB, PGBOSS_*, GW_*;
+# NODE_BIN overrides the binary.
 # stdout: "# ..." comment lines and one "bench peer=..." line per scenario.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"

@@ -247,9 +247,17 @@ async fn scenario(name: &str, e: &AnyEngine, scale: f64) -> Result<(usize, f64)>
             n = scaled(50_000, scale);
             fill(e, n).await?;
             start = Instant::now();
+            let workers: usize = std::env::var("ALK_BENCH_WORKERS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(4);
+            let batch: u32 = std::env::var("ALK_BENCH_CLAIM")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(128);
             let mut tasks = Vec::new();
-            for w in 0..4 {
-                tasks.push(tokio::spawn(drain(e.clone(), format!("w{w}"), 128)));
+            for w in 0..workers {
+                tasks.push(tokio::spawn(drain(e.clone(), format!("w{w}"), batch)));
             }
             let mut done = 0;
             for t in tasks {
@@ -322,6 +330,138 @@ pub async fn run_queue(args: QueueBenchArgs) -> Result<()> {
         if let Some((conninfo, schema)) = fresh.cleanup {
             alkstore_postgres::testing::drop_schema(&conninfo, &schema).await?;
         }
+    }
+    Ok(())
+}
+
+/// Arguments of `alk bench worker`.
+#[derive(Debug, Args)]
+pub struct WorkerBenchArgs {
+    /// sqlite://… (fresh temporary files) or postgres://… (fresh schemas).
+    #[arg(long = "on", default_value = "sqlite://bench.db")]
+    on: String,
+    /// Wake-latency samples.
+    #[arg(long, default_value_t = 500)]
+    samples: usize,
+    /// Jobs for the throughput scenario.
+    #[arg(long, default_value_t = 50_000)]
+    jobs: usize,
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+/// Run `alk bench worker`.
+pub async fn run_worker(args: WorkerBenchArgs) -> Result<()> {
+    use alkstore::{JobCtx, Worker, WorkerOpts};
+    if args.samples == 0 || args.jobs == 0 {
+        return Err(alkstore::Error::invalid(
+            "samples/jobs",
+            "must be at least 1",
+        ));
+    }
+    let target = match StoreUrl::parse(&args.on)? {
+        StoreUrl::Sqlite { .. } => Target::Sqlite {
+            dir: tempfile::tempdir().map_err(|e| alkstore::Error::database("bench temp dir", e))?,
+        },
+        StoreUrl::Postgres { conninfo, .. } => Target::Postgres { conninfo },
+    };
+    println!(
+        "# alkstore {} engine={}",
+        env!("CARGO_PKG_VERSION"),
+        target.name()
+    );
+
+    // Wake latency: an idle worker, one job at a time.
+    let fresh = target.fresh(100).await?;
+    let store = Store::from_engine(fresh.engine.clone());
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Instant>();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let worker = tokio::spawn(
+        Worker::new(store.clone())
+            .queue_raw("wake", move |_job: JobCtx<Vec<u8>>| {
+                let started = Instant::now();
+                let _ = tx.send(started);
+                async { Ok(()) }
+            })
+            .run_until(async move {
+                let _ = stop_rx.await;
+            }),
+    );
+    let q = store.queue("wake");
+    // Let the worker reach its idle wait (and PostgreSQL's LISTEN connect).
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let (mut from_commit, mut from_call) = (Vec::new(), Vec::new());
+    for _ in 0..args.samples {
+        let t0 = Instant::now();
+        q.enqueue_bytes(b"{}".to_vec(), alkstore::EnqueueOpts::default())
+            .await?;
+        let t1 = Instant::now();
+        let started = rx
+            .recv()
+            .await
+            .ok_or_else(|| alkstore::Error::database("bench", "worker stopped"))?;
+        from_call.push(started.saturating_duration_since(t0).as_secs_f64() * 1e3);
+        from_commit.push(started.saturating_duration_since(t1).as_secs_f64() * 1e3);
+        // Let the worker finish the ack and go idle again.
+        tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+    }
+    let _ = stop_tx.send(());
+    worker.await.map_err(join_err)??;
+    from_commit.sort_by(f64::total_cmp);
+    from_call.sort_by(f64::total_cmp);
+    println!(
+        "bench peer=alkstore engine={} scenario=wake_latency samples={} p50_ms_from_commit={:.3} p99_ms_from_commit={:.3} p50_ms_from_call={:.3} p99_ms_from_call={:.3}",
+        target.name(),
+        args.samples,
+        percentile(&from_commit, 0.5),
+        percentile(&from_commit, 0.99),
+        percentile(&from_call, 0.5),
+        percentile(&from_call, 0.99),
+    );
+    if let Some((conninfo, schema)) = fresh.cleanup {
+        alkstore_postgres::testing::drop_schema(&conninfo, &schema).await?;
+    }
+
+    // Throughput through the runtime: no-op handlers over a full queue.
+    let fresh = target.fresh(101).await?;
+    fill(&fresh.engine, args.jobs).await?;
+    let store = Store::from_engine(fresh.engine.clone());
+    let done = Arc::new(AtomicUsize::new(0));
+    let notify = Arc::new(tokio::sync::Notify::new());
+    let (d, n, total) = (done.clone(), notify.clone(), args.jobs);
+    let start = Instant::now();
+    let report = Worker::new(store)
+        .queue_raw("bench", move |_job: JobCtx<Vec<u8>>| {
+            if d.fetch_add(1, Ordering::Relaxed) + 1 == total {
+                n.notify_one();
+            }
+            async { Ok(()) }
+        })
+        .concurrency("bench", 1_000)
+        .opts(WorkerOpts::default())
+        .run_until(async move {
+            while done.load(Ordering::Relaxed) < total {
+                notify.notified().await;
+            }
+        })
+        .await?;
+    let secs = start.elapsed().as_secs_f64();
+    check(report.completed as usize, args.jobs)?;
+    println!(
+        "bench peer=alkstore engine={} scenario=worker_{}k jobs={} secs={secs:.3} jobs_per_s={:.0}",
+        target.name(),
+        args.jobs / 1000,
+        args.jobs,
+        args.jobs as f64 / secs
+    );
+    if let Some((conninfo, schema)) = fresh.cleanup {
+        alkstore_postgres::testing::drop_schema(&conninfo, &schema).await?;
     }
     Ok(())
 }

@@ -6,8 +6,10 @@
 
 use crate::schema::{quote_identifier, tables, QualifiedTable};
 
-/// Unix seconds: the injected time, else the database's.
-const NOW: &str = "COALESCE($1::bigint, floor(extract(epoch FROM now()))::bigint)";
+/// Unix seconds: the injected time, else the database's. A scalar subquery,
+/// so it is computed once per statement (an InitPlan), not once per row:
+/// `extract` returns `numeric`, whose arithmetic is slow.
+const NOW: &str = "(SELECT COALESCE($1::bigint, floor(extract(epoch FROM now()))::bigint))";
 
 /// Columns read into `JobInfo` (then `state`, or `reason, died_at`).
 pub(crate) const JOB_COLS: &str = "id, queue, payload, priority, run_at, attempts, max_attempts, \
@@ -20,7 +22,7 @@ const MOVE_COLS: &str = "id, queue, payload, priority, run_at, attempts, max_att
 
 /// A valid claim: `$2` id, `$3` worker, `$4` attempt.
 const HELD: &str = "id = $2 AND state = 'processing' AND worker_id = $3 AND attempts = $4 \
-     AND claim_expires_at > COALESCE($1::bigint, floor(extract(epoch FROM now()))::bigint)";
+     AND claim_expires_at > (SELECT COALESCE($1::bigint, floor(extract(epoch FROM now()))::bigint))";
 
 pub(crate) struct Sql {
     /// `"schema"."job_id_seq"`, passed as a `regclass` parameter.

@@ -145,12 +145,17 @@ struct DeadSelectArgs {
 pub(crate) enum BenchCommand {
     /// Queue throughput scenarios on fresh databases.
     Queue(bench::QueueBenchArgs),
+    /// Worker runtime: wake latency and end-to-end throughput.
+    Worker(bench::WorkerBenchArgs),
 }
 
 /// Run a parsed command line.
 pub async fn run(cli: Cli) -> Result<()> {
     if let Command::Bench(BenchCommand::Queue(args)) = cli.command {
         return bench::run_queue(args).await;
+    }
+    if let Command::Bench(BenchCommand::Worker(args)) = cli.command {
+        return bench::run_worker(args).await;
     }
     if let Command::TestWorker(args) = cli.command {
         return crate::testworker::run(&cli.db, args).await;

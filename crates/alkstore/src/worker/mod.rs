@@ -33,7 +33,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use alkstore_core::{Claim, ClaimParams, Job, QueueEngine, Result, RetryParams};
+use futures_util::FutureExt;
 use serde::de::DeserializeOwned;
+use std::panic::AssertUnwindSafe;
 use tokio::sync::{broadcast, watch, Semaphore};
 use tokio::task::JoinSet;
 use tracing::Instrument;
@@ -283,9 +285,42 @@ fn until_next_second(cap: Duration) -> Duration {
     to_boundary.min(cap)
 }
 
+/// A job in flight: its claim and when to renew it next (unix seconds).
+struct InFlight {
+    claim: Claim,
+    next_beat: i64,
+    period: i64,
+}
+
+type Running = Arc<Mutex<HashMap<i64, InFlight>>>;
+
+fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// Per-queue metric handles, created once instead of per job.
+#[derive(Clone)]
+struct QueueMetrics {
+    duration: metrics::Histogram,
+    retried: metrics::Counter,
+    dead: metrics::Counter,
+}
+
 async fn queue_loop(mut ctx: LoopCtx, spec: QueueSpec) {
     let slots = Arc::new(Semaphore::new(spec.concurrency));
-    let running: Arc<Mutex<HashMap<i64, Claim>>> = Arc::default();
+    let running: Running = Arc::default();
+    let qm = QueueMetrics {
+        duration: metrics::histogram!("alkstore_handler_duration_seconds", "queue" => spec.name.clone()),
+        retried: metrics::counter!("alkstore_jobs_retried_total", "queue" => spec.name.clone()),
+        dead: metrics::counter!("alkstore_jobs_dead_total", "queue" => spec.name.clone()),
+    };
+    let claimed_total =
+        metrics::counter!("alkstore_jobs_claimed_total", "queue" => spec.name.clone());
+    let heartbeats = tokio::spawn(heartbeat_sweeper(ctx.engine.clone(), running.clone()));
+    let _heartbeats_guard = AbortOnDrop(heartbeats.abort_handle());
     let mut tasks = JoinSet::new();
     let mut hints = ctx.engine.wake_subscribe();
     let mut error_backoff = Duration::from_millis(50);
@@ -339,8 +374,8 @@ async fn queue_loop(mut ctx: LoopCtx, spec: QueueSpec) {
         ctx.counters
             .claimed
             .fetch_add(jobs.len() as u64, Ordering::Relaxed);
-        metrics::counter!("alkstore_jobs_claimed_total", "queue" => spec.name.clone())
-            .increment(jobs.len() as u64);
+        claimed_total.increment(jobs.len() as u64);
+        let now = unix_now();
         for job in jobs {
             let Ok(permit) = slots.clone().try_acquire_owned() else {
                 // Cannot happen (we claimed at most `free`); hand it back.
@@ -348,15 +383,27 @@ async fn queue_loop(mut ctx: LoopCtx, spec: QueueSpec) {
                 continue;
             };
             if let Ok(mut r) = running.lock() {
-                r.insert(job.id, job.claim());
+                let period = ((job.claim_expires_at - now) / 2).max(1);
+                let claim = job.claim();
+                r.insert(
+                    job.id,
+                    InFlight {
+                        claim,
+                        next_beat: now + period,
+                        period,
+                    },
+                );
             }
-            let run = run_job(
+            // Boxed: the job's future is large, and moving it by value into
+            // the task cell costs more than the no-op handlers it runs.
+            let run = Box::pin(run_job(
                 ctx.clone(),
                 spec.handler.clone(),
                 spec.timeout,
                 job,
                 running.clone(),
-            );
+                qm.clone(),
+            ));
             tasks.spawn(async move {
                 run.await;
                 drop(permit);
@@ -378,7 +425,7 @@ async fn queue_loop(mut ctx: LoopCtx, spec: QueueSpec) {
     }
     let unfinished: Vec<Claim> = running
         .lock()
-        .map(|mut r| r.drain().map(|(_, c)| c).collect())
+        .map(|mut r| r.drain().map(|(_, f)| f.claim).collect())
         .unwrap_or_default();
     for claim in unfinished {
         match ctx.engine.job_release(claim).await {
@@ -433,31 +480,26 @@ async fn run_job(
     handler: ErasedHandler,
     timeout: Option<Duration>,
     job: Job,
-    running: Arc<Mutex<HashMap<i64, Claim>>>,
+    running: Running,
+    qm: QueueMetrics,
 ) {
     let claim = job.claim();
     let span =
         tracing::info_span!("alkstore.job", queue = %job.queue, id = job.id, attempt = job.attempt);
     let queue = job.queue.clone();
     let started = Instant::now();
-    let heartbeat = tokio::spawn(heartbeat_loop(
-        ctx.engine.clone(),
-        job.claim(),
-        job.claim_expires_at,
-    ));
-    let _heartbeat_guard = AbortOnDrop(heartbeat.abort_handle());
-    let handle = tokio::spawn(handler(job, ctx.engine.clone()).instrument(span.clone()));
-    let _handler_guard = AbortOnDrop(handle.abort_handle());
+    // The handler runs inside this task: a panic is caught here, a timeout
+    // drops the handler's future, and aborting this task (shutdown) cancels it.
+    let work =
+        AssertUnwindSafe(handler(job, ctx.engine.clone()).instrument(span.clone())).catch_unwind();
     let outcome = match timeout {
-        Some(limit) => match tokio::time::timeout(limit, handle).await {
-            Ok(joined) => Outcome::from_join(joined),
+        Some(limit) => match tokio::time::timeout(limit, work).await {
+            Ok(caught) => Outcome::from_caught(caught),
             Err(_) => Outcome::TimedOut(limit),
         },
-        None => Outcome::from_join(handle.await),
+        None => Outcome::from_caught(work.await),
     };
-    heartbeat.abort();
-    metrics::histogram!("alkstore_handler_duration_seconds", "queue" => queue.clone())
-        .record(started.elapsed().as_secs_f64());
+    qm.duration.record(started.elapsed().as_secs_f64());
     let retry = |error: String, after: Option<Duration>| RetryParams {
         claim: claim.clone(),
         error,
@@ -471,7 +513,7 @@ async fn run_job(
         }
         Outcome::Error(JobError::Retry { error, after }) => {
             span.in_scope(|| tracing::info!(%error, "job failed; retrying"));
-            settle_retry(&ctx, retry(error, after), &queue).await
+            settle_retry(&ctx, retry(error, after), &qm).await
         }
         Outcome::Error(JobError::Fail(error)) => {
             span.in_scope(|| tracing::warn!(%error, "job failed permanently"));
@@ -481,20 +523,14 @@ async fn run_job(
                 .map(|moved| {
                     if moved {
                         ctx.counters.dead.fetch_add(1, Ordering::Relaxed);
-                        metrics::counter!("alkstore_jobs_dead_total", "queue" => queue.clone())
-                            .increment(1);
+                        qm.dead.increment(1);
                     }
                 })
         }
         Outcome::Panicked(msg) => {
             ctx.counters.panicked.fetch_add(1, Ordering::Relaxed);
             span.in_scope(|| tracing::error!(panic = %msg, "handler panicked"));
-            settle_retry(
-                &ctx,
-                retry(format!("handler panicked: {msg}"), None),
-                &queue,
-            )
-            .await
+            settle_retry(&ctx, retry(format!("handler panicked: {msg}"), None), &qm).await
         }
         Outcome::TimedOut(limit) => {
             ctx.counters.timed_out.fetch_add(1, Ordering::Relaxed);
@@ -502,31 +538,28 @@ async fn run_job(
             settle_retry(
                 &ctx,
                 retry(format!("handler timed out after {limit:?}"), None),
-                &queue,
+                &qm,
             )
             .await
         }
-        Outcome::Cancelled => return,
     };
     if let Err(e) = settled {
-        tracing::warn!(error = %e, "could not record the job's outcome; it returns when its claim expires");
+        tracing::warn!(queue = %queue, error = %e, "could not record the job's outcome; it returns when its claim expires");
     }
     if let Ok(mut r) = running.lock() {
         r.remove(&claim.id);
     }
 }
 
-async fn settle_retry(ctx: &LoopCtx, params: RetryParams, queue: &str) -> Result<()> {
+async fn settle_retry(ctx: &LoopCtx, params: RetryParams, qm: &QueueMetrics) -> Result<()> {
     match ctx.engine.job_retry(params).await? {
         alkstore_core::RetryOutcome::Scheduled(_) => {
             ctx.counters.retried.fetch_add(1, Ordering::Relaxed);
-            metrics::counter!("alkstore_jobs_retried_total", "queue" => queue.to_string())
-                .increment(1);
+            qm.retried.increment(1);
         }
         alkstore_core::RetryOutcome::Dead => {
             ctx.counters.dead.fetch_add(1, Ordering::Relaxed);
-            metrics::counter!("alkstore_jobs_dead_total", "queue" => queue.to_string())
-                .increment(1);
+            qm.dead.increment(1);
         }
         alkstore_core::RetryOutcome::NotHeld => {}
     }
@@ -538,16 +571,14 @@ enum Outcome {
     Error(JobError),
     Panicked(String),
     TimedOut(Duration),
-    Cancelled,
 }
 
 impl Outcome {
-    fn from_join(joined: std::result::Result<JobResult, tokio::task::JoinError>) -> Outcome {
-        match joined {
+    fn from_caught(caught: std::thread::Result<JobResult>) -> Outcome {
+        match caught {
             Ok(Ok(())) => Outcome::Done,
             Ok(Err(e)) => Outcome::Error(e),
-            Err(e) if e.is_panic() => {
-                let payload = e.into_panic();
+            Err(payload) => {
                 let msg = payload
                     .downcast_ref::<&str>()
                     .map(|s| s.to_string())
@@ -555,40 +586,51 @@ impl Outcome {
                     .unwrap_or_else(|| "non-string panic".into());
                 Outcome::Panicked(msg)
             }
-            Err(_) => Outcome::Cancelled,
         }
     }
 }
 
-/// Extend the claim when half of it has passed, for as long as the handler
-/// runs. Claims are whole seconds; the first renewal waits for half the
-/// time left on the claim as handed out.
-async fn heartbeat_loop(engine: AnyEngine, claim: Claim, expires_at: i64) {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
-    let mut period = Duration::from_secs(((expires_at - now).max(2) / 2) as u64);
+/// Renew the claims of jobs that have run for half their claim, once a
+/// second, for every job in flight on this queue. One task per queue rather
+/// than one per job keeps short jobs cheap.
+async fn heartbeat_sweeper(engine: AnyEngine, running: Running) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        tokio::time::sleep(period).await;
-        match engine.job_heartbeat(claim.clone()).await {
-            Ok(Some(until)) => {
-                let now = SystemTime::now()
-                    .duration_since(UNIX_EPOCH)
-                    .map(|d| d.as_secs() as i64)
-                    .unwrap_or(0);
-                period = Duration::from_secs(((until - now).max(2) / 2) as u64);
-            }
-            Ok(None) => {
-                tracing::warn!(
-                    id = claim.id,
-                    "claim lost while the handler runs; its ack will be refused"
-                );
-                return;
-            }
-            Err(e) => {
-                tracing::warn!(id = claim.id, error = %e, "heartbeat failed; retrying");
-                period = Duration::from_secs(1);
+        tick.tick().await;
+        let now = unix_now();
+        let due: Vec<Claim> = running
+            .lock()
+            .map(|r| {
+                r.values()
+                    .filter(|f| f.next_beat <= now)
+                    .map(|f| f.claim.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        for claim in due {
+            let id = claim.id;
+            match engine.job_heartbeat(claim).await {
+                Ok(Some(until)) => {
+                    if let Ok(mut r) = running.lock() {
+                        if let Some(f) = r.get_mut(&id) {
+                            f.period = ((until - now) / 2).max(1);
+                            f.next_beat = now + f.period;
+                        }
+                    }
+                }
+                Ok(None) => {
+                    tracing::warn!(
+                        id,
+                        "claim lost while the handler runs; its ack will be refused"
+                    );
+                    if let Ok(mut r) = running.lock() {
+                        if let Some(f) = r.get_mut(&id) {
+                            f.next_beat = i64::MAX;
+                        }
+                    }
+                }
+                Err(e) => tracing::warn!(id, error = %e, "heartbeat failed; retrying next second"),
             }
         }
     }
