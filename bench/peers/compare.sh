@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Print alkstore's queue benchmark beside a peer's, scenario by scenario, with
-# the ratio. Both run in this invocation, on this machine, back to back.
+# Print alkstore's benchmarks beside a peer's, scenario by scenario, with the
+# ratio. Both run in this invocation, on this machine, back to back.
 #
 #   bench/peers/compare.sh honker          # SQLite: alkstore vs honker 0.5
 #   bench/peers/compare.sh postgres [URL]  # PostgreSQL: alkstore vs pg-boss, graphile-worker
 #
 # BENCH_SCALE (default 1.0) scales alkstore and honker job counts; BENCH_JOBS
-# sets the node peers' job count.
+# and BENCH_SAMPLES set the node peers' job and latency sample counts.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -31,29 +31,46 @@ case "$peer" in
   postgres)
     url="${2:-${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}}"
     "$alk" bench queue --on "$url" --scale "$scale" --scenario insert_50k --scenario work_50k | tee "$out/alk.txt"
+    "$alk" bench worker --on "$url" | tee -a "$out/alk.txt"
     DATABASE_URL="$url" "$here/node/run.sh" | tee "$out/peer.txt"
     peers="pg-boss graphile-worker"
     ;;
   *) echo "usage: $0 honker | postgres [URL]" >&2; exit 2 ;;
 esac
 
-rate() { # file peer scenario -> jobs/s
-  grep -E "^bench peer=$2 .*scenario=$3 " "$1" | sed -E 's/.*jobs_per_s=([0-9.]+).*/\1/' | head -1
+field() { # file peer scenario field -> value
+  grep -E "^bench peer=$2 .*scenario=$3( |$)" "$1" | sed -nE "s/.*[ ]$4=([0-9.]+).*/\1/p" | head -1
 }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1fx", a / b; else print "-" }'; }
+
 echo
-printf '%-26s %14s' scenario "alkstore/s"
-for p in $peers; do printf ' %16s %8s' "$p/s" "ratio"; done
+printf '%-26s %14s' "throughput (jobs/s)" alkstore
+for p in $peers; do printf ' %16s %8s' "$p" "ratio"; done
 echo
-for s in $(grep -E '^bench ' "$out/alk.txt" | sed -E 's/.*scenario=([^ ]+).*/\1/'); do
-  a="$(rate "$out/alk.txt" alkstore "$s")"
+for s in $(grep -E '^bench .*jobs_per_s=' "$out/alk.txt" | sed -E 's/.*scenario=([^ ]+).*/\1/'); do
+  a="$(field "$out/alk.txt" alkstore "$s" jobs_per_s)"
+  # The runtime's throughput is compared with the peers' worker runs.
+  ps="$s"; [ "$s" = "worker_50k" ] && ps="work_50k"
   printf '%-26s %14s' "$s" "$a"
   for p in $peers; do
-    b="$(rate "$out/peer.txt" "$p" "$s")"
-    if [ -n "$b" ] && [ -n "$a" ]; then
-      printf ' %16s %7.1fx' "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN { print a / b }')"
-    else
-      printf ' %16s %8s' "-" "-"
-    fi
+    b="$(field "$out/peer.txt" "$p" "$ps" jobs_per_s)"
+    if [ -n "$b" ]; then printf ' %16s %8s' "$b" "$(ratio "$a" "$b")"; else printf ' %16s %8s' - -; fi
   done
   echo
 done
+
+if grep -q 'scenario=wake_latency' "$out/alk.txt"; then
+  echo
+  printf '%-26s %14s' "wake latency (ms)" alkstore
+  for p in $peers; do printf ' %16s %8s' "$p" "alk/peer"; done
+  echo
+  for f in p50_ms_from_commit p99_ms_from_commit p50_ms_from_call p99_ms_from_call; do
+    a="$(field "$out/alk.txt" alkstore wake_latency "$f")"
+    printf '%-26s %14s' "$f" "$a"
+    for p in $peers; do
+      b="$(field "$out/peer.txt" "$p" wake_latency "$f")"
+      if [ -n "$b" ]; then printf ' %16s %8s' "$b" "$(ratio "$a" "$b")"; else printf ' %16s %8s' - -; fi
+    done
+    echo
+  done
+fi

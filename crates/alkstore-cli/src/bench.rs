@@ -275,6 +275,14 @@ async fn scenario(name: &str, e: &AnyEngine, scale: f64) -> Result<(usize, f64)>
     Ok((n, start.elapsed().as_secs_f64()))
 }
 
+/// A tuning knob from the environment, for exploring settings.
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 fn check(done: usize, n: usize) -> Result<()> {
     if done != n {
         return Err(alkstore::Error::database(

@@ -52,11 +52,13 @@ pub struct PgOptions {
     pub limits: Limits,
     /// Most pooled connections.
     pub pool_size: usize,
-    /// Commit acks with `synchronous_commit = off` (default true). An ack lost
-    /// to a server crash only makes its job run again once its claim expires
-    /// (at-least-once, as when a worker dies before acking); enqueues, claims
-    /// and every other write stay fully durable.
-    pub async_ack: bool,
+    /// Commit claims, acks and heartbeats with `synchronous_commit = off`
+    /// (default true): they skip the WAL flush wait, which is most of a
+    /// claim's latency. Only a server crash can lose such a commit, and then
+    /// the job runs again (at-least-once, as when a worker dies); a worker
+    /// whose claim was lost has its ack refused. Enqueues, retries, failures
+    /// and dead-letter moves always wait for the flush.
+    pub relaxed_commits: bool,
 }
 
 impl PgOptions {
@@ -68,7 +70,7 @@ impl PgOptions {
             clock: None,
             limits: Limits::default(),
             pool_size: 16,
-            async_ack: true,
+            relaxed_commits: true,
         }
     }
 

@@ -188,6 +188,35 @@ impl PgEngine {
         client.query(&stmt, params).await.map_err(db(op))
     }
 
+    /// Run a statement whose commit need not wait for its WAL flush (claims,
+    /// acks, heartbeats) when `relaxed_commits` is on. BEGIN, SET LOCAL, the
+    /// statement and COMMIT are pipelined in one round trip. Such a commit
+    /// can only be lost to a server crash, and losing it is harmless: a lost
+    /// claim or heartbeat makes the job claimable again and its first
+    /// worker's ack is refused; a lost ack makes the job run again once its
+    /// claim expires. Both are the at-least-once outcome of a worker dying.
+    async fn query_relaxed(
+        &self,
+        op: &'static str,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>> {
+        if !self.inner.opts.relaxed_commits {
+            return self.query(op, sql, params).await;
+        }
+        let client = self.client().await?;
+        let stmt = client.prepare_cached(sql).await.map_err(db(op))?;
+        let (begun, rows, committed) = tokio::join!(
+            client.batch_execute("BEGIN; SET LOCAL synchronous_commit = off"),
+            client.query(&stmt, params),
+            client.batch_execute("COMMIT"),
+        );
+        begun.map_err(db(op))?;
+        let rows = rows.map_err(db(op))?;
+        committed.map_err(db(op))?;
+        Ok(rows)
+    }
+
     async fn execute(
         &self,
         op: &'static str,
@@ -241,7 +270,7 @@ impl QueueEngine for PgEngine {
         }
         let limit = i64::from(p.limit);
         let rows = self
-            .query(
+            .query_relaxed(
                 "job_claim",
                 &sql.claim,
                 &[&now, &p.queue, &p.worker, &limit],
@@ -283,36 +312,13 @@ impl QueueEngine for PgEngine {
         let ids: Vec<i64> = claims.iter().map(|c| c.id).collect();
         let workers: Vec<&str> = claims.iter().map(|c| c.worker.as_str()).collect();
         let attempts: Vec<i64> = claims.iter().map(|c| i64::from(c.attempt)).collect();
-        let rows = if self.inner.opts.async_ack {
-            // One round trip: BEGIN, SET LOCAL, DELETE and COMMIT are
-            // pipelined on one connection. An ack committed without waiting
-            // for its WAL flush can only be lost to a server crash, and then
-            // the job simply runs again after its claim expires: the same
-            // at-least-once outcome as a worker dying before its ack.
-            let op = "job_ack";
-            let client = self.client().await?;
-            let stmt = client
-                .prepare_cached(&self.inner.sql.ack)
-                .await
-                .map_err(db(op))?;
-            let params: [&(dyn ToSql + Sync); 4] = [&now, &ids, &workers, &attempts];
-            let (begun, rows, committed) = tokio::join!(
-                client.batch_execute("BEGIN; SET LOCAL synchronous_commit = off"),
-                client.query(&stmt, &params),
-                client.batch_execute("COMMIT"),
-            );
-            begun.map_err(db(op))?;
-            let rows = rows.map_err(db(op))?;
-            committed.map_err(db(op))?;
-            rows
-        } else {
-            self.query(
+        let rows = self
+            .query_relaxed(
                 "job_ack",
                 &self.inner.sql.ack,
                 &[&now, &ids, &workers, &attempts],
             )
-            .await?
-        };
+            .await?;
         let acked: HashSet<i64> = rows.iter().map(|r| r.get(0)).collect();
         Ok(claims.iter().map(|c| acked.contains(&c.id)).collect())
     }
@@ -376,7 +382,7 @@ impl QueueEngine for PgEngine {
         let now = self.now_override();
         let (id, attempt) = held_params(&claim);
         let rows = self
-            .query(
+            .query_relaxed(
                 "job_heartbeat",
                 &self.inner.sql.heartbeat,
                 &[&now, &id, &claim.worker, &attempt],

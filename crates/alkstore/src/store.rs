@@ -54,7 +54,7 @@ impl Store {
                     clock: opts.clock,
                     limits: opts.limits,
                     pool_size: 16,
-                    async_ack: true,
+                    relaxed_commits: true,
                 };
                 AnyEngine::Postgres(alkstore_postgres::PgEngine::open(pg).await?)
             }

@@ -24,6 +24,9 @@ pub(crate) struct AckStats {
     pub failed: AtomicU64,
 }
 
+/// Ack statements allowed in flight at once.
+const FLUSHES_IN_FLIGHT: usize = 2;
+
 pub(crate) struct Completer {
     tx: mpsc::Sender<Claim>,
     task: JoinHandle<()>,
@@ -33,8 +36,12 @@ impl Completer {
     pub(crate) fn spawn(engine: AnyEngine, max_batch: usize, stats: Arc<AckStats>) -> Completer {
         let (tx, mut rx) = mpsc::channel::<Claim>(max_batch.max(1) * 4);
         let task = tokio::spawn(async move {
-            let mut batch = Vec::with_capacity(max_batch);
+            // Up to FLUSHES_IN_FLIGHT batches at once: PostgreSQL runs them on
+            // separate connections (and cores); SQLite folds them into one
+            // group commit.
+            let mut in_flight = tokio::task::JoinSet::new();
             while let Some(first) = rx.recv().await {
+                let mut batch = Vec::with_capacity(max_batch);
                 batch.push(first);
                 while batch.len() < max_batch {
                     match rx.try_recv() {
@@ -42,8 +49,13 @@ impl Completer {
                         Err(_) => break,
                     }
                 }
-                flush(&engine, std::mem::take(&mut batch), &stats).await;
+                if in_flight.len() >= FLUSHES_IN_FLIGHT {
+                    in_flight.join_next().await;
+                }
+                let (engine, stats) = (engine.clone(), stats.clone());
+                in_flight.spawn(async move { flush(&engine, batch, &stats).await });
             }
+            while in_flight.join_next().await.is_some() {}
         });
         Completer { tx, task }
     }
