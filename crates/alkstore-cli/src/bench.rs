@@ -214,14 +214,8 @@ async fn scenario(name: &str, e: &AnyEngine, scale: f64) -> Result<(usize, f64)>
             // Bulk insert as the peers' bulk APIs do it: statements of
             // INSERT_BATCH jobs from INSERT_TASKS concurrent producers.
             n = scaled(50_000, scale);
-            let batch: usize = std::env::var("ALK_BENCH_BATCH")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(INSERT_BATCH);
-            let tasks_n: usize = std::env::var("ALK_BENCH_TASKS")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(INSERT_TASKS);
+            let batch: usize = env_or("ALK_BENCH_BATCH", INSERT_BATCH);
+            let tasks_n: usize = env_or("ALK_BENCH_TASKS", INSERT_TASKS);
             let chunks: Vec<Vec<NewJob>> = jobs(0..n).chunks(batch).map(|c| c.to_vec()).collect();
             let queue = Arc::new(std::sync::Mutex::new(chunks));
             start = Instant::now();
@@ -247,14 +241,10 @@ async fn scenario(name: &str, e: &AnyEngine, scale: f64) -> Result<(usize, f64)>
             n = scaled(50_000, scale);
             fill(e, n).await?;
             start = Instant::now();
-            let workers: usize = std::env::var("ALK_BENCH_WORKERS")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(4);
-            let batch: u32 = std::env::var("ALK_BENCH_CLAIM")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(128);
+            // Claimers and claim size as the peers' high-throughput settings
+            // have it (pg-boss: batches of 500; graphile-worker: a local queue).
+            let workers: usize = env_or("ALK_BENCH_WORKERS", 4);
+            let batch: u32 = env_or("ALK_BENCH_CLAIM", 500);
             let mut tasks = Vec::new();
             for w in 0..workers {
                 tasks.push(tokio::spawn(drain(e.clone(), format!("w{w}"), batch)));
