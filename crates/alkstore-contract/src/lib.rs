@@ -70,6 +70,7 @@ macro_rules! contract_suite {
             concurrent_claimers_never_share_a_job,
             queue_list_names_queues,
             job_list_filters_and_pages,
+            wake_hints_follow_commits,
         );
     };
 }

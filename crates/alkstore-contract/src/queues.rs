@@ -822,3 +822,41 @@ pub async fn job_list_filters_and_pages<H: Harness>(h: &H) {
         ErrorKind::InvalidInput
     );
 }
+
+async fn hint_for(
+    rx: &mut tokio::sync::broadcast::Receiver<alkstore_core::Wake>,
+    queue: &str,
+) -> bool {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Ok(w)) if w.concerns(queue) => return true,
+            Ok(Ok(_)) => continue,
+            Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => return true,
+            Ok(Err(_)) | Err(_) => return false,
+        }
+    }
+}
+
+/// Commits that make jobs claimable send a wake hint: the engine's own
+/// enqueues at once, and commits on other connections (the caller's outbox
+/// transaction) through the engine's watcher or LISTEN connection.
+pub async fn wake_hints_follow_commits<H: Harness>(h: &H) {
+    let e = h.engine();
+    let mut rx = e.wake_subscribe();
+    enqueue_one(e, job("wake-own", "x")).await;
+    assert!(
+        hint_for(&mut rx, "wake-own").await,
+        "no hint after the engine's own enqueue"
+    );
+    // Let a listener that starts lazily get going, then clear old hints.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    while rx.try_recv().is_ok() {}
+    h.outbox_enqueue(job("wake-foreign", "x"), true)
+        .await
+        .expect("outbox");
+    assert!(
+        hint_for(&mut rx, "wake-foreign").await,
+        "no hint after another connection's commit"
+    );
+}

@@ -321,6 +321,8 @@ async fn queue_loop(mut ctx: LoopCtx, spec: QueueSpec) {
         metrics::counter!("alkstore_jobs_claimed_total", "queue" => spec.name.clone());
     let heartbeats = tokio::spawn(heartbeat_sweeper(ctx.engine.clone(), running.clone()));
     let _heartbeats_guard = AbortOnDrop(heartbeats.abort_handle());
+    let depth = tokio::spawn(depth_reporter(ctx.engine.clone(), spec.name.clone()));
+    let _depth_guard = AbortOnDrop(depth.abort_handle());
     let mut tasks = JoinSet::new();
     let mut hints = ctx.engine.wake_subscribe();
     let mut error_backoff = Duration::from_millis(50);
@@ -586,6 +588,28 @@ impl Outcome {
                     .unwrap_or_else(|| "non-string panic".into());
                 Outcome::Panicked(msg)
             }
+        }
+    }
+}
+
+/// Publish the queue's depth by state as gauges every few seconds.
+async fn depth_reporter(engine: AnyEngine, queue: String) {
+    let gauge = |state: &'static str| metrics::gauge!("alkstore_queue_depth", "queue" => queue.clone(), "state" => state);
+    let (ready, scheduled, processing, dead) = (
+        gauge("ready"),
+        gauge("scheduled"),
+        gauge("processing"),
+        gauge("dead"),
+    );
+    let mut tick = tokio::time::interval(Duration::from_secs(5));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if let Ok(s) = engine.queue_stats(queue.clone()).await {
+            ready.set(s.ready as f64);
+            scheduled.set(s.scheduled as f64);
+            processing.set(s.processing as f64);
+            dead.set(s.dead as f64);
         }
     }
 }
