@@ -211,7 +211,7 @@ pub(crate) fn open_connection(opts: &SqliteOptions) -> Result<Connection> {
         "NORMAL"
     };
     conn.execute_batch(&format!(
-        "PRAGMA journal_mode=WAL; PRAGMA synchronous={sync}; PRAGMA busy_timeout=10000; PRAGMA temp_store=MEMORY; PRAGMA wal_autocheckpoint=10000;"
+        "PRAGMA journal_mode=WAL; PRAGMA synchronous={sync}; PRAGMA busy_timeout=10000; PRAGMA temp_store=MEMORY; PRAGMA wal_autocheckpoint=10000; PRAGMA cache_size=-65536;"
     ))
     .map_err(|e| Error::Connect {
         source: format!("{}: {e}", opts.path.display()).into(),
