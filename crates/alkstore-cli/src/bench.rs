@@ -452,9 +452,8 @@ pub async fn run_worker(args: WorkerBenchArgs) -> Result<()> {
     let secs = start.elapsed().as_secs_f64();
     check(report.completed as usize, args.jobs)?;
     println!(
-        "bench peer=alkstore engine={} scenario=worker_{}k jobs={} secs={secs:.3} jobs_per_s={:.0}",
+        "bench peer=alkstore engine={} scenario=worker_50k jobs={} secs={secs:.3} jobs_per_s={:.0}",
         target.name(),
-        args.jobs / 1000,
         args.jobs,
         args.jobs as f64 / secs
     );

@@ -1,0 +1,75 @@
+//! `alk bench` runs every scenario end to end at a tiny scale and prints one
+//! parseable line each (the figures themselves are not checked here).
+
+use std::process::Command;
+
+fn bench(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_alk"))
+        .arg("bench")
+        .args(args)
+        .env_remove("DATABASE_URL")
+        .output()
+        .expect("run alk bench");
+    assert!(
+        out.status.success(),
+        "alk bench {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn scenarios(out: &str) -> Vec<String> {
+    out.lines()
+        .filter(|l| l.starts_with("bench "))
+        .map(|l| {
+            assert!(
+                l.contains("jobs_per_s=") || l.contains("p50_ms_from_commit="),
+                "{l}"
+            );
+            l.split_whitespace()
+                .find_map(|w| w.strip_prefix("scenario="))
+                .expect("scenario field")
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn queue_bench_runs_every_scenario_on_sqlite() {
+    let out = bench(&["queue", "--scale", "0.01"]);
+    assert_eq!(scenarios(&out).len(), 7, "{out}");
+}
+
+#[test]
+fn queue_bench_runs_on_postgres() {
+    let url = std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+    let out = bench(&[
+        "queue",
+        "--on",
+        &url,
+        "--scale",
+        "0.01",
+        "--scenario",
+        "insert_50k",
+        "--scenario",
+        "work_50k",
+    ]);
+    assert_eq!(scenarios(&out), vec!["insert_50k", "work_50k"], "{out}");
+}
+
+#[test]
+fn worker_bench_reports_latency_and_throughput() {
+    let out = bench(&["worker", "--samples", "5", "--jobs", "500"]);
+    assert_eq!(scenarios(&out), vec!["wake_latency", "worker_50k"], "{out}");
+}
+
+#[test]
+fn unknown_scenario_is_rejected() {
+    let out = Command::new(env!("CARGO_BIN_EXE_alk"))
+        .args(["bench", "queue", "--scenario", "nope"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown"));
+}
