@@ -89,6 +89,7 @@ pub struct PgEngine {
 
 struct Inner {
     pool: Pool,
+    relaxed_pool: Option<Pool>,
     sql: sql::Sql,
     opts: PgOptions,
     /// Per queue, when expired claims were last rescued (see `queues.rs`).
@@ -129,24 +130,23 @@ impl PgEngine {
         if config.get_application_name().is_none() {
             config.application_name("alkstore");
         }
-        let manager = Manager::from_config(
-            config,
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(opts.pool_size.max(1))
-            .runtime(deadpool_postgres::Runtime::Tokio1)
-            .wait_timeout(Some(Duration::from_secs(30)))
-            .create_timeout(Some(Duration::from_secs(15)))
-            .build()
-            .map_err(|e| Error::Connect { source: e.into() })?;
+        // Claims, acks and heartbeats use their own connections with
+        // `synchronous_commit = off` set once per session (see
+        // `PgOptions::relaxed_commits`), so they stay single statements.
+        let mut relaxed_config = config.clone();
+        let base_options = config.get_options().unwrap_or("").to_string();
+        relaxed_config.options(format!("{base_options} -c synchronous_commit=off").trim());
+        let pool = build_pool(config, opts.pool_size)?;
+        let relaxed_pool = if opts.relaxed_commits {
+            Some(build_pool(relaxed_config, opts.pool_size)?)
+        } else {
+            None
+        };
         let engine = PgEngine {
             inner: Arc::new(Inner {
                 sql: sql::Sql::new(&opts.schema),
                 pool,
+                relaxed_pool,
                 opts,
                 last_rescue: Mutex::new(HashMap::new()),
                 wake: Arc::new(WakeHub::default()),
@@ -184,12 +184,16 @@ impl PgEngine {
 
     /// A pooled connection, for tests and tools that need raw SQL.
     pub async fn client(&self) -> Result<deadpool_postgres::Object> {
-        self.inner.pool.get().await.map_err(|e| match e {
-            deadpool_postgres::PoolError::Backend(e) => Error::Connect { source: e.into() },
-            other => Error::Connect {
-                source: other.into(),
-            },
-        })
+        checkout(&self.inner.pool).await
+    }
+
+    /// A connection whose commits skip the WAL-flush wait, when
+    /// `relaxed_commits` is on (otherwise an ordinary one).
+    pub(crate) async fn relaxed_client(&self) -> Result<deadpool_postgres::Object> {
+        match &self.inner.relaxed_pool {
+            Some(pool) => checkout(pool).await,
+            None => self.client().await,
+        }
     }
 
     /// The injected clock's time, or `None` to use the database's.
@@ -230,6 +234,32 @@ impl PgEngine {
             map.remove(queue);
         }
     }
+}
+
+fn build_pool(config: tokio_postgres::Config, size: usize) -> Result<Pool> {
+    let manager = Manager::from_config(
+        config,
+        NoTls,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    Pool::builder(manager)
+        .max_size(size.max(1))
+        .runtime(deadpool_postgres::Runtime::Tokio1)
+        .wait_timeout(Some(Duration::from_secs(30)))
+        .create_timeout(Some(Duration::from_secs(15)))
+        .build()
+        .map_err(|e| Error::Connect { source: e.into() })
+}
+
+async fn checkout(pool: &Pool) -> Result<deadpool_postgres::Object> {
+    pool.get().await.map_err(|e| match e {
+        deadpool_postgres::PoolError::Backend(e) => Error::Connect { source: e.into() },
+        other => Error::Connect {
+            source: other.into(),
+        },
+    })
 }
 
 /// Map a tokio-postgres error to [`Error::Database`] for operation `op`.

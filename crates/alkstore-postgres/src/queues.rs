@@ -189,8 +189,8 @@ impl PgEngine {
     }
 
     /// Run a statement whose commit need not wait for its WAL flush (claims,
-    /// acks, heartbeats) when `relaxed_commits` is on. BEGIN, SET LOCAL, the
-    /// statement and COMMIT are pipelined in one round trip. Such a commit
+    /// acks, heartbeats) when `relaxed_commits` is on, on a connection whose
+    /// session has `synchronous_commit = off`. Such a commit
     /// can only be lost to a server crash, and losing it is harmless: a lost
     /// claim or heartbeat makes the job claimable again and its first
     /// worker's ack is refused; a lost ack makes the job run again once its
@@ -201,20 +201,9 @@ impl PgEngine {
         sql: &str,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<Row>> {
-        if !self.inner.opts.relaxed_commits {
-            return self.query(op, sql, params).await;
-        }
-        let client = self.client().await?;
+        let client = self.relaxed_client().await?;
         let stmt = client.prepare_cached(sql).await.map_err(db(op))?;
-        let (begun, rows, committed) = tokio::join!(
-            client.batch_execute("BEGIN; SET LOCAL synchronous_commit = off"),
-            client.query(&stmt, params),
-            client.batch_execute("COMMIT"),
-        );
-        begun.map_err(db(op))?;
-        let rows = rows.map_err(db(op))?;
-        committed.map_err(db(op))?;
-        Ok(rows)
+        client.query(&stmt, params).await.map_err(db(op))
     }
 
     async fn execute(
