@@ -441,8 +441,12 @@ pub async fn run_worker(args: WorkerBenchArgs) -> Result<()> {
             }
             async { Ok(()) }
         })
-        .concurrency("bench", 1_000)
-        .opts(WorkerOpts::default())
+        .concurrency("bench", env_or("ALK_BENCH_CONCURRENCY", 1_000))
+        .opts(WorkerOpts {
+            max_claim: env_or("ALK_BENCH_CLAIM", 500),
+            claimers: env_or("ALK_BENCH_CLAIMERS", 2),
+            ..WorkerOpts::default()
+        })
         .run_until(async move {
             while done.load(Ordering::Relaxed) < total {
                 notify.notified().await;

@@ -60,6 +60,9 @@ pub struct WorkerOpts {
     pub max_claim: u32,
     /// Most acks per statement (default 1,000).
     pub ack_batch: usize,
+    /// Claim loops per queue with at least 128 handler slots (default 2): one
+    /// claims while the other's claim is being written.
+    pub claimers: usize,
 }
 
 impl Default for WorkerOpts {
@@ -69,6 +72,7 @@ impl Default for WorkerOpts {
             poll_interval: Duration::from_secs(1),
             max_claim: 1_000,
             ack_batch: 1_000,
+            claimers: 2,
         }
     }
 }
@@ -290,6 +294,8 @@ struct InFlight {
     claim: Claim,
     next_beat: i64,
     period: i64,
+    /// Aborts the job's task at the shutdown deadline.
+    abort: Option<tokio::task::AbortHandle>,
 }
 
 type Running = Arc<Mutex<HashMap<i64, InFlight>>>;
@@ -309,123 +315,67 @@ struct QueueMetrics {
     dead: metrics::Counter,
 }
 
-async fn queue_loop(mut ctx: LoopCtx, spec: QueueSpec) {
-    let slots = Arc::new(Semaphore::new(spec.concurrency));
-    let running: Running = Arc::default();
-    let qm = QueueMetrics {
-        duration: metrics::histogram!("alkstore_handler_duration_seconds", "queue" => spec.name.clone()),
-        retried: metrics::counter!("alkstore_jobs_retried_total", "queue" => spec.name.clone()),
-        dead: metrics::counter!("alkstore_jobs_dead_total", "queue" => spec.name.clone()),
-    };
-    let claimed_total =
-        metrics::counter!("alkstore_jobs_claimed_total", "queue" => spec.name.clone());
-    let heartbeats = tokio::spawn(heartbeat_sweeper(ctx.engine.clone(), running.clone()));
+/// What the claim loops of one queue share.
+struct QueueShared {
+    spec: QueueSpec,
+    slots: Arc<Semaphore>,
+    running: Running,
+    qm: QueueMetrics,
+    claimed_total: metrics::Counter,
+}
+
+async fn queue_loop(ctx: LoopCtx, spec: QueueSpec) {
+    let name = spec.name.clone();
+    let shared = Arc::new(QueueShared {
+        slots: Arc::new(Semaphore::new(spec.concurrency)),
+        running: Arc::default(),
+        qm: QueueMetrics {
+            duration: metrics::histogram!("alkstore_handler_duration_seconds", "queue" => name.clone()),
+            retried: metrics::counter!("alkstore_jobs_retried_total", "queue" => name.clone()),
+            dead: metrics::counter!("alkstore_jobs_dead_total", "queue" => name.clone()),
+        },
+        claimed_total: metrics::counter!("alkstore_jobs_claimed_total", "queue" => name.clone()),
+        spec,
+    });
+    let heartbeats = tokio::spawn(heartbeat_sweeper(
+        ctx.engine.clone(),
+        shared.running.clone(),
+    ));
     let _heartbeats_guard = AbortOnDrop(heartbeats.abort_handle());
-    let depth = tokio::spawn(depth_reporter(ctx.engine.clone(), spec.name.clone()));
+    let depth = tokio::spawn(depth_reporter(ctx.engine.clone(), name.clone()));
     let _depth_guard = AbortOnDrop(depth.abort_handle());
-    let mut tasks = JoinSet::new();
-    let mut hints = ctx.engine.wake_subscribe();
-    let mut error_backoff = Duration::from_millis(50);
-    let name: Arc<str> = Arc::from(spec.name.as_str());
-    loop {
-        if *ctx.stop.borrow() {
-            break;
-        }
-        // Reap finished handler tasks.
-        while tasks.try_join_next().is_some() {}
-        let free = slots.available_permits();
-        if free == 0 {
-            tokio::select! {
-                permit = slots.acquire() => drop(permit),
-                _ = ctx.stop.changed() => {}
-            }
-            continue;
-        }
-        let limit = (free as u32).min(ctx.opts.max_claim).max(1);
-        let claimed = ctx
-            .engine
-            .job_claim(ClaimParams::new(
-                spec.name.clone(),
-                ctx.worker.clone(),
-                limit,
-            ))
-            .await;
-        let jobs = match claimed {
-            Ok(jobs) => {
-                error_backoff = Duration::from_millis(50);
-                jobs
-            }
-            Err(e) => {
-                tracing::warn!(queue = %spec.name, error = %e, "claim failed; backing off");
-                tokio::select! {
-                    _ = tokio::time::sleep(error_backoff) => {}
-                    _ = ctx.stop.changed() => {}
-                }
-                error_backoff = (error_backoff * 2).min(Duration::from_secs(5));
-                continue;
-            }
-        };
-        if jobs.is_empty() {
-            // Drop hints that arrived before this (empty) claim.
-            while let Ok(w) = hints.try_recv() {
-                let _ = w;
-            }
-            wait_for_work(&mut ctx, &mut hints, &name).await;
-            continue;
-        }
-        ctx.counters
-            .claimed
-            .fetch_add(jobs.len() as u64, Ordering::Relaxed);
-        claimed_total.increment(jobs.len() as u64);
-        let now = unix_now();
-        for job in jobs {
-            let Ok(permit) = slots.clone().try_acquire_owned() else {
-                // Cannot happen (we claimed at most `free`); hand it back.
-                let _ = ctx.engine.job_release(job.claim()).await;
-                continue;
-            };
-            if let Ok(mut r) = running.lock() {
-                let period = ((job.claim_expires_at - now) / 2).max(1);
-                let claim = job.claim();
-                r.insert(
-                    job.id,
-                    InFlight {
-                        claim,
-                        next_beat: now + period,
-                        period,
-                    },
-                );
-            }
-            // Boxed: the job's future is large, and moving it by value into
-            // the task cell costs more than the no-op handlers it runs.
-            let run = Box::pin(run_job(
-                ctx.clone(),
-                spec.handler.clone(),
-                spec.timeout,
-                job,
-                running.clone(),
-                qm.clone(),
-            ));
-            tasks.spawn(async move {
-                run.await;
-                drop(permit);
-            });
-        }
+    // Several claim loops per queue keep a claim in flight while another's
+    // rows are being written; each reserves its handler slots before it
+    // claims, so together they never claim more than the queue can run.
+    let claimers = if shared.spec.concurrency >= 2 * CLAIMERS_MIN_SLOTS {
+        ctx.opts.claimers.max(1)
+    } else {
+        1
+    };
+    let mut loops = JoinSet::new();
+    for _ in 0..claimers {
+        loops.spawn(claim_loop(ctx.clone(), shared.clone()));
     }
-    // Graceful shutdown: no more claims; let handlers finish, then hand back.
-    let deadline = tokio::time::sleep(ctx.opts.shutdown_timeout);
-    tokio::pin!(deadline);
-    loop {
-        tokio::select! {
-            next = tasks.join_next() => if next.is_none() { break },
-            _ = &mut deadline => {
-                tasks.abort_all();
-                while tasks.join_next().await.is_some() {}
-                break;
-            }
+    while loops.join_next().await.is_some() {}
+    // Graceful shutdown: no more claims; let running handlers finish (every
+    // slot returned), up to the deadline; then stop the rest and hand back.
+    let all = shared.spec.concurrency as u32;
+    let finished =
+        tokio::time::timeout(ctx.opts.shutdown_timeout, shared.slots.acquire_many(all)).await;
+    if finished.is_err() {
+        let aborts: Vec<tokio::task::AbortHandle> = shared
+            .running
+            .lock()
+            .map(|r| r.values().filter_map(|f| f.abort.clone()).collect())
+            .unwrap_or_default();
+        for a in &aborts {
+            a.abort();
         }
+        // Aborted tasks return their slots as they unwind.
+        let _ = tokio::time::timeout(Duration::from_secs(5), shared.slots.acquire_many(all)).await;
     }
-    let unfinished: Vec<Claim> = running
+    let unfinished: Vec<Claim> = shared
+        .running
         .lock()
         .map(|mut r| r.drain().map(|(_, f)| f.claim).collect())
         .unwrap_or_default();
@@ -439,6 +389,119 @@ async fn queue_loop(mut ctx: LoopCtx, spec: QueueSpec) {
                 tracing::warn!(error = %e, "could not hand a job back; it returns when its claim expires")
             }
         }
+    }
+}
+
+/// Below this many handler slots per claimer, extra claimers only split
+/// small claims.
+const CLAIMERS_MIN_SLOTS: usize = 64;
+
+async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>) {
+    let spec = &shared.spec;
+    let mut hints = ctx.engine.wake_subscribe();
+    let mut error_backoff = Duration::from_millis(50);
+    let name: Arc<str> = Arc::from(spec.name.as_str());
+    loop {
+        if *ctx.stop.borrow() {
+            break;
+        }
+        let free = shared
+            .slots
+            .available_permits()
+            .min(ctx.opts.max_claim as usize);
+        let reserved = if free == 0 {
+            None
+        } else {
+            shared
+                .slots
+                .clone()
+                .try_acquire_many_owned(free as u32)
+                .ok()
+        };
+        let Some(mut reserved) = reserved else {
+            tokio::select! {
+                permit = shared.slots.acquire() => drop(permit),
+                _ = ctx.stop.changed() => {}
+            }
+            continue;
+        };
+        let claimed = ctx
+            .engine
+            .job_claim(ClaimParams::new(
+                spec.name.clone(),
+                ctx.worker.clone(),
+                reserved.num_permits() as u32,
+            ))
+            .await;
+        let jobs = match claimed {
+            Ok(jobs) => {
+                error_backoff = Duration::from_millis(50);
+                jobs
+            }
+            Err(e) => {
+                drop(reserved);
+                tracing::warn!(queue = %spec.name, error = %e, "claim failed; backing off");
+                tokio::select! {
+                    _ = tokio::time::sleep(error_backoff) => {}
+                    _ = ctx.stop.changed() => {}
+                }
+                error_backoff = (error_backoff * 2).min(Duration::from_secs(5));
+                continue;
+            }
+        };
+        if jobs.is_empty() {
+            drop(reserved);
+            // Drop hints that arrived before this (empty) claim.
+            while hints.try_recv().is_ok() {}
+            wait_for_work(&mut ctx, &mut hints, &name).await;
+            continue;
+        }
+        ctx.counters
+            .claimed
+            .fetch_add(jobs.len() as u64, Ordering::Relaxed);
+        shared.claimed_total.increment(jobs.len() as u64);
+        let now = unix_now();
+        for job in jobs {
+            let Some(permit) = reserved.split(1) else {
+                // Cannot happen (we claimed at most what we reserved).
+                let _ = ctx.engine.job_release(job.claim()).await;
+                continue;
+            };
+            let id = job.id;
+            let period = ((job.claim_expires_at - now) / 2).max(1);
+            let claim = job.claim();
+            // Boxed: the job's future is large, and moving it by value into
+            // the task cell costs more than the no-op handlers it runs.
+            let run = Box::pin(run_job(
+                ctx.clone(),
+                spec.handler.clone(),
+                spec.timeout,
+                job,
+                shared.running.clone(),
+                shared.qm.clone(),
+            ));
+            // Registered before the task starts, so the task's own removal
+            // always comes after this insert.
+            let mut guard = shared.running.lock().ok();
+            let task = tokio::spawn(async move {
+                run.await;
+                drop(permit);
+            });
+            if let Some(r) = guard.as_mut() {
+                r.insert(
+                    id,
+                    InFlight {
+                        claim,
+                        next_beat: now + period,
+                        period,
+                        abort: Some(task.abort_handle()),
+                    },
+                );
+            }
+            drop(guard);
+        }
+        // Unused reservations go back to the queue here.
+        drop(reserved);
     }
 }
 
