@@ -175,3 +175,36 @@ async fn payload_bytes_round_trip_through_bytea_byte_for_byte() {
     drop(client);
     testing::drop_schema(&url, &schema).await.expect("drop");
 }
+
+#[tokio::test]
+async fn claims_use_the_database_clock() {
+    // Without an injected clock, claim deadlines come from the server's
+    // now(), never from this host's clock.
+    let url = test_db().await;
+    let schema = testing::unique_schema("clock");
+    let engine = PgEngine::open(PgOptions::new(url.clone(), schema.clone()))
+        .await
+        .expect("open");
+    engine
+        .job_enqueue(vec![NewJob::new("q", b"x".to_vec())])
+        .await
+        .expect("enqueue");
+    let job = engine
+        .job_claim(alkstore_core::ClaimParams::new("q", "w", 1))
+        .await
+        .expect("claim")
+        .remove(0);
+    let client = engine.client().await.expect("client");
+    let db_now: i64 = client
+        .query_one("SELECT floor(extract(epoch FROM now()))::bigint", &[])
+        .await
+        .expect("now")
+        .get(0);
+    assert!(
+        (job.claim_expires_at - (db_now + 300)).abs() <= 2,
+        "{} vs db {db_now}",
+        job.claim_expires_at
+    );
+    drop(client);
+    testing::drop_schema(&url, &schema).await.expect("drop");
+}

@@ -133,6 +133,14 @@ impl SqliteEngine {
         &self.inner.wake
     }
 
+    /// Group commits so far: `(transactions committed, write commands run
+    /// in them)`. Commands per transaction above 1 is group commit at work.
+    pub fn commit_stats(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let w = &self.inner.writer;
+        (w.commits.load(Relaxed), w.commands.load(Relaxed))
+    }
+
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.inner.opts.path

@@ -40,6 +40,9 @@ type Command = Box<dyn FnOnce(&mut WriterState) -> Deliver + Send>;
 pub(crate) struct Writer {
     queue: Mutex<Vec<Command>>,
     state: Mutex<WriterState>,
+    /// Group transactions committed, and commands run in them.
+    pub(crate) commits: std::sync::atomic::AtomicU64,
+    pub(crate) commands: std::sync::atomic::AtomicU64,
 }
 
 impl Writer {
@@ -51,6 +54,8 @@ impl Writer {
                 clock,
                 last_rescue: HashMap::new(),
             }),
+            commits: Default::default(),
+            commands: Default::default(),
         })
     }
 
@@ -97,7 +102,12 @@ impl Writer {
                 if batch.is_empty() {
                     break;
                 }
-                run_group(&mut st, batch);
+                let n = batch.len() as u64;
+                if run_group(&mut st, batch) {
+                    use std::sync::atomic::Ordering::Relaxed;
+                    self.commits.fetch_add(1, Relaxed);
+                    self.commands.fetch_add(n, Relaxed);
+                }
                 groups += 1;
                 if groups >= MAX_GROUPS_PER_LEADER {
                     break;
@@ -121,7 +131,8 @@ impl Writer {
     }
 }
 
-fn run_group(st: &mut WriterState, batch: Vec<Command>) {
+/// Run one group transaction; true when it committed.
+fn run_group(st: &mut WriterState, batch: Vec<Command>) -> bool {
     let begin = st
         .conn
         .prepare_cached("BEGIN IMMEDIATE")
@@ -130,7 +141,7 @@ fn run_group(st: &mut WriterState, batch: Vec<Command>) {
         // Dropping the commands drops their result senders: each caller
         // gets an error instead of hanging.
         tracing::error!(error = %e, "sqlite writer could not begin a transaction");
-        return;
+        return false;
     }
     let delivers: Vec<Deliver> = batch.into_iter().map(|cmd| cmd(st)).collect();
     let commit = st
@@ -146,9 +157,11 @@ fn run_group(st: &mut WriterState, batch: Vec<Command>) {
             Some(format!("commit: {e}"))
         }
     };
+    let committed = err.is_none();
     for d in delivers {
         d(err.as_deref());
     }
+    committed
 }
 
 fn in_savepoint<T>(

@@ -58,3 +58,33 @@ async fn application_tables_share_the_file_untouched() {
         .expect("app row");
     assert_eq!(mine, "app");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_writers_share_commits() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let e = SqliteEngine::open(SqliteOptions::new(dir.path().join("g.db"))).expect("open");
+    let (commits_before, _) = e.commit_stats();
+    let mut tasks = Vec::new();
+    for t in 0..32 {
+        let e = e.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..50 {
+                e.job_enqueue(vec![NewJob::new("g", format!("{t}-{i}").into_bytes())])
+                    .await
+                    .expect("enqueue");
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("task");
+    }
+    let (commits, commands) = e.commit_stats();
+    let commits = commits - commits_before;
+    assert_eq!(e.queue_stats("g".into()).await.expect("stats").ready, 1_600);
+    assert!(commands >= 1_600);
+    assert!(
+        commits < 1_600,
+        "1,600 concurrent enqueues took {commits} commits: no grouping"
+    );
+    eprintln!("1,600 enqueues in {commits} commits");
+}

@@ -381,3 +381,52 @@ on_both_engines!(
     heartbeats_keep_long_jobs_claimed,
     concurrency_limit_is_respected,
 );
+
+mod maintenance {
+    use super::*;
+
+    /// The worker runs the maintenance sweep: an expired job in a queue it
+    /// does not even handle ends up dead.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn worker_sweeps_expired_jobs() {
+        let f = Fixture::sqlite().await;
+        let q = f.store.queue("elsewhere");
+        let id = q
+            .enqueue_with(
+                &1,
+                EnqueueOpts::default()
+                    .run_at(0)
+                    .expires_in(Duration::from_secs(1)),
+            )
+            .await
+            .expect("enqueue")
+            .id();
+        let store = f.store.clone();
+        Worker::new(f.store.clone())
+            .queue("busy", |_job: JobCtx<u32>| async { Ok(()) })
+            .opts(WorkerOpts {
+                sweep_interval: Some(Duration::from_millis(50)),
+                ..WorkerOpts::default()
+            })
+            .run_until(async move {
+                let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+                loop {
+                    let info = store
+                        .engine()
+                        .job_get(id)
+                        .await
+                        .expect("get")
+                        .expect("exists");
+                    if info.state == JobState::Dead {
+                        assert_eq!(info.dead_reason.as_deref(), Some("expired"));
+                        break;
+                    }
+                    assert!(tokio::time::Instant::now() < deadline, "never swept");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            })
+            .await
+            .expect("run");
+        f.done().await;
+    }
+}

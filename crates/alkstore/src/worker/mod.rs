@@ -63,6 +63,10 @@ pub struct WorkerOpts {
     /// Claim loops per queue with at least 128 handler slots (default 2): one
     /// claims while the other's claim is being written.
     pub claimers: usize,
+    /// How often the worker runs the store's maintenance sweep: expiring
+    /// overdue jobs and pruning dead letters past retention (default 60 s;
+    /// `None` leaves it to someone else).
+    pub sweep_interval: Option<Duration>,
 }
 
 impl Default for WorkerOpts {
@@ -73,6 +77,7 @@ impl Default for WorkerOpts {
             max_claim: 1_000,
             ack_batch: 1_000,
             claimers: 2,
+            sweep_interval: Some(Duration::from_secs(60)),
         }
     }
 }
@@ -252,6 +257,11 @@ impl Worker {
             };
             loops.spawn(queue_loop(ctx, spec));
         }
+        let sweeper = self
+            .opts
+            .sweep_interval
+            .map(|every| tokio::spawn(sweep_loop(engine.clone(), every)));
+        let _sweeper_guard = sweeper.as_ref().map(|t| AbortOnDrop(t.abort_handle()));
         shutdown.await;
         let _ = stop_tx.send(true);
         while loops.join_next().await.is_some() {}
@@ -651,6 +661,27 @@ impl Outcome {
                     .unwrap_or_else(|| "non-string panic".into());
                 Outcome::Panicked(msg)
             }
+        }
+    }
+}
+
+/// Run the maintenance sweep every `every`, starting after one interval.
+async fn sweep_loop(engine: AnyEngine, every: Duration) {
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        match engine.queue_sweep().await {
+            Ok(r) if r.expired + r.exhausted + r.dead_pruned > 0 => {
+                tracing::info!(
+                    expired = r.expired,
+                    exhausted = r.exhausted,
+                    dead_pruned = r.dead_pruned,
+                    "maintenance sweep"
+                );
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "maintenance sweep failed"),
         }
     }
 }
