@@ -320,6 +320,15 @@ pub struct Job {
 }
 
 impl Job {
+    /// The contract's claim order: priority DESC, then run_at, then id.
+    /// Engines sort claimed rows with it (`RETURNING` has no order).
+    pub fn claim_order(a: &Job, b: &Job) -> std::cmp::Ordering {
+        b.priority
+            .cmp(&a.priority)
+            .then(a.run_at.cmp(&b.run_at))
+            .then(a.id.cmp(&b.id))
+    }
+
     /// The claim token that ack, retry, fail, heartbeat and release need.
     pub fn claim(&self) -> Claim {
         Claim {

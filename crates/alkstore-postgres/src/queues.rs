@@ -281,12 +281,7 @@ impl QueueEngine for PgEngine {
                 worker: p.worker.clone(),
             })
             .collect();
-        jobs.sort_by(|a, b| {
-            b.priority
-                .cmp(&a.priority)
-                .then(a.run_at.cmp(&b.run_at))
-                .then(a.id.cmp(&b.id))
-        });
+        jobs.sort_by(Job::claim_order);
         Ok(jobs)
     }
 

@@ -191,12 +191,7 @@ impl QueueEngine for SqliteEngine {
                         return Err(Error::database("job_claim", e));
                     }
                 };
-                jobs.sort_by(|a, b| {
-                    b.priority
-                        .cmp(&a.priority)
-                        .then(a.run_at.cmp(&b.run_at))
-                        .then(a.id.cmp(&b.id))
-                });
+                jobs.sort_by(Job::claim_order);
                 Ok(jobs)
             })
             .await
