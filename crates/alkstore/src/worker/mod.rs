@@ -303,7 +303,6 @@ fn until_next_second(cap: Duration) -> Duration {
 struct InFlight {
     claim: Claim,
     next_beat: i64,
-    period: i64,
     /// Aborts the job's task at the shutdown deadline.
     abort: Option<tokio::task::AbortHandle>,
 }
@@ -478,7 +477,7 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>) {
                 continue;
             };
             let id = job.id;
-            let period = ((job.claim_expires_at - now) / 2).max(1);
+            let next_beat = next_heartbeat(job.claim_expires_at, now);
             let claim = job.claim();
             // Boxed: the job's future is large, and moving it by value into
             // the task cell costs more than the no-op handlers it runs.
@@ -502,8 +501,7 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>) {
                     id,
                     InFlight {
                         claim,
-                        next_beat: now + period,
-                        period,
+                        next_beat,
                         abort: Some(task.abort_handle()),
                     },
                 );
@@ -708,11 +706,19 @@ async fn depth_reporter(engine: AnyEngine, queue: String) {
     }
 }
 
-/// Renew the claims of jobs that have run for half their claim, once a
-/// second, for every job in flight on this queue. One task per queue rather
+/// When to renew a claim that lapses at `expires_at` (unix seconds): a third
+/// of its remaining time before it lapses, and at least a second before, since
+/// times are whole seconds and "now" may be late in its second.
+fn next_heartbeat(expires_at: i64, now: i64) -> i64 {
+    let lead = ((expires_at - now) / 3).max(1);
+    expires_at - lead
+}
+
+/// Renew the claims of jobs that have run for two thirds of their claim,
+/// checking four times a second, for every job in flight on this queue. One task per queue rather
 /// than one per job keeps short jobs cheap.
 async fn heartbeat_sweeper(engine: AnyEngine, running: Running) {
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
@@ -732,8 +738,7 @@ async fn heartbeat_sweeper(engine: AnyEngine, running: Running) {
                 Ok(Some(until)) => {
                     if let Ok(mut r) = running.lock() {
                         if let Some(f) = r.get_mut(&id) {
-                            f.period = ((until - now) / 2).max(1);
-                            f.next_beat = now + f.period;
+                            f.next_beat = next_heartbeat(until, now);
                         }
                     }
                 }
