@@ -72,6 +72,67 @@ pub(crate) fn is_keyed(jobs: &[NewJob]) -> bool {
     jobs.iter().any(|j| j.opts.unique_key.is_some())
 }
 
+/// Whether every job of a batch (of two or more) differs only in payload.
+pub(crate) fn is_uniform(jobs: &[NewJob]) -> bool {
+    let Some((first, rest)) = jobs.split_first() else {
+        return false;
+    };
+    !rest.is_empty()
+        && first.opts.unique_key.is_none()
+        && rest.iter().all(|j| {
+            j.queue == first.queue
+                && j.opts.priority == first.opts.priority
+                && j.opts.run_at == first.opts.run_at
+                && j.delay_s() == first.delay_s()
+                && j.max_attempts() == first.max_attempts()
+                && j.opts.expires_in == first.opts.expires_in
+                && j.opts.unique_key.is_none()
+                && j.queue_opts == first.queue_opts
+        })
+}
+
+/// Insert a uniform batch (see [`is_uniform`]) with the one-array statement.
+async fn insert_uniform<C: GenericClient + Sync>(
+    client: &C,
+    stmt: &tokio_postgres::Statement,
+    jobs: Vec<NewJob>,
+    now: Option<i64>,
+) -> Result<Vec<Enqueued>> {
+    let op = "job_enqueue";
+    let n = jobs.len();
+    let first = jobs[0].clone();
+    let payloads: Vec<Vec<u8>> = jobs.into_iter().map(|j| j.payload).collect();
+    let priority = i64::from(first.opts.priority);
+    let max_attempts = i64::from(first.max_attempts());
+    let expires_in = first
+        .opts
+        .expires_in
+        .map(|d| d.as_secs().min(i64::MAX as u64 / 4) as i64);
+    let params: [&(dyn ToSql + Sync); 11] = [
+        &now,
+        &first.queue,
+        &priority,
+        &first.opts.run_at,
+        &first.delay_s(),
+        &max_attempts,
+        &expires_in,
+        &first.visibility_timeout_s(),
+        &first.backoff_base_s(),
+        &first.dead_letter_retention_s(),
+        &payloads,
+    ];
+    let rows = client.query(stmt, &params).await.map_err(db(op))?;
+    let mut ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+    ids.sort_unstable();
+    if ids.len() != n {
+        return Err(Error::database(
+            op,
+            "the insert returned fewer ids than jobs",
+        ));
+    }
+    Ok(ids.into_iter().map(Enqueued::Inserted).collect())
+}
+
 /// The enqueue statement text for a batch.
 pub(crate) fn enqueue_text(sql: &Sql, keyed: bool) -> &str {
     if keyed {
@@ -232,6 +293,16 @@ impl QueueEngine for PgEngine {
         }
         let client = self.client().await?;
         let sql = &self.inner.sql;
+        if is_uniform(&jobs) {
+            let queue = jobs[0].queue.clone();
+            let stmt = client
+                .prepare_cached(&sql.enqueue_uniform)
+                .await
+                .map_err(db("job_enqueue"))?;
+            let out = insert_uniform(&**client, &stmt, jobs, self.now_override()).await?;
+            self.hub().queue(&queue);
+            return Ok(out);
+        }
         let stmt = client
             .prepare_cached(enqueue_text(sql, is_keyed(&jobs)))
             .await

@@ -28,6 +28,7 @@ pub(crate) struct Sql {
     /// `"schema"."job_id_seq"`, passed as a `regclass` parameter.
     pub job_seq: String,
     pub enqueue_plain: String,
+    pub enqueue_uniform: String,
     pub enqueue_unique: String,
     pub rescue: String,
     pub claim: String,
@@ -89,6 +90,16 @@ impl Sql {
             // input order, so sorting the returned ids maps them back.
             enqueue_plain: format!(
                 "INSERT INTO {job} ({insert_cols}) SELECT {values} FROM {unnest} ORDER BY ord RETURNING id"
+            ),
+            // A batch whose jobs differ only in payload (the common batch):
+            // one array instead of eleven.
+            enqueue_uniform: format!(
+                "INSERT INTO {job} ({insert_cols}) \
+                 SELECT $2::text, payload, $3::bigint, COALESCE($4::bigint, {NOW} + $5::bigint), $6::bigint, {NOW}, \
+                   CASE WHEN $7::bigint IS NULL THEN NULL \
+                     ELSE GREATEST(COALESCE($4::bigint, {NOW} + $5::bigint), {NOW}) + $7::bigint END, \
+                   $8::bigint, $9::bigint, $10::bigint, NULL::text \
+                 FROM unnest($11::bytea[]) WITH ORDINALITY AS u(payload, ord) ORDER BY ord RETURNING id"
             ),
             // With unique keys, ids are drawn first so each input row knows its
             // id; a skipped row reports the live job that holds its key (from
