@@ -71,6 +71,7 @@ macro_rules! contract_suite {
             queue_list_names_queues,
             job_list_filters_and_pages,
             wake_hints_follow_commits,
+            batch_stamps_every_option,
         );
     };
 }

@@ -860,3 +860,54 @@ pub async fn wake_hints_follow_commits<H: Harness>(h: &H) {
         "no hint after another connection's commit"
     );
 }
+
+/// Every option of a batch enqueue is stamped on each row, whether the batch
+/// is uniform (jobs differ only in payload) or mixed.
+pub async fn batch_stamps_every_option<H: Harness>(h: &H) {
+    let e = h.engine();
+    let now = h.clock().now();
+    let qopts = QueueOpts {
+        visibility_timeout: secs(45),
+        max_attempts: 9,
+        backoff_base: secs(2),
+        dead_letter_retention: None,
+    };
+    let opts = EnqueueOpts::default()
+        .priority(4)
+        .delay(secs(30))
+        .max_attempts(7)
+        .expires_in(secs(100));
+    let uniform: Vec<NewJob> = (0..3)
+        .map(|i| {
+            job("stamp", &i.to_string())
+                .with_opts(opts.clone())
+                .with_queue_opts(qopts.clone())
+        })
+        .collect();
+    let mut mixed = uniform.clone();
+    mixed[1].opts.priority = 5;
+    for batch in [uniform, mixed] {
+        let ids: Vec<i64> = e
+            .job_enqueue(batch)
+            .await
+            .expect("enqueue")
+            .iter()
+            .map(|o| o.id())
+            .collect();
+        for id in ids {
+            let info = e.job_get(id).await.expect("get").expect("exists");
+            assert!(info.priority == 4 || info.priority == 5);
+            assert_eq!(info.run_at, now + 30);
+            assert_eq!(info.max_attempts, 7);
+            assert_eq!(info.expires_at, Some(now + 130));
+            assert_eq!(info.created_at, now);
+        }
+    }
+    h.clock().advance(secs(30));
+    let got = claim(e, "stamp", "w", 10).await;
+    assert_eq!(got.len(), 6);
+    assert_eq!(got[0].priority, 5, "priority order across both batches");
+    assert!(got
+        .iter()
+        .all(|j| j.claim_expires_at == h.clock().now() + 45));
+}
