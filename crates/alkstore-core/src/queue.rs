@@ -160,6 +160,29 @@ impl NewJob {
                 return Err(Error::invalid("expiry", "must be at least one second"));
             }
         }
+        // Keep every stored time far from i64 overflow (engines add to them).
+        const FAR: i64 = 1 << 40;
+        let far = |what: &'static str, v: i64| {
+            if !(-FAR..=FAR).contains(&v) {
+                Err(Error::invalid(
+                    what,
+                    "out of range (more than ~34,000 years away)",
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        if let Some(t) = self.opts.run_at {
+            far("run_at", t)?;
+        }
+        far("delay", self.delay_s())?;
+        far("expiry", self.opts.expires_in.map(secs).unwrap_or(0))?;
+        far("visibility timeout", self.visibility_timeout_s())?;
+        far("backoff base", self.backoff_base_s())?;
+        far(
+            "dead letter retention",
+            self.dead_letter_retention_s().unwrap_or(0),
+        )?;
         Ok(())
     }
 
@@ -176,9 +199,17 @@ impl NewJob {
     }
 
     /// The row's resolved times: `(run_at, expires_at)` against `now`.
+    /// Saturates instead of overflowing; [`NewJob::validate`] rejects times
+    /// that far out anyway.
     pub fn times(&self, now: i64) -> (i64, Option<i64>) {
-        let run_at = self.opts.run_at.unwrap_or(now + self.delay_s());
-        let expires = self.opts.expires_in.map(|e| run_at.max(now) + secs(e));
+        let run_at = self
+            .opts
+            .run_at
+            .unwrap_or_else(|| now.saturating_add(self.delay_s()));
+        let expires = self
+            .opts
+            .expires_in
+            .map(|e| run_at.max(now).saturating_add(secs(e)));
         (run_at, expires)
     }
 

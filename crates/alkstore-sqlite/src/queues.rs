@@ -163,6 +163,9 @@ impl QueueEngine for SqliteEngine {
                 if st.last_rescue.get(&p.queue) != Some(&now) {
                     st.last_rescue.remove(&p.queue);
                     rescue_expired(&st.conn, &p.queue, now)?;
+                    if st.last_rescue.len() >= crate::writer::MAX_RESCUE_MARKS {
+                        st.last_rescue.clear();
+                    }
                     st.last_rescue.insert(p.queue.clone(), now);
                 }
                 // `LIMIT (SELECT ?4)`, not `LIMIT ?4`: SQLite re-prepares a

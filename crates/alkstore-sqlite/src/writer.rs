@@ -14,6 +14,7 @@
 //! rest of the queue to a spawned task so its own caller is not starved.
 
 use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use alkstore_core::{Clock, Error, Result};
@@ -32,6 +33,9 @@ pub(crate) struct WriterState {
     /// finds every expired claim.
     pub last_rescue: HashMap<String, i64>,
 }
+
+/// Forget rescue marks beyond this many queues (a mark only saves work).
+pub(crate) const MAX_RESCUE_MARKS: usize = 10_000;
 
 type Deliver = Box<dyn FnOnce(Option<&str>) + Send>;
 type Command = Box<dyn FnOnce(&mut WriterState) -> Deliver + Send>;
@@ -133,6 +137,11 @@ impl Writer {
 
 /// Run one group transaction; true when it committed.
 fn run_group(st: &mut WriterState, batch: Vec<Command>) -> bool {
+    // A previous group may have left a transaction open (a failed ROLLBACK);
+    // never build on it.
+    if !st.conn.is_autocommit() {
+        let _ = st.conn.execute_batch("ROLLBACK");
+    }
     let begin = st
         .conn
         .prepare_cached("BEGIN IMMEDIATE")
@@ -143,18 +152,48 @@ fn run_group(st: &mut WriterState, batch: Vec<Command>) -> bool {
         tracing::error!(error = %e, "sqlite writer could not begin a transaction");
         return false;
     }
-    let delivers: Vec<Deliver> = batch.into_iter().map(|cmd| cmd(st)).collect();
-    let commit = st
-        .conn
-        .prepare_cached("COMMIT")
-        .and_then(|mut s| s.execute([]));
-    let err = match commit {
-        Ok(_) => None,
-        Err(e) => {
+    let mut delivers: Vec<Deliver> = Vec::with_capacity(batch.len());
+    let mut aborted = None;
+    for cmd in batch {
+        if aborted.is_some() {
+            // Dropped unrun: its caller gets an error, and nothing of it
+            // was written.
+            drop(cmd);
+            continue;
+        }
+        match std::panic::catch_unwind(AssertUnwindSafe(|| cmd(st))) {
+            Ok(deliver) => delivers.push(deliver),
+            Err(_) => {
+                aborted = Some("a write command panicked; the group was rolled back".to_string());
+                continue;
+            }
+        }
+        // SQLite may roll the whole transaction back by itself (disk full,
+        // I/O error). Later commands would then commit on their own, so stop.
+        if st.conn.is_autocommit() {
+            aborted = Some("the transaction was rolled back by SQLite".to_string());
+        }
+    }
+    let err = match aborted {
+        Some(reason) => {
             let _ = st.conn.execute_batch("ROLLBACK");
-            // Rescue bookkeeping may describe rolled-back work.
             st.last_rescue.clear();
-            Some(format!("commit: {e}"))
+            Some(reason)
+        }
+        None => {
+            let commit = st
+                .conn
+                .prepare_cached("COMMIT")
+                .and_then(|mut s| s.execute([]));
+            match commit {
+                Ok(_) => None,
+                Err(e) => {
+                    let _ = st.conn.execute_batch("ROLLBACK");
+                    // Rescue bookkeeping may describe rolled-back work.
+                    st.last_rescue.clear();
+                    Some(format!("commit: {e}"))
+                }
+            }
         }
     };
     let committed = err.is_none();
