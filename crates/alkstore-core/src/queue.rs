@@ -340,8 +340,12 @@ pub struct Job {
     pub max_attempts: u32,
     /// The claiming worker.
     pub worker: String,
-    /// When this claim lapses (unix seconds).
+    /// When this claim lapses (unix seconds, the engine's clock).
     pub claim_expires_at: i64,
+    /// When it was claimed (unix seconds, the engine's clock): with
+    /// `claim_expires_at` it gives the claim's length without reading the
+    /// worker host's clock.
+    pub claimed_at: i64,
     /// When the job became due (unix seconds).
     pub run_at: i64,
     /// When it was enqueued (unix seconds).

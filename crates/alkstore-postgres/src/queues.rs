@@ -348,6 +348,7 @@ impl QueueEngine for PgEngine {
                 run_at: r.get(6),
                 created_at: r.get(7),
                 unique_key: r.get(8),
+                claimed_at: r.get(9),
                 queue: p.queue.clone(),
                 worker: p.worker.clone(),
             })

@@ -145,7 +145,7 @@ impl Sql {
                      AND (expires_at IS NULL OR expires_at > {NOW}) \
                    ORDER BY priority DESC, run_at, id LIMIT $4 FOR UPDATE SKIP LOCKED)) \
                  RETURNING j.id, j.payload, j.priority, j.attempts, j.max_attempts, j.claim_expires_at, \
-                   j.run_at, j.created_at, j.unique_key"
+                   j.run_at, j.created_at, j.unique_key, j.claimed_at"
             ),
             // A join with `unnest` gets poor generic plans (it is estimated
             // at a handful of rows); matching each row to its claim by array

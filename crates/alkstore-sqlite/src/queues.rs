@@ -179,7 +179,7 @@ impl QueueEngine for SqliteEngine {
                            WHERE queue = ?3 AND state = 'pending' AND run_at <= ?2 \
                            ORDER BY priority DESC, run_at, id LIMIT (SELECT ?4)) \
                          RETURNING id, payload, priority, attempts, max_attempts, claim_expires_at, \
-                           run_at, created_at, unique_key",
+                           run_at, created_at, unique_key, claimed_at",
                     )
                     .map_err(db("job_claim"))?;
                 let rows = stmt

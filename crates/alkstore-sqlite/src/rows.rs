@@ -56,6 +56,7 @@ pub(crate) fn claimed(row: &Row<'_>, queue: &str, worker: &str) -> rusqlite::Res
         run_at: row.get(6)?,
         created_at: row.get(7)?,
         unique_key: row.get(8)?,
+        claimed_at: row.get(9)?,
         queue: queue.to_string(),
         worker: worker.to_string(),
     })

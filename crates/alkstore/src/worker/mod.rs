@@ -302,19 +302,17 @@ fn until_next_second(cap: Duration) -> Duration {
 /// A job in flight: its claim and when to renew it next (unix seconds).
 struct InFlight {
     claim: Claim,
-    next_beat: i64,
+    /// When to renew the claim, on this host's monotonic clock.
+    next_beat: Instant,
+    /// The claim's length (the job's visibility timeout).
+    length: Duration,
     /// Aborts the job's task at the shutdown deadline.
     abort: Option<tokio::task::AbortHandle>,
 }
 
-type Running = Arc<Mutex<HashMap<i64, InFlight>>>;
-
-fn unix_now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
-}
+/// Jobs in flight by (id, attempt): a job re-claimed by this same worker
+/// after its claim lapsed is a different entry from the stale run.
+type Running = Arc<Mutex<HashMap<(i64, u32), InFlight>>>;
 
 /// Per-queue metric handles, created once instead of per job.
 #[derive(Clone)]
@@ -469,15 +467,15 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>) {
             .claimed
             .fetch_add(jobs.len() as u64, Ordering::Relaxed);
         shared.claimed_total.increment(jobs.len() as u64);
-        let now = unix_now();
         for job in jobs {
             let Some(permit) = reserved.split(1) else {
                 // Cannot happen (we claimed at most what we reserved).
                 let _ = ctx.engine.job_release(job.claim()).await;
                 continue;
             };
-            let id = job.id;
-            let next_beat = next_heartbeat(job.claim_expires_at, now);
+            let key = (job.id, job.attempt);
+            let length = Duration::from_secs((job.claim_expires_at - job.claimed_at).max(1) as u64);
+            let next_beat = next_heartbeat(length);
             let claim = job.claim();
             // Boxed: the job's future is large, and moving it by value into
             // the task cell costs more than the no-op handlers it runs.
@@ -498,10 +496,11 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>) {
             });
             if let Some(r) = guard.as_mut() {
                 r.insert(
-                    id,
+                    key,
                     InFlight {
                         claim,
                         next_beat,
+                        length,
                         abort: Some(task.abort_handle()),
                     },
                 );
@@ -620,7 +619,7 @@ async fn run_job(
         tracing::warn!(queue = %queue, error = %e, "could not record the job's outcome; it returns when its claim expires");
     }
     if let Ok(mut r) = running.lock() {
-        r.remove(&claim.id);
+        r.remove(&(claim.id, claim.attempt));
     }
 }
 
@@ -706,23 +705,24 @@ async fn depth_reporter(engine: AnyEngine, queue: String) {
     }
 }
 
-/// When to renew a claim that lapses at `expires_at` (unix seconds): a third
-/// of its remaining time before it lapses, and at least a second before, since
-/// times are whole seconds and "now" may be late in its second.
-fn next_heartbeat(expires_at: i64, now: i64) -> i64 {
-    let lead = ((expires_at - now) / 3).max(1);
-    expires_at - lead
+/// When to renew a claim of `length` taken (or renewed) now: a third of its
+/// length before it lapses, less a second, because claims are stamped in
+/// whole seconds and may have started late in one. Measured on this host's
+/// monotonic clock, so a host whose wall clock is off never misses a renewal.
+fn next_heartbeat(length: Duration) -> Instant {
+    let lead = (length / 3).max(Duration::from_secs(1)) + Duration::from_secs(1);
+    Instant::now() + length.saturating_sub(lead)
 }
 
-/// Renew the claims of jobs that have run for two thirds of their claim,
-/// checking four times a second, for every job in flight on this queue. One task per queue rather
-/// than one per job keeps short jobs cheap.
+/// Renew the claims of jobs due for a heartbeat (see [`next_heartbeat`]),
+/// checking four times a second, for every job in flight on this queue. One
+/// task per queue rather than one per job keeps short jobs cheap.
 async fn heartbeat_sweeper(engine: AnyEngine, running: Running) {
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        let now = unix_now();
+        let now = Instant::now();
         let due: Vec<Claim> = running
             .lock()
             .map(|r| {
@@ -734,11 +734,12 @@ async fn heartbeat_sweeper(engine: AnyEngine, running: Running) {
             .unwrap_or_default();
         for claim in due {
             let id = claim.id;
+            let key = (claim.id, claim.attempt);
             match engine.job_heartbeat(claim).await {
-                Ok(Some(until)) => {
+                Ok(Some(_)) => {
                     if let Ok(mut r) = running.lock() {
-                        if let Some(f) = r.get_mut(&id) {
-                            f.next_beat = next_heartbeat(until, now);
+                        if let Some(f) = r.get_mut(&key) {
+                            f.next_beat = next_heartbeat(f.length);
                         }
                     }
                 }
@@ -748,8 +749,9 @@ async fn heartbeat_sweeper(engine: AnyEngine, running: Running) {
                         "claim lost while the handler runs; its ack will be refused"
                     );
                     if let Ok(mut r) = running.lock() {
-                        if let Some(f) = r.get_mut(&id) {
-                            f.next_beat = i64::MAX;
+                        if let Some(f) = r.get_mut(&key) {
+                            // Lost for good: stop renewing it.
+                            f.next_beat = now + Duration::from_secs(365 * 24 * 3600);
                         }
                     }
                 }
