@@ -314,6 +314,22 @@ pub async fn batch_ack_reports_each_claim<H: Harness>(h: &H) {
     assert_eq!(out, vec![true, false, true, true, true, false]);
     let s = e.queue_stats("ba".into()).await.expect("stats");
     assert_eq!(s.processing, 1);
+
+    // One job named twice: a stale attempt and the current one, either order.
+    for stale_first in [true, false] {
+        let id = enqueue_one(e, job("ba2", "x")).await;
+        let old = claim(e, "ba2", "w", 1).await.remove(0);
+        h.clock().advance(secs(301));
+        let new = claim(e, "ba2", "w", 1).await.remove(0);
+        assert_eq!((new.id, new.attempt), (id, 2));
+        let (claims, want) = if stale_first {
+            (vec![old.claim(), new.claim()], vec![false, true])
+        } else {
+            (vec![new.claim(), old.claim()], vec![true, false])
+        };
+        assert_eq!(e.job_ack(claims).await.expect("ack"), want);
+        assert!(e.job_get(id).await.expect("get").is_none());
+    }
 }
 
 /// Retry reschedules with exponential backoff plus bounded jitter.

@@ -188,22 +188,36 @@ where
     }
     params.push(&sql.job_seq);
     let rows = client.query(stmt, &params).await.map_err(db(op))?;
-    rows.iter()
-        .map(|r| {
-            let id: Option<i64> = r.get(1);
-            let inserted: bool = r.get(2);
-            match (id, inserted) {
-                (Some(id), true) => Ok(Enqueued::Inserted(id)),
-                (Some(id), false) => Ok(Enqueued::Duplicate(id)),
-                // The conflicting job committed after this statement's
-                // snapshot was taken (or was acked meanwhile).
-                (None, _) => Err(Error::database(
-                    op,
-                    "a concurrent enqueue with the same unique key raced this one; retry",
-                )),
+    let mut out = Vec::with_capacity(n);
+    for (i, r) in rows.iter().enumerate() {
+        let id: Option<i64> = r.get(1);
+        let inserted: bool = r.get(2);
+        out.push(match (id, inserted) {
+            (Some(id), true) => Enqueued::Inserted(id),
+            (Some(id), false) => Enqueued::Duplicate(id),
+            (None, _) => {
+                // The job holding the key committed after this statement's
+                // snapshot: a new statement (a new snapshot under READ
+                // COMMITTED) sees it.
+                let holder = client
+                    .query_opt(&sql.unique_holder, &[&c.queue[i], &c.unique_key[i]])
+                    .await
+                    .map_err(db(op))?;
+                match holder {
+                    Some(h) => Enqueued::Duplicate(h.get(0)),
+                    // Held and already finished in the meantime: the
+                    // caller's transaction is rolled back by this error.
+                    None => {
+                        return Err(Error::database(
+                            op,
+                            "a concurrent job with the same unique key finished during this enqueue; nothing was enqueued, retry",
+                        ))
+                    }
+                }
             }
-        })
-        .collect()
+        });
+    }
+    Ok(out)
 }
 
 fn job_info(r: &Row, dead: bool) -> JobInfo {
@@ -303,12 +317,23 @@ impl QueueEngine for PgEngine {
             self.hub().queue(&queue);
             return Ok(out);
         }
+        let keyed = is_keyed(&jobs);
         let stmt = client
-            .prepare_cached(enqueue_text(sql, is_keyed(&jobs)))
+            .prepare_cached(enqueue_text(sql, keyed))
             .await
             .map_err(db("job_enqueue"))?;
         let queues: Vec<String> = jobs.iter().map(|j| j.queue.clone()).collect();
-        let out = insert_jobs(&**client, &stmt, sql, jobs, self.now_override()).await?;
+        let out = if keyed {
+            // Keyed batches may need a second statement (see `insert_jobs`):
+            // one transaction keeps the batch all or nothing.
+            let mut client = client;
+            let tx = client.transaction().await.map_err(db("job_enqueue"))?;
+            let out = insert_jobs(&*tx, &stmt, sql, jobs, self.now_override()).await?;
+            tx.commit().await.map_err(db("job_enqueue"))?;
+            out
+        } else {
+            insert_jobs(&**client, &stmt, sql, jobs, self.now_override()).await?
+        };
         for q in queues.iter().collect::<HashSet<_>>() {
             self.hub().queue(q);
         }
@@ -365,18 +390,36 @@ impl QueueEngine for PgEngine {
             return Ok(Vec::new());
         }
         let now = self.now_override();
-        let ids: Vec<i64> = claims.iter().map(|c| c.id).collect();
-        let workers: Vec<&str> = claims.iter().map(|c| c.worker.as_str()).collect();
-        let attempts: Vec<i64> = claims.iter().map(|c| i64::from(c.attempt)).collect();
-        let rows = self
-            .query_relaxed(
-                "job_ack",
-                &self.inner.sql.ack,
-                &[&now, &ids, &workers, &attempts],
-            )
-            .await?;
-        let acked: HashSet<i64> = rows.iter().map(|r| r.get(0)).collect();
-        Ok(claims.iter().map(|c| acked.contains(&c.id)).collect())
+        let mut flags = vec![false; claims.len()];
+        // The statement matches each row to its claim by the id's position,
+        // so one statement takes each id once; a batch that names an id
+        // twice (two attempts of one job) takes several rounds.
+        let mut pending: Vec<usize> = (0..claims.len()).collect();
+        while !pending.is_empty() {
+            let mut seen = HashSet::new();
+            let (round, rest): (Vec<usize>, Vec<usize>) = pending
+                .into_iter()
+                .partition(|&i| seen.insert(claims[i].id));
+            let ids: Vec<i64> = round.iter().map(|&i| claims[i].id).collect();
+            let workers: Vec<&str> = round.iter().map(|&i| claims[i].worker.as_str()).collect();
+            let attempts: Vec<i64> = round
+                .iter()
+                .map(|&i| i64::from(claims[i].attempt))
+                .collect();
+            let rows = self
+                .query_relaxed(
+                    "job_ack",
+                    &self.inner.sql.ack,
+                    &[&now, &ids, &workers, &attempts],
+                )
+                .await?;
+            let acked: HashSet<i64> = rows.iter().map(|r| r.get(0)).collect();
+            for i in round {
+                flags[i] = acked.contains(&claims[i].id);
+            }
+            pending = rest;
+        }
+        Ok(flags)
     }
 
     async fn job_retry(&self, p: RetryParams) -> Result<RetryOutcome> {

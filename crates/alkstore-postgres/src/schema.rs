@@ -157,6 +157,13 @@ pub async fn bootstrap(client: &mut tokio_postgres::Client, schema: &str) -> Res
                 supported: SCHEMA_VERSION,
             });
         }
+        if found == SCHEMA_VERSION {
+            // Up to date: no DDL. `CREATE INDEX IF NOT EXISTS` and
+            // `CREATE OR REPLACE TRIGGER` lock the job table even when they
+            // change nothing, and would queue every worker behind any long
+            // transaction that touched it.
+            return tx.commit().await.map_err(db);
+        }
     }
     tx.batch_execute(&ddl_v1(schema)).await.map_err(db)?;
     tx.execute(

@@ -30,6 +30,7 @@ pub(crate) struct Sql {
     pub enqueue_plain: String,
     pub enqueue_uniform: String,
     pub enqueue_unique: String,
+    pub unique_holder: String,
     pub rescue: String,
     pub claim: String,
     pub ack: String,
@@ -125,6 +126,7 @@ impl Sql {
             // subquery runs once and each id is one primary-key probe. With a
             // join, the generic plan of a prepared statement (LIMIT unknown)
             // may merge-join along the whole primary key, dead rows included.
+            unique_holder: format!("SELECT id FROM {job} WHERE queue = $1 AND unique_key = $2"),
             rescue: format!(
                 "WITH expired AS ( \
                    SELECT ARRAY(SELECT id FROM {job} WHERE queue = $2 AND state = 'processing' \
