@@ -33,6 +33,14 @@ pub trait Harness: Send + Sync + Sized + 'static {
     /// enqueue `job` inside the same transaction, then commit or roll back.
     fn outbox_enqueue(&self, job: NewJob, commit: bool) -> impl Future<Output = Result<()>> + Send;
 
+    /// Whether the engine relays another connection's commits as hints that
+    /// name their queue (PostgreSQL's NOTIFY), announcing its listener with
+    /// one [`Wake::All`](alkstore_core::Wake::All) when it is ready, rather
+    /// than as bare "something changed" hints (SQLite's `data_version`).
+    fn foreign_hints_name_queue(&self) -> bool {
+        false
+    }
+
     /// Drop whatever the harness created.
     fn teardown(self) -> impl Future<Output = ()> + Send;
 }

@@ -224,6 +224,10 @@ impl PgEngine {
             _ => true,
         };
         if due {
+            if map.len() >= 10_000 {
+                // Marks only save work; forget them rather than grow.
+                map.clear();
+            }
             map.insert(queue.to_string(), mark);
         }
         due

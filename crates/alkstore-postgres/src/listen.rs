@@ -73,10 +73,23 @@ async fn listen_once(
     if let Some(h) = hub.upgrade() {
         h.all();
     }
-    while let Some(msg) = rx.recv().await {
-        let Some(h) = hub.upgrade() else { break };
-        if let AsyncMessage::Notification(n) = msg {
-            h.queue(n.payload());
+    // Also wake every few seconds to notice that the engine is gone, so an
+    // idle listener does not outlive it.
+    let mut alive = tokio::time::interval(Duration::from_secs(5));
+    loop {
+        tokio::select! {
+            msg = rx.recv() => {
+                let Some(msg) = msg else { break };
+                let Some(h) = hub.upgrade() else { break };
+                if let AsyncMessage::Notification(n) = msg {
+                    h.queue(n.payload());
+                }
+            }
+            _ = alive.tick() => {
+                if hub.upgrade().is_none() {
+                    break;
+                }
+            }
         }
     }
     drop(client);
@@ -86,5 +99,5 @@ async fn listen_once(
     }
 }
 
-/// Keep the type alias local: the engine owns the hub in an `Arc`.
+/// The engine owns the hub in an `Arc`; the listener holds it weakly.
 pub(crate) type Hub = Arc<WakeHub>;

@@ -76,6 +76,10 @@ impl Harness for PgHarness {
         Ok(())
     }
 
+    fn foreign_hints_name_queue(&self) -> bool {
+        true
+    }
+
     async fn teardown(self) {
         let _ = testing::drop_schema(&self.url, &self.schema).await;
     }

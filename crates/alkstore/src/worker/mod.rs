@@ -237,6 +237,12 @@ impl Worker {
                 "no queues registered",
             ));
         }
+        if self.opts.max_claim == 0 || self.opts.ack_batch == 0 {
+            return Err(alkstore_core::Error::invalid(
+                "worker options",
+                "max_claim and ack_batch must be at least 1",
+            ));
+        }
         for q in &self.queues {
             alkstore_core::queue::validate_queue_name(&q.name)?;
         }
@@ -432,6 +438,9 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>) {
             }
             continue;
         };
+        // Hints sent before this claim are answered by it; only later ones
+        // should wake the loop after an empty claim.
+        while hints.try_recv().is_ok() {}
         let claimed = ctx
             .engine
             .job_claim(ClaimParams::new(
@@ -458,8 +467,6 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>) {
         };
         if jobs.is_empty() {
             drop(reserved);
-            // Drop hints that arrived before this (empty) claim.
-            while hints.try_recv().is_ok() {}
             wait_for_work(&mut ctx, &mut hints, &name).await;
             continue;
         }
