@@ -188,7 +188,9 @@ fn watch_data_version(opts: SqliteOptions, hub: std::sync::Weak<WakeHub>) {
         }
     };
     let version = |c: &Connection| -> Option<i64> {
-        c.query_row("PRAGMA data_version", [], |r| r.get(0)).ok()
+        c.prepare_cached("PRAGMA data_version")
+            .and_then(|mut s| s.query_row([], |r| r.get(0)))
+            .ok()
     };
     let mut last = version(&conn);
     loop {
