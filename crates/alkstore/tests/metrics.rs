@@ -1,0 +1,91 @@
+//! The worker reports through the `metrics` facade (its own test binary,
+//! since a global recorder can be installed once per process).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use alkstore::{JobCtx, JobError, QueueOpts, Store, Worker};
+use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worker_emits_job_metrics() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    recorder
+        .install()
+        .expect("the only recorder in this test binary");
+
+    let dir = tempfile::tempdir().expect("tmp");
+    let store = Store::open(&format!("sqlite://{}", dir.path().join("m.db").display()))
+        .await
+        .expect("open");
+    let q = store.queue_with(
+        "metered",
+        QueueOpts {
+            backoff_base: Duration::ZERO,
+            max_attempts: 2,
+            ..QueueOpts::default()
+        },
+    );
+    q.enqueue_batch(0..10u32).await.expect("enqueue");
+    let settled = Arc::new(AtomicUsize::new(0));
+    let s = settled.clone();
+    Worker::new(store.clone())
+        .queue("metered", move |job: JobCtx<u32>| {
+            let s = s.clone();
+            async move {
+                let n = *job.payload();
+                s.fetch_add(1, Ordering::SeqCst);
+                if n == 0 {
+                    return Err(JobError::retry("always fails"));
+                }
+                Ok(())
+            }
+        })
+        .run_until(async {
+            // 9 successes + 2 failed attempts of job 0, then its dead move.
+            while settled.load(Ordering::SeqCst) < 11 || q.stats().await.expect("stats").dead < 1 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            // Let the completer flush the last acks.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        })
+        .await
+        .expect("run");
+
+    let mut counters: HashMap<String, u64> = HashMap::new();
+    let mut histogram_samples = 0;
+    for (key, _, _, value) in snapshotter.snapshot().into_vec() {
+        let name = key.key().name().to_string();
+        match value {
+            DebugValue::Counter(n) => *counters.entry(name).or_default() += n,
+            DebugValue::Histogram(v) if name == "alkstore_handler_duration_seconds" => {
+                histogram_samples += v.len()
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(
+        counters.get("alkstore_jobs_claimed_total"),
+        Some(&11),
+        "{counters:?}"
+    );
+    assert_eq!(
+        counters.get("alkstore_jobs_completed_total"),
+        Some(&9),
+        "{counters:?}"
+    );
+    assert_eq!(
+        counters.get("alkstore_jobs_retried_total"),
+        Some(&1),
+        "{counters:?}"
+    );
+    assert_eq!(
+        counters.get("alkstore_jobs_dead_total"),
+        Some(&1),
+        "{counters:?}"
+    );
+    assert_eq!(histogram_samples, 11);
+}
