@@ -177,8 +177,13 @@ impl SqliteEngine {
     }
 }
 
-/// Poll `PRAGMA data_version`, which changes whenever another connection
-/// commits, and hint every listener. Ends when the engine is dropped.
+/// Watch for commits by other connections and hint every listener. Ends
+/// when the engine is dropped.
+///
+/// `PRAGMA data_version` changes whenever another connection commits. On
+/// Linux the watcher sleeps until inotify reports a write to the `-wal` file
+/// (no CPU while idle); elsewhere, or if inotify is unavailable, it polls the
+/// pragma every millisecond while anyone listens.
 fn watch_data_version(opts: SqliteOptions, hub: std::sync::Weak<WakeHub>) {
     let conn = match open_connection(&opts) {
         Ok(c) => c,
@@ -187,12 +192,12 @@ fn watch_data_version(opts: SqliteOptions, hub: std::sync::Weak<WakeHub>) {
             return;
         }
     };
-    let version = |c: &Connection| -> Option<i64> {
-        c.prepare_cached("PRAGMA data_version")
-            .and_then(|mut s| s.query_row([], |r| r.get(0)))
-            .ok()
-    };
-    let mut last = version(&conn);
+    let mut last = data_version(&conn);
+    #[cfg(target_os = "linux")]
+    match inotify_watch::run(&conn, &opts, &hub, &mut last) {
+        Ok(()) => return,
+        Err(e) => tracing::info!(error = %e, "inotify unavailable; polling data_version instead"),
+    }
     loop {
         let Some(hub) = hub.upgrade() else { return };
         if !hub.has_listeners() {
@@ -200,13 +205,102 @@ fn watch_data_version(opts: SqliteOptions, hub: std::sync::Weak<WakeHub>) {
             std::thread::sleep(Duration::from_millis(50));
             continue;
         }
-        let now = version(&conn);
-        if now != last {
-            last = now;
-            hub.all();
-        }
+        changed(&conn, &mut last, &hub);
         drop(hub);
         std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn data_version(conn: &Connection) -> Option<i64> {
+    conn.prepare_cached("PRAGMA data_version")
+        .and_then(|mut s| s.query_row([], |r| r.get(0)))
+        .ok()
+}
+
+/// Hint everyone when `data_version` moved; true when it did.
+fn changed(conn: &Connection, last: &mut Option<i64>, hub: &WakeHub) -> bool {
+    let now = data_version(conn);
+    if now != *last {
+        *last = now;
+        hub.all();
+        return true;
+    }
+    false
+}
+
+#[cfg(target_os = "linux")]
+mod inotify_watch {
+    use std::ffi::OsString;
+    use std::path::Path;
+    use std::sync::Weak;
+    use std::time::Duration;
+
+    use alkstore_core::WakeHub;
+    use futures_util::{FutureExt, StreamExt};
+    use inotify::{Inotify, WatchMask};
+    use rusqlite::Connection;
+
+    use super::{changed, SqliteOptions};
+
+    /// Longest wait without an event before looking anyway (a safety net for
+    /// file systems that do not report writes).
+    const SAFETY_POLL: Duration = Duration::from_millis(250);
+
+    pub(super) fn run(
+        conn: &Connection,
+        opts: &SqliteOptions,
+        hub: &Weak<WakeHub>,
+        last: &mut Option<i64>,
+    ) -> std::io::Result<()> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()?;
+        rt.block_on(async {
+            let inotify = Inotify::init()?;
+            let dir = opts
+                .path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            inotify
+                .watches()
+                .add(dir, WatchMask::MODIFY | WatchMask::CREATE)?;
+            let mut wal = OsString::from(opts.path.file_name().unwrap_or_default());
+            wal.push("-wal");
+            let mut buffer = [0u8; 4096];
+            let mut events = inotify.into_event_stream(&mut buffer)?;
+            loop {
+                let wal_written = tokio::select! {
+                    ev = events.next() => match ev {
+                        Some(Ok(e)) => e.name.as_deref() == Some(wal.as_os_str()),
+                        Some(Err(e)) => return Err(e),
+                        None => return Ok(()),
+                    },
+                    _ = tokio::time::sleep(SAFETY_POLL) => true,
+                };
+                // One commit writes several frames: take every queued event
+                // now and look once.
+                while let Some(Some(_)) = events.next().now_or_never() {}
+                let Some(h) = hub.upgrade() else {
+                    return Ok(());
+                };
+                if !wal_written || !h.has_listeners() {
+                    continue;
+                }
+                // The WAL write comes just before the commit becomes visible
+                // (the shared-memory index is updated after it): look a few
+                // times over the next two milliseconds
+                // (A blocking sleep: this thread runs nothing else, and
+                // tokio's timer only resolves whole milliseconds.)
+                for _ in 0..20 {
+                    if changed(conn, last, &h) {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_micros(100));
+                }
+            }
+        })
     }
 }
 
