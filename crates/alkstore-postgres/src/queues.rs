@@ -459,6 +459,11 @@ impl QueueEngine for PgEngine {
             RetryOutcome::Scheduled(run_at)
         };
         tx.commit().await.map_err(db(op))?;
+        // A retry due at once (no backoff) is claimable now: tell this
+        // process's workers (others find it at their next poll).
+        if matches!(outcome, RetryOutcome::Scheduled(t) if t <= db_now) {
+            self.hub().all();
+        }
         Ok(outcome)
     }
 

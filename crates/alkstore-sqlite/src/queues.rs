@@ -229,7 +229,8 @@ impl QueueEngine for SqliteEngine {
 
     async fn job_retry(&self, p: RetryParams) -> Result<RetryOutcome> {
         validate_claim(&p.claim)?;
-        self.inner
+        let outcome = self
+            .inner
             .writer
             .write("job_retry", move |st| {
                 let op = "job_retry";
@@ -276,7 +277,12 @@ impl QueueEngine for SqliteEngine {
                     .map_err(db(op))?;
                 Ok(RetryOutcome::Scheduled(run_at))
             })
-            .await
+            .await?;
+        // A retry due at once (no backoff) is claimable now: say so.
+        if matches!(outcome, RetryOutcome::Scheduled(t) if t <= self.now()) {
+            self.hub().all();
+        }
+        Ok(outcome)
     }
 
     async fn job_fail(&self, claim: Claim, error: String) -> Result<bool> {
