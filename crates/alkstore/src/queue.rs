@@ -1,5 +1,5 @@
 use alkstore_core::{
-    Claim, ClaimParams, EnqueueOpts, Enqueued, Error, Job, NewJob, QueueEngine, QueueOpts,
+    Claim, ClaimParams, EnqueueOpts, Enqueued, Error, Job, JobInfo, NewJob, QueueEngine, QueueOpts,
     QueueStats, Result, RetryOutcome, RetryParams,
 };
 use serde::de::DeserializeOwned;
@@ -106,6 +106,48 @@ impl Queue {
                 delay: None,
             })
             .await
+    }
+
+    /// Retry after a fixed delay instead of the backoff.
+    pub async fn retry_after(
+        &self,
+        claim: Claim,
+        error: impl Into<String>,
+        delay: std::time::Duration,
+    ) -> Result<RetryOutcome> {
+        self.store
+            .engine()
+            .job_retry(RetryParams {
+                claim,
+                error: error.into(),
+                delay: Some(delay),
+            })
+            .await
+    }
+
+    /// Dead-letter a claimed job now; false when the claim is no longer held.
+    pub async fn fail(&self, claim: Claim, error: impl Into<String>) -> Result<bool> {
+        self.store.engine().job_fail(claim, error.into()).await
+    }
+
+    /// Extend a claim by the job's visibility timeout; `None` when lost.
+    pub async fn heartbeat(&self, claim: Claim) -> Result<Option<i64>> {
+        self.store.engine().job_heartbeat(claim).await
+    }
+
+    /// Hand a claimed job back unfinished, without using an attempt.
+    pub async fn release(&self, claim: Claim) -> Result<bool> {
+        self.store.engine().job_release(claim).await
+    }
+
+    /// Look up a job (of any queue) by id, live or dead.
+    pub async fn get(&self, id: i64) -> Result<Option<JobInfo>> {
+        self.store.engine().job_get(id).await
+    }
+
+    /// Delete a live job (of any queue) by id.
+    pub async fn cancel(&self, id: i64) -> Result<bool> {
+        self.store.engine().job_cancel(id).await
     }
 
     /// Counts by state.

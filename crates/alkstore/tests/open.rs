@@ -62,3 +62,41 @@ async fn typed_payloads_round_trip_on_sqlite() {
         vec![true, true]
     );
 }
+
+#[tokio::test]
+async fn queue_handle_covers_the_job_lifecycle() {
+    use alkstore::{JobState, RetryOutcome};
+    use std::time::Duration;
+    let dir = tempfile::tempdir().expect("tmp");
+    let store = Store::open(&format!("sqlite://{}", dir.path().join("q.db").display()))
+        .await
+        .expect("open");
+    let q = store.queue("life");
+    let a = q.enqueue(&1).await.expect("enqueue").id();
+    let b = q.enqueue(&2).await.expect("enqueue").id();
+    let c = q.enqueue(&3).await.expect("enqueue").id();
+    let jobs = q.claim("w", 3).await.expect("claim");
+    assert_eq!(jobs.len(), 3);
+    let by_id = |id| jobs.iter().find(|j| j.id == id).expect("claimed").claim();
+    assert!(q.heartbeat(by_id(a)).await.expect("hb").is_some());
+    assert!(q.release(by_id(a)).await.expect("release"));
+    assert!(q.fail(by_id(b), "bad").await.expect("fail"));
+    assert!(matches!(
+        q.retry_after(by_id(c), "later", Duration::from_secs(60))
+            .await
+            .expect("retry"),
+        RetryOutcome::Scheduled(_)
+    ));
+    assert_eq!(
+        q.get(a).await.expect("get").expect("a").state,
+        JobState::Pending
+    );
+    assert_eq!(
+        q.get(b).await.expect("get").expect("b").state,
+        JobState::Dead
+    );
+    assert!(q.cancel(c).await.expect("cancel"));
+    assert!(q.get(c).await.expect("get").is_none());
+    let s = q.stats().await.expect("stats");
+    assert_eq!((s.ready, s.scheduled, s.processing, s.dead), (1, 0, 0, 1));
+}
