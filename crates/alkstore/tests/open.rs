@@ -100,3 +100,51 @@ async fn queue_handle_covers_the_job_lifecycle() {
     let s = q.stats().await.expect("stats");
     assert_eq!((s.ready, s.scheduled, s.processing, s.dead), (1, 0, 0, 1));
 }
+
+#[tokio::test]
+async fn bad_worker_options_are_rejected() {
+    use alkstore::{JobCtx, Worker, WorkerOpts};
+    use std::time::Duration;
+    let dir = tempfile::tempdir().expect("tmp");
+    let store = Store::open(&format!("sqlite://{}", dir.path().join("w.db").display()))
+        .await
+        .expect("open");
+    let bad = [
+        WorkerOpts {
+            max_claim: 0,
+            ..WorkerOpts::default()
+        },
+        WorkerOpts {
+            max_claim: 20_000,
+            ..WorkerOpts::default()
+        },
+        WorkerOpts {
+            ack_batch: 0,
+            ..WorkerOpts::default()
+        },
+        WorkerOpts {
+            poll_interval: Duration::ZERO,
+            ..WorkerOpts::default()
+        },
+        WorkerOpts {
+            sweep_interval: Some(Duration::ZERO),
+            ..WorkerOpts::default()
+        },
+    ];
+    for opts in bad {
+        let err = Worker::new(store.clone())
+            .queue("q", |_j: JobCtx<u32>| async { Ok(()) })
+            .opts(opts.clone())
+            .run_until(async {})
+            .await
+            .expect_err("rejected");
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{opts:?}");
+    }
+    let err = Worker::new(store.clone())
+        .queue("q", |_j: JobCtx<u32>| async { Ok(()) })
+        .concurrency("q", 2_000_000)
+        .run_until(async {})
+        .await
+        .expect_err("too many slots");
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+}

@@ -224,6 +224,29 @@ impl Worker {
         self
     }
 
+    fn validate(&self) -> Result<()> {
+        let bad = |reason: &str| Err(alkstore_core::Error::invalid("worker options", reason));
+        let o = &self.opts;
+        if o.max_claim == 0 || o.max_claim > alkstore_core::Limits::default().max_claim {
+            return bad("max_claim must be 1..=10000");
+        }
+        if o.ack_batch == 0 {
+            return bad("ack_batch must be at least 1");
+        }
+        if o.poll_interval < Duration::from_millis(10) {
+            return bad("poll_interval must be at least 10 ms");
+        }
+        if o.sweep_interval
+            .is_some_and(|d| d < Duration::from_millis(10))
+        {
+            return bad("sweep_interval must be at least 10 ms");
+        }
+        if self.queues.iter().any(|q| q.concurrency > MAX_CONCURRENCY) {
+            return bad("concurrency must be at most 1,000,000 per queue");
+        }
+        Ok(())
+    }
+
     /// Run until `shutdown` resolves, then stop claiming, let running handlers
     /// finish for up to `shutdown_timeout`, hand unfinished jobs back, flush
     /// acks, and report.
@@ -237,12 +260,7 @@ impl Worker {
                 "no queues registered",
             ));
         }
-        if self.opts.max_claim == 0 || self.opts.ack_batch == 0 {
-            return Err(alkstore_core::Error::invalid(
-                "worker options",
-                "max_claim and ack_batch must be at least 1",
-            ));
-        }
+        self.validate()?;
         for q in &self.queues {
             alkstore_core::queue::validate_queue_name(&q.name)?;
         }
@@ -271,7 +289,19 @@ impl Worker {
         shutdown.await;
         let _ = stop_tx.send(true);
         while loops.join_next().await.is_some() {}
-        completer.close().await;
+        // A handler that ignores cancellation still holds an ack sender;
+        // do not wait for it forever.
+        if tokio::time::timeout(
+            self.opts.shutdown_timeout + Duration::from_secs(5),
+            completer.close(),
+        )
+        .await
+        .is_err()
+        {
+            tracing::warn!(
+                "acks still pending at shutdown; those jobs return when their claims expire"
+            );
+        }
         Ok(WorkerReport {
             claimed: counters.claimed.load(Ordering::Relaxed),
             completed: ack_stats.acked.load(Ordering::Relaxed),
@@ -314,6 +344,26 @@ struct InFlight {
     length: Duration,
     /// Aborts the job's task at the shutdown deadline.
     abort: Option<tokio::task::AbortHandle>,
+    /// The handler finished and its outcome is being recorded: never hand
+    /// such a job back (it would run again).
+    settled: bool,
+}
+
+/// Aborts every job task of a queue when the queue loop goes away, including
+/// when the caller drops the `run_until` future: no handler outlives its
+/// worker without heartbeats.
+struct AbortJobsOnDrop(Running);
+
+impl Drop for AbortJobsOnDrop {
+    fn drop(&mut self) {
+        if let Ok(r) = self.0.lock() {
+            for f in r.values() {
+                if let Some(a) = &f.abort {
+                    a.abort();
+                }
+            }
+        }
+    }
 }
 
 /// Jobs in flight by (id, attempt): a job re-claimed by this same worker
@@ -369,6 +419,7 @@ async fn queue_loop(ctx: LoopCtx, spec: QueueSpec) {
     for _ in 0..claimers {
         loops.spawn(claim_loop(ctx.clone(), shared.clone()));
     }
+    let _abort_jobs = AbortJobsOnDrop(shared.running.clone());
     while loops.join_next().await.is_some() {}
     // Graceful shutdown: no more claims; let running handlers finish (every
     // slot returned), up to the deadline; then stop the rest and hand back.
@@ -387,10 +438,24 @@ async fn queue_loop(ctx: LoopCtx, spec: QueueSpec) {
         // Aborted tasks return their slots as they unwind.
         let _ = tokio::time::timeout(Duration::from_secs(5), shared.slots.acquire_many(all)).await;
     }
+    // Hand back only jobs whose task is gone: a handler that ignores
+    // cancellation (blocking code) still runs, and handing its job back would
+    // let another worker run it at the same time. Settled jobs are being
+    // acked or retried; handing them back would run them again.
     let unfinished: Vec<Claim> = shared
         .running
         .lock()
-        .map(|mut r| r.drain().map(|(_, f)| f.claim).collect())
+        .map(|mut r| {
+            let gone: Vec<(i64, u32)> = r
+                .iter()
+                .filter(|(_, f)| !f.settled && f.abort.as_ref().is_none_or(|a| a.is_finished()))
+                .map(|(k, _)| *k)
+                .collect();
+            gone.iter()
+                .filter_map(|k| r.remove(k))
+                .map(|f| f.claim)
+                .collect()
+        })
         .unwrap_or_default();
     for claim in unfinished {
         match ctx.engine.job_release(claim).await {
@@ -404,6 +469,10 @@ async fn queue_loop(ctx: LoopCtx, spec: QueueSpec) {
         }
     }
 }
+
+/// Most handler slots per queue (far below the semaphore's limit, and what
+/// shutdown can count in one `u32`).
+const MAX_CONCURRENCY: usize = 1_000_000;
 
 /// Below this many handler slots per claimer, extra claimers only split
 /// small claims.
@@ -509,6 +578,7 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>) {
                         next_beat,
                         length,
                         abort: Some(task.abort_handle()),
+                        settled: false,
                     },
                 );
             }
@@ -586,6 +656,7 @@ async fn run_job(
     };
     let settled = match outcome {
         Outcome::Done => {
+            mark_settled(&running, &claim);
             // Back-pressure: waits when the completer is behind.
             let _ = ctx.acks.send(claim.clone()).await;
             Ok(())
@@ -627,6 +698,14 @@ async fn run_job(
     }
     if let Ok(mut r) = running.lock() {
         r.remove(&(claim.id, claim.attempt));
+    }
+}
+
+fn mark_settled(running: &Running, claim: &Claim) {
+    if let Ok(mut r) = running.lock() {
+        if let Some(f) = r.get_mut(&(claim.id, claim.attempt)) {
+            f.settled = true;
+        }
     }
 }
 
