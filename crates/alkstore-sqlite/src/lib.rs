@@ -93,8 +93,14 @@ impl std::fmt::Debug for SqliteEngine {
 impl SqliteEngine {
     /// Open (and create or migrate) the store. Fails with
     /// [`Error::SchemaTooNew`] when a newer alkstore wrote the file.
-    pub fn open(opts: SqliteOptions) -> Result<Self> {
+    pub fn open(mut opts: SqliteOptions) -> Result<Self> {
         let conn = open_connection(&opts)?;
+        // Later connections (readers, the watcher) and the watcher's `-wal`
+        // name must mean this file even if the working directory changes or
+        // the path is a symlink.
+        if let Ok(canonical) = std::fs::canonicalize(&opts.path) {
+            opts.path = canonical;
+        }
         schema::migrate(&conn)?;
         let clock: Arc<dyn Clock> = opts.clock.clone().unwrap_or_else(|| Arc::new(SystemClock));
         let writer = writer::Writer::new(conn, clock.clone());
@@ -246,6 +252,13 @@ mod inotify_watch {
     /// file systems that do not report writes).
     const SAFETY_POLL: Duration = Duration::from_millis(250);
 
+    /// Pauses between looks after a WAL write: fine at first, then coarser
+    /// (about 50 ms in all).
+    const RECHECK_PAUSES_US: [u64; 20] = [
+        100, 100, 100, 100, 100, 200, 200, 400, 400, 800, 800, 1_000, 2_000, 3_000, 4_000, 5_000,
+        6_000, 8_000, 8_000, 10_000,
+    ];
+
     pub(super) fn run(
         conn: &Connection,
         opts: &SqliteOptions,
@@ -270,34 +283,45 @@ mod inotify_watch {
             wal.push("-wal");
             let mut buffer = [0u8; 4096];
             let mut events = inotify.into_event_stream(&mut buffer)?;
+            let mut safety = tokio::time::interval(SAFETY_POLL);
+            safety.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            // A batch of events counts if any of them is a write to the WAL,
+            // or has no name (a queue overflow): then look.
+            let relevant = |e: &inotify::EventOwned| match &e.name {
+                Some(name) => name.as_os_str() == wal.as_os_str(),
+                None => true,
+            };
             loop {
-                let wal_written = tokio::select! {
+                let mut look = tokio::select! {
                     ev = events.next() => match ev {
-                        Some(Ok(e)) => e.name.as_deref() == Some(wal.as_os_str()),
+                        Some(Ok(e)) => relevant(&e),
                         Some(Err(e)) => return Err(e),
                         None => return Ok(()),
                     },
-                    _ = tokio::time::sleep(SAFETY_POLL) => true,
+                    _ = safety.tick() => true,
                 };
-                // One commit writes several frames: take every queued event
-                // now and look once.
-                while let Some(Some(_)) = events.next().now_or_never() {}
+                while let Some(Some(ev)) = events.next().now_or_never() {
+                    match ev {
+                        Ok(e) => look |= relevant(&e),
+                        Err(e) => return Err(e),
+                    }
+                }
                 let Some(h) = hub.upgrade() else {
                     return Ok(());
                 };
-                if !wal_written || !h.has_listeners() {
+                if !look || !h.has_listeners() {
                     continue;
                 }
-                // The WAL write comes just before the commit becomes visible
-                // (the shared-memory index is updated after it): look a few
-                // times over the next two milliseconds
-                // (A blocking sleep: this thread runs nothing else, and
-                // tokio's timer only resolves whole milliseconds.)
-                for _ in 0..20 {
+                // The WAL write comes before the commit becomes visible (the
+                // shared-memory index is updated after it, and with
+                // synchronous=full after an fsync): look again on a backoff
+                // for up to ~50 ms. Blocking sleeps: this thread runs nothing
+                // else, and tokio's timer only resolves whole milliseconds.
+                for pause_us in RECHECK_PAUSES_US {
                     if changed(conn, last, &h) {
                         break;
                     }
-                    std::thread::sleep(Duration::from_micros(100));
+                    std::thread::sleep(Duration::from_micros(pause_us));
                 }
             }
         })
