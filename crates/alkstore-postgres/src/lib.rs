@@ -50,7 +50,8 @@ pub struct PgOptions {
     pub clock: Option<Arc<dyn Clock>>,
     /// Input limits.
     pub limits: Limits,
-    /// Most pooled connections.
+    /// Most pooled connections, shared between the durable pool and (with
+    /// `relaxed_commits`) the relaxed one, half each.
     pub pool_size: usize,
     /// Commit claims, acks and heartbeats with `synchronous_commit = off`
     /// (default true): they skip the WAL flush wait, which is most of a
@@ -136,9 +137,24 @@ impl PgEngine {
         let mut relaxed_config = config.clone();
         let base_options = config.get_options().unwrap_or("").to_string();
         relaxed_config.options(format!("{base_options} -c synchronous_commit=off").trim());
-        let pool = build_pool(config, opts.pool_size)?;
+        // The relaxed pool takes half of the connection budget.
+        let relaxed_size = (opts.pool_size / 2).max(1);
+        let pool = build_pool(config, opts.pool_size.saturating_sub(relaxed_size).max(1))?;
+        {
+            let mut client = checkout(&pool).await?;
+            schema::bootstrap(&mut client, &opts.schema).await?;
+        }
         let relaxed_pool = if opts.relaxed_commits {
-            Some(build_pool(relaxed_config, opts.pool_size)?)
+            let relaxed = build_pool(relaxed_config, relaxed_size)?;
+            // A pooler that refuses startup options (PgBouncer by default)
+            // would fail every claim later: find out now and fall back.
+            match checkout(&relaxed).await {
+                Ok(_) => Some(relaxed),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot open a synchronous_commit=off connection; claims and acks will commit durably");
+                    None
+                }
+            }
         } else {
             None
         };
@@ -153,8 +169,6 @@ impl PgEngine {
                 listener_started: AtomicBool::new(false),
             }),
         };
-        let mut client = engine.client().await?;
-        schema::bootstrap(&mut client, &engine.inner.opts.schema).await?;
         Ok(engine)
     }
 

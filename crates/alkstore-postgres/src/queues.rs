@@ -72,6 +72,15 @@ pub(crate) fn is_keyed(jobs: &[NewJob]) -> bool {
     jobs.iter().any(|j| j.opts.unique_key.is_some())
 }
 
+/// A keyed enqueue met a holder that committed and finished during it; the
+/// key is free now, so running the enqueue again succeeds.
+const KEY_RACE: &str =
+    "a job holding the same unique key finished during this enqueue; nothing was enqueued, retry";
+
+fn is_key_race(e: &Error) -> bool {
+    matches!(e, Error::Database { op: "job_enqueue", source } if source.to_string() == KEY_RACE)
+}
+
 /// Whether every job of a batch (of two or more) differs only in payload.
 pub(crate) fn is_uniform(jobs: &[NewJob]) -> bool {
     let Some((first, rest)) = jobs.split_first() else {
@@ -207,12 +216,7 @@ where
                     Some(h) => Enqueued::Duplicate(h.get(0)),
                     // Held and already finished in the meantime: the
                     // caller's transaction is rolled back by this error.
-                    None => {
-                        return Err(Error::database(
-                            op,
-                            "a concurrent job with the same unique key finished during this enqueue; nothing was enqueued, retry",
-                        ))
-                    }
+                    None => return Err(Error::database(op, KEY_RACE)),
                 }
             }
         });
@@ -325,12 +329,24 @@ impl QueueEngine for PgEngine {
         let queues: Vec<String> = jobs.iter().map(|j| j.queue.clone()).collect();
         let out = if keyed {
             // Keyed batches may need a second statement (see `insert_jobs`):
-            // one transaction keeps the batch all or nothing.
+            // one transaction keeps the batch all or nothing. A holder that
+            // finished mid-way freed its key: run the batch again.
             let mut client = client;
-            let tx = client.transaction().await.map_err(db("job_enqueue"))?;
-            let out = insert_jobs(&*tx, &stmt, sql, jobs, self.now_override()).await?;
-            tx.commit().await.map_err(db("job_enqueue"))?;
-            out
+            let mut tries = 0;
+            loop {
+                tries += 1;
+                let tx = client.transaction().await.map_err(db("job_enqueue"))?;
+                match insert_jobs(&*tx, &stmt, sql, jobs.clone(), self.now_override()).await {
+                    Ok(out) => {
+                        tx.commit().await.map_err(db("job_enqueue"))?;
+                        break out;
+                    }
+                    Err(e) if is_key_race(&e) && tries < 5 => {
+                        tx.rollback().await.map_err(db("job_enqueue"))?;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
         } else {
             insert_jobs(&**client, &stmt, sql, jobs, self.now_override()).await?
         };
