@@ -921,6 +921,7 @@ pub async fn batch_stamps_every_option<H: Harness>(h: &H) {
     let mut mixed = uniform.clone();
     mixed[1].opts.priority = 5;
     for batch in [uniform, mixed] {
+        let payloads: Vec<Vec<u8>> = batch.iter().map(|j| j.payload.clone()).collect();
         let ids: Vec<i64> = e
             .job_enqueue(batch)
             .await
@@ -928,8 +929,9 @@ pub async fn batch_stamps_every_option<H: Harness>(h: &H) {
             .iter()
             .map(|o| o.id())
             .collect();
-        for id in ids {
+        for (id, payload) in ids.into_iter().zip(payloads) {
             let info = e.job_get(id).await.expect("get").expect("exists");
+            assert_eq!(info.payload, payload, "each returned id is its own job's");
             assert!(info.priority == 4 || info.priority == 5);
             assert_eq!(info.run_at, now + 30);
             assert_eq!(info.max_attempts, 7);
@@ -944,4 +946,23 @@ pub async fn batch_stamps_every_option<H: Harness>(h: &H) {
     assert!(got
         .iter()
         .all(|j| j.claim_expires_at == h.clock().now() + 45));
+    // The stamped backoff base (2 s) drives the first retry's delay.
+    let out = e
+        .job_retry(RetryParams {
+            claim: got[1].claim(),
+            error: "x".into(),
+            delay: None,
+        })
+        .await
+        .expect("retry");
+    let RetryOutcome::Scheduled(at) = out else {
+        panic!("{out:?}")
+    };
+    assert_eq!(at - h.clock().now(), 2, "backoff base stamped");
+    // No retention stamped: a dead letter survives any sweep.
+    assert!(e.job_fail(got[2].claim(), "x".into()).await.expect("fail"));
+    h.clock().advance(secs(10 * 365 * 24 * 3600));
+    e.queue_sweep().await.expect("sweep");
+    let kept = e.job_get(got[2].id).await.expect("get").expect("kept");
+    assert_eq!(kept.state, JobState::Dead);
 }
