@@ -19,6 +19,9 @@ pub enum StoreUrl {
         conninfo: String,
         /// The engine-owned schema (default `alkstore`).
         schema: String,
+        /// `relaxed_commits=false` makes claims, acks and heartbeats wait
+        /// for the WAL flush too (default true; see the PostgreSQL engine).
+        relaxed_commits: bool,
     },
 }
 
@@ -31,7 +34,11 @@ impl StoreUrl {
     /// ```
     /// use alkstore_core::url::StoreUrl;
     /// let u = StoreUrl::parse("postgres://u@localhost/app?schema=jobs").unwrap();
-    /// assert_eq!(u, StoreUrl::Postgres { conninfo: "postgres://u@localhost/app".into(), schema: "jobs".into() });
+    /// assert_eq!(u, StoreUrl::Postgres {
+    ///     conninfo: "postgres://u@localhost/app".into(),
+    ///     schema: "jobs".into(),
+    ///     relaxed_commits: true,
+    /// });
     /// assert!(StoreUrl::parse("mysql://x").is_err());
     /// ```
     pub fn parse(url: &str) -> Result<StoreUrl> {
@@ -61,11 +68,18 @@ impl StoreUrl {
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             let (base, query) = split_query(url);
             let mut schema = DEFAULT_PG_SCHEMA.to_string();
+            let mut relaxed_commits = true;
             let mut kept = Vec::new();
             for (k, v) in query_pairs(query) {
                 if k == "schema" {
                     schema = percent_decode(v)
                         .ok_or_else(|| bad("schema is not valid percent-encoded UTF-8"))?;
+                } else if k == "relaxed_commits" {
+                    relaxed_commits = match v {
+                        "true" => true,
+                        "false" => false,
+                        _ => return Err(bad("relaxed_commits must be true or false")),
+                    };
                 } else {
                     kept.push(format!("{k}={v}"));
                 }
@@ -81,7 +95,11 @@ impl StoreUrl {
             } else {
                 format!("{base}?{}", kept.join("&"))
             };
-            return Ok(StoreUrl::Postgres { conninfo, schema });
+            return Ok(StoreUrl::Postgres {
+                conninfo,
+                schema,
+                relaxed_commits,
+            });
         }
         Err(bad("expected sqlite://… or postgres://…"))
     }
@@ -162,7 +180,17 @@ mod tests {
             u,
             Some(StoreUrl::Postgres {
                 conninfo: "postgres://a:b@h:5/d?sslmode=disable".into(),
-                schema: "x\"; DROP".into()
+                schema: "x\"; DROP".into(),
+                relaxed_commits: true,
+            })
+        );
+        let u = StoreUrl::parse("postgres://h/d?relaxed_commits=false").ok();
+        assert_eq!(
+            u,
+            Some(StoreUrl::Postgres {
+                conninfo: "postgres://h/d".into(),
+                schema: "alkstore".into(),
+                relaxed_commits: false,
             })
         );
     }
@@ -176,6 +204,7 @@ mod tests {
             "sqlite://a.db?foo=1",
             "postgres://h/d?schema=",
             "postgres://h/d?schema=%zz",
+            "postgres://h/d?relaxed_commits=maybe",
         ] {
             let err = StoreUrl::parse(bad).err();
             assert!(

@@ -47,14 +47,18 @@ impl Store {
                     .map_err(|e| alkstore_core::Error::database("open", e.to_string()))??;
                 AnyEngine::Sqlite(engine)
             }
-            StoreUrl::Postgres { conninfo, schema } => {
+            StoreUrl::Postgres {
+                conninfo,
+                schema,
+                relaxed_commits,
+            } => {
                 let pg = alkstore_postgres::PgOptions {
                     conninfo,
                     schema,
                     clock: opts.clock,
                     limits: opts.limits,
                     pool_size: 16,
-                    relaxed_commits: true,
+                    relaxed_commits,
                 };
                 AnyEngine::Postgres(alkstore_postgres::PgEngine::open(pg).await?)
             }

@@ -148,3 +148,22 @@ async fn bad_worker_options_are_rejected() {
         .expect_err("too many slots");
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
 }
+
+#[tokio::test]
+async fn postgres_url_can_turn_relaxed_commits_off() {
+    use alkstore_postgres::testing;
+    let url = testing::ensure_database(&testing::database_url(), "alkstore_test")
+        .await
+        .expect("postgres");
+    let schema = testing::unique_schema("durable");
+    let store = Store::open(&format!("{url}?schema={schema}&relaxed_commits=false"))
+        .await
+        .expect("open");
+    let q = store.queue("d");
+    q.enqueue(&1).await.expect("enqueue");
+    let jobs = q.claim("w", 1).await.expect("claim");
+    assert_eq!(q.ack(vec![jobs[0].claim()]).await.expect("ack"), vec![true]);
+    let bad = Store::open(&format!("{url}?schema={schema}&relaxed_commits=sometimes")).await;
+    assert_eq!(bad.expect_err("bad flag").kind(), ErrorKind::InvalidUrl);
+    testing::drop_schema(&url, &schema).await.expect("drop");
+}
