@@ -53,7 +53,30 @@ struct Fresh {
     cleanup: Option<(String, String)>,
 }
 
+impl Fresh {
+    /// Close the store and drop its PostgreSQL schema, if it made one.
+    async fn cleanup(self) -> Result<()> {
+        drop(self.engine);
+        if let Some((conninfo, schema)) = self.cleanup {
+            alkstore_postgres::testing::drop_schema(&conninfo, &schema).await?;
+        }
+        Ok(())
+    }
+}
+
 impl Target {
+    /// Where `alk bench --on URL` runs: fresh temporary SQLite files, or
+    /// fresh schemas on the PostgreSQL server of the URL.
+    fn parse(on: &str) -> Result<Target> {
+        Ok(match StoreUrl::parse(on)? {
+            StoreUrl::Sqlite { .. } => Target::Sqlite {
+                dir: tempfile::tempdir()
+                    .map_err(|e| alkstore::Error::database("bench temp dir", e))?,
+            },
+            StoreUrl::Postgres { conninfo, .. } => Target::Postgres { conninfo },
+        })
+    }
+
     async fn fresh(&self, n: usize) -> Result<Fresh> {
         match self {
             Target::Sqlite { dir } => {
@@ -92,14 +115,20 @@ fn jobs(range: std::ops::Range<usize>) -> Vec<NewJob> {
     range.map(|i| NewJob::new("bench", payload(i))).collect()
 }
 
-async fn fill(e: &AnyEngine, n: usize) -> Result<()> {
+/// Enqueue jobs `0..n` in batches of `batch`, one batch after another.
+async fn enqueue_in_batches(e: &AnyEngine, n: usize, batch: usize) -> Result<()> {
     let mut i = 0;
     while i < n {
-        let end = (i + 5_000).min(n);
+        let end = (i + batch).min(n);
         e.job_enqueue(jobs(i..end)).await?;
         i = end;
     }
     Ok(())
+}
+
+/// Fill the queue before a timed drain.
+async fn fill(e: &AnyEngine, n: usize) -> Result<()> {
+    enqueue_in_batches(e, n, 5_000).await
 }
 
 /// Claim up to `batch` and ack them, until the queue is empty.
@@ -146,12 +175,7 @@ async fn scenario(name: &str, e: &AnyEngine, scale: f64) -> Result<(usize, f64)>
         "enqueue_batch_100" => {
             n = scaled(100_000, scale);
             start = Instant::now();
-            let mut i = 0;
-            while i < n {
-                let end = (i + 100).min(n);
-                e.job_enqueue(jobs(i..end)).await?;
-                i = end;
-            }
+            enqueue_in_batches(e, n, 100).await?;
         }
         "claim_ack_single_20k" => {
             n = scaled(20_000, scale);
@@ -173,15 +197,7 @@ async fn scenario(name: &str, e: &AnyEngine, scale: f64) -> Result<(usize, f64)>
             let acked = Arc::new(AtomicUsize::new(0));
             let producer = {
                 let e = e.clone();
-                tokio::spawn(async move {
-                    let mut i = 0;
-                    while i < n {
-                        let end = (i + 100).min(n);
-                        e.job_enqueue(jobs(i..end)).await?;
-                        i = end;
-                    }
-                    Ok::<_, alkstore::Error>(())
-                })
+                tokio::spawn(async move { enqueue_in_batches(&e, n, 100).await })
             };
             let mut consumers = Vec::new();
             for w in 0..2 {
@@ -292,12 +308,7 @@ pub async fn run_queue(args: QueueBenchArgs) -> Result<()> {
     if !(args.scale > 0.0 && args.scale <= 100.0) {
         return Err(alkstore::Error::invalid("scale", "must be in (0, 100]"));
     }
-    let target = match StoreUrl::parse(&args.on)? {
-        StoreUrl::Sqlite { .. } => Target::Sqlite {
-            dir: tempfile::tempdir().map_err(|e| alkstore::Error::database("bench temp dir", e))?,
-        },
-        StoreUrl::Postgres { conninfo, .. } => Target::Postgres { conninfo },
-    };
+    let target = Target::parse(&args.on)?;
     let wanted: Vec<&str> = if args.scenarios.is_empty() {
         SCENARIOS.to_vec()
     } else {
@@ -324,10 +335,7 @@ pub async fn run_queue(args: QueueBenchArgs) -> Result<()> {
             target.name(),
             n as f64 / secs
         );
-        drop(fresh.engine);
-        if let Some((conninfo, schema)) = fresh.cleanup {
-            alkstore_postgres::testing::drop_schema(&conninfo, &schema).await?;
-        }
+        fresh.cleanup().await?;
     }
     Ok(())
 }
@@ -363,12 +371,7 @@ pub async fn run_worker(args: WorkerBenchArgs) -> Result<()> {
             "must be at least 1",
         ));
     }
-    let target = match StoreUrl::parse(&args.on)? {
-        StoreUrl::Sqlite { .. } => Target::Sqlite {
-            dir: tempfile::tempdir().map_err(|e| alkstore::Error::database("bench temp dir", e))?,
-        },
-        StoreUrl::Postgres { conninfo, .. } => Target::Postgres { conninfo },
-    };
+    let target = Target::parse(&args.on)?;
     println!(
         "# alkstore {} engine={}",
         env!("CARGO_PKG_VERSION"),
@@ -422,9 +425,7 @@ pub async fn run_worker(args: WorkerBenchArgs) -> Result<()> {
         percentile(&from_call, 0.5),
         percentile(&from_call, 0.99),
     );
-    if let Some((conninfo, schema)) = fresh.cleanup {
-        alkstore_postgres::testing::drop_schema(&conninfo, &schema).await?;
-    }
+    fresh.cleanup().await?;
 
     // Throughput through the runtime: no-op handlers over a full queue.
     let fresh = target.fresh(101).await?;
@@ -461,8 +462,6 @@ pub async fn run_worker(args: WorkerBenchArgs) -> Result<()> {
         args.jobs,
         args.jobs as f64 / secs
     );
-    if let Some((conninfo, schema)) = fresh.cleanup {
-        alkstore_postgres::testing::drop_schema(&conninfo, &schema).await?;
-    }
+    fresh.cleanup().await?;
     Ok(())
 }

@@ -186,6 +186,23 @@ impl NewJob {
         Ok(())
     }
 
+    /// Validate every job of a batch; the first failure is the error.
+    pub fn validate_batch(jobs: &[NewJob], limits: &Limits) -> Result<()> {
+        jobs.iter().try_for_each(|j| j.validate(limits))
+    }
+
+    /// The distinct queue names of a batch, in first-seen order (for wake
+    /// hints; batches usually name one queue).
+    pub fn distinct_queues(jobs: &[NewJob]) -> Vec<String> {
+        let mut queues: Vec<String> = Vec::new();
+        for j in jobs {
+            if !queues.contains(&j.queue) {
+                queues.push(j.queue.clone());
+            }
+        }
+        queues
+    }
+
     /// The effective max attempts (per-job override or the queue's).
     pub fn max_attempts(&self) -> u32 {
         self.opts

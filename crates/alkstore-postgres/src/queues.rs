@@ -131,15 +131,7 @@ async fn insert_uniform<C: GenericClient + Sync>(
         &payloads,
     ];
     let rows = client.query(stmt, &params).await.map_err(db(op))?;
-    let mut ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
-    ids.sort_unstable();
-    if ids.len() != n {
-        return Err(Error::database(
-            op,
-            "the insert returned fewer ids than jobs",
-        ));
-    }
-    Ok(ids.into_iter().map(Enqueued::Inserted).collect())
+    inserted_in_order(&rows, n)
 }
 
 /// The enqueue statement text for a batch.
@@ -185,15 +177,7 @@ where
     ];
     if !keyed {
         let rows = client.query(stmt, &params).await.map_err(db(op))?;
-        let mut ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
-        ids.sort_unstable();
-        if ids.len() != n {
-            return Err(Error::database(
-                op,
-                "the insert returned fewer ids than jobs",
-            ));
-        }
-        return Ok(ids.into_iter().map(Enqueued::Inserted).collect());
+        return inserted_in_order(&rows, n);
     }
     params.push(&sql.job_seq);
     let rows = client.query(stmt, &params).await.map_err(db(op))?;
@@ -262,9 +246,7 @@ impl PgEngine {
         sql: &str,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<Row>> {
-        let client = self.client().await?;
-        let stmt = client.prepare_cached(sql).await.map_err(db(op))?;
-        client.query(&stmt, params).await.map_err(db(op))
+        query_on(&self.client().await?, op, sql, params).await
     }
 
     /// Run a statement whose commit need not wait for its WAL flush (claims,
@@ -280,9 +262,7 @@ impl PgEngine {
         sql: &str,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<Row>> {
-        let client = self.relaxed_client().await?;
-        let stmt = client.prepare_cached(sql).await.map_err(db(op))?;
-        client.query(&stmt, params).await.map_err(db(op))
+        query_on(&self.relaxed_client().await?, op, sql, params).await
     }
 
     async fn execute(
@@ -297,37 +277,58 @@ impl PgEngine {
     }
 }
 
+/// Run a cached statement on a pooled connection.
+async fn query_on(
+    client: &deadpool_postgres::Object,
+    op: &'static str,
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> Result<Vec<Row>> {
+    let stmt = client.prepare_cached(sql).await.map_err(db(op))?;
+    client.query(&stmt, params).await.map_err(db(op))
+}
+
+/// The ids an unkeyed insert returned, in input order (ids are drawn in
+/// input order, `RETURNING` has none).
+fn inserted_in_order(rows: &[Row], n: usize) -> Result<Vec<Enqueued>> {
+    let mut ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+    ids.sort_unstable();
+    if ids.len() != n {
+        return Err(Error::database(
+            "job_enqueue",
+            "the insert returned fewer ids than jobs",
+        ));
+    }
+    Ok(ids.into_iter().map(Enqueued::Inserted).collect())
+}
+
 fn held_params(claim: &Claim) -> (i64, i64) {
     (claim.id, i64::from(claim.attempt))
 }
 
 impl QueueEngine for PgEngine {
     async fn job_enqueue(&self, jobs: Vec<NewJob>) -> Result<Vec<Enqueued>> {
-        for job in &jobs {
-            job.validate(self.limits())?;
-        }
+        NewJob::validate_batch(&jobs, self.limits())?;
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
         let client = self.client().await?;
         let sql = &self.inner.sql;
-        if is_uniform(&jobs) {
-            let queue = jobs[0].queue.clone();
-            let stmt = client
-                .prepare_cached(&sql.enqueue_uniform)
-                .await
-                .map_err(db("job_enqueue"))?;
-            let out = insert_uniform(&**client, &stmt, jobs, self.now_override()).await?;
-            self.hub().queue(&queue);
-            return Ok(out);
-        }
+        let queues = NewJob::distinct_queues(&jobs);
         let keyed = is_keyed(&jobs);
+        let uniform = is_uniform(&jobs);
+        let text = if uniform {
+            &sql.enqueue_uniform
+        } else {
+            enqueue_text(sql, keyed)
+        };
         let stmt = client
-            .prepare_cached(enqueue_text(sql, keyed))
+            .prepare_cached(text)
             .await
             .map_err(db("job_enqueue"))?;
-        let queues: Vec<String> = jobs.iter().map(|j| j.queue.clone()).collect();
-        let out = if keyed {
+        let out = if uniform {
+            insert_uniform(&**client, &stmt, jobs, self.now_override()).await?
+        } else if keyed {
             // Keyed batches may need a second statement (see `insert_jobs`):
             // one transaction keeps the batch all or nothing. A holder that
             // finished mid-way freed its key: run the batch again.
@@ -350,7 +351,7 @@ impl QueueEngine for PgEngine {
         } else {
             insert_jobs(&**client, &stmt, sql, jobs, self.now_override()).await?
         };
-        for q in queues.iter().collect::<HashSet<_>>() {
+        for q in &queues {
             self.hub().queue(q);
         }
         Ok(out)

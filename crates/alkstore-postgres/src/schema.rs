@@ -64,6 +64,13 @@ pub struct QualifiedTable<'a> {
     pub name: &'a str,
 }
 
+impl<'a> QualifiedTable<'a> {
+    /// `name` inside `schema`.
+    pub fn new(schema: &'a str, name: &'a str) -> Self {
+        QualifiedTable { schema, name }
+    }
+}
+
 impl fmt::Display for QualifiedTable<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -131,10 +138,7 @@ pub async fn bootstrap(client: &mut tokio_postgres::Client, schema: &str) -> Res
     )
     .await
     .map_err(db)?;
-    let meta = QualifiedTable {
-        schema,
-        name: tables::META,
-    };
+    let meta = QualifiedTable::new(schema, tables::META);
     tx.batch_execute(&format!(
         "CREATE SCHEMA IF NOT EXISTS {s};
          CREATE TABLE IF NOT EXISTS {meta} (key TEXT PRIMARY KEY, value BIGINT NOT NULL);",
@@ -180,14 +184,8 @@ pub async fn bootstrap(client: &mut tokio_postgres::Client, schema: &str) -> Res
 
 fn ddl_v1(schema: &str) -> String {
     let index = |suffix: &str| quote_identifier(&format!("{schema}_{suffix}"));
-    let job = QualifiedTable {
-        schema,
-        name: tables::JOB,
-    };
-    let dead = QualifiedTable {
-        schema,
-        name: tables::DEAD,
-    };
+    let job = QualifiedTable::new(schema, tables::JOB);
+    let dead = QualifiedTable::new(schema, tables::DEAD);
     let job_claim = index(indexes::JOB_CLAIM);
     let job_deadline = index(indexes::JOB_DEADLINE);
     let job_expiry = index(indexes::JOB_EXPIRY);

@@ -64,14 +64,8 @@ fn bury(dead: &QualifiedTable<'_>, error: &str, reason: &str) -> String {
 
 impl Sql {
     pub(crate) fn new(schema: &str) -> Sql {
-        let job = QualifiedTable {
-            schema,
-            name: tables::JOB,
-        };
-        let dead = QualifiedTable {
-            schema,
-            name: tables::DEAD,
-        };
+        let job = QualifiedTable::new(schema, tables::JOB);
+        let dead = QualifiedTable::new(schema, tables::DEAD);
         let unnest = "unnest($2::text[], $3::bytea[], $4::bigint[], $5::bigint[], $6::bigint[], \
               $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[]) \
               WITH ORDINALITY AS u(queue, payload, priority, run_at, delay_s, max_attempts, \

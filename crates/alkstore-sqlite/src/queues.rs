@@ -131,15 +131,11 @@ fn validate_claim(claim: &Claim) -> Result<()> {
 
 impl QueueEngine for SqliteEngine {
     async fn job_enqueue(&self, jobs: Vec<NewJob>) -> Result<Vec<Enqueued>> {
-        for job in &jobs {
-            job.validate(self.limits())?;
-        }
+        NewJob::validate_batch(&jobs, self.limits())?;
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
-        let mut queues: Vec<String> = jobs.iter().map(|j| j.queue.clone()).collect();
-        queues.sort_unstable();
-        queues.dedup();
+        let queues = NewJob::distinct_queues(&jobs);
         let out = self
             .inner
             .writer
