@@ -24,6 +24,9 @@ pub struct TestWorkerArgs {
     /// Milliseconds each handler sleeps.
     #[arg(long, default_value_t = 1)]
     sleep_ms: u64,
+    /// Milliseconds graceful shutdown waits for running handlers.
+    #[arg(long, default_value_t = 5_000)]
+    shutdown_timeout_ms: u64,
 }
 
 /// Run until SIGTERM or Ctrl-C.
@@ -50,34 +53,11 @@ pub async fn run(db: &str, args: TestWorkerArgs) -> Result<()> {
         })
         .concurrency(&args.queue, args.concurrency)
         .opts(WorkerOpts {
-            shutdown_timeout: Duration::from_secs(5),
+            shutdown_timeout: Duration::from_millis(args.shutdown_timeout_ms),
             ..WorkerOpts::default()
         })
-        .run_until(shutdown_signal())
+        .run_until(alkstore::shutdown_signal())
         .await?;
     eprintln!("{report:?}");
     Ok(())
-}
-
-/// SIGTERM or Ctrl-C.
-pub async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(_) => {
-                    let _ = tokio::signal::ctrl_c().await;
-                    return;
-                }
-            };
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = tokio::signal::ctrl_c() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
 }

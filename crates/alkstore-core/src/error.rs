@@ -73,6 +73,23 @@ pub enum Error {
     /// The store was closed (its engine thread or pool is gone).
     #[error("the store is closed")]
     Closed,
+    /// The database stayed locked by another connection or process for the
+    /// whole busy timeout; nothing was written. Safe to retry.
+    #[error("the database was locked by another connection for {waited_s} s during {op}; nothing was written, retry later")]
+    Busy {
+        /// The operation that waited (for example `job_enqueue`).
+        op: &'static str,
+        /// How long it waited, in seconds.
+        waited_s: u64,
+    },
+    /// There is no store at the URL (a read-only command does not create one).
+    #[error("no alkstore store at {url}: {reason}")]
+    NoStore {
+        /// The URL (passwords masked).
+        url: String,
+        /// What is missing.
+        reason: String,
+    },
 }
 
 /// The category of an [`Error`], stable across engines.
@@ -95,6 +112,10 @@ pub enum ErrorKind {
     Payload,
     /// See [`Error::Closed`].
     Closed,
+    /// See [`Error::Busy`]: retryable.
+    Busy,
+    /// See [`Error::NoStore`].
+    NoStore,
 }
 
 impl Error {
@@ -109,6 +130,8 @@ impl Error {
             Error::Database { .. } => ErrorKind::Database,
             Error::Payload { .. } => ErrorKind::Payload,
             Error::Closed => ErrorKind::Closed,
+            Error::Busy { .. } => ErrorKind::Busy,
+            Error::NoStore { .. } => ErrorKind::NoStore,
         }
     }
 

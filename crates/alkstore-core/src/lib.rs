@@ -15,8 +15,8 @@ mod wake;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{BoxError, Error, ErrorKind, Result};
 pub use queue::{
-    backoff_delay_s, Claim, ClaimParams, DeadListParams, DeadSelect, EnqueueOpts, Enqueued, Job,
-    JobInfo, JobListParams, JobState, Limits, NewJob, QueueEngine, QueueOpts, QueueStats,
-    RetryOutcome, RetryParams, SweepReport,
+    backoff_delay_s, AttemptError, CancelOutcome, Claim, ClaimParams, DeadListParams, DeadSelect,
+    EnqueueOpts, Enqueued, Job, JobInfo, JobListParams, JobState, Limits, NewJob, QueueEngine,
+    QueueOpts, QueueStats, RetryOutcome, RetryParams, SweepReport,
 };
 pub use wake::{Wake, WakeHub};

@@ -22,6 +22,10 @@ pub struct QueueOpts {
     pub backoff_base: Duration,
     /// How long dead letters are kept; `None` keeps them forever (default 7 days).
     pub dead_letter_retention: Option<Duration>,
+    /// Keep acked jobs this long (state `completed`) so an operator can see
+    /// what ran; pruned by the maintenance sweep. `None` (the default)
+    /// deletes a job when it is acked.
+    pub keep_completed: Option<Duration>,
 }
 
 impl Default for QueueOpts {
@@ -31,6 +35,7 @@ impl Default for QueueOpts {
             max_attempts: 3,
             backoff_base: Duration::from_secs(5),
             dead_letter_retention: Some(Duration::from_secs(7 * 24 * 3600)),
+            keep_completed: None,
         }
     }
 }
@@ -151,38 +156,23 @@ impl NewJob {
             ));
         }
         if let Some(key) = &self.opts.unique_key {
-            if key.is_empty() {
-                return Err(Error::invalid("unique key", "must not be empty"));
-            }
+            validate_text("unique key", key)?;
         }
         if let Some(e) = self.opts.expires_in {
             if e.as_secs() < 1 {
                 return Err(Error::invalid("expiry", "must be at least one second"));
             }
         }
-        // Keep every stored time far from i64 overflow (engines add to them).
-        const FAR: i64 = 1 << 40;
-        let far = |what: &'static str, v: i64| {
-            if !(-FAR..=FAR).contains(&v) {
-                Err(Error::invalid(
-                    what,
-                    "out of range (more than ~34,000 years away)",
-                ))
-            } else {
-                Ok(())
-            }
-        };
         if let Some(t) = self.opts.run_at {
-            far("run_at", t)?;
+            validate_time("run_at", t)?;
         }
-        far("delay", self.delay_s())?;
-        far("expiry", self.opts.expires_in.map(secs).unwrap_or(0))?;
-        far("visibility timeout", self.visibility_timeout_s())?;
-        far("backoff base", self.backoff_base_s())?;
-        far(
-            "dead letter retention",
-            self.dead_letter_retention_s().unwrap_or(0),
-        )?;
+        validate_duration("delay", self.opts.delay)?;
+        validate_duration("expiry", self.opts.expires_in)?;
+        let q = &self.queue_opts;
+        validate_duration("visibility timeout", Some(q.visibility_timeout))?;
+        validate_duration("backoff base", Some(q.backoff_base))?;
+        validate_duration("dead letter retention", q.dead_letter_retention)?;
+        validate_duration("keep completed", q.keep_completed)?;
         Ok(())
     }
 
@@ -244,21 +234,64 @@ impl NewJob {
     pub fn dead_letter_retention_s(&self) -> Option<i64> {
         self.queue_opts.dead_letter_retention.map(secs)
     }
+
+    /// How long to keep the job once acked, in seconds (`None`: delete it).
+    pub fn keep_completed_s(&self) -> Option<i64> {
+        self.queue_opts.keep_completed.map(secs)
+    }
 }
 
-fn secs(d: Duration) -> i64 {
+/// Whole seconds of `d`, saturating (validation keeps real values far below).
+pub fn secs(d: Duration) -> i64 {
     i64::try_from(d.as_secs()).unwrap_or(i64::MAX / 4)
 }
 
-/// Reject empty or oversized queue names.
-pub fn validate_queue_name(queue: &str) -> Result<()> {
-    if queue.is_empty() {
-        return Err(Error::invalid("queue name", "must not be empty"));
-    }
-    if queue.len() > 200 {
-        return Err(Error::invalid("queue name", "longer than 200 bytes"));
+/// Furthest accepted time or duration, in seconds: keeps every stored time
+/// far from `i64` overflow, since engines add to them.
+const FAR_S: i64 = 1 << 40;
+
+/// Reject a unix time (seconds) too far from the epoch to compute with.
+pub fn validate_time(what: &'static str, unix_s: i64) -> Result<()> {
+    if !(-FAR_S..=FAR_S).contains(&unix_s) {
+        return Err(Error::invalid(
+            what,
+            "out of range (more than ~34,000 years away)",
+        ));
     }
     Ok(())
+}
+
+/// Reject a duration too long to compute with. Every delay, timeout and
+/// retention the contract accepts goes through here, so one limit holds for
+/// all of them (enqueue delay, retry delay, snooze, …).
+pub fn validate_duration(what: &'static str, d: Option<Duration>) -> Result<()> {
+    match d {
+        Some(d) if d.as_secs() > FAR_S as u64 => Err(Error::invalid(
+            what,
+            "out of range (more than ~34,000 years)",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Reject empty text, text longer than 200 bytes, or text with a NUL byte
+/// (PostgreSQL cannot store NUL in `TEXT`; SQLite would, so refuse it on both).
+pub fn validate_text(what: &'static str, text: &str) -> Result<()> {
+    if text.is_empty() {
+        return Err(Error::invalid(what, "must not be empty"));
+    }
+    if text.len() > 200 {
+        return Err(Error::invalid(what, "longer than 200 bytes"));
+    }
+    if text.contains('\0') {
+        return Err(Error::invalid(what, "must not contain a NUL byte"));
+    }
+    Ok(())
+}
+
+/// Reject empty, oversized or NUL-containing queue names.
+pub fn validate_queue_name(queue: &str) -> Result<()> {
+    validate_text("queue name", queue)
 }
 
 /// Store-wide limits, checked before writing.
@@ -332,12 +365,9 @@ impl ClaimParams {
     }
 }
 
-/// Reject empty worker names.
+/// Reject empty, oversized or NUL-containing worker names.
 pub fn validate_worker(worker: &str) -> Result<()> {
-    if worker.is_empty() {
-        return Err(Error::invalid("worker id", "must not be empty"));
-    }
-    Ok(())
+    validate_text("worker id", worker)
 }
 
 /// A claimed job, handed to exactly one worker until its claim expires.
@@ -369,6 +399,9 @@ pub struct Job {
     pub created_at: i64,
     /// Its unique key, if any.
     pub unique_key: Option<String>,
+    /// This claim's token: the job's claim count, which grows on every claim
+    /// (release and snooze give the attempt back, never the token).
+    pub claim_token: i64,
 }
 
 impl Job {
@@ -381,26 +414,55 @@ impl Job {
             .then(a.id.cmp(&b.id))
     }
 
-    /// The claim token that ack, retry, fail, heartbeat and release need.
+    /// The proof of this claim that ack, retry, fail, snooze, heartbeat and
+    /// release need.
     pub fn claim(&self) -> Claim {
         Claim {
             id: self.id,
             worker: self.worker.clone(),
-            attempt: self.attempt,
+            token: self.claim_token,
         }
     }
 }
 
-/// Proof of a claim: a job id, its worker and the attempt number. A claim
-/// that expired and was taken by another claim no longer matches the row.
+/// Proof of a claim: a job id, its worker and the claim's token. Every claim
+/// of a job gets a new token (the job's claim count), so a claim that expired,
+/// was released or was snoozed never matches the row again, even when the
+/// same worker name claims the job once more.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Claim {
     /// Job id.
     pub id: i64,
     /// The worker that claimed it.
     pub worker: String,
-    /// The attempt the claim started.
-    pub attempt: u32,
+    /// The claim's token ([`Job::claim_token`]).
+    pub token: i64,
+}
+
+impl Claim {
+    /// Validate against the contract.
+    pub fn validate(&self) -> Result<()> {
+        validate_worker(&self.worker)
+    }
+}
+
+/// Longest error text kept per attempt; longer texts are cut (on a character
+/// boundary) so a handler's huge error cannot bloat the row.
+pub const MAX_ERROR_BYTES: usize = 4096;
+
+/// Attempt errors kept per job (the most recent ones).
+pub const MAX_ERRORS_KEPT: usize = 20;
+
+/// Cut `error` to [`MAX_ERROR_BYTES`] on a character boundary.
+pub fn truncate_error(mut error: String) -> String {
+    if error.len() > MAX_ERROR_BYTES {
+        let mut end = MAX_ERROR_BYTES;
+        while !error.is_char_boundary(end) {
+            end -= 1;
+        }
+        error.truncate(end);
+    }
+    error
 }
 
 /// Parameters of a retry.
@@ -414,6 +476,14 @@ pub struct RetryParams {
     pub delay: Option<Duration>,
 }
 
+impl RetryParams {
+    /// Validate against the contract (the same limits as every delay).
+    pub fn validate(&self) -> Result<()> {
+        self.claim.validate()?;
+        validate_duration("retry delay", self.delay)
+    }
+}
+
 /// What a retry did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RetryOutcome {
@@ -421,8 +491,41 @@ pub enum RetryOutcome {
     Scheduled(i64),
     /// Out of attempts: moved to dead.
     Dead,
+    /// The job's cancellation was requested while it ran: moved to dead as
+    /// `cancelled` instead of being retried.
+    Cancelled,
     /// The caller's claim is no longer valid; nothing changed.
     NotHeld,
+}
+
+/// What a cancel did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelOutcome {
+    /// The job was pending: it moved to dead as `cancelled`.
+    Cancelled,
+    /// The job is running: its cancellation is requested. The worker tells
+    /// the handler (cooperative cancel); the job then ends in dead as
+    /// `cancelled`, or is acked if the handler finished anyway.
+    Requested,
+    /// No live job has this id.
+    NotFound,
+}
+
+/// One failed attempt, as kept on the job.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct AttemptError {
+    /// The attempt's number.
+    pub attempt: u32,
+    /// When it failed (unix seconds, the engine's clock).
+    pub at: i64,
+    /// What the handler reported.
+    pub error: String,
+}
+
+/// Parse the stored JSON list of attempt errors (empty when absent or bad).
+pub fn parse_attempt_errors(json: Option<&str>) -> Vec<AttemptError> {
+    json.and_then(|j| serde_json::from_str(j).ok())
+        .unwrap_or_default()
 }
 
 /// Where a job is in its life.
@@ -434,15 +537,18 @@ pub enum JobState {
     Processing,
     /// In the dead-letter table.
     Dead,
+    /// Acked and kept (queues with [`QueueOpts::keep_completed`]).
+    Completed,
 }
 
 impl JobState {
-    /// The state as stored (`pending`, `processing`, `dead`).
+    /// The state as stored (`pending`, `processing`, `dead`, `completed`).
     pub fn as_str(&self) -> &'static str {
         match self {
             JobState::Pending => "pending",
             JobState::Processing => "processing",
             JobState::Dead => "dead",
+            JobState::Completed => "completed",
         }
     }
 
@@ -452,6 +558,7 @@ impl JobState {
             "pending" => Some(JobState::Pending),
             "processing" => Some(JobState::Processing),
             "dead" => Some(JobState::Dead),
+            "completed" => Some(JobState::Completed),
             _ => None,
         }
     }
@@ -488,10 +595,16 @@ pub struct JobInfo {
     pub unique_key: Option<String>,
     /// The last error recorded by retry or fail.
     pub last_error: Option<String>,
-    /// Why it died (`failed`, `exhausted`, `expired`), for dead jobs.
+    /// Why it died (`failed`, `exhausted`, `expired`, `cancelled`), for dead
+    /// jobs.
     pub dead_reason: Option<String>,
-    /// When it died, for dead jobs.
+    /// When it died (dead jobs) or was acked (completed jobs).
     pub died_at: Option<i64>,
+    /// Every failed attempt's error, oldest first (at most
+    /// [`MAX_ERRORS_KEPT`], the most recent).
+    pub errors: Vec<AttemptError>,
+    /// A running job whose cancellation was requested.
+    pub cancel_requested: bool,
 }
 
 /// Counts for one queue.
@@ -503,10 +616,17 @@ pub struct QueueStats {
     pub ready: u64,
     /// Pending, due later.
     pub scheduled: u64,
-    /// Claimed.
+    /// Claimed, and the claim is still valid.
     pub processing: u64,
+    /// Claimed, but the claim lapsed (its worker died or hangs): the job is
+    /// claimed again or dead-lettered by the next claim or sweep.
+    pub expired_claims: u64,
+    /// Pending past their expiry, waiting to be moved to dead (not ready).
+    pub expired: u64,
     /// In the dead-letter table.
     pub dead: u64,
+    /// Acked and kept ([`QueueOpts::keep_completed`]).
+    pub completed: u64,
     /// Age in seconds of the oldest ready job.
     pub oldest_ready_age_s: Option<i64>,
 }
@@ -516,7 +636,8 @@ pub struct QueueStats {
 pub struct JobListParams {
     /// Only this queue (all queues when `None`).
     pub queue: Option<String>,
-    /// Only jobs in this state (`Pending` or `Processing`; all live when `None`).
+    /// Only jobs in this state (`Pending`, `Processing` or `Completed`; all
+    /// live jobs when `None`).
     pub state: Option<JobState>,
     /// Only ids greater than this (for paging).
     pub after_id: Option<i64>,
@@ -568,6 +689,10 @@ pub struct DeadSelect {
     pub queue: Option<String>,
     /// Only these ids (all matching the queue when `None`).
     pub ids: Option<Vec<i64>>,
+    /// Act on at most this many (lowest ids first) in one transaction, so a
+    /// bulk operation can run in bounded batches with commits between
+    /// (1..=10,000; all at once when `None`).
+    pub limit: Option<u32>,
 }
 
 /// What a maintenance sweep did.
@@ -575,10 +700,15 @@ pub struct DeadSelect {
 pub struct SweepReport {
     /// Pending jobs past their expiry, moved to dead as `expired`.
     pub expired: u64,
-    /// Expired claims on their last attempt, moved to dead as `exhausted`.
+    /// Expired claims with attempts left, handed back (pending again).
+    pub rescued: u64,
+    /// Expired claims on their last attempt, moved to dead as `exhausted`
+    /// (or `cancelled` when their cancellation was requested).
     pub exhausted: u64,
     /// Dead letters past their retention, deleted.
     pub dead_pruned: u64,
+    /// Kept completed jobs past their retention, deleted.
+    pub completed_pruned: u64,
 }
 
 /// The retry delay in seconds after `attempt` failed: `base * 2^(attempt-1)`,
@@ -637,10 +767,11 @@ pub trait QueueEngine: Send + Sync + 'static {
     /// again at once and the attempt is not counted.
     fn job_release(&self, claim: Claim) -> impl Future<Output = Result<bool>> + Send;
 
-    /// Delete a live job; true when one was deleted.
-    fn job_cancel(&self, id: i64) -> impl Future<Output = Result<bool>> + Send;
+    /// Cancel a live job: a pending one moves to dead as `cancelled`; a
+    /// running one is flagged, and its worker tells the handler.
+    fn job_cancel(&self, id: i64) -> impl Future<Output = Result<CancelOutcome>> + Send;
 
-    /// Look up a live or dead job.
+    /// Look up a live, dead or kept completed job.
     fn job_get(&self, id: i64) -> impl Future<Output = Result<Option<JobInfo>>> + Send;
 
     /// Counts for one queue.
@@ -648,6 +779,26 @@ pub trait QueueEngine: Send + Sync + 'static {
 
     /// List live jobs in id order.
     fn job_list(&self, params: JobListParams) -> impl Future<Output = Result<Vec<JobInfo>>> + Send;
+
+    /// Put a claimed job back to pending, due after `delay`, without using an
+    /// attempt (the handler asked to run again later). Returns the new due
+    /// time, or `None` when the claim is not held. A job whose cancellation
+    /// was requested goes to dead as `cancelled` instead.
+    fn job_snooze(
+        &self,
+        claim: Claim,
+        delay: Duration,
+    ) -> impl Future<Output = Result<Option<i64>>> + Send;
+
+    /// Of these job ids, the ones whose cancellation was requested while
+    /// they run (the worker polls this to tell its handlers).
+    fn job_cancel_requests(&self, ids: Vec<i64>) -> impl Future<Output = Result<Vec<i64>>> + Send;
+
+    /// Hand a processing job back without its claim (an operator's release
+    /// of a job whose worker is stuck or gone): pending again at once, the
+    /// attempt not counted, and the old claim's token void. False when the
+    /// job is not processing.
+    fn job_unclaim(&self, id: i64) -> impl Future<Output = Result<bool>> + Send;
 
     /// Subscribe to wake hints: commits that may have made jobs claimable.
     /// Delayed jobs and expired claims send no hint; they come due on whole
@@ -657,8 +808,9 @@ pub trait QueueEngine: Send + Sync + 'static {
     /// Names of every queue with live or dead jobs.
     fn queue_list(&self) -> impl Future<Output = Result<Vec<String>>> + Send;
 
-    /// Expire overdue pending jobs, dead-letter exhausted expired claims, and
-    /// prune dead letters past retention.
+    /// Maintenance on every queue: expire overdue pending jobs, hand expired
+    /// claims back (or dead-letter them when out of attempts), and prune dead
+    /// letters and kept completed jobs past their retention.
     fn queue_sweep(&self) -> impl Future<Output = Result<SweepReport>> + Send;
 
     /// List dead letters in id order.
@@ -673,6 +825,9 @@ pub trait QueueEngine: Send + Sync + 'static {
 
     /// Delete dead letters; returns how many.
     fn dead_purge(&self, select: DeadSelect) -> impl Future<Output = Result<u64>> + Send;
+
+    /// How many dead letters `select` matches (ignoring its `limit`).
+    fn dead_count(&self, select: DeadSelect) -> impl Future<Output = Result<u64>> + Send;
 }
 
 impl DeadListParams {
@@ -691,6 +846,7 @@ impl DeadSelect {
         DeadSelect {
             queue: Some(queue.into()),
             ids: None,
+            limit: None,
         }
     }
 
@@ -699,13 +855,23 @@ impl DeadSelect {
         DeadSelect {
             queue: None,
             ids: Some(ids),
+            limit: None,
         }
+    }
+
+    /// At most `n` of them per call (a batch).
+    pub fn limit(mut self, n: u32) -> Self {
+        self.limit = Some(n);
+        self
     }
 
     /// Validate against the contract.
     pub fn validate(&self) -> Result<()> {
         if let Some(q) = &self.queue {
             validate_queue_name(q)?;
+        }
+        if let Some(n) = self.limit {
+            validate_limit(n)?;
         }
         Ok(())
     }

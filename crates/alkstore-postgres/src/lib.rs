@@ -60,6 +60,10 @@ pub struct PgOptions {
     /// whose claim was lost has its ack refused. Enqueues, retries, failures
     /// and dead-letter moves always wait for the flush.
     pub relaxed_commits: bool,
+    /// Create the schema and tables when missing (default true). With
+    /// false, a schema alkstore never bootstrapped is [`Error::NoStore`] and
+    /// nothing is created (read-only tools).
+    pub create: bool,
 }
 
 impl PgOptions {
@@ -72,6 +76,7 @@ impl PgOptions {
             limits: Limits::default(),
             pool_size: 16,
             relaxed_commits: true,
+            create: true,
         }
     }
 
@@ -142,6 +147,12 @@ impl PgEngine {
         let pool = build_pool(config, opts.pool_size.saturating_sub(relaxed_size).max(1))?;
         {
             let mut client = checkout(&pool).await?;
+            if !opts.create && !schema::exists(&client, &opts.schema).await? {
+                return Err(Error::NoStore {
+                    url: mask_password(&opts.conninfo),
+                    reason: format!("schema {:?} holds no alkstore tables", opts.schema),
+                });
+            }
             schema::bootstrap(&mut client, &opts.schema).await?;
         }
         let relaxed_pool = if opts.relaxed_commits {

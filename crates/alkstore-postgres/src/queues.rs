@@ -2,11 +2,15 @@
 
 use std::collections::HashSet;
 
-use alkstore_core::queue::{validate_queue_name, validate_worker};
+use std::time::Duration;
+
+use alkstore_core::queue::{
+    parse_attempt_errors, secs, truncate_error, validate_duration, validate_queue_name,
+};
 use alkstore_core::{
-    backoff_delay_s, Claim, ClaimParams, DeadListParams, DeadSelect, Enqueued, Error, Job, JobInfo,
-    JobListParams, JobState, NewJob, QueueEngine, QueueStats, Result, RetryOutcome, RetryParams,
-    SweepReport,
+    backoff_delay_s, CancelOutcome, Claim, ClaimParams, DeadListParams, DeadSelect, Enqueued,
+    Error, Job, JobInfo, JobListParams, JobState, NewJob, QueueEngine, QueueStats, Result,
+    RetryOutcome, RetryParams, SweepReport,
 };
 use tokio_postgres::types::ToSql;
 use tokio_postgres::ToStatement;
@@ -28,6 +32,7 @@ struct Columns {
     backoff: Vec<i64>,
     retention: Vec<Option<i64>>,
     unique_key: Vec<Option<String>>,
+    keep: Vec<Option<i64>>,
 }
 
 impl Columns {
@@ -45,6 +50,7 @@ impl Columns {
             backoff: Vec::with_capacity(n),
             retention: Vec::with_capacity(n),
             unique_key: Vec::with_capacity(n),
+            keep: Vec::with_capacity(n),
         };
         for j in jobs {
             c.priority.push(j.opts.priority.into());
@@ -59,6 +65,7 @@ impl Columns {
             c.vis.push(j.visibility_timeout_s());
             c.backoff.push(j.backoff_base_s());
             c.retention.push(j.dead_letter_retention_s());
+            c.keep.push(j.keep_completed_s());
             c.queue.push(j.queue);
             c.payload.push(j.payload);
             c.unique_key.push(j.opts.unique_key);
@@ -117,7 +124,7 @@ async fn insert_uniform<C: GenericClient + Sync>(
         .opts
         .expires_in
         .map(|d| d.as_secs().min(i64::MAX as u64 / 4) as i64);
-    let params: [&(dyn ToSql + Sync); 11] = [
+    let params: [&(dyn ToSql + Sync); 12] = [
         &now,
         &first.queue,
         &priority,
@@ -129,6 +136,7 @@ async fn insert_uniform<C: GenericClient + Sync>(
         &first.backoff_base_s(),
         &first.dead_letter_retention_s(),
         &payloads,
+        &first.keep_completed_s(),
     ];
     let rows = client.query(stmt, &params).await.map_err(db(op))?;
     inserted_in_order(&rows, n)
@@ -174,6 +182,7 @@ where
         &c.backoff,
         &c.retention,
         &c.unique_key,
+        &c.keep,
     ];
     if !keyed {
         let rows = client.query(stmt, &params).await.map_err(db(op))?;
@@ -208,16 +217,33 @@ where
     Ok(out)
 }
 
-fn job_info(r: &Row, dead: bool) -> JobInfo {
-    let (state, dead_reason, died_at) = if dead {
-        (
+/// Which table a `JobInfo` row comes from (see `sql.rs` for the columns).
+#[derive(Clone, Copy)]
+enum Source {
+    Live,
+    Dead,
+    Done,
+}
+
+fn job_info(r: &Row, source: Source) -> JobInfo {
+    let errors: Option<String> = r.get(13);
+    let (state, dead_reason, died_at, cancel_requested) = match source {
+        Source::Dead => (
             JobState::Dead,
-            Some(r.get::<_, String>(13)),
-            Some(r.get(14)),
-        )
-    } else {
-        let s: String = r.get(13);
-        (JobState::parse(&s).unwrap_or(JobState::Pending), None, None)
+            Some(r.get::<_, String>(14)),
+            Some(r.get(15)),
+            false,
+        ),
+        Source::Live => {
+            let s: String = r.get(14);
+            (
+                JobState::parse(&s).unwrap_or(JobState::Pending),
+                None,
+                None,
+                r.get(15),
+            )
+        }
+        Source::Done => (JobState::Completed, None, Some(r.get(14)), false),
     };
     JobInfo {
         id: r.get(0),
@@ -233,9 +259,11 @@ fn job_info(r: &Row, dead: bool) -> JobInfo {
         expires_at: r.get(10),
         unique_key: r.get(11),
         last_error: r.get(12),
+        errors: parse_attempt_errors(errors.as_deref()),
         state,
         dead_reason,
         died_at,
+        cancel_requested,
     }
 }
 
@@ -302,8 +330,30 @@ fn inserted_in_order(rows: &[Row], n: usize) -> Result<Vec<Enqueued>> {
     Ok(ids.into_iter().map(Enqueued::Inserted).collect())
 }
 
-fn held_params(claim: &Claim) -> (i64, i64) {
-    (claim.id, i64::from(claim.attempt))
+impl PgEngine {
+    /// Run the hand-back statement (release, snooze, unclaim): `Some(Some(t))`
+    /// pending again due at `t`, `Some(None)` buried as cancelled, `None`
+    /// when nothing was held.
+    async fn hand_back(
+        &self,
+        op: &'static str,
+        text: &str,
+        id: i64,
+        holder: Option<(&str, i64)>,
+        delay_s: i64,
+    ) -> Result<Option<Option<i64>>> {
+        let now = self.now_override();
+        let channel = crate::schema::notify_channel(self.schema());
+        let (worker, token) = (holder.map(|h| h.0), holder.map(|h| h.1));
+        let rows = self
+            .query(op, text, &[&now, &id, &worker, &token, &delay_s, &channel])
+            .await?;
+        let out = rows.first().map(|r| r.get::<_, Option<i64>>(0));
+        if matches!(out, Some(Some(_))) {
+            self.hub().all();
+        }
+        Ok(out)
+    }
 }
 
 impl QueueEngine for PgEngine {
@@ -363,7 +413,7 @@ impl QueueEngine for PgEngine {
         let sql = &self.inner.sql;
         if self.rescue_due(&p.queue) {
             if let Err(e) = self
-                .execute("job_claim", &sql.rescue, &[&now, &p.queue])
+                .query("job_claim", &sql.rescue, &[&now, &p.queue])
                 .await
             {
                 self.forget_rescue(&p.queue);
@@ -391,6 +441,7 @@ impl QueueEngine for PgEngine {
                 created_at: r.get(7),
                 unique_key: r.get(8),
                 claimed_at: r.get(9),
+                claim_token: r.get(10),
                 queue: p.queue.clone(),
                 worker: p.worker.clone(),
             })
@@ -401,7 +452,7 @@ impl QueueEngine for PgEngine {
 
     async fn job_ack(&self, claims: Vec<Claim>) -> Result<Vec<bool>> {
         for c in &claims {
-            validate_worker(&c.worker)?;
+            c.validate()?;
         }
         if claims.is_empty() {
             return Ok(Vec::new());
@@ -410,7 +461,7 @@ impl QueueEngine for PgEngine {
         let mut flags = vec![false; claims.len()];
         // The statement matches each row to its claim by the id's position,
         // so one statement takes each id once; a batch that names an id
-        // twice (two attempts of one job) takes several rounds.
+        // twice (two claims of one job) takes several rounds.
         let mut pending: Vec<usize> = (0..claims.len()).collect();
         while !pending.is_empty() {
             let mut seen = HashSet::new();
@@ -419,15 +470,12 @@ impl QueueEngine for PgEngine {
                 .partition(|&i| seen.insert(claims[i].id));
             let ids: Vec<i64> = round.iter().map(|&i| claims[i].id).collect();
             let workers: Vec<&str> = round.iter().map(|&i| claims[i].worker.as_str()).collect();
-            let attempts: Vec<i64> = round
-                .iter()
-                .map(|&i| i64::from(claims[i].attempt))
-                .collect();
+            let tokens: Vec<i64> = round.iter().map(|&i| claims[i].token).collect();
             let rows = self
                 .query_relaxed(
                     "job_ack",
                     &self.inner.sql.ack,
-                    &[&now, &ids, &workers, &attempts],
+                    &[&now, &ids, &workers, &tokens],
                 )
                 .await?;
             let acked: HashSet<i64> = rows.iter().map(|r| r.get(0)).collect();
@@ -440,37 +488,42 @@ impl QueueEngine for PgEngine {
     }
 
     async fn job_retry(&self, p: RetryParams) -> Result<RetryOutcome> {
-        validate_worker(&p.claim.worker)?;
+        p.validate()?;
         let op = "job_retry";
         let sql = &self.inner.sql;
         let now = self.now_override();
-        let (id, attempt) = held_params(&p.claim);
+        let (id, token) = (p.claim.id, p.claim.token);
+        let error = truncate_error(p.error);
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(db(op))?;
         let select = tx.prepare_cached(&sql.retry_select).await.map_err(db(op))?;
         let row = tx
-            .query_opt(&select, &[&now, &id, &p.claim.worker, &attempt])
+            .query_opt(&select, &[&now, &id, &p.claim.worker, &token])
             .await
             .map_err(db(op))?;
         let Some(row) = row else {
             return Ok(RetryOutcome::NotHeld);
         };
-        let (attempts, max_attempts, base, db_now): (i64, i64, i64, i64) =
-            (row.get(0), row.get(1), row.get(2), row.get(3));
-        let outcome = if attempts >= max_attempts {
+        let (attempts, max_attempts, base, db_now, cancel_requested): (i64, i64, i64, i64, bool) =
+            (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4));
+        let outcome = if cancel_requested || attempts >= max_attempts {
             let bury = tx.prepare_cached(&sql.retry_bury).await.map_err(db(op))?;
-            tx.execute(&bury, &[&now, &id, &p.error])
+            tx.execute(&bury, &[&now, &id, &error])
                 .await
                 .map_err(db(op))?;
-            RetryOutcome::Dead
+            if cancel_requested {
+                RetryOutcome::Cancelled
+            } else {
+                RetryOutcome::Dead
+            }
         } else {
             let delay = match p.delay {
-                Some(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX / 4),
+                Some(d) => secs(d),
                 None => backoff_delay_s(base, attempts as u32, id),
             };
             let run_at = db_now + delay;
             let update = tx.prepare_cached(&sql.retry_update).await.map_err(db(op))?;
-            tx.execute(&update, &[&now, &run_at, &p.error, &id])
+            tx.execute(&update, &[&now, &run_at, &error, &id])
                 .await
                 .map_err(db(op))?;
             RetryOutcome::Scheduled(run_at)
@@ -485,85 +538,131 @@ impl QueueEngine for PgEngine {
     }
 
     async fn job_fail(&self, claim: Claim, error: String) -> Result<bool> {
-        validate_worker(&claim.worker)?;
+        claim.validate()?;
         let now = self.now_override();
-        let (id, attempt) = held_params(&claim);
+        let error = truncate_error(error);
         let n = self
             .execute(
                 "job_fail",
                 &self.inner.sql.fail,
-                &[&now, &id, &claim.worker, &attempt, &error],
+                &[&now, &claim.id, &claim.worker, &claim.token, &error],
             )
             .await?;
         Ok(n == 1)
     }
 
+    async fn job_snooze(&self, claim: Claim, delay: Duration) -> Result<Option<i64>> {
+        claim.validate()?;
+        validate_duration("snooze delay", Some(delay))?;
+        let out = self
+            .hand_back(
+                "job_snooze",
+                &self.inner.sql.hand_back,
+                claim.id,
+                Some((&claim.worker, claim.token)),
+                secs(delay),
+            )
+            .await?;
+        Ok(out.flatten())
+    }
+
     async fn job_heartbeat(&self, claim: Claim) -> Result<Option<i64>> {
-        validate_worker(&claim.worker)?;
+        claim.validate()?;
         let now = self.now_override();
-        let (id, attempt) = held_params(&claim);
         let rows = self
             .query_relaxed(
                 "job_heartbeat",
                 &self.inner.sql.heartbeat,
-                &[&now, &id, &claim.worker, &attempt],
+                &[&now, &claim.id, &claim.worker, &claim.token],
             )
             .await?;
         Ok(rows.first().map(|r| r.get(0)))
     }
 
     async fn job_release(&self, claim: Claim) -> Result<bool> {
-        validate_worker(&claim.worker)?;
-        let now = self.now_override();
-        let (id, attempt) = held_params(&claim);
-        let channel = crate::schema::notify_channel(self.schema());
-        let rows = self
-            .query(
+        claim.validate()?;
+        let out = self
+            .hand_back(
                 "job_release",
-                &self.inner.sql.release,
-                &[&now, &id, &claim.worker, &attempt, &channel],
+                &self.inner.sql.hand_back,
+                claim.id,
+                Some((&claim.worker, claim.token)),
+                0,
             )
             .await?;
-        if !rows.is_empty() {
-            self.hub().all();
+        Ok(out.is_some())
+    }
+
+    async fn job_unclaim(&self, id: i64) -> Result<bool> {
+        let out = self
+            .hand_back("job_unclaim", &self.inner.sql.unclaim, id, None, 0)
+            .await?;
+        Ok(out.is_some())
+    }
+
+    async fn job_cancel_requests(&self, ids: Vec<i64>) -> Result<Vec<i64>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
         }
-        Ok(rows.len() == 1)
+        let rows = self
+            .query(
+                "job_cancel_requests",
+                &self.inner.sql.cancel_requests,
+                &[&ids],
+            )
+            .await?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
     fn wake_subscribe(&self) -> tokio::sync::broadcast::Receiver<alkstore_core::Wake> {
         self.wake_hints()
     }
 
-    async fn job_cancel(&self, id: i64) -> Result<bool> {
-        Ok(self
-            .execute("job_cancel", &self.inner.sql.cancel, &[&id])
-            .await?
-            == 1)
+    async fn job_cancel(&self, id: i64) -> Result<CancelOutcome> {
+        let now = self.now_override();
+        let rows = self
+            .query("job_cancel", &self.inner.sql.cancel, &[&now, &id])
+            .await?;
+        let r = rows
+            .first()
+            .ok_or_else(|| Error::database("job_cancel", "no row"))?;
+        let (cancelled, flagged): (i64, i64) = (r.get(0), r.get(1));
+        Ok(if cancelled > 0 {
+            CancelOutcome::Cancelled
+        } else if flagged > 0 {
+            CancelOutcome::Requested
+        } else {
+            CancelOutcome::NotFound
+        })
     }
 
     async fn job_get(&self, id: i64) -> Result<Option<JobInfo>> {
         let sql = &self.inner.sql;
-        let live = self.query("job_get", &sql.get_live, &[&id]).await?;
-        if let Some(r) = live.first() {
-            return Ok(Some(job_info(r, false)));
+        for (text, source) in [
+            (&sql.get_live, Source::Live),
+            (&sql.get_dead, Source::Dead),
+            (&sql.get_done, Source::Done),
+        ] {
+            let rows = self.query("job_get", text, &[&id]).await?;
+            if let Some(r) = rows.first() {
+                return Ok(Some(job_info(r, source)));
+            }
         }
-        let dead = self.query("job_get", &sql.get_dead, &[&id]).await?;
-        Ok(dead.first().map(|r| job_info(r, true)))
+        Ok(None)
     }
 
     async fn job_list(&self, p: JobListParams) -> Result<Vec<JobInfo>> {
         p.validate()?;
-        let state = p.state.map(|s| s.as_str());
+        let (text, source, state) = match p.state {
+            Some(JobState::Completed) => (&self.inner.sql.list_done, Source::Done, None),
+            s => (&self.inner.sql.list_live, Source::Live, s.map(|s| s.as_str())),
+        };
         let after = p.after_id.unwrap_or(i64::MIN);
         let limit = i64::from(p.limit);
         let rows = self
-            .query(
-                "job_list",
-                &self.inner.sql.list_live,
-                &[&p.queue, &state, &after, &limit],
-            )
+            .query("job_list", text, &[&p.queue, &state, &after, &limit])
             .await?;
-        Ok(rows.iter().map(|r| job_info(r, false)).collect())
+        Ok(rows.iter().map(|r| job_info(r, source)).collect())
     }
 
     async fn queue_stats(&self, queue: String) -> Result<QueueStats> {
@@ -575,13 +674,17 @@ impl QueueEngine for PgEngine {
         let r = rows
             .first()
             .ok_or_else(|| Error::database("queue_stats", "no row"))?;
-        let db_now: i64 = r.get(5);
-        let oldest: Option<i64> = r.get(3);
+        let n = |i: usize| r.get::<_, i64>(i) as u64;
+        let db_now: i64 = r.get(8);
+        let oldest: Option<i64> = r.get(5);
         Ok(QueueStats {
-            ready: r.get::<_, i64>(0) as u64,
-            scheduled: r.get::<_, i64>(1) as u64,
-            processing: r.get::<_, i64>(2) as u64,
-            dead: r.get::<_, i64>(4) as u64,
+            ready: n(0),
+            scheduled: n(1),
+            expired: n(2),
+            processing: n(3),
+            expired_claims: n(4),
+            dead: n(6),
+            completed: n(7),
             oldest_ready_age_s: oldest.map(|t| (db_now - t).max(0)),
             queue,
         })
@@ -600,19 +703,27 @@ impl QueueEngine for PgEngine {
         let now = self.now_override();
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(db(op))?;
-        let mut counts = [0u64; 3];
-        for (i, text) in [&sql.sweep_expired, &sql.sweep_exhausted, &sql.sweep_prune]
+        let sweep = tx.prepare_cached(&sql.sweep).await.map_err(db(op))?;
+        let r = tx.query_one(&sweep, &[&now]).await.map_err(db(op))?;
+        let (expired, exhausted, rescued): (i64, i64, i64) = (r.get(0), r.get(1), r.get(2));
+        let mut pruned = [0u64; 2];
+        for (i, text) in [&sql.sweep_prune_dead, &sql.sweep_prune_done]
             .into_iter()
             .enumerate()
         {
             let stmt = tx.prepare_cached(text).await.map_err(db(op))?;
-            counts[i] = tx.execute(&stmt, &[&now]).await.map_err(db(op))?;
+            pruned[i] = tx.execute(&stmt, &[&now]).await.map_err(db(op))?;
         }
         tx.commit().await.map_err(db(op))?;
+        if rescued > 0 {
+            self.hub().all();
+        }
         Ok(SweepReport {
-            expired: counts[0],
-            exhausted: counts[1],
-            dead_pruned: counts[2],
+            expired: expired as u64,
+            rescued: rescued as u64,
+            exhausted: exhausted as u64,
+            dead_pruned: pruned[0],
+            completed_pruned: pruned[1],
         })
     }
 
@@ -627,27 +738,41 @@ impl QueueEngine for PgEngine {
                 &[&p.queue, &after, &limit],
             )
             .await?;
-        Ok(rows.iter().map(|r| job_info(r, true)).collect())
+        Ok(rows.iter().map(|r| job_info(r, Source::Dead)).collect())
     }
 
     async fn dead_requeue(&self, sel: DeadSelect) -> Result<u64> {
         sel.validate()?;
         let now = self.now_override();
+        let limit = sel.limit.map(i64::from);
         self.execute(
             "dead_requeue",
             &self.inner.sql.dead_requeue,
-            &[&now, &sel.queue, &sel.ids],
+            &[&now, &sel.queue, &sel.ids, &limit],
         )
         .await
     }
 
     async fn dead_purge(&self, sel: DeadSelect) -> Result<u64> {
         sel.validate()?;
+        let limit = sel.limit.map(i64::from);
         self.execute(
             "dead_purge",
             &self.inner.sql.dead_purge,
-            &[&sel.queue, &sel.ids],
+            &[&sel.queue, &sel.ids, &limit],
         )
         .await
+    }
+
+    async fn dead_count(&self, sel: DeadSelect) -> Result<u64> {
+        sel.validate()?;
+        let rows = self
+            .query(
+                "dead_count",
+                &self.inner.sql.dead_count,
+                &[&sel.queue, &sel.ids],
+            )
+            .await?;
+        Ok(rows.first().map(|r| r.get::<_, i64>(0) as u64).unwrap_or(0))
     }
 }

@@ -29,7 +29,7 @@ use alkstore_core::{Error, Result};
 pub const DEFAULT_SCHEMA: &str = "alkstore";
 
 /// The schema version this build writes and understands.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// Longest accepted schema name: the longest prefixed index name
 /// (`{schema}_dead_retention_idx`) must fit PostgreSQL's 63-byte identifiers,
@@ -88,6 +88,8 @@ pub mod tables {
     pub const JOB: &str = "job";
     /// Dead letters.
     pub const DEAD: &str = "dead";
+    /// Acked jobs kept for a while (queues with `keep_completed`).
+    pub const DONE: &str = "done";
     /// Key/value facts about the schema (its version).
     pub const META: &str = "meta";
 }
@@ -104,6 +106,10 @@ pub mod indexes {
     pub const JOB_UNIQUE: &str = "job_unique_idx";
     /// Dead-letter retention sweep and per-queue listing.
     pub const DEAD_RETENTION: &str = "dead_retention_idx";
+    /// Pruning of kept completed jobs.
+    pub const DONE_RETENTION: &str = "done_retention_idx";
+    /// Per-queue listing of kept completed jobs.
+    pub const DONE_QUEUE: &str = "done_queue_idx";
 }
 
 /// The LISTEN/NOTIFY channel of a schema (`alkstore_{schema}`).
@@ -123,6 +129,17 @@ pub fn validate_schema_name(schema: &str) -> Result<()> {
         return Err(Error::invalid("schema name", "must not contain NUL"));
     }
     Ok(())
+}
+
+/// Whether `schema` holds an alkstore store (its `meta` table exists).
+pub async fn exists(client: &tokio_postgres::Client, schema: &str) -> Result<bool> {
+    validate_schema_name(schema)?;
+    let meta = QualifiedTable::new(schema, tables::META).to_string();
+    let row = client
+        .query_one("SELECT to_regclass($1) IS NOT NULL", &[&meta])
+        .await
+        .map_err(|e| Error::database("schema check", e))?;
+    Ok(row.get(0))
 }
 
 /// Create or check the schema on `client`. Idempotent and safe to run from
@@ -169,7 +186,10 @@ pub async fn bootstrap(client: &mut tokio_postgres::Client, schema: &str) -> Res
             return tx.commit().await.map_err(db);
         }
     }
-    tx.batch_execute(&ddl_v1(schema)).await.map_err(db)?;
+    if found.unwrap_or(0) < 1 {
+        tx.batch_execute(&ddl_v1(schema)).await.map_err(db)?;
+    }
+    tx.batch_execute(&ddl_v2(schema)).await.map_err(db)?;
     tx.execute(
         &format!(
             "INSERT INTO {meta} (key, value) VALUES ('schema_version', $1)
@@ -180,6 +200,56 @@ pub async fn bootstrap(client: &mut tokio_postgres::Client, schema: &str) -> Res
     .await
     .map_err(db)?;
     tx.commit().await.map_err(db)
+}
+
+/// Version 2: claim tokens apart from attempts, cooperative cancel, kept
+/// completed jobs, and every attempt's error. Idempotent (`IF NOT EXISTS`).
+fn ddl_v2(schema: &str) -> String {
+    let index = |suffix: &str| quote_identifier(&format!("{schema}_{suffix}"));
+    let job = QualifiedTable::new(schema, tables::JOB);
+    let dead = QualifiedTable::new(schema, tables::DEAD);
+    let done = QualifiedTable::new(schema, tables::DONE);
+    let done_retention = index(indexes::DONE_RETENTION);
+    let done_queue = index(indexes::DONE_QUEUE);
+    format!(
+        "
+ALTER TABLE {job} ADD COLUMN IF NOT EXISTS claim_count BIGINT NOT NULL DEFAULT 0,
+  ADD COLUMN IF NOT EXISTS cancel_requested BOOLEAN NOT NULL DEFAULT false,
+  ADD COLUMN IF NOT EXISTS keep_completed_s BIGINT,
+  ADD COLUMN IF NOT EXISTS errors JSONB;
+-- Version 1 proved claims by attempt; carry those tokens over.
+UPDATE {job} SET claim_count = attempts WHERE claim_count = 0 AND attempts > 0;
+ALTER TABLE {dead} ADD COLUMN IF NOT EXISTS claim_count BIGINT NOT NULL DEFAULT 0,
+  ADD COLUMN IF NOT EXISTS keep_completed_s BIGINT,
+  ADD COLUMN IF NOT EXISTS errors JSONB;
+UPDATE {dead} SET claim_count = attempts WHERE claim_count = 0 AND attempts > 0;
+CREATE TABLE IF NOT EXISTS {done} (
+  id BIGINT PRIMARY KEY,
+  queue TEXT NOT NULL,
+  payload BYTEA NOT NULL,
+  priority BIGINT NOT NULL DEFAULT 0,
+  run_at BIGINT NOT NULL DEFAULT 0,
+  attempts BIGINT NOT NULL DEFAULT 0,
+  max_attempts BIGINT NOT NULL DEFAULT 0,
+  worker_id TEXT,
+  claimed_at BIGINT,
+  claim_expires_at BIGINT,
+  created_at BIGINT NOT NULL,
+  expires_at BIGINT,
+  visibility_timeout_s BIGINT NOT NULL DEFAULT 300,
+  backoff_base_s BIGINT NOT NULL DEFAULT 5,
+  dead_letter_retention_s BIGINT,
+  unique_key TEXT,
+  claim_count BIGINT NOT NULL DEFAULT 0,
+  keep_completed_s BIGINT,
+  last_error TEXT,
+  errors JSONB,
+  completed_at BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS {done_retention} ON {done} (completed_at);
+CREATE INDEX IF NOT EXISTS {done_queue} ON {done} (queue, id);
+"
+    )
 }
 
 fn ddl_v1(schema: &str) -> String {

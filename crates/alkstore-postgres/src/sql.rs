@@ -4,6 +4,8 @@
 //! fragment falls back to the database clock, so claims and expiries never
 //! depend on a worker host's clock.
 
+use alkstore_core::queue::MAX_ERRORS_KEPT;
+
 use crate::schema::{quote_identifier, tables, QualifiedTable};
 
 /// Unix seconds: the injected time, else the database's. A scalar subquery,
@@ -11,18 +13,24 @@ use crate::schema::{quote_identifier, tables, QualifiedTable};
 /// `extract` returns `numeric`, whose arithmetic is slow.
 const NOW: &str = "(SELECT COALESCE($1::bigint, floor(extract(epoch FROM now()))::bigint))";
 
-/// Columns read into `JobInfo` (then `state`, or `reason, died_at`).
+/// Columns read into `JobInfo` (then the source's extra columns).
 pub(crate) const JOB_COLS: &str = "id, queue, payload, priority, run_at, attempts, max_attempts, \
-     worker_id, claim_expires_at, created_at, expires_at, unique_key, last_error";
+     worker_id, claim_expires_at, created_at, expires_at, unique_key, last_error, errors::text";
 
-/// Columns copied from a job row into the dead table.
+/// Columns copied from a job row into the dead or done table (and back on
+/// requeue).
 const MOVE_COLS: &str = "id, queue, payload, priority, run_at, attempts, max_attempts, worker_id, \
      claimed_at, claim_expires_at, created_at, expires_at, visibility_timeout_s, backoff_base_s, \
-     dead_letter_retention_s, unique_key";
+     dead_letter_retention_s, unique_key, claim_count, keep_completed_s";
 
-/// A valid claim: `$2` id, `$3` worker, `$4` attempt.
-const HELD: &str = "id = $2 AND state = 'processing' AND worker_id = $3 AND attempts = $4 \
+/// A valid claim: `$2` id, `$3` worker, `$4` token.
+const HELD: &str = "id = $2 AND state = 'processing' AND worker_id = $3 AND claim_count = $4 \
      AND claim_expires_at > (SELECT COALESCE($1::bigint, floor(extract(epoch FROM now()))::bigint))";
+
+/// Why a row goes to dead, as SQL over the row (constant texts only).
+const FAILED_OR_CANCELLED: &str = "CASE WHEN cancel_requested THEN 'cancelled' ELSE 'failed' END";
+const EXHAUSTED_OR_CANCELLED: &str =
+    "CASE WHEN cancel_requested THEN 'cancelled' ELSE 'exhausted' END";
 
 pub(crate) struct Sql {
     /// `"schema"."job_id_seq"`, passed as a `regclass` parameter.
@@ -39,26 +47,98 @@ pub(crate) struct Sql {
     pub retry_bury: String,
     pub fail: String,
     pub heartbeat: String,
-    pub release: String,
+    pub hand_back: String,
+    pub unclaim: String,
     pub cancel: String,
+    pub cancel_requests: String,
     pub get_live: String,
     pub get_dead: String,
+    pub get_done: String,
     pub list_live: String,
+    pub list_done: String,
     pub stats: String,
     pub queue_list: String,
-    pub sweep_expired: String,
-    pub sweep_exhausted: String,
-    pub sweep_prune: String,
+    pub sweep: String,
+    pub sweep_prune_dead: String,
+    pub sweep_prune_done: String,
     pub dead_list: String,
     pub dead_requeue: String,
     pub dead_purge: String,
+    pub dead_count: String,
 }
 
-/// `INSERT INTO dead … SELECT … FROM gone`, for a `gone` CTE of deleted rows.
-fn bury(dead: &QualifiedTable<'_>, error: &str, reason: &str) -> String {
+/// The row's `errors` list with one more entry for its current attempt,
+/// keeping the most recent `MAX_ERRORS_KEPT`.
+fn errors_appended(err: &str) -> String {
     format!(
-        "INSERT INTO {dead} ({MOVE_COLS}, last_error, reason, died_at) \
-         SELECT {MOVE_COLS}, COALESCE({error}, last_error), '{reason}', {NOW} FROM gone"
+        "(CASE WHEN jsonb_array_length(COALESCE(errors, '[]'::jsonb)) >= {MAX_ERRORS_KEPT} \
+           THEN errors - 0 ELSE COALESCE(errors, '[]'::jsonb) END) \
+         || jsonb_build_array(jsonb_build_object('attempt', attempts, 'at', {NOW}, 'error', {err}))"
+    )
+}
+
+/// `INSERT INTO dead … SELECT … FROM {from}`, for a CTE of deleted rows;
+/// `error` (SQL, may be NULL) becomes the last error and joins the list.
+fn bury(dead: &QualifiedTable<'_>, from: &str, error: &str, reason: &str) -> String {
+    format!(
+        "INSERT INTO {dead} ({MOVE_COLS}, last_error, errors, reason, died_at) \
+         SELECT {MOVE_COLS}, COALESCE({error}, last_error), \
+           CASE WHEN {error} IS NULL THEN errors ELSE {appended} END, {reason}, {NOW} FROM {from}",
+        appended = errors_appended(error)
+    )
+}
+
+/// Expired pending jobs to dead and expired claims back to pending (or to
+/// dead when out of attempts or cancelled), over rows matching `filter`
+/// (`queue = $2 AND ` or nothing). Returns the three counts.
+fn rescue(job: &QualifiedTable<'_>, dead: &QualifiedTable<'_>, filter: &str) -> String {
+    format!(
+        "WITH claims AS ( \
+           SELECT ARRAY(SELECT id FROM {job} WHERE {filter} state = 'processing' \
+             AND claim_expires_at <= {NOW} FOR UPDATE SKIP LOCKED) AS ids \
+         ), stale AS ( \
+           SELECT ARRAY(SELECT id FROM {job} WHERE {filter} state = 'pending' AND expires_at IS NOT NULL \
+             AND expires_at <= {NOW} FOR UPDATE SKIP LOCKED) AS ids \
+         ), gone_stale AS ( \
+           DELETE FROM {job} j WHERE j.id = ANY((SELECT ids FROM stale)::bigint[]) RETURNING j.* \
+         ), buried_stale AS ({bury_stale}), \
+         gone AS ( \
+           DELETE FROM {job} j WHERE j.id = ANY((SELECT ids FROM claims)::bigint[]) \
+             AND (j.attempts >= j.max_attempts OR j.cancel_requested) RETURNING j.* \
+         ), buried AS ({bury_claims}), \
+         back AS ( \
+           UPDATE {job} j SET state = 'pending', claim_expires_at = NULL \
+           WHERE j.id = ANY((SELECT ids FROM claims)::bigint[]) AND j.attempts < j.max_attempts \
+             AND NOT j.cancel_requested RETURNING j.id \
+         ) \
+         SELECT (SELECT count(*) FROM gone_stale), (SELECT count(*) FROM gone), (SELECT count(*) FROM back)",
+        bury_stale = bury(dead, "gone_stale", "NULL::text", "'expired'"),
+        bury_claims = bury(
+            dead,
+            "gone",
+            "'claim expired on the last attempt'::text",
+            EXHAUSTED_OR_CANCELLED
+        ),
+    )
+}
+
+/// Hand a held row back to pending, due `$5` seconds from now, without using
+/// an attempt; a row whose cancellation was requested goes to dead instead.
+/// `held` selects the row; `$6` is the NOTIFY channel. Returns the new due
+/// time, or NULL when the row went to dead; no row when nothing was held.
+fn hand_back(job: &QualifiedTable<'_>, dead: &QualifiedTable<'_>, held: &str) -> String {
+    format!(
+        "WITH held AS (SELECT id, cancel_requested FROM {job} WHERE {held} FOR UPDATE), \
+         gone AS (DELETE FROM {job} j USING held WHERE j.id = held.id AND held.cancel_requested RETURNING j.*), \
+         buried AS ({bury}), \
+         back AS ( \
+           UPDATE {job} j SET state = 'pending', attempts = j.attempts - 1, run_at = {NOW} + $5::bigint, \
+             claim_expires_at = NULL \
+           FROM held WHERE j.id = held.id AND NOT held.cancel_requested RETURNING j.queue, j.run_at \
+         ) \
+         SELECT b.run_at FROM back b CROSS JOIN LATERAL (SELECT pg_notify($6, b.queue)) n \
+         UNION ALL SELECT NULL::bigint FROM gone",
+        bury = bury(dead, "gone", "NULL::text", "'cancelled'"),
     )
 }
 
@@ -66,19 +146,21 @@ impl Sql {
     pub(crate) fn new(schema: &str) -> Sql {
         let job = QualifiedTable::new(schema, tables::JOB);
         let dead = QualifiedTable::new(schema, tables::DEAD);
+        let done = QualifiedTable::new(schema, tables::DONE);
         let unnest = "unnest($2::text[], $3::bytea[], $4::bigint[], $5::bigint[], $6::bigint[], \
-              $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[]) \
+              $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], \
+              $13::bigint[]) \
               WITH ORDINALITY AS u(queue, payload, priority, run_at, delay_s, max_attempts, \
-              expires_in, vis, backoff, retention, unique_key, ord)";
+              expires_in, vis, backoff, retention, unique_key, keep, ord)";
         let due = format!("COALESCE(run_at, {NOW} + delay_s)");
         let values = format!(
             "queue, payload, priority, {due}, max_attempts, {NOW}, \
              CASE WHEN expires_in IS NULL THEN NULL ELSE GREATEST({due}, {NOW}) + expires_in END, \
-             vis, backoff, retention, unique_key"
+             vis, backoff, retention, unique_key, keep"
         );
         let insert_cols =
             "queue, payload, priority, run_at, max_attempts, created_at, expires_at, \
-             visibility_timeout_s, backoff_base_s, dead_letter_retention_s, unique_key";
+             visibility_timeout_s, backoff_base_s, dead_letter_retention_s, unique_key, keep_completed_s";
         Sql {
             job_seq: format!("{}.{}", quote_identifier(schema), quote_identifier("job_id_seq")),
             // Without unique keys nothing can conflict: ids are assigned in
@@ -87,13 +169,13 @@ impl Sql {
                 "INSERT INTO {job} ({insert_cols}) SELECT {values} FROM {unnest} ORDER BY ord RETURNING id"
             ),
             // A batch whose jobs differ only in payload (the common batch):
-            // one array instead of eleven.
+            // one array instead of twelve.
             enqueue_uniform: format!(
                 "INSERT INTO {job} ({insert_cols}) \
                  SELECT $2::text, payload, $3::bigint, COALESCE($4::bigint, {NOW} + $5::bigint), $6::bigint, {NOW}, \
                    CASE WHEN $7::bigint IS NULL THEN NULL \
                      ELSE GREATEST(COALESCE($4::bigint, {NOW} + $5::bigint), {NOW}) + $7::bigint END, \
-                   $8::bigint, $9::bigint, $10::bigint, NULL::text \
+                   $8::bigint, $9::bigint, $10::bigint, NULL::text, $12::bigint \
                  FROM unnest($11::bytea[]) WITH ORDINALITY AS u(payload, ord) ORDER BY ord RETURNING id"
             ),
             // With unique keys, ids are drawn first so each input row knows its
@@ -101,7 +183,7 @@ impl Sql {
             // this batch or from before it).
             enqueue_unique: format!(
                 "WITH input AS ( \
-                   SELECT nextval($13::text::regclass) AS id, t.* FROM (SELECT * FROM {unnest} ORDER BY ord) t \
+                   SELECT nextval($14::text::regclass) AS id, t.* FROM (SELECT * FROM {unnest} ORDER BY ord) t \
                  ), ins AS ( \
                    INSERT INTO {job} (id, {insert_cols}) SELECT id, {values} FROM input \
                    ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL DO NOTHING \
@@ -116,101 +198,119 @@ impl Sql {
                    AND j.unique_key = i.unique_key LIMIT 1) existing ON true \
                  ORDER BY i.ord"
             ),
+            unique_holder: format!("SELECT id FROM {job} WHERE queue = $1 AND unique_key = $2"),
+            rescue: rescue(&job, &dead, "queue = $2 AND"),
             // Ids go through `= ANY(ARRAY(subquery))` rather than a join: the
             // subquery runs once and each id is one primary-key probe. With a
             // join, the generic plan of a prepared statement (LIMIT unknown)
             // may merge-join along the whole primary key, dead rows included.
-            unique_holder: format!("SELECT id FROM {job} WHERE queue = $1 AND unique_key = $2"),
-            rescue: format!(
-                "WITH expired AS ( \
-                   SELECT ARRAY(SELECT id FROM {job} WHERE queue = $2 AND state = 'processing' \
-                     AND claim_expires_at <= {NOW} FOR UPDATE SKIP LOCKED) AS ids \
-                 ), gone AS ( \
-                   DELETE FROM {job} j WHERE j.id = ANY((SELECT ids FROM expired)::bigint[]) \
-                     AND j.attempts >= j.max_attempts RETURNING j.* \
-                 ), buried AS ({bury}) \
-                 UPDATE {job} j SET state = 'pending', claim_expires_at = NULL \
-                 WHERE j.id = ANY((SELECT ids FROM expired)::bigint[]) AND j.attempts < j.max_attempts",
-                bury = bury(&dead, "'claim expired on the last attempt'", "exhausted")
-            ),
             claim: format!(
-                "UPDATE {job} j SET state = 'processing', attempts = j.attempts + 1, worker_id = $3, \
+                "UPDATE {job} j SET state = 'processing', attempts = j.attempts + 1, \
+                   claim_count = j.claim_count + 1, worker_id = $3, \
                    claimed_at = {NOW}, claim_expires_at = {NOW} + j.visibility_timeout_s \
                  WHERE j.id = ANY(ARRAY( \
                    SELECT id FROM {job} WHERE queue = $2 AND state = 'pending' AND run_at <= {NOW} \
                      AND (expires_at IS NULL OR expires_at > {NOW}) \
                    ORDER BY priority DESC, run_at, id LIMIT $4 FOR UPDATE SKIP LOCKED)) \
                  RETURNING j.id, j.payload, j.priority, j.attempts, j.max_attempts, j.claim_expires_at, \
-                   j.run_at, j.created_at, j.unique_key, j.claimed_at"
+                   j.run_at, j.created_at, j.unique_key, j.claimed_at, j.claim_count"
             ),
             // A join with `unnest` gets poor generic plans (it is estimated
             // at a handful of rows); matching each row to its claim by array
-            // position keeps the plan a primary-key probe per id.
+            // position keeps the plan a primary-key probe per id. Rows of
+            // queues that keep completed jobs are copied to `done`.
             ack: format!(
-                "DELETE FROM {job} j \
-                 WHERE j.id = ANY($2::bigint[]) AND j.state = 'processing' AND j.claim_expires_at > {NOW} \
-                   AND j.worker_id = ($3::text[])[array_position($2::bigint[], j.id)] \
-                   AND j.attempts = ($4::bigint[])[array_position($2::bigint[], j.id)] \
-                 RETURNING j.id"
+                "WITH gone AS ( \
+                   DELETE FROM {job} j \
+                   WHERE j.id = ANY($2::bigint[]) AND j.state = 'processing' AND j.claim_expires_at > {NOW} \
+                     AND j.worker_id = ($3::text[])[array_position($2::bigint[], j.id)] \
+                     AND j.claim_count = ($4::bigint[])[array_position($2::bigint[], j.id)] \
+                   RETURNING j.* \
+                 ), kept AS ( \
+                   INSERT INTO {done} ({MOVE_COLS}, last_error, errors, completed_at) \
+                   SELECT {MOVE_COLS}, last_error, errors, {NOW} FROM gone WHERE keep_completed_s IS NOT NULL \
+                   ON CONFLICT (id) DO NOTHING \
+                 ) \
+                 SELECT id FROM gone"
             ),
             retry_select: format!(
-                "SELECT attempts, max_attempts, backoff_base_s, {NOW} FROM {job} WHERE {HELD} FOR UPDATE"
+                "SELECT attempts, max_attempts, backoff_base_s, {NOW}, cancel_requested FROM {job} \
+                 WHERE {HELD} FOR UPDATE"
             ),
             retry_update: format!(
-                "UPDATE {job} SET state = 'pending', run_at = $2, claim_expires_at = NULL, last_error = $3 \
-                 WHERE id = $4 AND $1::bigint IS NOT DISTINCT FROM $1::bigint"
+                "UPDATE {job} SET state = 'pending', run_at = $2, claim_expires_at = NULL, last_error = $3, \
+                   errors = {} \
+                 WHERE id = $4",
+                errors_appended("$3::text")
             ),
             retry_bury: format!(
                 "WITH gone AS (DELETE FROM {job} WHERE id = $2 RETURNING *) {}",
-                bury(&dead, "$3::text", "exhausted")
+                bury(&dead, "gone", "$3::text", EXHAUSTED_OR_CANCELLED)
             ),
             fail: format!(
                 "WITH gone AS (DELETE FROM {job} WHERE {HELD} RETURNING *) {} RETURNING id",
-                bury(&dead, "$5::text", "failed")
+                bury(&dead, "gone", "$5::text", FAILED_OR_CANCELLED)
             ),
             heartbeat: format!(
                 "UPDATE {job} SET claim_expires_at = {NOW} + visibility_timeout_s WHERE {HELD} \
                  RETURNING claim_expires_at"
             ),
-            // A released job is claimable at once: tell other processes.
-            release: format!(
-                "WITH r AS (UPDATE {job} SET state = 'pending', attempts = attempts - 1, claim_expires_at = NULL \
-                 WHERE {HELD} RETURNING queue) \
-                 SELECT pg_notify($5, queue) FROM r"
+            hand_back: hand_back(&job, &dead, HELD),
+            // $2 id; $3, $4 unused (so the parameters line up with `hand_back`).
+            unclaim: hand_back(
+                &job,
+                &dead,
+                "id = $2 AND state = 'processing' AND $3::text IS NULL AND $4::bigint IS NULL",
             ),
-            cancel: format!("DELETE FROM {job} WHERE id = $1"),
-            get_live: format!("SELECT {JOB_COLS}, state FROM {job} WHERE id = $1"),
+            cancel: format!(
+                "WITH gone AS (DELETE FROM {job} WHERE id = $2 AND state = 'pending' RETURNING *), \
+                 buried AS ({bury}), \
+                 flagged AS (UPDATE {job} SET cancel_requested = true WHERE id = $2 AND state = 'processing' \
+                   RETURNING id) \
+                 SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM flagged)",
+                bury = bury(&dead, "gone", "NULL::text", "'cancelled'")
+            ),
+            cancel_requests: format!(
+                "SELECT id FROM {job} WHERE id = ANY($1::bigint[]) AND state = 'processing' AND cancel_requested"
+            ),
+            get_live: format!("SELECT {JOB_COLS}, state, cancel_requested FROM {job} WHERE id = $1"),
             get_dead: format!("SELECT {JOB_COLS}, reason, died_at FROM {dead} WHERE id = $1"),
+            get_done: format!("SELECT {JOB_COLS}, completed_at FROM {done} WHERE id = $1"),
             list_live: format!(
-                "SELECT {JOB_COLS}, state FROM {job} \
+                "SELECT {JOB_COLS}, state, cancel_requested FROM {job} \
                  WHERE ($1::text IS NULL OR queue = $1) AND ($2::text IS NULL OR state = $2) AND id > $3 \
                  ORDER BY id LIMIT $4"
             ),
+            list_done: format!(
+                "SELECT {JOB_COLS}, completed_at FROM {done} \
+                 WHERE ($1::text IS NULL OR queue = $1) AND $2::text IS NULL AND id > $3 \
+                 ORDER BY id LIMIT $4"
+            ),
             stats: format!(
-                "SELECT count(*) FILTER (WHERE state = 'pending' AND run_at <= {NOW}), \
-                        count(*) FILTER (WHERE state = 'pending' AND run_at > {NOW}), \
-                        count(*) FILTER (WHERE state = 'processing'), \
-                        min(run_at) FILTER (WHERE state = 'pending' AND run_at <= {NOW}), \
+                "SELECT count(*) FILTER (WHERE state = 'pending' AND run_at <= {NOW} \
+                          AND (expires_at IS NULL OR expires_at > {NOW})), \
+                        count(*) FILTER (WHERE state = 'pending' AND run_at > {NOW} \
+                          AND (expires_at IS NULL OR expires_at > {NOW})), \
+                        count(*) FILTER (WHERE state = 'pending' AND expires_at <= {NOW}), \
+                        count(*) FILTER (WHERE state = 'processing' AND claim_expires_at > {NOW}), \
+                        count(*) FILTER (WHERE state = 'processing' AND claim_expires_at <= {NOW}), \
+                        min(run_at) FILTER (WHERE state = 'pending' AND run_at <= {NOW} \
+                          AND (expires_at IS NULL OR expires_at > {NOW})), \
                         (SELECT count(*) FROM {dead} WHERE queue = $2), \
+                        (SELECT count(*) FROM {done} WHERE queue = $2), \
                         {NOW} \
                  FROM {job} WHERE queue = $2"
             ),
             queue_list: format!(
-                "SELECT queue FROM {job} UNION SELECT queue FROM {dead} ORDER BY 1"
+                "SELECT queue FROM {job} UNION SELECT queue FROM {dead} UNION SELECT queue FROM {done} ORDER BY 1"
             ),
-            sweep_expired: format!(
-                "WITH gone AS (DELETE FROM {job} WHERE state = 'pending' AND expires_at IS NOT NULL \
-                   AND expires_at <= {NOW} RETURNING *) {}",
-                bury(&dead, "NULL::text", "expired")
-            ),
-            sweep_exhausted: format!(
-                "WITH gone AS (DELETE FROM {job} WHERE state = 'processing' AND claim_expires_at <= {NOW} \
-                   AND attempts >= max_attempts RETURNING *) {}",
-                bury(&dead, "'claim expired on the last attempt'", "exhausted")
-            ),
-            sweep_prune: format!(
+            sweep: rescue(&job, &dead, ""),
+            sweep_prune_dead: format!(
                 "DELETE FROM {dead} WHERE dead_letter_retention_s IS NOT NULL \
                  AND died_at + dead_letter_retention_s <= {NOW}"
+            ),
+            sweep_prune_done: format!(
+                "DELETE FROM {done} WHERE completed_at + keep_completed_s <= {NOW}"
             ),
             dead_list: format!(
                 "SELECT {JOB_COLS}, reason, died_at FROM {dead} \
@@ -219,19 +319,25 @@ impl Sql {
             dead_requeue: format!(
                 "WITH sel AS ( \
                    SELECT id FROM {dead} WHERE ($2::text IS NULL OR queue = $2) \
-                     AND ($3::bigint[] IS NULL OR id = ANY($3)) FOR UPDATE SKIP LOCKED \
+                     AND ($3::bigint[] IS NULL OR id = ANY($3)) ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED \
                  ), ins AS ( \
                    INSERT INTO {job} (id, queue, payload, priority, run_at, attempts, max_attempts, \
-                     created_at, visibility_timeout_s, backoff_base_s, dead_letter_retention_s, unique_key, last_error) \
+                     created_at, visibility_timeout_s, backoff_base_s, dead_letter_retention_s, unique_key, \
+                     last_error, errors, claim_count, keep_completed_s) \
                    SELECT d.id, d.queue, d.payload, d.priority, {NOW}, 0, d.max_attempts, d.created_at, \
-                     d.visibility_timeout_s, d.backoff_base_s, d.dead_letter_retention_s, d.unique_key, d.last_error \
+                     d.visibility_timeout_s, d.backoff_base_s, d.dead_letter_retention_s, d.unique_key, \
+                     d.last_error, d.errors, d.claim_count, d.keep_completed_s \
                    FROM {dead} d JOIN sel USING (id) ORDER BY d.id \
                    ON CONFLICT DO NOTHING RETURNING id \
                  ) \
                  DELETE FROM {dead} d USING ins WHERE d.id = ins.id"
             ),
             dead_purge: format!(
-                "DELETE FROM {dead} WHERE ($1::text IS NULL OR queue = $1) \
+                "DELETE FROM {dead} WHERE id IN (SELECT id FROM {dead} WHERE ($1::text IS NULL OR queue = $1) \
+                 AND ($2::bigint[] IS NULL OR id = ANY($2)) ORDER BY id LIMIT $3)"
+            ),
+            dead_count: format!(
+                "SELECT count(*) FROM {dead} WHERE ($1::text IS NULL OR queue = $1) \
                  AND ($2::bigint[] IS NULL OR id = ANY($2))"
             ),
         }

@@ -47,6 +47,13 @@ pub struct SqliteOptions {
     pub clock: Option<Arc<dyn Clock>>,
     /// Input limits.
     pub limits: Limits,
+    /// How long a write waits for a lock held by another connection or
+    /// process before failing with [`Error::Busy`] (default 10 s).
+    pub busy_timeout: Duration,
+    /// Create the file and tables when missing (default true). With false,
+    /// opening a file that is not an alkstore store fails with
+    /// [`Error::NoStore`] and creates nothing (read-only tools).
+    pub create: bool,
 }
 
 impl SqliteOptions {
@@ -57,6 +64,8 @@ impl SqliteOptions {
             synchronous_full: false,
             clock: None,
             limits: Limits::default(),
+            busy_timeout: Duration::from_secs(DEFAULT_BUSY_TIMEOUT_S),
+            create: true,
         }
     }
 
@@ -94,6 +103,31 @@ impl SqliteEngine {
     /// Open (and create or migrate) the store. Fails with
     /// [`Error::SchemaTooNew`] when a newer alkstore wrote the file.
     pub fn open(mut opts: SqliteOptions) -> Result<Self> {
+        let shown = opts.path.display().to_string();
+        if is_in_memory(&shown) {
+            // Every connection (writer, readers, watcher) would open its own
+            // empty database.
+            return Err(Error::invalid(
+                "sqlite path",
+                "in-memory databases are not supported (each connection would see its own empty database); use a file, e.g. in a temporary directory",
+            ));
+        }
+        if !opts.create {
+            if !opts.path.exists() {
+                return Err(Error::NoStore {
+                    url: format!("sqlite://{shown}"),
+                    reason: "the file does not exist".into(),
+                });
+            }
+            let conn = open_connection(&opts)?;
+            let version = schema::recorded_version(&conn).map_err(db("open"))?;
+            if version.is_none() {
+                return Err(Error::NoStore {
+                    url: format!("sqlite://{shown}"),
+                    reason: "the file holds no alkstore tables".into(),
+                });
+            }
+        }
         let conn = open_connection(&opts)?;
         // Later connections (readers, the watcher) and the watcher's `-wal`
         // name must mean this file even if the working directory changes or
@@ -103,7 +137,7 @@ impl SqliteEngine {
         }
         schema::migrate(&conn)?;
         let clock: Arc<dyn Clock> = opts.clock.clone().unwrap_or_else(|| Arc::new(SystemClock));
-        let writer = writer::Writer::new(conn, clock.clone());
+        let writer = writer::Writer::new(conn, clock.clone(), opts.busy_timeout);
         Ok(SqliteEngine {
             inner: Arc::new(Inner {
                 writer,
@@ -328,9 +362,24 @@ mod inotify_watch {
     }
 }
 
-/// Open a connection with alkstore's pragmas.
+/// Whether a SQLite path names an in-memory database.
+fn is_in_memory(path: &str) -> bool {
+    path == ":memory:"
+        || path.is_empty()
+        || (path.starts_with("file:") && (path.contains("mode=memory") || path.contains(":memory:")))
+}
+
+/// Open a connection with alkstore's pragmas (creating the file only when
+/// `opts.create`).
 pub(crate) fn open_connection(opts: &SqliteOptions) -> Result<Connection> {
-    let conn = Connection::open(&opts.path).map_err(|e| Error::Connect {
+    use rusqlite::OpenFlags;
+    let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_URI;
+    if opts.create {
+        flags |= OpenFlags::SQLITE_OPEN_CREATE;
+    }
+    let conn = Connection::open_with_flags(&opts.path, flags).map_err(|e| Error::Connect {
         source: format!("{}: {e}", opts.path.display()).into(),
     })?;
     let sync = if opts.synchronous_full {
@@ -338,8 +387,9 @@ pub(crate) fn open_connection(opts: &SqliteOptions) -> Result<Connection> {
     } else {
         "NORMAL"
     };
+    let busy_ms = opts.busy_timeout.as_millis().min(u128::from(u32::MAX));
     conn.execute_batch(&format!(
-        "PRAGMA journal_mode=WAL; PRAGMA synchronous={sync}; PRAGMA busy_timeout=10000; PRAGMA temp_store=MEMORY; PRAGMA wal_autocheckpoint=10000; PRAGMA cache_size=-65536;"
+        "PRAGMA journal_mode=WAL; PRAGMA synchronous={sync}; PRAGMA busy_timeout={busy_ms}; PRAGMA temp_store=MEMORY; PRAGMA wal_autocheckpoint=10000; PRAGMA cache_size=-65536;"
     ))
     .map_err(|e| Error::Connect {
         source: format!("{}: {e}", opts.path.display()).into(),
@@ -348,7 +398,28 @@ pub(crate) fn open_connection(opts: &SqliteOptions) -> Result<Connection> {
     Ok(conn)
 }
 
-/// Map a rusqlite error to [`Error::Database`] for operation `op`.
+/// Map a rusqlite error to [`Error::Database`] for operation `op`, or to
+/// [`Error::Busy`] when another connection held a lock too long.
 pub(crate) fn db(op: &'static str) -> impl Fn(rusqlite::Error) -> Error {
-    move |e| Error::database(op, e)
+    move |e| {
+        if is_busy(&e) {
+            Error::Busy {
+                op,
+                waited_s: DEFAULT_BUSY_TIMEOUT_S,
+            }
+        } else {
+            Error::database(op, e)
+        }
+    }
+}
+
+/// The default busy timeout, in seconds (see [`SqliteOptions::busy_timeout`]).
+const DEFAULT_BUSY_TIMEOUT_S: u64 = 10;
+
+/// Whether SQLite gave up waiting for another connection's lock.
+pub(crate) fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
 }

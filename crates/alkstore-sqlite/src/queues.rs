@@ -1,15 +1,16 @@
 //! Job queue statements.
 
-use std::collections::HashSet;
+use std::time::Duration;
 
-use alkstore_core::queue::validate_worker;
+use alkstore_core::queue::{secs, truncate_error, validate_duration, validate_queue_name};
 use alkstore_core::{
-    backoff_delay_s, Claim, ClaimParams, DeadListParams, DeadSelect, Enqueued, Error, Job, JobInfo,
-    JobListParams, NewJob, QueueEngine, QueueStats, Result, RetryOutcome, RetryParams, SweepReport,
+    backoff_delay_s, CancelOutcome, Claim, ClaimParams, DeadListParams, DeadSelect, Enqueued, Job,
+    JobInfo, JobListParams, JobState, NewJob, QueueEngine, QueueStats, Result, RetryOutcome,
+    RetryParams, SweepReport,
 };
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension, ToSql};
 
-use crate::rows::{claimed, job_info, JOB_COLS, MOVE_COLS};
+use crate::rows::{claimed, job_info, Source, JOB_COLS, MOVE_COLS};
 use crate::{db, SqliteEngine};
 
 /// Insert one validated job at `now`. Shared by the engine and the outbox.
@@ -19,8 +20,9 @@ pub(crate) fn insert_job(conn: &Connection, job: &NewJob, now: i64) -> Result<En
     let mut stmt = conn
         .prepare_cached(
             "INSERT INTO __alkstore_job (queue, payload, priority, run_at, max_attempts, created_at, \
-               expires_at, visibility_timeout_s, backoff_base_s, dead_letter_retention_s, unique_key) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
+               expires_at, visibility_timeout_s, backoff_base_s, dead_letter_retention_s, unique_key, \
+               keep_completed_s) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
              ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL DO NOTHING",
         )
         .map_err(db(op))?;
@@ -37,6 +39,7 @@ pub(crate) fn insert_job(conn: &Connection, job: &NewJob, now: i64) -> Result<En
             job.backoff_base_s(),
             job.dead_letter_retention_s(),
             job.opts.unique_key,
+            job.keep_completed_s(),
         ])
         .map_err(db(op))?;
     if inserted == 1 {
@@ -49,27 +52,47 @@ pub(crate) fn insert_job(conn: &Connection, job: &NewJob, now: i64) -> Result<En
     Ok(Enqueued::Duplicate(id))
 }
 
-/// Move the job rows selected by `where_sql` to the dead table.
+/// The row's `errors` list with one more entry for its current attempt
+/// (keeping the most recent `MAX_ERRORS_KEPT`); `at` and `err` are SQL
+/// parameter placeholders.
+fn errors_appended(at: &str, err: &str) -> String {
+    format!(
+        "json_insert(CASE WHEN json_array_length(COALESCE(errors, '[]')) >= {max} \
+           THEN json_remove(errors, '$[0]') ELSE COALESCE(errors, '[]') END, '$[#]', \
+           json_object('attempt', attempts, 'at', {at}, 'error', {err}))",
+        max = alkstore_core::queue::MAX_ERRORS_KEPT
+    )
+}
+
+/// Why a row goes to dead: a SQL expression over the job row (only constant
+/// texts from this file, never input).
+const FAILED_OR_CANCELLED: &str = "CASE WHEN cancel_requested THEN 'cancelled' ELSE 'failed' END";
+const EXHAUSTED_OR_CANCELLED: &str =
+    "CASE WHEN cancel_requested THEN 'cancelled' ELSE 'exhausted' END";
+
+/// Move the job rows selected by `where_sql` to the dead table with reason
+/// `reason_sql` (a SQL expression); `error`, when given, becomes the last
+/// error and joins the row's error list.
 fn move_to_dead(
     conn: &Connection,
     op: &'static str,
     where_sql: &str,
-    reason: &str,
+    reason_sql: &str,
     error: Option<&str>,
     now: i64,
-    args: &[&dyn rusqlite::ToSql],
+    args: &[&dyn ToSql],
 ) -> Result<u64> {
-    // Parameters ?1..?n belong to `where_sql`; reason, error, now follow.
+    // Parameters ?1..?n belong to `where_sql`; error and now follow.
     let n = args.len();
+    let (e, t) = (format!("?{}", n + 1), format!("?{}", n + 2));
     let insert = format!(
-        "INSERT OR REPLACE INTO __alkstore_dead ({MOVE_COLS}, last_error, reason, died_at) \
-         SELECT {MOVE_COLS}, COALESCE(?{e}, last_error), ?{r}, ?{t} FROM __alkstore_job WHERE {where_sql}",
-        r = n + 1,
-        e = n + 2,
-        t = n + 3,
+        "INSERT OR REPLACE INTO __alkstore_dead ({MOVE_COLS}, last_error, errors, reason, died_at) \
+         SELECT {MOVE_COLS}, COALESCE({e}, last_error), \
+           CASE WHEN {e} IS NULL THEN errors ELSE {appended} END, {reason_sql}, {t} \
+         FROM __alkstore_job WHERE {where_sql}",
+        appended = errors_appended(&t, &e),
     );
-    let mut all: Vec<&dyn rusqlite::ToSql> = args.to_vec();
-    all.push(&reason);
+    let mut all: Vec<&dyn ToSql> = args.to_vec();
     all.push(&error);
     all.push(&now);
     let moved = conn
@@ -84,21 +107,28 @@ fn move_to_dead(
     Ok(moved as u64)
 }
 
-/// Per-queue maintenance before a claim, once per clock second: move pending
-/// jobs past their expiry to dead, and hand expired claims back (pending
-/// again, or dead when out of attempts). Expiries and claims are whole
-/// seconds, so after this runs at second `now` no claimable row is expired.
+/// What one pass over expired rows did.
+#[derive(Default)]
+struct Rescued {
+    expired: u64,
+    exhausted: u64,
+    rescued: u64,
+}
+
+/// Move pending jobs past their expiry to dead, and hand expired claims back
+/// (pending again; dead when out of attempts or when their cancellation was
+/// requested), for one queue or (`queue` `None`) every queue.
 ///
 /// Keeping the expiry test out of the claim statement itself matters: a
 /// parameter compared with `expires_at` lets SQLite consult the partial
 /// expiry index, which makes it re-prepare the claim on every call.
-fn rescue_expired(conn: &Connection, queue: &str, now: i64) -> Result<u64> {
-    let op = "job_claim";
-    move_to_dead(
+fn rescue_expired(conn: &Connection, op: &'static str, queue: Option<&str>, now: i64) -> Result<Rescued> {
+    let q = "(?1 IS NULL OR queue = ?1)";
+    let expired = move_to_dead(
         conn,
         op,
-        "queue = ?1 AND state = 'pending' AND expires_at IS NOT NULL AND expires_at <= ?2",
-        "expired",
+        &format!("{q} AND state = 'pending' AND expires_at IS NOT NULL AND expires_at <= ?2"),
+        "'expired'",
         None,
         now,
         &[&queue, &now],
@@ -106,27 +136,67 @@ fn rescue_expired(conn: &Connection, queue: &str, now: i64) -> Result<u64> {
     let exhausted = move_to_dead(
         conn,
         op,
-        "queue = ?1 AND state = 'processing' AND claim_expires_at <= ?2 AND attempts >= max_attempts",
-        "exhausted",
+        &format!(
+            "{q} AND state = 'processing' AND claim_expires_at <= ?2 \
+             AND (attempts >= max_attempts OR cancel_requested)"
+        ),
+        EXHAUSTED_OR_CANCELLED,
         Some("claim expired on the last attempt"),
         now,
         &[&queue, &now],
     )?;
-    conn.prepare_cached(
-        "UPDATE __alkstore_job SET state = 'pending', claim_expires_at = NULL \
-         WHERE queue = ?1 AND state = 'processing' AND claim_expires_at <= ?2",
-    )
-    .and_then(|mut s| s.execute(params![queue, now]))
-    .map_err(db(op))?;
-    Ok(exhausted)
+    let rescued = conn
+        .prepare_cached(&format!(
+            "UPDATE __alkstore_job SET state = 'pending', claim_expires_at = NULL \
+             WHERE {q} AND state = 'processing' AND claim_expires_at <= ?2"
+        ))
+        .and_then(|mut s| s.execute(params![queue, now]))
+        .map_err(db(op))? as u64;
+    Ok(Rescued {
+        expired,
+        exhausted,
+        rescued,
+    })
 }
 
-/// The predicate of a valid claim: ?1 id, ?2 worker, ?3 attempt, ?4 now.
-const HELD: &str =
-    "id = ?1 AND state = 'processing' AND worker_id = ?2 AND attempts = ?3 AND claim_expires_at > ?4";
+/// The predicate of a valid claim: ?1 id, ?2 worker, ?3 token, ?4 now.
+const HELD: &str = "id = ?1 AND state = 'processing' AND worker_id = ?2 AND claim_count = ?3 \
+     AND claim_expires_at > ?4";
 
-fn validate_claim(claim: &Claim) -> Result<()> {
-    validate_worker(&claim.worker)
+/// Hand a held job back to pending (due at `run_at`) without using an
+/// attempt; a job whose cancellation was requested goes to dead instead.
+/// `held` selects the row with ?1..?4 as in [`HELD`] (or ?1 alone).
+fn hand_back(
+    conn: &Connection,
+    op: &'static str,
+    held: &str,
+    args: &[&dyn ToSql],
+    run_at: i64,
+    now: i64,
+) -> Result<bool> {
+    let cancelled = move_to_dead(
+        conn,
+        op,
+        &format!("{held} AND cancel_requested"),
+        "'cancelled'",
+        None,
+        now,
+        args,
+    )?;
+    if cancelled > 0 {
+        return Ok(true);
+    }
+    let n = args.len();
+    let mut all: Vec<&dyn ToSql> = args.to_vec();
+    all.push(&run_at);
+    conn.prepare_cached(&format!(
+        "UPDATE __alkstore_job SET state = 'pending', attempts = attempts - 1, run_at = ?{}, \
+         claim_expires_at = NULL WHERE {held}",
+        n + 1
+    ))
+    .and_then(|mut s| s.execute(all.as_slice()))
+    .map(|n| n == 1)
+    .map_err(db(op))
 }
 
 impl QueueEngine for SqliteEngine {
@@ -158,7 +228,7 @@ impl QueueEngine for SqliteEngine {
                 let now = st.clock.now();
                 if st.last_rescue.get(&p.queue) != Some(&now) {
                     st.last_rescue.remove(&p.queue);
-                    rescue_expired(&st.conn, &p.queue, now)?;
+                    rescue_expired(&st.conn, "job_claim", Some(&p.queue), now)?;
                     if st.last_rescue.len() >= crate::writer::MAX_RESCUE_MARKS {
                         st.last_rescue.clear();
                     }
@@ -170,12 +240,13 @@ impl QueueEngine for SqliteEngine {
                     .conn
                     .prepare_cached(
                         "UPDATE __alkstore_job SET state = 'processing', attempts = attempts + 1, \
-                           worker_id = ?1, claimed_at = ?2, claim_expires_at = ?2 + visibility_timeout_s \
+                           claim_count = claim_count + 1, worker_id = ?1, claimed_at = ?2, \
+                           claim_expires_at = ?2 + visibility_timeout_s \
                          WHERE id IN (SELECT id FROM __alkstore_job \
                            WHERE queue = ?3 AND state = 'pending' AND run_at <= ?2 \
                            ORDER BY priority DESC, run_at, id LIMIT (SELECT ?4)) \
                          RETURNING id, payload, priority, attempts, max_attempts, claim_expires_at, \
-                           run_at, created_at, unique_key, claimed_at",
+                           run_at, created_at, unique_key, claimed_at, claim_count",
                     )
                     .map_err(db("job_claim"))?;
                 let rows = stmt
@@ -187,7 +258,7 @@ impl QueueEngine for SqliteEngine {
                     Ok(jobs) => jobs,
                     Err(e) => {
                         st.last_rescue.remove(&p.queue);
-                        return Err(Error::database("job_claim", e));
+                        return Err(db("job_claim")(e));
                     }
                 };
                 jobs.sort_by(Job::claim_order);
@@ -198,7 +269,7 @@ impl QueueEngine for SqliteEngine {
 
     async fn job_ack(&self, claims: Vec<Claim>) -> Result<Vec<bool>> {
         for c in &claims {
-            validate_claim(c)?;
+            c.validate()?;
         }
         if claims.is_empty() {
             return Ok(Vec::new());
@@ -206,17 +277,31 @@ impl QueueEngine for SqliteEngine {
         self.inner
             .writer
             .write("job_ack", move |st| {
+                let op = "job_ack";
                 let now = st.clock.now();
-                let mut stmt = st
+                // Queues that keep completed jobs copy the row first; for the
+                // rest this finds nothing (one primary-key probe).
+                let mut keep = st
+                    .conn
+                    .prepare_cached(&format!(
+                        "INSERT OR REPLACE INTO __alkstore_done ({MOVE_COLS}, last_error, errors, completed_at) \
+                         SELECT {MOVE_COLS}, last_error, errors, ?4 FROM __alkstore_job \
+                         WHERE {HELD} AND keep_completed_s IS NOT NULL"
+                    ))
+                    .map_err(db(op))?;
+                let mut delete = st
                     .conn
                     .prepare_cached(&format!("DELETE FROM __alkstore_job WHERE {HELD}"))
-                    .map_err(db("job_ack"))?;
+                    .map_err(db(op))?;
                 claims
                     .iter()
                     .map(|c| {
-                        stmt.execute(params![c.id, c.worker, c.attempt, now])
+                        keep.execute(params![c.id, c.worker, c.token, now])
+                            .map_err(db(op))?;
+                        delete
+                            .execute(params![c.id, c.worker, c.token, now])
                             .map(|n| n == 1)
-                            .map_err(db("job_ack"))
+                            .map_err(db(op))
                     })
                     .collect()
             })
@@ -224,7 +309,7 @@ impl QueueEngine for SqliteEngine {
     }
 
     async fn job_retry(&self, p: RetryParams) -> Result<RetryOutcome> {
-        validate_claim(&p.claim)?;
+        p.validate()?;
         let outcome = self
             .inner
             .writer
@@ -232,44 +317,51 @@ impl QueueEngine for SqliteEngine {
                 let op = "job_retry";
                 let now = st.clock.now();
                 let c = &p.claim;
-                let row: Option<(u32, u32, i64)> = st
+                let error = truncate_error(p.error);
+                let row: Option<(u32, u32, i64, bool)> = st
                     .conn
                     .prepare_cached(&format!(
-                        "SELECT attempts, max_attempts, backoff_base_s FROM __alkstore_job WHERE {HELD}"
+                        "SELECT attempts, max_attempts, backoff_base_s, cancel_requested \
+                         FROM __alkstore_job WHERE {HELD}"
                     ))
                     .and_then(|mut s| {
-                        s.query_row(params![c.id, c.worker, c.attempt, now], |r| {
-                            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                        s.query_row(params![c.id, c.worker, c.token, now], |r| {
+                            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
                         })
                         .optional()
                     })
                     .map_err(db(op))?;
-                let Some((attempts, max_attempts, base)) = row else {
+                let Some((attempts, max_attempts, base, cancel_requested)) = row else {
                     return Ok(RetryOutcome::NotHeld);
                 };
-                if attempts >= max_attempts {
+                if cancel_requested || attempts >= max_attempts {
                     move_to_dead(
                         &st.conn,
                         op,
                         "id = ?1",
-                        "exhausted",
-                        Some(&p.error),
+                        EXHAUSTED_OR_CANCELLED,
+                        Some(&error),
                         now,
                         &[&c.id],
                     )?;
-                    return Ok(RetryOutcome::Dead);
+                    return Ok(if cancel_requested {
+                        RetryOutcome::Cancelled
+                    } else {
+                        RetryOutcome::Dead
+                    });
                 }
                 let delay = match p.delay {
-                    Some(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX / 4),
+                    Some(d) => secs(d),
                     None => backoff_delay_s(base, attempts, c.id),
                 };
                 let run_at = now + delay;
                 st.conn
-                    .prepare_cached(
+                    .prepare_cached(&format!(
                         "UPDATE __alkstore_job SET state = 'pending', run_at = ?2, claim_expires_at = NULL, \
-                         last_error = ?3 WHERE id = ?1",
-                    )
-                    .and_then(|mut s| s.execute(params![c.id, run_at, p.error]))
+                         last_error = ?3, errors = {} WHERE id = ?1",
+                        errors_appended("?4", "?3")
+                    ))
+                    .and_then(|mut s| s.execute(params![c.id, run_at, error, now]))
                     .map_err(db(op))?;
                 Ok(RetryOutcome::Scheduled(run_at))
             })
@@ -282,7 +374,8 @@ impl QueueEngine for SqliteEngine {
     }
 
     async fn job_fail(&self, claim: Claim, error: String) -> Result<bool> {
-        validate_claim(&claim)?;
+        claim.validate()?;
+        let error = truncate_error(error);
         self.inner
             .writer
             .write("job_fail", move |st| {
@@ -291,18 +384,38 @@ impl QueueEngine for SqliteEngine {
                     &st.conn,
                     "job_fail",
                     HELD,
-                    "failed",
+                    FAILED_OR_CANCELLED,
                     Some(&error),
                     now,
-                    &[&claim.id, &claim.worker, &claim.attempt, &now],
+                    &[&claim.id, &claim.worker, &claim.token, &now],
                 )?;
                 Ok(moved == 1)
             })
             .await
     }
 
+    async fn job_snooze(&self, claim: Claim, delay: Duration) -> Result<Option<i64>> {
+        claim.validate()?;
+        validate_duration("snooze delay", Some(delay))?;
+        let out = self
+            .inner
+            .writer
+            .write("job_snooze", move |st| {
+                let now = st.clock.now();
+                let run_at = now + secs(delay);
+                let args: [&dyn ToSql; 4] = [&claim.id, &claim.worker, &claim.token, &now];
+                let done = hand_back(&st.conn, "job_snooze", HELD, &args, run_at, now)?;
+                Ok(done.then_some(run_at))
+            })
+            .await?;
+        if out.is_some_and(|t| t <= self.now()) {
+            self.hub().all();
+        }
+        Ok(out)
+    }
+
     async fn job_heartbeat(&self, claim: Claim) -> Result<Option<i64>> {
-        validate_claim(&claim)?;
+        claim.validate()?;
         self.inner
             .writer
             .write("job_heartbeat", move |st| {
@@ -313,7 +426,7 @@ impl QueueEngine for SqliteEngine {
                          WHERE {HELD} RETURNING claim_expires_at"
                     ))
                     .and_then(|mut s| {
-                        s.query_row(params![claim.id, claim.worker, claim.attempt, now], |r| {
+                        s.query_row(params![claim.id, claim.worker, claim.token, now], |r| {
                             r.get(0)
                         })
                         .optional()
@@ -324,22 +437,14 @@ impl QueueEngine for SqliteEngine {
     }
 
     async fn job_release(&self, claim: Claim) -> Result<bool> {
-        validate_claim(&claim)?;
+        claim.validate()?;
         let released = self
             .inner
             .writer
             .write("job_release", move |st| {
                 let now = st.clock.now();
-                st.conn
-                    .prepare_cached(&format!(
-                        "UPDATE __alkstore_job SET state = 'pending', attempts = attempts - 1, \
-                         claim_expires_at = NULL WHERE {HELD}"
-                    ))
-                    .and_then(|mut s| {
-                        s.execute(params![claim.id, claim.worker, claim.attempt, now])
-                    })
-                    .map(|n| n == 1)
-                    .map_err(db("job_release"))
+                let args: [&dyn ToSql; 4] = [&claim.id, &claim.worker, &claim.token, &now];
+                hand_back(&st.conn, "job_release", HELD, &args, now, now)
             })
             .await?;
         if released {
@@ -348,73 +453,145 @@ impl QueueEngine for SqliteEngine {
         Ok(released)
     }
 
+    async fn job_unclaim(&self, id: i64) -> Result<bool> {
+        let released = self
+            .inner
+            .writer
+            .write("job_unclaim", move |st| {
+                let now = st.clock.now();
+                let held = "id = ?1 AND state = 'processing'";
+                hand_back(&st.conn, "job_unclaim", held, &[&id], now, now)
+            })
+            .await?;
+        if released {
+            self.hub().all();
+        }
+        Ok(released)
+    }
+
+    async fn job_cancel_requests(&self, ids: Vec<i64>) -> Result<Vec<i64>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let list = format!(
+            "[{}]",
+            ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
+        );
+        self.read("job_cancel_requests", move |conn| {
+            conn.prepare_cached(
+                "SELECT id FROM __alkstore_job WHERE id IN (SELECT value FROM json_each(?1)) \
+                 AND state = 'processing' AND cancel_requested",
+            )
+            .and_then(|mut s| s.query_map([&list], |r| r.get(0))?.collect())
+            .map_err(db("job_cancel_requests"))
+        })
+        .await
+    }
+
     fn wake_subscribe(&self) -> tokio::sync::broadcast::Receiver<alkstore_core::Wake> {
         self.wake_hints()
     }
 
-    async fn job_cancel(&self, id: i64) -> Result<bool> {
+    async fn job_cancel(&self, id: i64) -> Result<CancelOutcome> {
         self.inner
             .writer
             .write("job_cancel", move |st| {
-                st.conn
-                    .prepare_cached("DELETE FROM __alkstore_job WHERE id = ?1")
+                let op = "job_cancel";
+                let now = st.clock.now();
+                let moved = move_to_dead(
+                    &st.conn,
+                    op,
+                    "id = ?1 AND state = 'pending'",
+                    "'cancelled'",
+                    None,
+                    now,
+                    &[&id],
+                )?;
+                if moved == 1 {
+                    return Ok(CancelOutcome::Cancelled);
+                }
+                let flagged = st
+                    .conn
+                    .prepare_cached(
+                        "UPDATE __alkstore_job SET cancel_requested = 1 \
+                         WHERE id = ?1 AND state = 'processing'",
+                    )
                     .and_then(|mut s| s.execute([id]))
-                    .map(|n| n == 1)
-                    .map_err(db("job_cancel"))
+                    .map_err(db(op))?;
+                Ok(if flagged == 1 {
+                    CancelOutcome::Requested
+                } else {
+                    CancelOutcome::NotFound
+                })
             })
             .await
     }
 
     async fn job_get(&self, id: i64) -> Result<Option<JobInfo>> {
         self.read("job_get", move |conn| {
-            let live = conn
-                .prepare_cached(&format!(
-                    "SELECT {JOB_COLS}, state FROM __alkstore_job WHERE id = ?1"
-                ))
-                .and_then(|mut s| s.query_row([id], |r| job_info(r, false)).optional())
-                .map_err(db("job_get"))?;
-            if live.is_some() {
-                return Ok(live);
+            for (table, source) in [
+                ("__alkstore_job", Source::Live),
+                ("__alkstore_dead", Source::Dead),
+                ("__alkstore_done", Source::Done),
+            ] {
+                let found = conn
+                    .prepare_cached(&format!(
+                        "SELECT {JOB_COLS}, {} FROM {table} WHERE id = ?1",
+                        source.extra_cols()
+                    ))
+                    .and_then(|mut s| s.query_row([id], |r| job_info(r, source)).optional())
+                    .map_err(db("job_get"))?;
+                if found.is_some() {
+                    return Ok(found);
+                }
             }
-            conn.prepare_cached(&format!(
-                "SELECT {JOB_COLS}, reason, died_at FROM __alkstore_dead WHERE id = ?1"
-            ))
-            .and_then(|mut s| s.query_row([id], |r| job_info(r, true)).optional())
-            .map_err(db("job_get"))
+            Ok(None)
         })
         .await
     }
 
     async fn queue_stats(&self, queue: String) -> Result<QueueStats> {
-        alkstore_core::queue::validate_queue_name(&queue)?;
+        validate_queue_name(&queue)?;
         let now = self.now();
         self.read("queue_stats", move |conn| {
             let op = "queue_stats";
-            let (ready, scheduled, processing, oldest): (i64, i64, i64, Option<i64>) = conn
+            let live: [Option<i64>; 6] = conn
                 .prepare_cached(
-                    "SELECT COALESCE(SUM(state = 'pending' AND run_at <= ?2), 0), \
-                            COALESCE(SUM(state = 'pending' AND run_at > ?2), 0), \
-                            COALESCE(SUM(state = 'processing'), 0), \
-                            MIN(CASE WHEN state = 'pending' AND run_at <= ?2 THEN run_at END) \
+                    "SELECT COALESCE(SUM(state = 'pending' AND run_at <= ?2 \
+                              AND (expires_at IS NULL OR expires_at > ?2)), 0), \
+                            COALESCE(SUM(state = 'pending' AND run_at > ?2 \
+                              AND (expires_at IS NULL OR expires_at > ?2)), 0), \
+                            COALESCE(SUM(state = 'pending' AND expires_at <= ?2), 0), \
+                            COALESCE(SUM(state = 'processing' AND claim_expires_at > ?2), 0), \
+                            COALESCE(SUM(state = 'processing' AND claim_expires_at <= ?2), 0), \
+                            MIN(CASE WHEN state = 'pending' AND run_at <= ?2 \
+                              AND (expires_at IS NULL OR expires_at > ?2) THEN run_at END) \
                      FROM __alkstore_job WHERE queue = ?1",
                 )
                 .and_then(|mut s| {
                     s.query_row(params![queue, now], |r| {
-                        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                        Ok([r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?])
                     })
                 })
                 .map_err(db(op))?;
-            let dead: i64 = conn
-                .prepare_cached("SELECT COUNT(*) FROM __alkstore_dead WHERE queue = ?1")
-                .and_then(|mut s| s.query_row([&queue], |r| r.get(0)))
-                .map_err(db(op))?;
+            let count = |table: &str| -> Result<u64> {
+                conn.prepare_cached(&format!("SELECT COUNT(*) FROM {table} WHERE queue = ?1"))
+                    .and_then(|mut s| s.query_row([&queue], |r| r.get::<_, i64>(0)))
+                    .map(|n| n as u64)
+                    .map_err(db(op))
+            };
+            let (dead, completed) = (count("__alkstore_dead")?, count("__alkstore_done")?);
+            let n = |i: usize| live[i].unwrap_or(0) as u64;
             Ok(QueueStats {
+                ready: n(0),
+                scheduled: n(1),
+                expired: n(2),
+                processing: n(3),
+                expired_claims: n(4),
+                dead,
+                completed,
+                oldest_ready_age_s: live[5].map(|t| (now - t).max(0)),
                 queue,
-                ready: ready as u64,
-                scheduled: scheduled as u64,
-                processing: processing as u64,
-                dead: dead as u64,
-                oldest_ready_age_s: oldest.map(|t| (now - t).max(0)),
             })
         })
         .await
@@ -422,21 +599,27 @@ impl QueueEngine for SqliteEngine {
 
     async fn job_list(&self, p: JobListParams) -> Result<Vec<JobInfo>> {
         p.validate()?;
+        let (table, source) = if p.state == Some(JobState::Completed) {
+            ("__alkstore_done", Source::Done)
+        } else {
+            ("__alkstore_job", Source::Live)
+        };
+        let state = match p.state {
+            Some(JobState::Pending | JobState::Processing) => p.state.map(|s| s.as_str()),
+            _ => None,
+        };
         self.read("job_list", move |conn| {
             conn.prepare_cached(&format!(
-                "SELECT {JOB_COLS}, state FROM __alkstore_job \
-                 WHERE (?1 IS NULL OR queue = ?1) AND (?2 IS NULL OR state = ?2) AND id > ?3 \
-                 ORDER BY id LIMIT (SELECT ?4)"
+                "SELECT {JOB_COLS}, {extra} FROM {table} \
+                 WHERE (?1 IS NULL OR queue = ?1) AND (?2 IS NULL OR {state_col} = ?2) AND id > ?3 \
+                 ORDER BY id LIMIT (SELECT ?4)",
+                extra = source.extra_cols(),
+                state_col = if matches!(source, Source::Live) { "state" } else { "?2" },
             ))
             .and_then(|mut s| {
                 s.query_map(
-                    params![
-                        p.queue,
-                        p.state.map(|s| s.as_str()),
-                        p.after_id.unwrap_or(i64::MIN),
-                        p.limit
-                    ],
-                    |r| job_info(r, false),
+                    params![p.queue, state, p.after_id.unwrap_or(i64::MIN), p.limit],
+                    |r| job_info(r, source),
                 )?
                 .collect()
             })
@@ -448,7 +631,8 @@ impl QueueEngine for SqliteEngine {
     async fn queue_list(&self) -> Result<Vec<String>> {
         self.read("queue_list", |conn| {
             conn.prepare_cached(
-                "SELECT DISTINCT queue FROM __alkstore_job UNION SELECT DISTINCT queue FROM __alkstore_dead ORDER BY 1",
+                "SELECT DISTINCT queue FROM __alkstore_job UNION SELECT DISTINCT queue FROM __alkstore_dead \
+                 UNION SELECT DISTINCT queue FROM __alkstore_done ORDER BY 1",
             )
             .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
             .map_err(db("queue_list"))
@@ -462,39 +646,35 @@ impl QueueEngine for SqliteEngine {
             .write("queue_sweep", |st| {
                 let op = "queue_sweep";
                 let now = st.clock.now();
-                let expired = move_to_dead(
-                    &st.conn,
-                    op,
-                    "state = 'pending' AND expires_at IS NOT NULL AND expires_at <= ?1",
-                    "expired",
-                    None,
-                    now,
-                    &[&now],
+                let r = rescue_expired(&st.conn, op, None, now)?;
+                let prune = |sql: &str| -> Result<u64> {
+                    st.conn
+                        .prepare_cached(sql)
+                        .and_then(|mut s| s.execute([now]))
+                        .map(|n| n as u64)
+                        .map_err(db(op))
+                };
+                let dead_pruned = prune(
+                    "DELETE FROM __alkstore_dead WHERE dead_letter_retention_s IS NOT NULL \
+                     AND died_at + dead_letter_retention_s <= ?1",
                 )?;
-                let exhausted = move_to_dead(
-                    &st.conn,
-                    op,
-                    "state = 'processing' AND claim_expires_at <= ?1 AND attempts >= max_attempts",
-                    "exhausted",
-                    Some("claim expired on the last attempt"),
-                    now,
-                    &[&now],
+                let completed_pruned = prune(
+                    "DELETE FROM __alkstore_done WHERE completed_at + keep_completed_s <= ?1",
                 )?;
-                let dead_pruned = st
-                    .conn
-                    .prepare_cached(
-                        "DELETE FROM __alkstore_dead WHERE dead_letter_retention_s IS NOT NULL \
-                         AND died_at + dead_letter_retention_s <= ?1",
-                    )
-                    .and_then(|mut s| s.execute([now]))
-                    .map_err(db(op))? as u64;
                 Ok(SweepReport {
-                    expired,
-                    exhausted,
+                    expired: r.expired,
+                    rescued: r.rescued,
+                    exhausted: r.exhausted,
                     dead_pruned,
+                    completed_pruned,
                 })
             })
             .await
+            .inspect(|r| {
+                if r.rescued > 0 {
+                    self.hub().all();
+                }
+            })
     }
 
     async fn dead_list(&self, p: DeadListParams) -> Result<Vec<JobInfo>> {
@@ -507,7 +687,7 @@ impl QueueEngine for SqliteEngine {
             .and_then(|mut s| {
                 s.query_map(
                     params![p.queue, p.after_id.unwrap_or(i64::MIN), p.limit],
-                    |r| job_info(r, true),
+                    |r| job_info(r, Source::Dead),
                 )?
                 .collect()
             })
@@ -529,9 +709,11 @@ impl QueueEngine for SqliteEngine {
                     .prepare_cached(
                         "INSERT INTO __alkstore_job (id, queue, payload, priority, run_at, attempts, \
                            max_attempts, created_at, visibility_timeout_s, backoff_base_s, \
-                           dead_letter_retention_s, unique_key, last_error) \
+                           dead_letter_retention_s, unique_key, last_error, errors, claim_count, \
+                           keep_completed_s) \
                          SELECT id, queue, payload, priority, ?2, 0, max_attempts, created_at, \
-                           visibility_timeout_s, backoff_base_s, dead_letter_retention_s, unique_key, last_error \
+                           visibility_timeout_s, backoff_base_s, dead_letter_retention_s, unique_key, \
+                           last_error, errors, claim_count, keep_completed_s \
                          FROM __alkstore_dead WHERE id = ?1 \
                          ON CONFLICT DO NOTHING",
                     )
@@ -575,24 +757,58 @@ impl QueueEngine for SqliteEngine {
             })
             .await
     }
+
+    async fn dead_count(&self, sel: DeadSelect) -> Result<u64> {
+        sel.validate()?;
+        let sel = DeadSelect { limit: None, ..sel };
+        self.read("dead_count", move |conn| {
+            if sel.ids.is_some() {
+                return Ok(selected_dead_ids(conn, &sel)?.len() as u64);
+            }
+            conn.prepare_cached("SELECT COUNT(*) FROM __alkstore_dead WHERE (?1 IS NULL OR queue = ?1)")
+                .and_then(|mut s| s.query_row([&sel.queue], |r| r.get::<_, i64>(0)))
+                .map(|n| n as u64)
+                .map_err(db("dead_count"))
+        })
+        .await
+    }
 }
 
+/// The dead-letter ids `sel` names, lowest first, at most `sel.limit`.
 fn selected_dead_ids(conn: &Connection, sel: &DeadSelect) -> Result<Vec<i64>> {
     let op = "dead_select";
-    let in_queue: Vec<i64> = conn
-        .prepare_cached(
-            "SELECT id FROM __alkstore_dead WHERE (?1 IS NULL OR queue = ?1) ORDER BY id",
-        )
-        .and_then(|mut s| s.query_map([&sel.queue], |r| r.get(0))?.collect())
-        .map_err(db(op))?;
-    Ok(match &sel.ids {
-        None => in_queue,
+    let limit = sel.limit.map(i64::from).unwrap_or(i64::MAX);
+    match &sel.ids {
+        None => conn
+            .prepare_cached(
+                "SELECT id FROM __alkstore_dead WHERE (?1 IS NULL OR queue = ?1) \
+                 ORDER BY id LIMIT (SELECT ?2)",
+            )
+            .and_then(|mut s| s.query_map(params![sel.queue, limit], |r| r.get(0))?.collect())
+            .map_err(db(op)),
         Some(ids) => {
-            let wanted: HashSet<i64> = ids.iter().copied().collect();
-            in_queue
-                .into_iter()
-                .filter(|id| wanted.contains(id))
-                .collect()
+            let mut wanted = ids.clone();
+            wanted.sort_unstable();
+            wanted.dedup();
+            let mut exists = conn
+                .prepare_cached(
+                    "SELECT EXISTS (SELECT 1 FROM __alkstore_dead WHERE id = ?1 \
+                     AND (?2 IS NULL OR queue = ?2))",
+                )
+                .map_err(db(op))?;
+            let mut out = Vec::new();
+            for id in wanted {
+                if out.len() as i64 >= limit {
+                    break;
+                }
+                if exists
+                    .query_row(params![id, sel.queue], |r| r.get::<_, bool>(0))
+                    .map_err(db(op))?
+                {
+                    out.push(id);
+                }
+            }
+            Ok(out)
         }
-    })
+    }
 }

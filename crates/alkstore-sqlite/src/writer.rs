@@ -32,6 +32,32 @@ pub(crate) struct WriterState {
     /// Claims expire on whole seconds, so one rescue per second per queue
     /// finds every expired claim.
     pub last_rescue: HashMap<String, i64>,
+    /// How long `BEGIN IMMEDIATE` waits for another connection's lock.
+    pub busy_timeout: std::time::Duration,
+    /// Set while a group could not begin: its commands fail with this error
+    /// instead of running.
+    begin_failure: Option<BeginFailure>,
+}
+
+/// Why a group transaction could not begin.
+#[derive(Clone)]
+enum BeginFailure {
+    /// Another connection held the write lock for the whole busy timeout.
+    Busy(u64),
+    /// Anything else SQLite reported.
+    Other(String),
+}
+
+impl BeginFailure {
+    fn error(&self, op: &'static str) -> Error {
+        match self {
+            BeginFailure::Busy(waited_s) => Error::Busy {
+                op,
+                waited_s: *waited_s,
+            },
+            BeginFailure::Other(msg) => Error::database(op, format!("begin: {msg}")),
+        }
+    }
 }
 
 /// Forget rescue marks beyond this many queues (a mark only saves work).
@@ -50,13 +76,19 @@ pub(crate) struct Writer {
 }
 
 impl Writer {
-    pub(crate) fn new(conn: Connection, clock: Arc<dyn Clock>) -> Arc<Writer> {
+    pub(crate) fn new(
+        conn: Connection,
+        clock: Arc<dyn Clock>,
+        busy_timeout: std::time::Duration,
+    ) -> Arc<Writer> {
         Arc::new(Writer {
             queue: Mutex::new(Vec::new()),
             state: Mutex::new(WriterState {
                 conn,
                 clock,
                 last_rescue: HashMap::new(),
+                busy_timeout,
+                begin_failure: None,
             }),
             commits: Default::default(),
             commands: Default::default(),
@@ -147,9 +179,19 @@ fn run_group(st: &mut WriterState, batch: Vec<Command>) -> bool {
         .prepare_cached("BEGIN IMMEDIATE")
         .and_then(|mut s| s.execute([]));
     if let Err(e) = begin {
-        // Dropping the commands drops their result senders: each caller
-        // gets an error instead of hanging.
-        tracing::error!(error = %e, "sqlite writer could not begin a transaction");
+        // Each command reports why without running (see `in_savepoint`).
+        let failure = if crate::is_busy(&e) {
+            BeginFailure::Busy(st.busy_timeout.as_secs().max(1))
+        } else {
+            tracing::error!(error = %e, "sqlite writer could not begin a transaction");
+            BeginFailure::Other(e.to_string())
+        };
+        st.begin_failure = Some(failure);
+        let delivers: Vec<Deliver> = batch.into_iter().map(|cmd| cmd(st)).collect();
+        st.begin_failure = None;
+        for d in delivers {
+            d(None);
+        }
         return false;
     }
     let mut delivers: Vec<Deliver> = Vec::with_capacity(batch.len());
@@ -208,6 +250,9 @@ fn in_savepoint<T>(
     op: &'static str,
     f: impl FnOnce(&mut WriterState) -> Result<T>,
 ) -> Result<T> {
+    if let Some(failure) = &st.begin_failure {
+        return Err(failure.error(op));
+    }
     st.conn
         .prepare_cached("SAVEPOINT alk_cmd")
         .and_then(|mut s| s.execute([]))

@@ -1,6 +1,8 @@
+use std::time::Duration;
+
 use alkstore_core::{
-    Claim, ClaimParams, DeadListParams, DeadSelect, Enqueued, Job, JobInfo, JobListParams, NewJob,
-    QueueEngine, QueueStats, Result, RetryOutcome, RetryParams, SweepReport,
+    CancelOutcome, Claim, ClaimParams, DeadListParams, DeadSelect, Enqueued, Job, JobInfo,
+    JobListParams, NewJob, QueueEngine, QueueStats, Result, RetryOutcome, RetryParams, SweepReport,
 };
 use alkstore_postgres::PgEngine;
 use alkstore_sqlite::SqliteEngine;
@@ -45,13 +47,22 @@ impl QueueEngine for AnyEngine {
     async fn job_release(&self, claim: Claim) -> Result<bool> {
         dispatch!(self.job_release(claim))
     }
+    async fn job_snooze(&self, claim: Claim, delay: Duration) -> Result<Option<i64>> {
+        dispatch!(self.job_snooze(claim, delay))
+    }
+    async fn job_cancel_requests(&self, ids: Vec<i64>) -> Result<Vec<i64>> {
+        dispatch!(self.job_cancel_requests(ids))
+    }
+    async fn job_unclaim(&self, id: i64) -> Result<bool> {
+        dispatch!(self.job_unclaim(id))
+    }
     fn wake_subscribe(&self) -> tokio::sync::broadcast::Receiver<alkstore_core::Wake> {
         match self {
             AnyEngine::Sqlite(e) => e.wake_subscribe(),
             AnyEngine::Postgres(e) => e.wake_subscribe(),
         }
     }
-    async fn job_cancel(&self, id: i64) -> Result<bool> {
+    async fn job_cancel(&self, id: i64) -> Result<CancelOutcome> {
         dispatch!(self.job_cancel(id))
     }
     async fn job_get(&self, id: i64) -> Result<Option<JobInfo>> {
@@ -77,5 +88,8 @@ impl QueueEngine for AnyEngine {
     }
     async fn dead_purge(&self, select: DeadSelect) -> Result<u64> {
         dispatch!(self.dead_purge(select))
+    }
+    async fn dead_count(&self, select: DeadSelect) -> Result<u64> {
+        dispatch!(self.dead_count(select))
     }
 }

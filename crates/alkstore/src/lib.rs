@@ -34,15 +34,46 @@ pub mod worker;
 
 pub use alkstore_core::url;
 pub use alkstore_core::{
-    url::StoreUrl, Claim, ClaimParams, Clock, DeadListParams, DeadSelect, EnqueueOpts, Enqueued,
-    Error, ErrorKind, Job, JobInfo, JobListParams, JobState, Limits, ManualClock, NewJob,
-    QueueEngine, QueueOpts, QueueStats, Result, RetryOutcome, RetryParams, SweepReport,
-    SystemClock,
+    url::StoreUrl, AttemptError, CancelOutcome, Claim, ClaimParams, Clock, DeadListParams,
+    DeadSelect, EnqueueOpts, Enqueued, Error, ErrorKind, Job, JobInfo, JobListParams, JobState,
+    Limits, ManualClock, NewJob, QueueEngine, QueueOpts, QueueStats, Result, RetryOutcome,
+    RetryParams, SweepReport, SystemClock,
 };
 pub use any::AnyEngine;
 pub use queue::{JobExt, Queue};
 pub use store::{Store, StoreOptions};
 pub use worker::{JobCtx, JobError, JobResult, Worker, WorkerOpts, WorkerReport};
+
+/// Resolves on SIGTERM (what Docker, Kubernetes and systemd send) or Ctrl-C:
+/// pass it to [`Worker::run_until`] for a graceful shutdown.
+///
+/// ```no_run
+/// # async fn demo(worker: alkstore::Worker) -> alkstore::Result<()> {
+/// worker.run_until(alkstore::shutdown_signal()).await?;
+/// # Ok(()) }
+/// ```
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot watch SIGTERM; only Ctrl-C stops the worker");
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
 
 /// The SQLite engine, for callers that need its own API (the outbox).
 pub use alkstore_sqlite as sqlite;

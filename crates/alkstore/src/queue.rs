@@ -1,6 +1,6 @@
 use alkstore_core::{
-    Claim, ClaimParams, EnqueueOpts, Enqueued, Error, Job, JobInfo, NewJob, QueueEngine, QueueOpts,
-    QueueStats, Result, RetryOutcome, RetryParams,
+    CancelOutcome, Claim, ClaimParams, EnqueueOpts, Enqueued, Error, Job, JobInfo, NewJob,
+    QueueEngine, QueueOpts, QueueStats, Result, RetryOutcome, RetryParams,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -140,13 +140,20 @@ impl Queue {
         self.store.engine().job_release(claim).await
     }
 
+    /// Run a claimed job again after `delay` without using an attempt;
+    /// returns the new due time, or `None` when the claim is no longer held.
+    pub async fn snooze(&self, claim: Claim, delay: std::time::Duration) -> Result<Option<i64>> {
+        self.store.engine().job_snooze(claim, delay).await
+    }
+
     /// Look up a job (of any queue) by id, live or dead.
     pub async fn get(&self, id: i64) -> Result<Option<JobInfo>> {
         self.store.engine().job_get(id).await
     }
 
-    /// Delete a live job (of any queue) by id.
-    pub async fn cancel(&self, id: i64) -> Result<bool> {
+    /// Cancel a live job (of any queue) by id: a pending job moves to dead
+    /// as `cancelled`; a running one is flagged and its handler told.
+    pub async fn cancel(&self, id: i64) -> Result<CancelOutcome> {
         self.store.engine().job_cancel(id).await
     }
 

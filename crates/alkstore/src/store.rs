@@ -14,6 +14,10 @@ pub struct StoreOptions {
     pub clock: Option<Arc<dyn Clock>>,
     /// Input limits.
     pub limits: Limits,
+    /// Only open a store that exists: never create a file, schema or
+    /// table; fail with [`Error::NoStore`](alkstore_core::Error::NoStore)
+    /// instead (read-only tools).
+    pub existing_only: bool,
 }
 
 /// An open store: a cheap, cloneable handle over one engine.
@@ -36,12 +40,11 @@ impl Store {
                 path,
                 synchronous_full,
             } => {
-                let sqlite = SqliteOptions {
-                    path: path.into(),
-                    synchronous_full,
-                    clock: opts.clock,
-                    limits: opts.limits,
-                };
+                let mut sqlite = SqliteOptions::new(path);
+                sqlite.synchronous_full = synchronous_full;
+                sqlite.clock = opts.clock;
+                sqlite.limits = opts.limits;
+                sqlite.create = !opts.existing_only;
                 let engine = tokio::task::spawn_blocking(move || SqliteEngine::open(sqlite))
                     .await
                     .map_err(|e| alkstore_core::Error::database("open", e.to_string()))??;
@@ -52,14 +55,11 @@ impl Store {
                 schema,
                 relaxed_commits,
             } => {
-                let pg = alkstore_postgres::PgOptions {
-                    conninfo,
-                    schema,
-                    clock: opts.clock,
-                    limits: opts.limits,
-                    pool_size: 16,
-                    relaxed_commits,
-                };
+                let mut pg = alkstore_postgres::PgOptions::new(conninfo, schema);
+                pg.clock = opts.clock;
+                pg.limits = opts.limits;
+                pg.relaxed_commits = relaxed_commits;
+                pg.create = !opts.existing_only;
                 AnyEngine::Postgres(alkstore_postgres::PgEngine::open(pg).await?)
             }
         };

@@ -212,10 +212,14 @@ pub async fn run(cli: Cli) -> Result<()> {
             None => return Err(Error::invalid("job id", format!("no job {id}"))),
         },
         Command::Cancel { id } => {
-            if e.job_cancel(id).await? {
-                println!("cancelled {id}");
-            } else {
-                return Err(Error::invalid("job id", format!("no live job {id}")));
+            match e.job_cancel(id).await? {
+                alkstore::CancelOutcome::Cancelled => println!("cancelled {id}"),
+                alkstore::CancelOutcome::Requested => {
+                    println!("cancel requested for running job {id}; its worker stops it")
+                }
+                alkstore::CancelOutcome::NotFound => {
+                    return Err(Error::invalid("job id", format!("no live job {id}")))
+                }
             }
         }
         Command::Dead(DeadCommand::List {
@@ -283,6 +287,7 @@ fn dead_select(a: DeadSelectArgs) -> Result<DeadSelect> {
     Ok(DeadSelect {
         queue: a.queue,
         ids: if a.ids.is_empty() { None } else { Some(a.ids) },
+        limit: None,
     })
 }
 

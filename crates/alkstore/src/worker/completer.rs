@@ -24,17 +24,23 @@ pub(crate) struct AckStats {
     pub failed: AtomicU64,
 }
 
+/// A finished job to ack, with its queue's completion counter.
+pub(crate) struct Finished {
+    pub claim: Claim,
+    pub completed: metrics::Counter,
+}
+
 /// Ack statements allowed in flight at once.
 const FLUSHES_IN_FLIGHT: usize = 2;
 
 pub(crate) struct Completer {
-    tx: mpsc::Sender<Claim>,
+    tx: mpsc::Sender<Finished>,
     task: JoinHandle<()>,
 }
 
 impl Completer {
     pub(crate) fn spawn(engine: AnyEngine, max_batch: usize, stats: Arc<AckStats>) -> Completer {
-        let (tx, mut rx) = mpsc::channel::<Claim>(max_batch.max(1) * 4);
+        let (tx, mut rx) = mpsc::channel::<Finished>(max_batch.max(1) * 4);
         let task = tokio::spawn(async move {
             // Up to FLUSHES_IN_FLIGHT batches at once: PostgreSQL runs them on
             // separate connections (and cores); SQLite folds them into one
@@ -60,7 +66,7 @@ impl Completer {
         Completer { tx, task }
     }
 
-    pub(crate) fn sender(&self) -> mpsc::Sender<Claim> {
+    pub(crate) fn sender(&self) -> mpsc::Sender<Finished> {
         self.tx.clone()
     }
 
@@ -71,8 +77,9 @@ impl Completer {
     }
 }
 
-async fn flush(engine: &AnyEngine, claims: Vec<Claim>, stats: &AckStats) {
-    let n = claims.len() as u64;
+async fn flush(engine: &AnyEngine, batch: Vec<Finished>, stats: &AckStats) {
+    let n = batch.len() as u64;
+    let claims: Vec<Claim> = batch.iter().map(|f| f.claim.clone()).collect();
     let mut delay = Duration::from_millis(20);
     for attempt in 1..=10 {
         match engine.job_ack(claims.clone()).await {
@@ -80,7 +87,11 @@ async fn flush(engine: &AnyEngine, claims: Vec<Claim>, stats: &AckStats) {
                 let ok = flags.iter().filter(|f| **f).count() as u64;
                 stats.acked.fetch_add(ok, Ordering::Relaxed);
                 stats.lost.fetch_add(n - ok, Ordering::Relaxed);
-                metrics::counter!("alkstore_jobs_completed_total").increment(ok);
+                for (f, acked) in batch.iter().zip(&flags) {
+                    if *acked {
+                        f.completed.increment(1);
+                    }
+                }
                 if ok < n {
                     tracing::warn!(
                         lost = n - ok,

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use alkstore_core::{Job, QueueEngine, Result};
 use serde::de::DeserializeOwned;
+use tokio::sync::watch;
 
 use crate::AnyEngine;
 
@@ -17,6 +18,7 @@ pub struct JobCtx<T> {
     job: Job,
     payload: T,
     engine: AnyEngine,
+    cancelled: watch::Receiver<bool>,
 }
 
 impl<T> JobCtx<T> {
@@ -50,6 +52,33 @@ impl<T> JobCtx<T> {
     pub async fn heartbeat(&self) -> Result<bool> {
         Ok(self.engine.job_heartbeat(self.job.claim()).await?.is_some())
     }
+
+    /// Whether someone cancelled this job while it runs (`alk cancel`,
+    /// `Queue::cancel`). The worker learns of it within about a second.
+    /// Stop early and return any error: the job then ends in dead as
+    /// `cancelled` (returning `Ok` acks it as done).
+    pub fn is_cancelled(&self) -> bool {
+        *self.cancelled.borrow()
+    }
+
+    /// Resolves when this job is cancelled (never, if it is not), for use in
+    /// `tokio::select!` beside the handler's work.
+    ///
+    /// ```no_run
+    /// # async fn demo(job: alkstore::JobCtx<()>) -> alkstore::JobResult {
+    /// tokio::select! {
+    ///     _ = job.cancelled() => Err(alkstore::JobError::fail("cancelled")),
+    ///     _ = tokio::time::sleep(std::time::Duration::from_secs(60)) => Ok(()),
+    /// }
+    /// # }
+    /// ```
+    pub async fn cancelled(&self) {
+        let mut rx = self.cancelled.clone();
+        if rx.wait_for(|c| *c).await.is_err() {
+            // The worker is gone; nobody will cancel this job any more.
+            std::future::pending::<()>().await;
+        }
+    }
 }
 
 impl<T: fmt::Debug> fmt::Debug for JobCtx<T> {
@@ -78,6 +107,9 @@ pub enum JobError {
     },
     /// Do not try again: dead-letter now.
     Fail(String),
+    /// Not an error: run the job again after this long, without using an
+    /// attempt (waiting on a rate limit or on another job).
+    Snooze(Duration),
 }
 
 impl JobError {
@@ -101,6 +133,11 @@ impl JobError {
     pub fn fail(error: impl fmt::Display) -> Self {
         JobError::Fail(error.to_string())
     }
+
+    /// Run again after `after` without using an attempt.
+    pub fn snooze(after: Duration) -> Self {
+        JobError::Snooze(after)
+    }
 }
 
 impl<E: std::error::Error> From<E> for JobError {
@@ -116,19 +153,21 @@ pub(crate) type BoxFuture = Pin<Box<dyn Future<Output = JobResult> + Send>>;
 
 /// A handler with its payload type erased: decodes, then calls the user's
 /// function. A payload that does not decode is a permanent failure.
-pub(crate) type ErasedHandler = Arc<dyn Fn(Job, AnyEngine) -> BoxFuture + Send + Sync>;
+pub(crate) type ErasedHandler =
+    Arc<dyn Fn(Job, AnyEngine, watch::Receiver<bool>) -> BoxFuture + Send + Sync>;
 
 pub(crate) fn raw<F, Fut>(f: F) -> ErasedHandler
 where
     F: Fn(JobCtx<Vec<u8>>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = JobResult> + Send + 'static,
 {
-    Arc::new(move |mut job: Job, engine: AnyEngine| {
+    Arc::new(move |mut job: Job, engine: AnyEngine, cancelled| {
         let payload = std::mem::take(&mut job.payload);
         Box::pin(f(JobCtx {
             job,
             payload,
             engine,
+            cancelled,
         }))
     })
 }
@@ -140,7 +179,7 @@ where
     Fut: Future<Output = JobResult> + Send + 'static,
 {
     let f = Arc::new(f);
-    Arc::new(move |job: Job, engine: AnyEngine| {
+    Arc::new(move |job: Job, engine: AnyEngine, cancelled| {
         let decoded: std::result::Result<T, _> = serde_json::from_slice(&job.payload);
         match decoded {
             Ok(payload) => {
@@ -150,6 +189,7 @@ where
                         job,
                         payload,
                         engine,
+                        cancelled,
                     })
                     .await
                 })

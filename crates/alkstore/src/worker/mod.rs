@@ -1,6 +1,29 @@
 //! The queue worker: runs async handlers with per-queue concurrency, batch
 //! claims sized to free capacity, batched acks, heartbeats for long jobs,
-//! timeouts, retries, panic isolation and graceful shutdown.
+//! timeouts, retries, snoozes, cooperative cancel, panic isolation and
+//! graceful shutdown.
+//!
+//! # Metrics
+//!
+//! Through the [`metrics`] facade; every one is labelled `queue`:
+//!
+//! | name | kind | what |
+//! |---|---|---|
+//! | `alkstore_jobs_claimed_total` | counter | jobs claimed |
+//! | `alkstore_jobs_completed_total` | counter | jobs acked (their handler returned `Ok`) |
+//! | `alkstore_jobs_retried_total` | counter | failed attempts rescheduled |
+//! | `alkstore_jobs_dead_total` | counter | jobs dead-lettered (failed, out of attempts, cancelled) |
+//! | `alkstore_jobs_snoozed_total` | counter | jobs snoozed by their handler |
+//! | `alkstore_jobs_cancelled_total` | counter | running jobs whose handler was told to stop |
+//! | `alkstore_handler_duration_seconds` | histogram | handler run time |
+//! | `alkstore_job_wait_seconds` | histogram | due → started (whole seconds, the engine's clock) |
+//! | `alkstore_queue_depth` | gauge | jobs by `state` (`ready`, `scheduled`, `processing`, `expired_claims`, `dead`), every 5 s |
+//!
+//! # Spans and logs
+//!
+//! Each handler runs in an `alkstore.job` span (`queue`, `id`, `attempt`).
+//! A dead-lettered job is logged at WARN with its reason; a retry at INFO
+//! (only when the job really is rescheduled); a panic at ERROR.
 //!
 //! ```no_run
 //! # async fn demo() -> alkstore::Result<()> {
@@ -17,7 +40,7 @@
 //!         Ok(())
 //!     })
 //!     .concurrency("emails", 32)
-//!     .run_until(async { let _ = tokio::signal::ctrl_c().await; })
+//!     .run_until(alkstore::shutdown_signal())
 //!     .await?;
 //! println!("{report:?}");
 //! # Ok(()) }
@@ -108,6 +131,10 @@ pub struct WorkerReport {
     pub released: u64,
     /// Acks refused because the claim had expired (the job runs again).
     pub lost_claims: u64,
+    /// Jobs snoozed by their handler (run again later, no attempt used).
+    pub snoozed: u64,
+    /// Running jobs whose cancellation was requested (handlers told).
+    pub cancelled: u64,
 }
 
 #[derive(Default)]
@@ -118,6 +145,8 @@ struct Counters {
     panicked: AtomicU64,
     timed_out: AtomicU64,
     released: AtomicU64,
+    snoozed: AtomicU64,
+    cancelled: AtomicU64,
 }
 
 /// Builds and runs a worker over one store.
@@ -126,6 +155,9 @@ pub struct Worker {
     id: String,
     queues: Vec<QueueSpec>,
     opts: WorkerOpts,
+    /// The first builder mistake (a setting for an unregistered queue),
+    /// reported by [`Worker::run_until`] before anything runs.
+    build_error: Option<String>,
 }
 
 impl std::fmt::Debug for Worker {
@@ -140,8 +172,19 @@ impl std::fmt::Debug for Worker {
     }
 }
 
+/// This machine's host name: the kernel's, else `$HOSTNAME`, else `host`.
+fn host_name() -> String {
+    ["/proc/sys/kernel/hostname", "/etc/hostname"]
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .map(|s| s.trim().to_string())
+        .find(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok().filter(|s| !s.is_empty()))
+        .unwrap_or_else(|| "host".into())
+}
+
 fn default_worker_id() -> String {
-    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "host".into());
+    let host = host_name();
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
@@ -157,6 +200,7 @@ impl Worker {
             id: default_worker_id(),
             queues: Vec::new(),
             opts: WorkerOpts::default(),
+            build_error: None,
         }
     }
 
@@ -192,21 +236,32 @@ impl Worker {
         });
     }
 
-    fn spec(&mut self, queue: &str) -> Option<&mut QueueSpec> {
-        self.queues.iter_mut().find(|q| q.name == queue)
+    /// The spec of a registered queue; a setting for any other queue is a
+    /// mistake (a typo, or a setting before `.queue(…)`), kept for
+    /// [`Worker::run_until`] to report.
+    fn spec(&mut self, queue: &str, setting: &str) -> Option<&mut QueueSpec> {
+        let found = self.queues.iter().position(|q| q.name == queue);
+        if found.is_none() && self.build_error.is_none() {
+            self.build_error = Some(format!(
+                "{setting} for queue {queue:?}, which has no handler: register it with .queue(…) first"
+            ));
+        }
+        found.map(|i| &mut self.queues[i])
     }
 
-    /// Run at most `n` handlers of `queue` at once (default 10).
+    /// Run at most `n` handlers of `queue` at once (default 10). `queue` must
+    /// already have a handler, or [`Worker::run_until`] fails.
     pub fn concurrency(mut self, queue: &str, n: usize) -> Worker {
-        if let Some(q) = self.spec(queue) {
+        if let Some(q) = self.spec(queue, "concurrency") {
             q.concurrency = n.max(1);
         }
         self
     }
 
     /// Stop a handler of `queue` after `limit`; the attempt counts as failed.
+    /// `queue` must already have a handler, or [`Worker::run_until`] fails.
     pub fn timeout(mut self, queue: &str, limit: Duration) -> Worker {
-        if let Some(q) = self.spec(queue) {
+        if let Some(q) = self.spec(queue, "timeout") {
             q.timeout = Some(limit);
         }
         self
@@ -225,6 +280,9 @@ impl Worker {
     }
 
     fn validate(&self) -> Result<()> {
+        if let Some(reason) = &self.build_error {
+            return Err(alkstore_core::Error::invalid("worker options", reason));
+        }
         let bad = |reason: &str| Err(alkstore_core::Error::invalid("worker options", reason));
         let o = &self.opts;
         if o.max_claim == 0 || o.max_claim > alkstore_core::Limits::default().max_claim {
@@ -311,6 +369,8 @@ impl Worker {
             timed_out: counters.timed_out.load(Ordering::Relaxed),
             released: counters.released.load(Ordering::Relaxed),
             lost_claims: ack_stats.lost.load(Ordering::Relaxed),
+            snoozed: counters.snoozed.load(Ordering::Relaxed),
+            cancelled: counters.cancelled.load(Ordering::Relaxed),
         })
     }
 }
@@ -320,7 +380,7 @@ struct LoopCtx {
     engine: AnyEngine,
     worker: String,
     opts: WorkerOpts,
-    acks: tokio::sync::mpsc::Sender<Claim>,
+    acks: tokio::sync::mpsc::Sender<completer::Finished>,
     counters: Arc<Counters>,
     stop: watch::Receiver<bool>,
 }
@@ -347,6 +407,8 @@ struct InFlight {
     /// The handler finished and its outcome is being recorded: never hand
     /// such a job back (it would run again).
     settled: bool,
+    /// Tells the handler its job was cancelled (see [`JobCtx::is_cancelled`]).
+    cancel: Arc<watch::Sender<bool>>,
 }
 
 /// Aborts every job task of a queue when the queue loop goes away, including
@@ -368,14 +430,18 @@ impl Drop for AbortJobsOnDrop {
 
 /// Jobs in flight by (id, attempt): a job re-claimed by this same worker
 /// after its claim lapsed is a different entry from the stale run.
-type Running = Arc<Mutex<HashMap<(i64, u32), InFlight>>>;
+type Running = Arc<Mutex<HashMap<(i64, i64), InFlight>>>;
 
 /// Per-queue metric handles, created once instead of per job.
 #[derive(Clone)]
 struct QueueMetrics {
     duration: metrics::Histogram,
+    wait: metrics::Histogram,
     retried: metrics::Counter,
     dead: metrics::Counter,
+    snoozed: metrics::Counter,
+    cancelled: metrics::Counter,
+    completed: metrics::Counter,
 }
 
 /// What the claim loops of one queue share.
@@ -394,8 +460,12 @@ async fn queue_loop(ctx: LoopCtx, spec: QueueSpec) {
         running: Arc::default(),
         qm: QueueMetrics {
             duration: metrics::histogram!("alkstore_handler_duration_seconds", "queue" => name.clone()),
+            wait: metrics::histogram!("alkstore_job_wait_seconds", "queue" => name.clone()),
             retried: metrics::counter!("alkstore_jobs_retried_total", "queue" => name.clone()),
             dead: metrics::counter!("alkstore_jobs_dead_total", "queue" => name.clone()),
+            snoozed: metrics::counter!("alkstore_jobs_snoozed_total", "queue" => name.clone()),
+            cancelled: metrics::counter!("alkstore_jobs_cancelled_total", "queue" => name.clone()),
+            completed: metrics::counter!("alkstore_jobs_completed_total", "queue" => name.clone()),
         },
         claimed_total: metrics::counter!("alkstore_jobs_claimed_total", "queue" => name.clone()),
         spec,
@@ -403,6 +473,8 @@ async fn queue_loop(ctx: LoopCtx, spec: QueueSpec) {
     let heartbeats = tokio::spawn(heartbeat_sweeper(
         ctx.engine.clone(),
         shared.running.clone(),
+        ctx.counters.clone(),
+        shared.qm.cancelled.clone(),
     ));
     let _heartbeats_guard = AbortOnDrop(heartbeats.abort_handle());
     let depth = tokio::spawn(depth_reporter(ctx.engine.clone(), name.clone()));
@@ -446,7 +518,7 @@ async fn queue_loop(ctx: LoopCtx, spec: QueueSpec) {
         .running
         .lock()
         .map(|mut r| {
-            let gone: Vec<(i64, u32)> = r
+            let gone: Vec<(i64, i64)> = r
                 .iter()
                 .filter(|(_, f)| !f.settled && f.abort.as_ref().is_none_or(|a| a.is_finished()))
                 .map(|(k, _)| *k)
@@ -549,10 +621,11 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>) {
                 let _ = ctx.engine.job_release(job.claim()).await;
                 continue;
             };
-            let key = (job.id, job.attempt);
+            let key = (job.id, job.claim_token);
             let length = Duration::from_secs((job.claim_expires_at - job.claimed_at).max(1) as u64);
             let next_beat = next_heartbeat(length);
             let claim = job.claim();
+            let (cancel, cancelled) = watch::channel(false);
             // Boxed: the job's future is large, and moving it by value into
             // the task cell costs more than the no-op handlers it runs.
             let run = Box::pin(run_job(
@@ -560,6 +633,7 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>) {
                 spec.handler.clone(),
                 spec.timeout,
                 job,
+                cancelled,
                 shared.running.clone(),
                 shared.qm.clone(),
             ));
@@ -579,6 +653,7 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>) {
                         length,
                         abort: Some(task.abort_handle()),
                         settled: false,
+                        cancel: Arc::new(cancel),
                     },
                 );
             }
@@ -629,6 +704,7 @@ async fn run_job(
     handler: ErasedHandler,
     timeout: Option<Duration>,
     job: Job,
+    cancelled: watch::Receiver<bool>,
     running: Running,
     qm: QueueMetrics,
 ) {
@@ -636,11 +712,17 @@ async fn run_job(
     let span =
         tracing::info_span!("alkstore.job", queue = %job.queue, id = job.id, attempt = job.attempt);
     let queue = job.queue.clone();
+    let last_attempt = job.attempt >= job.max_attempts;
+    qm.wait.record((job.claimed_at - job.run_at).max(0) as f64);
     let started = Instant::now();
-    // The handler runs inside this task: a panic is caught here, a timeout
-    // drops the handler's future, and aborting this task (shutdown) cancels it.
-    let work =
-        AssertUnwindSafe(handler(job, ctx.engine.clone()).instrument(span.clone())).catch_unwind();
+    // The handler is called inside the future, so a panic while it builds
+    // its future is caught like one while it runs. A timeout drops the
+    // future; aborting this task (shutdown) cancels it.
+    let engine = ctx.engine.clone();
+    let work = AssertUnwindSafe(
+        async move { handler(job, engine, cancelled).await }.instrument(span.clone()),
+    )
+    .catch_unwind();
     let outcome = match timeout {
         Some(limit) => match tokio::time::timeout(limit, work).await {
             Ok(caught) => Outcome::from_caught(caught),
@@ -658,37 +740,55 @@ async fn run_job(
         Outcome::Done => {
             mark_settled(&running, &claim);
             // Back-pressure: waits when the completer is behind.
-            let _ = ctx.acks.send(claim.clone()).await;
+            let _ = ctx
+                .acks
+                .send(completer::Finished {
+                    claim: claim.clone(),
+                    completed: qm.completed.clone(),
+                })
+                .await;
             Ok(())
         }
         Outcome::Error(JobError::Retry { error, after }) => {
-            span.in_scope(|| tracing::info!(%error, "job failed; retrying"));
-            settle_retry(&ctx, retry(error, after), &qm).await
+            settle_retry(&ctx, retry(error, after), &qm, &span).await
         }
-        Outcome::Error(JobError::Fail(error)) => {
-            span.in_scope(|| tracing::warn!(%error, "job failed permanently"));
-            ctx.engine
-                .job_fail(claim.clone(), error)
-                .await
-                .map(|moved| {
-                    if moved {
-                        ctx.counters.dead.fetch_add(1, Ordering::Relaxed);
-                        qm.dead.increment(1);
-                    }
-                })
-        }
+        Outcome::Error(JobError::Fail(error)) => ctx
+            .engine
+            .job_fail(claim.clone(), error.clone())
+            .await
+            .map(|moved| {
+                if moved {
+                    ctx.counters.dead.fetch_add(1, Ordering::Relaxed);
+                    qm.dead.increment(1);
+                    span.in_scope(
+                        || tracing::warn!(%error, "job failed permanently; dead-lettered"),
+                    );
+                }
+            }),
+        Outcome::Error(JobError::Snooze(after)) => ctx
+            .engine
+            .job_snooze(claim.clone(), after)
+            .await
+            .map(|due| {
+                if due.is_some() {
+                    ctx.counters.snoozed.fetch_add(1, Ordering::Relaxed);
+                    qm.snoozed.increment(1);
+                    span.in_scope(|| tracing::debug!(?after, "job snoozed"));
+                }
+            }),
         Outcome::Panicked(msg) => {
             ctx.counters.panicked.fetch_add(1, Ordering::Relaxed);
-            span.in_scope(|| tracing::error!(panic = %msg, "handler panicked"));
-            settle_retry(&ctx, retry(format!("handler panicked: {msg}"), None), &qm).await
+            span.in_scope(|| tracing::error!(panic = %msg, last_attempt, "handler panicked"));
+            settle_retry(&ctx, retry(format!("handler panicked: {msg}"), None), &qm, &span).await
         }
         Outcome::TimedOut(limit) => {
             ctx.counters.timed_out.fetch_add(1, Ordering::Relaxed);
-            span.in_scope(|| tracing::warn!(?limit, "handler timed out"));
+            span.in_scope(|| tracing::warn!(?limit, last_attempt, "handler timed out"));
             settle_retry(
                 &ctx,
                 retry(format!("handler timed out after {limit:?}"), None),
                 &qm,
+                &span,
             )
             .await
         }
@@ -697,29 +797,48 @@ async fn run_job(
         tracing::warn!(queue = %queue, error = %e, "could not record the job's outcome; it returns when its claim expires");
     }
     if let Ok(mut r) = running.lock() {
-        r.remove(&(claim.id, claim.attempt));
+        r.remove(&(claim.id, claim.token));
     }
 }
 
 fn mark_settled(running: &Running, claim: &Claim) {
     if let Ok(mut r) = running.lock() {
-        if let Some(f) = r.get_mut(&(claim.id, claim.attempt)) {
+        if let Some(f) = r.get_mut(&(claim.id, claim.token)) {
             f.settled = true;
         }
     }
 }
 
-async fn settle_retry(ctx: &LoopCtx, params: RetryParams, qm: &QueueMetrics) -> Result<()> {
+/// Record a failed attempt and log what became of the job: rescheduled
+/// (INFO), dead-lettered (WARN, with the error), or cancelled.
+async fn settle_retry(
+    ctx: &LoopCtx,
+    params: RetryParams,
+    qm: &QueueMetrics,
+    span: &tracing::Span,
+) -> Result<()> {
+    let error = params.error.clone();
     match ctx.engine.job_retry(params).await? {
-        alkstore_core::RetryOutcome::Scheduled(_) => {
+        alkstore_core::RetryOutcome::Scheduled(run_at) => {
             ctx.counters.retried.fetch_add(1, Ordering::Relaxed);
             qm.retried.increment(1);
+            span.in_scope(|| tracing::info!(%error, run_at, "job failed; retrying"));
         }
         alkstore_core::RetryOutcome::Dead => {
             ctx.counters.dead.fetch_add(1, Ordering::Relaxed);
             qm.dead.increment(1);
+            span.in_scope(
+                || tracing::warn!(%error, "job failed on its last attempt; dead-lettered"),
+            );
         }
-        alkstore_core::RetryOutcome::NotHeld => {}
+        alkstore_core::RetryOutcome::Cancelled => {
+            ctx.counters.dead.fetch_add(1, Ordering::Relaxed);
+            qm.dead.increment(1);
+            span.in_scope(|| tracing::warn!(%error, "cancelled job stopped; dead-lettered as cancelled"));
+        }
+        alkstore_core::RetryOutcome::NotHeld => {
+            span.in_scope(|| tracing::warn!(%error, "job failed but its claim had lapsed; it runs again"));
+        }
     }
     Ok(())
 }
@@ -755,11 +874,13 @@ async fn sweep_loop(engine: AnyEngine, every: Duration) {
     loop {
         tick.tick().await;
         match engine.queue_sweep().await {
-            Ok(r) if r.expired + r.exhausted + r.dead_pruned > 0 => {
+            Ok(r) if r != alkstore_core::SweepReport::default() => {
                 tracing::info!(
                     expired = r.expired,
+                    rescued = r.rescued,
                     exhausted = r.exhausted,
                     dead_pruned = r.dead_pruned,
+                    completed_pruned = r.completed_pruned,
                     "maintenance sweep"
                 );
             }
@@ -772,10 +893,11 @@ async fn sweep_loop(engine: AnyEngine, every: Duration) {
 /// Publish the queue's depth by state as gauges every few seconds.
 async fn depth_reporter(engine: AnyEngine, queue: String) {
     let gauge = |state: &'static str| metrics::gauge!("alkstore_queue_depth", "queue" => queue.clone(), "state" => state);
-    let (ready, scheduled, processing, dead) = (
+    let (ready, scheduled, processing, expired_claims, dead) = (
         gauge("ready"),
         gauge("scheduled"),
         gauge("processing"),
+        gauge("expired_claims"),
         gauge("dead"),
     );
     let mut tick = tokio::time::interval(Duration::from_secs(5));
@@ -786,6 +908,7 @@ async fn depth_reporter(engine: AnyEngine, queue: String) {
             ready.set(s.ready as f64);
             scheduled.set(s.scheduled as f64);
             processing.set(s.processing as f64);
+            expired_claims.set(s.expired_claims as f64);
             dead.set(s.dead as f64);
         }
     }
@@ -800,15 +923,29 @@ fn next_heartbeat(length: Duration) -> Instant {
     Instant::now() + length.saturating_sub(lead)
 }
 
+/// How often a worker asks which of its running jobs were cancelled.
+const CANCEL_POLL: Duration = Duration::from_secs(1);
+
 /// Renew the claims of jobs due for a heartbeat (see [`next_heartbeat`]),
-/// checking four times a second, for every job in flight on this queue. One
-/// task per queue rather than one per job keeps short jobs cheap.
-async fn heartbeat_sweeper(engine: AnyEngine, running: Running) {
+/// checking four times a second, for every job in flight on this queue; and
+/// once a second tell handlers whose job was cancelled. One task per queue
+/// rather than one per job keeps short jobs cheap.
+async fn heartbeat_sweeper(
+    engine: AnyEngine,
+    running: Running,
+    counters: Arc<Counters>,
+    cancelled_total: metrics::Counter,
+) {
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last_cancel_poll = Instant::now();
     loop {
         tick.tick().await;
         let now = Instant::now();
+        if now.duration_since(last_cancel_poll) >= CANCEL_POLL {
+            last_cancel_poll = now;
+            poll_cancellations(&engine, &running, &counters, &cancelled_total).await;
+        }
         let due: Vec<Claim> = running
             .lock()
             .map(|r| {
@@ -820,7 +957,7 @@ async fn heartbeat_sweeper(engine: AnyEngine, running: Running) {
             .unwrap_or_default();
         for claim in due {
             let id = claim.id;
-            let key = (claim.id, claim.attempt);
+            let key = (claim.id, claim.token);
             match engine.job_heartbeat(claim).await {
                 Ok(Some(_)) => {
                     if let Ok(mut r) = running.lock() {
@@ -842,6 +979,45 @@ async fn heartbeat_sweeper(engine: AnyEngine, running: Running) {
                     }
                 }
                 Err(e) => tracing::warn!(id, error = %e, "heartbeat failed; retrying next second"),
+            }
+        }
+    }
+}
+
+/// Ask the store which running jobs were cancelled and tell their handlers.
+async fn poll_cancellations(
+    engine: &AnyEngine,
+    running: &Running,
+    counters: &Counters,
+    cancelled_total: &metrics::Counter,
+) {
+    let ids: Vec<i64> = running
+        .lock()
+        .map(|r| {
+            r.values()
+                .filter(|f| !f.settled && !*f.cancel.borrow())
+                .map(|f| f.claim.id)
+                .collect()
+        })
+        .unwrap_or_default();
+    for chunk in ids.chunks(1_000) {
+        let cancelled = match engine.job_cancel_requests(chunk.to_vec()).await {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not check for cancelled jobs");
+                return;
+            }
+        };
+        if cancelled.is_empty() {
+            continue;
+        }
+        if let Ok(r) = running.lock() {
+            for f in r.values().filter(|f| cancelled.contains(&f.claim.id)) {
+                if !f.cancel.send_replace(true) {
+                    counters.cancelled.fetch_add(1, Ordering::Relaxed);
+                    cancelled_total.increment(1);
+                    tracing::info!(id = f.claim.id, "job cancelled; telling its handler");
+                }
             }
         }
     }
