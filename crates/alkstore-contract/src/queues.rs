@@ -4,8 +4,9 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use alkstore_core::{
-    Claim, ClaimParams, Clock, DeadListParams, DeadSelect, EnqueueOpts, Enqueued, ErrorKind, Job,
-    JobListParams, JobState, NewJob, QueueEngine, QueueOpts, Result, RetryOutcome, RetryParams,
+    CancelOutcome, Claim, ClaimParams, Clock, DeadListParams, DeadSelect, EnqueueOpts, Enqueued,
+    ErrorKind, Job, JobListParams, JobState, NewJob, QueueEngine, QueueOpts, Result, RetryOutcome,
+    RetryParams,
 };
 
 use crate::Harness;
@@ -158,7 +159,7 @@ pub async fn bad_input_is_rejected_and_writes_nothing<H: Harness>(h: &H) {
     let bad_claim = Claim {
         id: 1,
         worker: String::new(),
-        attempt: 1,
+        token: 1,
     };
     assert_eq!(
         kind(e.job_ack(vec![bad_claim]).await),
@@ -304,11 +305,11 @@ pub async fn batch_ack_reports_each_claim<H: Harness>(h: &H) {
     e.job_enqueue(jobs).await.expect("enqueue");
     let got = claim(e, "ba", "w", 5).await;
     let mut claims: Vec<Claim> = got.iter().map(|j| j.claim()).collect();
-    claims[1].attempt = 9;
+    claims[1].token = 9;
     claims.push(Claim {
         id: -1,
         worker: "w".into(),
-        attempt: 1,
+        token: 1,
     });
     let out = e.job_ack(claims).await.expect("ack");
     assert_eq!(out, vec![true, false, true, true, true, false]);
@@ -476,14 +477,234 @@ pub async fn release_hands_job_back_without_using_an_attempt<H: Harness>(h: &H) 
     assert_eq!(e.job_ack(vec![j.claim()]).await.expect("ack"), vec![false]);
 }
 
-/// Cancel deletes a live job; cancelling again or an unknown id is false.
-pub async fn cancel_removes_a_live_job<H: Harness>(h: &H) {
+/// Every claim gets a token of its own: after a release (which gives the
+/// attempt back) the same worker name claiming the job again holds a new
+/// claim, and the old claim can no longer ack, retry, fail, heartbeat,
+/// snooze or release.
+pub async fn claim_tokens_never_repeat<H: Harness>(h: &H) {
     let e = h.engine();
-    let id = enqueue_one(e, job("c", "x")).await;
-    assert!(e.job_cancel(id).await.expect("cancel"));
-    assert!(!e.job_cancel(id).await.expect("cancel"));
-    assert!(e.job_get(id).await.expect("get").is_none());
+    let id = enqueue_one(e, job("tok", "x")).await;
+    let first = claim(e, "tok", "w", 1).await.remove(0);
+    assert!(e.job_release(first.claim()).await.expect("release"));
+    let second = claim(e, "tok", "w", 1).await.remove(0);
+    assert_eq!(
+        (second.id, second.attempt, second.worker.as_str()),
+        (id, 1, "w")
+    );
+    assert_ne!(
+        second.claim(),
+        first.claim(),
+        "same worker, same attempt, new token"
+    );
+    let old = first.claim();
+    assert_eq!(e.job_heartbeat(old.clone()).await.expect("heartbeat"), None);
+    assert_eq!(
+        e.job_snooze(old.clone(), secs(1)).await.expect("snooze"),
+        None
+    );
+    assert!(!e.job_release(old.clone()).await.expect("release"));
+    assert!(!e.job_fail(old.clone(), "x".into()).await.expect("fail"));
+    let retry = RetryParams {
+        claim: old.clone(),
+        error: "x".into(),
+        delay: None,
+    };
+    assert_eq!(
+        e.job_retry(retry).await.expect("retry"),
+        RetryOutcome::NotHeld
+    );
+    assert_eq!(e.job_ack(vec![old]).await.expect("ack"), vec![false]);
+    // The same after a snooze, and after an operator's unclaim.
+    assert!(e
+        .job_snooze(second.claim(), Duration::ZERO)
+        .await
+        .expect("snooze")
+        .is_some());
+    let third = claim(e, "tok", "w", 1).await.remove(0);
+    assert_eq!(third.attempt, 1);
+    assert!(e.job_unclaim(id).await.expect("unclaim"));
+    assert!(
+        !e.job_unclaim(id).await.expect("unclaim pending"),
+        "only processing jobs"
+    );
+    let fourth = claim(e, "tok", "w", 1).await.remove(0);
+    assert_eq!(fourth.attempt, 1, "unclaim gives the attempt back");
+    let stale: Vec<Claim> = [&second, &third].iter().map(|j| j.claim()).collect();
+    assert_eq!(e.job_ack(stale).await.expect("ack"), vec![false, false]);
+    assert_eq!(
+        e.job_ack(vec![fourth.claim()]).await.expect("ack"),
+        vec![true]
+    );
+    // Tokens survive a trip through the dead-letter table.
+    let id = enqueue_one(e, job("tok2", "x")).await;
+    let a = claim(e, "tok2", "w", 1).await.remove(0);
+    assert!(e.job_fail(a.claim(), "x".into()).await.expect("fail"));
+    assert_eq!(
+        e.dead_requeue(DeadSelect::ids(vec![id]))
+            .await
+            .expect("requeue"),
+        1
+    );
+    let b = claim(e, "tok2", "w", 1).await.remove(0);
+    assert_eq!(b.attempt, 1);
+    assert_ne!(a.claim(), b.claim());
+}
+
+/// A snooze puts a claimed job back, due later, without using an attempt.
+pub async fn snooze_runs_later_without_using_an_attempt<H: Harness>(h: &H) {
+    let e = h.engine();
+    let id = enqueue_one(e, job("sn", "x")).await;
+    let j = claim(e, "sn", "w", 1).await.remove(0);
+    let now = h.clock().now();
+    assert_eq!(
+        e.job_snooze(j.claim(), secs(30)).await.expect("snooze"),
+        Some(now + 30)
+    );
+    let info = e.job_get(id).await.expect("get").expect("live");
+    assert_eq!(
+        (info.state, info.attempts, info.run_at),
+        (JobState::Pending, 0, now + 30)
+    );
+    h.clock().advance(secs(29));
+    assert!(claim(e, "sn", "w", 1).await.is_empty(), "not due yet");
+    h.clock().advance(secs(1));
+    let again = claim(e, "sn", "w", 1).await.remove(0);
+    assert_eq!((again.id, again.attempt), (id, 1));
+    assert_eq!(
+        kind(e.job_snooze(again.claim(), Duration::MAX).await),
+        ErrorKind::InvalidInput
+    );
+    assert_eq!(
+        e.job_ack(vec![again.claim()]).await.expect("ack"),
+        vec![true],
+        "a refused snooze changed nothing"
+    );
+}
+
+/// Cancel moves a pending job to dead as `cancelled` (so it is recorded and
+/// can be requeued); cancelling it again or an unknown id finds nothing.
+pub async fn cancel_pending_job_is_recorded<H: Harness>(h: &H) {
+    let e = h.engine();
+    let key = EnqueueOpts::default().unique_key("k");
+    let id = enqueue_one(e, job("c", "x").with_opts(key.clone())).await;
+    assert_eq!(
+        e.job_cancel(id).await.expect("cancel"),
+        CancelOutcome::Cancelled
+    );
+    assert_eq!(
+        e.job_cancel(id).await.expect("cancel"),
+        CancelOutcome::NotFound
+    );
+    assert_eq!(
+        e.job_cancel(id + 1_000_000).await.expect("cancel"),
+        CancelOutcome::NotFound
+    );
+    let info = e.job_get(id).await.expect("get").expect("dead row");
+    assert_eq!(info.state, JobState::Dead);
+    assert_eq!(info.dead_reason.as_deref(), Some("cancelled"));
     assert!(claim(e, "c", "w", 1).await.is_empty());
+    assert!(
+        matches!(
+            e.job_enqueue(vec![job("c", "y").with_opts(key)])
+                .await
+                .expect("enqueue")[0],
+            Enqueued::Inserted(_)
+        ),
+        "a cancelled job frees its unique key"
+    );
+    assert_eq!(
+        e.dead_requeue(DeadSelect::ids(vec![id]))
+            .await
+            .expect("requeue"),
+        0,
+        "key taken again"
+    );
+}
+
+/// Cancelling a running job flags it: the worker can see the request, an
+/// ack still completes the job, and any other outcome (retry, fail, release,
+/// snooze, an expired claim) ends it in dead as `cancelled`, never run again.
+pub async fn cancel_running_job_is_cooperative<H: Harness>(h: &H) {
+    let e = h.engine();
+    let ids: Vec<i64> = e
+        .job_enqueue((0..6).map(|i| job("cr", &i.to_string())).collect())
+        .await
+        .expect("enqueue")
+        .iter()
+        .map(|o| o.id())
+        .collect();
+    let got = claim(e, "cr", "w", 6).await;
+    assert_eq!(
+        e.job_cancel_requests(ids.clone()).await.expect("requests"),
+        Vec::<i64>::new()
+    );
+    for id in &ids[..5] {
+        assert_eq!(
+            e.job_cancel(*id).await.expect("cancel"),
+            CancelOutcome::Requested
+        );
+    }
+    let mut asked = e.job_cancel_requests(ids.clone()).await.expect("requests");
+    asked.sort_unstable();
+    assert_eq!(asked, ids[..5].to_vec());
+    let info = e.job_get(ids[0]).await.expect("get").expect("live");
+    assert!(info.cancel_requested);
+    assert_eq!(info.state, JobState::Processing);
+    let by_id = |id: i64| got.iter().find(|j| j.id == id).expect("claimed").claim();
+
+    assert_eq!(
+        e.job_ack(vec![by_id(ids[0])]).await.expect("ack"),
+        vec![true]
+    );
+    assert!(
+        e.job_get(ids[0]).await.expect("get").is_none(),
+        "finished anyway: acked"
+    );
+    let retried = e
+        .job_retry(RetryParams {
+            claim: by_id(ids[1]),
+            error: "stopped".into(),
+            delay: None,
+        })
+        .await
+        .expect("retry");
+    assert_eq!(retried, RetryOutcome::Cancelled);
+    assert!(e
+        .job_fail(by_id(ids[2]), "stopped".into())
+        .await
+        .expect("fail"));
+    assert!(e.job_release(by_id(ids[3])).await.expect("release"));
+    assert_eq!(
+        e.job_snooze(by_id(ids[4]), secs(5)).await.expect("snooze"),
+        None
+    );
+    for id in &ids[1..5] {
+        let info = e.job_get(*id).await.expect("get").expect("dead row");
+        assert_eq!(
+            (info.state, info.dead_reason.as_deref()),
+            (JobState::Dead, Some("cancelled")),
+            "job {id}"
+        );
+    }
+    // The untouched job is still held and acks.
+    assert_eq!(
+        e.job_ack(vec![by_id(ids[5])]).await.expect("ack"),
+        vec![true]
+    );
+    // A cancelled job whose worker died ends at its claim's expiry.
+    let id = enqueue_one(e, job("cr2", "x")).await;
+    claim(e, "cr2", "w", 1).await;
+    assert_eq!(
+        e.job_cancel(id).await.expect("cancel"),
+        CancelOutcome::Requested
+    );
+    h.clock().advance(secs(301));
+    assert!(
+        claim(e, "cr2", "w", 1).await.is_empty(),
+        "never handed out again"
+    );
+    let info = e.job_get(id).await.expect("get").expect("dead row");
+    assert_eq!(info.dead_reason.as_deref(), Some("cancelled"));
 }
 
 /// A job whose worker never acks is claimed again after each expiry until its
@@ -905,6 +1126,7 @@ pub async fn batch_stamps_every_option<H: Harness>(h: &H) {
         max_attempts: 9,
         backoff_base: secs(2),
         dead_letter_retention: None,
+        keep_completed: Some(secs(600)),
     };
     let opts = EnqueueOpts::default()
         .priority(4)
@@ -959,10 +1181,270 @@ pub async fn batch_stamps_every_option<H: Harness>(h: &H) {
         panic!("{out:?}")
     };
     assert_eq!(at - h.clock().now(), 2, "backoff base stamped");
+    // Keep-completed stamped on both batches: acked jobs stay as completed.
+    let acks = e
+        .job_ack(vec![got[3].claim(), got[4].claim()])
+        .await
+        .expect("ack");
+    assert_eq!(acks, vec![true, true]);
+    for j in &got[3..5] {
+        let info = e.job_get(j.id).await.expect("get").expect("kept");
+        assert_eq!(info.state, JobState::Completed);
+    }
     // No retention stamped: a dead letter survives any sweep.
     assert!(e.job_fail(got[2].claim(), "x".into()).await.expect("fail"));
     h.clock().advance(secs(10 * 365 * 24 * 3600));
     e.queue_sweep().await.expect("sweep");
     let kept = e.job_get(got[2].id).await.expect("get").expect("kept");
     assert_eq!(kept.state, JobState::Dead);
+}
+
+/// NUL bytes in a queue name, unique key or worker name are refused as
+/// invalid input on every engine (PostgreSQL cannot store them in text).
+pub async fn nul_bytes_are_rejected<H: Harness>(h: &H) {
+    let e = h.engine();
+    let bad_queue = job("q\0x", "p");
+    let bad_key = job("nul", "p").with_opts(EnqueueOpts::default().unique_key("k\0"));
+    for j in [bad_queue, bad_key] {
+        assert_eq!(kind(e.job_enqueue(vec![j]).await), ErrorKind::InvalidInput);
+    }
+    assert_eq!(live_count(e, "nul").await, 0);
+    enqueue_one(e, job("nul", "p")).await;
+    assert_eq!(
+        kind(e.job_claim(ClaimParams::new("nul", "w\0", 1)).await),
+        ErrorKind::InvalidInput
+    );
+    assert_eq!(
+        kind(e.queue_stats("nul\0".into()).await),
+        ErrorKind::InvalidInput
+    );
+    let j = claim(e, "nul", "w", 1).await.remove(0);
+    let forged = Claim {
+        worker: "w\0".into(),
+        ..j.claim()
+    };
+    assert_eq!(kind(e.job_ack(vec![forged]).await), ErrorKind::InvalidInput);
+    assert_eq!(e.job_ack(vec![j.claim()]).await.expect("ack"), vec![true]);
+}
+
+/// A pending job past its expiry is never ready: stats count it as expired,
+/// and the next claim on its queue moves it to dead as `expired` on every
+/// engine, without waiting for a sweep.
+pub async fn expired_pending_jobs_are_never_ready<H: Harness>(h: &H) {
+    let e = h.engine();
+    let id = enqueue_one(
+        e,
+        job("xp", "x").with_opts(EnqueueOpts::default().expires_in(secs(10))),
+    )
+    .await;
+    let keep = enqueue_one(e, job("xp", "y")).await;
+    h.clock().advance(secs(10));
+    let s = e.queue_stats("xp".into()).await.expect("stats");
+    assert_eq!((s.ready, s.expired, s.scheduled), (1, 1, 0));
+    let got = claim(e, "xp", "w", 5).await;
+    assert_eq!(got.iter().map(|j| j.id).collect::<Vec<_>>(), vec![keep]);
+    let info = e.job_get(id).await.expect("get").expect("dead row");
+    assert_eq!(
+        (info.state, info.dead_reason.as_deref()),
+        (JobState::Dead, Some("expired"))
+    );
+    let s = e.queue_stats("xp".into()).await.expect("stats");
+    assert_eq!((s.ready, s.expired, s.processing, s.dead), (0, 0, 1, 1));
+}
+
+/// Every delay goes through one validation: enqueue, retry and snooze refuse
+/// the same out-of-range value, and a refused call changes nothing.
+pub async fn every_delay_has_one_limit<H: Harness>(h: &H) {
+    let e = h.engine();
+    let far = job("dl1", "x").with_opts(EnqueueOpts::default().delay(Duration::MAX));
+    assert_eq!(
+        kind(e.job_enqueue(vec![far]).await),
+        ErrorKind::InvalidInput
+    );
+    enqueue_one(e, job("dl1", "x")).await;
+    let j = claim(e, "dl1", "w", 1).await.remove(0);
+    let retry = RetryParams {
+        claim: j.claim(),
+        error: "x".into(),
+        delay: Some(Duration::MAX),
+    };
+    assert_eq!(kind(e.job_retry(retry).await), ErrorKind::InvalidInput);
+    assert_eq!(
+        kind(e.job_snooze(j.claim(), Duration::MAX).await),
+        ErrorKind::InvalidInput
+    );
+    let ok = RetryParams {
+        claim: j.claim(),
+        error: "x".into(),
+        delay: Some(secs(3600)),
+    };
+    assert!(matches!(
+        e.job_retry(ok).await.expect("retry"),
+        RetryOutcome::Scheduled(_)
+    ));
+}
+
+/// The sweep hands expired claims back on every queue, including queues no
+/// worker claims from any more (the only worker was killed), and stats tell
+/// expired claims apart from live ones.
+pub async fn sweep_rescues_expired_claims_on_every_queue<H: Harness>(h: &H) {
+    let e = h.engine();
+    let last = QueueOpts {
+        max_attempts: 1,
+        ..QueueOpts::default()
+    };
+    let a = enqueue_one(e, job("orph-a", "x")).await;
+    let b = enqueue_one(e, job("orph-b", "x")).await;
+    let c = enqueue_one(e, job("orph-b", "last").with_queue_opts(last)).await;
+    claim(e, "orph-a", "dead-worker", 1).await;
+    claim(e, "orph-b", "dead-worker", 2).await;
+    let s = e.queue_stats("orph-b".into()).await.expect("stats");
+    assert_eq!((s.processing, s.expired_claims), (2, 0));
+    h.clock().advance(secs(300));
+    let s = e.queue_stats("orph-b".into()).await.expect("stats");
+    assert_eq!((s.processing, s.expired_claims, s.ready), (0, 2, 0));
+    let r = e.queue_sweep().await.expect("sweep");
+    assert_eq!((r.rescued, r.exhausted), (2, 1), "{r:?}");
+    for id in [a, b] {
+        let info = e.job_get(id).await.expect("get").expect("live");
+        assert_eq!((info.state, info.attempts), (JobState::Pending, 1));
+    }
+    let info = e.job_get(c).await.expect("get").expect("dead");
+    assert_eq!(info.dead_reason.as_deref(), Some("exhausted"));
+    let s = e.queue_stats("orph-b".into()).await.expect("stats");
+    assert_eq!(
+        (s.ready, s.processing, s.expired_claims, s.dead),
+        (1, 0, 0, 1)
+    );
+    assert_eq!(e.queue_sweep().await.expect("sweep").rescued, 0);
+}
+
+/// Acked jobs of a queue that opts in are kept as `completed` for the
+/// stamped time, listed and counted, then pruned by the sweep; other queues
+/// still delete on ack.
+pub async fn completed_jobs_are_kept_when_opted_in<H: Harness>(h: &H) {
+    let e = h.engine();
+    let kept = QueueOpts {
+        keep_completed: Some(secs(60)),
+        ..QueueOpts::default()
+    };
+    let k = enqueue_one(e, job("keep", "kept payload").with_queue_opts(kept)).await;
+    let d = enqueue_one(e, job("keep", "deleted")).await;
+    let got = claim(e, "keep", "w", 2).await;
+    let acks = e
+        .job_ack(got.iter().map(|j| j.claim()).collect())
+        .await
+        .expect("ack");
+    assert_eq!(acks, vec![true, true]);
+    let now = h.clock().now();
+    let info = e.job_get(k).await.expect("get").expect("kept");
+    assert_eq!(info.state, JobState::Completed);
+    assert_eq!(
+        (info.payload.as_slice(), info.attempts, info.died_at),
+        (&b"kept payload"[..], 1, Some(now))
+    );
+    assert!(e.job_get(d).await.expect("get").is_none());
+    let listed = e
+        .job_list(JobListParams {
+            queue: Some("keep".into()),
+            state: Some(JobState::Completed),
+            after_id: None,
+            limit: 10,
+        })
+        .await
+        .expect("list");
+    assert_eq!(listed.iter().map(|j| j.id).collect::<Vec<_>>(), vec![k]);
+    let live = e
+        .job_list(JobListParams {
+            queue: Some("keep".into()),
+            state: None,
+            after_id: None,
+            limit: 10,
+        })
+        .await
+        .expect("list");
+    assert!(live.is_empty(), "completed jobs are not live");
+    assert_eq!(
+        e.queue_stats("keep".into()).await.expect("stats").completed,
+        1
+    );
+    h.clock().advance(secs(59));
+    assert_eq!(e.queue_sweep().await.expect("sweep").completed_pruned, 0);
+    h.clock().advance(secs(1));
+    assert_eq!(e.queue_sweep().await.expect("sweep").completed_pruned, 1);
+    assert!(e.job_get(k).await.expect("get").is_none());
+}
+
+/// Each failed attempt's error is kept on the job, in order, through retries
+/// and into the dead-letter table.
+pub async fn every_attempt_error_is_kept<H: Harness>(h: &H) {
+    let e = h.engine();
+    let id = enqueue_one(e, job("errs", "x")).await;
+    for n in 1..=2 {
+        let j = claim(e, "errs", "w", 1).await.remove(0);
+        let p = RetryParams {
+            claim: j.claim(),
+            error: format!("boom {n}"),
+            delay: Some(Duration::ZERO),
+        };
+        assert!(matches!(
+            e.job_retry(p).await.expect("retry"),
+            RetryOutcome::Scheduled(_)
+        ));
+    }
+    let info = e.job_get(id).await.expect("get").expect("live");
+    let seen: Vec<(u32, &str)> = info
+        .errors
+        .iter()
+        .map(|a| (a.attempt, a.error.as_str()))
+        .collect();
+    assert_eq!(seen, vec![(1, "boom 1"), (2, "boom 2")]);
+    assert_eq!(info.last_error.as_deref(), Some("boom 2"));
+    let j = claim(e, "errs", "w", 1).await.remove(0);
+    assert!(e.job_fail(j.claim(), "final".into()).await.expect("fail"));
+    let info = e.job_get(id).await.expect("get").expect("dead");
+    let seen: Vec<(u32, &str)> = info
+        .errors
+        .iter()
+        .map(|a| (a.attempt, a.error.as_str()))
+        .collect();
+    assert_eq!(seen, vec![(1, "boom 1"), (2, "boom 2"), (3, "final")]);
+    assert!(info.errors.iter().all(|a| a.at == h.clock().now()));
+    // Huge errors are cut, not refused.
+    let id = enqueue_one(e, job("errs2", "x")).await;
+    let j = claim(e, "errs2", "w", 1).await.remove(0);
+    assert!(e
+        .job_fail(j.claim(), "é".repeat(10_000))
+        .await
+        .expect("fail"));
+    let info = e.job_get(id).await.expect("get").expect("dead");
+    assert!(info.errors[0].error.len() <= alkstore_core::queue::MAX_ERROR_BYTES);
+}
+
+/// Requeue and purge take a batch limit, so bulk work runs in bounded
+/// transactions; `dead_count` tells how many a selection matches.
+pub async fn dead_letters_in_bounded_batches<H: Harness>(h: &H) {
+    let e = h.engine();
+    e.job_enqueue((0..7).map(|i| job("bulk", &i.to_string())).collect())
+        .await
+        .expect("enqueue");
+    for j in claim(e, "bulk", "w", 7).await {
+        e.job_fail(j.claim(), "x".into()).await.expect("fail");
+    }
+    let all = DeadSelect::queue("bulk");
+    assert_eq!(e.dead_count(all.clone()).await.expect("count"), 7);
+    assert_eq!(
+        e.dead_requeue(all.clone().limit(3)).await.expect("requeue"),
+        3
+    );
+    assert_eq!(e.dead_count(all.clone()).await.expect("count"), 4);
+    assert_eq!(e.queue_stats("bulk".into()).await.expect("stats").ready, 3);
+    assert_eq!(e.dead_purge(all.clone().limit(3)).await.expect("purge"), 3);
+    assert_eq!(e.dead_purge(all.clone().limit(3)).await.expect("purge"), 1);
+    assert_eq!(e.dead_purge(all.clone().limit(3)).await.expect("purge"), 0);
+    assert_eq!(
+        kind(e.dead_purge(all.limit(0)).await),
+        ErrorKind::InvalidInput
+    );
+    let _ = h;
 }

@@ -46,10 +46,24 @@ impl StoreUrl {
             url: mask_password(url),
             reason: reason.to_string(),
         };
+        // A parameter given twice is a mistake whichever one would win.
+        let mut seen = std::collections::HashSet::new();
+        for (k, _) in query_pairs(split_query(url).1) {
+            if !seen.insert(k) {
+                return Err(bad(&format!("parameter {k:?} is given more than once")));
+            }
+        }
         if let Some(rest) = url.strip_prefix("sqlite://") {
             let (path, query) = split_query(rest);
             if path.is_empty() {
                 return Err(bad("missing file path (sqlite://path/to/file.db)"));
+            }
+            if path == ":memory:" || path.starts_with("file:") {
+                // Each connection (writer, readers, watcher) would open its
+                // own empty database.
+                return Err(bad(
+                    "in-memory and URI databases are not supported; use a file path (a temporary file for tests)",
+                ));
             }
             let mut synchronous_full = false;
             for (k, v) in query_pairs(query) {
@@ -205,6 +219,11 @@ mod tests {
             "postgres://h/d?schema=",
             "postgres://h/d?schema=%zz",
             "postgres://h/d?relaxed_commits=maybe",
+            "postgres://h/d?schema=a&schema=b",
+            "postgres://h/d?sslmode=disable&sslmode=require",
+            "sqlite://a.db?synchronous=full&synchronous=normal",
+            "sqlite://:memory:",
+            "sqlite://file::memory:?cache=shared",
         ] {
             let err = StoreUrl::parse(bad).err();
             assert!(

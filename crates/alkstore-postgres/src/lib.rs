@@ -128,7 +128,12 @@ impl PgEngine {
         let mut config =
             tokio_postgres::Config::from_str(&opts.conninfo).map_err(|e| Error::InvalidUrl {
                 url: mask_password(&opts.conninfo),
-                reason: e.to_string(),
+                // The driver's message is "invalid connection string"; the
+                // parameter it refused is in the source.
+                reason: match std::error::Error::source(&e) {
+                    Some(cause) => format!("{e}: {cause}"),
+                    None => e.to_string(),
+                },
             })?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(Duration::from_secs(10));

@@ -655,7 +655,11 @@ impl QueueEngine for PgEngine {
         p.validate()?;
         let (text, source, state) = match p.state {
             Some(JobState::Completed) => (&self.inner.sql.list_done, Source::Done, None),
-            s => (&self.inner.sql.list_live, Source::Live, s.map(|s| s.as_str())),
+            s => (
+                &self.inner.sql.list_live,
+                Source::Live,
+                s.map(|s| s.as_str()),
+            ),
         };
         let after = p.after_id.unwrap_or(i64::MIN);
         let limit = i64::from(p.limit);

@@ -366,7 +366,8 @@ mod inotify_watch {
 fn is_in_memory(path: &str) -> bool {
     path == ":memory:"
         || path.is_empty()
-        || (path.starts_with("file:") && (path.contains("mode=memory") || path.contains(":memory:")))
+        || (path.starts_with("file:")
+            && (path.contains("mode=memory") || path.contains(":memory:")))
 }
 
 /// Open a connection with alkstore's pragmas (creating the file only when

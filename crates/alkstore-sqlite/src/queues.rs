@@ -122,7 +122,12 @@ struct Rescued {
 /// Keeping the expiry test out of the claim statement itself matters: a
 /// parameter compared with `expires_at` lets SQLite consult the partial
 /// expiry index, which makes it re-prepare the claim on every call.
-fn rescue_expired(conn: &Connection, op: &'static str, queue: Option<&str>, now: i64) -> Result<Rescued> {
+fn rescue_expired(
+    conn: &Connection,
+    op: &'static str,
+    queue: Option<&str>,
+    now: i64,
+) -> Result<Rescued> {
     let q = "(?1 IS NULL OR queue = ?1)";
     let expired = move_to_dead(
         conn,
@@ -163,6 +168,17 @@ fn rescue_expired(conn: &Connection, op: &'static str, queue: Option<&str>, now:
 const HELD: &str = "id = ?1 AND state = 'processing' AND worker_id = ?2 AND claim_count = ?3 \
      AND claim_expires_at > ?4";
 
+/// What [`hand_back`] did.
+#[derive(PartialEq)]
+enum HandedBack {
+    /// Pending again.
+    Pending,
+    /// Its cancellation was requested: moved to dead as `cancelled`.
+    Cancelled,
+    /// The claim (or processing row) was not there.
+    NotHeld,
+}
+
 /// Hand a held job back to pending (due at `run_at`) without using an
 /// attempt; a job whose cancellation was requested goes to dead instead.
 /// `held` selects the row with ?1..?4 as in [`HELD`] (or ?1 alone).
@@ -173,7 +189,7 @@ fn hand_back(
     args: &[&dyn ToSql],
     run_at: i64,
     now: i64,
-) -> Result<bool> {
+) -> Result<HandedBack> {
     let cancelled = move_to_dead(
         conn,
         op,
@@ -184,7 +200,7 @@ fn hand_back(
         args,
     )?;
     if cancelled > 0 {
-        return Ok(true);
+        return Ok(HandedBack::Cancelled);
     }
     let n = args.len();
     let mut all: Vec<&dyn ToSql> = args.to_vec();
@@ -195,7 +211,13 @@ fn hand_back(
         n + 1
     ))
     .and_then(|mut s| s.execute(all.as_slice()))
-    .map(|n| n == 1)
+    .map(|n| {
+        if n == 1 {
+            HandedBack::Pending
+        } else {
+            HandedBack::NotHeld
+        }
+    })
     .map_err(db(op))
 }
 
@@ -405,7 +427,7 @@ impl QueueEngine for SqliteEngine {
                 let run_at = now + secs(delay);
                 let args: [&dyn ToSql; 4] = [&claim.id, &claim.worker, &claim.token, &now];
                 let done = hand_back(&st.conn, "job_snooze", HELD, &args, run_at, now)?;
-                Ok(done.then_some(run_at))
+                Ok((done == HandedBack::Pending).then_some(run_at))
             })
             .await?;
         if out.is_some_and(|t| t <= self.now()) {
@@ -445,6 +467,7 @@ impl QueueEngine for SqliteEngine {
                 let now = st.clock.now();
                 let args: [&dyn ToSql; 4] = [&claim.id, &claim.worker, &claim.token, &now];
                 hand_back(&st.conn, "job_release", HELD, &args, now, now)
+                    .map(|h| h != HandedBack::NotHeld)
             })
             .await?;
         if released {
@@ -461,6 +484,7 @@ impl QueueEngine for SqliteEngine {
                 let now = st.clock.now();
                 let held = "id = ?1 AND state = 'processing'";
                 hand_back(&st.conn, "job_unclaim", held, &[&id], now, now)
+                    .map(|h| h != HandedBack::NotHeld)
             })
             .await?;
         if released {
@@ -570,7 +594,14 @@ impl QueueEngine for SqliteEngine {
                 )
                 .and_then(|mut s| {
                     s.query_row(params![queue, now], |r| {
-                        Ok([r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?])
+                        Ok([
+                            r.get(0)?,
+                            r.get(1)?,
+                            r.get(2)?,
+                            r.get(3)?,
+                            r.get(4)?,
+                            r.get(5)?,
+                        ])
                     })
                 })
                 .map_err(db(op))?;
@@ -614,7 +645,11 @@ impl QueueEngine for SqliteEngine {
                  WHERE (?1 IS NULL OR queue = ?1) AND (?2 IS NULL OR {state_col} = ?2) AND id > ?3 \
                  ORDER BY id LIMIT (SELECT ?4)",
                 extra = source.extra_cols(),
-                state_col = if matches!(source, Source::Live) { "state" } else { "?2" },
+                state_col = if matches!(source, Source::Live) {
+                    "state"
+                } else {
+                    "?2"
+                },
             ))
             .and_then(|mut s| {
                 s.query_map(
@@ -765,10 +800,12 @@ impl QueueEngine for SqliteEngine {
             if sel.ids.is_some() {
                 return Ok(selected_dead_ids(conn, &sel)?.len() as u64);
             }
-            conn.prepare_cached("SELECT COUNT(*) FROM __alkstore_dead WHERE (?1 IS NULL OR queue = ?1)")
-                .and_then(|mut s| s.query_row([&sel.queue], |r| r.get::<_, i64>(0)))
-                .map(|n| n as u64)
-                .map_err(db("dead_count"))
+            conn.prepare_cached(
+                "SELECT COUNT(*) FROM __alkstore_dead WHERE (?1 IS NULL OR queue = ?1)",
+            )
+            .and_then(|mut s| s.query_row([&sel.queue], |r| r.get::<_, i64>(0)))
+            .map(|n| n as u64)
+            .map_err(db("dead_count"))
         })
         .await
     }
@@ -784,7 +821,10 @@ fn selected_dead_ids(conn: &Connection, sel: &DeadSelect) -> Result<Vec<i64>> {
                 "SELECT id FROM __alkstore_dead WHERE (?1 IS NULL OR queue = ?1) \
                  ORDER BY id LIMIT (SELECT ?2)",
             )
-            .and_then(|mut s| s.query_map(params![sel.queue, limit], |r| r.get(0))?.collect())
+            .and_then(|mut s| {
+                s.query_map(params![sel.queue, limit], |r| r.get(0))?
+                    .collect()
+            })
             .map_err(db(op)),
         Some(ids) => {
             let mut wanted = ids.clone();

@@ -779,7 +779,13 @@ async fn run_job(
         Outcome::Panicked(msg) => {
             ctx.counters.panicked.fetch_add(1, Ordering::Relaxed);
             span.in_scope(|| tracing::error!(panic = %msg, last_attempt, "handler panicked"));
-            settle_retry(&ctx, retry(format!("handler panicked: {msg}"), None), &qm, &span).await
+            settle_retry(
+                &ctx,
+                retry(format!("handler panicked: {msg}"), None),
+                &qm,
+                &span,
+            )
+            .await
         }
         Outcome::TimedOut(limit) => {
             ctx.counters.timed_out.fetch_add(1, Ordering::Relaxed);
@@ -834,10 +840,14 @@ async fn settle_retry(
         alkstore_core::RetryOutcome::Cancelled => {
             ctx.counters.dead.fetch_add(1, Ordering::Relaxed);
             qm.dead.increment(1);
-            span.in_scope(|| tracing::warn!(%error, "cancelled job stopped; dead-lettered as cancelled"));
+            span.in_scope(
+                || tracing::warn!(%error, "cancelled job stopped; dead-lettered as cancelled"),
+            );
         }
         alkstore_core::RetryOutcome::NotHeld => {
-            span.in_scope(|| tracing::warn!(%error, "job failed but its claim had lapsed; it runs again"));
+            span.in_scope(
+                || tracing::warn!(%error, "job failed but its claim had lapsed; it runs again"),
+            );
         }
     }
     Ok(())
