@@ -8,6 +8,9 @@
 //!   never hold the same job at once. Tests may inject a clock instead.
 //! - All objects live in one schema (see [`schema`]); the schema name is
 //!   quoted everywhere, never interpolated raw.
+//! - TLS as libpq does it: `sslmode=disable|prefer|require|verify-ca|verify-full`
+//!   and `sslrootcert=PATH` in the connection string (see
+//!   [`PgOptions::conninfo`]; the default `tls` feature brings native-tls).
 //!
 //! ```no_run
 //! # async fn demo() -> alkstore_core::Result<()> {
@@ -126,6 +129,8 @@ impl PgEngine {
     /// [`Error::Connect`]; a bad connection string, `sslmode` or `sslrootcert`
     /// is [`Error::InvalidUrl`]; a schema written by a newer alkstore is
     /// [`Error::SchemaTooNew`].
+    // Without the `tls` feature the connector is `NoTls`, which is `Copy`.
+    #[cfg_attr(not(feature = "tls"), allow(clippy::clone_on_copy))]
     pub async fn open(opts: PgOptions) -> Result<Self> {
         schema::validate_schema_name(&opts.schema)?;
         let (mut config, connector) = tls::prepare(&opts.conninfo)?;

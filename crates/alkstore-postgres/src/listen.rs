@@ -14,6 +14,8 @@ use crate::schema::{notify_channel, quote_identifier};
 use crate::tls::Connector;
 
 /// Listen with the engine's connection settings (its TLS included).
+// Without the `tls` feature the connector is `NoTls`, which is `Copy`.
+#[cfg_attr(not(feature = "tls"), allow(clippy::clone_on_copy))]
 pub(crate) fn spawn(
     mut config: tokio_postgres::Config,
     connector: Connector,

@@ -205,9 +205,8 @@ mod tests {
     #[test]
     fn without_the_feature_refuses_modes_that_need_tls() {
         for m in ["require", "verify-ca", "verify-full"] {
-            let err = prepare(&format!("postgres://u:secret@h/d?sslmode={m}"))
-                .err()
-                .expect("refused");
+            let err =
+                prepare(&format!("postgres://u:secret@h/d?sslmode={m}")).expect_err("refused");
             assert_eq!(err.kind(), ErrorKind::InvalidUrl);
             let msg = err.to_string();
             assert!(msg.contains("`tls` feature"), "{msg}");
