@@ -1,5 +1,8 @@
 //! Store URLs: `sqlite://path/to/file.db` and `postgres://…?schema=name`.
 
+use std::fmt;
+use std::path::PathBuf;
+
 use crate::{Error, Result};
 
 /// A parsed store URL.
@@ -16,6 +19,9 @@ pub enum StoreUrl {
     /// A PostgreSQL database.
     Postgres {
         /// The connection URL with alkstore's own parameters removed.
+        /// `sslmode` and `sslrootcert` stay in it (checked here): the
+        /// PostgreSQL engine takes them out and sets TLS up itself (see
+        /// [`split_pg_tls`]).
         conninfo: String,
         /// The engine-owned schema (default `alkstore`).
         schema: String,
@@ -104,6 +110,8 @@ impl StoreUrl {
             if schema.contains('\0') {
                 return Err(bad("schema must not contain NUL"));
             }
+            // Reject a bad sslmode or sslrootcert now rather than at open.
+            split_pg_tls(url)?;
             let conninfo = if kept.is_empty() {
                 base.to_string()
             } else {
@@ -116,6 +124,195 @@ impl StoreUrl {
             });
         }
         Err(bad("expected sqlite://… or postgres://…"))
+    }
+}
+
+/// libpq's `sslmode`: whether a PostgreSQL connection is encrypted and what
+/// of the server's certificate is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum PgSslMode {
+    /// Never encrypt.
+    Disable,
+    /// Encrypt when the server offers TLS, else go on in clear text; the
+    /// certificate is not checked (libpq's default, and alkstore's).
+    #[default]
+    Prefer,
+    /// Always encrypt (fail on a server without TLS); the certificate is not
+    /// checked.
+    Require,
+    /// Encrypt, and check that the server's certificate chains to a trusted
+    /// root; the host name is not compared.
+    VerifyCa,
+    /// Encrypt, check the chain, and check that the certificate names the
+    /// host connected to.
+    VerifyFull,
+}
+
+impl PgSslMode {
+    /// The mode named by an `sslmode` value, if any.
+    pub fn from_param(value: &str) -> Option<PgSslMode> {
+        Some(match value {
+            "disable" => PgSslMode::Disable,
+            "prefer" => PgSslMode::Prefer,
+            "require" => PgSslMode::Require,
+            "verify-ca" => PgSslMode::VerifyCa,
+            "verify-full" => PgSslMode::VerifyFull,
+            _ => return None,
+        })
+    }
+
+    /// The `sslmode` value naming this mode.
+    pub fn as_param(self) -> &'static str {
+        match self {
+            PgSslMode::Disable => "disable",
+            PgSslMode::Prefer => "prefer",
+            PgSslMode::Require => "require",
+            PgSslMode::VerifyCa => "verify-ca",
+            PgSslMode::VerifyFull => "verify-full",
+        }
+    }
+}
+
+impl fmt::Display for PgSslMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_param())
+    }
+}
+
+/// The TLS settings of a PostgreSQL connection string (see [`split_pg_tls`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PgTls {
+    /// `sslmode` (default [`PgSslMode::Prefer`]).
+    pub mode: PgSslMode,
+    /// `sslrootcert`: a PEM file of CA certificates to trust instead of the
+    /// system's roots. `None` when absent or `sslrootcert=system`.
+    pub root_cert: Option<PathBuf>,
+}
+
+/// Take `sslmode` and `sslrootcert` out of a PostgreSQL connection string
+/// (URL or key/value form): returns the rest, for tokio-postgres, and the
+/// parsed settings. The last occurrence of a parameter wins, as in libpq.
+///
+/// ```
+/// use alkstore_core::url::{split_pg_tls, PgSslMode};
+/// let (rest, tls) =
+///     split_pg_tls("postgres://u@db/app?sslmode=verify-full&sslrootcert=/etc/ca.pem").unwrap();
+/// assert_eq!(rest, "postgres://u@db/app");
+/// assert_eq!(tls.mode, PgSslMode::VerifyFull);
+/// assert_eq!(tls.root_cert.as_deref(), Some(std::path::Path::new("/etc/ca.pem")));
+/// let (rest, tls) = split_pg_tls("host=db sslmode=require user=u").unwrap();
+/// assert_eq!((rest.as_str(), tls.mode), ("host=db user=u", PgSslMode::Require));
+/// ```
+pub fn split_pg_tls(conninfo: &str) -> Result<(String, PgTls)> {
+    let bad = |reason: String| Error::InvalidUrl {
+        url: mask_password(conninfo),
+        reason,
+    };
+    let mut tls = PgTls::default();
+    let mut take = |key: &str, value: &str| -> Result<bool> {
+        match key {
+            "sslmode" => {
+                tls.mode = PgSslMode::from_param(value).ok_or_else(|| {
+                    bad(format!(
+                        "sslmode must be disable, prefer, require, verify-ca or verify-full, not {value:?}"
+                    ))
+                })?;
+            }
+            "sslrootcert" => {
+                tls.root_cert = match value {
+                    "" => return Err(bad("sslrootcert must name a PEM file".into())),
+                    "system" => None,
+                    path => Some(PathBuf::from(path)),
+                };
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    };
+    let rest = if conninfo.starts_with("postgres://") || conninfo.starts_with("postgresql://") {
+        let (base, query) = split_query(conninfo);
+        let mut kept = Vec::new();
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            let v = percent_decode_url(v)
+                .ok_or_else(|| bad(format!("{k} is not valid percent-encoded UTF-8")))?;
+            if !take(k, &v)? {
+                kept.push(pair);
+            }
+        }
+        if kept.is_empty() {
+            base.to_string()
+        } else {
+            format!("{base}?{}", kept.join("&"))
+        }
+    } else {
+        let pairs = kv_pairs(conninfo).map_err(|e| bad(e.to_string()))?;
+        let mut kept = Vec::new();
+        for p in pairs {
+            if !take(&p.key, &p.value)? {
+                kept.push(&conninfo[p.start..p.end]);
+            }
+        }
+        kept.join(" ")
+    };
+    Ok((rest, tls))
+}
+
+/// One `key=value` of a key/value connection string: its unescaped key and
+/// value and where the pair sits in the string.
+struct KvPair {
+    key: String,
+    value: String,
+    start: usize,
+    end: usize,
+    value_start: usize,
+}
+
+/// Split a libpq key/value connection string (`host=h user='a b'`), with
+/// libpq's quoting: values may be single-quoted, and `\` escapes a character.
+fn kv_pairs(s: &str) -> std::result::Result<Vec<KvPair>, &'static str> {
+    let mut pairs = Vec::new();
+    let mut chars = s.char_indices().peekable();
+    let skip_ws = |chars: &mut std::iter::Peekable<std::str::CharIndices<'_>>| {
+        while chars.next_if(|(_, c)| c.is_whitespace()).is_some() {}
+    };
+    loop {
+        skip_ws(&mut chars);
+        let Some(&(start, _)) = chars.peek() else {
+            return Ok(pairs);
+        };
+        let mut key = String::new();
+        while let Some((_, c)) = chars.next_if(|(_, c)| *c != '=' && !c.is_whitespace()) {
+            key.push(c);
+        }
+        skip_ws(&mut chars);
+        if chars.next_if(|(_, c)| *c == '=').is_none() {
+            return Err("expected key=value pairs");
+        }
+        skip_ws(&mut chars);
+        let value_start = chars.peek().map_or(s.len(), |&(i, _)| i);
+        let mut value = String::new();
+        let quoted = chars.next_if(|(_, c)| *c == '\'').is_some();
+        let end = loop {
+            match chars.next() {
+                None if quoted => return Err("unterminated quoted value"),
+                None => break s.len(),
+                Some((i, c)) if !quoted && c.is_whitespace() => break i,
+                Some((i, '\'')) if quoted => break i + 1,
+                Some((_, '\\')) => match chars.next() {
+                    Some((_, c)) => value.push(c),
+                    None => return Err("a value ends with a lone backslash"),
+                },
+                Some((_, c)) => value.push(c),
+            }
+        };
+        pairs.push(KvPair {
+            key,
+            value,
+            start,
+            end,
+            value_start,
+        });
     }
 }
 
@@ -133,6 +330,15 @@ fn query_pairs(q: &str) -> impl Iterator<Item = (&str, &str)> {
 }
 
 fn percent_decode(s: &str) -> Option<String> {
+    decode_percent(s, true)
+}
+
+/// Percent-decoding as tokio-postgres does it for URL parameters: `+` stays.
+fn percent_decode_url(s: &str) -> Option<String> {
+    decode_percent(s, false)
+}
+
+fn decode_percent(s: &str, plus_is_space: bool) -> Option<String> {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -144,7 +350,7 @@ fn percent_decode(s: &str) -> Option<String> {
                 i += 3;
             }
             b'%' => return None,
-            b'+' => {
+            b'+' if plus_is_space => {
                 out.push(b' ');
                 i += 1;
             }
@@ -157,16 +363,49 @@ fn percent_decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// Replace the password of a URL with `***` for error messages and logs.
+/// Replace the password of a connection string with `***` for error
+/// messages and logs: the one in a URL's user info or its `password=`
+/// parameter, or a key/value string's `password=…`.
 pub fn mask_password(url: &str) -> String {
     if let Some((scheme, rest)) = url.split_once("://") {
-        if let Some((userinfo, host)) = rest.split_once('@') {
-            if let Some((user, _)) = userinfo.split_once(':') {
-                return format!("{scheme}://{user}:***@{host}");
-            }
+        let (base, query) = split_query(rest);
+        let base = match base.rsplit_once('@') {
+            Some((userinfo, host)) => match userinfo.split_once(':') {
+                Some((user, _)) => format!("{user}:***@{host}"),
+                None => base.to_string(),
+            },
+            None => base.to_string(),
+        };
+        if !rest.contains('?') {
+            return format!("{scheme}://{base}");
         }
+        let query: Vec<&str> = query
+            .split('&')
+            .map(|p| match p.split_once('=') {
+                Some(("password", _)) => "password=***",
+                _ => p,
+            })
+            .collect();
+        return format!("{scheme}://{base}?{}", query.join("&"));
     }
-    url.to_string()
+    if !url.contains("password") {
+        return url.to_string();
+    }
+    match kv_pairs(url) {
+        Ok(pairs) => {
+            let mut out = String::with_capacity(url.len());
+            let mut from = 0;
+            for p in pairs.iter().filter(|p| p.key == "password") {
+                out.push_str(&url[from..p.value_start]);
+                out.push_str("***");
+                from = p.end;
+            }
+            out.push_str(&url[from..]);
+            out
+        }
+        // Not parseable: show nothing that might be the password.
+        Err(_) => "***".to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -224,6 +463,11 @@ mod tests {
             "sqlite://a.db?synchronous=full&synchronous=normal",
             "sqlite://:memory:",
             "sqlite://file::memory:?cache=shared",
+            "postgres://h/d?sslmode=bogus",
+            "postgres://h/d?sslmode=verify_full",
+            "postgres://h/d?sslmode=",
+            "postgres://h/d?sslrootcert=",
+            "postgres://h/d?sslrootcert=%zz",
         ] {
             let err = StoreUrl::parse(bad).err();
             assert!(
@@ -239,5 +483,103 @@ mod tests {
             mask_password("postgres://u:secret@h/d"),
             "postgres://u:***@h/d"
         );
+        assert_eq!(
+            mask_password("postgres://u@h/d?sslmode=require&password=secret"),
+            "postgres://u@h/d?sslmode=require&password=***"
+        );
+        assert_eq!(mask_password("postgres://h/d"), "postgres://h/d");
+        assert_eq!(
+            mask_password("host=h password='se cret' user=u"),
+            "host=h password=*** user=u"
+        );
+        assert_eq!(mask_password("host=h password='unterminated"), "***");
+        assert_eq!(mask_password("host=h user=u"), "host=h user=u");
+    }
+
+    #[test]
+    fn store_urls_keep_tls_parameters_for_the_engine() {
+        for mode in ["disable", "prefer", "require", "verify-ca", "verify-full"] {
+            let url = format!("postgres://h/d?sslmode={mode}&sslrootcert=/ca.pem&schema=s");
+            let Ok(StoreUrl::Postgres { conninfo, .. }) = StoreUrl::parse(&url) else {
+                panic!("{url} parses");
+            };
+            assert_eq!(
+                conninfo,
+                format!("postgres://h/d?sslmode={mode}&sslrootcert=/ca.pem")
+            );
+        }
+    }
+
+    #[test]
+    fn splits_tls_parameters_from_urls() {
+        let (rest, tls) = split_pg_tls("postgres://u:p@h:5/d").expect("plain");
+        assert_eq!(rest, "postgres://u:p@h:5/d");
+        assert_eq!(tls, PgTls::default());
+        assert_eq!(tls.mode, PgSslMode::Prefer, "libpq's default");
+
+        for mode in ["disable", "prefer", "require", "verify-ca", "verify-full"] {
+            let (rest, tls) = split_pg_tls(&format!(
+                "postgresql://h/d?connect_timeout=3&sslmode={mode}"
+            ))
+            .expect(mode);
+            assert_eq!(rest, "postgresql://h/d?connect_timeout=3");
+            assert_eq!(tls.mode.as_param(), mode);
+            assert_eq!(PgSslMode::from_param(mode), Some(tls.mode));
+            assert_eq!(tls.mode.to_string(), mode);
+        }
+
+        let (rest, tls) = split_pg_tls(
+            "postgres://h/d?sslrootcert=%2Ftmp%2Fmy%20ca+1.pem&sslmode=require&sslmode=verify-ca&user=u",
+        )
+        .expect("encoded path");
+        assert_eq!(rest, "postgres://h/d?user=u");
+        assert_eq!(tls.mode, PgSslMode::VerifyCa, "the last one wins");
+        assert_eq!(
+            tls.root_cert,
+            Some(PathBuf::from("/tmp/my ca+1.pem")),
+            "percent-decoded, + kept"
+        );
+
+        let (_, tls) = split_pg_tls("postgres://h/d?sslrootcert=system&sslmode=verify-full")
+            .expect("system roots");
+        assert_eq!(tls.root_cert, None);
+    }
+
+    #[test]
+    fn splits_tls_parameters_from_key_value_strings() {
+        let (rest, tls) = split_pg_tls(
+            r"host=h  sslmode = verify-full user='a b' sslrootcert='/x y/c\\a.pem' dbname=d\\x",
+        )
+        .expect("key/value");
+        assert_eq!(rest, r"host=h user='a b' dbname=d\\x");
+        assert_eq!(tls.mode, PgSslMode::VerifyFull);
+        assert_eq!(tls.root_cert, Some(PathBuf::from(r"/x y/c\a.pem")));
+
+        let (rest, tls) = split_pg_tls("").expect("empty");
+        assert_eq!((rest.as_str(), tls), ("", PgTls::default()));
+    }
+
+    #[test]
+    fn rejects_bad_tls_parameters_without_showing_the_password() {
+        for bad in [
+            "postgres://u:secret@h/d?sslmode=bogus",
+            "postgres://u:secret@h/d?sslmode=VERIFY-FULL",
+            "postgres://u:secret@h/d?sslrootcert=",
+            "postgres://u:secret@h/d?sslrootcert=%ff",
+            "host=h password=secret sslmode=bogus",
+            "host=h password=secret sslrootcert=''",
+            "host=h password=secret sslmode",
+            "host=h password='secret",
+        ] {
+            let err = split_pg_tls(bad).err();
+            let Some(err @ Error::InvalidUrl { .. }) = err else {
+                panic!("{bad}: {err:?}");
+            };
+            let msg = err.to_string();
+            assert!(!msg.contains("secret"), "{msg}");
+            if bad.contains("bogus") {
+                assert!(msg.contains("verify-full"), "says what is allowed: {msg}");
+            }
+        }
     }
 }

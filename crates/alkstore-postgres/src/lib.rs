@@ -8,6 +8,9 @@
 //!   never hold the same job at once. Tests may inject a clock instead.
 //! - All objects live in one schema (see [`schema`]); the schema name is
 //!   quoted everywhere, never interpolated raw.
+//! - TLS as libpq does it: `sslmode=disable|prefer|require|verify-ca|verify-full`
+//!   and `sslrootcert=PATH` in the connection string (see
+//!   [`PgOptions::conninfo`]; the default `tls` feature brings native-tls).
 //!
 //! ```no_run
 //! # async fn demo() -> alkstore_core::Result<()> {
@@ -25,9 +28,9 @@ pub mod schema;
 mod sql;
 #[doc(hidden)]
 pub mod testing;
+mod tls;
 
 use std::collections::HashMap;
-use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -35,14 +38,17 @@ use std::time::{Duration, Instant};
 use alkstore_core::url::mask_password;
 use alkstore_core::{Clock, Error, Limits, Result, Wake, WakeHub};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use tokio_postgres::NoTls;
 
 pub use outbox::enqueue_in;
 
 /// How to open a PostgreSQL store.
 #[derive(Debug, Clone)]
 pub struct PgOptions {
-    /// A libpq-style URL or key/value connection string.
+    /// A libpq-style URL or key/value connection string. `sslmode`
+    /// (`disable`, `prefer` (the default), `require`, `verify-ca`,
+    /// `verify-full`) and `sslrootcert` (a PEM file of CA certificates to
+    /// trust instead of the system's) mean what they mean to libpq; modes
+    /// that need TLS need the `tls` feature (on by default).
     pub conninfo: String,
     /// The engine-owned schema (created if missing).
     pub schema: String,
@@ -102,6 +108,8 @@ struct Inner {
     last_rescue: Mutex<HashMap<String, RescueMark>>,
     wake: listen::Hub,
     listener_started: AtomicBool,
+    /// How the LISTEN connection connects: the pools' config and connector.
+    listen_connect: (tokio_postgres::Config, tls::Connector),
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -121,20 +129,16 @@ impl std::fmt::Debug for PgEngine {
 
 impl PgEngine {
     /// Connect, bootstrap the schema, and return the engine. Unreachable
-    /// servers and refused logins are [`Error::Connect`]; a schema written by a
-    /// newer alkstore is [`Error::SchemaTooNew`].
+    /// servers, refused logins and failed TLS handshakes (including a
+    /// certificate that `sslmode=verify-ca|verify-full` rejects) are
+    /// [`Error::Connect`]; a bad connection string, `sslmode` or `sslrootcert`
+    /// is [`Error::InvalidUrl`]; a schema written by a newer alkstore is
+    /// [`Error::SchemaTooNew`].
+    // Without the `tls` feature the connector is `NoTls`, which is `Copy`.
+    #[cfg_attr(not(feature = "tls"), allow(clippy::clone_on_copy))]
     pub async fn open(opts: PgOptions) -> Result<Self> {
         schema::validate_schema_name(&opts.schema)?;
-        let mut config =
-            tokio_postgres::Config::from_str(&opts.conninfo).map_err(|e| Error::InvalidUrl {
-                url: mask_password(&opts.conninfo),
-                // The driver's message is "invalid connection string"; the
-                // parameter it refused is in the source.
-                reason: match std::error::Error::source(&e) {
-                    Some(cause) => format!("{e}: {cause}"),
-                    None => e.to_string(),
-                },
-            })?;
+        let (mut config, connector) = tls::prepare(&opts.conninfo)?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(Duration::from_secs(10));
         }
@@ -149,7 +153,12 @@ impl PgEngine {
         relaxed_config.options(format!("{base_options} -c synchronous_commit=off").trim());
         // The relaxed pool takes half of the connection budget.
         let relaxed_size = (opts.pool_size / 2).max(1);
-        let pool = build_pool(config, opts.pool_size.saturating_sub(relaxed_size).max(1))?;
+        let listen_connect = (config.clone(), connector.clone());
+        let pool = build_pool(
+            config,
+            connector.clone(),
+            opts.pool_size.saturating_sub(relaxed_size).max(1),
+        )?;
         {
             let mut client = checkout(&pool).await?;
             if !opts.create && !schema::exists(&client, &opts.schema).await? {
@@ -161,7 +170,7 @@ impl PgEngine {
             schema::bootstrap(&mut client, &opts.schema).await?;
         }
         let relaxed_pool = if opts.relaxed_commits {
-            let relaxed = build_pool(relaxed_config, relaxed_size)?;
+            let relaxed = build_pool(relaxed_config, connector, relaxed_size)?;
             // A pooler that refuses startup options (PgBouncer by default)
             // would fail every claim later: find out now and fall back.
             match checkout(&relaxed).await {
@@ -183,6 +192,7 @@ impl PgEngine {
                 last_rescue: Mutex::new(HashMap::new()),
                 wake: Arc::new(WakeHub::default()),
                 listener_started: AtomicBool::new(false),
+                listen_connect,
             }),
         };
         Ok(engine)
@@ -194,8 +204,10 @@ impl PgEngine {
     pub fn wake_hints(&self) -> tokio::sync::broadcast::Receiver<Wake> {
         let rx = self.inner.wake.subscribe();
         if !self.inner.listener_started.swap(true, Ordering::SeqCst) {
+            let (config, connector) = self.inner.listen_connect.clone();
             listen::spawn(
-                self.inner.opts.conninfo.clone(),
+                config,
+                connector,
                 self.inner.opts.schema.clone(),
                 Arc::downgrade(&self.inner.wake),
             );
@@ -270,10 +282,10 @@ impl PgEngine {
     }
 }
 
-fn build_pool(config: tokio_postgres::Config, size: usize) -> Result<Pool> {
+fn build_pool(config: tokio_postgres::Config, tls: tls::Connector, size: usize) -> Result<Pool> {
     let manager = Manager::from_config(
         config,
-        NoTls,
+        tls,
         ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         },

@@ -3,21 +3,31 @@
 //! server restart, and hints "everything" after each (re)connect, since
 //! notifications sent while disconnected are lost.
 
-use std::str::FromStr;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use alkstore_core::WakeHub;
 use futures_util::StreamExt;
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_postgres::AsyncMessage;
 
 use crate::schema::{notify_channel, quote_identifier};
+use crate::tls::Connector;
 
-pub(crate) fn spawn(conninfo: String, schema: String, hub: Weak<WakeHub>) {
+/// Listen with the engine's connection settings (its TLS included).
+// Without the `tls` feature the connector is `NoTls`, which is `Copy`.
+#[cfg_attr(not(feature = "tls"), allow(clippy::clone_on_copy))]
+pub(crate) fn spawn(
+    mut config: tokio_postgres::Config,
+    connector: Connector,
+    schema: String,
+    hub: Weak<WakeHub>,
+) {
     let Ok(handle) = tokio::runtime::Handle::try_current() else {
         tracing::warn!("no tokio runtime: LISTEN wake-ups disabled, relying on polls");
         return;
     };
+    config.connect_timeout(Duration::from_secs(5));
+    config.keepalives_idle(Duration::from_secs(30));
     handle.spawn(async move {
         let channel = notify_channel(&schema);
         let mut backoff = Duration::from_millis(100);
@@ -25,7 +35,7 @@ pub(crate) fn spawn(conninfo: String, schema: String, hub: Weak<WakeHub>) {
             if hub.upgrade().is_none() {
                 return;
             }
-            match listen_once(&conninfo, &channel, &hub).await {
+            match listen_once(&config, connector.clone(), &channel, &hub).await {
                 Ok(()) => backoff = Duration::from_millis(100),
                 Err(e) => {
                     tracing::warn!(error = %e, "LISTEN connection lost; reconnecting");
@@ -38,20 +48,12 @@ pub(crate) fn spawn(conninfo: String, schema: String, hub: Weak<WakeHub>) {
 }
 
 async fn listen_once(
-    conninfo: &str,
+    config: &tokio_postgres::Config,
+    connector: Connector,
     channel: &str,
     hub: &Weak<WakeHub>,
 ) -> Result<(), tokio_postgres::Error> {
-    let mut config = match tokio_postgres::Config::from_str(conninfo) {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::error!(error = %e, "LISTEN: bad connection string");
-            return Err(e);
-        }
-    };
-    config.connect_timeout(Duration::from_secs(5));
-    config.keepalives_idle(Duration::from_secs(30));
-    let (client, mut connection) = config.connect(NoTls).await?;
+    let (client, mut connection) = config.connect(connector).await?;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<AsyncMessage>();
     let driver = tokio::spawn(async move {
         let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));

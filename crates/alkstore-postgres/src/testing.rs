@@ -1,12 +1,10 @@
 //! Helpers for tests and benchmarks that need a private schema on a real
 //! server. Not part of the stable API.
 
-use std::str::FromStr;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use alkstore_core::{Error, Result};
-use tokio_postgres::NoTls;
 
 /// The server tests use: `DATABASE_URL`, else the local default.
 pub fn database_url() -> String {
@@ -37,15 +35,7 @@ pub fn with_database(url: &str, db: &str) -> String {
 /// Create database `db` on the server of `url` unless it exists; returns a
 /// URL for it. Safe when several processes race to create it.
 pub async fn ensure_database(url: &str, db: &str) -> Result<String> {
-    let config = tokio_postgres::Config::from_str(url).map_err(|e| Error::InvalidUrl {
-        url: url.to_string(),
-        reason: e.to_string(),
-    })?;
-    let (client, conn) = config
-        .connect(NoTls)
-        .await
-        .map_err(|e| Error::Connect { source: e.into() })?;
-    let task = tokio::spawn(conn);
+    let (client, task) = crate::tls::connect(url).await?;
     let exists = client
         .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&db])
         .await
@@ -85,10 +75,7 @@ pub fn unique_schema(prefix: &str) -> String {
 
 /// Drop `schema` and everything in it.
 pub async fn drop_schema(url: &str, schema: &str) -> Result<()> {
-    let (client, conn) = tokio_postgres::connect(url, NoTls)
-        .await
-        .map_err(|e| Error::Connect { source: e.into() })?;
-    let task = tokio::spawn(conn);
+    let (client, task) = crate::tls::connect(url).await?;
     client
         .batch_execute(&format!(
             "DROP SCHEMA IF EXISTS {} CASCADE",

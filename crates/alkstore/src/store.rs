@@ -29,6 +29,9 @@ pub struct Store {
 impl Store {
     /// Open a store by URL: `sqlite://path/to/file.db` or
     /// `postgres://user@host/db?schema=name`. Creates the tables on first use.
+    /// PostgreSQL URLs also take libpq's
+    /// `sslmode=disable|prefer|require|verify-ca|verify-full` and
+    /// `sslrootcert=PATH` (TLS needs the default `tls` feature).
     pub async fn open(url: &str) -> Result<Store> {
         Self::open_with(url, StoreOptions::default()).await
     }
