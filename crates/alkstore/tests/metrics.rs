@@ -57,16 +57,34 @@ async fn worker_emits_job_metrics() {
 
     let mut counters: HashMap<String, u64> = HashMap::new();
     let mut histogram_samples = 0;
+    let mut wait_samples = 0;
     for (key, _, _, value) in snapshotter.snapshot().into_vec() {
         let name = key.key().name().to_string();
+        if name.starts_with("alkstore_jobs_") || name.starts_with("alkstore_job_") {
+            // Every job metric says which queue it is about.
+            let queue = key
+                .key()
+                .labels()
+                .find(|l| l.key() == "queue")
+                .map(|l| l.value().to_string());
+            assert_eq!(
+                queue.as_deref(),
+                Some("metered"),
+                "{name} has a queue label"
+            );
+        }
         match value {
             DebugValue::Counter(n) => *counters.entry(name).or_default() += n,
             DebugValue::Histogram(v) if name == "alkstore_handler_duration_seconds" => {
                 histogram_samples += v.len()
             }
+            DebugValue::Histogram(v) if name == "alkstore_job_wait_seconds" => {
+                wait_samples += v.len()
+            }
             _ => {}
         }
     }
+    assert_eq!(wait_samples, 11, "one queue-wait sample per started job");
     assert_eq!(
         counters.get("alkstore_jobs_claimed_total"),
         Some(&11),

@@ -95,10 +95,14 @@ async fn queue_handle_covers_the_job_lifecycle() {
         q.get(b).await.expect("get").expect("b").state,
         JobState::Dead
     );
-    assert!(q.cancel(c).await.expect("cancel"));
-    assert!(q.get(c).await.expect("get").is_none());
+    assert_eq!(
+        q.cancel(c).await.expect("cancel"),
+        alkstore::CancelOutcome::Cancelled
+    );
+    let cancelled = q.get(c).await.expect("get").expect("c");
+    assert_eq!(cancelled.dead_reason.as_deref(), Some("cancelled"));
     let s = q.stats().await.expect("stats");
-    assert_eq!((s.ready, s.scheduled, s.processing, s.dead), (1, 0, 0, 1));
+    assert_eq!((s.ready, s.scheduled, s.processing, s.dead), (1, 0, 0, 2));
 }
 
 #[tokio::test]

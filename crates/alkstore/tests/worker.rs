@@ -355,6 +355,161 @@ async fn concurrency_limit_is_respected(f: Fixture) {
     f.done().await;
 }
 
+/// A handler that panics while building its future (before any `.await`)
+/// is a failed attempt like any other panic: retried, then dead-lettered,
+/// never left claimed and heartbeated for ever.
+async fn panic_before_the_future_is_a_failed_attempt(f: Fixture) {
+    let opts = QueueOpts {
+        max_attempts: 2,
+        ..quick()
+    };
+    let q = f.store.queue_with("eager", opts);
+    let id = q.enqueue(&"x").await.expect("enqueue").id();
+    let store = f.store.clone();
+    let report = Worker::new(f.store.clone())
+        .queue_raw(
+            "eager",
+            |_job: JobCtx<Vec<u8>>| -> std::future::Ready<alkstore::JobResult> {
+                panic!("panics before returning its future")
+            },
+        )
+        .run_until(async move {
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+            while store.queue("eager").stats().await.expect("stats").dead < 1 {
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "never dead-lettered"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .expect("run");
+    assert_eq!(
+        (report.panicked, report.retried, report.dead),
+        (2, 1, 1),
+        "{report:?}"
+    );
+    assert_eq!(report.released, 0, "{report:?}");
+    let info = f
+        .store
+        .engine()
+        .job_get(id)
+        .await
+        .expect("get")
+        .expect("dead");
+    assert_eq!(info.dead_reason.as_deref(), Some("exhausted"));
+    assert!(info
+        .last_error
+        .unwrap_or_default()
+        .contains("panics before"));
+    f.done().await;
+}
+
+/// A handler can snooze its job: it runs again later on the same attempt.
+async fn snoozed_jobs_run_again_without_an_attempt(f: Fixture) {
+    let q = f.store.queue("snoozy");
+    q.enqueue(&0).await.expect("enqueue");
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let notify = Arc::new(Notify::new());
+    let (s, n) = (seen.clone(), notify.clone());
+    let report = Worker::new(f.store.clone())
+        .queue("snoozy", move |job: JobCtx<u32>| {
+            let (s, n) = (s.clone(), n.clone());
+            async move {
+                let runs = {
+                    let mut s = s.lock().expect("lock");
+                    s.push(job.attempt());
+                    s.len()
+                };
+                n.notify_one();
+                if runs == 1 {
+                    return Err(JobError::snooze(Duration::ZERO));
+                }
+                Ok(())
+            }
+        })
+        .run_until(async {
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+            while seen.lock().expect("lock").len() < 2 {
+                assert!(tokio::time::Instant::now() < deadline, "never ran again");
+                let _ = tokio::time::timeout(Duration::from_millis(50), notify.notified()).await;
+            }
+        })
+        .await
+        .expect("run");
+    assert_eq!(
+        *seen.lock().expect("lock"),
+        vec![1, 1],
+        "same attempt both times"
+    );
+    assert_eq!((report.snoozed, report.retried), (1, 0), "{report:?}");
+    f.done().await;
+}
+
+/// Cancelling a running job tells its handler; a handler that stops leaves
+/// the job dead as `cancelled` (recorded, not a lost claim).
+async fn cancelled_running_jobs_are_told_and_recorded(f: Fixture) {
+    let q = f.store.queue("cancellable");
+    let id = q.enqueue(&0).await.expect("enqueue").id();
+    let started = Arc::new(AtomicUsize::new(0));
+    let notify = Arc::new(Notify::new());
+    let (s, n) = (started.clone(), notify.clone());
+    let store = f.store.clone();
+    let report = Worker::new(f.store.clone())
+        .queue("cancellable", move |job: JobCtx<u32>| {
+            let (s, n) = (s.clone(), n.clone());
+            async move {
+                assert!(!job.is_cancelled());
+                s.fetch_add(1, Ordering::SeqCst);
+                n.notify_one();
+                tokio::select! {
+                    _ = job.cancelled() => {
+                        assert!(job.is_cancelled());
+                        Err(JobError::retry("stopped on request"))
+                    }
+                    _ = tokio::time::sleep(Duration::from_secs(60)) => Ok(()),
+                }
+            }
+        })
+        .run_until(async move {
+            reached(started, 1, notify).await;
+            assert_eq!(
+                store.queue("cancellable").cancel(id).await.expect("cancel"),
+                alkstore::CancelOutcome::Requested
+            );
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+            while store
+                .queue("cancellable")
+                .stats()
+                .await
+                .expect("stats")
+                .dead
+                < 1
+            {
+                assert!(tokio::time::Instant::now() < deadline, "never stopped");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .expect("run");
+    assert_eq!(
+        (report.cancelled, report.dead, report.retried),
+        (1, 1, 0),
+        "{report:?}"
+    );
+    let info = f
+        .store
+        .engine()
+        .job_get(id)
+        .await
+        .expect("get")
+        .expect("dead");
+    assert_eq!(info.dead_reason.as_deref(), Some("cancelled"));
+    assert_eq!(info.last_error.as_deref(), Some("stopped on request"));
+    f.done().await;
+}
+
 macro_rules! on_both_engines {
     ($($name:ident),* $(,)?) => {
         mod sqlite {
@@ -380,7 +535,40 @@ on_both_engines!(
     shutdown_hands_unfinished_jobs_back,
     heartbeats_keep_long_jobs_claimed,
     concurrency_limit_is_respected,
+    panic_before_the_future_is_a_failed_attempt,
+    snoozed_jobs_run_again_without_an_attempt,
+    cancelled_running_jobs_are_told_and_recorded,
 );
+
+/// A setting for a queue that has no handler (a typo, or a setting made
+/// before `.queue(…)`) is an error before the worker starts, not ignored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settings_for_unknown_queues_are_errors() {
+    let f = Fixture::sqlite().await;
+    let typo = Worker::new(f.store.clone())
+        .queue("emails", |_job: JobCtx<u32>| async { Ok(()) })
+        .concurrency("emials", 1)
+        .run_until(async {})
+        .await
+        .expect_err("unknown queue");
+    assert_eq!(typo.kind(), alkstore::ErrorKind::InvalidInput);
+    assert!(typo.to_string().contains("emials"), "{typo}");
+    let early = Worker::new(f.store.clone())
+        .timeout("emails", Duration::from_secs(1))
+        .queue("emails", |_job: JobCtx<u32>| async { Ok(()) })
+        .run_until(async {})
+        .await
+        .expect_err("setting before the queue");
+    assert_eq!(early.kind(), alkstore::ErrorKind::InvalidInput);
+    let fine = Worker::new(f.store.clone())
+        .queue("emails", |_job: JobCtx<u32>| async { Ok(()) })
+        .concurrency("emails", 1)
+        .timeout("emails", Duration::from_secs(1))
+        .run_until(async {})
+        .await;
+    assert!(fine.is_ok(), "{fine:?}");
+    f.done().await;
+}
 
 mod maintenance {
     use super::*;
