@@ -12,13 +12,16 @@ use clap::Parser;
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = commands::Cli::parse();
+    let db = cli.db().to_string();
     match commands::run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("alk: {e}");
+            // Whatever an error echoes, the store URL's password is masked.
+            let redact = |text: String| commands::output::redact(&text, &db);
+            eprintln!("alk: {}", redact(e.to_string()));
             let mut source = std::error::Error::source(&e);
             while let Some(s) = source {
-                eprintln!("  caused by: {s}");
+                eprintln!("  caused by: {}", redact(s.to_string()));
                 source = s.source();
             }
             ExitCode::from(1)

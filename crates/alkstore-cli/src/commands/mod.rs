@@ -1,14 +1,17 @@
-//! Command-line definitions and dispatch.
+//! Command-line definitions and dispatch. Each command group has its own
+//! module; `output` holds the table and JSON printing they share.
 
-use std::time::Duration;
+mod dead;
+mod enqueue;
+mod job;
+pub mod output;
 
-use alkstore::{
-    DeadListParams, DeadSelect, EnqueueOpts, Error, JobInfo, JobListParams, JobState, QueueEngine,
-    Result, Store,
-};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use alkstore::{CancelOutcome, Error, QueueEngine, Result, Store, StoreOptions};
+use clap::{Parser, Subcommand};
+use serde_json::json;
 
 use crate::bench;
+use output::{json_text, masked_url};
 
 /// Manage an alkstore store (SQLite file or PostgreSQL schema).
 #[derive(Debug, Parser)]
@@ -19,40 +22,52 @@ pub struct Cli {
         long,
         global = true,
         env = "DATABASE_URL",
+        hide_env_values = true,
         default_value = "sqlite://alkstore.db"
     )]
     db: String,
+    /// Print one JSON document (an array for listings) with times as unix
+    /// seconds, instead of tables.
+    #[arg(long, global = true)]
+    json: bool,
     #[command(subcommand)]
     command: Command,
 }
 
+impl Cli {
+    /// The store URL as given (may hold a password: print it masked).
+    pub fn db(&self) -> &str {
+        &self.db
+    }
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Create the store's tables (every command does this on first use).
+    /// Create the store's tables (`enqueue` also does this on first use).
     Init,
     /// Enqueue one job.
-    Enqueue(EnqueueArgs),
-    /// List live jobs.
-    Jobs(ListArgs),
-    /// Show one job, live or dead.
-    Job {
-        /// Job id.
-        id: i64,
-    },
-    /// Cancel (delete) a live job.
+    Enqueue(enqueue::EnqueueArgs),
+    /// List live jobs (or kept completed ones with --state completed).
+    Jobs(job::ListArgs),
+    /// Show one job, live, dead or completed (`alk job ID`), or release a
+    /// processing one (`alk job release ID`).
+    Job(job::JobArgs),
+    /// Cancel a live job: a pending one moves to dead as `cancelled`, a
+    /// running one is asked to stop.
     Cancel {
         /// Job id.
         id: i64,
     },
     /// Dead letters: list, requeue, purge.
     #[command(subcommand)]
-    Dead(DeadCommand),
+    Dead(dead::DeadCommand),
     /// Counts per queue (all queues when none is named).
     Stats {
         /// Queue name.
         queue: Option<String>,
     },
-    /// Expire overdue jobs and prune dead letters past retention.
+    /// Expire overdue jobs, hand back lapsed claims, prune dead letters and
+    /// kept completed jobs past retention.
     Sweep,
     /// Run benchmarks; one line of figures per scenario.
     #[command(subcommand)]
@@ -61,84 +76,6 @@ enum Command {
     /// the crash tests. Stops gracefully on SIGTERM or Ctrl-C.
     #[command(name = "test-worker", hide = true)]
     TestWorker(crate::testworker::TestWorkerArgs),
-}
-
-#[derive(Debug, Args)]
-struct EnqueueArgs {
-    /// Queue name.
-    queue: String,
-    /// Payload: JSON text (checked), or any text with --raw.
-    payload: String,
-    /// Store the payload bytes as given, without checking it is JSON.
-    #[arg(long)]
-    raw: bool,
-    /// Higher runs first.
-    #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
-    priority: i32,
-    /// Seconds to wait before the job is due.
-    #[arg(long)]
-    delay: Option<u64>,
-    /// Deduplicate on this key among live jobs of the queue.
-    #[arg(long)]
-    unique_key: Option<String>,
-    /// Attempts before the job is dead-lettered.
-    #[arg(long)]
-    max_attempts: Option<u32>,
-}
-
-#[derive(Debug, Args)]
-struct ListArgs {
-    /// Only this queue.
-    #[arg(long)]
-    queue: Option<String>,
-    /// Only this state.
-    #[arg(long, value_enum)]
-    state: Option<LiveState>,
-    /// Only ids above this.
-    #[arg(long)]
-    after: Option<i64>,
-    /// Most rows.
-    #[arg(long, default_value_t = 50)]
-    limit: u32,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum LiveState {
-    Pending,
-    Processing,
-}
-
-#[derive(Debug, Subcommand)]
-enum DeadCommand {
-    /// List dead letters.
-    List {
-        /// Only this queue.
-        #[arg(long)]
-        queue: Option<String>,
-        /// Only ids above this.
-        #[arg(long)]
-        after: Option<i64>,
-        /// Most rows.
-        #[arg(long, default_value_t = 50)]
-        limit: u32,
-    },
-    /// Move dead letters back to pending with fresh attempts.
-    Requeue(DeadSelectArgs),
-    /// Delete dead letters.
-    Purge(DeadSelectArgs),
-}
-
-#[derive(Debug, Args)]
-struct DeadSelectArgs {
-    /// Only this queue.
-    #[arg(long)]
-    queue: Option<String>,
-    /// Only these ids (repeatable).
-    #[arg(long = "id")]
-    ids: Vec<i64>,
-    /// Required to act on every queue when neither --queue nor --id is given.
-    #[arg(long)]
-    all: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -160,184 +97,76 @@ pub async fn run(cli: Cli) -> Result<()> {
     if let Command::TestWorker(args) = cli.command {
         return crate::testworker::run(&cli.db, args).await;
     }
-    let store = Store::open(&cli.db).await?;
+    // Only `init` and `enqueue` create a store; every other command works on
+    // one that exists, and says so when there is none.
+    let creates = matches!(cli.command, Command::Init | Command::Enqueue(_));
+    let opts = StoreOptions {
+        existing_only: !creates,
+        ..StoreOptions::default()
+    };
+    let store = Store::open_with(&cli.db, opts).await?;
     let e = store.engine();
-    match cli.command {
-        Command::Init => println!("store ready: {}", alkstore::url::mask_password(&cli.db)),
-        Command::Enqueue(a) => {
-            let payload = if a.raw {
-                a.payload.into_bytes()
+    let as_json = cli.json;
+    let out: Vec<u8> = match cli.command {
+        Command::Init => {
+            let url = masked_url(&cli.db);
+            if as_json {
+                json_text(&json!({ "store": url }))
             } else {
-                let v: serde_json::Value = serde_json::from_str(&a.payload).map_err(|err| {
-                    Error::invalid(
-                        "payload",
-                        format!("not JSON ({err}); pass --raw to store text as is"),
-                    )
-                })?;
-                serde_json::to_vec(&v).map_err(|err| Error::invalid("payload", err))?
-            };
-            let mut opts = EnqueueOpts::default().priority(a.priority);
-            if let Some(d) = a.delay {
-                opts = opts.delay(Duration::from_secs(d));
-            }
-            if let Some(k) = a.unique_key {
-                opts = opts.unique_key(k);
-            }
-            if let Some(m) = a.max_attempts {
-                opts = opts.max_attempts(m);
-            }
-            let out = store.queue(a.queue).enqueue_bytes(payload, opts).await?;
-            match out {
-                alkstore::Enqueued::Inserted(id) => println!("enqueued {id}"),
-                alkstore::Enqueued::Duplicate(id) => println!("duplicate of live job {id}"),
+                format!("store ready: {url}\n")
             }
         }
-        Command::Jobs(a) => {
-            let state = a.state.map(|s| match s {
-                LiveState::Pending => JobState::Pending,
-                LiveState::Processing => JobState::Processing,
-            });
-            let jobs = e
-                .job_list(JobListParams {
-                    queue: a.queue,
-                    state,
-                    after_id: a.after,
-                    limit: a.limit,
-                })
-                .await?;
-            print_jobs(&jobs);
-        }
-        Command::Job { id } => match e.job_get(id).await? {
-            Some(j) => print_job_detail(&j),
-            None => return Err(Error::invalid("job id", format!("no job {id}"))),
-        },
+        .into_bytes(),
+        Command::Enqueue(a) => enqueue::run(&store, a, as_json).await?.into_bytes(),
+        Command::Jobs(a) => job::list(e, a, as_json).await?.into_bytes(),
+        Command::Job(a) => job::run(e, a, as_json).await?,
         Command::Cancel { id } => {
-            match e.job_cancel(id).await? {
-                alkstore::CancelOutcome::Cancelled => println!("cancelled {id}"),
-                alkstore::CancelOutcome::Requested => {
-                    println!("cancel requested for running job {id}; its worker stops it")
+            let outcome = match e.job_cancel(id).await? {
+                CancelOutcome::Cancelled => "cancelled",
+                CancelOutcome::Requested => "requested",
+                CancelOutcome::NotFound => {
+                    return Err(Error::invalid(
+                        "job id",
+                        format!("no live job {id} (it finished, died, or never existed)"),
+                    ))
                 }
-                alkstore::CancelOutcome::NotFound => {
-                    return Err(Error::invalid("job id", format!("no live job {id}")))
-                }
+            };
+            if as_json {
+                json_text(&json!({ "id": id, "outcome": outcome }))
+            } else if outcome == "cancelled" {
+                format!("cancelled {id}\n")
+            } else {
+                format!("cancel requested for running job {id}; its worker stops it\n")
             }
         }
-        Command::Dead(DeadCommand::List {
-            queue,
-            after,
-            limit,
-        }) => {
-            let jobs = e
-                .dead_list(DeadListParams {
-                    queue,
-                    after_id: after,
-                    limit,
-                })
-                .await?;
-            print_jobs(&jobs);
-        }
-        Command::Dead(DeadCommand::Requeue(a)) => {
-            let n = e.dead_requeue(dead_select(a)?).await?;
-            println!("requeued {n}");
-        }
-        Command::Dead(DeadCommand::Purge(a)) => {
-            let n = e.dead_purge(dead_select(a)?).await?;
-            println!("purged {n}");
-        }
+        .into_bytes(),
+        Command::Dead(cmd) => dead::run(e, cmd, as_json).await?.into_bytes(),
         Command::Stats { queue } => {
             let queues = match queue {
                 Some(q) => vec![q],
                 None => e.queue_list().await?,
             };
-            println!(
-                "{:<24} {:>9} {:>9} {:>10} {:>8} {:>12}",
-                "queue", "ready", "scheduled", "processing", "dead", "oldest_ready"
-            );
+            let mut stats = Vec::with_capacity(queues.len());
             for q in queues {
-                let s = e.queue_stats(q).await?;
-                let age = s
-                    .oldest_ready_age_s
-                    .map(|a| format!("{a}s"))
-                    .unwrap_or_else(|| "-".into());
-                println!(
-                    "{:<24} {:>9} {:>9} {:>10} {:>8} {:>12}",
-                    s.queue, s.ready, s.scheduled, s.processing, s.dead, age
-                );
+                stats.push(e.queue_stats(q).await?);
+            }
+            if as_json {
+                json_text(&output::stats_json(&stats))
+            } else {
+                output::stats_table(&stats)
             }
         }
+        .into_bytes(),
         Command::Sweep => {
             let r = e.queue_sweep().await?;
-            println!(
-                "expired {} exhausted {} dead_pruned {}",
-                r.expired, r.exhausted, r.dead_pruned
-            );
+            if as_json {
+                json_text(&output::sweep_json(&r))
+            } else {
+                output::sweep_line(&r)
+            }
         }
-        Command::Bench(_) | Command::TestWorker(_) => {}
-    }
-    Ok(())
-}
-
-fn dead_select(a: DeadSelectArgs) -> Result<DeadSelect> {
-    if a.queue.is_none() && a.ids.is_empty() && !a.all {
-        return Err(Error::invalid(
-            "selection",
-            "name --queue, --id, or pass --all",
-        ));
-    }
-    Ok(DeadSelect {
-        queue: a.queue,
-        ids: if a.ids.is_empty() { None } else { Some(a.ids) },
-        limit: None,
-    })
-}
-
-fn payload_preview(p: &[u8]) -> String {
-    let s = String::from_utf8_lossy(p);
-    if s.chars().count() > 60 {
-        format!("{}…", s.chars().take(60).collect::<String>())
-    } else {
-        s.into_owned()
-    }
-}
-
-fn print_jobs(jobs: &[JobInfo]) {
-    println!(
-        "{:>10} {:<16} {:<10} {:>4} {:>8} {:>12}  payload",
-        "id", "queue", "state", "prio", "attempts", "run_at"
-    );
-    for j in jobs {
-        println!(
-            "{:>10} {:<16} {:<10} {:>4} {:>8} {:>12}  {}",
-            j.id,
-            j.queue,
-            j.dead_reason.as_deref().unwrap_or(j.state.as_str()),
-            j.priority,
-            format!("{}/{}", j.attempts, j.max_attempts),
-            j.run_at,
-            payload_preview(&j.payload)
-        );
-    }
-}
-
-fn print_job_detail(j: &JobInfo) {
-    println!("id:           {}", j.id);
-    println!("queue:        {}", j.queue);
-    println!("state:        {}", j.state.as_str());
-    println!("priority:     {}", j.priority);
-    println!("attempts:     {}/{}", j.attempts, j.max_attempts);
-    println!("run_at:       {}", j.run_at);
-    println!("created_at:   {}", j.created_at);
-    if let Some(w) = &j.worker {
-        println!("worker:       {w}");
-    }
-    if let Some(k) = &j.unique_key {
-        println!("unique_key:   {k}");
-    }
-    if let Some(e) = &j.last_error {
-        println!("last_error:   {e}");
-    }
-    if let Some(r) = &j.dead_reason {
-        println!("dead_reason:  {r}");
-    }
-    println!("payload:      {}", payload_preview(&j.payload));
+        .into_bytes(),
+        Command::Bench(_) | Command::TestWorker(_) => Vec::new(),
+    };
+    output::emit(&out)
 }

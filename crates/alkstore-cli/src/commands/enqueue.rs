@@ -1,0 +1,103 @@
+//! `alk enqueue`: one job, its payload from the command line, a file or
+//! stdin.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use alkstore::{EnqueueOpts, Enqueued, Error, Result, Store};
+use clap::Args;
+use serde_json::json;
+
+use super::output::json_text;
+
+/// Arguments of `alk enqueue`.
+#[derive(Debug, Args)]
+pub struct EnqueueArgs {
+    /// Queue name.
+    queue: String,
+    /// Payload: JSON text (checked), or any text with --raw. Give this or
+    /// --payload-file, not both.
+    payload: Option<String>,
+    /// Read the payload from this file (`-` reads stdin): large or binary
+    /// payloads (binary needs --raw).
+    #[arg(long, value_name = "PATH")]
+    payload_file: Option<PathBuf>,
+    /// Store the payload bytes as given, without checking it is JSON.
+    #[arg(long)]
+    raw: bool,
+    /// Higher runs first (negative runs later).
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    priority: i32,
+    /// Seconds to wait before the job is due.
+    #[arg(long, value_name = "SECONDS")]
+    delay: Option<u64>,
+    /// Deduplicate on this key among live jobs of the queue.
+    #[arg(long)]
+    unique_key: Option<String>,
+    /// Attempts before the job is dead-lettered.
+    #[arg(long)]
+    max_attempts: Option<u32>,
+}
+
+/// The payload bytes from exactly one source, checked as JSON unless `raw`.
+fn payload(a: &EnqueueArgs) -> Result<Vec<u8>> {
+    let bytes = match (&a.payload, &a.payload_file) {
+        (Some(_), Some(_)) => {
+            return Err(Error::invalid(
+                "payload",
+                "give it as an argument or with --payload-file, not both",
+            ))
+        }
+        (None, None) => {
+            return Err(Error::invalid(
+                "payload",
+                "missing: pass JSON as an argument, or --payload-file PATH (- reads stdin)",
+            ))
+        }
+        (Some(text), None) => text.clone().into_bytes(),
+        (None, Some(path)) if path.as_os_str() == "-" => {
+            let mut buf = Vec::new();
+            std::io::stdin()
+                .lock()
+                .read_to_end(&mut buf)
+                .map_err(|e| Error::invalid("payload", format!("cannot read stdin: {e}")))?;
+            buf
+        }
+        (None, Some(path)) => std::fs::read(path).map_err(|e| {
+            Error::invalid("payload", format!("cannot read {}: {e}", path.display()))
+        })?,
+    };
+    if a.raw {
+        return Ok(bytes);
+    }
+    let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|err| {
+        Error::invalid(
+            "payload",
+            format!("not JSON ({err}); pass --raw to store the bytes as they are"),
+        )
+    })?;
+    serde_json::to_vec(&value).map_err(|err| Error::invalid("payload", err))
+}
+
+/// Enqueue one job; prints its id (or the live duplicate's).
+pub async fn run(store: &Store, a: EnqueueArgs, as_json: bool) -> Result<String> {
+    let payload = payload(&a)?;
+    let mut opts = EnqueueOpts::default().priority(a.priority);
+    if let Some(d) = a.delay {
+        opts = opts.delay(Duration::from_secs(d));
+    }
+    if let Some(k) = a.unique_key {
+        opts = opts.unique_key(k);
+    }
+    if let Some(m) = a.max_attempts {
+        opts = opts.max_attempts(m);
+    }
+    let out = store.queue(a.queue).enqueue_bytes(payload, opts).await?;
+    Ok(match (out, as_json) {
+        (Enqueued::Inserted(id), true) => json_text(&json!({ "id": id, "duplicate": false })),
+        (Enqueued::Duplicate(id), true) => json_text(&json!({ "id": id, "duplicate": true })),
+        (Enqueued::Inserted(id), false) => format!("enqueued {id}\n"),
+        (Enqueued::Duplicate(id), false) => format!("duplicate of live job {id}\n"),
+    })
+}

@@ -1,0 +1,138 @@
+//! `alk jobs` (listing) and `alk job` (one job: show, release).
+
+use alkstore::{AnyEngine, Error, JobListParams, JobState, QueueEngine, Result};
+use clap::{Args, Subcommand, ValueEnum};
+use serde_json::json;
+
+use super::output::{job_detail, job_json, jobs_json, jobs_table, json_text, now};
+
+/// Arguments of `alk jobs`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Only this queue.
+    #[arg(long)]
+    queue: Option<String>,
+    /// Only this state (default: pending and processing).
+    #[arg(long, value_enum)]
+    state: Option<ListState>,
+    /// Only ids above this (paging: pass the last id shown).
+    #[arg(long, allow_negative_numbers = true)]
+    after: Option<i64>,
+    /// Most rows (1..=10000).
+    #[arg(long, default_value_t = 50)]
+    limit: u32,
+}
+
+/// The states `alk jobs` lists (dead letters have `alk dead list`).
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ListState {
+    Pending,
+    Processing,
+    /// Acked jobs kept by queues with keep_completed.
+    Completed,
+}
+
+/// Arguments of `alk job`: `alk job ID` shows a job; `alk job show|release
+/// ID` name the action.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct JobArgs {
+    #[command(subcommand)]
+    action: Option<JobAction>,
+    #[command(flatten)]
+    show: ShowArgs,
+}
+
+/// What to do with one job.
+#[derive(Debug, Subcommand)]
+enum JobAction {
+    /// Show the job (the same as `alk job ID`).
+    Show(ShowArgs),
+    /// Hand a processing job back to pending at once, without its worker
+    /// (for a worker that is stuck or gone); the attempt is not counted.
+    Release {
+        /// Job id.
+        id: i64,
+    },
+}
+
+/// Arguments of `alk job [show] ID`.
+#[derive(Debug, Args)]
+struct ShowArgs {
+    /// Job id.
+    #[arg(required = true)]
+    id: Option<i64>,
+    /// Write the payload bytes to stdout exactly as stored, and nothing else.
+    #[arg(long)]
+    payload: bool,
+}
+
+/// Run `alk jobs`; returns what to print.
+pub async fn list(e: &AnyEngine, a: ListArgs, as_json: bool) -> Result<String> {
+    let state = a.state.map(|s| match s {
+        ListState::Pending => JobState::Pending,
+        ListState::Processing => JobState::Processing,
+        ListState::Completed => JobState::Completed,
+    });
+    let jobs = e
+        .job_list(JobListParams {
+            queue: a.queue,
+            state,
+            after_id: a.after,
+            limit: a.limit,
+        })
+        .await?;
+    Ok(if as_json {
+        json_text(&jobs_json(&jobs))
+    } else {
+        jobs_table(&jobs)
+    })
+}
+
+/// Run `alk job …`; returns the bytes to write on stdout.
+pub async fn run(e: &AnyEngine, a: JobArgs, as_json: bool) -> Result<Vec<u8>> {
+    match a.action {
+        Some(JobAction::Release { id }) => release(e, id, as_json).await,
+        Some(JobAction::Show(show)) => show_job(e, show, as_json).await,
+        None => show_job(e, a.show, as_json).await,
+    }
+}
+
+async fn show_job(e: &AnyEngine, a: ShowArgs, as_json: bool) -> Result<Vec<u8>> {
+    let id = a.id.ok_or_else(|| Error::invalid("job id", "missing"))?;
+    if a.payload && as_json {
+        return Err(Error::invalid(
+            "options",
+            "--payload writes raw bytes; it does not mix with --json",
+        ));
+    }
+    let job = e.job_get(id).await?.ok_or_else(|| {
+        Error::invalid(
+            "job id",
+            format!(
+                "job {id} not found — finished jobs are deleted unless their queue keeps completed jobs"
+            ),
+        )
+    })?;
+    Ok(if a.payload {
+        job.payload
+    } else if as_json {
+        json_text(&job_json(&job)).into_bytes()
+    } else {
+        job_detail(&job, now()).into_bytes()
+    })
+}
+
+async fn release(e: &AnyEngine, id: i64, as_json: bool) -> Result<Vec<u8>> {
+    if !e.job_unclaim(id).await? {
+        return Err(Error::invalid(
+            "job id",
+            format!("job {id} is not processing"),
+        ));
+    }
+    Ok(if as_json {
+        json_text(&json!({ "id": id, "released": true })).into_bytes()
+    } else {
+        format!("released {id}\n").into_bytes()
+    })
+}
