@@ -45,7 +45,7 @@ async fn hostile_schema_name_creates_exactly_that_schema() {
         .collect();
     assert_eq!(
         tables,
-        vec!["dead", "job", "meta"],
+        vec!["dead", "done", "job", "meta"],
         "the schema is named exactly as given"
     );
     let stray: i64 = client
@@ -207,4 +207,94 @@ async fn claims_use_the_database_clock() {
     );
     drop(client);
     testing::drop_schema(&url, &schema).await.expect("drop");
+}
+
+/// Opening with `create: false` (read-only tools) never creates a schema:
+/// a schema alkstore never bootstrapped is `NoStore`.
+#[tokio::test]
+async fn existing_only_open_creates_nothing() {
+    let url = test_db().await;
+    let schema = testing::unique_schema("absent");
+    let mut opts = PgOptions::new(url.clone(), schema.clone());
+    opts.create = false;
+    let err = PgEngine::open(opts.clone()).await.expect_err("missing");
+    assert_eq!(err.kind(), ErrorKind::NoStore, "{err}");
+    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(conn);
+    let n: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_namespace WHERE nspname = $1",
+            &[&schema],
+        )
+        .await
+        .expect("catalog")
+        .get(0);
+    assert_eq!(n, 0, "no schema was created");
+    drop(
+        PgEngine::open(PgOptions::new(url.clone(), schema.clone()))
+            .await
+            .expect("create"),
+    );
+    PgEngine::open(opts).await.expect("an existing store opens");
+    let _ = testing::drop_schema(&url, &schema).await;
+}
+
+/// An unknown connection parameter is refused by name, not as a bare
+/// "invalid connection string".
+#[tokio::test]
+async fn unknown_url_parameters_are_named() {
+    let url = test_db().await;
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let err = PgEngine::open(PgOptions::new(format!("{url}{sep}bogus_option=1"), "x"))
+        .await
+        .expect_err("unknown option");
+    assert_eq!(err.kind(), ErrorKind::InvalidUrl, "{err}");
+    assert!(err.to_string().contains("bogus_option"), "{err}");
+}
+
+/// A version 1 schema (claims proven by attempt) migrates in place: live
+/// claims keep working and the new table appears.
+#[tokio::test]
+async fn version_1_schemas_migrate_keeping_live_claims() {
+    use alkstore_core::{Claim, ClaimParams};
+    let url = test_db().await;
+    let schema = testing::unique_schema("v1");
+    let e = PgEngine::open(PgOptions::new(url.clone(), schema.clone()))
+        .await
+        .expect("open");
+    e.job_enqueue(vec![NewJob::new("q", b"x".to_vec())])
+        .await
+        .expect("enqueue");
+    let job = e
+        .job_claim(ClaimParams::new("q", "w", 1))
+        .await
+        .expect("claim")
+        .remove(0);
+    let q = alkstore_postgres::schema::quote_identifier(&schema);
+    e.client()
+        .await
+        .expect("client")
+        .batch_execute(&format!(
+            "ALTER TABLE {q}.job DROP COLUMN claim_count, DROP COLUMN cancel_requested, \
+               DROP COLUMN keep_completed_s, DROP COLUMN errors;
+             ALTER TABLE {q}.dead DROP COLUMN claim_count, DROP COLUMN keep_completed_s, DROP COLUMN errors;
+             DROP TABLE {q}.done;
+             UPDATE {q}.meta SET value = 1 WHERE key = 'schema_version';"
+        ))
+        .await
+        .expect("downgrade");
+    drop(e);
+    let e = PgEngine::open(PgOptions::new(url.clone(), schema.clone()))
+        .await
+        .expect("migrate");
+    let v1_claim = Claim {
+        id: job.id,
+        worker: "w".into(),
+        token: i64::from(job.attempt),
+    };
+    assert_eq!(e.job_ack(vec![v1_claim]).await.expect("ack"), vec![true]);
+    drop(e);
+    let _ = testing::drop_schema(&url, &schema).await;
 }

@@ -88,3 +88,127 @@ async fn concurrent_writers_share_commits() {
     );
     eprintln!("1,600 enqueues in {commits} commits");
 }
+
+/// A write that finds the file locked by another connection for longer than
+/// the busy timeout fails with a distinct, retryable `Busy` error that says
+/// how long it waited, and writes nothing; once the lock is gone it works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_held_elsewhere_is_a_busy_error() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("locked.db");
+    let mut opts = SqliteOptions::new(&path);
+    opts.busy_timeout = std::time::Duration::from_millis(1_500);
+    let e = SqliteEngine::open(opts).expect("open");
+    let other = rusqlite::Connection::open(&path).expect("conn");
+    other.execute_batch("BEGIN IMMEDIATE").expect("lock");
+    let err = e
+        .job_enqueue(vec![NewJob::new("q", b"x".to_vec())])
+        .await
+        .expect_err("locked");
+    assert_eq!(err.kind(), ErrorKind::Busy, "{err}");
+    let msg = err.to_string();
+    assert!(msg.contains("locked") && msg.contains("1 s"), "{msg}");
+    other.execute_batch("ROLLBACK").expect("unlock");
+    let s = e.queue_stats("q".into()).await.expect("stats");
+    assert_eq!(s.ready, 0, "nothing was written");
+    e.job_enqueue(vec![NewJob::new("q", b"x".to_vec())])
+        .await
+        .expect("works once the lock is gone");
+}
+
+/// An in-memory database would be a different, empty database on every
+/// connection: it is refused with a clear error instead of failing later.
+#[test]
+fn in_memory_databases_are_refused() {
+    for path in [
+        ":memory:",
+        "file::memory:?cache=shared",
+        "file:x?mode=memory",
+    ] {
+        let err = SqliteEngine::open(SqliteOptions::new(path)).expect_err(path);
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{path}: {err}");
+        assert!(err.to_string().contains("in-memory"), "{err}");
+    }
+}
+
+/// Opening with `create: false` (read-only tools) never creates a file or
+/// tables: a missing file or a file without alkstore tables is `NoStore`.
+#[test]
+fn existing_only_open_creates_nothing() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("absent.db");
+    let mut opts = SqliteOptions::new(&path);
+    opts.create = false;
+    let err = SqliteEngine::open(opts.clone()).expect_err("missing");
+    assert_eq!(err.kind(), ErrorKind::NoStore, "{err}");
+    assert!(!path.exists(), "no file was created");
+    let conn = rusqlite::Connection::open(&path).expect("conn");
+    conn.execute_batch("CREATE TABLE app (x)")
+        .expect("app table");
+    drop(conn);
+    let err = SqliteEngine::open(opts.clone()).expect_err("not a store");
+    assert_eq!(err.kind(), ErrorKind::NoStore, "{err}");
+    let conn = rusqlite::Connection::open(&path).expect("conn");
+    let tables: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE name LIKE '__alkstore%'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("count");
+    assert_eq!(tables, 0, "no alkstore tables were created");
+    drop(SqliteEngine::open(SqliteOptions::new(&path)).expect("create"));
+    SqliteEngine::open(opts).expect("an existing store opens");
+}
+
+/// A version 1 file (claims proven by attempt) migrates in place: live
+/// claims keep working, and the new tables and columns appear.
+#[tokio::test]
+async fn version_1_files_migrate_keeping_live_claims() {
+    use alkstore_core::{Claim, ClaimParams};
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("v1.db");
+    let e = SqliteEngine::open(SqliteOptions::new(&path)).expect("open");
+    e.job_enqueue(vec![NewJob::new("q", b"x".to_vec())])
+        .await
+        .expect("enqueue");
+    let job = e
+        .job_claim(ClaimParams::new("q", "w", 1))
+        .await
+        .expect("claim")
+        .remove(0);
+    drop(e);
+    // Turn the file back into version 1.
+    let conn = rusqlite::Connection::open(&path).expect("conn");
+    conn.execute_batch(
+        "UPDATE __alkstore_job SET claim_count = 0;
+         ALTER TABLE __alkstore_job DROP COLUMN claim_count;
+         ALTER TABLE __alkstore_job DROP COLUMN cancel_requested;
+         ALTER TABLE __alkstore_job DROP COLUMN keep_completed_s;
+         ALTER TABLE __alkstore_job DROP COLUMN errors;
+         ALTER TABLE __alkstore_dead DROP COLUMN claim_count;
+         ALTER TABLE __alkstore_dead DROP COLUMN keep_completed_s;
+         ALTER TABLE __alkstore_dead DROP COLUMN errors;
+         DROP TABLE __alkstore_done;
+         UPDATE __alkstore_meta SET value = 1 WHERE key = 'schema_version';",
+    )
+    .expect("downgrade");
+    drop(conn);
+    let e = SqliteEngine::open(SqliteOptions::new(&path)).expect("migrate");
+    // A version 1 claim's token was its attempt number.
+    let v1_claim = Claim {
+        id: job.id,
+        worker: "w".into(),
+        token: i64::from(job.attempt),
+    };
+    assert_eq!(e.job_ack(vec![v1_claim]).await.expect("ack"), vec![true]);
+    let version: i64 = rusqlite::Connection::open(&path)
+        .expect("conn")
+        .query_row(
+            "SELECT value FROM __alkstore_meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("version");
+    assert_eq!(version, alkstore_sqlite::SCHEMA_VERSION);
+}
