@@ -144,3 +144,83 @@ async fn postgres_kill_nine_loses_nothing() {
     kill_nine_loses_nothing(format!("{url}?schema={schema}")).await;
     testing::drop_schema(&url, &schema).await.expect("drop");
 }
+
+/// SIGTERM (what Docker, Kubernetes and systemd send) shuts a worker down
+/// gracefully: a job whose handler outlives the shutdown timeout is handed
+/// back at once with its attempt given back, not left processing until its
+/// claim lapses.
+async fn sigterm_hands_running_jobs_back(db: String) {
+    let dir = tempfile::tempdir().expect("tmp");
+    let store = Store::open(&db).await.expect("open");
+    let q = store.queue("term");
+    let id = q.enqueue(&1).await.expect("enqueue").id();
+    let log = dir.path().join("runs.log");
+    let child = Command::new(env!("CARGO_BIN_EXE_alk"))
+        .args(["--db", &db, "test-worker", "--queue", "term"])
+        .args([
+            "--sleep-ms",
+            "600000",
+            "--shutdown-timeout-ms",
+            "200",
+            "--log",
+        ])
+        .arg(&log)
+        .env_remove("DATABASE_URL")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn alk test-worker");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let info = q.get(id).await.expect("get").expect("live");
+        if info.state == alkstore::JobState::Processing {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the worker never claimed the job"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let started = Instant::now();
+    let mut child = child;
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status();
+    let status = loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the worker ignored SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "graceful exit: {status:?}");
+    let info = q.get(id).await.expect("get").expect("live");
+    assert_eq!(
+        (info.state, info.attempts),
+        (alkstore::JobState::Pending, 0),
+        "handed back at once, attempt not used"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_sigterm_hands_running_jobs_back() {
+    let dir = tempfile::tempdir().expect("tmp");
+    sigterm_hands_running_jobs_back(format!("sqlite://{}", dir.path().join("term.db").display()))
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_sigterm_hands_running_jobs_back() {
+    use alkstore_postgres::testing;
+    let url = testing::ensure_database(&testing::database_url(), "alkstore_test")
+        .await
+        .expect("postgres");
+    let schema = testing::unique_schema("term");
+    sigterm_hands_running_jobs_back(format!("{url}?schema={schema}")).await;
+    testing::drop_schema(&url, &schema).await.expect("drop");
+}
