@@ -30,6 +30,15 @@ case "$peer" in
     ;;
   postgres)
     url="${2:-${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}}"
+    # node-postgres (under pg-boss and graphile-worker) connects in clear
+    # text unless told otherwise, while alkstore follows libpq's default
+    # (sslmode=prefer: TLS when the server offers it). Compare like with like.
+    case "$url" in
+      *sslmode=*) ;;
+      *\?*) url="$url&sslmode=disable" ;;
+      *) url="$url?sslmode=disable" ;;
+    esac
+    echo "connection: $url (the same for every peer)"
     "$alk" bench queue --on "$url" --scale "$scale" --scenario insert_50k --scenario work_50k | tee "$out/alk.txt"
     "$alk" bench worker --on "$url" | tee -a "$out/alk.txt"
     DATABASE_URL="$url" "$here/node/run.sh" | tee "$out/peer.txt"

@@ -75,7 +75,8 @@ async fn main() -> alkstore::Result<()> {
         .concurrency("thumbnails", 2)
         .timeout("thumbnails", Duration::from_secs(30))
         .run_until(async {
-            let _ = tokio::signal::ctrl_c().await;
+            // SIGTERM (Docker, Kubernetes, systemd) or Ctrl-C.
+            alkstore::shutdown_signal().await;
             println!("stopping: finishing running jobs, handing the rest back");
         })
         .await?;
