@@ -1,6 +1,12 @@
-//! The `alk` binary end to end on a temporary SQLite file.
+//! The `alk` binary end to end on a temporary SQLite file (and, where the
+//! engine matters, on PostgreSQL at `DATABASE_URL`).
 
-use std::process::{Command, Output};
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use alkstore::{QueueOpts, Store};
+use serde_json::Value;
 
 fn alk(db: &str, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_alk"))
@@ -12,8 +18,76 @@ fn alk(db: &str, args: &[&str]) -> Output {
         .expect("run alk")
 }
 
+/// `alk` with `input` on its stdin.
+fn alk_stdin(db: &str, args: &[&str], input: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_alk"))
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .env_remove("DATABASE_URL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run alk");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input)
+        .expect("write stdin");
+    child.wait_with_output().expect("alk output")
+}
+
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Run `alk … --json`, check it succeeded, parse its one JSON document.
+fn alk_json(db: &str, args: &[&str]) -> Value {
+    let mut args = args.to_vec();
+    args.push("--json");
+    let out = alk(db, &args);
+    assert!(out.status.success(), "{args:?}: {out:?}");
+    serde_json::from_slice(&out.stdout).expect("one JSON document")
+}
+
+/// Enqueue `{}` on `queue` with extra flags; returns the new id.
+fn enqueue(db: &str, queue: &str, flags: &[&str]) -> i64 {
+    let mut args = vec!["enqueue", queue, "{}"];
+    args.extend_from_slice(flags);
+    alk_json(db, &args)["id"].as_i64().expect("id")
+}
+
+fn temp_db() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = format!("sqlite://{}", dir.path().join("cli.db").display());
+    (dir, db)
+}
+
+/// Make `n` dead letters on `queue` (claimed and failed through the library).
+async fn dead_letters(db: &str, queue: &str, n: usize) {
+    let store = Store::open(db).await.expect("open");
+    let q = store.queue(queue);
+    q.enqueue_batch((0..n).map(|i| serde_json::json!({ "n": i })))
+        .await
+        .expect("enqueue");
+    loop {
+        let jobs = q.claim("test", 100).await.expect("claim");
+        if jobs.is_empty() {
+            break;
+        }
+        for j in jobs {
+            assert!(q
+                .fail(j.claim(), format!("boom {}", j.id))
+                .await
+                .expect("fail"));
+        }
+    }
 }
 
 #[test]
@@ -90,4 +164,381 @@ fn bad_input_fails_clearly_and_writes_nothing() {
     );
     let out = alk(&db, &["dead", "purge"]);
     assert_eq!(out.status.code(), Some(1), "purging everything needs --all");
+}
+
+#[test]
+fn read_commands_never_create_a_store() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("none.db");
+    let db = format!("sqlite://{}", path.display());
+    for args in [
+        &["stats"][..],
+        &["jobs"],
+        &["job", "1"],
+        &["dead", "list"],
+        &["dead", "requeue", "--all"],
+        &["cancel", "1"],
+        &["sweep"],
+    ] {
+        let out = alk(&db, args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
+        assert!(
+            stderr(&out).contains("no alkstore store at"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+        assert!(!path.exists(), "{args:?} created {}", path.display());
+    }
+    let out = alk(&db, &["enqueue", "q", "{not json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!path.exists(), "a rejected payload creates no store");
+    let out = alk(&db, &["init"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(path.exists());
+    let out = alk(&db, &["stats"]);
+    assert!(out.status.success(), "{out:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn postgres_read_commands_never_create_a_schema() {
+    let base = alkstore_postgres::testing::database_url();
+    let schema = alkstore_postgres::testing::unique_schema("alk_cli");
+    let sep = if base.contains('?') { '&' } else { '?' };
+    let db = format!("{base}{sep}schema={schema}");
+    let out = alk(&db, &["stats"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(stderr(&out).contains("no alkstore store"), "{out:?}");
+    let out = alk(&db, &["dead", "list", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+
+    // Look at the catalog through a store of our own.
+    let helper = alkstore_postgres::testing::unique_schema("alk_cli_h");
+    let mut opts = alkstore_postgres::PgOptions::new(base.clone(), helper.clone());
+    opts.pool_size = 2;
+    let engine = alkstore_postgres::PgEngine::open(opts).await.expect("open");
+    let client = engine.client().await.expect("client");
+    let row = client
+        .query_one(
+            "SELECT count(*) FROM pg_namespace WHERE nspname = $1",
+            &[&schema],
+        )
+        .await
+        .expect("catalog");
+    let found: i64 = row.get(0);
+    assert_eq!(found, 0, "stats created schema {schema}");
+    drop(client);
+
+    let id = enqueue(&db, "q", &["--priority", "-5"]);
+    let job = alk_json(&db, &["job", &id.to_string()]);
+    assert_eq!(job["priority"], -5);
+    for s in [&schema, &helper] {
+        alkstore_postgres::testing::drop_schema(&base, s)
+            .await
+            .expect("drop schema");
+    }
+}
+
+#[test]
+fn passwords_never_print() {
+    let out = Command::new(env!("CARGO_BIN_EXE_alk"))
+        .arg("--help")
+        .env("DATABASE_URL", "postgres://u:secret@h/d")
+        .output()
+        .expect("run alk");
+    assert!(out.status.success(), "{out:?}");
+    assert!(stdout(&out).contains("DATABASE_URL"), "{}", stdout(&out));
+    assert!(!stdout(&out).contains("secret"), "{}", stdout(&out));
+    let out = alk("postgres://u:secret@h/d?relaxed_commits=maybe", &["stats"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("u:***@h"), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("secret"), "{}", stderr(&out));
+    let out = alk("postgres://u:secret@127.0.0.1:1/d", &["init"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!stderr(&out).contains("secret"), "{}", stderr(&out));
+}
+
+#[test]
+fn binary_payloads_round_trip_from_a_file_and_stdin() {
+    let (dir, db) = temp_db();
+    let bytes: Vec<u8> = vec![0, 0xff, b'a', 0, 0xfe, b'\n', 0x80];
+    let file = dir.path().join("payload.bin");
+    std::fs::write(&file, &bytes).expect("write");
+    let file = file.display().to_string();
+    let out = alk(&db, &["enqueue", "blobs", "--payload-file", &file, "--raw"]);
+    assert!(out.status.success(), "{out:?}");
+    let id = stdout(&out)
+        .trim()
+        .strip_prefix("enqueued ")
+        .expect("enqueued ID")
+        .to_string();
+    let out = alk(&db, &["job", &id, "--payload"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        out.stdout, bytes,
+        "the payload, byte for byte, nothing else"
+    );
+    let job = alk_json(&db, &["job", &id]);
+    assert_eq!(job["payload_encoding"], "base64");
+    assert_eq!(job["payload"], "AP9hAP4KgA==");
+    assert_eq!(job["payload_bytes"], 7);
+
+    // A large payload through stdin.
+    let big: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+    let out = alk_stdin(
+        &db,
+        &["enqueue", "blobs", "--payload-file", "-", "--raw"],
+        &big,
+    );
+    assert!(out.status.success(), "{out:?}");
+    let id = stdout(&out).trim().replace("enqueued ", "");
+    assert_eq!(alk(&db, &["job", &id, "--payload"]).stdout, big);
+
+    // JSON from stdin is checked; exactly one source is required.
+    let out = alk_stdin(
+        &db,
+        &["enqueue", "j", "--payload-file", "-"],
+        b"{\"a\": 1}\n",
+    );
+    assert!(out.status.success(), "{out:?}");
+    let out = alk_stdin(&db, &["enqueue", "j", "--payload-file", "-"], &bytes);
+    assert!(stderr(&out).contains("not JSON"), "{out:?}");
+    let out = alk(&db, &["enqueue", "j"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("--payload-file"), "{out:?}");
+    let out = alk(&db, &["enqueue", "j", "{}", "--payload-file", &file]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("not both"), "{out:?}");
+    let out = alk(&db, &["enqueue", "j", "--payload-file", "/nonexistent/x"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("cannot read"), "{out:?}");
+}
+
+#[test]
+fn json_output_has_raw_numbers_and_text_has_rfc3339() {
+    let (_dir, db) = temp_db();
+    let out = alk(&db, &["enqueue", "q", r#"{"to":"a"}"#, "--delay", "300"]);
+    assert!(out.status.success(), "{out:?}");
+    let jobs = alk_json(&db, &["jobs"]);
+    let job = &jobs.as_array().expect("an array")[0];
+    assert_eq!(job["payload"], r#"{"to":"a"}"#);
+    assert_eq!(job["payload_encoding"], "utf8");
+    assert_eq!(job["state"], "pending");
+    let run_at = job["run_at"].as_i64().expect("unix seconds");
+    let created = job["created_at"].as_i64().expect("unix seconds");
+    assert!((299..=301).contains(&(run_at - created)), "{job}");
+    let id = job["id"].as_i64().expect("id").to_string();
+    assert_eq!(alk_json(&db, &["job", &id])["id"], job["id"]);
+
+    let stats = alk_json(&db, &["stats"]);
+    assert_eq!(stats[0]["queue"], "q");
+    assert_eq!(stats[0]["scheduled"], 1);
+    for field in [
+        "expired_claims",
+        "expired",
+        "completed",
+        "dead",
+        "processing",
+    ] {
+        assert_eq!(stats[0][field], 0, "{field}: {stats}");
+    }
+    let sweep = alk_json(&db, &["sweep"]);
+    for field in [
+        "expired",
+        "rescued",
+        "exhausted",
+        "dead_pruned",
+        "completed_pruned",
+    ] {
+        assert_eq!(sweep[field], 0, "{field}: {sweep}");
+    }
+    assert!(alk_json(&db, &["dead", "list"]).as_array().is_some());
+
+    let text = stdout(&alk(&db, &["job", &id]));
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("run_at:"))
+        .expect("run_at line");
+    assert!(line.contains("T") && line.contains("Z (in 4m"), "{line}");
+    let table = stdout(&alk(&db, &["jobs"]));
+    assert!(table.contains("Z  {\"to\":\"a\"}"), "{table}");
+    let sweep = stdout(&alk(&db, &["sweep"]));
+    for field in [
+        "expired",
+        "rescued",
+        "exhausted",
+        "dead_pruned",
+        "completed_pruned",
+    ] {
+        assert!(sweep.contains(field), "{sweep}");
+    }
+    let stats = stdout(&alk(&db, &["stats"]));
+    for field in ["expired_claims", "expired", "completed"] {
+        assert!(stats.lines().next().expect("header").contains(field));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn job_shows_attempt_errors_dead_reason_and_missing_jobs() {
+    let (_dir, db) = temp_db();
+    let id = enqueue(&db, "q", &["--max-attempts", "2"]);
+    {
+        let store = Store::open(&db).await.expect("open");
+        let q = store.queue("q");
+        let job = q.claim("w", 1).await.expect("claim").remove(0);
+        q.retry_after(job.claim(), "first failure", Duration::ZERO)
+            .await
+            .expect("retry");
+        let job = q.claim("w", 1).await.expect("claim").remove(0);
+        q.fail(job.claim(), "second\nfailure").await.expect("fail");
+    }
+    let text = stdout(&alk(&db, &["job", &id.to_string()]));
+    assert!(text.contains("state:            dead (failed)"), "{text}");
+    assert!(text.contains("died_at:"), "{text}");
+    assert!(text.contains("attempt 1 at "), "{text}");
+    assert!(text.contains(": first failure"), "{text}");
+    assert!(text.contains("attempt 2 at "), "{text}");
+    assert!(text.contains(": second\\nfailure"), "{text}");
+    let job = alk_json(&db, &["job", &id.to_string()]);
+    assert_eq!(job["errors"].as_array().map(Vec::len), Some(2), "{job}");
+    assert_eq!(job["errors"][1]["error"], "second\nfailure");
+    assert_eq!(job["dead_reason"], "failed");
+    assert!(job["died_at"].is_i64(), "{job}");
+
+    let table = stdout(&alk(&db, &["dead", "list"]));
+    let header = table.lines().next().expect("header");
+    assert!(
+        header.contains("reason") && header.contains("error"),
+        "{table}"
+    );
+    let row = table.lines().nth(1).expect("row");
+    assert!(
+        row.contains("failed") && row.contains("second\\nfailure"),
+        "{row}"
+    );
+
+    let out = alk(&db, &["job", "999"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains(
+            "job 999 not found — finished jobs are deleted unless their queue keeps completed jobs"
+        ),
+        "{out:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn negative_numbers_release_and_completed_jobs() {
+    let (_dir, db) = temp_db();
+    let low = enqueue(&db, "q", &["--priority", "-5"]);
+    let high = enqueue(&db, "q", &[]);
+    let job = alk_json(&db, &["job", &low.to_string()]);
+    assert_eq!(job["priority"], -5);
+    let all = alk_json(&db, &["jobs", "--after", "-1"]);
+    assert_eq!(all.as_array().map(Vec::len), Some(2), "{all}");
+    let later = alk_json(&db, &["jobs", "--after", &low.to_string()]);
+    assert_eq!(later[0]["id"], high, "{later}");
+
+    // An operator releases a processing job; a second release says why not.
+    {
+        let store = Store::open(&db).await.expect("open");
+        let job = store
+            .queue("q")
+            .claim("w", 1)
+            .await
+            .expect("claim")
+            .remove(0);
+        assert_eq!(job.id, high, "priority 0 before -5");
+    }
+    let hid = high.to_string();
+    assert_eq!(alk_json(&db, &["job", &hid])["state"], "processing");
+    let out = alk(&db, &["job", "release", &hid]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(stdout(&out), format!("released {high}\n"));
+    assert_eq!(alk_json(&db, &["job", "show", &hid])["state"], "pending");
+    let out = alk(&db, &["job", "release", &hid]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains(&format!("job {high} is not processing")),
+        "{out:?}"
+    );
+
+    // Completed jobs of a queue that keeps them.
+    let kept = {
+        let store = Store::open(&db).await.expect("open");
+        let q = store.queue_with(
+            "kept",
+            QueueOpts {
+                keep_completed: Some(Duration::from_secs(3600)),
+                ..QueueOpts::default()
+            },
+        );
+        q.enqueue(&1).await.expect("enqueue");
+        let job = q.claim("w", 1).await.expect("claim").remove(0);
+        assert_eq!(q.ack(vec![job.claim()]).await.expect("ack"), vec![true]);
+        job.id
+    };
+    let done = alk_json(&db, &["jobs", "--state", "completed"]);
+    assert_eq!(done[0]["id"], kept, "{done}");
+    assert!(done[0]["completed_at"].is_i64(), "{done}");
+    let text = stdout(&alk(&db, &["job", &kept.to_string()]));
+    assert!(text.contains("state:            completed"), "{text}");
+    assert!(text.contains("completed_at:"), "{text}");
+    assert_eq!(alk_json(&db, &["stats", "kept"])[0]["completed"], 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dead_requeue_and_purge_run_in_batches() {
+    let (_dir, db) = temp_db();
+    dead_letters(&db, "q", 25).await;
+    let out = alk(&db, &["dead", "requeue", "--queue", "q", "--dry-run"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(stdout(&out).contains("would requeue 25"), "{out:?}");
+    assert_eq!(alk_json(&db, &["stats", "q"])[0]["dead"], 25);
+
+    let out = alk(&db, &["dead", "requeue", "--queue", "q", "--batch", "10"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(stdout(&out), "requeued 25\n");
+    let progress = stderr(&out);
+    let progress: Vec<&str> = progress.lines().collect();
+    assert_eq!(
+        progress,
+        vec!["requeued 10/25", "requeued 20/25", "requeued 25/25"],
+        "{out:?}"
+    );
+    let stats = alk_json(&db, &["stats", "q"]);
+    assert_eq!(
+        (stats[0]["dead"].as_u64(), stats[0]["ready"].as_u64()),
+        (Some(0), Some(25))
+    );
+
+    // Dead again, then purged in batches; --id limits the selection.
+    {
+        let store = Store::open(&db).await.expect("open");
+        let q = store.queue("q");
+        for j in q.claim("w", 100).await.expect("claim") {
+            q.fail(j.claim(), "again").await.expect("fail");
+        }
+    }
+    let first = alk_json(&db, &["dead", "list", "--limit", "2"]);
+    let ids: Vec<String> = first
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|j| j["id"].to_string())
+        .collect();
+    let out = alk(
+        &db,
+        &[
+            "dead", "purge", "--id", &ids[0], "--id", &ids[1], "--batch", "1",
+        ],
+    );
+    assert_eq!(stdout(&out), "purged 2\n", "{out:?}");
+    let r = alk_json(&db, &["dead", "purge", "--all", "--batch", "7"]);
+    assert_eq!(
+        (r["matched"].as_u64(), r["purged"].as_u64()),
+        (Some(23), Some(23)),
+        "{r}"
+    );
+    let out = alk(&db, &["dead", "purge", "--all", "--dry-run"]);
+    assert_eq!(stdout(&out), "would purge 0 dead letters (dry run)\n");
 }

@@ -80,8 +80,17 @@ fn payload(a: &EnqueueArgs) -> Result<Vec<u8>> {
     serde_json::to_vec(&value).map_err(|err| Error::invalid("payload", err))
 }
 
-/// Enqueue one job; prints its id (or the live duplicate's).
-pub async fn run(store: &Store, a: EnqueueArgs, as_json: bool) -> Result<String> {
+/// A job ready to enqueue: arguments checked and payload read, before the
+/// store is opened (bad input creates no store).
+#[derive(Debug)]
+pub struct Prepared {
+    queue: String,
+    payload: Vec<u8>,
+    opts: EnqueueOpts,
+}
+
+/// Check the arguments and read the payload.
+pub fn prepare(a: EnqueueArgs) -> Result<Prepared> {
     let payload = payload(&a)?;
     let mut opts = EnqueueOpts::default().priority(a.priority);
     if let Some(d) = a.delay {
@@ -93,7 +102,19 @@ pub async fn run(store: &Store, a: EnqueueArgs, as_json: bool) -> Result<String>
     if let Some(m) = a.max_attempts {
         opts = opts.max_attempts(m);
     }
-    let out = store.queue(a.queue).enqueue_bytes(payload, opts).await?;
+    Ok(Prepared {
+        queue: a.queue,
+        payload,
+        opts,
+    })
+}
+
+/// Enqueue the job; returns its id (or the live duplicate's) to print.
+pub async fn run(store: &Store, p: Prepared, as_json: bool) -> Result<String> {
+    let out = store
+        .queue(p.queue)
+        .enqueue_bytes(p.payload, p.opts)
+        .await?;
     Ok(match (out, as_json) {
         (Enqueued::Inserted(id), true) => json_text(&json!({ "id": id, "duplicate": false })),
         (Enqueued::Duplicate(id), true) => json_text(&json!({ "id": id, "duplicate": true })),

@@ -97,16 +97,21 @@ pub async fn run(cli: Cli) -> Result<()> {
     if let Command::TestWorker(args) = cli.command {
         return crate::testworker::run(&cli.db, args).await;
     }
+    let as_json = cli.json;
+    if let Command::Enqueue(args) = cli.command {
+        // Read and check the payload before the store is opened (or created).
+        let job = enqueue::prepare(args)?;
+        let store = Store::open(&cli.db).await?;
+        return output::emit(enqueue::run(&store, job, as_json).await?.as_bytes());
+    }
     // Only `init` and `enqueue` create a store; every other command works on
     // one that exists, and says so when there is none.
-    let creates = matches!(cli.command, Command::Init | Command::Enqueue(_));
     let opts = StoreOptions {
-        existing_only: !creates,
+        existing_only: !matches!(cli.command, Command::Init),
         ..StoreOptions::default()
     };
     let store = Store::open_with(&cli.db, opts).await?;
     let e = store.engine();
-    let as_json = cli.json;
     let out: Vec<u8> = match cli.command {
         Command::Init => {
             let url = masked_url(&cli.db);
@@ -117,7 +122,6 @@ pub async fn run(cli: Cli) -> Result<()> {
             }
         }
         .into_bytes(),
-        Command::Enqueue(a) => enqueue::run(&store, a, as_json).await?.into_bytes(),
         Command::Jobs(a) => job::list(e, a, as_json).await?.into_bytes(),
         Command::Job(a) => job::run(e, a, as_json).await?,
         Command::Cancel { id } => {
@@ -166,7 +170,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             }
         }
         .into_bytes(),
-        Command::Bench(_) | Command::TestWorker(_) => Vec::new(),
+        Command::Enqueue(_) | Command::Bench(_) | Command::TestWorker(_) => Vec::new(),
     };
     output::emit(&out)
 }
