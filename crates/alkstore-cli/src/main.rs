@@ -17,7 +17,7 @@ async fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             // Whatever an error echoes, the store URL's password is masked.
-            let redact = |text: String| commands::output::redact(&text, &db);
+            let redact = |text: String| commands::text::redact(&text, &db);
             eprintln!("alk: {}", redact(e.to_string()));
             let mut source = std::error::Error::source(&e);
             while let Some(s) = source {

@@ -4,7 +4,8 @@ use alkstore::{AnyEngine, Error, JobListParams, JobState, QueueEngine, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
 
-use super::output::{job_detail, job_json, jobs_json, jobs_table, json_text, now};
+use super::output::{job_detail, job_json, jobs_json, jobs_table, json_text};
+use super::text::now;
 
 /// Arguments of `alk jobs`.
 #[derive(Debug, Args)]

@@ -5,13 +5,15 @@ mod dead;
 mod enqueue;
 mod job;
 pub mod output;
+pub mod text;
 
 use alkstore::{CancelOutcome, Error, QueueEngine, Result, Store, StoreOptions};
 use clap::{Parser, Subcommand};
 use serde_json::json;
 
 use crate::bench;
-use output::{json_text, masked_url};
+use output::json_text;
+use text::masked_url;
 
 /// Manage an alkstore store (SQLite file or PostgreSQL schema).
 #[derive(Debug, Parser)]

@@ -1,0 +1,228 @@
+//! Plain formatting: times (RFC 3339 in UTC, relative), payloads (text,
+//! base64, previews) and URLs with their passwords masked. No dependency:
+//! a few lines each, tested below.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Now, in unix seconds (the machine's clock; only used to say "3s ago").
+pub fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// A unix time as RFC 3339 in UTC to the second (`2024-05-01T12:00:00Z`).
+/// Years outside 0000–9999, which RFC 3339 cannot write, show as
+/// `@<seconds>`.
+pub fn rfc3339(unix: i64) -> String {
+    let days = unix.div_euclid(86_400);
+    let secs = unix.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    if !(0..=9999).contains(&y) {
+        return format!("@{unix}");
+    }
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        secs % 3600 / 60,
+        secs % 60
+    )
+}
+
+/// Proleptic Gregorian date of a day count since 1970-01-01 (Howard
+/// Hinnant's `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// A duration in seconds, in at most two units: `45s`, `5m 3s`, `2h 10m`,
+/// `3d 4h`.
+pub fn duration(secs: i64) -> String {
+    let s = secs.unsigned_abs();
+    let (d, h, m, sec) = (s / 86_400, s % 86_400 / 3600, s % 3600 / 60, s % 60);
+    if d > 0 {
+        format!("{d}d {h}h")
+    } else if h > 0 {
+        format!("{h}h {m}m")
+    } else if m > 0 {
+        format!("{m}m {sec}s")
+    } else {
+        format!("{sec}s")
+    }
+}
+
+/// `unix` relative to `now`: `in 5m 3s`, `3s ago`, or `now`.
+pub fn relative(unix: i64, now: i64) -> String {
+    let diff = unix.saturating_sub(now);
+    match diff {
+        0 => "now".into(),
+        d if d > 0 => format!("in {}", duration(d)),
+        d => format!("{} ago", duration(d)),
+    }
+}
+
+/// A time for people: RFC 3339 plus how far from now.
+pub fn when(unix: i64, now: i64) -> String {
+    format!("{} ({})", rfc3339(unix), relative(unix, now))
+}
+
+/// Standard base64 with padding (RFC 4648).
+pub fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let sym = |n: u32| char::from(ALPHABET[(n & 63) as usize]);
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = |i: usize| u32::from(chunk.get(i).copied().unwrap_or(0));
+        let n = (b(0) << 16) | (b(1) << 8) | b(2);
+        out.push(sym(n >> 18));
+        out.push(sym(n >> 12));
+        out.push(if chunk.len() > 1 { sym(n >> 6) } else { '=' });
+        out.push(if chunk.len() > 2 { sym(n) } else { '=' });
+    }
+    out
+}
+
+/// A payload as JSON text: the text itself when it is UTF-8 (`utf8`),
+/// else base64 (`base64`). Returns `(text, encoding)`.
+pub fn payload_text(payload: &[u8]) -> (String, &'static str) {
+    match std::str::from_utf8(payload) {
+        Ok(s) => (s.to_string(), "utf8"),
+        Err(_) => (base64(payload), "base64"),
+    }
+}
+
+/// Text for one table cell or detail line: control characters escaped
+/// (`\n`, `\0`), cut to `max` characters with `…`.
+pub fn shorten(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    for (count, c) in text.chars().enumerate() {
+        if count == max {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A payload for people: its text shortened, or `<N bytes, binary>`.
+pub fn payload_preview(payload: &[u8], max: usize) -> String {
+    match std::str::from_utf8(payload) {
+        Ok(s) => shorten(s, max),
+        Err(_) => format!("<{} bytes, binary>", payload.len()),
+    }
+}
+
+/// The password in a URL's user info (`scheme://user:password@host`) or in
+/// a `password=` query parameter, if any.
+fn passwords(url: &str) -> Vec<&str> {
+    let mut found = Vec::new();
+    if let Some((_, rest)) = url.split_once("://") {
+        let authority = rest.split(['/', '?']).next().unwrap_or("");
+        if let Some((userinfo, _)) = authority.rsplit_once('@') {
+            if let Some((_, pw)) = userinfo.split_once(':') {
+                found.push(pw);
+            }
+        }
+    }
+    if let Some((_, query)) = url.split_once('?') {
+        for pair in query.split('&') {
+            if let Some(pw) = pair.strip_prefix("password=") {
+                found.push(pw);
+            }
+        }
+    }
+    found.retain(|p| !p.is_empty());
+    found
+}
+
+/// `text` with every password of `url` replaced by `***`: the last guard
+/// before an error or a URL is printed.
+pub fn redact(text: &str, url: &str) -> String {
+    let mut out = text.to_string();
+    for pw in passwords(url) {
+        out = out.replace(pw, "***");
+    }
+    out
+}
+
+/// A store URL fit to print: passwords masked.
+pub fn masked_url(url: &str) -> String {
+    redact(&alkstore::url::mask_password(url), url)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_rfc3339_in_utc() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(-1), "1969-12-31T23:59:59Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(1_700_000_000), "2023-11-14T22:13:20Z");
+        assert_eq!(rfc3339(253_402_300_799), "9999-12-31T23:59:59Z");
+        assert_eq!(rfc3339(253_402_300_800), "@253402300800");
+    }
+
+    #[test]
+    fn relative_times_read_naturally() {
+        assert_eq!(relative(100, 100), "now");
+        assert_eq!(relative(403, 100), "in 5m 3s");
+        assert_eq!(relative(97, 100), "3s ago");
+        assert_eq!(duration(2 * 86_400 + 3 * 3600 + 5), "2d 3h");
+        assert_eq!(duration(3600 + 600), "1h 10m");
+    }
+
+    #[test]
+    fn base64_matches_rfc4648_vectors() {
+        for (plain, coded) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(base64(plain.as_bytes()), coded);
+        }
+        assert_eq!(base64(&[0, 0xff, 0xfe]), "AP/+");
+    }
+
+    #[test]
+    fn payloads_are_text_or_base64() {
+        assert_eq!(payload_text(b"{\"a\":1}"), ("{\"a\":1}".into(), "utf8"));
+        assert_eq!(payload_text(&[0xff]), ("/w==".into(), "base64"));
+        assert_eq!(payload_preview(&[0xff, 0], 10), "<2 bytes, binary>");
+        assert_eq!(shorten("a\nb\0c", 10), "a\\nb\\0c");
+        assert_eq!(shorten("abcdef", 3), "abc…");
+    }
+
+    #[test]
+    fn passwords_never_print() {
+        let url = "postgres://u:s3cret@h:5432/d?schema=x";
+        assert_eq!(masked_url(url), "postgres://u:***@h:5432/d?schema=x");
+        assert_eq!(
+            redact(&format!("cannot open {url}"), url),
+            "cannot open postgres://u:***@h:5432/d?schema=x"
+        );
+        let url = "postgres://u@h/d?password=hunter2&schema=x";
+        assert_eq!(masked_url(url), "postgres://u@h/d?password=***&schema=x");
+        assert_eq!(masked_url("sqlite://a.db"), "sqlite://a.db");
+    }
+}
