@@ -358,7 +358,10 @@ fn json_output_has_raw_numbers_and_text_has_rfc3339() {
         .lines()
         .find(|l| l.starts_with("run_at:"))
         .expect("run_at line");
-    assert!(line.contains("T") && line.contains("Z (in 4m"), "{line}");
+    assert!(
+        line.contains("Z (in 4m ") || line.contains("Z (in 5m)"),
+        "{line}"
+    );
     let table = stdout(&alk(&db, &["jobs"]));
     assert!(table.contains("Z  {\"to\":\"a\"}"), "{table}");
     let sweep = stdout(&alk(&db, &["sweep"]));

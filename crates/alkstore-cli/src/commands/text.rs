@@ -45,19 +45,24 @@ fn civil_from_days(days: i64) -> (i64, i64, i64) {
     (y, m, d)
 }
 
-/// A duration in seconds, in at most two units: `45s`, `5m 3s`, `2h 10m`,
-/// `3d 4h`.
+/// A duration in seconds, in at most two units: `45s`, `5m 3s`, `5m`,
+/// `2h 10m`, `3d 4h`.
 pub fn duration(secs: i64) -> String {
     let s = secs.unsigned_abs();
     let (d, h, m, sec) = (s / 86_400, s % 86_400 / 3600, s % 3600 / 60, s % 60);
-    if d > 0 {
-        format!("{d}d {h}h")
+    let (big, small) = if d > 0 {
+        ((d, 'd'), (h, 'h'))
     } else if h > 0 {
-        format!("{h}h {m}m")
+        ((h, 'h'), (m, 'm'))
     } else if m > 0 {
-        format!("{m}m {sec}s")
+        ((m, 'm'), (sec, 's'))
     } else {
-        format!("{sec}s")
+        return format!("{sec}s");
+    };
+    if small.0 == 0 {
+        format!("{}{}", big.0, big.1)
+    } else {
+        format!("{}{} {}{}", big.0, big.1, small.0, small.1)
     }
 }
 
@@ -186,6 +191,9 @@ mod tests {
         assert_eq!(relative(97, 100), "3s ago");
         assert_eq!(duration(2 * 86_400 + 3 * 3600 + 5), "2d 3h");
         assert_eq!(duration(3600 + 600), "1h 10m");
+        assert_eq!(duration(300), "5m");
+        assert_eq!(duration(86_400 + 59), "1d");
+        assert_eq!(duration(0), "0s");
     }
 
     #[test]
