@@ -545,3 +545,36 @@ async fn dead_requeue_and_purge_run_in_batches() {
     let out = alk(&db, &["dead", "purge", "--all", "--dry-run"]);
     assert_eq!(stdout(&out), "would purge 0 dead letters (dry run)\n");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cancel_pending_and_running_jobs() {
+    let (_dir, db) = temp_db();
+    let pending = enqueue(&db, "q", &["--priority", "-1"]).to_string();
+    let running = enqueue(&db, "q", &[]);
+    {
+        let store = Store::open(&db).await.expect("open");
+        let job = store
+            .queue("q")
+            .claim("w", 1)
+            .await
+            .expect("claim")
+            .remove(0);
+        assert_eq!(job.id, running);
+    }
+    let running = running.to_string();
+    let out = alk(&db, &["cancel", &pending]);
+    assert_eq!(stdout(&out), format!("cancelled {pending}\n"), "{out:?}");
+    let job = alk_json(&db, &["job", &pending]);
+    assert_eq!(
+        (job["state"].as_str(), job["dead_reason"].as_str()),
+        (Some("dead"), Some("cancelled"))
+    );
+    let r = alk_json(&db, &["cancel", &running]);
+    assert_eq!(r["outcome"], "requested", "{r}");
+    assert_eq!(alk_json(&db, &["job", &running])["cancel_requested"], true);
+    let text = stdout(&alk(&db, &["job", &running]));
+    assert!(text.contains("cancel_requested: yes"), "{text}");
+    let out = alk(&db, &["cancel", &pending]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(stderr(&out).contains("no live job"), "{out:?}");
+}
