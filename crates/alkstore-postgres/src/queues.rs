@@ -412,12 +412,27 @@ impl QueueEngine for PgEngine {
         let now = self.now_override();
         let sql = &self.inner.sql;
         if self.rescue_due(&p.queue) {
-            if let Err(e) = self
+            match self
                 .query("job_claim", &sql.rescue, &[&now, &p.queue])
                 .await
             {
-                self.forget_rescue(&p.queue);
-                return Err(e);
+                Ok(rows) => {
+                    if let Some(r) = rows.first() {
+                        let (expired, exhausted): (i64, i64) = (r.get(0), r.get(1));
+                        if expired + exhausted > 0 {
+                            tracing::warn!(
+                                queue = %p.queue,
+                                expired,
+                                exhausted_or_cancelled = exhausted,
+                                "jobs dead-lettered: pending past their expiry, or claims expired on the last attempt"
+                            );
+                        }
+                    }
+                }
+                Err(e) => {
+                    self.forget_rescue(&p.queue);
+                    return Err(e);
+                }
             }
         }
         let limit = i64::from(p.limit);

@@ -318,8 +318,11 @@ impl Sql {
             ),
             dead_requeue: format!(
                 "WITH sel AS ( \
-                   SELECT id FROM {dead} WHERE ($2::text IS NULL OR queue = $2) \
-                     AND ($3::bigint[] IS NULL OR id = ANY($3)) ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED \
+                   SELECT id FROM {dead} d WHERE ($2::text IS NULL OR queue = $2) \
+                     AND ($3::bigint[] IS NULL OR id = ANY($3)) \
+                     AND (d.unique_key IS NULL OR NOT EXISTS (SELECT 1 FROM {job} j \
+                       WHERE j.queue = d.queue AND j.unique_key = d.unique_key)) \
+                   ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED \
                  ), ins AS ( \
                    INSERT INTO {job} (id, queue, payload, priority, run_at, attempts, max_attempts, \
                      created_at, visibility_timeout_s, backoff_base_s, dead_letter_retention_s, unique_key, \

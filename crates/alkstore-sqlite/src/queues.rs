@@ -115,6 +115,20 @@ struct Rescued {
     rescued: u64,
 }
 
+impl Rescued {
+    /// Dead-lettered jobs are worth an operator's attention.
+    fn log(&self, queue: &str) {
+        if self.expired + self.exhausted > 0 {
+            tracing::warn!(
+                queue,
+                expired = self.expired,
+                exhausted_or_cancelled = self.exhausted,
+                "jobs dead-lettered: pending past their expiry, or claims expired on the last attempt"
+            );
+        }
+    }
+}
+
 /// Move pending jobs past their expiry to dead, and hand expired claims back
 /// (pending again; dead when out of attempts or when their cancellation was
 /// requested), for one queue or (`queue` `None`) every queue.
@@ -163,6 +177,9 @@ fn rescue_expired(
         rescued,
     })
 }
+
+/// Columns an ack copies into `done`: `MOVE_COLS`, `last_error`, `errors`.
+const DONE_VALUES: usize = 20;
 
 /// The predicate of a valid claim: ?1 id, ?2 worker, ?3 token, ?4 now.
 const HELD: &str = "id = ?1 AND state = 'processing' AND worker_id = ?2 AND claim_count = ?3 \
@@ -250,7 +267,8 @@ impl QueueEngine for SqliteEngine {
                 let now = st.clock.now();
                 if st.last_rescue.get(&p.queue) != Some(&now) {
                     st.last_rescue.remove(&p.queue);
-                    rescue_expired(&st.conn, "job_claim", Some(&p.queue), now)?;
+                    let r = rescue_expired(&st.conn, "job_claim", Some(&p.queue), now)?;
+                    r.log(&p.queue);
                     if st.last_rescue.len() >= crate::writer::MAX_RESCUE_MARKS {
                         st.last_rescue.clear();
                     }
@@ -301,31 +319,57 @@ impl QueueEngine for SqliteEngine {
             .write("job_ack", move |st| {
                 let op = "job_ack";
                 let now = st.clock.now();
-                // Queues that keep completed jobs copy the row first; for the
-                // rest this finds nothing (one primary-key probe).
-                let mut keep = st
-                    .conn
-                    .prepare_cached(&format!(
-                        "INSERT OR REPLACE INTO __alkstore_done ({MOVE_COLS}, last_error, errors, completed_at) \
-                         SELECT {MOVE_COLS}, last_error, errors, ?4 FROM __alkstore_job \
-                         WHERE {HELD} AND keep_completed_s IS NOT NULL"
-                    ))
-                    .map_err(db(op))?;
+                // One statement per ack: the deleted row comes back, and only
+                // a queue that keeps completed jobs copies it to `done`
+                // (a second statement would cost a fifth of the ack path).
                 let mut delete = st
                     .conn
-                    .prepare_cached(&format!("DELETE FROM __alkstore_job WHERE {HELD}"))
+                    .prepare_cached(&format!(
+                        "DELETE FROM __alkstore_job WHERE {HELD} \
+                         RETURNING keep_completed_s, {MOVE_COLS}, last_error, errors"
+                    ))
                     .map_err(db(op))?;
-                claims
-                    .iter()
-                    .map(|c| {
-                        keep.execute(params![c.id, c.worker, c.token, now])
+                let mut acked = Vec::with_capacity(claims.len());
+                let mut kept: Vec<Vec<rusqlite::types::Value>> = Vec::new();
+                for c in &claims {
+                    let mut rows = delete
+                        .query(params![c.id, c.worker, c.token, now])
+                        .map_err(db(op))?;
+                    // RETURNING rows are produced after the delete ran.
+                    let Some(row) = rows.next().map_err(db(op))? else {
+                        acked.push(false);
+                        continue;
+                    };
+                    acked.push(true);
+                    let keep: Option<i64> = row.get(0).map_err(db(op))?;
+                    if keep.is_some() {
+                        let values = (1..=DONE_VALUES)
+                            .map(|i| row.get::<_, rusqlite::types::Value>(i))
+                            .collect::<rusqlite::Result<Vec<_>>>()
                             .map_err(db(op))?;
-                        delete
-                            .execute(params![c.id, c.worker, c.token, now])
-                            .map(|n| n == 1)
-                            .map_err(db(op))
-                    })
-                    .collect()
+                        kept.push(values);
+                    }
+                }
+                if !kept.is_empty() {
+                    let placeholders = (1..=DONE_VALUES + 1)
+                        .map(|i| format!("?{i}"))
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    let mut insert = st
+                        .conn
+                        .prepare_cached(&format!(
+                            "INSERT OR REPLACE INTO __alkstore_done \
+                             ({MOVE_COLS}, last_error, errors, completed_at) VALUES ({placeholders})"
+                        ))
+                        .map_err(db(op))?;
+                    for mut values in kept {
+                        values.push(rusqlite::types::Value::Integer(now));
+                        insert
+                            .execute(rusqlite::params_from_iter(values))
+                            .map_err(db(op))?;
+                    }
+                }
+                Ok(acked)
             })
             .await
     }
@@ -738,7 +782,7 @@ impl QueueEngine for SqliteEngine {
             .write("dead_requeue", move |st| {
                 let op = "dead_requeue";
                 let now = st.clock.now();
-                let ids = selected_dead_ids(&st.conn, &sel)?;
+                let ids = selected_dead_ids(&st.conn, &sel, true)?;
                 let mut insert = st
                     .conn
                     .prepare_cached(
@@ -779,7 +823,7 @@ impl QueueEngine for SqliteEngine {
         self.inner
             .writer
             .write("dead_purge", move |st| {
-                let ids = selected_dead_ids(&st.conn, &sel)?;
+                let ids = selected_dead_ids(&st.conn, &sel, false)?;
                 let mut delete = st
                     .conn
                     .prepare_cached("DELETE FROM __alkstore_dead WHERE id = ?1")
@@ -798,7 +842,7 @@ impl QueueEngine for SqliteEngine {
         let sel = DeadSelect { limit: None, ..sel };
         self.read("dead_count", move |conn| {
             if sel.ids.is_some() {
-                return Ok(selected_dead_ids(conn, &sel)?.len() as u64);
+                return Ok(selected_dead_ids(conn, &sel, false)?.len() as u64);
             }
             conn.prepare_cached(
                 "SELECT COUNT(*) FROM __alkstore_dead WHERE (?1 IS NULL OR queue = ?1)",
@@ -812,15 +856,23 @@ impl QueueEngine for SqliteEngine {
 }
 
 /// The dead-letter ids `sel` names, lowest first, at most `sel.limit`.
-fn selected_dead_ids(conn: &Connection, sel: &DeadSelect) -> Result<Vec<i64>> {
+/// With `requeueable`, only those whose unique key no live job holds, so a
+/// batch never comes back empty while later rows could still be requeued.
+fn selected_dead_ids(conn: &Connection, sel: &DeadSelect, requeueable: bool) -> Result<Vec<i64>> {
     let op = "dead_select";
     let limit = sel.limit.map(i64::from).unwrap_or(i64::MAX);
+    let free = if requeueable {
+        "AND (d.unique_key IS NULL OR NOT EXISTS (SELECT 1 FROM __alkstore_job j \
+           WHERE j.queue = d.queue AND j.unique_key = d.unique_key))"
+    } else {
+        ""
+    };
     match &sel.ids {
         None => conn
-            .prepare_cached(
-                "SELECT id FROM __alkstore_dead WHERE (?1 IS NULL OR queue = ?1) \
-                 ORDER BY id LIMIT (SELECT ?2)",
-            )
+            .prepare_cached(&format!(
+                "SELECT id FROM __alkstore_dead d WHERE (?1 IS NULL OR queue = ?1) {free} \
+                 ORDER BY id LIMIT (SELECT ?2)"
+            ))
             .and_then(|mut s| {
                 s.query_map(params![sel.queue, limit], |r| r.get(0))?
                     .collect()
@@ -831,10 +883,10 @@ fn selected_dead_ids(conn: &Connection, sel: &DeadSelect) -> Result<Vec<i64>> {
             wanted.sort_unstable();
             wanted.dedup();
             let mut exists = conn
-                .prepare_cached(
-                    "SELECT EXISTS (SELECT 1 FROM __alkstore_dead WHERE id = ?1 \
-                     AND (?2 IS NULL OR queue = ?2))",
-                )
+                .prepare_cached(&format!(
+                    "SELECT EXISTS (SELECT 1 FROM __alkstore_dead d WHERE id = ?1 \
+                     AND (?2 IS NULL OR queue = ?2) {free})"
+                ))
                 .map_err(db(op))?;
             let mut out = Vec::new();
             for id in wanted {

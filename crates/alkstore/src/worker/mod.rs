@@ -884,6 +884,16 @@ async fn sweep_loop(engine: AnyEngine, every: Duration) {
     loop {
         tick.tick().await;
         match engine.queue_sweep().await {
+            Ok(r) if r.expired + r.exhausted > 0 => {
+                tracing::warn!(
+                    expired = r.expired,
+                    rescued = r.rescued,
+                    exhausted_or_cancelled = r.exhausted,
+                    dead_pruned = r.dead_pruned,
+                    completed_pruned = r.completed_pruned,
+                    "maintenance sweep dead-lettered jobs"
+                );
+            }
             Ok(r) if r != alkstore_core::SweepReport::default() => {
                 tracing::info!(
                     expired = r.expired,
