@@ -483,19 +483,24 @@ impl QueueEngine for PgEngine {
             let (round, rest): (Vec<usize>, Vec<usize>) = pending
                 .into_iter()
                 .partition(|&i| seen.insert(claims[i].id));
-            let ids: Vec<i64> = round.iter().map(|&i| claims[i].id).collect();
-            let workers: Vec<&str> = round.iter().map(|&i| claims[i].worker.as_str()).collect();
-            let tokens: Vec<i64> = round.iter().map(|&i| claims[i].token).collect();
-            let rows = self
-                .query_relaxed(
-                    "job_ack",
-                    &self.inner.sql.ack,
-                    &[&now, &ids, &workers, &tokens],
-                )
-                .await?;
-            let acked: HashSet<i64> = rows.iter().map(|r| r.get(0)).collect();
-            for i in round {
-                flags[i] = acked.contains(&claims[i].id);
+            // The plain delete first; what it left is either kept by its
+            // queue (copied to `done`) or no longer held.
+            let mut todo = round;
+            for text in [&self.inner.sql.ack, &self.inner.sql.ack_kept] {
+                if todo.is_empty() {
+                    break;
+                }
+                let ids: Vec<i64> = todo.iter().map(|&i| claims[i].id).collect();
+                let workers: Vec<&str> = todo.iter().map(|&i| claims[i].worker.as_str()).collect();
+                let tokens: Vec<i64> = todo.iter().map(|&i| claims[i].token).collect();
+                let rows = self
+                    .query_relaxed("job_ack", text, &[&now, &ids, &workers, &tokens])
+                    .await?;
+                let acked: HashSet<i64> = rows.iter().map(|r| r.get(0)).collect();
+                todo.retain(|&i| {
+                    flags[i] = acked.contains(&claims[i].id);
+                    !flags[i]
+                });
             }
             pending = rest;
         }

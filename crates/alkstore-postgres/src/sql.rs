@@ -42,6 +42,7 @@ pub(crate) struct Sql {
     pub rescue: String,
     pub claim: String,
     pub ack: String,
+    pub ack_kept: String,
     pub retry_select: String,
     pub retry_update: String,
     pub retry_bury: String,
@@ -218,8 +219,17 @@ impl Sql {
             // A join with `unnest` gets poor generic plans (it is estimated
             // at a handful of rows); matching each row to its claim by array
             // position keeps the plan a primary-key probe per id. Rows of
-            // queues that keep completed jobs are copied to `done`.
+            // queues that keep completed jobs are left to `ack_kept`.
             ack: format!(
+                "DELETE FROM {job} j \
+                 WHERE j.id = ANY($2::bigint[]) AND j.state = 'processing' AND j.claim_expires_at > {NOW} \
+                   AND j.worker_id = ($3::text[])[array_position($2::bigint[], j.id)] \
+                   AND j.claim_count = ($4::bigint[])[array_position($2::bigint[], j.id)] \
+                   AND j.keep_completed_s IS NULL \
+                 RETURNING j.id"
+            ),
+            // The ack of rows `ack` left: copied to `done`, then deleted.
+            ack_kept: format!(
                 "WITH gone AS ( \
                    DELETE FROM {job} j \
                    WHERE j.id = ANY($2::bigint[]) AND j.state = 'processing' AND j.claim_expires_at > {NOW} \
@@ -228,8 +238,8 @@ impl Sql {
                    RETURNING j.* \
                  ), kept AS ( \
                    INSERT INTO {done} ({MOVE_COLS}, last_error, errors, completed_at) \
-                   SELECT {MOVE_COLS}, last_error, errors, {NOW} FROM gone WHERE keep_completed_s IS NOT NULL \
-                   ON CONFLICT (id) DO NOTHING \
+                   SELECT {MOVE_COLS}, last_error, errors, {NOW} FROM gone \
+                   ON CONFLICT (id) DO UPDATE SET completed_at = excluded.completed_at \
                  ) \
                  SELECT id FROM gone"
             ),
