@@ -128,6 +128,12 @@ pub(crate) fn recorded_version(conn: &Connection) -> rusqlite::Result<Option<i64
 /// once migrate it exactly once.
 pub(crate) fn migrate(conn: &Connection) -> Result<()> {
     let op = "schema migration";
+    // A current store needs no write lock: opening must not queue behind
+    // (or block) the application's writers.
+    let found = recorded_version(conn).map_err(crate::db(op))?;
+    if found == Some(SCHEMA_VERSION) {
+        return Ok(());
+    }
     conn.execute_batch("BEGIN IMMEDIATE")
         .map_err(|e| Error::database(op, e))?;
     let result = (|| {

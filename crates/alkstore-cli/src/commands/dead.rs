@@ -147,6 +147,7 @@ async fn bulk(e: &AnyEngine, op: Bulk, a: &DeadSelectArgs, as_json: bool) -> Res
     }
     let mut done = 0u64;
     while done < total {
+        let started = std::time::Instant::now();
         let n = op
             .call(
                 e,
@@ -161,6 +162,13 @@ async fn bulk(e: &AnyEngine, op: Bulk, a: &DeadSelectArgs, as_json: bool) -> Res
         }
         done += n;
         progress(&format!("{} {done}/{total}", op.past()));
+        // Leave the write lock free for as long as the batch held it (at
+        // least 10 ms): SQLite's busy handler is not fair, and an
+        // application's writes waiting on it would otherwise time out
+        // behind back-to-back batches.
+        if done < total {
+            tokio::time::sleep(started.elapsed().max(std::time::Duration::from_millis(10))).await;
+        }
     }
     // Requeue leaves a dead letter whose unique key a live job holds; say
     // so rather than let the operator believe all went.
