@@ -82,6 +82,14 @@ pub enum Error {
         /// How long it waited, in seconds.
         waited_s: u64,
     },
+    /// The thing asked for does not exist (a job id, for example).
+    #[error("{what} not found: {detail}")]
+    NotFound {
+        /// What was looked for (for example `job 7`).
+        what: String,
+        /// What that means (for example why it may be gone).
+        detail: String,
+    },
     /// There is no store at the URL (a read-only command does not create one).
     #[error("no alkstore store at {url}: {reason}")]
     NoStore {
@@ -116,6 +124,8 @@ pub enum ErrorKind {
     Busy,
     /// See [`Error::NoStore`].
     NoStore,
+    /// See [`Error::NotFound`].
+    NotFound,
 }
 
 impl Error {
@@ -132,6 +142,7 @@ impl Error {
             Error::Closed => ErrorKind::Closed,
             Error::Busy { .. } => ErrorKind::Busy,
             Error::NoStore { .. } => ErrorKind::NoStore,
+            Error::NotFound { .. } => ErrorKind::NotFound,
         }
     }
 

@@ -107,13 +107,9 @@ async fn show_job(e: &AnyEngine, a: ShowArgs, as_json: bool) -> Result<Vec<u8>> 
             "--payload writes raw bytes; it does not mix with --json",
         ));
     }
-    let job = e.job_get(id).await?.ok_or_else(|| {
-        Error::invalid(
-            "job id",
-            format!(
-                "job {id} not found — finished jobs are deleted unless their queue keeps completed jobs"
-            ),
-        )
+    let job = e.job_get(id).await?.ok_or_else(|| Error::NotFound {
+        what: format!("job {id}"),
+        detail: "finished jobs are deleted unless their queue keeps completed jobs".into(),
     })?;
     Ok(if a.payload {
         job.payload
@@ -126,10 +122,10 @@ async fn show_job(e: &AnyEngine, a: ShowArgs, as_json: bool) -> Result<Vec<u8>> 
 
 async fn release(e: &AnyEngine, id: i64, as_json: bool) -> Result<Vec<u8>> {
     if !e.job_unclaim(id).await? {
-        return Err(Error::invalid(
-            "job id",
-            format!("job {id} is not processing"),
-        ));
+        return Err(Error::NotFound {
+            what: format!("processing job {id}"),
+            detail: "only a claimed job can be released".into(),
+        });
     }
     Ok(if as_json {
         json_text(&json!({ "id": id, "released": true })).into_bytes()

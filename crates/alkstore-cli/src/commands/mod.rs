@@ -131,10 +131,10 @@ pub async fn run(cli: Cli) -> Result<()> {
                 CancelOutcome::Cancelled => "cancelled",
                 CancelOutcome::Requested => "requested",
                 CancelOutcome::NotFound => {
-                    return Err(Error::invalid(
-                        "job id",
-                        format!("no live job {id} (it finished, died, or never existed)"),
-                    ))
+                    return Err(Error::NotFound {
+                        what: format!("live job {id}"),
+                        detail: "it finished, died, or never existed".into(),
+                    })
                 }
             };
             if as_json {
