@@ -653,10 +653,12 @@ impl QueueEngine for SqliteEngine {
 
     async fn job_list(&self, p: JobListParams) -> Result<Vec<JobInfo>> {
         p.validate()?;
-        let (table, source) = if p.state == Some(JobState::Completed) {
-            ("__alkstore_done", Source::Done)
+        // Kept completed jobs live in their own table (no state column);
+        // live jobs filter on state when one is asked for.
+        let (table, source, state_filter) = if p.state == Some(JobState::Completed) {
+            ("__alkstore_done", Source::Done, "?2 IS NULL")
         } else {
-            ("__alkstore_job", Source::Live)
+            ("__alkstore_job", Source::Live, "(?2 IS NULL OR state = ?2)")
         };
         let state = match p.state {
             Some(JobState::Pending | JobState::Processing) => p.state.map(|s| s.as_str()),
@@ -665,14 +667,9 @@ impl QueueEngine for SqliteEngine {
         self.read("job_list", move |conn| {
             conn.prepare_cached(&format!(
                 "SELECT {JOB_COLS}, {extra} FROM {table} \
-                 WHERE (?1 IS NULL OR queue = ?1) AND (?2 IS NULL OR {state_col} = ?2) AND id > ?3 \
+                 WHERE (?1 IS NULL OR queue = ?1) AND {state_filter} AND id > ?3 \
                  ORDER BY id LIMIT (SELECT ?4)",
                 extra = source.extra_cols(),
-                state_col = if matches!(source, Source::Live) {
-                    "state"
-                } else {
-                    "?2"
-                },
             ))
             .and_then(|mut s| {
                 s.query_map(
