@@ -80,7 +80,7 @@ async fn kill_nine_loses_nothing(db: String) {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let s = q.stats().await.expect("stats");
-        if s.ready + s.scheduled + s.processing == 0 {
+        if s.live() == 0 {
             assert_eq!(s.dead, 0, "no job may die");
             break;
         }

@@ -39,7 +39,7 @@ fn kind<T: std::fmt::Debug>(r: Result<T>) -> ErrorKind {
 
 async fn live_count<E: QueueEngine>(e: &E, queue: &str) -> u64 {
     let s = e.queue_stats(queue.to_string()).await.expect("stats");
-    s.ready + s.scheduled + s.processing
+    s.live()
 }
 
 /// An enqueued job can be read back, pending, with its options stamped.

@@ -631,6 +631,15 @@ pub struct QueueStats {
     pub oldest_ready_age_s: Option<i64>,
 }
 
+impl QueueStats {
+    /// Every live job of the queue, whatever its state: ready, scheduled,
+    /// processing, with a lapsed claim, or pending past its expiry (zero
+    /// means the queue is drained).
+    pub fn live(&self) -> u64 {
+        self.ready + self.scheduled + self.processing + self.expired_claims + self.expired
+    }
+}
+
 /// Which live jobs to list.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobListParams {

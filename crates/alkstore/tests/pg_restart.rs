@@ -222,7 +222,7 @@ async fn worker_survives_a_postgres_restart() {
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
         if let Ok(s) = q.stats().await {
-            if s.ready + s.scheduled + s.processing == 0 {
+            if s.live() == 0 {
                 assert_eq!(s.dead, 0);
                 break;
             }
