@@ -14,14 +14,14 @@
 
 use std::future::Future;
 
-use alkstore_core::{ManualClock, NewJob, QueueEngine, Result};
+use alkstore_core::{ManualClock, NewJob, QueueAdmin, QueueEngine, Result};
 
 pub mod queues;
 
 /// One isolated store under test.
 pub trait Harness: Send + Sync + Sized + 'static {
     /// The engine under test.
-    type Engine: QueueEngine + Clone;
+    type Engine: QueueEngine + QueueAdmin + Clone;
 
     /// The engine, opened with [`Harness::clock`] as its clock.
     fn engine(&self) -> &Self::Engine;

@@ -5,9 +5,11 @@ use std::time::Duration;
 
 use alkstore_core::{
     CancelOutcome, Claim, ClaimParams, Clock, DeadListParams, DeadSelect, EnqueueOpts, Enqueued,
-    ErrorKind, Job, JobListParams, JobState, NewJob, QueueEngine, QueueOpts, Result, RetryOutcome,
-    RetryParams,
+    ErrorKind, Job, JobListParams, JobState, NewJob, QueueAdmin, QueueEngine, QueueOpts, Result,
+    RetryOutcome, RetryParams,
 };
+
+use alkstore_core::Engine;
 
 use crate::Harness;
 
@@ -19,12 +21,12 @@ fn job(queue: &str, payload: &str) -> NewJob {
     NewJob::new(queue, payload.as_bytes().to_vec())
 }
 
-async fn enqueue_one<E: QueueEngine>(e: &E, j: NewJob) -> i64 {
+async fn enqueue_one<E: QueueEngine + QueueAdmin>(e: &E, j: NewJob) -> i64 {
     let out = e.job_enqueue(vec![j]).await.expect("enqueue");
     out[0].id()
 }
 
-async fn claim<E: QueueEngine>(e: &E, queue: &str, worker: &str, n: u32) -> Vec<Job> {
+async fn claim<E: QueueEngine + QueueAdmin>(e: &E, queue: &str, worker: &str, n: u32) -> Vec<Job> {
     e.job_claim(ClaimParams::new(queue, worker, n))
         .await
         .expect("claim")
@@ -37,7 +39,7 @@ fn kind<T: std::fmt::Debug>(r: Result<T>) -> ErrorKind {
     }
 }
 
-async fn live_count<E: QueueEngine>(e: &E, queue: &str) -> u64 {
+async fn live_count<E: QueueEngine + QueueAdmin>(e: &E, queue: &str) -> u64 {
     let s = e.queue_stats(queue.to_string()).await.expect("stats");
     s.live()
 }
@@ -288,7 +290,7 @@ pub async fn stale_ack_after_reclaim_returns_false<H: Harness>(h: &H) {
     assert_eq!(e.job_ack(vec![new.claim()]).await.expect("ack"), vec![true]);
 }
 
-async fn kind_of_retry<E: QueueEngine>(e: &E, j: &Job) -> RetryOutcome {
+async fn kind_of_retry<E: QueueEngine + QueueAdmin>(e: &E, j: &Job) -> RetryOutcome {
     e.job_retry(RetryParams {
         claim: j.claim(),
         error: "x".into(),
@@ -744,14 +746,14 @@ pub async fn expired_jobs_are_swept_to_dead<H: Harness>(h: &H) {
     let keep = enqueue_one(e, job("ex", "y")).await;
     h.clock().advance(secs(9));
     assert_eq!(
-        e.queue_sweep().await.expect("sweep").expired,
+        e.sweep().await.expect("sweep").expired,
         0,
         "not expired yet"
     );
     h.clock().advance(secs(1));
     let got = claim(e, "ex", "w", 5).await;
     assert_eq!(got.iter().map(|j| j.id).collect::<Vec<_>>(), vec![keep]);
-    let report = e.queue_sweep().await.expect("sweep");
+    let report = e.sweep().await.expect("sweep");
     assert!(
         report.expired >= 1,
         "the idle queue's job is swept: {report:?}"
@@ -761,7 +763,7 @@ pub async fn expired_jobs_are_swept_to_dead<H: Harness>(h: &H) {
         assert_eq!(info.state, JobState::Dead);
         assert_eq!(info.dead_reason.as_deref(), Some("expired"));
     }
-    assert_eq!(e.queue_sweep().await.expect("sweep").expired, 0);
+    assert_eq!(e.sweep().await.expect("sweep").expired, 0);
 }
 
 /// At most one live job per queue and unique key; the key frees on ack.
@@ -928,9 +930,9 @@ pub async fn dead_letter_retention_sweep<H: Harness>(h: &H) {
         e.job_fail(j.claim(), "x".into()).await.expect("fail");
     }
     h.clock().advance(secs(59));
-    assert_eq!(e.queue_sweep().await.expect("sweep").dead_pruned, 0);
+    assert_eq!(e.sweep().await.expect("sweep").dead_pruned, 0);
     h.clock().advance(secs(1));
-    assert_eq!(e.queue_sweep().await.expect("sweep").dead_pruned, 1);
+    assert_eq!(e.sweep().await.expect("sweep").dead_pruned, 1);
     let left = e
         .dead_list(DeadListParams {
             queue: Some("ret".into()),
@@ -1194,7 +1196,7 @@ pub async fn batch_stamps_every_option<H: Harness>(h: &H) {
     // No retention stamped: a dead letter survives any sweep.
     assert!(e.job_fail(got[2].claim(), "x".into()).await.expect("fail"));
     h.clock().advance(secs(10 * 365 * 24 * 3600));
-    e.queue_sweep().await.expect("sweep");
+    e.sweep().await.expect("sweep");
     let kept = e.job_get(got[2].id).await.expect("get").expect("kept");
     assert_eq!(kept.state, JobState::Dead);
 }
@@ -1303,7 +1305,7 @@ pub async fn sweep_rescues_expired_claims_on_every_queue<H: Harness>(h: &H) {
     h.clock().advance(secs(300));
     let s = e.queue_stats("orph-b".into()).await.expect("stats");
     assert_eq!((s.processing, s.expired_claims, s.ready), (0, 2, 0));
-    let r = e.queue_sweep().await.expect("sweep");
+    let r = e.sweep().await.expect("sweep");
     assert_eq!((r.rescued, r.exhausted), (2, 1), "{r:?}");
     for id in [a, b] {
         let info = e.job_get(id).await.expect("get").expect("live");
@@ -1316,7 +1318,7 @@ pub async fn sweep_rescues_expired_claims_on_every_queue<H: Harness>(h: &H) {
         (s.ready, s.processing, s.expired_claims, s.dead),
         (1, 0, 0, 1)
     );
-    assert_eq!(e.queue_sweep().await.expect("sweep").rescued, 0);
+    assert_eq!(e.sweep().await.expect("sweep").rescued, 0);
 }
 
 /// Acked jobs of a queue that opts in are kept as `completed` for the
@@ -1369,9 +1371,9 @@ pub async fn completed_jobs_are_kept_when_opted_in<H: Harness>(h: &H) {
         1
     );
     h.clock().advance(secs(59));
-    assert_eq!(e.queue_sweep().await.expect("sweep").completed_pruned, 0);
+    assert_eq!(e.sweep().await.expect("sweep").completed_pruned, 0);
     h.clock().advance(secs(1));
-    assert_eq!(e.queue_sweep().await.expect("sweep").completed_pruned, 1);
+    assert_eq!(e.sweep().await.expect("sweep").completed_pruned, 1);
     assert!(e.job_get(k).await.expect("get").is_none());
 }
 

@@ -8,9 +8,9 @@ use alkstore_core::queue::{
     parse_attempt_errors, secs, truncate_error, validate_duration, validate_queue_name,
 };
 use alkstore_core::{
-    backoff_delay_s, CancelOutcome, Claim, ClaimParams, DeadListParams, DeadSelect, Enqueued,
-    Error, Job, JobInfo, JobListParams, JobState, NewJob, QueueEngine, QueueStats, Result,
-    RetryOutcome, RetryParams, SweepReport,
+    backoff_delay_s, CancelOutcome, Capabilities, Claim, ClaimParams, DeadListParams, DeadSelect,
+    Engine, Enqueued, Error, Job, JobInfo, JobListParams, JobState, NewJob, QueueAdmin,
+    QueueEngine, QueueStats, Result, RetryOutcome, RetryParams, SweepReport,
 };
 use tokio_postgres::types::ToSql;
 use tokio_postgres::ToStatement;
@@ -356,6 +356,49 @@ impl PgEngine {
     }
 }
 
+impl Engine for PgEngine {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            name: "postgres",
+            multi_host: true,
+        }
+    }
+
+    fn wake_subscribe(&self) -> tokio::sync::broadcast::Receiver<alkstore_core::Wake> {
+        self.wake_hints()
+    }
+
+    async fn sweep(&self) -> Result<SweepReport> {
+        let op = "queue_sweep";
+        let sql = &self.inner.sql;
+        let now = self.now_override();
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(db(op))?;
+        let sweep = tx.prepare_cached(&sql.sweep).await.map_err(db(op))?;
+        let r = tx.query_one(&sweep, &[&now]).await.map_err(db(op))?;
+        let (expired, exhausted, rescued): (i64, i64, i64) = (r.get(0), r.get(1), r.get(2));
+        let mut pruned = [0u64; 2];
+        for (i, text) in [&sql.sweep_prune_dead, &sql.sweep_prune_done]
+            .into_iter()
+            .enumerate()
+        {
+            let stmt = tx.prepare_cached(text).await.map_err(db(op))?;
+            pruned[i] = tx.execute(&stmt, &[&now]).await.map_err(db(op))?;
+        }
+        tx.commit().await.map_err(db(op))?;
+        if rescued > 0 {
+            self.hub().all();
+        }
+        Ok(SweepReport {
+            expired: expired as u64,
+            rescued: rescued as u64,
+            exhausted: exhausted as u64,
+            dead_pruned: pruned[0],
+            completed_pruned: pruned[1],
+        })
+    }
+}
+
 impl QueueEngine for PgEngine {
     async fn job_enqueue(&self, jobs: Vec<NewJob>) -> Result<Vec<Enqueued>> {
         NewJob::validate_batch(&jobs, self.limits())?;
@@ -613,13 +656,6 @@ impl QueueEngine for PgEngine {
         Ok(out.is_some())
     }
 
-    async fn job_unclaim(&self, id: i64) -> Result<bool> {
-        let out = self
-            .hand_back("job_unclaim", &self.inner.sql.unclaim, id, None, 0)
-            .await?;
-        Ok(out.is_some())
-    }
-
     async fn job_cancel_requests(&self, ids: Vec<i64>) -> Result<Vec<i64>> {
         if ids.is_empty() {
             return Ok(Vec::new());
@@ -633,9 +669,14 @@ impl QueueEngine for PgEngine {
             .await?;
         Ok(rows.iter().map(|r| r.get(0)).collect())
     }
+}
 
-    fn wake_subscribe(&self) -> tokio::sync::broadcast::Receiver<alkstore_core::Wake> {
-        self.wake_hints()
+impl QueueAdmin for PgEngine {
+    async fn job_unclaim(&self, id: i64) -> Result<bool> {
+        let out = self
+            .hand_back("job_unclaim", &self.inner.sql.unclaim, id, None, 0)
+            .await?;
+        Ok(out.is_some())
     }
 
     async fn job_cancel(&self, id: i64) -> Result<CancelOutcome> {
@@ -672,7 +713,7 @@ impl QueueEngine for PgEngine {
     }
 
     async fn job_list(&self, p: JobListParams) -> Result<Vec<JobInfo>> {
-        p.validate()?;
+        p.validate(self.limits())?;
         let (text, source, state) = match p.state {
             Some(JobState::Completed) => (&self.inner.sql.list_done, Source::Done, None),
             s => (
@@ -721,38 +762,8 @@ impl QueueEngine for PgEngine {
         Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
-    async fn queue_sweep(&self) -> Result<SweepReport> {
-        let op = "queue_sweep";
-        let sql = &self.inner.sql;
-        let now = self.now_override();
-        let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(db(op))?;
-        let sweep = tx.prepare_cached(&sql.sweep).await.map_err(db(op))?;
-        let r = tx.query_one(&sweep, &[&now]).await.map_err(db(op))?;
-        let (expired, exhausted, rescued): (i64, i64, i64) = (r.get(0), r.get(1), r.get(2));
-        let mut pruned = [0u64; 2];
-        for (i, text) in [&sql.sweep_prune_dead, &sql.sweep_prune_done]
-            .into_iter()
-            .enumerate()
-        {
-            let stmt = tx.prepare_cached(text).await.map_err(db(op))?;
-            pruned[i] = tx.execute(&stmt, &[&now]).await.map_err(db(op))?;
-        }
-        tx.commit().await.map_err(db(op))?;
-        if rescued > 0 {
-            self.hub().all();
-        }
-        Ok(SweepReport {
-            expired: expired as u64,
-            rescued: rescued as u64,
-            exhausted: exhausted as u64,
-            dead_pruned: pruned[0],
-            completed_pruned: pruned[1],
-        })
-    }
-
     async fn dead_list(&self, p: DeadListParams) -> Result<Vec<JobInfo>> {
-        p.validate()?;
+        p.validate(self.limits())?;
         let after = p.after_id.unwrap_or(i64::MIN);
         let limit = i64::from(p.limit);
         let rows = self
@@ -766,7 +777,7 @@ impl QueueEngine for PgEngine {
     }
 
     async fn dead_requeue(&self, sel: DeadSelect) -> Result<u64> {
-        sel.validate()?;
+        sel.validate(self.limits())?;
         let now = self.now_override();
         let limit = sel.limit.map(i64::from);
         self.execute(
@@ -778,7 +789,7 @@ impl QueueEngine for PgEngine {
     }
 
     async fn dead_purge(&self, sel: DeadSelect) -> Result<u64> {
-        sel.validate()?;
+        sel.validate(self.limits())?;
         let limit = sel.limit.map(i64::from);
         self.execute(
             "dead_purge",
@@ -789,7 +800,7 @@ impl QueueEngine for PgEngine {
     }
 
     async fn dead_count(&self, sel: DeadSelect) -> Result<u64> {
-        sel.validate()?;
+        sel.validate(self.limits())?;
         let rows = self
             .query(
                 "dead_count",

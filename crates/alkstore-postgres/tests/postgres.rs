@@ -1,7 +1,8 @@
 //! PostgreSQL-specific behaviour: identifier quoting, connection errors,
 //! schema versions.
 
-use alkstore_core::{ErrorKind, NewJob, QueueEngine};
+use alkstore_core::prelude::*;
+use alkstore_core::{ErrorKind, NewJob};
 use alkstore_postgres::{testing, PgEngine, PgOptions};
 
 async fn test_db() -> String {

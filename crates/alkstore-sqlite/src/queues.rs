@@ -4,9 +4,9 @@ use std::time::Duration;
 
 use alkstore_core::queue::{secs, truncate_error, validate_duration, validate_queue_name};
 use alkstore_core::{
-    backoff_delay_s, CancelOutcome, Claim, ClaimParams, DeadListParams, DeadSelect, Enqueued, Job,
-    JobInfo, JobListParams, JobState, NewJob, QueueEngine, QueueStats, Result, RetryOutcome,
-    RetryParams, SweepReport,
+    backoff_delay_s, CancelOutcome, Capabilities, Claim, ClaimParams, DeadListParams, DeadSelect,
+    Engine, Enqueued, Job, JobInfo, JobListParams, JobState, NewJob, QueueAdmin, QueueEngine,
+    QueueStats, Result, RetryOutcome, RetryParams, SweepReport,
 };
 use rusqlite::{params, Connection, OptionalExtension, ToSql};
 
@@ -233,6 +233,56 @@ fn hand_back(
         }
     })
     .map_err(db(op))
+}
+
+impl Engine for SqliteEngine {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            name: "sqlite",
+            multi_host: false,
+        }
+    }
+
+    fn wake_subscribe(&self) -> tokio::sync::broadcast::Receiver<alkstore_core::Wake> {
+        self.wake_hints()
+    }
+
+    async fn sweep(&self) -> Result<SweepReport> {
+        self.inner
+            .writer
+            .write("queue_sweep", |st| {
+                let op = "queue_sweep";
+                let now = st.clock.now();
+                let r = rescue_expired(&st.conn, op, None, now)?;
+                let prune = |sql: &str| -> Result<u64> {
+                    st.conn
+                        .prepare_cached(sql)
+                        .and_then(|mut s| s.execute([now]))
+                        .map(|n| n as u64)
+                        .map_err(db(op))
+                };
+                let dead_pruned = prune(
+                    "DELETE FROM __alkstore_dead WHERE dead_letter_retention_s IS NOT NULL \
+                     AND died_at + dead_letter_retention_s <= ?1",
+                )?;
+                let completed_pruned = prune(
+                    "DELETE FROM __alkstore_done WHERE completed_at + keep_completed_s <= ?1",
+                )?;
+                Ok(SweepReport {
+                    expired: r.expired,
+                    rescued: r.rescued,
+                    exhausted: r.exhausted,
+                    dead_pruned,
+                    completed_pruned,
+                })
+            })
+            .await
+            .inspect(|r| {
+                if r.rescued > 0 {
+                    self.hub().all();
+                }
+            })
+    }
 }
 
 impl QueueEngine for SqliteEngine {
@@ -499,23 +549,6 @@ impl QueueEngine for SqliteEngine {
         Ok(released)
     }
 
-    async fn job_unclaim(&self, id: i64) -> Result<bool> {
-        let released = self
-            .inner
-            .writer
-            .write("job_unclaim", move |st| {
-                let now = st.clock.now();
-                let held = "id = ?1 AND state = 'processing'";
-                hand_back(&st.conn, "job_unclaim", held, &[&id], now, now)
-                    .map(|h| h != HandedBack::NotHeld)
-            })
-            .await?;
-        if released {
-            self.hub().all();
-        }
-        Ok(released)
-    }
-
     async fn job_cancel_requests(&self, ids: Vec<i64>) -> Result<Vec<i64>> {
         if ids.is_empty() {
             return Ok(Vec::new());
@@ -534,9 +567,24 @@ impl QueueEngine for SqliteEngine {
         })
         .await
     }
+}
 
-    fn wake_subscribe(&self) -> tokio::sync::broadcast::Receiver<alkstore_core::Wake> {
-        self.wake_hints()
+impl QueueAdmin for SqliteEngine {
+    async fn job_unclaim(&self, id: i64) -> Result<bool> {
+        let released = self
+            .inner
+            .writer
+            .write("job_unclaim", move |st| {
+                let now = st.clock.now();
+                let held = "id = ?1 AND state = 'processing'";
+                hand_back(&st.conn, "job_unclaim", held, &[&id], now, now)
+                    .map(|h| h != HandedBack::NotHeld)
+            })
+            .await?;
+        if released {
+            self.hub().all();
+        }
+        Ok(released)
     }
 
     async fn job_cancel(&self, id: i64) -> Result<CancelOutcome> {
@@ -652,7 +700,7 @@ impl QueueEngine for SqliteEngine {
     }
 
     async fn job_list(&self, p: JobListParams) -> Result<Vec<JobInfo>> {
-        p.validate()?;
+        p.validate(self.limits())?;
         // Kept completed jobs live in their own table (no state column);
         // live jobs filter on state when one is asked for.
         let (table, source, state_filter) = if p.state == Some(JobState::Completed) {
@@ -695,45 +743,8 @@ impl QueueEngine for SqliteEngine {
         .await
     }
 
-    async fn queue_sweep(&self) -> Result<SweepReport> {
-        self.inner
-            .writer
-            .write("queue_sweep", |st| {
-                let op = "queue_sweep";
-                let now = st.clock.now();
-                let r = rescue_expired(&st.conn, op, None, now)?;
-                let prune = |sql: &str| -> Result<u64> {
-                    st.conn
-                        .prepare_cached(sql)
-                        .and_then(|mut s| s.execute([now]))
-                        .map(|n| n as u64)
-                        .map_err(db(op))
-                };
-                let dead_pruned = prune(
-                    "DELETE FROM __alkstore_dead WHERE dead_letter_retention_s IS NOT NULL \
-                     AND died_at + dead_letter_retention_s <= ?1",
-                )?;
-                let completed_pruned = prune(
-                    "DELETE FROM __alkstore_done WHERE completed_at + keep_completed_s <= ?1",
-                )?;
-                Ok(SweepReport {
-                    expired: r.expired,
-                    rescued: r.rescued,
-                    exhausted: r.exhausted,
-                    dead_pruned,
-                    completed_pruned,
-                })
-            })
-            .await
-            .inspect(|r| {
-                if r.rescued > 0 {
-                    self.hub().all();
-                }
-            })
-    }
-
     async fn dead_list(&self, p: DeadListParams) -> Result<Vec<JobInfo>> {
-        p.validate()?;
+        p.validate(self.limits())?;
         self.read("dead_list", move |conn| {
             conn.prepare_cached(&format!(
                 "SELECT {JOB_COLS}, reason, died_at FROM __alkstore_dead \
@@ -752,7 +763,7 @@ impl QueueEngine for SqliteEngine {
     }
 
     async fn dead_requeue(&self, sel: DeadSelect) -> Result<u64> {
-        sel.validate()?;
+        sel.validate(self.limits())?;
         self.inner
             .writer
             .write("dead_requeue", move |st| {
@@ -795,7 +806,7 @@ impl QueueEngine for SqliteEngine {
     }
 
     async fn dead_purge(&self, sel: DeadSelect) -> Result<u64> {
-        sel.validate()?;
+        sel.validate(self.limits())?;
         self.inner
             .writer
             .write("dead_purge", move |st| {
@@ -814,7 +825,7 @@ impl QueueEngine for SqliteEngine {
     }
 
     async fn dead_count(&self, sel: DeadSelect) -> Result<u64> {
-        sel.validate()?;
+        sel.validate(self.limits())?;
         let sel = DeadSelect { limit: None, ..sel };
         self.read("dead_count", move |conn| {
             if sel.ids.is_some() {

@@ -1,6 +1,7 @@
 //! SQLite-specific behaviour: schema versions and file errors.
 
-use alkstore_core::{ErrorKind, NewJob, QueueEngine};
+use alkstore_core::prelude::*;
+use alkstore_core::{ErrorKind, NewJob};
 use alkstore_sqlite::{SqliteEngine, SqliteOptions};
 
 #[test]

@@ -1,6 +1,6 @@
 use alkstore_core::{
     CancelOutcome, Claim, ClaimParams, EnqueueOpts, Enqueued, Error, Job, JobInfo, NewJob,
-    QueueEngine, QueueOpts, QueueStats, Result, RetryOutcome, RetryParams,
+    QueueAdmin, QueueEngine, QueueOpts, QueueStats, Result, RetryOutcome, RetryParams,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;

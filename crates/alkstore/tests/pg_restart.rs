@@ -241,7 +241,7 @@ async fn worker_survives_a_postgres_restart() {
         "all {JOBS} + 1 jobs ran (some may have run twice): {report:?}"
     );
     assert!(
-        alkstore::QueueEngine::job_get(store.engine(), late)
+        alkstore::QueueAdmin::job_get(store.engine(), late)
             .await
             .expect("get")
             .is_none(),

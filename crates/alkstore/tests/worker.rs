@@ -1,5 +1,6 @@
 //! The worker runtime on both engines.
 
+use alkstore::prelude::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

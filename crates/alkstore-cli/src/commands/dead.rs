@@ -1,7 +1,8 @@
 //! `alk dead`: list dead letters, and requeue or purge them in bounded
 //! batches.
 
-use alkstore::{AnyEngine, DeadListParams, DeadSelect, Error, QueueEngine, Result};
+use alkstore::prelude::*;
+use alkstore::{AnyEngine, DeadListParams, DeadSelect, Error, Result};
 use clap::{Args, Subcommand};
 use serde_json::json;
 

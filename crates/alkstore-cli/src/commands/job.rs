@@ -1,6 +1,7 @@
 //! `alk jobs` (listing) and `alk job` (one job: show, release).
 
-use alkstore::{AnyEngine, Error, JobListParams, JobState, QueueEngine, Result};
+use alkstore::prelude::*;
+use alkstore::{AnyEngine, Error, JobListParams, JobState, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
 

@@ -7,7 +7,8 @@ mod job;
 pub mod output;
 pub mod text;
 
-use alkstore::{CancelOutcome, Error, QueueEngine, Result, Store, StoreOptions};
+use alkstore::prelude::*;
+use alkstore::{CancelOutcome, Error, Result, Store, StoreOptions};
 use clap::{Parser, Subcommand};
 use serde_json::json;
 
@@ -164,7 +165,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         }
         .into_bytes(),
         Command::Sweep => {
-            let r = e.queue_sweep().await?;
+            let r = e.sweep().await?;
             if as_json {
                 json_text(&output::sweep_json(&r))
             } else {

@@ -55,7 +55,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use alkstore_core::{Claim, ClaimParams, Job, QueueEngine, Result, RetryParams};
+use alkstore_core::{
+    Claim, ClaimParams, Engine, Job, QueueAdmin, QueueEngine, Result, RetryParams,
+};
 use futures_util::FutureExt;
 use serde::de::DeserializeOwned;
 use std::panic::AssertUnwindSafe;
@@ -883,7 +885,7 @@ async fn sweep_loop(engine: AnyEngine, every: Duration) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        match engine.queue_sweep().await {
+        match engine.sweep().await {
             Ok(r) if r.expired + r.exhausted > 0 => {
                 tracing::warn!(
                     expired = r.expired,

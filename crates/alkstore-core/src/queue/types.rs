@@ -1,14 +1,11 @@
-//! Job queues: the value shapes and the [`QueueEngine`] trait every engine
-//! implements.
-//!
-//! A queue is rows in one job table. Live rows are `pending` or `processing`;
-//! finished rows are deleted on ack, and rows that ran out of attempts, failed
-//! or expired move to a separate dead table that the claim path never reads.
+//! The value shapes that cross the queue engine traits.
 
-use std::future::Future;
 use std::time::Duration;
 
-use crate::{Error, Result};
+use crate::validate::{
+    secs, validate_duration, validate_queue_name, validate_text, validate_time, validate_worker,
+};
+use crate::{Error, Limits, Result};
 
 /// Per-queue options, stamped on every row at enqueue so a job keeps the
 /// policy it was created with.
@@ -241,77 +238,6 @@ impl NewJob {
     }
 }
 
-/// Whole seconds of `d`, saturating (validation keeps real values far below).
-pub fn secs(d: Duration) -> i64 {
-    i64::try_from(d.as_secs()).unwrap_or(i64::MAX / 4)
-}
-
-/// Furthest accepted time or duration, in seconds: keeps every stored time
-/// far from `i64` overflow, since engines add to them.
-const FAR_S: i64 = 1 << 40;
-
-/// Reject a unix time (seconds) too far from the epoch to compute with.
-pub fn validate_time(what: &'static str, unix_s: i64) -> Result<()> {
-    if !(-FAR_S..=FAR_S).contains(&unix_s) {
-        return Err(Error::invalid(
-            what,
-            "out of range (more than ~34,000 years away)",
-        ));
-    }
-    Ok(())
-}
-
-/// Reject a duration too long to compute with. Every delay, timeout and
-/// retention the contract accepts goes through here, so one limit holds for
-/// all of them (enqueue delay, retry delay, snooze, …).
-pub fn validate_duration(what: &'static str, d: Option<Duration>) -> Result<()> {
-    match d {
-        Some(d) if d.as_secs() > FAR_S as u64 => Err(Error::invalid(
-            what,
-            "out of range (more than ~34,000 years)",
-        )),
-        _ => Ok(()),
-    }
-}
-
-/// Reject empty text, text longer than 200 bytes, or text with a NUL byte
-/// (PostgreSQL cannot store NUL in `TEXT`; SQLite would, so refuse it on both).
-pub fn validate_text(what: &'static str, text: &str) -> Result<()> {
-    if text.is_empty() {
-        return Err(Error::invalid(what, "must not be empty"));
-    }
-    if text.len() > 200 {
-        return Err(Error::invalid(what, "longer than 200 bytes"));
-    }
-    if text.contains('\0') {
-        return Err(Error::invalid(what, "must not contain a NUL byte"));
-    }
-    Ok(())
-}
-
-/// Reject empty, oversized or NUL-containing queue names.
-pub fn validate_queue_name(queue: &str) -> Result<()> {
-    validate_text("queue name", queue)
-}
-
-/// Store-wide limits, checked before writing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Limits {
-    /// Largest accepted payload (default 1 MiB).
-    pub max_payload_bytes: usize,
-    /// Largest accepted claim batch (default 10,000).
-    pub max_claim: u32,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            max_payload_bytes: 1 << 20,
-            max_claim: 10_000,
-        }
-    }
-}
-
 /// The result of one enqueue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Enqueued {
@@ -328,46 +254,6 @@ impl Enqueued {
             Enqueued::Inserted(id) | Enqueued::Duplicate(id) => *id,
         }
     }
-}
-
-/// Parameters of a claim.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClaimParams {
-    /// The queue to claim from.
-    pub queue: String,
-    /// Who claims (recorded on the row).
-    pub worker: String,
-    /// Most jobs to return (1..=`Limits::max_claim`).
-    pub limit: u32,
-}
-
-impl ClaimParams {
-    /// Claim up to `limit` jobs of `queue` for `worker`.
-    pub fn new(queue: impl Into<String>, worker: impl Into<String>, limit: u32) -> Self {
-        ClaimParams {
-            queue: queue.into(),
-            worker: worker.into(),
-            limit,
-        }
-    }
-
-    /// Validate against the contract.
-    pub fn validate(&self, limits: &Limits) -> Result<()> {
-        validate_queue_name(&self.queue)?;
-        validate_worker(&self.worker)?;
-        if self.limit < 1 || self.limit > limits.max_claim {
-            return Err(Error::invalid(
-                "claim limit",
-                format!("{} is outside 1..={}", self.limit, limits.max_claim),
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// Reject empty, oversized or NUL-containing worker names.
-pub fn validate_worker(worker: &str) -> Result<()> {
-    validate_text("worker id", worker)
 }
 
 /// A claimed job, handed to exactly one worker until its claim expires.
@@ -463,25 +349,6 @@ pub fn truncate_error(mut error: String) -> String {
         error.truncate(end);
     }
     error
-}
-
-/// Parameters of a retry.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RetryParams {
-    /// The caller's claim.
-    pub claim: Claim,
-    /// Why the attempt failed (kept on the row and in dead letters).
-    pub error: String,
-    /// Overrides the computed backoff.
-    pub delay: Option<Duration>,
-}
-
-impl RetryParams {
-    /// Validate against the contract (the same limits as every delay).
-    pub fn validate(&self) -> Result<()> {
-        self.claim.validate()?;
-        validate_duration("retry delay", self.delay)
-    }
 }
 
 /// What a retry did.
@@ -640,70 +507,6 @@ impl QueueStats {
     }
 }
 
-/// Which live jobs to list.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobListParams {
-    /// Only this queue (all queues when `None`).
-    pub queue: Option<String>,
-    /// Only jobs in this state (`Pending`, `Processing` or `Completed`; all
-    /// live jobs when `None`).
-    pub state: Option<JobState>,
-    /// Only ids greater than this (for paging).
-    pub after_id: Option<i64>,
-    /// Most rows to return (1..=10,000).
-    pub limit: u32,
-}
-
-impl JobListParams {
-    /// Validate against the contract.
-    pub fn validate(&self) -> Result<()> {
-        if let Some(q) = &self.queue {
-            validate_queue_name(q)?;
-        }
-        if self.state == Some(JobState::Dead) {
-            return Err(Error::invalid(
-                "state",
-                "dead jobs are listed with dead_list",
-            ));
-        }
-        validate_limit(self.limit)
-    }
-}
-
-fn validate_limit(limit: u32) -> Result<()> {
-    if !(1..=10_000).contains(&limit) {
-        return Err(Error::invalid(
-            "limit",
-            format!("{limit} is outside 1..=10000"),
-        ));
-    }
-    Ok(())
-}
-
-/// Which dead letters to list.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeadListParams {
-    /// Only this queue (all queues when `None`).
-    pub queue: Option<String>,
-    /// Only ids greater than this (for paging).
-    pub after_id: Option<i64>,
-    /// Most rows to return (1..=10,000).
-    pub limit: u32,
-}
-
-/// Which dead letters to requeue or purge.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeadSelect {
-    /// Only this queue (all queues when `None`).
-    pub queue: Option<String>,
-    /// Only these ids (all matching the queue when `None`).
-    pub ids: Option<Vec<i64>>,
-    /// Act on at most this many (lowest ids first) in one transaction, so a
-    /// bulk operation can run in bounded batches with commits between
-    /// (1..=10,000; all at once when `None`).
-    pub limit: Option<u32>,
-}
-
 /// What a maintenance sweep did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SweepReport {
@@ -743,145 +546,4 @@ pub fn backoff_delay_s(base_s: i64, attempt: u32, seed: i64) -> i64 {
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^= z >> 31;
     delay + (z % (jitter_span as u64 + 1)) as i64
-}
-
-/// Job queue operations. Every engine implements this; the contract suite in
-/// `alkstore-contract` checks that they all behave the same.
-///
-/// All methods validate input first and return [`Error::InvalidInput`] (or
-/// [`Error::PayloadTooLarge`]) without writing anything.
-pub trait QueueEngine: Send + Sync + 'static {
-    /// Insert jobs atomically: all or none. Returns one outcome per job.
-    fn job_enqueue(&self, jobs: Vec<NewJob>) -> impl Future<Output = Result<Vec<Enqueued>>> + Send;
-
-    /// Claim up to `limit` due jobs (priority DESC, run_at, id). Expired claims
-    /// are handed out again; an expired claim on its last attempt goes to dead.
-    fn job_claim(&self, params: ClaimParams) -> impl Future<Output = Result<Vec<Job>>> + Send;
-
-    /// Delete finished jobs; one flag per claim, true only where the claim was
-    /// still valid.
-    fn job_ack(&self, claims: Vec<Claim>) -> impl Future<Output = Result<Vec<bool>>> + Send;
-
-    /// Reschedule with backoff, or dead-letter when out of attempts.
-    fn job_retry(&self, params: RetryParams) -> impl Future<Output = Result<RetryOutcome>> + Send;
-
-    /// Move straight to dead as `failed`; false when the claim is not held.
-    fn job_fail(&self, claim: Claim, error: String) -> impl Future<Output = Result<bool>> + Send;
-
-    /// Extend a valid claim by the job's visibility timeout from now; returns
-    /// the new expiry, or `None` when the claim is not held.
-    fn job_heartbeat(&self, claim: Claim) -> impl Future<Output = Result<Option<i64>>> + Send;
-
-    /// Hand a claimed job back unfinished (graceful shutdown): it is pending
-    /// again at once and the attempt is not counted.
-    fn job_release(&self, claim: Claim) -> impl Future<Output = Result<bool>> + Send;
-
-    /// Cancel a live job: a pending one moves to dead as `cancelled`; a
-    /// running one is flagged, and its worker tells the handler.
-    fn job_cancel(&self, id: i64) -> impl Future<Output = Result<CancelOutcome>> + Send;
-
-    /// Look up a live, dead or kept completed job.
-    fn job_get(&self, id: i64) -> impl Future<Output = Result<Option<JobInfo>>> + Send;
-
-    /// Counts for one queue.
-    fn queue_stats(&self, queue: String) -> impl Future<Output = Result<QueueStats>> + Send;
-
-    /// List live jobs in id order.
-    fn job_list(&self, params: JobListParams) -> impl Future<Output = Result<Vec<JobInfo>>> + Send;
-
-    /// Put a claimed job back to pending, due after `delay`, without using an
-    /// attempt (the handler asked to run again later). Returns the new due
-    /// time, or `None` when the claim is not held. A job whose cancellation
-    /// was requested goes to dead as `cancelled` instead.
-    fn job_snooze(
-        &self,
-        claim: Claim,
-        delay: Duration,
-    ) -> impl Future<Output = Result<Option<i64>>> + Send;
-
-    /// Of these job ids, the ones whose cancellation was requested while
-    /// they run (the worker polls this to tell its handlers).
-    fn job_cancel_requests(&self, ids: Vec<i64>) -> impl Future<Output = Result<Vec<i64>>> + Send;
-
-    /// Hand a processing job back without its claim (an operator's release
-    /// of a job whose worker is stuck or gone): pending again at once, the
-    /// attempt not counted, and the old claim's token void. False when the
-    /// job is not processing.
-    fn job_unclaim(&self, id: i64) -> impl Future<Output = Result<bool>> + Send;
-
-    /// Subscribe to wake hints: commits that may have made jobs claimable.
-    /// Delayed jobs and expired claims send no hint; they come due on whole
-    /// seconds, so a worker polls at second boundaries for them.
-    fn wake_subscribe(&self) -> tokio::sync::broadcast::Receiver<crate::Wake>;
-
-    /// Names of every queue with live or dead jobs.
-    fn queue_list(&self) -> impl Future<Output = Result<Vec<String>>> + Send;
-
-    /// Maintenance on every queue: expire overdue pending jobs, hand expired
-    /// claims back (or dead-letter them when out of attempts), and prune dead
-    /// letters and kept completed jobs past their retention.
-    fn queue_sweep(&self) -> impl Future<Output = Result<SweepReport>> + Send;
-
-    /// List dead letters in id order.
-    fn dead_list(
-        &self,
-        params: DeadListParams,
-    ) -> impl Future<Output = Result<Vec<JobInfo>>> + Send;
-
-    /// Move dead letters back to pending with fresh attempts; returns how many.
-    /// A dead letter whose unique key is taken by a live job stays dead.
-    fn dead_requeue(&self, select: DeadSelect) -> impl Future<Output = Result<u64>> + Send;
-
-    /// Delete dead letters; returns how many.
-    fn dead_purge(&self, select: DeadSelect) -> impl Future<Output = Result<u64>> + Send;
-
-    /// How many dead letters `select` matches (ignoring its `limit`).
-    fn dead_count(&self, select: DeadSelect) -> impl Future<Output = Result<u64>> + Send;
-}
-
-impl DeadListParams {
-    /// Validate against the contract.
-    pub fn validate(&self) -> Result<()> {
-        if let Some(q) = &self.queue {
-            validate_queue_name(q)?;
-        }
-        validate_limit(self.limit)
-    }
-}
-
-impl DeadSelect {
-    /// Every dead letter of `queue`.
-    pub fn queue(queue: impl Into<String>) -> Self {
-        DeadSelect {
-            queue: Some(queue.into()),
-            ids: None,
-            limit: None,
-        }
-    }
-
-    /// These dead letters.
-    pub fn ids(ids: Vec<i64>) -> Self {
-        DeadSelect {
-            queue: None,
-            ids: Some(ids),
-            limit: None,
-        }
-    }
-
-    /// At most `n` of them per call (a batch).
-    pub fn limit(mut self, n: u32) -> Self {
-        self.limit = Some(n);
-        self
-    }
-
-    /// Validate against the contract.
-    pub fn validate(&self) -> Result<()> {
-        if let Some(q) = &self.queue {
-            validate_queue_name(q)?;
-        }
-        if let Some(n) = self.limit {
-            validate_limit(n)?;
-        }
-        Ok(())
-    }
 }

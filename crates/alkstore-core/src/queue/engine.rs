@@ -1,0 +1,101 @@
+//! The queue traits every engine implements: [`QueueEngine`] (the hot path
+//! workers use) and [`QueueAdmin`] (inspection, dead letters, operator
+//! actions), both on top of the base [`Engine`](crate::Engine).
+
+use std::future::Future;
+use std::time::Duration;
+
+use crate::{Engine, Result};
+
+use super::params::*;
+use super::types::*;
+
+/// The queue hot path: what workers call. Every engine implements it; the
+/// contract suite in `alkstore-contract` checks that they all behave the same.
+///
+/// All methods validate input first and return
+/// [`Error::InvalidInput`](crate::Error::InvalidInput) (or
+/// [`Error::PayloadTooLarge`](crate::Error::PayloadTooLarge)) without writing
+/// anything.
+pub trait QueueEngine: Engine {
+    /// Insert jobs atomically: all or none. Returns one outcome per job.
+    fn job_enqueue(&self, jobs: Vec<NewJob>) -> impl Future<Output = Result<Vec<Enqueued>>> + Send;
+
+    /// Claim up to `limit` due jobs (priority DESC, run_at, id). Expired claims
+    /// are handed out again; an expired claim on its last attempt goes to dead.
+    fn job_claim(&self, params: ClaimParams) -> impl Future<Output = Result<Vec<Job>>> + Send;
+
+    /// Delete finished jobs; one flag per claim, true only where the claim was
+    /// still valid.
+    fn job_ack(&self, claims: Vec<Claim>) -> impl Future<Output = Result<Vec<bool>>> + Send;
+
+    /// Reschedule with backoff, or dead-letter when out of attempts.
+    fn job_retry(&self, params: RetryParams) -> impl Future<Output = Result<RetryOutcome>> + Send;
+
+    /// Move straight to dead as `failed`; false when the claim is not held.
+    fn job_fail(&self, claim: Claim, error: String) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Put a claimed job back to pending, due after `delay`, without using an
+    /// attempt (the handler asked to run again later). Returns the new due
+    /// time, or `None` when the claim is not held. A job whose cancellation
+    /// was requested goes to dead as `cancelled` instead.
+    fn job_snooze(
+        &self,
+        claim: Claim,
+        delay: Duration,
+    ) -> impl Future<Output = Result<Option<i64>>> + Send;
+
+    /// Extend a valid claim by the job's visibility timeout from now; returns
+    /// the new expiry, or `None` when the claim is not held.
+    fn job_heartbeat(&self, claim: Claim) -> impl Future<Output = Result<Option<i64>>> + Send;
+
+    /// Hand a claimed job back unfinished (graceful shutdown): it is pending
+    /// again at once and the attempt is not counted.
+    fn job_release(&self, claim: Claim) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Of these job ids, the ones whose cancellation was requested while
+    /// they run (the worker polls this to tell its handlers).
+    fn job_cancel_requests(&self, ids: Vec<i64>) -> impl Future<Output = Result<Vec<i64>>> + Send;
+}
+
+/// Queue inspection and operator actions: look up, list and count jobs,
+/// cancel or release them, and manage dead letters. Off the hot path.
+pub trait QueueAdmin: Engine {
+    /// Look up a live, dead or kept completed job.
+    fn job_get(&self, id: i64) -> impl Future<Output = Result<Option<JobInfo>>> + Send;
+
+    /// List live jobs in id order.
+    fn job_list(&self, params: JobListParams) -> impl Future<Output = Result<Vec<JobInfo>>> + Send;
+
+    /// Cancel a live job: a pending one moves to dead as `cancelled`; a
+    /// running one is flagged, and its worker tells the handler.
+    fn job_cancel(&self, id: i64) -> impl Future<Output = Result<CancelOutcome>> + Send;
+
+    /// Hand a processing job back without its claim (an operator's release
+    /// of a job whose worker is stuck or gone): pending again at once, the
+    /// attempt not counted, and the old claim's token void. False when the
+    /// job is not processing.
+    fn job_unclaim(&self, id: i64) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Counts for one queue.
+    fn queue_stats(&self, queue: String) -> impl Future<Output = Result<QueueStats>> + Send;
+
+    /// Names of every queue with live or dead jobs.
+    fn queue_list(&self) -> impl Future<Output = Result<Vec<String>>> + Send;
+
+    /// List dead letters in id order.
+    fn dead_list(
+        &self,
+        params: DeadListParams,
+    ) -> impl Future<Output = Result<Vec<JobInfo>>> + Send;
+
+    /// Move dead letters back to pending with fresh attempts; returns how many.
+    /// A dead letter whose unique key is taken by a live job stays dead.
+    fn dead_requeue(&self, select: DeadSelect) -> impl Future<Output = Result<u64>> + Send;
+
+    /// Delete dead letters; returns how many.
+    fn dead_purge(&self, select: DeadSelect) -> impl Future<Output = Result<u64>> + Send;
+
+    /// How many dead letters `select` matches (ignoring its `limit`).
+    fn dead_count(&self, select: DeadSelect) -> impl Future<Output = Result<u64>> + Send;
+}
