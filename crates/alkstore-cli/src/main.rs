@@ -1,5 +1,7 @@
 //! `alk`: manage, inspect and benchmark an alkstore store. This crate is glue:
-//! argument parsing here, one module per command group in `commands/`.
+//! argument parsing and dispatch in `commands/mod.rs`, the larger command
+//! groups (`enqueue`, `job`, `dead`) and output formatting in modules beside
+//! it, benchmarks in `bench.rs`.
 
 mod bench;
 mod commands;

@@ -25,7 +25,6 @@ mod listen;
 mod outbox;
 mod queues;
 pub mod schema;
-mod sql;
 #[doc(hidden)]
 pub mod testing;
 mod tls;
@@ -102,7 +101,7 @@ pub struct PgEngine {
 struct Inner {
     pool: Pool,
     relaxed_pool: Option<Pool>,
-    sql: sql::Sql,
+    sql: queues::sql::Sql,
     opts: PgOptions,
     /// Per queue, when expired claims were last rescued (see `queues.rs`).
     last_rescue: Mutex<HashMap<String, RescueMark>>,
@@ -185,7 +184,7 @@ impl PgEngine {
         };
         let engine = PgEngine {
             inner: Arc::new(Inner {
-                sql: sql::Sql::new(&opts.schema),
+                sql: queues::sql::Sql::new(&opts.schema),
                 pool,
                 relaxed_pool,
                 opts,

@@ -6,9 +6,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use alkstore_core::{Enqueued, Error, Limits, NewJob, Result};
 use tokio_postgres::GenericClient;
 
+use crate::queues::sql::Sql;
 use crate::queues::{enqueue_text, insert_jobs, is_keyed};
 use crate::schema::validate_schema_name;
-use crate::sql::Sql;
 
 /// The statement texts of `schema`, built once per schema and process rather
 /// than on every outbox enqueue.

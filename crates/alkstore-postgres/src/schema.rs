@@ -28,8 +28,16 @@ use alkstore_core::{Error, Result};
 /// The default engine-owned schema name.
 pub const DEFAULT_SCHEMA: &str = "alkstore";
 
+/// The migrations, in order: migration `n` (1-based) takes the schema from
+/// version `n - 1` to `n`. Each new area adds a file; nothing else changes.
+/// Identifiers in the files are placeholders (see [`render`]).
+const MIGRATIONS: &[&str] = &[
+    include_str!("../migrations/001_queues.sql"),
+    include_str!("../migrations/002_queue_tokens_cancel_done.sql"),
+];
+
 /// The schema version this build writes and understands.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// Longest accepted schema name: the longest prefixed index name
 /// (`{schema}_dead_retention_idx`) must fit PostgreSQL's 63-byte identifiers,
@@ -92,24 +100,6 @@ pub mod tables {
     pub const DONE: &str = "done";
     /// Key/value facts about the schema (its version).
     pub const META: &str = "meta";
-}
-
-/// Index name suffixes; the full name is `{schema}_{suffix}`.
-pub mod indexes {
-    /// Claim order over pending rows (`queue, priority DESC, run_at, id`).
-    pub const JOB_CLAIM: &str = "job_claim_idx";
-    /// Claim deadlines of processing rows.
-    pub const JOB_DEADLINE: &str = "job_deadline_idx";
-    /// Expiry of pending rows.
-    pub const JOB_EXPIRY: &str = "job_expiry_idx";
-    /// At most one live job per queue and unique key.
-    pub const JOB_UNIQUE: &str = "job_unique_idx";
-    /// Dead-letter retention sweep and per-queue listing.
-    pub const DEAD_RETENTION: &str = "dead_retention_idx";
-    /// Pruning of kept completed jobs.
-    pub const DONE_RETENTION: &str = "done_retention_idx";
-    /// Per-queue listing of kept completed jobs.
-    pub const DONE_QUEUE: &str = "done_queue_idx";
 }
 
 /// The LISTEN/NOTIFY channel of a schema (`alkstore_{schema}`).
@@ -186,10 +176,12 @@ pub async fn bootstrap(client: &mut tokio_postgres::Client, schema: &str) -> Res
             return tx.commit().await.map_err(db);
         }
     }
-    if found.unwrap_or(0) < 1 {
-        tx.batch_execute(&ddl_v1(schema)).await.map_err(db)?;
+    let from = usize::try_from(found.unwrap_or(0)).unwrap_or(0);
+    for migration in &MIGRATIONS[from..] {
+        tx.batch_execute(&render(migration, schema))
+            .await
+            .map_err(db)?;
     }
-    tx.batch_execute(&ddl_v2(schema)).await.map_err(db)?;
     tx.execute(
         &format!(
             "INSERT INTO {meta} (key, value) VALUES ('schema_version', $1)
@@ -202,139 +194,62 @@ pub async fn bootstrap(client: &mut tokio_postgres::Client, schema: &str) -> Res
     tx.commit().await.map_err(db)
 }
 
-/// Version 2: claim tokens apart from attempts, cooperative cancel, kept
-/// completed jobs, and every attempt's error. Idempotent (`IF NOT EXISTS`).
-fn ddl_v2(schema: &str) -> String {
-    let index = |suffix: &str| quote_identifier(&format!("{schema}_{suffix}"));
-    let job = QualifiedTable::new(schema, tables::JOB);
-    let dead = QualifiedTable::new(schema, tables::DEAD);
-    let done = QualifiedTable::new(schema, tables::DONE);
-    let done_retention = index(indexes::DONE_RETENTION);
-    let done_queue = index(indexes::DONE_QUEUE);
-    format!(
-        "
-ALTER TABLE {job} ADD COLUMN IF NOT EXISTS claim_count BIGINT NOT NULL DEFAULT 0,
-  ADD COLUMN IF NOT EXISTS cancel_requested BOOLEAN NOT NULL DEFAULT false,
-  ADD COLUMN IF NOT EXISTS keep_completed_s BIGINT,
-  ADD COLUMN IF NOT EXISTS errors JSONB;
--- Version 1 proved claims by attempt; carry those tokens over.
-UPDATE {job} SET claim_count = attempts WHERE claim_count = 0 AND attempts > 0;
-ALTER TABLE {dead} ADD COLUMN IF NOT EXISTS claim_count BIGINT NOT NULL DEFAULT 0,
-  ADD COLUMN IF NOT EXISTS keep_completed_s BIGINT,
-  ADD COLUMN IF NOT EXISTS errors JSONB;
-UPDATE {dead} SET claim_count = attempts WHERE claim_count = 0 AND attempts > 0;
-CREATE TABLE IF NOT EXISTS {done} (
-  id BIGINT PRIMARY KEY,
-  queue TEXT NOT NULL,
-  payload BYTEA NOT NULL,
-  priority BIGINT NOT NULL DEFAULT 0,
-  run_at BIGINT NOT NULL DEFAULT 0,
-  attempts BIGINT NOT NULL DEFAULT 0,
-  max_attempts BIGINT NOT NULL DEFAULT 0,
-  worker_id TEXT,
-  claimed_at BIGINT,
-  claim_expires_at BIGINT,
-  created_at BIGINT NOT NULL,
-  expires_at BIGINT,
-  visibility_timeout_s BIGINT NOT NULL DEFAULT 300,
-  backoff_base_s BIGINT NOT NULL DEFAULT 5,
-  dead_letter_retention_s BIGINT,
-  unique_key TEXT,
-  claim_count BIGINT NOT NULL DEFAULT 0,
-  keep_completed_s BIGINT,
-  last_error TEXT,
-  errors JSONB,
-  completed_at BIGINT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS {done_retention} ON {done} (completed_at);
-CREATE INDEX IF NOT EXISTS {done_queue} ON {done} (queue, id);
-"
-    )
+/// A migration with its placeholders replaced by quoted identifiers:
+/// `@job@`, `@dead@`, `@done@`, `@meta@` (tables in the schema), `@schema@`
+/// and `@index:NAME@` (`{schema}_NAME`, schema-prefixed so a co-tenant's
+/// index of the same name cannot make `IF NOT EXISTS` skip ours). Every name
+/// goes through [`quote_identifier`], the injection boundary.
+fn render(sql: &str, schema: &str) -> String {
+    let mut out = String::with_capacity(sql.len() + 256);
+    let mut rest = sql;
+    while let Some(start) = rest.find('@') {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 1..];
+        let Some(len) = after.find('@') else {
+            out.push_str(&rest[start..]);
+            return out;
+        };
+        let token = &after[..len];
+        let name = match token {
+            "job" => QualifiedTable::new(schema, tables::JOB).to_string(),
+            "dead" => QualifiedTable::new(schema, tables::DEAD).to_string(),
+            "done" => QualifiedTable::new(schema, tables::DONE).to_string(),
+            "meta" => QualifiedTable::new(schema, tables::META).to_string(),
+            "schema" => quote_identifier(schema),
+            _ => match token.strip_prefix("index:") {
+                Some(index) => quote_identifier(&format!("{schema}_{index}")),
+                // Not a placeholder: keep the text as written.
+                None => {
+                    out.push('@');
+                    rest = after;
+                    continue;
+                }
+            },
+        };
+        out.push_str(&name);
+        rest = &after[len + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
-fn ddl_v1(schema: &str) -> String {
-    let index = |suffix: &str| quote_identifier(&format!("{schema}_{suffix}"));
-    let job = QualifiedTable::new(schema, tables::JOB);
-    let dead = QualifiedTable::new(schema, tables::DEAD);
-    let job_claim = index(indexes::JOB_CLAIM);
-    let job_deadline = index(indexes::JOB_DEADLINE);
-    let job_expiry = index(indexes::JOB_EXPIRY);
-    let job_unique = index(indexes::JOB_UNIQUE);
-    let dead_retention = index(indexes::DEAD_RETENTION);
-    let schema_q = quote_identifier(schema);
-    format!(
-        "
-CREATE TABLE IF NOT EXISTS {job} (
-  id BIGSERIAL PRIMARY KEY,
-  queue TEXT NOT NULL,
-  state TEXT NOT NULL DEFAULT 'pending',
-  payload BYTEA NOT NULL,
-  priority BIGINT NOT NULL DEFAULT 0,
-  run_at BIGINT NOT NULL,
-  attempts BIGINT NOT NULL DEFAULT 0,
-  max_attempts BIGINT NOT NULL DEFAULT 3,
-  worker_id TEXT,
-  claimed_at BIGINT,
-  claim_expires_at BIGINT,
-  created_at BIGINT NOT NULL,
-  expires_at BIGINT,
-  visibility_timeout_s BIGINT NOT NULL DEFAULT 300,
-  backoff_base_s BIGINT NOT NULL DEFAULT 5,
-  dead_letter_retention_s BIGINT,
-  unique_key TEXT,
-  last_error TEXT
-);
--- Pending rows only: a claim takes a row out of this index, so the scan
--- starts at the first due row whatever the backlog of claimed rows.
-CREATE INDEX IF NOT EXISTS {job_claim} ON {job} (queue, priority DESC, run_at, id)
-  WHERE state = 'pending';
-CREATE INDEX IF NOT EXISTS {job_deadline} ON {job} (queue, claim_expires_at)
-  WHERE state = 'processing';
-CREATE INDEX IF NOT EXISTS {job_expiry} ON {job} (expires_at)
-  WHERE expires_at IS NOT NULL AND state = 'pending';
-CREATE UNIQUE INDEX IF NOT EXISTS {job_unique} ON {job} (queue, unique_key)
-  WHERE unique_key IS NOT NULL;
--- A queue table churns: every job is inserted, updated and deleted. Vacuum it
--- after 1 % of its rows are dead rather than PostgreSQL's default 20 %, so
--- dead entries at the head of the claim index do not pile up.
-ALTER TABLE {job} SET (autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000,
-  autovacuum_analyze_scale_factor = 0.02, autovacuum_vacuum_cost_delay = 1);
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-CREATE TABLE IF NOT EXISTS {dead} (
-  id BIGINT PRIMARY KEY,
-  queue TEXT NOT NULL,
-  payload BYTEA NOT NULL,
-  priority BIGINT NOT NULL DEFAULT 0,
-  run_at BIGINT NOT NULL DEFAULT 0,
-  attempts BIGINT NOT NULL DEFAULT 0,
-  max_attempts BIGINT NOT NULL DEFAULT 0,
-  worker_id TEXT,
-  claimed_at BIGINT,
-  claim_expires_at BIGINT,
-  created_at BIGINT NOT NULL,
-  expires_at BIGINT,
-  visibility_timeout_s BIGINT NOT NULL DEFAULT 300,
-  backoff_base_s BIGINT NOT NULL DEFAULT 5,
-  dead_letter_retention_s BIGINT,
-  unique_key TEXT,
-  last_error TEXT,
-  reason TEXT NOT NULL,
-  died_at BIGINT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS {dead_retention} ON {dead} (queue, died_at);
-
--- Wake-ups: every insert into the job table (ours, the caller's outbox
--- transaction, a requeue) notifies listeners of the queues it touched, at
--- commit. The channel is derived from the schema inside the function, so no
--- schema name is ever spliced into a string literal.
-CREATE OR REPLACE FUNCTION {schema_q}.job_notify() RETURNS trigger LANGUAGE plpgsql AS $alk$
-BEGIN
-  PERFORM pg_notify('alkstore_' || TG_TABLE_SCHEMA, d.q) FROM (SELECT DISTINCT queue AS q FROM new_rows) d;
-  RETURN NULL;
-END
-$alk$;
-CREATE OR REPLACE TRIGGER job_notify_insert AFTER INSERT ON {job}
-  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION {schema_q}.job_notify();
-"
-    )
+    #[test]
+    fn migrations_render_every_placeholder_quoted() {
+        for (n, m) in MIGRATIONS.iter().enumerate() {
+            let sql = render(m, r#"we"ird"#);
+            assert!(
+                !sql.contains("@job@") && !sql.contains("@index:"),
+                "migration {}",
+                n + 1
+            );
+            assert!(sql.contains(r#""we""ird"."job""#), "migration {}", n + 1);
+        }
+        let first = render(MIGRATIONS[0], "s");
+        assert!(first.contains(r#"CREATE INDEX IF NOT EXISTS "s_job_claim_idx" ON "s"."job""#));
+        assert!(first.contains(r#""s".job_notify()"#));
+    }
 }

@@ -1,12 +1,19 @@
 //! The embedded SQLite engine of alkstore.
 //!
-//! One file, no server. All writes go through **one writer thread** that
-//! takes every command waiting in its channel and runs them in a single
-//! `BEGIN IMMEDIATE` transaction (group commit), each inside its own savepoint
-//! so one failing command never undoes its neighbours. Reads run on a small
-//! pool of read connections beside it; WAL lets them proceed while the writer
-//! commits. Tables are prefixed `__alkstore_` so they can share a database
-//! file with the application's own tables.
+//! One file, no server. Every write goes through **one write connection**
+//! with group commit: callers queue their commands, and whichever caller
+//! finds the connection free leads on its own thread, running every queued
+//! command in one `BEGIN IMMEDIATE` transaction, each inside its own
+//! savepoint so one failing command never undoes its neighbours (see
+//! `writer.rs`). Reads run on a small pool of read connections beside it;
+//! WAL lets them proceed while the writer commits. Tables are prefixed
+//! `__alkstore_` so they can share a database file with the application's
+//! own tables; the schema comes from the numbered files in `migrations/`.
+//!
+//! Commits by other processes wake workers through `PRAGMA data_version`:
+//! on Linux a watcher thread sleeps until inotify reports a write to the
+//! `-wal` file; elsewhere it polls the pragma every millisecond while anyone
+//! listens.
 //!
 //! ```no_run
 //! # async fn demo() -> alkstore_core::Result<()> {
@@ -19,7 +26,6 @@
 
 mod outbox;
 mod queues;
-mod rows;
 mod schema;
 mod writer;
 
@@ -152,8 +158,8 @@ impl SqliteEngine {
 
     /// Subscribe to wake hints. Writes through this engine hint at once;
     /// commits by other processes (or the caller's own connections) are seen
-    /// by a watcher thread that polls `PRAGMA data_version` every millisecond
-    /// while anyone listens.
+    /// by a watcher thread on `PRAGMA data_version` (woken by inotify on
+    /// Linux, polling every millisecond elsewhere) while anyone listens.
     pub fn wake_hints(&self) -> tokio::sync::broadcast::Receiver<Wake> {
         let rx = self.inner.wake.subscribe();
         if !self.inner.watcher_started.swap(true, Ordering::SeqCst) {
@@ -389,6 +395,19 @@ pub(crate) fn open_connection(opts: &SqliteOptions) -> Result<Connection> {
         "NORMAL"
     };
     let busy_ms = opts.busy_timeout.as_millis().min(u128::from(u32::MAX));
+    // journal_mode=WAL: readers never block the writer nor it them, and a
+    //   commit is one append to the -wal file.
+    // synchronous=NORMAL (or FULL): in WAL mode NORMAL survives a process
+    //   crash or kill -9 and skips the fsync per commit; FULL also survives
+    //   power loss (`?synchronous=full`).
+    // busy_timeout: how long to wait for another process's lock before
+    //   `Error::Busy` (`SqliteOptions::busy_timeout`, 10 s).
+    // temp_store=MEMORY: sorts and temporary b-trees of claims and stats
+    //   never touch disk.
+    // wal_autocheckpoint=10000 pages (~40 MiB): fewer, larger checkpoints
+    //   under a steady write load than the default 1,000.
+    // cache_size=-65536 (64 MiB per connection): the claim index and hot
+    //   rows of a large backlog stay in memory.
     conn.execute_batch(&format!(
         "PRAGMA journal_mode=WAL; PRAGMA synchronous={sync}; PRAGMA busy_timeout={busy_ms}; PRAGMA temp_store=MEMORY; PRAGMA wal_autocheckpoint=10000; PRAGMA cache_size=-65536;"
     ))

@@ -1,4 +1,7 @@
-//! Job queue statements.
+//! The queue area on SQLite: its statements (here) and row decoding
+//! (`rows.rs`).
+
+mod rows;
 
 use std::time::Duration;
 
@@ -10,8 +13,8 @@ use alkstore_core::{
 };
 use rusqlite::{params, Connection, OptionalExtension, ToSql};
 
-use crate::rows::{claimed, job_info, Source, JOB_COLS, MOVE_COLS};
 use crate::{db, SqliteEngine};
+use rows::{claimed, job_info, Source, JOB_COLS, MOVE_COLS};
 
 /// Insert one validated job at `now`. Shared by the engine and the outbox.
 pub(crate) fn insert_job(conn: &Connection, job: &NewJob, now: i64) -> Result<Enqueued> {

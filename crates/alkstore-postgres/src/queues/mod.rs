@@ -1,12 +1,14 @@
-//! Job queue operations on PostgreSQL.
+//! The queue area on PostgreSQL: its operations (here), statement texts
+//! (`sql.rs`) and row shapes (`rows.rs`).
+
+mod rows;
+pub(crate) mod sql;
 
 use std::collections::HashSet;
 
 use std::time::Duration;
 
-use alkstore_core::queue::{
-    parse_attempt_errors, secs, truncate_error, validate_duration, validate_queue_name,
-};
+use alkstore_core::queue::{secs, truncate_error, validate_duration, validate_queue_name};
 use alkstore_core::{
     backoff_delay_s, CancelOutcome, Capabilities, Claim, ClaimParams, DeadListParams, DeadSelect,
     Engine, Enqueued, Error, Job, JobInfo, JobListParams, JobState, NewJob, QueueAdmin,
@@ -16,63 +18,9 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::ToStatement;
 use tokio_postgres::{GenericClient, Row};
 
-use crate::sql::Sql;
 use crate::{db, PgEngine};
-
-/// Column arrays of a batch enqueue, in the `unnest` order of `sql.rs`.
-struct Columns {
-    queue: Vec<String>,
-    payload: Vec<Vec<u8>>,
-    priority: Vec<i64>,
-    run_at: Vec<Option<i64>>,
-    delay_s: Vec<i64>,
-    max_attempts: Vec<i64>,
-    expires_in: Vec<Option<i64>>,
-    vis: Vec<i64>,
-    backoff: Vec<i64>,
-    retention: Vec<Option<i64>>,
-    unique_key: Vec<Option<String>>,
-    keep: Vec<Option<i64>>,
-}
-
-impl Columns {
-    fn new(jobs: Vec<NewJob>) -> Columns {
-        let n = jobs.len();
-        let mut c = Columns {
-            queue: Vec::with_capacity(n),
-            payload: Vec::with_capacity(n),
-            priority: Vec::with_capacity(n),
-            run_at: Vec::with_capacity(n),
-            delay_s: Vec::with_capacity(n),
-            max_attempts: Vec::with_capacity(n),
-            expires_in: Vec::with_capacity(n),
-            vis: Vec::with_capacity(n),
-            backoff: Vec::with_capacity(n),
-            retention: Vec::with_capacity(n),
-            unique_key: Vec::with_capacity(n),
-            keep: Vec::with_capacity(n),
-        };
-        for j in jobs {
-            c.priority.push(j.opts.priority.into());
-            c.run_at.push(j.opts.run_at);
-            c.delay_s.push(j.delay_s());
-            c.max_attempts.push(j.max_attempts().into());
-            c.expires_in.push(
-                j.opts
-                    .expires_in
-                    .map(|d| d.as_secs().min(i64::MAX as u64 / 4) as i64),
-            );
-            c.vis.push(j.visibility_timeout_s());
-            c.backoff.push(j.backoff_base_s());
-            c.retention.push(j.dead_letter_retention_s());
-            c.keep.push(j.keep_completed_s());
-            c.queue.push(j.queue);
-            c.payload.push(j.payload);
-            c.unique_key.push(j.opts.unique_key);
-        }
-        c
-    }
-}
+use rows::{job_info, Columns, Source};
+use sql::Sql;
 
 /// Whether a batch needs the unique-key statement.
 pub(crate) fn is_keyed(jobs: &[NewJob]) -> bool {
@@ -215,56 +163,6 @@ where
         });
     }
     Ok(out)
-}
-
-/// Which table a `JobInfo` row comes from (see `sql.rs` for the columns).
-#[derive(Clone, Copy)]
-enum Source {
-    Live,
-    Dead,
-    Done,
-}
-
-fn job_info(r: &Row, source: Source) -> JobInfo {
-    let errors: Option<String> = r.get(13);
-    let (state, dead_reason, died_at, cancel_requested) = match source {
-        Source::Dead => (
-            JobState::Dead,
-            Some(r.get::<_, String>(14)),
-            Some(r.get(15)),
-            false,
-        ),
-        Source::Live => {
-            let s: String = r.get(14);
-            (
-                JobState::parse(&s).unwrap_or(JobState::Pending),
-                None,
-                None,
-                r.get(15),
-            )
-        }
-        Source::Done => (JobState::Completed, None, Some(r.get(14)), false),
-    };
-    JobInfo {
-        id: r.get(0),
-        queue: r.get(1),
-        payload: r.get(2),
-        priority: r.get(3),
-        run_at: r.get(4),
-        attempts: r.get::<_, i64>(5) as u32,
-        max_attempts: r.get::<_, i64>(6) as u32,
-        worker: r.get(7),
-        claim_expires_at: r.get(8),
-        created_at: r.get(9),
-        expires_at: r.get(10),
-        unique_key: r.get(11),
-        last_error: r.get(12),
-        errors: parse_attempt_errors(errors.as_deref()),
-        state,
-        dead_reason,
-        died_at,
-        cancel_requested,
-    }
 }
 
 impl PgEngine {
