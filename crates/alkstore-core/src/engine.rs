@@ -1,6 +1,7 @@
 //! The base trait every engine implements, whatever areas it serves.
 
 use std::future::Future;
+use std::time::Duration;
 
 use crate::{Result, SweepReport, Wake};
 
@@ -30,4 +31,13 @@ pub trait Engine: Send + Sync + 'static {
     /// claims back (or dead-letter them when out of attempts), and prune dead
     /// letters and kept completed jobs past their retention.
     fn sweep(&self) -> impl Future<Output = Result<SweepReport>> + Send;
+
+    /// [`Engine::sweep`], but at most once per `every` for the whole store,
+    /// however many processes call it: `None` when another caller swept
+    /// within the interval. Workers call this, so a fleet of workers sweeps
+    /// a store once per interval, not once per worker.
+    fn sweep_due(
+        &self,
+        every: Duration,
+    ) -> impl Future<Output = Result<Option<SweepReport>>> + Send;
 }

@@ -29,11 +29,11 @@ pub mod schema;
 pub mod testing;
 mod tls;
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use alkstore_core::queue::RescueSchedule;
 use alkstore_core::url::mask_password;
 use alkstore_core::{Clock, Error, Limits, Result, Wake, WakeHub};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
@@ -103,18 +103,12 @@ struct Inner {
     relaxed_pool: Option<Pool>,
     sql: queues::sql::Sql,
     opts: PgOptions,
-    /// Per queue, when expired claims were last rescued (see `queues.rs`).
-    last_rescue: Mutex<HashMap<String, RescueMark>>,
+    /// When each queue's expired rows were last handed back.
+    rescues: Mutex<RescueSchedule>,
     wake: listen::Hub,
     listener_started: AtomicBool,
     /// How the LISTEN connection connects: the pools' config and connector.
     listen_connect: (tokio_postgres::Config, tls::Connector),
-}
-
-#[derive(Clone, Copy, PartialEq)]
-enum RescueMark {
-    At(Instant),
-    Clock(i64),
 }
 
 impl std::fmt::Debug for PgEngine {
@@ -188,7 +182,7 @@ impl PgEngine {
                 pool,
                 relaxed_pool,
                 opts,
-                last_rescue: Mutex::new(HashMap::new()),
+                rescues: Mutex::new(RescueSchedule::default()),
                 wake: Arc::new(WakeHub::default()),
                 listener_started: AtomicBool::new(false),
                 listen_connect,
@@ -246,37 +240,19 @@ impl PgEngine {
         &self.inner.opts.limits
     }
 
-    /// Whether this claim should first hand expired claims back: once per
-    /// second per queue (claims expire on whole seconds), or whenever an
-    /// injected clock moved.
+    /// Whether this claim should first hand expired rows back (see
+    /// `RescueSchedule`): once per second of the injected clock, or of this
+    /// host's monotonic clock when the database's clock decides.
     fn rescue_due(&self, queue: &str) -> bool {
-        let mark = match self.now_override() {
-            Some(now) => RescueMark::Clock(now),
-            None => RescueMark::At(Instant::now()),
-        };
-        let Ok(mut map) = self.inner.last_rescue.lock() else {
-            return true;
-        };
-        let due = match (map.get(queue), mark) {
-            (Some(RescueMark::Clock(last)), RescueMark::Clock(now)) => *last != now,
-            (Some(RescueMark::At(last)), RescueMark::At(_)) => {
-                last.elapsed() >= Duration::from_millis(1000)
-            }
-            _ => true,
-        };
-        if due {
-            if map.len() >= 10_000 {
-                // Marks only save work; forget them rather than grow.
-                map.clear();
-            }
-            map.insert(queue.to_string(), mark);
+        match self.inner.rescues.lock() {
+            Ok(mut s) => s.due(queue, self.now_override()),
+            Err(_) => true,
         }
-        due
     }
 
     fn forget_rescue(&self, queue: &str) {
-        if let Ok(mut map) = self.inner.last_rescue.lock() {
-            map.remove(queue);
+        if let Ok(mut s) = self.inner.rescues.lock() {
+            s.forget(queue);
         }
     }
 }

@@ -13,10 +13,10 @@
 //! write itself. A leader serves a bounded number of groups, then hands the
 //! rest of the queue to a spawned task so its own caller is not starved.
 
-use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
+use alkstore_core::queue::RescueSchedule;
 use alkstore_core::{Clock, Error, Result};
 use rusqlite::Connection;
 use tokio::sync::oneshot;
@@ -28,10 +28,9 @@ const MAX_GROUPS_PER_LEADER: usize = 4;
 pub(crate) struct WriterState {
     pub conn: Connection,
     pub clock: Arc<dyn Clock>,
-    /// Per queue, the second at which expired claims were last rescued.
-    /// Claims expire on whole seconds, so one rescue per second per queue
-    /// finds every expired claim.
-    pub last_rescue: HashMap<String, i64>,
+    /// When each queue's expired rows were last handed back (see
+    /// `alkstore_core::queue::RescueSchedule`).
+    pub rescues: RescueSchedule,
     /// How long `BEGIN IMMEDIATE` waits for another connection's lock.
     pub busy_timeout: std::time::Duration,
     /// Set while a group could not begin: its commands fail with this error
@@ -60,9 +59,6 @@ impl BeginFailure {
     }
 }
 
-/// Forget rescue marks beyond this many queues (a mark only saves work).
-pub(crate) const MAX_RESCUE_MARKS: usize = 10_000;
-
 type Deliver = Box<dyn FnOnce(Option<&str>) + Send>;
 type Command = Box<dyn FnOnce(&mut WriterState) -> Deliver + Send>;
 
@@ -86,7 +82,7 @@ impl Writer {
             state: Mutex::new(WriterState {
                 conn,
                 clock,
-                last_rescue: HashMap::new(),
+                rescues: RescueSchedule::default(),
                 busy_timeout,
                 begin_failure: None,
             }),
@@ -219,7 +215,7 @@ fn run_group(st: &mut WriterState, batch: Vec<Command>) -> bool {
     let err = match aborted {
         Some(reason) => {
             let _ = st.conn.execute_batch("ROLLBACK");
-            st.last_rescue.clear();
+            st.rescues.clear();
             Some(reason)
         }
         None => {
@@ -232,7 +228,7 @@ fn run_group(st: &mut WriterState, batch: Vec<Command>) -> bool {
                 Err(e) => {
                     let _ = st.conn.execute_batch("ROLLBACK");
                     // Rescue bookkeeping may describe rolled-back work.
-                    st.last_rescue.clear();
+                    st.rescues.clear();
                     Some(format!("commit: {e}"))
                 }
             }

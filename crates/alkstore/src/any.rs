@@ -49,6 +49,9 @@ impl Engine for AnyEngine {
     async fn sweep(&self) -> Result<SweepReport> {
         dispatch!(self.sweep())
     }
+    async fn sweep_due(&self, every: Duration) -> Result<Option<SweepReport>> {
+        dispatch!(self.sweep_due(every))
+    }
 }
 
 impl QueueEngine for AnyEngine {

@@ -8,10 +8,12 @@
 
 mod engine;
 mod params;
+mod rescue;
 mod types;
 
 pub use engine::{QueueAdmin, QueueEngine};
 pub use params::*;
+pub use rescue::RescueSchedule;
 pub use types::*;
 
 // Validation lives beside every area; these paths are kept for callers.

@@ -267,11 +267,31 @@ impl Engine for PgEngine {
     }
 
     async fn sweep(&self) -> Result<SweepReport> {
+        self.sweep_if(None).await.map(Option::unwrap_or_default)
+    }
+
+    async fn sweep_due(&self, every: Duration) -> Result<Option<SweepReport>> {
+        validate_duration("sweep interval", Some(every))?;
+        self.sweep_if(Some(secs(every))).await
+    }
+}
+
+impl PgEngine {
+    /// Sweep every queue; with `every_s`, only when nobody swept in the last
+    /// `every_s` seconds of the database's clock (the mark row is locked and
+    /// re-checked by a concurrent sweeper, so one sweeps per interval).
+    async fn sweep_if(&self, every_s: Option<i64>) -> Result<Option<SweepReport>> {
         let op = "queue_sweep";
         let sql = &self.inner.sql;
         let now = self.now_override();
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(db(op))?;
+        if let Some(every_s) = every_s {
+            let mark = tx.prepare_cached(&sql.sweep_mark).await.map_err(db(op))?;
+            if tx.execute(&mark, &[&now, &every_s]).await.map_err(db(op))? == 0 {
+                return Ok(None);
+            }
+        }
         let sweep = tx.prepare_cached(&sql.sweep).await.map_err(db(op))?;
         let r = tx.query_one(&sweep, &[&now]).await.map_err(db(op))?;
         let (expired, exhausted, rescued): (i64, i64, i64) = (r.get(0), r.get(1), r.get(2));
@@ -287,13 +307,13 @@ impl Engine for PgEngine {
         if rescued > 0 {
             self.hub().all();
         }
-        Ok(SweepReport {
+        Ok(Some(SweepReport {
             expired: expired as u64,
             rescued: rescued as u64,
             exhausted: exhausted as u64,
             dead_pruned: pruned[0],
             completed_pruned: pruned[1],
-        })
+        }))
     }
 }
 

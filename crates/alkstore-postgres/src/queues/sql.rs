@@ -60,6 +60,7 @@ pub(crate) struct Sql {
     pub stats: String,
     pub queue_list: String,
     pub sweep: String,
+    pub sweep_mark: String,
     pub sweep_prune_dead: String,
     pub sweep_prune_done: String,
     pub dead_list: String,
@@ -148,6 +149,7 @@ impl Sql {
         let job = QualifiedTable::new(schema, tables::JOB);
         let dead = QualifiedTable::new(schema, tables::DEAD);
         let done = QualifiedTable::new(schema, tables::DONE);
+        let meta = QualifiedTable::new(schema, tables::META);
         let unnest = "unnest($2::text[], $3::bytea[], $4::bigint[], $5::bigint[], $6::bigint[], \
               $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], \
               $13::bigint[]) \
@@ -315,6 +317,13 @@ impl Sql {
                 "SELECT queue FROM {job} UNION SELECT queue FROM {dead} UNION SELECT queue FROM {done} ORDER BY 1"
             ),
             sweep: rescue(&job, &dead, ""),
+            // Claim this interval's sweep: a concurrent sweeper blocks on
+            // the row, then re-checks the condition and finds it taken.
+            sweep_mark: format!(
+                "INSERT INTO {meta} (key, value) VALUES ('last_sweep_at', {NOW}) \
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value \
+                 WHERE {meta}.value <= {NOW} - $2::bigint"
+            ),
             sweep_prune_dead: format!(
                 "DELETE FROM {dead} WHERE dead_letter_retention_s IS NOT NULL \
                  AND died_at + dead_letter_retention_s <= {NOW}"

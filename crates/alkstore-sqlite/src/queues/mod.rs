@@ -251,11 +251,39 @@ impl Engine for SqliteEngine {
     }
 
     async fn sweep(&self) -> Result<SweepReport> {
+        self.sweep_if(None).await.map(Option::unwrap_or_default)
+    }
+
+    async fn sweep_due(&self, every: Duration) -> Result<Option<SweepReport>> {
+        validate_duration("sweep interval", Some(every))?;
+        self.sweep_if(Some(secs(every))).await
+    }
+}
+
+impl SqliteEngine {
+    /// Sweep every queue; with `every_s`, only when no process swept in the
+    /// last `every_s` seconds (the mark and the sweep commit together, and
+    /// writers are serialized, so one process sweeps per interval).
+    async fn sweep_if(&self, every_s: Option<i64>) -> Result<Option<SweepReport>> {
         self.inner
             .writer
-            .write("queue_sweep", |st| {
+            .write("queue_sweep", move |st| {
                 let op = "queue_sweep";
                 let now = st.clock.now();
+                if let Some(every_s) = every_s {
+                    let claimed = st
+                        .conn
+                        .prepare_cached(
+                            "INSERT INTO __alkstore_meta (key, value) VALUES ('last_sweep_at', ?1) \
+                             ON CONFLICT (key) DO UPDATE SET value = excluded.value \
+                             WHERE __alkstore_meta.value <= ?1 - ?2",
+                        )
+                        .and_then(|mut s| s.execute(params![now, every_s]))
+                        .map_err(db(op))?;
+                    if claimed == 0 {
+                        return Ok(None);
+                    }
+                }
                 let r = rescue_expired(&st.conn, op, None, now)?;
                 let prune = |sql: &str| -> Result<u64> {
                     st.conn
@@ -271,17 +299,17 @@ impl Engine for SqliteEngine {
                 let completed_pruned = prune(
                     "DELETE FROM __alkstore_done WHERE completed_at + keep_completed_s <= ?1",
                 )?;
-                Ok(SweepReport {
+                Ok(Some(SweepReport {
                     expired: r.expired,
                     rescued: r.rescued,
                     exhausted: r.exhausted,
                     dead_pruned,
                     completed_pruned,
-                })
+                }))
             })
             .await
             .inspect(|r| {
-                if r.rescued > 0 {
+                if r.is_some_and(|r| r.rescued > 0) {
                     self.hub().all();
                 }
             })
@@ -315,14 +343,15 @@ impl QueueEngine for SqliteEngine {
             .writer
             .write("job_claim", move |st| {
                 let now = st.clock.now();
-                if st.last_rescue.get(&p.queue) != Some(&now) {
-                    st.last_rescue.remove(&p.queue);
-                    let r = rescue_expired(&st.conn, "job_claim", Some(&p.queue), now)?;
-                    r.log(&p.queue);
-                    if st.last_rescue.len() >= crate::writer::MAX_RESCUE_MARKS {
-                        st.last_rescue.clear();
+                if st.rescues.due(&p.queue, Some(now)) {
+                    let r = rescue_expired(&st.conn, "job_claim", Some(&p.queue), now);
+                    match r {
+                        Ok(r) => r.log(&p.queue),
+                        Err(e) => {
+                            st.rescues.forget(&p.queue);
+                            return Err(e);
+                        }
                     }
-                    st.last_rescue.insert(p.queue.clone(), now);
                 }
                 // `LIMIT (SELECT ?4)`, not `LIMIT ?4`: SQLite re-prepares a
                 // statement on every call when a bound LIMIT feeds its planner.
@@ -347,7 +376,7 @@ impl QueueEngine for SqliteEngine {
                 let mut jobs = match rows {
                     Ok(jobs) => jobs,
                     Err(e) => {
-                        st.last_rescue.remove(&p.queue);
+                        st.rescues.forget(&p.queue);
                         return Err(db("job_claim")(e));
                     }
                 };
