@@ -1,0 +1,342 @@
+//! Configuring and running a worker: [`Worker`] and its builder methods,
+//! [`WorkerOpts`], validation, [`Worker::run_until`] (start the queue loops,
+//! the completer and the sweeper; shut them down in order) and the
+//! [`WorkerReport`] it returns.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use alkstore_core::Result;
+use serde::de::DeserializeOwned;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use super::completer::{AckStats, Completer};
+use super::handler::{self, ErasedHandler, JobCtx, JobResult};
+use super::maintenance::{sweep_loop, AbortOnDrop};
+use super::producer::{queue_loop, LoopCtx};
+use crate::Store;
+
+/// Worker-wide options.
+#[derive(Debug, Clone)]
+pub struct WorkerOpts {
+    /// How long graceful shutdown waits for running handlers before handing
+    /// their jobs back (default 30 s).
+    pub shutdown_timeout: Duration,
+    /// Longest idle wait between claims when no hint arrives (default 1 s).
+    /// An idle wait also ends just after the next whole second, where delayed
+    /// jobs and claim expiries fall due, so values above 1 s wait no longer.
+    pub poll_interval: Duration,
+    /// Most jobs per claim (default 1,000).
+    pub max_claim: u32,
+    /// Most acks per statement (default 1,000).
+    pub ack_batch: usize,
+    /// Claim loops per queue with at least 128 handler slots (default 2): one
+    /// claims while the other's claim is being written.
+    pub claimers: usize,
+    /// How often the worker runs the store's maintenance sweep: expiring
+    /// overdue jobs, handing expired claims back, and pruning dead letters
+    /// and kept completed jobs past retention (default 60 s; `None` leaves it
+    /// to someone else).
+    pub sweep_interval: Option<Duration>,
+}
+
+impl Default for WorkerOpts {
+    fn default() -> Self {
+        WorkerOpts {
+            shutdown_timeout: Duration::from_secs(30),
+            poll_interval: Duration::from_secs(1),
+            max_claim: 1_000,
+            ack_batch: 1_000,
+            claimers: 2,
+            sweep_interval: Some(Duration::from_secs(60)),
+        }
+    }
+}
+
+/// A registered queue: its handler and per-queue settings.
+pub(crate) struct QueueSpec {
+    pub(crate) name: String,
+    pub(crate) handler: ErasedHandler,
+    pub(crate) concurrency: usize,
+    pub(crate) timeout: Option<Duration>,
+}
+
+/// What a worker did, returned when it stops.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkerReport {
+    /// Jobs claimed.
+    pub claimed: u64,
+    /// Jobs acked.
+    pub completed: u64,
+    /// Attempts that failed and were rescheduled.
+    pub retried: u64,
+    /// Jobs moved to dead (failed, out of attempts, or cancelled).
+    pub dead: u64,
+    /// Handlers that panicked (each counted as a failed attempt).
+    pub panicked: u64,
+    /// Handlers stopped by their timeout.
+    pub timed_out: u64,
+    /// Unfinished jobs handed back at shutdown.
+    pub released: u64,
+    /// Acks refused because the claim had expired (the job runs again).
+    pub lost_claims: u64,
+    /// Jobs snoozed by their handler (run again later, no attempt used).
+    pub snoozed: u64,
+    /// Running jobs whose cancellation was requested (handlers told).
+    pub cancelled: u64,
+}
+
+/// Worker-wide tallies behind the [`WorkerReport`], shared by every queue
+/// (acks are tallied by the completer's [`AckStats`]).
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) claimed: AtomicU64,
+    pub(crate) retried: AtomicU64,
+    pub(crate) dead: AtomicU64,
+    pub(crate) panicked: AtomicU64,
+    pub(crate) timed_out: AtomicU64,
+    pub(crate) released: AtomicU64,
+    pub(crate) snoozed: AtomicU64,
+    pub(crate) cancelled: AtomicU64,
+}
+
+/// Builds and runs a worker over one store.
+pub struct Worker {
+    store: Store,
+    id: String,
+    queues: Vec<QueueSpec>,
+    opts: WorkerOpts,
+    /// The first builder mistake (a setting for an unregistered queue),
+    /// reported by [`Worker::run_until`] before anything runs.
+    build_error: Option<String>,
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker")
+            .field("id", &self.id)
+            .field(
+                "queues",
+                &self.queues.iter().map(|q| &q.name).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+/// This machine's host name: the kernel's (or `/etc/hostname`), else
+/// `$HOSTNAME`, else `host`.
+fn host_name() -> String {
+    ["/proc/sys/kernel/hostname", "/etc/hostname"]
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .map(|s| s.trim().to_string())
+        .find(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok().filter(|s| !s.is_empty()))
+        .unwrap_or_else(|| "host".into())
+}
+
+/// `host-pid-nanos`: the host name, the process id, and the wall clock's
+/// nanoseconds within the current second (in hex), to tell apart workers
+/// started by one process.
+fn default_worker_id() -> String {
+    let host = host_name();
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{host}-{}-{nanos:08x}", std::process::id())
+}
+
+/// Most handler slots per queue (far below the semaphore's limit, and what
+/// shutdown can count in one `u32`).
+const MAX_CONCURRENCY: usize = 1_000_000;
+
+impl Worker {
+    /// A worker over `store` with no queues yet.
+    pub fn new(store: Store) -> Worker {
+        Worker {
+            store,
+            id: default_worker_id(),
+            queues: Vec::new(),
+            opts: WorkerOpts::default(),
+            build_error: None,
+        }
+    }
+
+    /// Handle queue `name` with a handler of JSON-decoded payloads. A payload
+    /// that does not decode is dead-lettered at once.
+    pub fn queue<T, F, Fut>(mut self, name: impl Into<String>, f: F) -> Worker
+    where
+        T: DeserializeOwned + Send + 'static,
+        F: Fn(JobCtx<T>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = JobResult> + Send + 'static,
+    {
+        self.add(name.into(), handler::typed(f));
+        self
+    }
+
+    /// Handle queue `name` with a handler of raw payload bytes.
+    pub fn queue_raw<F, Fut>(mut self, name: impl Into<String>, f: F) -> Worker
+    where
+        F: Fn(JobCtx<Vec<u8>>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = JobResult> + Send + 'static,
+    {
+        self.add(name.into(), handler::raw(f));
+        self
+    }
+
+    /// Register `name` with default settings, replacing any earlier handler
+    /// (and settings) of that queue.
+    fn add(&mut self, name: String, handler: ErasedHandler) {
+        self.queues.retain(|q| q.name != name);
+        self.queues.push(QueueSpec {
+            name,
+            handler,
+            concurrency: 10,
+            timeout: None,
+        });
+    }
+
+    /// The spec of a registered queue; a setting for any other queue is a
+    /// mistake (a typo, or a setting before `.queue(…)`), kept for
+    /// [`Worker::run_until`] to report.
+    fn spec(&mut self, queue: &str, setting: &str) -> Option<&mut QueueSpec> {
+        let found = self.queues.iter().position(|q| q.name == queue);
+        if found.is_none() && self.build_error.is_none() {
+            self.build_error = Some(format!(
+                "{setting} for queue {queue:?}, which has no handler: register it with .queue(…) first"
+            ));
+        }
+        found.map(|i| &mut self.queues[i])
+    }
+
+    /// Run at most `n` handlers of `queue` at once (default 10). `queue` must
+    /// already have a handler, or [`Worker::run_until`] fails.
+    pub fn concurrency(mut self, queue: &str, n: usize) -> Worker {
+        if let Some(q) = self.spec(queue, "concurrency") {
+            q.concurrency = n.max(1);
+        }
+        self
+    }
+
+    /// Stop a handler of `queue` after `limit`; the attempt counts as failed.
+    /// `queue` must already have a handler, or [`Worker::run_until`] fails.
+    pub fn timeout(mut self, queue: &str, limit: Duration) -> Worker {
+        if let Some(q) = self.spec(queue, "timeout") {
+            q.timeout = Some(limit);
+        }
+        self
+    }
+
+    /// Name this worker in claims (default: host, pid and a suffix from the
+    /// clock).
+    pub fn worker_id(mut self, id: impl Into<String>) -> Worker {
+        self.id = id.into();
+        self
+    }
+
+    /// Replace the worker-wide options.
+    pub fn opts(mut self, opts: WorkerOpts) -> Worker {
+        self.opts = opts;
+        self
+    }
+
+    /// Reject a builder mistake or options out of range.
+    fn validate(&self) -> Result<()> {
+        if let Some(reason) = &self.build_error {
+            return Err(alkstore_core::Error::invalid("worker options", reason));
+        }
+        let bad = |reason: &str| Err(alkstore_core::Error::invalid("worker options", reason));
+        let o = &self.opts;
+        if o.max_claim == 0 || o.max_claim > alkstore_core::Limits::default().max_claim {
+            return bad("max_claim must be 1..=10000");
+        }
+        if o.ack_batch == 0 {
+            return bad("ack_batch must be at least 1");
+        }
+        if o.poll_interval < Duration::from_millis(10) {
+            return bad("poll_interval must be at least 10 ms");
+        }
+        if o.sweep_interval
+            .is_some_and(|d| d < Duration::from_millis(10))
+        {
+            return bad("sweep_interval must be at least 10 ms");
+        }
+        if self.queues.iter().any(|q| q.concurrency > MAX_CONCURRENCY) {
+            return bad("concurrency must be at most 1,000,000 per queue");
+        }
+        Ok(())
+    }
+
+    /// Run until `shutdown` resolves, then stop claiming, let running handlers
+    /// finish for up to `shutdown_timeout`, hand unfinished jobs back, flush
+    /// acks, and report.
+    pub async fn run_until(
+        self,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> Result<WorkerReport> {
+        if self.queues.is_empty() {
+            return Err(alkstore_core::Error::invalid(
+                "worker",
+                "no queues registered",
+            ));
+        }
+        self.validate()?;
+        for q in &self.queues {
+            alkstore_core::queue::validate_queue_name(&q.name)?;
+        }
+        let engine = self.store.engine().clone();
+        let ack_stats = Arc::new(AckStats::default());
+        let completer = Completer::spawn(engine.clone(), self.opts.ack_batch, ack_stats.clone());
+        let counters = Arc::new(Counters::default());
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let mut loops = JoinSet::new();
+        for spec in self.queues {
+            let ctx = LoopCtx {
+                engine: engine.clone(),
+                worker: self.id.clone(),
+                opts: self.opts.clone(),
+                acks: completer.sender(),
+                counters: counters.clone(),
+                stop: stop_rx.clone(),
+            };
+            loops.spawn(queue_loop(ctx, spec));
+        }
+        let sweeper = self
+            .opts
+            .sweep_interval
+            .map(|every| tokio::spawn(sweep_loop(engine.clone(), every)));
+        let _sweeper_guard = sweeper.as_ref().map(|t| AbortOnDrop(t.abort_handle()));
+        shutdown.await;
+        let _ = stop_tx.send(true);
+        while loops.join_next().await.is_some() {}
+        // A handler that ignores cancellation still holds an ack sender;
+        // do not wait for it forever.
+        if tokio::time::timeout(
+            self.opts.shutdown_timeout + Duration::from_secs(5),
+            completer.close(),
+        )
+        .await
+        .is_err()
+        {
+            tracing::warn!(
+                "acks still pending at shutdown; those jobs return when their claims expire"
+            );
+        }
+        Ok(WorkerReport {
+            claimed: counters.claimed.load(Ordering::Relaxed),
+            completed: ack_stats.acked.load(Ordering::Relaxed),
+            retried: counters.retried.load(Ordering::Relaxed),
+            dead: counters.dead.load(Ordering::Relaxed),
+            panicked: counters.panicked.load(Ordering::Relaxed),
+            timed_out: counters.timed_out.load(Ordering::Relaxed),
+            released: counters.released.load(Ordering::Relaxed),
+            lost_claims: ack_stats.lost.load(Ordering::Relaxed),
+            snoozed: counters.snoozed.load(Ordering::Relaxed),
+            cancelled: counters.cancelled.load(Ordering::Relaxed),
+        })
+    }
+}

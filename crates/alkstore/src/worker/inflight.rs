@@ -1,0 +1,62 @@
+//! The jobs a queue has in flight on this worker: one [`InFlight`] entry per
+//! running job in the queue's [`Running`] map, shared by the claim loops
+//! (which add entries), the job tasks (which mark and remove their own), the
+//! heartbeat sweeper and the shutdown hand-back.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use alkstore_core::Claim;
+use tokio::sync::watch;
+
+/// A job in flight: its claim, when to renew it next, its task, and how to
+/// tell its handler it was cancelled.
+pub(crate) struct InFlight {
+    pub(crate) claim: Claim,
+    /// When to renew the claim, on this host's monotonic clock.
+    pub(crate) next_beat: Instant,
+    /// The claim's length (the job's visibility timeout).
+    pub(crate) length: Duration,
+    /// The job's task: aborted at the shutdown deadline or when the queue
+    /// loop is dropped; a job is handed back at shutdown only once its task
+    /// has finished.
+    pub(crate) abort: Option<tokio::task::AbortHandle>,
+    /// Set when the handler returned `Ok` and its ack is being handed to the
+    /// completer: such a job is never handed back (it would run again) nor
+    /// polled for cancellation.
+    pub(crate) settled: bool,
+    /// Tells the handler its job was cancelled (see
+    /// [`JobCtx::is_cancelled`](super::JobCtx::is_cancelled)).
+    pub(crate) cancel: Arc<watch::Sender<bool>>,
+}
+
+/// Aborts every job task of a queue when the queue loop goes away, including
+/// when the caller drops the `run_until` future: no handler outlives its
+/// worker without heartbeats.
+pub(crate) struct AbortJobsOnDrop(pub(crate) Running);
+
+impl Drop for AbortJobsOnDrop {
+    fn drop(&mut self) {
+        if let Ok(r) = self.0.lock() {
+            for f in r.values() {
+                if let Some(a) = &f.abort {
+                    a.abort();
+                }
+            }
+        }
+    }
+}
+
+/// Jobs in flight by (id, claim token): a job re-claimed by this same worker
+/// after its claim lapsed is a different entry from the stale run.
+pub(crate) type Running = Arc<Mutex<HashMap<(i64, i64), InFlight>>>;
+
+/// Mark the job of `claim` settled (see [`InFlight::settled`]).
+pub(crate) fn mark_settled(running: &Running, claim: &Claim) {
+    if let Ok(mut r) = running.lock() {
+        if let Some(f) = r.get_mut(&(claim.id, claim.token)) {
+            f.settled = true;
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! Background upkeep beside the claim loops: the worker's periodic
+//! maintenance sweep of the store ([`sweep_loop`]), each queue's depth gauges
+//! ([`depth_reporter`]), and [`AbortOnDrop`], which stops such background
+//! tasks with their owner.
+
+use std::time::Duration;
+
+use alkstore_core::{Engine, QueueAdmin};
+
+use crate::AnyEngine;
+
+/// Aborts a background task when dropped: the maintenance sweeper when
+/// `run_until` ends, and a queue's heartbeat sweeper and depth reporter when
+/// its queue loop ends (both also when the `run_until` future is dropped).
+pub(crate) struct AbortOnDrop(pub(crate) tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Run the maintenance sweep every `every`, starting after one interval.
+pub(crate) async fn sweep_loop(engine: AnyEngine, every: Duration) {
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        match engine.sweep().await {
+            Ok(r) if r.expired + r.exhausted > 0 => {
+                tracing::warn!(
+                    expired = r.expired,
+                    rescued = r.rescued,
+                    exhausted_or_cancelled = r.exhausted,
+                    dead_pruned = r.dead_pruned,
+                    completed_pruned = r.completed_pruned,
+                    "maintenance sweep dead-lettered jobs"
+                );
+            }
+            Ok(r) if r != alkstore_core::SweepReport::default() => {
+                tracing::info!(
+                    expired = r.expired,
+                    rescued = r.rescued,
+                    exhausted = r.exhausted,
+                    dead_pruned = r.dead_pruned,
+                    completed_pruned = r.completed_pruned,
+                    "maintenance sweep"
+                );
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "maintenance sweep failed"),
+        }
+    }
+}
+
+/// Publish the queue's depth by state as gauges every 5 s, starting at once.
+pub(crate) async fn depth_reporter(engine: AnyEngine, queue: String) {
+    let gauge = |state: &'static str| metrics::gauge!("alkstore_queue_depth", "queue" => queue.clone(), "state" => state);
+    let (ready, scheduled, processing, expired_claims, dead) = (
+        gauge("ready"),
+        gauge("scheduled"),
+        gauge("processing"),
+        gauge("expired_claims"),
+        gauge("dead"),
+    );
+    let mut tick = tokio::time::interval(Duration::from_secs(5));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if let Ok(s) = engine.queue_stats(queue.clone()).await {
+            ready.set(s.ready as f64);
+            scheduled.set(s.scheduled as f64);
+            processing.set(s.processing as f64);
+            expired_claims.set(s.expired_claims as f64);
+            dead.set(s.dead as f64);
+        }
+    }
+}

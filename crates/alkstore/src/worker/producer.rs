@@ -1,0 +1,307 @@
+//! The producing side of a queue: [`queue_loop`] starts a queue's claim
+//! loops and background tasks and, at shutdown, waits for its handlers and
+//! hands unfinished jobs back; each [`claim_loop`] claims as many jobs as it
+//! holds free handler slots and spawns one task per job; [`wait_for_work`]
+//! is its idle wait.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use alkstore_core::{Claim, ClaimParams, Engine, QueueEngine};
+use tokio::sync::{broadcast, watch, Semaphore};
+use tokio::task::JoinSet;
+
+use super::builder::{Counters, QueueSpec, WorkerOpts};
+use super::completer;
+use super::executor::run_job;
+use super::heartbeat::{heartbeat_sweeper, next_heartbeat};
+use super::inflight::{AbortJobsOnDrop, InFlight, Running};
+use super::maintenance::{depth_reporter, AbortOnDrop};
+use crate::AnyEngine;
+
+/// What every loop and job task of a worker shares; each queue loop gets a
+/// clone.
+#[derive(Clone)]
+pub(crate) struct LoopCtx {
+    pub(crate) engine: AnyEngine,
+    /// This worker's id, named in its claims.
+    pub(crate) worker: String,
+    pub(crate) opts: WorkerOpts,
+    /// Where finished jobs go to be acked in batches.
+    pub(crate) acks: tokio::sync::mpsc::Sender<completer::Finished>,
+    pub(crate) counters: Arc<Counters>,
+    /// Turns true when the worker should stop claiming.
+    pub(crate) stop: watch::Receiver<bool>,
+}
+
+/// Time until just after the next whole second (where due times fall), capped.
+fn until_next_second(cap: Duration) -> Duration {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let to_boundary = Duration::from_nanos(1_000_000_000 - u64::from(now.subsec_nanos()))
+        + Duration::from_millis(2);
+    to_boundary.min(cap)
+}
+
+/// Per-queue metric handles, created once instead of per job.
+#[derive(Clone)]
+pub(crate) struct QueueMetrics {
+    pub(crate) duration: metrics::Histogram,
+    pub(crate) wait: metrics::Histogram,
+    pub(crate) retried: metrics::Counter,
+    pub(crate) dead: metrics::Counter,
+    pub(crate) snoozed: metrics::Counter,
+    pub(crate) cancelled: metrics::Counter,
+    pub(crate) completed: metrics::Counter,
+}
+
+/// What the claim loops of one queue share.
+struct QueueShared {
+    spec: QueueSpec,
+    slots: Arc<Semaphore>,
+    running: Running,
+    qm: QueueMetrics,
+    claimed_total: metrics::Counter,
+}
+
+/// Run one queue until the worker stops: its heartbeat sweeper, depth
+/// reporter and claim loops; then the graceful shutdown of its jobs.
+pub(crate) async fn queue_loop(ctx: LoopCtx, spec: QueueSpec) {
+    let name = spec.name.clone();
+    let shared = Arc::new(QueueShared {
+        slots: Arc::new(Semaphore::new(spec.concurrency)),
+        running: Arc::default(),
+        qm: QueueMetrics {
+            duration: metrics::histogram!("alkstore_handler_duration_seconds", "queue" => name.clone()),
+            wait: metrics::histogram!("alkstore_job_wait_seconds", "queue" => name.clone()),
+            retried: metrics::counter!("alkstore_jobs_retried_total", "queue" => name.clone()),
+            dead: metrics::counter!("alkstore_jobs_dead_total", "queue" => name.clone()),
+            snoozed: metrics::counter!("alkstore_jobs_snoozed_total", "queue" => name.clone()),
+            cancelled: metrics::counter!("alkstore_jobs_cancelled_total", "queue" => name.clone()),
+            completed: metrics::counter!("alkstore_jobs_completed_total", "queue" => name.clone()),
+        },
+        claimed_total: metrics::counter!("alkstore_jobs_claimed_total", "queue" => name.clone()),
+        spec,
+    });
+    let heartbeats = tokio::spawn(heartbeat_sweeper(
+        ctx.engine.clone(),
+        shared.running.clone(),
+        ctx.counters.clone(),
+        shared.qm.cancelled.clone(),
+    ));
+    let _heartbeats_guard = AbortOnDrop(heartbeats.abort_handle());
+    let depth = tokio::spawn(depth_reporter(ctx.engine.clone(), name.clone()));
+    let _depth_guard = AbortOnDrop(depth.abort_handle());
+    // Several claim loops per queue keep a claim in flight while another's
+    // rows are being written; each reserves its handler slots before it
+    // claims, so together they never claim more than the queue can run.
+    let claimers = if shared.spec.concurrency >= 2 * CLAIMERS_MIN_SLOTS {
+        ctx.opts.claimers.max(1)
+    } else {
+        1
+    };
+    let mut loops = JoinSet::new();
+    for _ in 0..claimers {
+        loops.spawn(claim_loop(ctx.clone(), shared.clone()));
+    }
+    let _abort_jobs = AbortJobsOnDrop(shared.running.clone());
+    while loops.join_next().await.is_some() {}
+    // Graceful shutdown: no more claims; let running handlers finish (every
+    // slot returned), up to the deadline; then stop the rest and hand back.
+    let all = shared.spec.concurrency as u32;
+    let finished =
+        tokio::time::timeout(ctx.opts.shutdown_timeout, shared.slots.acquire_many(all)).await;
+    if finished.is_err() {
+        let aborts: Vec<tokio::task::AbortHandle> = shared
+            .running
+            .lock()
+            .map(|r| r.values().filter_map(|f| f.abort.clone()).collect())
+            .unwrap_or_default();
+        for a in &aborts {
+            a.abort();
+        }
+        // Aborted tasks return their slots as they unwind.
+        let _ = tokio::time::timeout(Duration::from_secs(5), shared.slots.acquire_many(all)).await;
+    }
+    // Hand back only jobs whose task is gone: a handler that ignores
+    // cancellation (blocking code) still runs, and handing its job back would
+    // let another worker run it at the same time. Settled jobs are being
+    // acked; handing them back would run them again.
+    let unfinished: Vec<Claim> = shared
+        .running
+        .lock()
+        .map(|mut r| {
+            let gone: Vec<(i64, i64)> = r
+                .iter()
+                .filter(|(_, f)| !f.settled && f.abort.as_ref().is_none_or(|a| a.is_finished()))
+                .map(|(k, _)| *k)
+                .collect();
+            gone.iter()
+                .filter_map(|k| r.remove(k))
+                .map(|f| f.claim)
+                .collect()
+        })
+        .unwrap_or_default();
+    for claim in unfinished {
+        match ctx.engine.job_release(claim).await {
+            Ok(true) => {
+                ctx.counters.released.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(false) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "could not hand a job back; it returns when its claim expires")
+            }
+        }
+    }
+}
+
+/// A queue gets [`WorkerOpts::claimers`] claim loops only with at least
+/// twice this many handler slots (this many each for two claimers); with
+/// fewer, extra claimers would only split small claims.
+const CLAIMERS_MIN_SLOTS: usize = 64;
+
+/// Claim jobs into this loop's share of the queue's free handler slots and
+/// spawn a task per job, until the worker stops.
+async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>) {
+    let spec = &shared.spec;
+    let mut hints = ctx.engine.wake_subscribe();
+    let mut error_backoff = Duration::from_millis(50);
+    let name: Arc<str> = Arc::from(spec.name.as_str());
+    loop {
+        if *ctx.stop.borrow() {
+            break;
+        }
+        let free = shared
+            .slots
+            .available_permits()
+            .min(ctx.opts.max_claim as usize);
+        let reserved = if free == 0 {
+            None
+        } else {
+            shared
+                .slots
+                .clone()
+                .try_acquire_many_owned(free as u32)
+                .ok()
+        };
+        let Some(mut reserved) = reserved else {
+            tokio::select! {
+                permit = shared.slots.acquire() => drop(permit),
+                _ = ctx.stop.changed() => {}
+            }
+            continue;
+        };
+        // Hints sent before this claim are answered by it; only later ones
+        // should wake the loop after an empty claim.
+        while hints.try_recv().is_ok() {}
+        let claimed = ctx
+            .engine
+            .job_claim(ClaimParams::new(
+                spec.name.clone(),
+                ctx.worker.clone(),
+                reserved.num_permits() as u32,
+            ))
+            .await;
+        let jobs = match claimed {
+            Ok(jobs) => {
+                error_backoff = Duration::from_millis(50);
+                jobs
+            }
+            Err(e) => {
+                drop(reserved);
+                tracing::warn!(queue = %spec.name, error = %e, "claim failed; backing off");
+                tokio::select! {
+                    _ = tokio::time::sleep(error_backoff) => {}
+                    _ = ctx.stop.changed() => {}
+                }
+                error_backoff = (error_backoff * 2).min(Duration::from_secs(5));
+                continue;
+            }
+        };
+        if jobs.is_empty() {
+            drop(reserved);
+            wait_for_work(&mut ctx, &mut hints, &name).await;
+            continue;
+        }
+        ctx.counters
+            .claimed
+            .fetch_add(jobs.len() as u64, Ordering::Relaxed);
+        shared.claimed_total.increment(jobs.len() as u64);
+        for job in jobs {
+            let Some(permit) = reserved.split(1) else {
+                // Cannot happen (we claimed at most what we reserved).
+                let _ = ctx.engine.job_release(job.claim()).await;
+                continue;
+            };
+            let key = (job.id, job.claim_token);
+            let length = Duration::from_secs((job.claim_expires_at - job.claimed_at).max(1) as u64);
+            let next_beat = next_heartbeat(length);
+            let claim = job.claim();
+            let (cancel, cancelled) = watch::channel(false);
+            // Boxed: the job's future is large, and moving it by value into
+            // the task cell costs more than the no-op handlers it runs.
+            let run = Box::pin(run_job(
+                ctx.clone(),
+                spec.handler.clone(),
+                spec.timeout,
+                job,
+                cancelled,
+                shared.running.clone(),
+                shared.qm.clone(),
+            ));
+            // The map's lock is taken before the task is spawned and held
+            // until the job is registered, so the task's own removal always
+            // comes after this insert.
+            let mut guard = shared.running.lock().ok();
+            let task = tokio::spawn(async move {
+                run.await;
+                drop(permit);
+            });
+            if let Some(r) = guard.as_mut() {
+                r.insert(
+                    key,
+                    InFlight {
+                        claim,
+                        next_beat,
+                        length,
+                        abort: Some(task.abort_handle()),
+                        settled: false,
+                        cancel: Arc::new(cancel),
+                    },
+                );
+            }
+            drop(guard);
+        }
+        // Reserved slots left unused (fewer jobs than slots) are freed here.
+        drop(reserved);
+    }
+}
+
+/// Sleep until a hint for this queue (or word that hints were missed), just
+/// after the next whole second (delayed jobs and expired claims come due on
+/// whole seconds) or `poll_interval`, whichever is sooner, or shutdown.
+async fn wait_for_work(
+    ctx: &mut LoopCtx,
+    hints: &mut broadcast::Receiver<alkstore_core::Wake>,
+    queue: &str,
+) {
+    let poll = tokio::time::sleep(until_next_second(ctx.opts.poll_interval));
+    tokio::pin!(poll);
+    loop {
+        tokio::select! {
+            hint = hints.recv() => match hint {
+                Ok(w) if w.concerns(queue) => return,
+                Ok(_) => continue,
+                Err(broadcast::error::RecvError::Lagged(_)) => return,
+                Err(broadcast::error::RecvError::Closed) => {
+                    (&mut poll).await;
+                    return;
+                }
+            },
+            _ = &mut poll => return,
+            _ = ctx.stop.changed() => return,
+        }
+    }
+}
