@@ -5,14 +5,45 @@
 //! isolated [`Harness`] (its own file, schema or database, and a
 //! `ManualClock`), then calls
 //! [`contract_suite!`] once. The macro expands to one named `#[tokio::test]`
-//! per contract row, grouped in modules by area (`queues`, …).
+//! per contract row, grouped in modules by area (`queues`, …). Each test
+//! tears its harness down even when the row panics, then fails with the
+//! row's panic.
 //!
 //! ```ignore
 //! async fn harness(name: &'static str) -> MyHarness { /* fresh store */ }
 //! alkstore_contract::contract_suite!(crate::harness);
 //! ```
+//!
+//! # Layout and registration
+//!
+//! Rows live in `src/<area>/<sub_area>.rs`: `src/queues/claim.rs` holds the
+//! claim rows, `src/queues/support.rs` the helpers they share. A row is a
+//! `pub async fn name<H: Harness>(h: &H)`, and is declared where it is
+//! written: each sub-area file ends with a hidden exported macro,
+//! `__<area>_<sub_area>!`, that lists that file's rows. The area's `mod.rs`
+//! has a macro, `__<area>!`, naming each of its sub-area macros, and the
+//! crate's `__areas!` names each area macro. [`contract_suite!`] expands that
+//! chain into tests; a unit test in this crate
+//! (`every_row_is_registered`, run by `cargo test -p alkstore-contract` and
+//! `scripts/test`) expands the same chain into a list of names and fails if
+//! any row in `src/` is missing from it, is listed in another file's macro,
+//! or shares its name with another row of its area.
+//!
+//! - A new row: write the function, add its name to the list at the end of
+//!   its file.
+//! - A new sub-area: a file with its rows and list macro, plus `pub mod` and
+//!   one `$crate::__<area>_<sub_area>!` line in the area's `mod.rs`.
+//! - A new area (streams, groups, locks): a folder shaped like `queues/`,
+//!   plus `pub mod <area>;` and one `$crate::__<area>!` line in `__areas!`
+//!   below.
+//!
+//! Test names are `<area>::<row>` (the sub-area is not part of the name), so
+//! row names must be unique within an area.
 
 use std::future::Future;
+use std::panic::{self, AssertUnwindSafe};
+use std::pin::Pin;
+use std::task::Poll;
 
 use alkstore_core::{ManualClock, NewJob, QueueAdmin, QueueEngine, Result};
 
@@ -41,7 +72,8 @@ pub trait Harness: Send + Sync + Sized + 'static {
         false
     }
 
-    /// Drop whatever the harness created.
+    /// Drop whatever the harness created. Runs after every row, whether it
+    /// passed or panicked.
     fn teardown(self) -> impl Future<Output = ()> + Send;
 }
 
@@ -51,62 +83,77 @@ pub trait Harness: Send + Sync + Sized + 'static {
 #[macro_export]
 macro_rules! contract_suite {
     ($factory:path) => {
-        $crate::__contract_area!($factory; queues;
-            enqueue_then_get,
-            payload_bytes_are_kept_exactly,
-            batch_enqueue_is_all_or_nothing,
-            bad_input_is_rejected_and_writes_nothing,
-            claim_order_is_priority_then_run_at_then_id,
-            delayed_job_waits_until_due,
-            claim_respects_limit_and_queue,
-            ack_deletes_only_while_claim_is_valid,
-            stale_ack_after_reclaim_returns_false,
-            batch_ack_reports_each_claim,
-            retry_backs_off_with_jitter,
-            retry_on_last_attempt_goes_dead,
-            fail_goes_straight_to_dead,
-            heartbeat_extends_a_valid_claim,
-            release_hands_job_back_without_using_an_attempt,
-            cancel_pending_job_is_recorded,
-            cancel_running_job_is_cooperative,
-            claim_tokens_never_repeat,
-            snooze_runs_later_without_using_an_attempt,
-            nul_bytes_are_rejected,
-            expired_pending_jobs_are_never_ready,
-            every_delay_has_one_limit,
-            sweep_rescues_expired_claims_on_every_queue,
-            completed_jobs_are_kept_when_opted_in,
-            every_attempt_error_is_kept,
-            dead_letters_in_bounded_batches,
-            crash_loop_ends_in_dead,
-            expired_jobs_are_swept_to_dead,
-            unique_key_allows_one_live_job,
-            stats_count_each_state,
-            dead_letters_list_requeue_purge,
-            dead_letter_retention_sweep,
-            outbox_commits_and_rolls_back_with_caller,
-            concurrent_claimers_never_share_a_job,
-            queue_list_names_queues,
-            job_list_filters_and_pages,
-            wake_hints_follow_commits,
-            batch_stamps_every_option,
-        );
+        $crate::__areas!($crate::__contract_tests, [$factory]);
     };
 }
 
+/// Every area: one line each. Calls `$then! { @area $args <area> { … } }`
+/// per area, and inside it `$then! { @rows $args <area>::<sub> [rows…] }`
+/// per sub-area.
 #[doc(hidden)]
 #[macro_export]
-macro_rules! __contract_area {
-    ($factory:path; $area:ident; $($name:ident),* $(,)?) => {
-        mod $area {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let h = $factory(concat!(stringify!($area), "_", stringify!($name))).await;
-                    $crate::$area::$name(&h).await;
-                    $crate::Harness::teardown(h).await;
-                }
-            )*
-        }
+macro_rules! __areas {
+    ($then:path, $args:tt) => {
+        $crate::__queues!($then, $args);
     };
 }
+
+/// What [`contract_suite!`] makes of the rows: a module per area, a test per
+/// row.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __contract_tests {
+    (@area [$factory:path] $area:ident { $($body:tt)* }) => {
+        mod $area {
+            $($body)*
+        }
+    };
+    (@rows [$factory:path] $area:ident :: $sub:ident [$($name:ident),* $(,)?]) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                $crate::__run_row(
+                    $factory(concat!(stringify!($area), "_", stringify!($name))).await,
+                    |h| ::std::boxed::Box::pin($crate::$area::$sub::$name(h)),
+                    $crate::Harness::teardown,
+                )
+                .await;
+            }
+        )*
+    };
+}
+
+/// A row's future, borrowing its harness.
+#[doc(hidden)]
+pub type RowFuture<'h> = Pin<Box<dyn Future<Output = ()> + 'h>>;
+
+/// Run `row` on `harness`, then `teardown` the harness whether the row
+/// returned or panicked; a panic is then resumed, so the test still fails
+/// with the row's own message.
+#[doc(hidden)]
+pub async fn __run_row<H, T>(
+    harness: H,
+    row: impl for<'h> FnOnce(&'h H) -> RowFuture<'h>,
+    teardown: impl FnOnce(H) -> T,
+) where
+    T: Future<Output = ()>,
+{
+    let outcome = {
+        let mut running = row(&harness);
+        std::future::poll_fn(|cx| {
+            match panic::catch_unwind(AssertUnwindSafe(|| running.as_mut().poll(cx))) {
+                Ok(Poll::Pending) => Poll::Pending,
+                Ok(Poll::Ready(())) => Poll::Ready(Ok(())),
+                Err(payload) => Poll::Ready(Err(payload)),
+            }
+        })
+        .await
+    };
+    teardown(harness).await;
+    if let Err(payload) = outcome {
+        panic::resume_unwind(payload);
+    }
+}
+
+#[cfg(test)]
+mod tests;

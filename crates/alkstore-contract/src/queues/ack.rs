@@ -1,0 +1,113 @@
+//! Ack: only a valid claim completes its job, one answer per claim.
+
+use alkstore_core::{
+    Claim, Job, JobState, NewJob, QueueAdmin, QueueEngine, RetryOutcome, RetryParams,
+};
+
+use super::support::{claim, enqueue_one, job, secs};
+use crate::Harness;
+
+/// Ack deletes the job and returns true once; an expired claim cannot ack.
+pub async fn ack_deletes_only_while_claim_is_valid<H: Harness>(h: &H) {
+    let e = h.engine();
+    let id = enqueue_one(e, job("a", "x")).await;
+    let j = claim(e, "a", "w", 1).await.remove(0);
+    assert_eq!(e.job_ack(vec![j.claim()]).await.expect("ack"), vec![true]);
+    assert!(e.job_get(id).await.expect("get").is_none());
+    assert_eq!(e.job_ack(vec![j.claim()]).await.expect("ack"), vec![false]);
+
+    let id2 = enqueue_one(e, job("a", "y")).await;
+    let j2 = claim(e, "a", "w", 1).await.remove(0);
+    let mut wrong = j2.claim();
+    wrong.worker = "intruder".into();
+    assert_eq!(e.job_ack(vec![wrong]).await.expect("ack"), vec![false]);
+    h.clock().advance(secs(300));
+    assert_eq!(
+        e.job_ack(vec![j2.claim()]).await.expect("ack"),
+        vec![false],
+        "claim expired"
+    );
+    assert!(e.job_get(id2).await.expect("get").is_some());
+}
+
+/// The acceptance row: acking a job whose claim expired and was re-claimed
+/// returns false and leaves the new owner's job alone.
+pub async fn stale_ack_after_reclaim_returns_false<H: Harness>(h: &H) {
+    let e = h.engine();
+    let id = enqueue_one(e, job("s", "x")).await;
+    let old = claim(e, "s", "slow", 1).await.remove(0);
+    h.clock().advance(secs(301));
+    let new = claim(e, "s", "fast", 1).await.remove(0);
+    assert_eq!(new.id, id);
+    assert_eq!(new.attempt, 2);
+    assert_eq!(
+        e.job_ack(vec![old.claim()]).await.expect("ack"),
+        vec![false]
+    );
+    assert_eq!(kind_of_retry(e, &old).await, RetryOutcome::NotHeld);
+    assert!(!e.job_fail(old.claim(), "late".into()).await.expect("fail"));
+    assert!(e.job_heartbeat(old.claim()).await.expect("hb").is_none());
+    let info = e.job_get(id).await.expect("get").expect("still there");
+    assert_eq!(info.state, JobState::Processing);
+    assert_eq!(info.worker.as_deref(), Some("fast"));
+    assert_eq!(e.job_ack(vec![new.claim()]).await.expect("ack"), vec![true]);
+}
+
+async fn kind_of_retry<E: QueueEngine + QueueAdmin>(e: &E, j: &Job) -> RetryOutcome {
+    e.job_retry(RetryParams {
+        claim: j.claim(),
+        error: "x".into(),
+        delay: None,
+    })
+    .await
+    .expect("retry")
+}
+
+/// Batch ack answers per claim and deletes only the valid ones.
+pub async fn batch_ack_reports_each_claim<H: Harness>(h: &H) {
+    let e = h.engine();
+    let jobs: Vec<NewJob> = (0..5).map(|i| job("ba", &i.to_string())).collect();
+    e.job_enqueue(jobs).await.expect("enqueue");
+    let got = claim(e, "ba", "w", 5).await;
+    let mut claims: Vec<Claim> = got.iter().map(|j| j.claim()).collect();
+    claims[1].token = 9;
+    claims.push(Claim {
+        id: -1,
+        worker: "w".into(),
+        token: 1,
+    });
+    let out = e.job_ack(claims).await.expect("ack");
+    assert_eq!(out, vec![true, false, true, true, true, false]);
+    let s = e.queue_stats("ba".into()).await.expect("stats");
+    assert_eq!(s.processing, 1);
+
+    // One job named twice: a stale attempt and the current one, either order.
+    for stale_first in [true, false] {
+        let id = enqueue_one(e, job("ba2", "x")).await;
+        let old = claim(e, "ba2", "w", 1).await.remove(0);
+        h.clock().advance(secs(301));
+        let new = claim(e, "ba2", "w", 1).await.remove(0);
+        assert_eq!((new.id, new.attempt), (id, 2));
+        let (claims, want) = if stale_first {
+            (vec![old.claim(), new.claim()], vec![false, true])
+        } else {
+            (vec![new.claim(), old.claim()], vec![true, false])
+        };
+        assert_eq!(e.job_ack(claims).await.expect("ack"), want);
+        assert!(e.job_get(id).await.expect("get").is_none());
+    }
+}
+
+/// The rows above, for [`contract_suite!`](crate::contract_suite): list each
+/// `pub async fn …<H: Harness>` here, next to where it is written.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __queues_ack {
+    ($then:path, $args:tt) => {
+        $then! { @rows $args queues::ack [
+            ack_deletes_only_while_claim_is_valid,
+            stale_ack_after_reclaim_returns_false,
+            batch_ack_reports_each_claim,
+        ] }
+    };
+}

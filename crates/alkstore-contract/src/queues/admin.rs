@@ -1,0 +1,161 @@
+//! Inspection: stats, queue and job lists, kept completed jobs.
+
+use alkstore_core::{
+    Clock, Engine, EnqueueOpts, ErrorKind, JobListParams, JobState, QueueAdmin, QueueEngine,
+    QueueOpts,
+};
+
+use super::support::{claim, enqueue_one, job, kind, secs};
+use crate::Harness;
+
+/// Stats count ready, scheduled, processing and dead, and the oldest age.
+pub async fn stats_count_each_state<H: Harness>(h: &H) {
+    let e = h.engine();
+    let now = h.clock().now();
+    e.job_enqueue(
+        (0..4)
+            .map(|i| job("st", &i.to_string()).with_opts(EnqueueOpts::default().run_at(now - 40)))
+            .collect(),
+    )
+    .await
+    .expect("enqueue");
+    enqueue_one(
+        e,
+        job("st", "later").with_opts(EnqueueOpts::default().delay(secs(100))),
+    )
+    .await;
+    let got = claim(e, "st", "w", 2).await;
+    e.job_fail(got[0].claim(), "x".into()).await.expect("fail");
+    let s = e.queue_stats("st".into()).await.expect("stats");
+    assert_eq!((s.ready, s.scheduled, s.processing, s.dead), (2, 1, 1, 1));
+    assert_eq!(s.oldest_ready_age_s, Some(40));
+    let empty = e.queue_stats("nothing".into()).await.expect("stats");
+    assert_eq!(
+        (empty.ready, empty.dead, empty.oldest_ready_age_s),
+        (0, 0, None)
+    );
+}
+
+/// Queue list names every queue with live or dead jobs.
+pub async fn queue_list_names_queues<H: Harness>(h: &H) {
+    let e = h.engine();
+    enqueue_one(e, job("zeta", "x")).await;
+    enqueue_one(e, job("alpha", "x")).await;
+    let j = claim(e, "alpha", "w", 1).await.remove(0);
+    e.job_fail(j.claim(), "x".into()).await.expect("fail");
+    assert_eq!(
+        e.queue_list().await.expect("list"),
+        vec!["alpha".to_string(), "zeta".to_string()]
+    );
+}
+
+/// Live jobs can be listed by queue and state, in id order, in pages.
+pub async fn job_list_filters_and_pages<H: Harness>(h: &H) {
+    let e = h.engine();
+    let ids: Vec<i64> = e
+        .job_enqueue((0..5).map(|i| job("jl", &i.to_string())).collect())
+        .await
+        .expect("enqueue")
+        .iter()
+        .map(|o| o.id())
+        .collect();
+    enqueue_one(e, job("jl-other", "x")).await;
+    let claimed = claim(e, "jl", "w", 2).await;
+    let list = |queue: Option<&str>, state, after_id, limit| {
+        e.job_list(JobListParams {
+            queue: queue.map(str::to_string),
+            state,
+            after_id,
+            limit,
+        })
+    };
+    let all = list(Some("jl"), None, None, 100).await.expect("list");
+    assert_eq!(all.iter().map(|j| j.id).collect::<Vec<_>>(), ids);
+    let processing = list(Some("jl"), Some(JobState::Processing), None, 100)
+        .await
+        .expect("list");
+    assert_eq!(
+        processing.iter().map(|j| j.id).collect::<Vec<_>>(),
+        claimed.iter().map(|j| j.id).collect::<Vec<_>>()
+    );
+    let page = list(Some("jl"), Some(JobState::Pending), Some(ids[2]), 1)
+        .await
+        .expect("list");
+    assert_eq!(page.iter().map(|j| j.id).collect::<Vec<_>>(), vec![ids[3]]);
+    assert_eq!(list(None, None, None, 100).await.expect("list").len(), 6);
+    assert_eq!(
+        kind(list(None, Some(JobState::Dead), None, 10).await),
+        ErrorKind::InvalidInput
+    );
+}
+
+/// Acked jobs of a queue that opts in are kept as `completed` for the
+/// stamped time, listed and counted, then pruned by the sweep; other queues
+/// still delete on ack.
+pub async fn completed_jobs_are_kept_when_opted_in<H: Harness>(h: &H) {
+    let e = h.engine();
+    let kept = QueueOpts {
+        keep_completed: Some(secs(60)),
+        ..QueueOpts::default()
+    };
+    let k = enqueue_one(e, job("keep", "kept payload").with_queue_opts(kept)).await;
+    let d = enqueue_one(e, job("keep", "deleted")).await;
+    let got = claim(e, "keep", "w", 2).await;
+    let acks = e
+        .job_ack(got.iter().map(|j| j.claim()).collect())
+        .await
+        .expect("ack");
+    assert_eq!(acks, vec![true, true]);
+    let now = h.clock().now();
+    let info = e.job_get(k).await.expect("get").expect("kept");
+    assert_eq!(info.state, JobState::Completed);
+    assert_eq!(
+        (info.payload.as_slice(), info.attempts, info.died_at),
+        (&b"kept payload"[..], 1, Some(now))
+    );
+    assert!(e.job_get(d).await.expect("get").is_none());
+    let listed = e
+        .job_list(JobListParams {
+            queue: Some("keep".into()),
+            state: Some(JobState::Completed),
+            after_id: None,
+            limit: 10,
+        })
+        .await
+        .expect("list");
+    assert_eq!(listed.iter().map(|j| j.id).collect::<Vec<_>>(), vec![k]);
+    let live = e
+        .job_list(JobListParams {
+            queue: Some("keep".into()),
+            state: None,
+            after_id: None,
+            limit: 10,
+        })
+        .await
+        .expect("list");
+    assert!(live.is_empty(), "completed jobs are not live");
+    assert_eq!(
+        e.queue_stats("keep".into()).await.expect("stats").completed,
+        1
+    );
+    h.clock().advance(secs(59));
+    assert_eq!(e.sweep().await.expect("sweep").completed_pruned, 0);
+    h.clock().advance(secs(1));
+    assert_eq!(e.sweep().await.expect("sweep").completed_pruned, 1);
+    assert!(e.job_get(k).await.expect("get").is_none());
+}
+
+/// The rows above, for [`contract_suite!`](crate::contract_suite): list each
+/// `pub async fn …<H: Harness>` here, next to where it is written.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __queues_admin {
+    ($then:path, $args:tt) => {
+        $then! { @rows $args queues::admin [
+            stats_count_each_state,
+            queue_list_names_queues,
+            job_list_filters_and_pages,
+            completed_jobs_are_kept_when_opted_in,
+        ] }
+    };
+}

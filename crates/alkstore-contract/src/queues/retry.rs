@@ -1,0 +1,214 @@
+//! Retry, fail and snooze, and the errors each attempt leaves behind.
+
+use std::time::Duration;
+
+use alkstore_core::{
+    Clock, EnqueueOpts, ErrorKind, JobState, QueueAdmin, QueueEngine, QueueOpts, RetryOutcome,
+    RetryParams,
+};
+
+use super::support::{claim, enqueue_one, job, kind, secs};
+use crate::Harness;
+
+/// Retry reschedules with exponential backoff plus bounded jitter.
+pub async fn retry_backs_off_with_jitter<H: Harness>(h: &H) {
+    let e = h.engine();
+    let opts = QueueOpts {
+        max_attempts: 5,
+        backoff_base: secs(10),
+        ..QueueOpts::default()
+    };
+    let id = enqueue_one(e, job("r", "x").with_queue_opts(opts)).await;
+    let mut expected_min = 10;
+    for attempt in 1..=3u32 {
+        let j = claim(e, "r", "w", 1).await.remove(0);
+        assert_eq!(j.attempt, attempt);
+        let now = h.clock().now();
+        let out = e
+            .job_retry(RetryParams {
+                claim: j.claim(),
+                error: format!("boom {attempt}"),
+                delay: None,
+            })
+            .await
+            .expect("retry");
+        let RetryOutcome::Scheduled(run_at) = out else {
+            panic!("expected a reschedule, got {out:?}")
+        };
+        let delay = run_at - now;
+        assert!(
+            (expected_min..=expected_min + expected_min / 4).contains(&delay),
+            "attempt {attempt}: delay {delay} outside [{expected_min}, +25%]"
+        );
+        let info = e.job_get(id).await.expect("get").expect("exists");
+        assert_eq!(info.state, JobState::Pending);
+        assert_eq!(
+            info.last_error.as_deref(),
+            Some(format!("boom {attempt}").as_str())
+        );
+        h.clock().advance(secs(delay as u64 - 1));
+        assert!(
+            claim(e, "r", "w", 1).await.is_empty(),
+            "not before the backoff"
+        );
+        h.clock().advance(secs(1));
+        expected_min *= 2;
+    }
+    let j = claim(e, "r", "w", 1).await.remove(0);
+    let out = e
+        .job_retry(RetryParams {
+            claim: j.claim(),
+            error: "e".into(),
+            delay: Some(secs(2)),
+        })
+        .await
+        .expect("retry");
+    assert_eq!(out, RetryOutcome::Scheduled(h.clock().now() + 2));
+}
+
+/// Retrying the last attempt moves the job to dead with its error.
+pub async fn retry_on_last_attempt_goes_dead<H: Harness>(h: &H) {
+    let e = h.engine();
+    let id = enqueue_one(
+        e,
+        job("rd", "x").with_opts(EnqueueOpts::default().max_attempts(2)),
+    )
+    .await;
+    let j = claim(e, "rd", "w", 1).await.remove(0);
+    let out = e
+        .job_retry(RetryParams {
+            claim: j.claim(),
+            error: "first".into(),
+            delay: Some(Duration::ZERO),
+        })
+        .await
+        .expect("retry");
+    assert!(matches!(out, RetryOutcome::Scheduled(_)));
+    let j = claim(e, "rd", "w", 1).await.remove(0);
+    assert_eq!(j.attempt, 2);
+    let out = e
+        .job_retry(RetryParams {
+            claim: j.claim(),
+            error: "second".into(),
+            delay: None,
+        })
+        .await
+        .expect("retry");
+    assert_eq!(out, RetryOutcome::Dead);
+    let info = e.job_get(id).await.expect("get").expect("dead row");
+    assert_eq!(info.state, JobState::Dead);
+    assert_eq!(info.dead_reason.as_deref(), Some("exhausted"));
+    assert_eq!(info.last_error.as_deref(), Some("second"));
+    assert_eq!(info.attempts, 2);
+    assert!(claim(e, "rd", "w", 1).await.is_empty());
+}
+
+/// Fail moves a job to dead at once, whatever attempts remain.
+pub async fn fail_goes_straight_to_dead<H: Harness>(h: &H) {
+    let e = h.engine();
+    let id = enqueue_one(e, job("f", "x")).await;
+    let j = claim(e, "f", "w", 1).await.remove(0);
+    assert!(e
+        .job_fail(j.claim(), "bad payload".into())
+        .await
+        .expect("fail"));
+    let info = e.job_get(id).await.expect("get").expect("dead row");
+    assert_eq!(info.state, JobState::Dead);
+    assert_eq!(info.dead_reason.as_deref(), Some("failed"));
+    assert_eq!(info.last_error.as_deref(), Some("bad payload"));
+    assert_eq!(info.died_at, Some(h.clock().now()));
+    assert!(!e.job_fail(j.claim(), "again".into()).await.expect("fail"));
+}
+
+/// A snooze puts a claimed job back, due later, without using an attempt.
+pub async fn snooze_runs_later_without_using_an_attempt<H: Harness>(h: &H) {
+    let e = h.engine();
+    let id = enqueue_one(e, job("sn", "x")).await;
+    let j = claim(e, "sn", "w", 1).await.remove(0);
+    let now = h.clock().now();
+    assert_eq!(
+        e.job_snooze(j.claim(), secs(30)).await.expect("snooze"),
+        Some(now + 30)
+    );
+    let info = e.job_get(id).await.expect("get").expect("live");
+    assert_eq!(
+        (info.state, info.attempts, info.run_at),
+        (JobState::Pending, 0, now + 30)
+    );
+    h.clock().advance(secs(29));
+    assert!(claim(e, "sn", "w", 1).await.is_empty(), "not due yet");
+    h.clock().advance(secs(1));
+    let again = claim(e, "sn", "w", 1).await.remove(0);
+    assert_eq!((again.id, again.attempt), (id, 1));
+    assert_eq!(
+        kind(e.job_snooze(again.claim(), Duration::MAX).await),
+        ErrorKind::InvalidInput
+    );
+    assert_eq!(
+        e.job_ack(vec![again.claim()]).await.expect("ack"),
+        vec![true],
+        "a refused snooze changed nothing"
+    );
+}
+
+/// Each failed attempt's error is kept on the job, in order, through retries
+/// and into the dead-letter table.
+pub async fn every_attempt_error_is_kept<H: Harness>(h: &H) {
+    let e = h.engine();
+    let id = enqueue_one(e, job("errs", "x")).await;
+    for n in 1..=2 {
+        let j = claim(e, "errs", "w", 1).await.remove(0);
+        let p = RetryParams {
+            claim: j.claim(),
+            error: format!("boom {n}"),
+            delay: Some(Duration::ZERO),
+        };
+        assert!(matches!(
+            e.job_retry(p).await.expect("retry"),
+            RetryOutcome::Scheduled(_)
+        ));
+    }
+    let info = e.job_get(id).await.expect("get").expect("live");
+    let seen: Vec<(u32, &str)> = info
+        .errors
+        .iter()
+        .map(|a| (a.attempt, a.error.as_str()))
+        .collect();
+    assert_eq!(seen, vec![(1, "boom 1"), (2, "boom 2")]);
+    assert_eq!(info.last_error.as_deref(), Some("boom 2"));
+    let j = claim(e, "errs", "w", 1).await.remove(0);
+    assert!(e.job_fail(j.claim(), "final".into()).await.expect("fail"));
+    let info = e.job_get(id).await.expect("get").expect("dead");
+    let seen: Vec<(u32, &str)> = info
+        .errors
+        .iter()
+        .map(|a| (a.attempt, a.error.as_str()))
+        .collect();
+    assert_eq!(seen, vec![(1, "boom 1"), (2, "boom 2"), (3, "final")]);
+    assert!(info.errors.iter().all(|a| a.at == h.clock().now()));
+    // Huge errors are cut, not refused.
+    let id = enqueue_one(e, job("errs2", "x")).await;
+    let j = claim(e, "errs2", "w", 1).await.remove(0);
+    assert!(e
+        .job_fail(j.claim(), "é".repeat(10_000))
+        .await
+        .expect("fail"));
+    let info = e.job_get(id).await.expect("get").expect("dead");
+    assert!(info.errors[0].error.len() <= alkstore_core::queue::MAX_ERROR_BYTES);
+}
+
+/// The rows above, for [`contract_suite!`](crate::contract_suite): list each
+/// `pub async fn …<H: Harness>` here, next to where it is written.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __queues_retry {
+    ($then:path, $args:tt) => {
+        $then! { @rows $args queues::retry [
+            retry_backs_off_with_jitter,
+            retry_on_last_attempt_goes_dead,
+            fail_goes_straight_to_dead,
+            snooze_runs_later_without_using_an_attempt,
+            every_attempt_error_is_kept,
+        ] }
+    };
+}

@@ -1,0 +1,41 @@
+//! Helpers shared by the queue rows.
+
+use std::time::Duration;
+
+use alkstore_core::{ClaimParams, ErrorKind, Job, NewJob, QueueAdmin, QueueEngine, Result};
+
+pub(crate) fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+pub(crate) fn job(queue: &str, payload: &str) -> NewJob {
+    NewJob::new(queue, payload.as_bytes().to_vec())
+}
+
+pub(crate) async fn enqueue_one<E: QueueEngine + QueueAdmin>(e: &E, j: NewJob) -> i64 {
+    let out = e.job_enqueue(vec![j]).await.expect("enqueue");
+    out[0].id()
+}
+
+pub(crate) async fn claim<E: QueueEngine + QueueAdmin>(
+    e: &E,
+    queue: &str,
+    worker: &str,
+    n: u32,
+) -> Vec<Job> {
+    e.job_claim(ClaimParams::new(queue, worker, n))
+        .await
+        .expect("claim")
+}
+
+pub(crate) fn kind<T: std::fmt::Debug>(r: Result<T>) -> ErrorKind {
+    match r {
+        Ok(v) => panic!("expected an error, got {v:?}"),
+        Err(e) => e.kind(),
+    }
+}
+
+pub(crate) async fn live_count<E: QueueEngine + QueueAdmin>(e: &E, queue: &str) -> u64 {
+    let s = e.queue_stats(queue.to_string()).await.expect("stats");
+    s.live()
+}

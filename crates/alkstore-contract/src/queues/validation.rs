@@ -1,0 +1,161 @@
+//! Bad input: typed errors that change nothing, NUL bytes, one delay limit.
+
+use std::time::Duration;
+
+use alkstore_core::{
+    Claim, ClaimParams, DeadListParams, EnqueueOpts, ErrorKind, NewJob, QueueAdmin, QueueEngine,
+    QueueOpts, RetryOutcome, RetryParams,
+};
+
+use super::support::{claim, enqueue_one, job, kind, live_count, secs};
+use crate::Harness;
+
+/// Every kind of bad input gets a typed error and changes nothing.
+pub async fn bad_input_is_rejected_and_writes_nothing<H: Harness>(h: &H) {
+    let e = h.engine();
+    assert_eq!(
+        kind(e.job_enqueue(vec![job("", "x")]).await),
+        ErrorKind::InvalidInput
+    );
+    let zero = job("bad", "x").with_opts(EnqueueOpts::default().max_attempts(0));
+    assert_eq!(
+        kind(e.job_enqueue(vec![zero]).await),
+        ErrorKind::InvalidInput
+    );
+    let zero_q = job("bad", "x").with_queue_opts(QueueOpts {
+        max_attempts: 0,
+        ..QueueOpts::default()
+    });
+    assert_eq!(
+        kind(e.job_enqueue(vec![zero_q]).await),
+        ErrorKind::InvalidInput
+    );
+    let no_vis = job("bad", "x").with_queue_opts(QueueOpts {
+        visibility_timeout: Duration::ZERO,
+        ..QueueOpts::default()
+    });
+    assert_eq!(
+        kind(e.job_enqueue(vec![no_vis]).await),
+        ErrorKind::InvalidInput
+    );
+    let big = NewJob::new("bad", vec![7u8; (1 << 20) + 1]);
+    assert_eq!(
+        kind(e.job_enqueue(vec![big]).await),
+        ErrorKind::PayloadTooLarge
+    );
+    let empty_key = job("bad", "x").with_opts(EnqueueOpts::default().unique_key(""));
+    assert_eq!(
+        kind(e.job_enqueue(vec![empty_key]).await),
+        ErrorKind::InvalidInput
+    );
+    assert_eq!(live_count(e, "bad").await, 0);
+
+    enqueue_one(e, job("bad", "real")).await;
+    for p in [
+        ClaimParams::new("bad", "w", 0),
+        ClaimParams::new("bad", "w", 1_000_000),
+        ClaimParams::new("", "w", 1),
+        ClaimParams::new("bad", "", 1),
+    ] {
+        assert_eq!(kind(e.job_claim(p).await), ErrorKind::InvalidInput);
+    }
+    let s = e.queue_stats("bad".into()).await.expect("stats");
+    assert_eq!(
+        (s.ready, s.processing),
+        (1, 0),
+        "a rejected claim claims nothing"
+    );
+    let bad_claim = Claim {
+        id: 1,
+        worker: String::new(),
+        token: 1,
+    };
+    assert_eq!(
+        kind(e.job_ack(vec![bad_claim]).await),
+        ErrorKind::InvalidInput
+    );
+    let list = DeadListParams {
+        queue: None,
+        after_id: None,
+        limit: 0,
+    };
+    assert_eq!(kind(e.dead_list(list).await), ErrorKind::InvalidInput);
+    assert_eq!(
+        kind(e.queue_stats(String::new()).await),
+        ErrorKind::InvalidInput
+    );
+}
+
+/// NUL bytes in a queue name, unique key or worker name are refused as
+/// invalid input on every engine (PostgreSQL cannot store them in text).
+pub async fn nul_bytes_are_rejected<H: Harness>(h: &H) {
+    let e = h.engine();
+    let bad_queue = job("q\0x", "p");
+    let bad_key = job("nul", "p").with_opts(EnqueueOpts::default().unique_key("k\0"));
+    for j in [bad_queue, bad_key] {
+        assert_eq!(kind(e.job_enqueue(vec![j]).await), ErrorKind::InvalidInput);
+    }
+    assert_eq!(live_count(e, "nul").await, 0);
+    enqueue_one(e, job("nul", "p")).await;
+    assert_eq!(
+        kind(e.job_claim(ClaimParams::new("nul", "w\0", 1)).await),
+        ErrorKind::InvalidInput
+    );
+    assert_eq!(
+        kind(e.queue_stats("nul\0".into()).await),
+        ErrorKind::InvalidInput
+    );
+    let j = claim(e, "nul", "w", 1).await.remove(0);
+    let forged = Claim {
+        worker: "w\0".into(),
+        ..j.claim()
+    };
+    assert_eq!(kind(e.job_ack(vec![forged]).await), ErrorKind::InvalidInput);
+    assert_eq!(e.job_ack(vec![j.claim()]).await.expect("ack"), vec![true]);
+}
+
+/// Every delay goes through one validation: enqueue, retry and snooze refuse
+/// the same out-of-range value, and a refused call changes nothing.
+pub async fn every_delay_has_one_limit<H: Harness>(h: &H) {
+    let e = h.engine();
+    let far = job("dl1", "x").with_opts(EnqueueOpts::default().delay(Duration::MAX));
+    assert_eq!(
+        kind(e.job_enqueue(vec![far]).await),
+        ErrorKind::InvalidInput
+    );
+    enqueue_one(e, job("dl1", "x")).await;
+    let j = claim(e, "dl1", "w", 1).await.remove(0);
+    let retry = RetryParams {
+        claim: j.claim(),
+        error: "x".into(),
+        delay: Some(Duration::MAX),
+    };
+    assert_eq!(kind(e.job_retry(retry).await), ErrorKind::InvalidInput);
+    assert_eq!(
+        kind(e.job_snooze(j.claim(), Duration::MAX).await),
+        ErrorKind::InvalidInput
+    );
+    let ok = RetryParams {
+        claim: j.claim(),
+        error: "x".into(),
+        delay: Some(secs(3600)),
+    };
+    assert!(matches!(
+        e.job_retry(ok).await.expect("retry"),
+        RetryOutcome::Scheduled(_)
+    ));
+}
+
+/// The rows above, for [`contract_suite!`](crate::contract_suite): list each
+/// `pub async fn …<H: Harness>` here, next to where it is written.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __queues_validation {
+    ($then:path, $args:tt) => {
+        $then! { @rows $args queues::validation [
+            bad_input_is_rejected_and_writes_nothing,
+            nul_bytes_are_rejected,
+            every_delay_has_one_limit,
+        ] }
+    };
+}
