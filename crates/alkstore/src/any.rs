@@ -5,15 +5,22 @@ use alkstore_core::{
     Job, JobInfo, JobListParams, NewJob, QueueAdmin, QueueEngine, QueueStats, Result, RetryOutcome,
     RetryParams, SweepReport,
 };
+#[cfg(feature = "postgres")]
 use alkstore_postgres::PgEngine;
+#[cfg(feature = "sqlite")]
 use alkstore_sqlite::SqliteEngine;
+
+#[cfg(not(any(feature = "sqlite", feature = "postgres")))]
+compile_error!("alkstore needs at least one engine: enable the `sqlite` or `postgres` feature");
 
 /// Either engine, chosen at open time by URL.
 #[derive(Debug, Clone)]
 pub enum AnyEngine {
     /// The embedded SQLite engine.
+    #[cfg(feature = "sqlite")]
     Sqlite(SqliteEngine),
     /// The PostgreSQL engine.
+    #[cfg(feature = "postgres")]
     Postgres(PgEngine),
 }
 
@@ -25,7 +32,9 @@ macro_rules! dispatch {
         use tracing::Instrument;
         let span = tracing::debug_span!(concat!("alkstore.", stringify!($method)));
         match $self {
+            #[cfg(feature = "sqlite")]
             AnyEngine::Sqlite(e) => e.$method($($arg),*).instrument(span).await,
+            #[cfg(feature = "postgres")]
             AnyEngine::Postgres(e) => e.$method($($arg),*).instrument(span).await,
         }
     }};
@@ -34,14 +43,18 @@ macro_rules! dispatch {
 impl Engine for AnyEngine {
     fn capabilities(&self) -> Capabilities {
         match self {
+            #[cfg(feature = "sqlite")]
             AnyEngine::Sqlite(e) => e.capabilities(),
+            #[cfg(feature = "postgres")]
             AnyEngine::Postgres(e) => e.capabilities(),
         }
     }
 
     fn wake_subscribe(&self) -> tokio::sync::broadcast::Receiver<alkstore_core::Wake> {
         match self {
+            #[cfg(feature = "sqlite")]
             AnyEngine::Sqlite(e) => e.wake_subscribe(),
+            #[cfg(feature = "postgres")]
             AnyEngine::Postgres(e) => e.wake_subscribe(),
         }
     }

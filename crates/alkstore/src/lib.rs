@@ -76,5 +76,16 @@ pub async fn shutdown_signal() {
     }
 }
 
-/// The SQLite engine, for callers that need its own API (the outbox).
+/// The SQLite engine, for callers that need its own API (the outbox), and
+/// the `rusqlite` it is built with: use `alkstore::sqlite::rusqlite` for
+/// your own transactions, since two `rusqlite` versions cannot link into
+/// one binary.
+#[cfg(feature = "sqlite")]
+#[doc(inline)]
 pub use alkstore_sqlite as sqlite;
+
+/// The PostgreSQL engine, for callers that need its own API (the outbox),
+/// and the `tokio_postgres` it is built with (`alkstore::postgres::tokio_postgres`).
+#[cfg(feature = "postgres")]
+#[doc(inline)]
+pub use alkstore_postgres as postgres;

@@ -2,7 +2,6 @@ use std::sync::Arc;
 
 use alkstore_core::url::StoreUrl;
 use alkstore_core::{Clock, Limits, QueueOpts, Result};
-use alkstore_sqlite::{SqliteEngine, SqliteOptions};
 
 use crate::{AnyEngine, Queue};
 
@@ -39,10 +38,12 @@ impl Store {
     /// [`Store::open`] with options.
     pub async fn open_with(url: &str, opts: StoreOptions) -> Result<Store> {
         let engine = match StoreUrl::parse(url)? {
+            #[cfg(feature = "sqlite")]
             StoreUrl::Sqlite {
                 path,
                 synchronous_full,
             } => {
+                use alkstore_sqlite::{SqliteEngine, SqliteOptions};
                 let mut sqlite = SqliteOptions::new(path);
                 sqlite.synchronous_full = synchronous_full;
                 sqlite.clock = opts.clock;
@@ -53,6 +54,7 @@ impl Store {
                     .map_err(|e| alkstore_core::Error::database("open", e.to_string()))??;
                 AnyEngine::Sqlite(engine)
             }
+            #[cfg(feature = "postgres")]
             StoreUrl::Postgres {
                 conninfo,
                 schema,
@@ -64,6 +66,19 @@ impl Store {
                 pg.relaxed_commits = relaxed_commits;
                 pg.create = !opts.existing_only;
                 AnyEngine::Postgres(alkstore_postgres::PgEngine::open(pg).await?)
+            }
+            #[allow(unreachable_patterns)]
+            other => {
+                return Err(alkstore_core::Error::InvalidUrl {
+                    url: alkstore_core::url::mask_password(url),
+                    reason: format!(
+                        "this build of alkstore has no {} engine (enable its cargo feature)",
+                        match other {
+                            StoreUrl::Sqlite { .. } => "sqlite",
+                            StoreUrl::Postgres { .. } => "postgres",
+                        }
+                    ),
+                })
             }
         };
         Ok(Store { engine })

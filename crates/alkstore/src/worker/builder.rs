@@ -251,8 +251,9 @@ impl Worker {
         }
         let bad = |reason: &str| Err(alkstore_core::Error::invalid("worker options", reason));
         let o = &self.opts;
-        if o.max_claim == 0 || o.max_claim > alkstore_core::Limits::default().max_claim {
-            return bad("max_claim must be 1..=10000");
+        let most = alkstore_core::Limits::default().max_claim;
+        if o.max_claim == 0 || o.max_claim > most {
+            return bad(&format!("max_claim must be 1..={most}"));
         }
         if o.ack_batch == 0 {
             return bad("ack_batch must be at least 1");

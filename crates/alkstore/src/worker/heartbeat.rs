@@ -78,7 +78,7 @@ pub(crate) async fn heartbeat_sweeper(
                         }
                     }
                 }
-                Err(e) => tracing::warn!(id, error = %e, "heartbeat failed; retrying next second"),
+                Err(e) => tracing::warn!(id, error = %e, "heartbeat failed; retrying at the next tick"),
             }
         }
     }

@@ -26,18 +26,21 @@ pub(crate) async fn sweep_loop(engine: AnyEngine, every: Duration) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        match engine.sweep().await {
-            Ok(r) if r.expired + r.exhausted > 0 => {
+        // Once per interval for the whole store: other workers' ticks in the
+        // same interval find the sweep done and skip it.
+        match engine.sweep_due(every).await {
+            Ok(None) => {}
+            Ok(Some(r)) if r.expired + r.exhausted > 0 => {
                 tracing::warn!(
                     expired = r.expired,
                     rescued = r.rescued,
-                    exhausted_or_cancelled = r.exhausted,
+                    exhausted = r.exhausted,
                     dead_pruned = r.dead_pruned,
                     completed_pruned = r.completed_pruned,
                     "maintenance sweep dead-lettered jobs"
                 );
             }
-            Ok(r) if r != alkstore_core::SweepReport::default() => {
+            Ok(Some(r)) if r != alkstore_core::SweepReport::default() => {
                 tracing::info!(
                     expired = r.expired,
                     rescued = r.rescued,
@@ -47,7 +50,7 @@ pub(crate) async fn sweep_loop(engine: AnyEngine, every: Duration) {
                     "maintenance sweep"
                 );
             }
-            Ok(_) => {}
+            Ok(Some(_)) => {}
             Err(e) => tracing::warn!(error = %e, "maintenance sweep failed"),
         }
     }
