@@ -78,7 +78,9 @@ pub(crate) async fn heartbeat_sweeper(
                         }
                     }
                 }
-                Err(e) => tracing::warn!(id, error = %e, "heartbeat failed; retrying at the next tick"),
+                Err(e) => {
+                    tracing::warn!(id, error = %e, "heartbeat failed; retrying at the next tick")
+                }
             }
         }
     }
