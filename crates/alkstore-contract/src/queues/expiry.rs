@@ -1,8 +1,10 @@
 //! Expiry: expired jobs and claims, the sweep, crash loops.
 
-use alkstore_core::{Engine, EnqueueOpts, JobState, QueueAdmin, QueueOpts};
+use std::time::Duration;
 
-use super::support::{claim, enqueue_one, job, secs};
+use alkstore_core::{Engine, EnqueueOpts, ErrorKind, JobState, QueueAdmin, QueueOpts};
+
+use super::support::{claim, enqueue_one, job, kind, secs};
 use crate::Harness;
 
 /// A job whose worker never acks is claimed again after each expiry until its
@@ -122,6 +124,40 @@ pub async fn sweep_rescues_expired_claims_on_every_queue<H: Harness>(h: &H) {
     assert_eq!(e.sweep().await.expect("sweep").rescued, 0);
 }
 
+/// Workers sweep through `sweep_due`: the whole store is swept at most once
+/// per interval however many callers ask, and a due sweep does everything
+/// `sweep` does.
+pub async fn sweep_due_runs_once_per_interval<H: Harness>(h: &H) {
+    let e = h.engine();
+    let id = enqueue_one(
+        e,
+        job("due", "x").with_opts(EnqueueOpts::default().expires_in(secs(10))),
+    )
+    .await;
+    let first = e.sweep_due(secs(60)).await.expect("sweep");
+    assert!(first.is_some(), "the first caller sweeps");
+    assert!(e.sweep_due(secs(60)).await.expect("sweep").is_none());
+    h.clock().advance(secs(30));
+    let other = e.clone();
+    assert!(
+        other.sweep_due(secs(60)).await.expect("sweep").is_none(),
+        "another caller within the interval skips"
+    );
+    h.clock().advance(secs(30));
+    let due = e
+        .sweep_due(secs(60))
+        .await
+        .expect("sweep")
+        .expect("due again");
+    assert_eq!(due.expired, 1, "{due:?}");
+    let info = e.job_get(id).await.expect("get").expect("dead");
+    assert_eq!(info.dead_reason.as_deref(), Some("expired"));
+    assert_eq!(
+        kind(e.sweep_due(Duration::MAX).await),
+        ErrorKind::InvalidInput
+    );
+}
+
 /// The rows above, for [`contract_suite!`](crate::contract_suite): list each
 /// `pub async fn …<H: Harness>` here, next to where it is written.
 #[doc(hidden)]
@@ -133,6 +169,7 @@ macro_rules! __queues_expiry {
             expired_jobs_are_swept_to_dead,
             expired_pending_jobs_are_never_ready,
             sweep_rescues_expired_claims_on_every_queue,
+            sweep_due_runs_once_per_interval,
         ] }
     };
 }
