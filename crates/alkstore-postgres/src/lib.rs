@@ -38,7 +38,9 @@ use alkstore_core::url::mask_password;
 use alkstore_core::{Clock, Error, Limits, Result, Wake, WakeHub};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 
-pub use outbox::enqueue_in;
+/// The `tokio_postgres` this engine is built with: write your own transactions
+/// (the outbox) against this one, so both sides use the same version.
+pub use tokio_postgres;
 
 /// How to open a PostgreSQL store.
 #[derive(Debug, Clone)]

@@ -65,7 +65,7 @@ impl Harness for PgHarness {
         )
         .await
         .map_err(db)?;
-        alkstore_postgres::enqueue_in(&tx, &self.schema, job).await?;
+        self.engine.job_enqueue_in(&tx, job).await?;
         if commit {
             tx.commit().await.map_err(db)?;
         } else {

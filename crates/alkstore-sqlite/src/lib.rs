@@ -37,7 +37,9 @@ use std::time::Duration;
 use alkstore_core::{Clock, Error, Limits, Result, SystemClock, Wake, WakeHub};
 use rusqlite::Connection;
 
-pub use outbox::enqueue_in;
+/// The `rusqlite` this engine is built with: write your own transactions
+/// (the outbox) against this one, so both sides use the same version.
+pub use rusqlite;
 pub use schema::SCHEMA_VERSION;
 
 /// How to open a SQLite store.

@@ -1,26 +1,32 @@
 //! Enqueue inside the caller's own SQLite transaction (transactional outbox).
 
-use alkstore_core::{Clock, Enqueued, Limits, NewJob, Result, SystemClock};
+use alkstore_core::{Enqueued, NewJob, Result};
 use rusqlite::Connection;
 
 use crate::queues::insert_job;
+use crate::SqliteEngine;
 
-/// Enqueue `job` on the caller's connection, usually inside the caller's
-/// open transaction, so the job commits or rolls back with the caller's own
-/// writes. The store must have been opened once on this file (it creates the
-/// tables). Give the caller's connection a `busy_timeout`: alkstore's writer
-/// shares the file.
-///
-/// ```no_run
-/// # fn demo(conn: &mut rusqlite::Connection) -> Result<(), Box<dyn std::error::Error>> {
-/// use alkstore_core::NewJob;
-/// let tx = conn.transaction()?;
-/// tx.execute("INSERT INTO orders (id) VALUES (1)", [])?;
-/// alkstore_sqlite::enqueue_in(&tx, &NewJob::new("emails", b"order 1".to_vec()))?;
-/// tx.commit()?;
-/// # Ok(()) }
-/// ```
-pub fn enqueue_in(conn: &Connection, job: &NewJob) -> Result<Enqueued> {
-    job.validate(&Limits::default())?;
-    insert_job(conn, job, SystemClock.now())
+impl SqliteEngine {
+    /// Enqueue `job` on the caller's connection, usually inside the
+    /// caller's open transaction, so the job commits or rolls back with the
+    /// caller's own writes (transactional outbox). Validated against this
+    /// store's limits, timed by its clock. The connection must be on this
+    /// store's file; give it a `busy_timeout`, since alkstore's writer shares
+    /// the file. Workers in other processes see the commit through their
+    /// watcher; use this crate's re-exported [`rusqlite`](crate::rusqlite)
+    /// so both sides link the same SQLite.
+    ///
+    /// ```no_run
+    /// # fn demo(engine: &alkstore_sqlite::SqliteEngine, conn: &mut rusqlite::Connection) -> Result<(), Box<dyn std::error::Error>> {
+    /// use alkstore_core::NewJob;
+    /// let tx = conn.transaction()?;
+    /// tx.execute("INSERT INTO orders (id) VALUES (1)", [])?;
+    /// engine.job_enqueue_in(&tx, NewJob::new("emails", b"order 1".to_vec()))?;
+    /// tx.commit()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn job_enqueue_in(&self, conn: &Connection, job: NewJob) -> Result<Enqueued> {
+        job.validate(self.limits())?;
+        insert_job(conn, &job, self.now())
+    }
 }

@@ -37,6 +37,7 @@ impl Harness for SqliteHarness {
 
     async fn outbox_enqueue(&self, job: NewJob, commit: bool) -> Result<()> {
         let path = self.engine.path().to_path_buf();
+        let engine = self.engine.clone();
         tokio::task::spawn_blocking(move || {
             let db = |e: rusqlite::Error| Error::database("outbox test", e);
             let mut conn = rusqlite::Connection::open(path).map_err(db)?;
@@ -49,7 +50,7 @@ impl Harness for SqliteHarness {
             let tx = conn.transaction().map_err(db)?;
             tx.execute("INSERT INTO orders (note) VALUES ('business write')", [])
                 .map_err(db)?;
-            alkstore_sqlite::enqueue_in(&tx, &job)?;
+            engine.job_enqueue_in(&tx, job)?;
             if commit {
                 tx.commit().map_err(db)
             } else {

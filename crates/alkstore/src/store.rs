@@ -89,6 +89,28 @@ impl Store {
         Store { engine }
     }
 
+    /// The SQLite engine, when the store is one (for its own API: the
+    /// outbox `job_enqueue_in`).
+    #[cfg(feature = "sqlite")]
+    pub fn sqlite(&self) -> Option<&alkstore_sqlite::SqliteEngine> {
+        #[allow(unreachable_patterns)]
+        match &self.engine {
+            AnyEngine::Sqlite(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The PostgreSQL engine, when the store is one (for its own API: the
+    /// outbox `job_enqueue_in`).
+    #[cfg(feature = "postgres")]
+    pub fn postgres(&self) -> Option<&alkstore_postgres::PgEngine> {
+        #[allow(unreachable_patterns)]
+        match &self.engine {
+            AnyEngine::Postgres(e) => Some(e),
+            _ => None,
+        }
+    }
+
     /// The engine behind the store.
     pub fn engine(&self) -> &AnyEngine {
         &self.engine
