@@ -13,7 +13,7 @@ use clap::Args;
 
 /// Arguments of `alk bench queue`.
 #[derive(Debug, Args)]
-pub struct QueueBenchArgs {
+pub(crate) struct QueueBenchArgs {
     /// Where to run: a sqlite:// URL is ignored except for its engine (fresh
     /// temporary files are used); a postgres:// URL gets a fresh schema per
     /// scenario. Default: SQLite.
@@ -146,6 +146,7 @@ async fn drain(e: AnyEngine, worker: String, batch: u32) -> Result<usize> {
     }
 }
 
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // scale is in (0, 100]
 fn scaled(n: usize, scale: f64) -> usize {
     ((n as f64 * scale).round() as usize).max(1)
 }
@@ -304,7 +305,7 @@ fn join_err(e: tokio::task::JoinError) -> alkstore::Error {
 }
 
 /// Run `alk bench queue`.
-pub async fn run_queue(args: QueueBenchArgs) -> Result<()> {
+pub(crate) async fn run_queue(args: QueueBenchArgs) -> Result<()> {
     if !(args.scale > 0.0 && args.scale <= 100.0) {
         return Err(alkstore::Error::invalid("scale", "must be in (0, 100]"));
     }
@@ -342,7 +343,7 @@ pub async fn run_queue(args: QueueBenchArgs) -> Result<()> {
 
 /// Arguments of `alk bench worker`.
 #[derive(Debug, Args)]
-pub struct WorkerBenchArgs {
+pub(crate) struct WorkerBenchArgs {
     /// sqlite://… (fresh temporary files) or postgres://… (fresh schemas).
     #[arg(long = "on", default_value = "sqlite://bench.db")]
     on: String,
@@ -358,12 +359,14 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
     }
+    // p is in [0, 1]: the index is in range (and clamped below anyway).
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i.min(sorted.len() - 1)]
 }
 
 /// Run `alk bench worker`.
-pub async fn run_worker(args: WorkerBenchArgs) -> Result<()> {
+pub(crate) async fn run_worker(args: WorkerBenchArgs) -> Result<()> {
     use alkstore::{JobCtx, Worker, WorkerOpts};
     if args.samples == 0 || args.jobs == 0 {
         return Err(alkstore::Error::invalid(
@@ -455,7 +458,10 @@ pub async fn run_worker(args: WorkerBenchArgs) -> Result<()> {
         })
         .await?;
     let secs = start.elapsed().as_secs_f64();
-    check(report.completed as usize, args.jobs)?;
+    check(
+        usize::try_from(report.completed).unwrap_or(usize::MAX),
+        args.jobs,
+    )?;
     println!(
         "bench peer=alkstore engine={} scenario=worker_50k jobs={} secs={secs:.3} jobs_per_s={:.0}",
         target.name(),

@@ -11,7 +11,7 @@ use clap::Args;
 
 /// Arguments of `alk test-worker`.
 #[derive(Debug, Args)]
-pub struct TestWorkerArgs {
+pub(crate) struct TestWorkerArgs {
     /// Queue to work.
     #[arg(long)]
     queue: String,
@@ -30,7 +30,7 @@ pub struct TestWorkerArgs {
 }
 
 /// Run until SIGTERM or Ctrl-C.
-pub async fn run(db: &str, args: TestWorkerArgs) -> Result<()> {
+pub(crate) async fn run(db: &str, args: TestWorkerArgs) -> Result<()> {
     let store = Store::open(db).await?;
     let file = std::fs::OpenOptions::new()
         .create(true)

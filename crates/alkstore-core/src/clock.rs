@@ -22,7 +22,7 @@ impl Clock for SystemClock {
     fn now(&self) -> i64 {
         SystemTime::now()
             .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs() as i64)
+            .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
             .unwrap_or(0)
     }
 }
@@ -52,7 +52,8 @@ impl ManualClock {
 
     /// Move the clock forward.
     pub fn advance(&self, by: Duration) {
-        self.0.fetch_add(by.as_secs() as i64, Ordering::SeqCst);
+        self.0
+            .fetch_add(crate::validate::secs(by), Ordering::SeqCst);
     }
 
     /// Set the clock to `unix_seconds`.

@@ -98,3 +98,15 @@ impl Default for Limits {
         }
     }
 }
+
+/// A count read from SQL (`BIGINT`/`INTEGER`) as `u64`; a negative count
+/// (impossible from `count(*)`) reads as 0.
+pub fn count(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+/// An attempt number read from SQL as `u32`, clamped to `0..=u32::MAX`
+/// (validation keeps stored attempts far below).
+pub fn attempts(n: i64) -> u32 {
+    u32::try_from(n.max(0)).unwrap_or(u32::MAX)
+}

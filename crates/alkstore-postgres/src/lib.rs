@@ -88,6 +88,7 @@ impl PgOptions {
     }
 
     /// Use this clock instead of the database's.
+    #[must_use]
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = Some(clock);
         self

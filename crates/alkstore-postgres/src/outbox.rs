@@ -12,7 +12,7 @@ impl PgEngine {
     /// outbox). Validated against this store's limits, into this store's
     /// schema; times come from the database clock. Workers are woken by the
     /// job table's NOTIFY trigger at commit. Use this crate's re-exported
-    /// [`tokio_postgres`](crate::tokio_postgres) so both sides use the same
+    /// [`tokio_postgres`] so both sides use the same
     /// driver.
     ///
     /// ```no_run

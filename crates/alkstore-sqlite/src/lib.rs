@@ -78,6 +78,7 @@ impl SqliteOptions {
     }
 
     /// Use this clock instead of the system's.
+    #[must_use]
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = Some(clock);
         self

@@ -13,7 +13,7 @@ impl SqliteEngine {
     /// store's limits, timed by its clock. The connection must be on this
     /// store's file; give it a `busy_timeout`, since alkstore's writer shares
     /// the file. Workers in other processes see the commit through their
-    /// watcher; use this crate's re-exported [`rusqlite`](crate::rusqlite)
+    /// watcher; use this crate's re-exported [`rusqlite`]
     /// so both sides link the same SQLite.
     ///
     /// ```no_run

@@ -4,6 +4,7 @@ use alkstore_core::{Error, Result};
 use rusqlite::{Connection, OptionalExtension};
 
 /// The schema version this build writes and understands.
+#[allow(clippy::cast_possible_wrap)] // a handful of migrations
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// The migrations, in order: migration `n` (1-based) takes the schema from

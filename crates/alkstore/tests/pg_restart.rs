@@ -157,7 +157,9 @@ async fn worker_survives_a_postgres_restart() {
             ..QueueOpts::default()
         },
     );
-    q.enqueue_batch(0..JOBS as u32).await.expect("enqueue");
+    q.enqueue_batch(0..u32::try_from(JOBS).expect("small"))
+        .await
+        .expect("enqueue");
 
     let done = Arc::new(AtomicUsize::new(0));
     let d = done.clone();

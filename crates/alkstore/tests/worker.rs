@@ -88,8 +88,8 @@ async fn processes_two_queues_typed_and_raw(f: Fixture) {
         }))
         .await
         .expect("enqueue");
-    for i in 0..100 {
-        raw.enqueue_bytes(vec![i as u8, 0xff], EnqueueOpts::default())
+    for i in 0..100u8 {
+        raw.enqueue_bytes(vec![i, 0xff], EnqueueOpts::default())
             .await
             .expect("enqueue");
     }

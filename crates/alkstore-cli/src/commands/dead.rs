@@ -13,7 +13,7 @@ const MAX_BATCH: u32 = 10_000;
 
 /// `alk dead …`.
 #[derive(Debug, Subcommand)]
-pub enum DeadCommand {
+pub(super) enum DeadCommand {
     /// List dead letters: why and when they died, and their last error.
     List {
         /// Only this queue.
@@ -34,7 +34,7 @@ pub enum DeadCommand {
 
 /// Which dead letters a bulk command acts on, and how.
 #[derive(Debug, Args)]
-pub struct DeadSelectArgs {
+pub(super) struct DeadSelectArgs {
     /// Only this queue.
     #[arg(long)]
     queue: Option<String>,
@@ -99,7 +99,7 @@ impl Bulk {
 }
 
 /// Run an `alk dead` command; returns what to print on stdout.
-pub async fn run(e: &AnyEngine, cmd: DeadCommand, as_json: bool) -> Result<String> {
+pub(super) async fn run(e: &AnyEngine, cmd: DeadCommand, as_json: bool) -> Result<String> {
     match cmd {
         DeadCommand::List {
             queue,

@@ -13,7 +13,7 @@ use super::output::json_text;
 
 /// Arguments of `alk enqueue`.
 #[derive(Debug, Args)]
-pub struct EnqueueArgs {
+pub(super) struct EnqueueArgs {
     /// Queue name.
     queue: String,
     /// Payload: JSON text (checked), or any text with --raw. Give this or
@@ -83,14 +83,14 @@ fn payload(a: &EnqueueArgs) -> Result<Vec<u8>> {
 /// A job ready to enqueue: arguments checked and payload read, before the
 /// store is opened (bad input creates no store).
 #[derive(Debug)]
-pub struct Prepared {
+pub(super) struct Prepared {
     queue: String,
     payload: Vec<u8>,
     opts: EnqueueOpts,
 }
 
 /// Check the arguments and read the payload.
-pub fn prepare(a: EnqueueArgs) -> Result<Prepared> {
+pub(super) fn prepare(a: EnqueueArgs) -> Result<Prepared> {
     let payload = payload(&a)?;
     let mut opts = EnqueueOpts::default().priority(a.priority);
     if let Some(d) = a.delay {
@@ -110,7 +110,7 @@ pub fn prepare(a: EnqueueArgs) -> Result<Prepared> {
 }
 
 /// Enqueue the job; returns its id (or the live duplicate's) to print.
-pub async fn run(store: &Store, p: Prepared, as_json: bool) -> Result<String> {
+pub(super) async fn run(store: &Store, p: Prepared, as_json: bool) -> Result<String> {
     let out = store
         .queue(p.queue)
         .enqueue_bytes(p.payload, p.opts)

@@ -10,7 +10,7 @@ use super::text::now;
 
 /// Arguments of `alk jobs`.
 #[derive(Debug, Args)]
-pub struct ListArgs {
+pub(super) struct ListArgs {
     /// Only this queue.
     #[arg(long)]
     queue: Option<String>,
@@ -38,7 +38,7 @@ enum ListState {
 /// ID` name the action.
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
-pub struct JobArgs {
+pub(super) struct JobArgs {
     #[command(subcommand)]
     action: Option<JobAction>,
     #[command(flatten)]
@@ -70,7 +70,7 @@ struct ShowArgs {
 }
 
 /// Run `alk jobs`; returns what to print.
-pub async fn list(e: &AnyEngine, a: ListArgs, as_json: bool) -> Result<String> {
+pub(super) async fn list(e: &AnyEngine, a: ListArgs, as_json: bool) -> Result<String> {
     let state = a.state.map(|s| match s {
         ListState::Pending => JobState::Pending,
         ListState::Processing => JobState::Processing,
@@ -92,7 +92,7 @@ pub async fn list(e: &AnyEngine, a: ListArgs, as_json: bool) -> Result<String> {
 }
 
 /// Run `alk job …`; returns the bytes to write on stdout.
-pub async fn run(e: &AnyEngine, a: JobArgs, as_json: bool) -> Result<Vec<u8>> {
+pub(super) async fn run(e: &AnyEngine, a: JobArgs, as_json: bool) -> Result<Vec<u8>> {
     match a.action {
         Some(JobAction::Release { id }) => release(e, id, as_json).await,
         Some(JobAction::Show(show)) => show_job(e, show, as_json).await,

@@ -4,8 +4,8 @@
 mod dead;
 mod enqueue;
 mod job;
-pub mod output;
-pub mod text;
+pub(crate) mod output;
+pub(crate) mod text;
 
 use alkstore::prelude::*;
 use alkstore::{CancelOutcome, Error, Result, Store, StoreOptions};
@@ -19,7 +19,7 @@ use text::masked_url;
 /// Manage an alkstore store (SQLite file or PostgreSQL schema).
 #[derive(Debug, Parser)]
 #[command(name = "alk", version, about)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// Store URL: sqlite://path.db or postgres://user@host/db?schema=name.
     #[arg(
         long,
@@ -39,7 +39,7 @@ pub struct Cli {
 
 impl Cli {
     /// The store URL as given (may hold a password: print it masked).
-    pub fn db(&self) -> &str {
+    pub(crate) fn db(&self) -> &str {
         &self.db
     }
 }
@@ -90,7 +90,7 @@ pub(crate) enum BenchCommand {
 }
 
 /// Run a parsed command line.
-pub async fn run(cli: Cli) -> Result<()> {
+pub(crate) async fn run(cli: Cli) -> Result<()> {
     if let Command::Bench(BenchCommand::Queue(args)) = cli.command {
         return bench::run_queue(args).await;
     }

@@ -26,7 +26,7 @@ macro_rules! outln {
 
 /// Write `bytes` to stdout and flush. A reader that went away (broken pipe)
 /// is not an error: the output was simply not wanted any more.
-pub fn emit(bytes: &[u8]) -> Result<()> {
+pub(crate) fn emit(bytes: &[u8]) -> Result<()> {
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
         Ok(()) => Ok(()),
@@ -36,7 +36,7 @@ pub fn emit(bytes: &[u8]) -> Result<()> {
 }
 
 /// One JSON document, pretty-printed, with a final newline.
-pub fn json_text(value: &Value) -> String {
+pub(crate) fn json_text(value: &Value) -> String {
     let mut s = serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string());
     s.push('\n');
     s
@@ -44,7 +44,7 @@ pub fn json_text(value: &Value) -> String {
 
 /// Progress for long operations goes to stderr, so stdout stays the result.
 /// A closed stderr is ignored (there is nobody to tell).
-pub fn progress(line: &str) {
+pub(crate) fn progress(line: &str) {
     let _ = writeln!(std::io::stderr(), "{line}");
 }
 
@@ -59,7 +59,7 @@ fn finished_at(j: &JobInfo, state: JobState) -> Option<i64> {
 
 /// One job as a JSON object: every field, times as unix seconds, and the
 /// whole payload (see [`payload_text`]).
-pub fn job_json(j: &JobInfo) -> Value {
+pub(crate) fn job_json(j: &JobInfo) -> Value {
     let (payload, encoding) = payload_text(&j.payload);
     let errors: Vec<Value> = j
         .errors
@@ -92,12 +92,12 @@ pub fn job_json(j: &JobInfo) -> Value {
 }
 
 /// A list of jobs as one JSON array.
-pub fn jobs_json(jobs: &[JobInfo]) -> Value {
+pub(crate) fn jobs_json(jobs: &[JobInfo]) -> Value {
     Value::Array(jobs.iter().map(job_json).collect())
 }
 
 /// Live or completed jobs as a table.
-pub fn jobs_table(jobs: &[JobInfo]) -> String {
+pub(crate) fn jobs_table(jobs: &[JobInfo]) -> String {
     let mut out = String::new();
     outln!(
         out,
@@ -127,7 +127,7 @@ pub fn jobs_table(jobs: &[JobInfo]) -> String {
 
 /// Dead letters as a table, with why and when they died and their last
 /// error.
-pub fn dead_table(jobs: &[JobInfo]) -> String {
+pub(crate) fn dead_table(jobs: &[JobInfo]) -> String {
     let mut out = String::new();
     outln!(
         out,
@@ -156,7 +156,7 @@ pub fn dead_table(jobs: &[JobInfo]) -> String {
 }
 
 /// Everything about one job, one field a line.
-pub fn job_detail(j: &JobInfo, now: i64) -> String {
+pub(crate) fn job_detail(j: &JobInfo, now: i64) -> String {
     let mut out = String::new();
     let state = match &j.dead_reason {
         Some(r) if j.state == JobState::Dead => format!("dead ({r})"),
@@ -222,7 +222,7 @@ pub fn job_detail(j: &JobInfo, now: i64) -> String {
 }
 
 /// Queue counts as one JSON array (one object per queue, raw numbers).
-pub fn stats_json(stats: &[QueueStats]) -> Value {
+pub(crate) fn stats_json(stats: &[QueueStats]) -> Value {
     Value::Array(
         stats
             .iter()
@@ -244,7 +244,7 @@ pub fn stats_json(stats: &[QueueStats]) -> Value {
 }
 
 /// Queue counts as a table.
-pub fn stats_table(stats: &[QueueStats]) -> String {
+pub(crate) fn stats_table(stats: &[QueueStats]) -> String {
     let mut out = String::new();
     let row = |out: &mut String, cells: [&str; 9]| {
         let [q, ready, sched, proc_, claims, expired, dead, done, oldest] = cells;
@@ -289,7 +289,7 @@ pub fn stats_table(stats: &[QueueStats]) -> String {
 }
 
 /// A sweep's report as a JSON object.
-pub fn sweep_json(r: &SweepReport) -> Value {
+pub(crate) fn sweep_json(r: &SweepReport) -> Value {
     json!({
         "expired": r.expired,
         "rescued": r.rescued,
@@ -300,7 +300,7 @@ pub fn sweep_json(r: &SweepReport) -> Value {
 }
 
 /// A sweep's report on one line, every field named.
-pub fn sweep_line(r: &SweepReport) -> String {
+pub(crate) fn sweep_line(r: &SweepReport) -> String {
     format!(
         "expired {} rescued {} exhausted {} dead_pruned {} completed_pruned {}\n",
         r.expired, r.rescued, r.exhausted, r.dead_pruned, r.completed_pruned

@@ -4,7 +4,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Now, in unix seconds (the machine's clock; only used to say "3s ago").
-pub fn now() -> i64 {
+pub(crate) fn now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
@@ -14,7 +14,7 @@ pub fn now() -> i64 {
 /// A unix time as RFC 3339 in UTC to the second (`2024-05-01T12:00:00Z`).
 /// Times before 1970 or after 9999, which the formatter cannot write, show
 /// as `@<seconds>`.
-pub fn rfc3339(unix: i64) -> String {
+pub(crate) fn rfc3339(unix: i64) -> String {
     match u64::try_from(unix) {
         Ok(secs) if secs <= 253_402_300_799 => {
             let t = UNIX_EPOCH + std::time::Duration::from_secs(secs);
@@ -26,7 +26,7 @@ pub fn rfc3339(unix: i64) -> String {
 
 /// A duration in seconds, in at most two units: `45s`, `5m 3s`, `5m`,
 /// `2h 10m`, `3d 4h`.
-pub fn duration(secs: i64) -> String {
+pub(crate) fn duration(secs: i64) -> String {
     let s = secs.unsigned_abs();
     let (d, h, m, sec) = (s / 86_400, s % 86_400 / 3600, s % 3600 / 60, s % 60);
     let (big, small) = if d > 0 {
@@ -46,7 +46,7 @@ pub fn duration(secs: i64) -> String {
 }
 
 /// `unix` relative to `now`: `in 5m 3s`, `3s ago`, or `now`.
-pub fn relative(unix: i64, now: i64) -> String {
+pub(crate) fn relative(unix: i64, now: i64) -> String {
     let diff = unix.saturating_sub(now);
     match diff {
         0 => "now".into(),
@@ -56,19 +56,19 @@ pub fn relative(unix: i64, now: i64) -> String {
 }
 
 /// A time for people: RFC 3339 plus how far from now.
-pub fn when(unix: i64, now: i64) -> String {
+pub(crate) fn when(unix: i64, now: i64) -> String {
     format!("{} ({})", rfc3339(unix), relative(unix, now))
 }
 
 /// Standard base64 with padding (RFC 4648).
-pub fn base64(bytes: &[u8]) -> String {
+pub(crate) fn base64(bytes: &[u8]) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 /// A payload as JSON text: the text itself when it is UTF-8 (`utf8`),
 /// else base64 (`base64`). Returns `(text, encoding)`.
-pub fn payload_text(payload: &[u8]) -> (String, &'static str) {
+pub(crate) fn payload_text(payload: &[u8]) -> (String, &'static str) {
     match std::str::from_utf8(payload) {
         Ok(s) => (s.to_string(), "utf8"),
         Err(_) => (base64(payload), "base64"),
@@ -77,7 +77,7 @@ pub fn payload_text(payload: &[u8]) -> (String, &'static str) {
 
 /// Text for one table cell or detail line: control characters escaped
 /// (`\n`, `\0`), cut to `max` characters with `…`.
-pub fn shorten(text: &str, max: usize) -> String {
+pub(crate) fn shorten(text: &str, max: usize) -> String {
     let mut out = String::new();
     for (count, c) in text.chars().enumerate() {
         if count == max {
@@ -94,7 +94,7 @@ pub fn shorten(text: &str, max: usize) -> String {
 }
 
 /// A payload for people: its text shortened, or `<N bytes, binary>`.
-pub fn payload_preview(payload: &[u8], max: usize) -> String {
+pub(crate) fn payload_preview(payload: &[u8], max: usize) -> String {
     match std::str::from_utf8(payload) {
         Ok(s) => shorten(s, max),
         Err(_) => format!("<{} bytes, binary>", payload.len()),
@@ -126,7 +126,7 @@ fn passwords(url: &str) -> Vec<&str> {
 
 /// `text` with every password of `url` replaced by `***`: the last guard
 /// before an error or a URL is printed.
-pub fn redact(text: &str, url: &str) -> String {
+pub(crate) fn redact(text: &str, url: &str) -> String {
     let mut out = text.to_string();
     for pw in passwords(url) {
         out = out.replace(pw, "***");
@@ -135,7 +135,7 @@ pub fn redact(text: &str, url: &str) -> String {
 }
 
 /// A store URL fit to print: passwords masked.
-pub fn masked_url(url: &str) -> String {
+pub(crate) fn masked_url(url: &str) -> String {
     redact(&alkstore::url::mask_password(url), url)
 }
 

@@ -46,7 +46,8 @@ pub async fn retry_backs_off_with_jitter<H: Harness>(h: &H) {
             info.last_error.as_deref(),
             Some(format!("boom {attempt}").as_str())
         );
-        h.clock().advance(secs(delay as u64 - 1));
+        h.clock()
+            .advance(secs(u64::try_from(delay - 1).expect("positive delay")));
         assert!(
             claim(e, "r", "w", 1).await.is_empty(),
             "not before the backoff"

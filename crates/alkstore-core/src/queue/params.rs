@@ -147,6 +147,7 @@ impl DeadSelect {
     }
 
     /// At most `n` of them per call (a batch).
+    #[must_use]
     pub fn limit(mut self, n: u32) -> Self {
         self.limit = Some(n);
         self

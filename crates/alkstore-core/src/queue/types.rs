@@ -64,31 +64,37 @@ pub struct EnqueueOpts {
 
 impl EnqueueOpts {
     /// Set the priority (higher runs first).
+    #[must_use]
     pub fn priority(mut self, priority: i32) -> Self {
         self.priority = priority;
         self
     }
     /// Delay the first run.
+    #[must_use]
     pub fn delay(mut self, delay: Duration) -> Self {
         self.delay = Some(delay);
         self
     }
     /// Run at a unix time (seconds).
+    #[must_use]
     pub fn run_at(mut self, unix_seconds: i64) -> Self {
         self.run_at = Some(unix_seconds);
         self
     }
     /// Override max attempts.
+    #[must_use]
     pub fn max_attempts(mut self, attempts: u32) -> Self {
         self.max_attempts = Some(attempts);
         self
     }
     /// Expire the job if it has not started within `after`.
+    #[must_use]
     pub fn expires_in(mut self, after: Duration) -> Self {
         self.expires_in = Some(after);
         self
     }
     /// Deduplicate on a key among live jobs of the queue.
+    #[must_use]
     pub fn unique_key(mut self, key: impl Into<String>) -> Self {
         self.unique_key = Some(key.into());
         self
@@ -121,12 +127,14 @@ impl NewJob {
     }
 
     /// Replace the per-job options.
+    #[must_use]
     pub fn with_opts(mut self, opts: EnqueueOpts) -> Self {
         self.opts = opts;
         self
     }
 
     /// Replace the queue options.
+    #[must_use]
     pub fn with_queue_opts(mut self, queue_opts: QueueOpts) -> Self {
         self.queue_opts = queue_opts;
         self
@@ -541,9 +549,13 @@ pub fn backoff_delay_s(base_s: i64, attempt: u32, seed: i64) -> i64 {
         return delay;
     }
     // splitmix64 of (seed, attempt): cheap, well spread, no RNG dependency.
-    let mut z = (seed as u64) ^ ((attempt as u64) << 32) ^ 0x9E37_79B9_7F4A_7C15;
+    // Bit patterns, not values: reinterpreting the seed is the point.
+    let mut z =
+        u64::from_ne_bytes(seed.to_ne_bytes()) ^ (u64::from(attempt) << 32) ^ 0x9E37_79B9_7F4A_7C15;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^= z >> 31;
-    delay + (z % (jitter_span as u64 + 1)) as i64
+    // jitter_span > 0 here, and the remainder is at most jitter_span.
+    let span = u64::try_from(jitter_span).unwrap_or(0) + 1;
+    delay + i64::try_from(z % span).unwrap_or(0)
 }

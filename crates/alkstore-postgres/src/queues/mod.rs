@@ -9,6 +9,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use alkstore_core::queue::{secs, truncate_error, validate_duration, validate_queue_name};
+use alkstore_core::validate::{self, attempts, count};
 use alkstore_core::{
     backoff_delay_s, CancelOutcome, Capabilities, Claim, ClaimParams, DeadListParams, DeadSelect,
     Engine, Enqueued, Error, Job, JobInfo, JobListParams, JobState, NewJob, QueueAdmin,
@@ -68,10 +69,7 @@ async fn insert_uniform<C: GenericClient + Sync>(
     let payloads: Vec<Vec<u8>> = jobs.into_iter().map(|j| j.payload).collect();
     let priority = i64::from(first.opts.priority);
     let max_attempts = i64::from(first.max_attempts());
-    let expires_in = first
-        .opts
-        .expires_in
-        .map(|d| d.as_secs().min(i64::MAX as u64 / 4) as i64);
+    let expires_in = first.opts.expires_in.map(secs);
     let params: [&(dyn ToSql + Sync); 12] = [
         &now,
         &first.queue,
@@ -308,9 +306,9 @@ impl PgEngine {
             self.hub().all();
         }
         Ok(Some(SweepReport {
-            expired: expired as u64,
-            rescued: rescued as u64,
-            exhausted: exhausted as u64,
+            expired: count(expired),
+            rescued: count(rescued),
+            exhausted: count(exhausted),
             dead_pruned: pruned[0],
             completed_pruned: pruned[1],
         }))
@@ -410,8 +408,8 @@ impl QueueEngine for PgEngine {
                 id: r.get(0),
                 payload: r.get(1),
                 priority: r.get(2),
-                attempt: r.get::<_, i64>(3) as u32,
-                max_attempts: r.get::<_, i64>(4) as u32,
+                attempt: attempts(r.get(3)),
+                max_attempts: attempts(r.get(4)),
                 claim_expires_at: r.get(5),
                 run_at: r.get(6),
                 created_at: r.get(7),
@@ -500,7 +498,7 @@ impl QueueEngine for PgEngine {
         } else {
             let delay = match p.delay {
                 Some(d) => secs(d),
-                None => backoff_delay_s(base, attempts as u32, id),
+                None => backoff_delay_s(base, validate::attempts(attempts), id),
             };
             let run_at = db_now + delay;
             let update = tx.prepare_cached(&sql.retry_update).await.map_err(db(op))?;
@@ -657,7 +655,7 @@ impl QueueAdmin for PgEngine {
         let r = rows
             .first()
             .ok_or_else(|| Error::database("queue_stats", "no row"))?;
-        let n = |i: usize| r.get::<_, i64>(i) as u64;
+        let n = |i: usize| count(r.get(i));
         let db_now: i64 = r.get(8);
         let oldest: Option<i64> = r.get(5);
         Ok(QueueStats {
@@ -726,6 +724,6 @@ impl QueueAdmin for PgEngine {
                 &[&sel.queue, &sel.ids],
             )
             .await?;
-        Ok(rows.first().map(|r| r.get::<_, i64>(0) as u64).unwrap_or(0))
+        Ok(rows.first().map(|r| count(r.get(0))).unwrap_or(0))
     }
 }

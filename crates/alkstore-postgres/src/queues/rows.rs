@@ -2,6 +2,7 @@
 //! enqueue and the decoding of `JobInfo` rows.
 
 use alkstore_core::queue::parse_attempt_errors;
+use alkstore_core::validate::{attempts, secs};
 use alkstore_core::{JobInfo, JobState, NewJob};
 use tokio_postgres::Row;
 
@@ -43,11 +44,7 @@ impl Columns {
             c.run_at.push(j.opts.run_at);
             c.delay_s.push(j.delay_s());
             c.max_attempts.push(j.max_attempts().into());
-            c.expires_in.push(
-                j.opts
-                    .expires_in
-                    .map(|d| d.as_secs().min(i64::MAX as u64 / 4) as i64),
-            );
+            c.expires_in.push(j.opts.expires_in.map(secs));
             c.vis.push(j.visibility_timeout_s());
             c.backoff.push(j.backoff_base_s());
             c.retention.push(j.dead_letter_retention_s());
@@ -94,8 +91,8 @@ pub(crate) fn job_info(r: &Row, source: Source) -> JobInfo {
         payload: r.get(2),
         priority: r.get(3),
         run_at: r.get(4),
-        attempts: r.get::<_, i64>(5) as u32,
-        max_attempts: r.get::<_, i64>(6) as u32,
+        attempts: attempts(r.get(5)),
+        max_attempts: attempts(r.get(6)),
         worker: r.get(7),
         claim_expires_at: r.get(8),
         created_at: r.get(9),

@@ -6,6 +6,7 @@ mod rows;
 use std::time::Duration;
 
 use alkstore_core::queue::{secs, truncate_error, validate_duration, validate_queue_name};
+use alkstore_core::validate::count;
 use alkstore_core::{
     backoff_delay_s, CancelOutcome, Capabilities, Claim, ClaimParams, DeadListParams, DeadSelect,
     Engine, Enqueued, Job, JobInfo, JobListParams, JobState, NewJob, QueueAdmin, QueueEngine,
@@ -708,14 +709,14 @@ impl QueueAdmin for SqliteEngine {
                     })
                 })
                 .map_err(db(op))?;
-            let count = |table: &str| -> Result<u64> {
+            let rows_in = |table: &str| -> Result<u64> {
                 conn.prepare_cached(&format!("SELECT COUNT(*) FROM {table} WHERE queue = ?1"))
                     .and_then(|mut s| s.query_row([&queue], |r| r.get::<_, i64>(0)))
-                    .map(|n| n as u64)
+                    .map(count)
                     .map_err(db(op))
             };
-            let (dead, completed) = (count("__alkstore_dead")?, count("__alkstore_done")?);
-            let n = |i: usize| live[i].unwrap_or(0) as u64;
+            let (dead, completed) = (rows_in("__alkstore_dead")?, rows_in("__alkstore_done")?);
+            let n = |i: usize| count(live[i].unwrap_or(0));
             Ok(QueueStats {
                 ready: n(0),
                 scheduled: n(1),
@@ -867,7 +868,7 @@ impl QueueAdmin for SqliteEngine {
                 "SELECT COUNT(*) FROM __alkstore_dead WHERE (?1 IS NULL OR queue = ?1)",
             )
             .and_then(|mut s| s.query_row([&sel.queue], |r| r.get::<_, i64>(0)))
-            .map(|n| n as u64)
+            .map(count)
             .map_err(db("dead_count"))
         })
         .await
@@ -909,7 +910,7 @@ fn selected_dead_ids(conn: &Connection, sel: &DeadSelect, requeueable: bool) -> 
                 .map_err(db(op))?;
             let mut out = Vec::new();
             for id in wanted {
-                if out.len() as i64 >= limit {
+                if i64::try_from(out.len()).unwrap_or(i64::MAX) >= limit {
                     break;
                 }
                 if exists

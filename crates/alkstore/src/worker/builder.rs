@@ -168,6 +168,7 @@ impl Worker {
 
     /// Handle queue `name` with a handler of JSON-decoded payloads. A payload
     /// that does not decode is dead-lettered at once.
+    #[must_use]
     pub fn queue<T, F, Fut>(mut self, name: impl Into<String>, f: F) -> Worker
     where
         T: DeserializeOwned + Send + 'static,
@@ -179,6 +180,7 @@ impl Worker {
     }
 
     /// Handle queue `name` with a handler of raw payload bytes.
+    #[must_use]
     pub fn queue_raw<F, Fut>(mut self, name: impl Into<String>, f: F) -> Worker
     where
         F: Fn(JobCtx<Vec<u8>>) -> Fut + Send + Sync + 'static,
@@ -215,6 +217,7 @@ impl Worker {
 
     /// Run at most `n` handlers of `queue` at once (default 10). `queue` must
     /// already have a handler, or [`Worker::run_until`] fails.
+    #[must_use]
     pub fn concurrency(mut self, queue: &str, n: usize) -> Worker {
         if let Some(q) = self.spec(queue, "concurrency") {
             q.concurrency = n.max(1);
@@ -224,6 +227,7 @@ impl Worker {
 
     /// Stop a handler of `queue` after `limit`; the attempt counts as failed.
     /// `queue` must already have a handler, or [`Worker::run_until`] fails.
+    #[must_use]
     pub fn timeout(mut self, queue: &str, limit: Duration) -> Worker {
         if let Some(q) = self.spec(queue, "timeout") {
             q.timeout = Some(limit);
@@ -233,12 +237,14 @@ impl Worker {
 
     /// Name this worker in claims (default: host, pid and a suffix from the
     /// clock).
+    #[must_use]
     pub fn worker_id(mut self, id: impl Into<String>) -> Worker {
         self.id = id.into();
         self
     }
 
     /// Replace the worker-wide options.
+    #[must_use]
     pub fn opts(mut self, opts: WorkerOpts) -> Worker {
         self.opts = opts;
         self

@@ -110,7 +110,8 @@ pub(crate) async fn queue_loop(ctx: LoopCtx, spec: QueueSpec) {
     while loops.join_next().await.is_some() {}
     // Graceful shutdown: no more claims; let running handlers finish (every
     // slot returned), up to the deadline; then stop the rest and hand back.
-    let all = shared.spec.concurrency as u32;
+    // Validation caps concurrency at MAX_CONCURRENCY (fits u32).
+    let all = u32::try_from(shared.spec.concurrency).unwrap_or(u32::MAX);
     let finished =
         tokio::time::timeout(ctx.opts.shutdown_timeout, shared.slots.acquire_many(all)).await;
     if finished.is_err() {
@@ -183,7 +184,7 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>) {
             shared
                 .slots
                 .clone()
-                .try_acquire_many_owned(free as u32)
+                .try_acquire_many_owned(u32::try_from(free).unwrap_or(u32::MAX))
                 .ok()
         };
         let Some(mut reserved) = reserved else {
@@ -201,7 +202,7 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>) {
             .job_claim(ClaimParams::new(
                 spec.name.clone(),
                 ctx.worker.clone(),
-                reserved.num_permits() as u32,
+                u32::try_from(reserved.num_permits()).unwrap_or(u32::MAX),
             ))
             .await;
         let jobs = match claimed {
@@ -236,7 +237,9 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>) {
                 continue;
             };
             let key = (job.id, job.claim_token);
-            let length = Duration::from_secs((job.claim_expires_at - job.claimed_at).max(1) as u64);
+            let length = Duration::from_secs(alkstore_core::validate::count(
+                (job.claim_expires_at - job.claimed_at).max(1),
+            ));
             let next_beat = next_heartbeat(length);
             let claim = job.claim();
             let (cancel, cancelled) = watch::channel(false);
