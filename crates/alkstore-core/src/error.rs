@@ -82,6 +82,22 @@ pub enum Error {
         /// How long it waited, in seconds.
         waited_s: u64,
     },
+    /// A concurrent change got in the way; nothing was written, and the same
+    /// call is expected to succeed when tried again.
+    #[error("conflict during {op}: {reason}; nothing was written, retry")]
+    Conflict {
+        /// The operation (for example `job_enqueue`).
+        op: &'static str,
+        /// What got in the way.
+        reason: String,
+    },
+    /// The caller no longer holds what it acted under: a claim, a lease or a
+    /// lock that expired or was taken over (fenced by a newer holder).
+    #[error("{what} is no longer held by the caller")]
+    NotHeld {
+        /// What was lost (for example `lease on bucket 3 of group g`).
+        what: String,
+    },
     /// The thing asked for does not exist (a job id, for example).
     #[error("{what} not found: {detail}")]
     NotFound {
@@ -126,6 +142,10 @@ pub enum ErrorKind {
     NoStore,
     /// See [`Error::NotFound`].
     NotFound,
+    /// See [`Error::Conflict`]: retryable.
+    Conflict,
+    /// See [`Error::NotHeld`].
+    NotHeld,
 }
 
 impl Error {
@@ -143,6 +163,8 @@ impl Error {
             Error::Busy { .. } => ErrorKind::Busy,
             Error::NoStore { .. } => ErrorKind::NoStore,
             Error::NotFound { .. } => ErrorKind::NotFound,
+            Error::Conflict { .. } => ErrorKind::Conflict,
+            Error::NotHeld { .. } => ErrorKind::NotHeld,
         }
     }
 

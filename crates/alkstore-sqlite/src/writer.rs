@@ -35,31 +35,39 @@ pub(crate) struct WriterState {
     pub busy_timeout: std::time::Duration,
     /// Set while a group could not begin: its commands fail with this error
     /// instead of running.
-    begin_failure: Option<BeginFailure>,
+    begin_failure: Option<GroupFailure>,
 }
 
-/// Why a group transaction could not begin.
+/// Why a group transaction failed: could not begin, was aborted, or could
+/// not commit.
 #[derive(Clone)]
-enum BeginFailure {
+enum GroupFailure {
     /// Another connection held the write lock for the whole busy timeout.
     Busy(u64),
     /// Anything else SQLite reported.
     Other(String),
+    /// An earlier command of the group failed the whole group (it panicked,
+    /// or SQLite rolled the transaction back): later ones are refused.
+    GroupAborted(String),
 }
 
-impl BeginFailure {
+impl GroupFailure {
     fn error(&self, op: &'static str) -> Error {
         match self {
-            BeginFailure::Busy(waited_s) => Error::Busy {
+            GroupFailure::Busy(waited_s) => Error::Busy {
                 op,
                 waited_s: *waited_s,
             },
-            BeginFailure::Other(msg) => Error::database(op, format!("begin: {msg}")),
+            GroupFailure::Other(msg) => Error::database(op, msg.clone()),
+            GroupFailure::GroupAborted(reason) => Error::Conflict {
+                op,
+                reason: format!("not run, because {reason}"),
+            },
         }
     }
 }
 
-type Deliver = Box<dyn FnOnce(Option<&str>) + Send>;
+type Deliver = Box<dyn FnOnce(Option<&GroupFailure>) + Send>;
 type Command = Box<dyn FnOnce(&mut WriterState) -> Deliver + Send>;
 
 /// The write path: a queue of commands and the one write connection.
@@ -104,10 +112,10 @@ impl Writer {
         let (tx, rx) = oneshot::channel::<Result<T>>();
         let cmd: Command = Box::new(move |st: &mut WriterState| {
             let result = in_savepoint(st, op, f);
-            Box::new(move |commit_err: Option<&str>| {
-                let result = match commit_err {
+            Box::new(move |group_failure: Option<&GroupFailure>| {
+                let result = match group_failure {
                     None => result,
-                    Some(msg) => Err(Error::database(op, msg.to_string())),
+                    Some(failure) => Err(failure.error(op)),
                 };
                 let _ = tx.send(result);
             })
@@ -115,7 +123,11 @@ impl Writer {
         self.queue().push(cmd);
         self.lead();
         rx.await
-            .map_err(|_| Error::database(op, "the writer dropped the command"))?
+            // Every command run or refused delivers a result; only one that
+            // panicked drops its sender unanswered.
+            .map_err(|_| {
+                Error::database(op, "the write command panicked; nothing of it was written")
+            })?
     }
 
     /// Drain the queue if nobody else is. Whoever pushes a command then calls
@@ -177,10 +189,10 @@ fn run_group(st: &mut WriterState, batch: Vec<Command>) -> bool {
     if let Err(e) = begin {
         // Each command reports why without running (see `in_savepoint`).
         let failure = if crate::is_busy(&e) {
-            BeginFailure::Busy(st.busy_timeout.as_secs().max(1))
+            GroupFailure::Busy(st.busy_timeout.as_secs().max(1))
         } else {
             tracing::error!(error = %e, "sqlite writer could not begin a transaction");
-            BeginFailure::Other(e.to_string())
+            GroupFailure::Other(format!("begin: {e}"))
         };
         st.begin_failure = Some(failure);
         let delivers: Vec<Deliver> = batch.into_iter().map(|cmd| cmd(st)).collect();
@@ -191,32 +203,34 @@ fn run_group(st: &mut WriterState, batch: Vec<Command>) -> bool {
         return false;
     }
     let mut delivers: Vec<Deliver> = Vec::with_capacity(batch.len());
-    let mut aborted = None;
+    let mut aborted: Option<String> = None;
     for cmd in batch {
-        if aborted.is_some() {
-            // Dropped unrun: its caller gets an error, and nothing of it
-            // was written.
-            drop(cmd);
+        if let Some(reason) = &aborted {
+            // Refused unrun (see `in_savepoint`): its caller learns why, and
+            // nothing of it was written.
+            st.begin_failure = Some(GroupFailure::GroupAborted(reason.clone()));
+            delivers.push(cmd(st));
+            st.begin_failure = None;
             continue;
         }
         match std::panic::catch_unwind(AssertUnwindSafe(|| cmd(st))) {
             Ok(deliver) => delivers.push(deliver),
             Err(_) => {
-                aborted = Some("a write command panicked; the group was rolled back".to_string());
+                aborted = Some("another write command of its group panicked".to_string());
                 continue;
             }
         }
         // SQLite may roll the whole transaction back by itself (disk full,
         // I/O error). Later commands would then commit on their own, so stop.
         if st.conn.is_autocommit() {
-            aborted = Some("the transaction was rolled back by SQLite".to_string());
+            aborted = Some("SQLite rolled the group's transaction back".to_string());
         }
     }
     let err = match aborted {
         Some(reason) => {
             let _ = st.conn.execute_batch("ROLLBACK");
             st.rescues.clear();
-            Some(reason)
+            Some(GroupFailure::GroupAborted(reason))
         }
         None => {
             let commit = st
@@ -229,14 +243,18 @@ fn run_group(st: &mut WriterState, batch: Vec<Command>) -> bool {
                     let _ = st.conn.execute_batch("ROLLBACK");
                     // Rescue bookkeeping may describe rolled-back work.
                     st.rescues.clear();
-                    Some(format!("commit: {e}"))
+                    Some(if crate::is_busy(&e) {
+                        GroupFailure::Busy(st.busy_timeout.as_secs().max(1))
+                    } else {
+                        GroupFailure::Other(format!("commit: {e}"))
+                    })
                 }
             }
         }
     };
     let committed = err.is_none();
     for d in delivers {
-        d(err.as_deref());
+        d(err.as_ref());
     }
     committed
 }
@@ -273,4 +291,66 @@ fn in_savepoint<T>(
     }
     ended?;
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use alkstore_core::{ErrorKind, SystemClock};
+
+    use super::*;
+
+    /// A command that panics fails its group: it reports the panic, every
+    /// other command of the group gets a retryable `Conflict` (nothing of
+    /// the group was written), and the writer goes on with the next group.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_panicking_command_fails_its_group_with_typed_errors() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let conn = Connection::open(dir.path().join("w.db")).expect("open");
+        conn.execute_batch("CREATE TABLE t (x INTEGER)")
+            .expect("table");
+        let w = Writer::new(conn, Arc::new(SystemClock), Duration::from_secs(1));
+        let insert = |st: &mut WriterState| {
+            st.conn
+                .execute("INSERT INTO t VALUES (1)", [])
+                .map(|_| ())
+                .map_err(|e| Error::database("test", e))
+        };
+        // Hold the connection so the three commands queue into one group.
+        let held = w.state.lock().expect("state");
+        let tasks = [false, true, false].map(|panics| {
+            let w = w.clone();
+            tokio::spawn(async move {
+                w.write("test", move |st| {
+                    if panics {
+                        panic!("boom");
+                    }
+                    insert(st)
+                })
+                .await
+            })
+        });
+        while w.queue().len() < 3 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        drop(held);
+        w.lead();
+        let mut kinds = Vec::new();
+        for t in tasks {
+            let err = t.await.expect("task").expect_err("the group failed");
+            kinds.push((err.kind(), err.to_string().contains("panicked")));
+        }
+        assert_eq!(kinds[1], (ErrorKind::Database, true), "{kinds:?}");
+        assert_eq!(kinds[0].0, ErrorKind::Conflict, "{kinds:?}");
+        assert_eq!(kinds[2].0, ErrorKind::Conflict, "{kinds:?}");
+        let rows: i64 = {
+            let st = w.state.lock().expect("state");
+            st.conn
+                .query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))
+                .expect("count")
+        };
+        assert_eq!(rows, 0, "nothing of the group was written");
+        w.write("test", insert).await.expect("the writer goes on");
+    }
 }

@@ -30,11 +30,11 @@ pub(crate) fn is_keyed(jobs: &[NewJob]) -> bool {
 
 /// A keyed enqueue met a holder that committed and finished during it; the
 /// key is free now, so running the enqueue again succeeds.
-const KEY_RACE: &str =
-    "a job holding the same unique key finished during this enqueue; nothing was enqueued, retry";
-
-fn is_key_race(e: &Error) -> bool {
-    matches!(e, Error::Database { op: "job_enqueue", source } if source.to_string() == KEY_RACE)
+fn key_race() -> Error {
+    Error::Conflict {
+        op: "job_enqueue",
+        reason: "a job holding the same unique key finished during this enqueue".into(),
+    }
 }
 
 /// Whether every job of a batch (of two or more) differs only in payload.
@@ -155,7 +155,7 @@ where
                     Some(h) => Enqueued::Duplicate(h.get(0)),
                     // Held and already finished in the meantime: the
                     // caller's transaction is rolled back by this error.
-                    None => return Err(Error::database(op, KEY_RACE)),
+                    None => return Err(key_race()),
                 }
             }
         });
@@ -351,7 +351,7 @@ impl QueueEngine for PgEngine {
                         tx.commit().await.map_err(db("job_enqueue"))?;
                         break out;
                     }
-                    Err(e) if is_key_race(&e) && tries < 5 => {
+                    Err(Error::Conflict { .. }) if tries < 5 => {
                         tx.rollback().await.map_err(db("job_enqueue"))?;
                     }
                     Err(e) => return Err(e),
