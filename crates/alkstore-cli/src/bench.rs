@@ -50,18 +50,32 @@ enum Target {
 
 struct Fresh {
     engine: AnyEngine,
-    cleanup: Option<(String, String)>,
 }
 
 impl Fresh {
     /// Close the store and drop its PostgreSQL schema, if it made one.
     async fn cleanup(self) -> Result<()> {
-        drop(self.engine);
-        if let Some((conninfo, schema)) = self.cleanup {
-            alkstore_postgres::testing::drop_schema(&conninfo, &schema).await?;
+        if let AnyEngine::Postgres(pg) = &self.engine {
+            pg.drop_store().await?;
         }
         Ok(())
     }
+}
+
+/// A schema name for one benchmark scenario, unique to this process and
+/// call (PostgreSQL identifiers: at most 40 bytes here).
+fn bench_schema() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!(
+        "bench_{:x}_{nanos:x}_{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 impl Target {
@@ -84,16 +98,14 @@ impl Target {
                 let store = Store::open(&format!("sqlite://{}", path.display())).await?;
                 Ok(Fresh {
                     engine: store.engine().clone(),
-                    cleanup: None,
                 })
             }
             Target::Postgres { conninfo } => {
-                let schema = alkstore_postgres::testing::unique_schema("bench");
+                let schema = bench_schema();
                 let sep = if conninfo.contains('?') { '&' } else { '?' };
                 let store = Store::open(&format!("{conninfo}{sep}schema={schema}")).await?;
                 Ok(Fresh {
                     engine: store.engine().clone(),
-                    cleanup: Some((conninfo.clone(), schema)),
                 })
             }
         }

@@ -220,6 +220,20 @@ impl PgEngine {
         &self.inner.opts.schema
     }
 
+    /// Delete this store: drop its schema and everything in it (jobs, dead
+    /// letters, kept completions). For throw-away stores (benchmarks,
+    /// tests); the handle must not be used afterwards.
+    pub async fn drop_store(&self) -> Result<()> {
+        let client = self.client().await?;
+        client
+            .batch_execute(&format!(
+                "DROP SCHEMA IF EXISTS {} CASCADE",
+                schema::quote_identifier(self.schema())
+            ))
+            .await
+            .map_err(db("drop store"))
+    }
+
     /// A pooled connection, for tests and tools that need raw SQL.
     pub async fn client(&self) -> Result<deadpool_postgres::Object> {
         checkout(&self.inner.pool).await
