@@ -21,7 +21,7 @@ pub use error::{BoxError, Error, ErrorKind, Result};
 pub use queue::{
     backoff_delay_s, AttemptError, CancelOutcome, Claim, ClaimParams, DeadListParams, DeadSelect,
     EnqueueOpts, Enqueued, Job, JobInfo, JobListParams, JobState, NewJob, QueueAdmin, QueueEngine,
-    QueueOpts, QueueStats, RetryOutcome, RetryParams, SweepReport,
+    QueueOpts, QueueStats, RetryOutcome, RetryParams, Settle, Settled, SweepReport,
 };
 pub use validate::Limits;
 

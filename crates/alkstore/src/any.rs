@@ -3,7 +3,7 @@ use std::time::Duration;
 use alkstore_core::{
     CancelOutcome, Capabilities, Claim, ClaimParams, DeadListParams, DeadSelect, Engine, Enqueued,
     Job, JobInfo, JobListParams, NewJob, QueueAdmin, QueueEngine, QueueStats, Result, RetryOutcome,
-    RetryParams, SweepReport,
+    RetryParams, Settle, Settled, SweepReport,
 };
 #[cfg(feature = "postgres")]
 use alkstore_postgres::PgEngine;
@@ -100,6 +100,9 @@ impl QueueEngine for AnyEngine {
         dispatch!(self.job_snooze(claim, delay))
     }
 
+    async fn job_settle(&self, batch: Vec<Settle>) -> Result<Vec<Settled>> {
+        dispatch!(self.job_settle(batch))
+    }
     async fn job_cancel_requests(&self, ids: Vec<i64>) -> Result<Vec<i64>> {
         dispatch!(self.job_cancel_requests(ids))
     }

@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use alkstore_core::{
-    Clock, EnqueueOpts, ErrorKind, JobState, QueueAdmin, QueueEngine, QueueOpts, RetryOutcome,
-    RetryParams,
+    Claim, Clock, EnqueueOpts, ErrorKind, JobState, QueueAdmin, QueueEngine, QueueOpts,
+    RetryOutcome, RetryParams, Settle, Settled,
 };
 
 use super::support::{claim, enqueue_one, job, kind, secs};
@@ -198,6 +198,106 @@ pub async fn every_attempt_error_is_kept<H: Harness>(h: &H) {
     assert!(info.errors[0].error.len() <= alkstore_core::queue::MAX_ERROR_BYTES);
 }
 
+/// Many retries, failures and snoozes recorded in one call behave exactly
+/// as the single calls do, in the order given; a claim no longer held is
+/// reported, not applied; invalid input anywhere rejects the whole batch.
+pub async fn settle_records_many_outcomes_in_one_call<H: Harness>(h: &H) {
+    let e = h.engine();
+    let quick = QueueOpts {
+        backoff_base: secs(10),
+        ..QueueOpts::default()
+    };
+    let ids: Vec<i64> = e
+        .job_enqueue(
+            (0..4)
+                .map(|i| job("settle", &i.to_string()).with_queue_opts(quick.clone()))
+                .collect(),
+        )
+        .await
+        .expect("enqueue")
+        .iter()
+        .map(|o| o.id())
+        .collect();
+    let got = claim(e, "settle", "w", 4).await;
+    let held = |id: i64| got.iter().find(|j| j.id == id).expect("claimed").claim();
+    let stale = Claim {
+        token: held(ids[3]).token + 7,
+        ..held(ids[3])
+    };
+    let bad = vec![
+        Settle::Fail {
+            claim: held(ids[1]),
+            error: "x".into(),
+        },
+        Settle::Snooze {
+            claim: held(ids[2]),
+            delay: Duration::MAX,
+        },
+    ];
+    assert_eq!(kind(e.job_settle(bad).await), ErrorKind::InvalidInput);
+    assert_eq!(
+        e.job_get(ids[1]).await.expect("get").expect("live").state,
+        JobState::Processing,
+        "a rejected batch writes nothing"
+    );
+    let now = h.clock().now();
+    let out = e
+        .job_settle(vec![
+            Settle::Retry(RetryParams {
+                claim: held(ids[0]),
+                error: "again".into(),
+                delay: Some(secs(5)),
+            }),
+            Settle::Fail {
+                claim: held(ids[1]),
+                error: "never".into(),
+            },
+            Settle::Snooze {
+                claim: held(ids[2]),
+                delay: secs(30),
+            },
+            Settle::Retry(RetryParams {
+                claim: stale,
+                error: "stale".into(),
+                delay: None,
+            }),
+        ])
+        .await
+        .expect("settle");
+    assert_eq!(
+        out,
+        vec![
+            Settled::Retried(RetryOutcome::Scheduled(now + 5)),
+            Settled::Failed(true),
+            Settled::Snoozed(Some(now + 30)),
+            Settled::Retried(RetryOutcome::NotHeld),
+        ]
+    );
+    let ids = &ids;
+    let state = |i: usize| async move { e.job_get(ids[i]).await.expect("get").expect("row") };
+    let first = state(0).await;
+    assert_eq!(
+        (first.state, first.attempts, first.last_error.as_deref()),
+        (JobState::Pending, 1, Some("again"))
+    );
+    let second = state(1).await;
+    assert_eq!(
+        (second.state, second.dead_reason.as_deref()),
+        (JobState::Dead, Some("failed"))
+    );
+    let third = state(2).await;
+    assert_eq!(
+        (third.state, third.attempts, third.run_at),
+        (JobState::Pending, 0, now + 30)
+    );
+    assert_eq!(
+        e.job_ack(vec![held(ids[3])]).await.expect("ack"),
+        vec![true],
+        "the stale claim's retry changed nothing"
+    );
+    assert_eq!(e.job_settle(Vec::new()).await.expect("empty"), Vec::new());
+}
+
 /// The rows above, for [`contract_suite!`](crate::contract_suite): list each
 /// `pub async fn …<H: Harness>` here, next to where it is written.
 #[doc(hidden)]
@@ -210,6 +310,7 @@ macro_rules! __queues_retry {
             fail_goes_straight_to_dead,
             snooze_runs_later_without_using_an_attempt,
             every_attempt_error_is_kept,
+            settle_records_many_outcomes_in_one_call,
         ] }
     };
 }

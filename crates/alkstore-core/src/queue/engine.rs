@@ -56,6 +56,13 @@ pub trait QueueEngine: Engine {
     /// Of these job ids, the ones whose cancellation was requested while
     /// they run (the worker polls this to tell its handlers).
     fn job_cancel_requests(&self, ids: Vec<i64>) -> impl Future<Output = Result<Vec<i64>>> + Send;
+
+    /// Record many finished attempts that did not end in an ack (retries,
+    /// failures, snoozes) in one transaction: one commit for the batch
+    /// instead of one per job. Each behaves exactly as its single call;
+    /// the outcomes come back in the order given. Invalid input anywhere
+    /// rejects the batch before anything is written.
+    fn job_settle(&self, batch: Vec<Settle>) -> impl Future<Output = Result<Vec<Settled>>> + Send;
 }
 
 /// Queue inspection and operator actions: look up, list and count jobs,

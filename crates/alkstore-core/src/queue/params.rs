@@ -63,6 +63,50 @@ impl RetryParams {
     }
 }
 
+/// One finished attempt that did not end in an ack, for
+/// [`QueueEngine::job_settle`](super::QueueEngine::job_settle).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Settle {
+    /// As [`QueueEngine::job_retry`](super::QueueEngine::job_retry).
+    Retry(RetryParams),
+    /// As [`QueueEngine::job_fail`](super::QueueEngine::job_fail).
+    Fail {
+        /// The caller's claim.
+        claim: Claim,
+        /// Why (kept on the dead letter).
+        error: String,
+    },
+    /// As [`QueueEngine::job_snooze`](super::QueueEngine::job_snooze).
+    Snooze {
+        /// The caller's claim.
+        claim: Claim,
+        /// Run again after this long.
+        delay: Duration,
+    },
+}
+
+impl Settle {
+    /// The claim this outcome settles.
+    pub fn claim(&self) -> &Claim {
+        match self {
+            Settle::Retry(p) => &p.claim,
+            Settle::Fail { claim, .. } | Settle::Snooze { claim, .. } => claim,
+        }
+    }
+
+    /// Validate against the contract.
+    pub fn validate(&self) -> Result<()> {
+        match self {
+            Settle::Retry(p) => p.validate(),
+            Settle::Fail { claim, .. } => claim.validate(),
+            Settle::Snooze { claim, delay } => {
+                claim.validate()?;
+                validate_duration("snooze delay", Some(*delay))
+            }
+        }
+    }
+}
+
 /// Which live jobs to list.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobListParams {

@@ -373,6 +373,17 @@ pub enum RetryOutcome {
     NotHeld,
 }
 
+/// What one [`Settle`](super::Settle) did, in the order given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settled {
+    /// What the retry did.
+    Retried(RetryOutcome),
+    /// Whether the job moved to dead (false: the claim was not held).
+    Failed(bool),
+    /// The snoozed job's new due time (`None`: not held, or cancelled).
+    Snoozed(Option<i64>),
+}
+
 /// What a cancel did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CancelOutcome {

@@ -13,7 +13,7 @@ use alkstore_core::validate::{self, attempts, count};
 use alkstore_core::{
     backoff_delay_s, CancelOutcome, Capabilities, Claim, ClaimParams, DeadListParams, DeadSelect,
     Engine, Enqueued, Error, Job, JobInfo, JobListParams, JobState, NewJob, QueueAdmin,
-    QueueEngine, QueueStats, Result, RetryOutcome, RetryParams, SweepReport,
+    QueueEngine, QueueStats, Result, RetryOutcome, RetryParams, Settle, Settled, SweepReport,
 };
 use tokio_postgres::types::ToSql;
 use tokio_postgres::ToStatement;
@@ -252,6 +252,53 @@ impl PgEngine {
     }
 }
 
+/// Retry a held job inside `tx` (backoff, or dead when out of attempts or
+/// cancelled); shared by `job_retry` and `job_settle`. Also returns the
+/// database's time when the claim was held.
+async fn retry_in(
+    tx: &deadpool_postgres::Transaction<'_>,
+    sql: &Sql,
+    now: Option<i64>,
+    p: RetryParams,
+) -> Result<(RetryOutcome, Option<i64>)> {
+    let op = "job_retry";
+    let (id, token) = (p.claim.id, p.claim.token);
+    let error = truncate_error(p.error);
+    let select = tx.prepare_cached(&sql.retry_select).await.map_err(db(op))?;
+    let row = tx
+        .query_opt(&select, &[&now, &id, &p.claim.worker, &token])
+        .await
+        .map_err(db(op))?;
+    let Some(row) = row else {
+        return Ok((RetryOutcome::NotHeld, None));
+    };
+    let (attempts, max_attempts, base, db_now, cancel_requested): (i64, i64, i64, i64, bool) =
+        (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4));
+    let outcome = if cancel_requested || attempts >= max_attempts {
+        let bury = tx.prepare_cached(&sql.retry_bury).await.map_err(db(op))?;
+        tx.execute(&bury, &[&now, &id, &error])
+            .await
+            .map_err(db(op))?;
+        if cancel_requested {
+            RetryOutcome::Cancelled
+        } else {
+            RetryOutcome::Dead
+        }
+    } else {
+        let delay = match p.delay {
+            Some(d) => secs(d),
+            None => backoff_delay_s(base, validate::attempts(attempts), id),
+        };
+        let run_at = db_now + delay;
+        let update = tx.prepare_cached(&sql.retry_update).await.map_err(db(op))?;
+        tx.execute(&update, &[&now, &run_at, &error, &id])
+            .await
+            .map_err(db(op))?;
+        RetryOutcome::Scheduled(run_at)
+    };
+    Ok((outcome, Some(db_now)))
+}
+
 impl Engine for PgEngine {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
@@ -469,51 +516,80 @@ impl QueueEngine for PgEngine {
     async fn job_retry(&self, p: RetryParams) -> Result<RetryOutcome> {
         p.validate()?;
         let op = "job_retry";
-        let sql = &self.inner.sql;
-        let now = self.now_override();
-        let (id, token) = (p.claim.id, p.claim.token);
-        let error = truncate_error(p.error);
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(db(op))?;
-        let select = tx.prepare_cached(&sql.retry_select).await.map_err(db(op))?;
-        let row = tx
-            .query_opt(&select, &[&now, &id, &p.claim.worker, &token])
-            .await
-            .map_err(db(op))?;
-        let Some(row) = row else {
-            return Ok(RetryOutcome::NotHeld);
-        };
-        let (attempts, max_attempts, base, db_now, cancel_requested): (i64, i64, i64, i64, bool) =
-            (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4));
-        let outcome = if cancel_requested || attempts >= max_attempts {
-            let bury = tx.prepare_cached(&sql.retry_bury).await.map_err(db(op))?;
-            tx.execute(&bury, &[&now, &id, &error])
-                .await
-                .map_err(db(op))?;
-            if cancel_requested {
-                RetryOutcome::Cancelled
-            } else {
-                RetryOutcome::Dead
-            }
-        } else {
-            let delay = match p.delay {
-                Some(d) => secs(d),
-                None => backoff_delay_s(base, validate::attempts(attempts), id),
-            };
-            let run_at = db_now + delay;
-            let update = tx.prepare_cached(&sql.retry_update).await.map_err(db(op))?;
-            tx.execute(&update, &[&now, &run_at, &error, &id])
-                .await
-                .map_err(db(op))?;
-            RetryOutcome::Scheduled(run_at)
-        };
+        let (outcome, db_now) = retry_in(&tx, &self.inner.sql, self.now_override(), p).await?;
         tx.commit().await.map_err(db(op))?;
         // A retry due at once (no backoff) is claimable now: tell this
         // process's workers (others find it at their next poll).
-        if matches!(outcome, RetryOutcome::Scheduled(t) if t <= db_now) {
+        if matches!(outcome, RetryOutcome::Scheduled(t) if Some(t) <= db_now) {
             self.hub().all();
         }
         Ok(outcome)
+    }
+
+    async fn job_settle(&self, batch: Vec<Settle>) -> Result<Vec<Settled>> {
+        for s in &batch {
+            s.validate()?;
+        }
+        if batch.is_empty() {
+            return Ok(Vec::new());
+        }
+        let op = "job_settle";
+        let sql = &self.inner.sql;
+        let now = self.now_override();
+        let channel = crate::schema::notify_channel(self.schema());
+        let mut client = self.client().await?;
+        // One transaction, one WAL flush for the whole batch.
+        let tx = client.transaction().await.map_err(db(op))?;
+        let mut out = Vec::with_capacity(batch.len());
+        let mut wake = false;
+        for s in batch {
+            out.push(match s {
+                Settle::Retry(p) => {
+                    let (outcome, db_now) = retry_in(&tx, sql, now, p).await?;
+                    wake |= matches!(outcome, RetryOutcome::Scheduled(t) if Some(t) <= db_now);
+                    Settled::Retried(outcome)
+                }
+                Settle::Fail { claim, error } => {
+                    let error = truncate_error(error);
+                    let stmt = tx.prepare_cached(&sql.fail).await.map_err(db(op))?;
+                    let n = tx
+                        .execute(
+                            &stmt,
+                            &[&now, &claim.id, &claim.worker, &claim.token, &error],
+                        )
+                        .await
+                        .map_err(db(op))?;
+                    Settled::Failed(n == 1)
+                }
+                Settle::Snooze { claim, delay } => {
+                    let stmt = tx.prepare_cached(&sql.hand_back).await.map_err(db(op))?;
+                    let rows = tx
+                        .query(
+                            &stmt,
+                            &[
+                                &now,
+                                &claim.id,
+                                &Some(claim.worker.as_str()),
+                                &Some(claim.token),
+                                &secs(delay),
+                                &channel,
+                            ],
+                        )
+                        .await
+                        .map_err(db(op))?;
+                    let due = rows.first().and_then(|r| r.get::<_, Option<i64>>(0));
+                    wake |= due.is_some();
+                    Settled::Snoozed(due)
+                }
+            });
+        }
+        tx.commit().await.map_err(db(op))?;
+        if wake {
+            self.hub().all();
+        }
+        Ok(out)
     }
 
     async fn job_fail(&self, claim: Claim, error: String) -> Result<bool> {

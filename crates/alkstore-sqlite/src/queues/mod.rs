@@ -10,7 +10,7 @@ use alkstore_core::validate::count;
 use alkstore_core::{
     backoff_delay_s, CancelOutcome, Capabilities, Claim, ClaimParams, DeadListParams, DeadSelect,
     Engine, Enqueued, Job, JobInfo, JobListParams, JobState, NewJob, QueueAdmin, QueueEngine,
-    QueueStats, Result, RetryOutcome, RetryParams, SweepReport,
+    QueueStats, Result, RetryOutcome, RetryParams, Settle, Settled, SweepReport,
 };
 use rusqlite::{params, Connection, OptionalExtension, ToSql};
 
@@ -186,6 +186,81 @@ fn rescue_expired(
 const HELD: &str = "id = ?1 AND state = 'processing' AND worker_id = ?2 AND claim_count = ?3 \
      AND claim_expires_at > ?4";
 
+/// Retry a held job at `now` (backoff, or dead when out of attempts or
+/// cancelled); shared by `job_retry` and `job_settle`.
+fn retry_in(conn: &Connection, p: RetryParams, now: i64) -> Result<RetryOutcome> {
+    let op = "job_retry";
+    let c = &p.claim;
+    let error = truncate_error(p.error);
+    let row: Option<(u32, u32, i64, bool)> = conn
+        .prepare_cached(&format!(
+            "SELECT attempts, max_attempts, backoff_base_s, cancel_requested \
+             FROM __alkstore_job WHERE {HELD}"
+        ))
+        .and_then(|mut s| {
+            s.query_row(params![c.id, c.worker, c.token, now], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
+            .optional()
+        })
+        .map_err(db(op))?;
+    let Some((attempts, max_attempts, base, cancel_requested)) = row else {
+        return Ok(RetryOutcome::NotHeld);
+    };
+    if cancel_requested || attempts >= max_attempts {
+        move_to_dead(
+            conn,
+            op,
+            "id = ?1",
+            EXHAUSTED_OR_CANCELLED,
+            Some(&error),
+            now,
+            &[&c.id],
+        )?;
+        return Ok(if cancel_requested {
+            RetryOutcome::Cancelled
+        } else {
+            RetryOutcome::Dead
+        });
+    }
+    let delay = match p.delay {
+        Some(d) => secs(d),
+        None => backoff_delay_s(base, attempts, c.id),
+    };
+    let run_at = now + delay;
+    conn.prepare_cached(&format!(
+        "UPDATE __alkstore_job SET state = 'pending', run_at = ?2, claim_expires_at = NULL, \
+         last_error = ?3, errors = {} WHERE id = ?1",
+        errors_appended("?4", "?3")
+    ))
+    .and_then(|mut s| s.execute(params![c.id, run_at, error, now]))
+    .map_err(db(op))?;
+    Ok(RetryOutcome::Scheduled(run_at))
+}
+
+/// Move a held job to dead as `failed` (or `cancelled`); false when not held.
+fn fail_in(conn: &Connection, claim: &Claim, error: String, now: i64) -> Result<bool> {
+    let error = truncate_error(error);
+    let moved = move_to_dead(
+        conn,
+        "job_fail",
+        HELD,
+        FAILED_OR_CANCELLED,
+        Some(&error),
+        now,
+        &[&claim.id, &claim.worker, &claim.token, &now],
+    )?;
+    Ok(moved == 1)
+}
+
+/// Put a held job back, due after `delay`, without using an attempt.
+fn snooze_in(conn: &Connection, claim: &Claim, delay: Duration, now: i64) -> Result<Option<i64>> {
+    let run_at = now + secs(delay);
+    let args: [&dyn ToSql; 4] = [&claim.id, &claim.worker, &claim.token, &now];
+    let done = hand_back(conn, "job_snooze", HELD, &args, run_at, now)?;
+    Ok((done == HandedBack::Pending).then_some(run_at))
+}
+
 /// What [`hand_back`] did.
 #[derive(PartialEq)]
 enum HandedBack {
@@ -262,6 +337,19 @@ impl Engine for SqliteEngine {
 }
 
 impl SqliteEngine {
+    /// Outcomes that made a job claimable at once (a retry or snooze due
+    /// now) wake this process's workers.
+    fn hint_if_due(&self, outcomes: &[Settled]) {
+        let now = self.now();
+        let due = outcomes.iter().any(|o| match o {
+            Settled::Retried(RetryOutcome::Scheduled(t)) | Settled::Snoozed(Some(t)) => *t <= now,
+            _ => false,
+        });
+        if due {
+            self.hub().all();
+        }
+    }
+
     /// Sweep every queue; with `every_s`, only when no process swept in the
     /// last `every_s` seconds (the mark and the sweep commit together, and
     /// writers are serialized, so one process sweeps per interval).
@@ -441,83 +529,18 @@ impl QueueEngine for SqliteEngine {
         let outcome = self
             .inner
             .writer
-            .write("job_retry", move |st| {
-                let op = "job_retry";
-                let now = st.clock.now();
-                let c = &p.claim;
-                let error = truncate_error(p.error);
-                let row: Option<(u32, u32, i64, bool)> = st
-                    .conn
-                    .prepare_cached(&format!(
-                        "SELECT attempts, max_attempts, backoff_base_s, cancel_requested \
-                         FROM __alkstore_job WHERE {HELD}"
-                    ))
-                    .and_then(|mut s| {
-                        s.query_row(params![c.id, c.worker, c.token, now], |r| {
-                            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-                        })
-                        .optional()
-                    })
-                    .map_err(db(op))?;
-                let Some((attempts, max_attempts, base, cancel_requested)) = row else {
-                    return Ok(RetryOutcome::NotHeld);
-                };
-                if cancel_requested || attempts >= max_attempts {
-                    move_to_dead(
-                        &st.conn,
-                        op,
-                        "id = ?1",
-                        EXHAUSTED_OR_CANCELLED,
-                        Some(&error),
-                        now,
-                        &[&c.id],
-                    )?;
-                    return Ok(if cancel_requested {
-                        RetryOutcome::Cancelled
-                    } else {
-                        RetryOutcome::Dead
-                    });
-                }
-                let delay = match p.delay {
-                    Some(d) => secs(d),
-                    None => backoff_delay_s(base, attempts, c.id),
-                };
-                let run_at = now + delay;
-                st.conn
-                    .prepare_cached(&format!(
-                        "UPDATE __alkstore_job SET state = 'pending', run_at = ?2, claim_expires_at = NULL, \
-                         last_error = ?3, errors = {} WHERE id = ?1",
-                        errors_appended("?4", "?3")
-                    ))
-                    .and_then(|mut s| s.execute(params![c.id, run_at, error, now]))
-                    .map_err(db(op))?;
-                Ok(RetryOutcome::Scheduled(run_at))
-            })
+            .write("job_retry", move |st| retry_in(&st.conn, p, st.clock.now()))
             .await?;
-        // A retry due at once (no backoff) is claimable now: say so.
-        if matches!(outcome, RetryOutcome::Scheduled(t) if t <= self.now()) {
-            self.hub().all();
-        }
+        self.hint_if_due(&[Settled::Retried(outcome)]);
         Ok(outcome)
     }
 
     async fn job_fail(&self, claim: Claim, error: String) -> Result<bool> {
         claim.validate()?;
-        let error = truncate_error(error);
         self.inner
             .writer
             .write("job_fail", move |st| {
-                let now = st.clock.now();
-                let moved = move_to_dead(
-                    &st.conn,
-                    "job_fail",
-                    HELD,
-                    FAILED_OR_CANCELLED,
-                    Some(&error),
-                    now,
-                    &[&claim.id, &claim.worker, &claim.token, &now],
-                )?;
-                Ok(moved == 1)
+                fail_in(&st.conn, &claim, error, st.clock.now())
             })
             .await
     }
@@ -529,16 +552,40 @@ impl QueueEngine for SqliteEngine {
             .inner
             .writer
             .write("job_snooze", move |st| {
-                let now = st.clock.now();
-                let run_at = now + secs(delay);
-                let args: [&dyn ToSql; 4] = [&claim.id, &claim.worker, &claim.token, &now];
-                let done = hand_back(&st.conn, "job_snooze", HELD, &args, run_at, now)?;
-                Ok((done == HandedBack::Pending).then_some(run_at))
+                snooze_in(&st.conn, &claim, delay, st.clock.now())
             })
             .await?;
-        if out.is_some_and(|t| t <= self.now()) {
-            self.hub().all();
+        self.hint_if_due(&[Settled::Snoozed(out)]);
+        Ok(out)
+    }
+
+    async fn job_settle(&self, batch: Vec<Settle>) -> Result<Vec<Settled>> {
+        for s in &batch {
+            s.validate()?;
         }
+        if batch.is_empty() {
+            return Ok(Vec::new());
+        }
+        let out = self
+            .inner
+            .writer
+            .write("job_settle", move |st| {
+                let now = st.clock.now();
+                batch
+                    .into_iter()
+                    .map(|s| match s {
+                        Settle::Retry(p) => retry_in(&st.conn, p, now).map(Settled::Retried),
+                        Settle::Fail { claim, error } => {
+                            fail_in(&st.conn, &claim, error, now).map(Settled::Failed)
+                        }
+                        Settle::Snooze { claim, delay } => {
+                            snooze_in(&st.conn, &claim, delay, now).map(Settled::Snoozed)
+                        }
+                    })
+                    .collect::<Result<Vec<_>>>()
+            })
+            .await?;
+        self.hint_if_due(&out);
         Ok(out)
     }
 

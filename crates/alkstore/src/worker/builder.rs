@@ -297,8 +297,13 @@ impl Worker {
         }
         let engine = self.store.engine().clone();
         let ack_stats = Arc::new(AckStats::default());
-        let completer = Completer::spawn(engine.clone(), self.opts.ack_batch, ack_stats.clone());
         let counters = Arc::new(Counters::default());
+        let completer = Completer::spawn(
+            engine.clone(),
+            self.opts.ack_batch,
+            ack_stats.clone(),
+            counters.clone(),
+        );
         let (stop_tx, stop_rx) = watch::channel(false);
         let mut loops = JoinSet::new();
         for spec in self.queues {

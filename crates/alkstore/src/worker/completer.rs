@@ -1,45 +1,60 @@
-//! Batched acks. Finished jobs are sent here; one task acks whatever has
-//! queued up in a single statement. While one ack is in flight the next batch
-//! accumulates, so batches grow with load and latency stays low when idle.
-//! The channel is bounded: when acks fall behind, handlers wait (back-pressure)
-//! instead of piling up unbounded memory.
+//! Batched outcomes. Every finished job is sent here: acks, and the retries,
+//! failures and snoozes of jobs that did not succeed. One task takes whatever
+//! has queued up and records it in as few calls as possible: one ack
+//! statement for the successes, one transaction (`job_settle`) for the rest.
+//! While one flush is in flight the next batch accumulates, so batches grow
+//! with load and latency stays low when idle. The channel is bounded: when
+//! the store falls behind, handlers wait (back-pressure) instead of piling up
+//! unbounded memory.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use alkstore_core::{Claim, QueueEngine};
+use alkstore_core::{Claim, QueueEngine, RetryOutcome, Settle, Settled};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use super::builder::Counters;
+use super::producer::QueueMetrics;
 use crate::AnyEngine;
 
 /// Counters shared with the worker report.
 #[derive(Debug, Default)]
 pub(crate) struct AckStats {
-    pub acked: AtomicU64,
+    pub(crate) acked: AtomicU64,
     /// Acks refused because the claim had expired (the job will run again).
-    pub lost: AtomicU64,
-    /// Acks given up after repeated database errors.
-    pub failed: AtomicU64,
+    pub(crate) lost: AtomicU64,
+    /// Outcomes given up after repeated database errors.
+    pub(crate) failed: AtomicU64,
 }
 
-/// A finished job to ack, with its queue's completion counter.
+/// A finished job: ack it (`settle` is `None`) or record its other outcome.
 pub(crate) struct Finished {
-    pub claim: Claim,
-    pub completed: metrics::Counter,
+    pub(crate) claim: Claim,
+    pub(crate) settle: Option<Settle>,
+    /// Its queue's metrics.
+    pub(crate) qm: QueueMetrics,
+    /// Its `alkstore.job` span, so the outcome is logged inside it.
+    pub(crate) span: tracing::Span,
 }
 
-/// Ack statements allowed in flight at once.
+/// Flushes allowed in flight at once.
 const FLUSHES_IN_FLIGHT: usize = 2;
 
+/// The task that records finished jobs, and the sender that feeds it.
 pub(crate) struct Completer {
     tx: mpsc::Sender<Finished>,
     task: JoinHandle<()>,
 }
 
 impl Completer {
-    pub(crate) fn spawn(engine: AnyEngine, max_batch: usize, stats: Arc<AckStats>) -> Completer {
+    pub(crate) fn spawn(
+        engine: AnyEngine,
+        max_batch: usize,
+        stats: Arc<AckStats>,
+        counters: Arc<Counters>,
+    ) -> Completer {
         let (tx, mut rx) = mpsc::channel::<Finished>(max_batch.max(1) * 4);
         let task = tokio::spawn(async move {
             // Up to FLUSHES_IN_FLIGHT batches at once: PostgreSQL runs them on
@@ -58,8 +73,8 @@ impl Completer {
                 if in_flight.len() >= FLUSHES_IN_FLIGHT {
                     in_flight.join_next().await;
                 }
-                let (engine, stats) = (engine.clone(), stats.clone());
-                in_flight.spawn(async move { flush(&engine, batch, &stats).await });
+                let (engine, stats, counters) = (engine.clone(), stats.clone(), counters.clone());
+                in_flight.spawn(async move { flush(&engine, batch, &stats, &counters).await });
             }
             while in_flight.join_next().await.is_some() {}
         });
@@ -77,39 +92,130 @@ impl Completer {
     }
 }
 
-async fn flush(engine: &AnyEngine, batch: Vec<Finished>, stats: &AckStats) {
-    let n = batch.len() as u64;
-    let claims: Vec<Claim> = batch.iter().map(|f| f.claim.clone()).collect();
+/// Record one batch: the acks in one statement and the other outcomes in
+/// one transaction, side by side.
+async fn flush(engine: &AnyEngine, batch: Vec<Finished>, stats: &AckStats, counters: &Counters) {
+    let (acks, others): (Vec<Finished>, Vec<Finished>) =
+        batch.into_iter().partition(|f| f.settle.is_none());
+    tokio::join!(
+        flush_acks(engine, acks, stats),
+        flush_settles(engine, others, stats, counters)
+    );
+}
+
+/// Try `call` up to 10 times with a growing pause; `None` when it never
+/// succeeded (the jobs come back when their claims expire).
+async fn with_retries<T, F, Fut>(what: &str, mut call: F) -> Option<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = alkstore_core::Result<T>>,
+{
     let mut delay = Duration::from_millis(20);
     for attempt in 1..=10 {
-        match engine.job_ack(claims.clone()).await {
-            Ok(flags) => {
-                let ok = flags.iter().filter(|f| **f).count() as u64;
-                stats.acked.fetch_add(ok, Ordering::Relaxed);
-                stats.lost.fetch_add(n - ok, Ordering::Relaxed);
-                for (f, acked) in batch.iter().zip(&flags) {
-                    if *acked {
-                        f.completed.increment(1);
-                    }
-                }
-                if ok < n {
-                    tracing::warn!(
-                        lost = n - ok,
-                        "acks refused: claims had expired; those jobs will run again"
-                    );
-                }
-                return;
-            }
+        match call().await {
+            Ok(v) => return Some(v),
             Err(e) => {
-                tracing::warn!(error = %e, attempt, "batch ack failed; retrying");
+                tracing::warn!(error = %e, attempt, "{what} failed; retrying");
                 tokio::time::sleep(delay).await;
                 delay = (delay * 2).min(Duration::from_secs(2));
             }
         }
     }
-    stats.failed.fetch_add(n, Ordering::Relaxed);
-    tracing::error!(
-        jobs = n,
-        "giving up on acks; the jobs will run again when their claims expire"
-    );
+    None
+}
+
+async fn flush_acks(engine: &AnyEngine, batch: Vec<Finished>, stats: &AckStats) {
+    if batch.is_empty() {
+        return;
+    }
+    let n = batch.len() as u64;
+    let claims: Vec<Claim> = batch.iter().map(|f| f.claim.clone()).collect();
+    let Some(flags) = with_retries("batch ack", || engine.job_ack(claims.clone())).await else {
+        stats.failed.fetch_add(n, Ordering::Relaxed);
+        tracing::error!(
+            jobs = n,
+            "giving up on acks; the jobs will run again when their claims expire"
+        );
+        return;
+    };
+    let ok = flags.iter().filter(|f| **f).count() as u64;
+    stats.acked.fetch_add(ok, Ordering::Relaxed);
+    stats.lost.fetch_add(n - ok, Ordering::Relaxed);
+    for (f, acked) in batch.iter().zip(&flags) {
+        if *acked {
+            f.qm.completed.increment(1);
+        }
+    }
+    if ok < n {
+        tracing::warn!(
+            lost = n - ok,
+            "acks refused: claims had expired; those jobs will run again"
+        );
+    }
+}
+
+async fn flush_settles(
+    engine: &AnyEngine,
+    batch: Vec<Finished>,
+    stats: &AckStats,
+    counters: &Counters,
+) {
+    if batch.is_empty() {
+        return;
+    }
+    let settles: Vec<Settle> = batch.iter().filter_map(|f| f.settle.clone()).collect();
+    let Some(outcomes) =
+        with_retries("recording outcomes", || engine.job_settle(settles.clone())).await
+    else {
+        stats.failed.fetch_add(batch.len() as u64, Ordering::Relaxed);
+        tracing::error!(
+            jobs = batch.len(),
+            "could not record the jobs' outcomes; they return when their claims expire"
+        );
+        return;
+    };
+    for (f, outcome) in batch.iter().zip(outcomes) {
+        record(f, outcome, counters);
+    }
+}
+
+/// Count and log what became of one job that did not succeed.
+fn record(f: &Finished, outcome: Settled, counters: &Counters) {
+    let error = match &f.settle {
+        Some(Settle::Retry(p)) => p.error.as_str(),
+        Some(Settle::Fail { error, .. }) => error.as_str(),
+        _ => "",
+    };
+    let dead = || {
+        counters.dead.fetch_add(1, Ordering::Relaxed);
+        f.qm.dead.increment(1);
+    };
+    let _in_span = f.span.enter();
+    match outcome {
+        Settled::Retried(RetryOutcome::Scheduled(run_at)) => {
+            counters.retried.fetch_add(1, Ordering::Relaxed);
+            f.qm.retried.increment(1);
+            tracing::info!(%error, run_at, "job failed; retrying");
+        }
+        Settled::Retried(RetryOutcome::Dead) => {
+            dead();
+            tracing::warn!(%error, "job failed on its last attempt; dead-lettered");
+        }
+        Settled::Retried(RetryOutcome::Cancelled) => {
+            dead();
+            tracing::warn!(%error, "cancelled job stopped; dead-lettered as cancelled");
+        }
+        Settled::Failed(true) => {
+            dead();
+            tracing::warn!(%error, "job failed permanently; dead-lettered");
+        }
+        Settled::Snoozed(Some(run_at)) => {
+            counters.snoozed.fetch_add(1, Ordering::Relaxed);
+            f.qm.snoozed.increment(1);
+            tracing::debug!(run_at, "job snoozed");
+        }
+        Settled::Retried(RetryOutcome::NotHeld) | Settled::Failed(false) | Settled::Snoozed(None) => {
+            tracing::warn!(%error, "the job's outcome was not recorded: its claim had lapsed (or it was cancelled); it runs again or is dead");
+        }
+    }
 }

@@ -1,13 +1,13 @@
 //! Running one claimed job: [`run_job`] calls its handler (catching panics,
-//! enforcing the queue's timeout) and settles the [`Outcome`]: an ack handed
-//! to the completer, or a retry, permanent failure or snooze recorded in the
-//! store, each counted, measured and logged.
+//! enforcing the queue's timeout) and hands its [`Outcome`] to the completer:
+//! an ack, or a retry, permanent failure or snooze, which the completer
+//! records in batches, counts and logs.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use alkstore_core::{Job, QueueEngine, Result, RetryParams};
+use alkstore_core::{Job, RetryParams, Settle};
 use futures_util::FutureExt;
 use tokio::sync::watch;
 use tracing::Instrument;
@@ -50,119 +50,54 @@ pub(crate) async fn run_job(
         None => Outcome::from_caught(work.await),
     };
     qm.duration.record(started.elapsed().as_secs_f64());
-    let retry = |error: String, after: Option<Duration>| RetryParams {
-        claim: claim.clone(),
-        error,
-        delay: after,
+    let retry = |error: String, after: Option<Duration>| {
+        Some(Settle::Retry(RetryParams {
+            claim: claim.clone(),
+            error,
+            delay: after,
+        }))
     };
-    let settled = match outcome {
-        Outcome::Done => {
-            mark_settled(&running, &claim);
-            // Back-pressure: waits when the completer is behind.
-            let _ = ctx
-                .acks
-                .send(completer::Finished {
-                    claim: claim.clone(),
-                    completed: qm.completed.clone(),
-                })
-                .await;
-            Ok(())
-        }
-        Outcome::Error(JobError::Retry { error, after }) => {
-            settle_retry(&ctx, retry(error, after), &qm, &span).await
-        }
-        Outcome::Error(JobError::Fail(error)) => ctx
-            .engine
-            .job_fail(claim.clone(), error.clone())
-            .await
-            .map(|moved| {
-                if moved {
-                    ctx.counters.dead.fetch_add(1, Ordering::Relaxed);
-                    qm.dead.increment(1);
-                    span.in_scope(
-                        || tracing::warn!(%error, "job failed permanently; dead-lettered"),
-                    );
-                }
-            }),
-        Outcome::Error(JobError::Snooze(after)) => ctx
-            .engine
-            .job_snooze(claim.clone(), after)
-            .await
-            .map(|due| {
-                if due.is_some() {
-                    ctx.counters.snoozed.fetch_add(1, Ordering::Relaxed);
-                    qm.snoozed.increment(1);
-                    span.in_scope(|| tracing::debug!(?after, "job snoozed"));
-                }
-            }),
+    let settle = match outcome {
+        Outcome::Done => None,
+        Outcome::Error(JobError::Retry { error, after }) => retry(error, after),
+        Outcome::Error(JobError::Fail(error)) => Some(Settle::Fail {
+            claim: claim.clone(),
+            error,
+        }),
+        Outcome::Error(JobError::Snooze(after)) => Some(Settle::Snooze {
+            claim: claim.clone(),
+            delay: after,
+        }),
         Outcome::Panicked(msg) => {
             ctx.counters.panicked.fetch_add(1, Ordering::Relaxed);
             span.in_scope(|| tracing::error!(panic = %msg, last_attempt, "handler panicked"));
-            settle_retry(
-                &ctx,
-                retry(format!("handler panicked: {msg}"), None),
-                &qm,
-                &span,
-            )
-            .await
+            retry(format!("handler panicked: {msg}"), None)
         }
         Outcome::TimedOut(limit) => {
             ctx.counters.timed_out.fetch_add(1, Ordering::Relaxed);
             span.in_scope(|| tracing::warn!(?limit, last_attempt, "handler timed out"));
-            settle_retry(
-                &ctx,
-                retry(format!("handler timed out after {limit:?}"), None),
-                &qm,
-                &span,
-            )
-            .await
+            retry(format!("handler timed out after {limit:?}"), None)
         }
     };
-    if let Err(e) = settled {
-        tracing::warn!(queue = %queue, error = %e, "could not record the job's outcome; it returns when its claim expires");
+    // Every outcome goes to the completer, which records it in a batch; from
+    // here on the job is never handed back (it would run again).
+    mark_settled(&running, &claim);
+    // Back-pressure: waits when the completer is behind.
+    let sent = ctx
+        .acks
+        .send(completer::Finished {
+            claim: claim.clone(),
+            settle,
+            qm,
+            span,
+        })
+        .await;
+    if sent.is_err() {
+        tracing::warn!(queue = %queue, "the worker is stopping; this job's outcome was not recorded and it returns when its claim expires");
     }
     if let Ok(mut r) = running.lock() {
         r.remove(&(claim.id, claim.token));
     }
-}
-
-/// Record a failed attempt and log what became of the job, with the error:
-/// rescheduled (INFO); dead-lettered, or stopped and dead-lettered as
-/// cancelled (WARN); or not recorded because its claim had lapsed (WARN).
-async fn settle_retry(
-    ctx: &LoopCtx,
-    params: RetryParams,
-    qm: &QueueMetrics,
-    span: &tracing::Span,
-) -> Result<()> {
-    let error = params.error.clone();
-    match ctx.engine.job_retry(params).await? {
-        alkstore_core::RetryOutcome::Scheduled(run_at) => {
-            ctx.counters.retried.fetch_add(1, Ordering::Relaxed);
-            qm.retried.increment(1);
-            span.in_scope(|| tracing::info!(%error, run_at, "job failed; retrying"));
-        }
-        alkstore_core::RetryOutcome::Dead => {
-            ctx.counters.dead.fetch_add(1, Ordering::Relaxed);
-            qm.dead.increment(1);
-            span.in_scope(
-                || tracing::warn!(%error, "job failed on its last attempt; dead-lettered"),
-            );
-        }
-        alkstore_core::RetryOutcome::Cancelled => {
-            ctx.counters.dead.fetch_add(1, Ordering::Relaxed);
-            qm.dead.increment(1);
-            span.in_scope(
-                || tracing::warn!(%error, "cancelled job stopped; dead-lettered as cancelled"),
-            );
-        }
-        alkstore_core::RetryOutcome::NotHeld => {
-            span.in_scope(
-                || tracing::warn!(%error, "job failed but its claim had lapsed; it runs again"),
-            );
-        }
-    }
-    Ok(())
 }
 
 /// How a handler run ended.
