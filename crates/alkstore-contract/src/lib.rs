@@ -1,24 +1,32 @@
 //! The alkstore contract suite: every behaviour an engine promises, written
 //! once and run against each engine.
 //!
-//! An engine's `tests/contract.rs` provides a factory that builds a fresh,
-//! isolated [`Harness`] (its own file, schema or database, and a
-//! `ManualClock`), then calls
-//! [`contract_suite!`] once. The macro expands to one named `#[tokio::test]`
-//! per contract row, grouped in modules by area (`queues`, …). Each test
-//! tears its harness down even when the row panics, then fails with the
-//! row's panic.
+//! An engine's `tests/contract.rs` provides two factories, then calls
+//! [`contract_suite!`] once:
+//!
+//! - one that builds a fresh, isolated [`Harness`] (its own file, schema or
+//!   database, and a `ManualClock`) for the engine rows (`queues`, …);
+//! - one that builds a fresh, isolated [`RuntimeHarness`]: a facade
+//!   [`Store`](alkstore::Store) over the same engine on its real clock, for
+//!   the `runtime` rows, which run a [`Worker`](alkstore::Worker) and wait
+//!   for real time to pass (retries, heartbeats, timeouts).
+//!
+//! The macro expands to one named `#[tokio::test]` per contract row, grouped
+//! in modules by area (`queues`, `runtime`, …). Each test tears its harness
+//! down even when the row panics, then fails with the row's panic.
 //!
 //! ```ignore
 //! async fn harness(name: &'static str) -> MyHarness { /* fresh store */ }
-//! alkstore_contract::contract_suite!(crate::harness);
+//! async fn runtime_harness(name: &'static str) -> MyRuntime { /* fresh store */ }
+//! alkstore_contract::contract_suite!(crate::harness, runtime = crate::runtime_harness);
 //! ```
 //!
 //! # Layout and registration
 //!
 //! Rows live in `src/<area>/<sub_area>.rs`: `src/queues/claim.rs` holds the
 //! claim rows, `src/queues/support.rs` the helpers they share. A row is a
-//! `pub async fn name<H: Harness>(h: &H)`, and is declared where it is
+//! `pub async fn name<H: Harness>(h: &H)` (`<H: RuntimeHarness>` in the
+//! `runtime` area), and is declared where it is
 //! written: each sub-area file ends with a hidden exported macro,
 //! `__<area>_<sub_area>!`, that lists that file's rows. The area's `mod.rs`
 //! has a macro, `__<area>!`, naming each of its sub-area macros, and the
@@ -35,7 +43,9 @@
 //!   one `$crate::__<area>_<sub_area>!` line in the area's `mod.rs`.
 //! - A new area (streams, groups, locks): a folder shaped like `queues/`,
 //!   plus `pub mod <area>;` and one `$crate::__<area>!` line in `__areas!`
-//!   below.
+//!   below. Its rows take a [`Harness`]; only the `runtime` area's take a
+//!   [`RuntimeHarness`] (the worker runtime of a new primitive belongs
+//!   there, as a sub-area).
 //!
 //! Test names are `<area>::<row>` (the sub-area is not part of the name), so
 //! row names must be unique within an area.
@@ -47,7 +57,13 @@ use std::task::Poll;
 
 use alkstore_core::{ManualClock, NewJob, QueueAdmin, QueueEngine, Result};
 
+/// The facade the `runtime` rows drive, re-exported so an engine's
+/// `tests/contract.rs` can build its [`RuntimeHarness`] (`Store::from_engine`,
+/// `AnyEngine`) without depending on `alkstore` itself.
+pub use alkstore;
+
 pub mod queues;
+pub mod runtime;
 
 /// One isolated store under test.
 pub trait Harness: Send + Sync + Sized + 'static {
@@ -77,13 +93,32 @@ pub trait Harness: Send + Sync + Sized + 'static {
     fn teardown(self) -> impl Future<Output = ()> + Send;
 }
 
-/// Expand to one `#[tokio::test]` per contract row for the harness factory
-/// `$factory` (an absolute path to `async fn(&'static str) -> impl Harness`;
-/// the argument is the test's unique name).
+/// One isolated store under test for the `runtime` rows: the
+/// [`alkstore`] facade over the engine, on its real clock.
+///
+/// The worker runtime sleeps, heartbeats and times handlers out on real
+/// time, and its rows wait for that time to pass instead of moving a
+/// [`ManualClock`]; so the engine behind [`RuntimeHarness::store`] reads the
+/// clock it reads in production (the system clock for SQLite, the database
+/// server's for PostgreSQL).
+pub trait RuntimeHarness: Send + Sync + Sized + 'static {
+    /// A store over a fresh engine of the kind under test, opened without a
+    /// clock of its own: `Store::from_engine(AnyEngine::Sqlite(engine))`.
+    fn store(&self) -> &alkstore::Store;
+
+    /// Drop whatever the harness created. Runs after every row, whether it
+    /// passed or panicked.
+    fn teardown(self) -> impl Future<Output = ()> + Send;
+}
+
+/// Expand to one `#[tokio::test]` per contract row for the harness factories
+/// `$factory` (an absolute path to `async fn(&'static str) -> impl Harness`)
+/// and `$runtime` (the same, `-> impl RuntimeHarness`, for the `runtime`
+/// rows); each factory's argument is the test's unique name.
 #[macro_export]
 macro_rules! contract_suite {
-    ($factory:path) => {
-        $crate::__areas!($crate::__contract_tests, [$factory]);
+    ($factory:path, runtime = $runtime:path $(,)?) => {
+        $crate::__areas!($crate::__contract_tests, [$factory, $runtime]);
     };
 }
 
@@ -95,20 +130,35 @@ macro_rules! contract_suite {
 macro_rules! __areas {
     ($then:path, $args:tt) => {
         $crate::__queues!($then, $args);
+        $crate::__runtime!($then, $args);
     };
 }
 
 /// What [`contract_suite!`] makes of the rows: a module per area, a test per
-/// row.
+/// row. `runtime` rows run on the runtime factory's harness, every other
+/// area's on the engine factory's.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __contract_tests {
-    (@area [$factory:path] $area:ident { $($body:tt)* }) => {
+    (@area [$factory:path, $runtime:path] $area:ident { $($body:tt)* }) => {
         mod $area {
             $($body)*
         }
     };
-    (@rows [$factory:path] $area:ident :: $sub:ident [$($name:ident),* $(,)?]) => {
+    (@rows [$factory:path, $runtime:path] runtime :: $sub:ident [$($name:ident),* $(,)?]) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                $crate::__run_row(
+                    $runtime(concat!("runtime_", stringify!($name))).await,
+                    |h| ::std::boxed::Box::pin($crate::runtime::$sub::$name(h)),
+                    $crate::RuntimeHarness::teardown,
+                )
+                .await;
+            }
+        )*
+    };
+    (@rows [$factory:path, $runtime:path] $area:ident :: $sub:ident [$($name:ident),* $(,)?]) => {
         $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $name() {

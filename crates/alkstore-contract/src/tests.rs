@@ -46,8 +46,9 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Every `pub async fn` in `src/` whose signature mentions `Harness`, named
-/// by the file it is written in: `src/queues/claim.rs` → `(queues, claim)`.
+/// Every `pub async fn` in `src/` whose signature mentions `Harness` (or
+/// `RuntimeHarness`), named by the file it is written in:
+/// `src/queues/claim.rs` → `(queues, claim)`.
 fn written() -> Vec<Row> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();

@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use alkstore_contract::Harness;
+use alkstore_contract::alkstore::{AnyEngine, Store};
+use alkstore_contract::{Harness, RuntimeHarness};
 use alkstore_core::{Error, ManualClock, NewJob, Result};
 use alkstore_postgres::{testing, PgEngine, PgOptions};
 use tokio_postgres::NoTls;
@@ -85,4 +86,37 @@ impl Harness for PgHarness {
     }
 }
 
-alkstore_contract::contract_suite!(crate::harness);
+/// A facade store over a fresh engine on the server's clock (no clock
+/// injected), for the runtime rows; its own schema, like [`PgHarness`].
+struct PgRuntime {
+    store: Store,
+    url: String,
+    schema: String,
+}
+
+async fn runtime_harness(_name: &'static str) -> PgRuntime {
+    let url = testing::ensure_database(&testing::database_url(), "alkstore_test")
+        .await
+        .expect("PostgreSQL at DATABASE_URL (scripts/test starts one)");
+    let schema = testing::unique_schema("wk");
+    let engine = PgEngine::open(PgOptions::new(url.clone(), schema.clone()))
+        .await
+        .expect("open");
+    PgRuntime {
+        store: Store::from_engine(AnyEngine::Postgres(engine)),
+        url,
+        schema,
+    }
+}
+
+impl RuntimeHarness for PgRuntime {
+    fn store(&self) -> &Store {
+        &self.store
+    }
+
+    async fn teardown(self) {
+        let _ = testing::drop_schema(&self.url, &self.schema).await;
+    }
+}
+
+alkstore_contract::contract_suite!(crate::harness, runtime = crate::runtime_harness);

@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use alkstore_contract::Harness;
+use alkstore_contract::alkstore::{AnyEngine, Store};
+use alkstore_contract::{Harness, RuntimeHarness};
 use alkstore_core::{Error, ManualClock, NewJob, Result};
 use alkstore_sqlite::{SqliteEngine, SqliteOptions};
 
@@ -64,4 +65,29 @@ impl Harness for SqliteHarness {
     async fn teardown(self) {}
 }
 
-alkstore_contract::contract_suite!(crate::harness);
+/// A facade store over a fresh engine on the system clock, for the runtime
+/// rows.
+struct SqliteRuntime {
+    store: Store,
+    _dir: tempfile::TempDir,
+}
+
+async fn runtime_harness(_name: &'static str) -> SqliteRuntime {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let engine =
+        SqliteEngine::open(SqliteOptions::new(dir.path().join("runtime.db"))).expect("open");
+    SqliteRuntime {
+        store: Store::from_engine(AnyEngine::Sqlite(engine)),
+        _dir: dir,
+    }
+}
+
+impl RuntimeHarness for SqliteRuntime {
+    fn store(&self) -> &Store {
+        &self.store
+    }
+
+    async fn teardown(self) {}
+}
+
+alkstore_contract::contract_suite!(crate::harness, runtime = crate::runtime_harness);

@@ -1,0 +1,34 @@
+//! Contract rows for the worker runtime: the [`alkstore`] facade's
+//! [`Worker`](alkstore::Worker) driving each engine, one file per sub-area.
+//!
+//! These rows take a [`RuntimeHarness`](crate::RuntimeHarness), whose store
+//! reads the real clock: they wait for real time to pass (retries with no
+//! backoff, heartbeats, handler timeouts) rather than move a clock. Each
+//! file ends with the macro that lists its rows (see the crate docs);
+//! `__runtime!` below names every file's macro. Helpers shared by the rows
+//! live in `support.rs`.
+
+mod support;
+
+pub mod concurrency;
+pub mod failures;
+pub mod handlers;
+pub mod heartbeats;
+pub mod shutdown;
+pub mod snooze_cancel;
+
+/// The runtime area: every sub-area's row list, inside `mod runtime`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __runtime {
+    ($then:path, $args:tt) => {
+        $then! { @area $args runtime {
+            $crate::__runtime_concurrency!($then, $args);
+            $crate::__runtime_failures!($then, $args);
+            $crate::__runtime_handlers!($then, $args);
+            $crate::__runtime_heartbeats!($then, $args);
+            $crate::__runtime_shutdown!($then, $args);
+            $crate::__runtime_snooze_cancel!($then, $args);
+        } }
+    };
+}

@@ -1,0 +1,129 @@
+//! Snooze and cancel: a handler putting its job off, and a running job
+//! cancelled from outside.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use alkstore::prelude::*;
+use alkstore::{JobCtx, JobError, Worker};
+use tokio::sync::Notify;
+
+use super::support::reached;
+use crate::RuntimeHarness;
+
+/// A handler can snooze its job: it runs again later on the same attempt.
+pub async fn snoozed_jobs_run_again_without_an_attempt<H: RuntimeHarness>(h: &H) {
+    let store = h.store();
+    let q = store.queue("snoozy");
+    q.enqueue(&0).await.expect("enqueue");
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let notify = Arc::new(Notify::new());
+    let (s, n) = (seen.clone(), notify.clone());
+    let report = Worker::new(store.clone())
+        .queue("snoozy", move |job: JobCtx<u32>| {
+            let (s, n) = (s.clone(), n.clone());
+            async move {
+                let runs = {
+                    let mut s = s.lock().expect("lock");
+                    s.push(job.attempt());
+                    s.len()
+                };
+                n.notify_one();
+                if runs == 1 {
+                    return Err(JobError::snooze(Duration::ZERO));
+                }
+                Ok(())
+            }
+        })
+        .run_until(async {
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+            while seen.lock().expect("lock").len() < 2 {
+                assert!(tokio::time::Instant::now() < deadline, "never ran again");
+                let _ = tokio::time::timeout(Duration::from_millis(50), notify.notified()).await;
+            }
+        })
+        .await
+        .expect("run");
+    assert_eq!(
+        *seen.lock().expect("lock"),
+        vec![1, 1],
+        "same attempt both times"
+    );
+    assert_eq!((report.snoozed, report.retried), (1, 0), "{report:?}");
+}
+
+/// Cancelling a running job tells its handler; a handler that stops leaves
+/// the job dead as `cancelled` (recorded, not a lost claim).
+pub async fn cancelled_running_jobs_are_told_and_recorded<H: RuntimeHarness>(h: &H) {
+    let q = h.store().queue("cancellable");
+    let id = q.enqueue(&0).await.expect("enqueue").id();
+    let started = Arc::new(AtomicUsize::new(0));
+    let notify = Arc::new(Notify::new());
+    let (s, n) = (started.clone(), notify.clone());
+    let store = h.store().clone();
+    let report = Worker::new(h.store().clone())
+        .queue("cancellable", move |job: JobCtx<u32>| {
+            let (s, n) = (s.clone(), n.clone());
+            async move {
+                assert!(!job.is_cancelled());
+                s.fetch_add(1, Ordering::SeqCst);
+                n.notify_one();
+                tokio::select! {
+                    _ = job.cancelled() => {
+                        assert!(job.is_cancelled());
+                        Err(JobError::retry("stopped on request"))
+                    }
+                    _ = tokio::time::sleep(Duration::from_secs(60)) => Ok(()),
+                }
+            }
+        })
+        .run_until(async move {
+            reached(started, 1, notify).await;
+            assert_eq!(
+                store.queue("cancellable").cancel(id).await.expect("cancel"),
+                alkstore::CancelOutcome::Requested
+            );
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+            while store
+                .queue("cancellable")
+                .stats()
+                .await
+                .expect("stats")
+                .dead
+                < 1
+            {
+                assert!(tokio::time::Instant::now() < deadline, "never stopped");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .expect("run");
+    assert_eq!(
+        (report.cancelled, report.dead, report.retried),
+        (1, 1, 0),
+        "{report:?}"
+    );
+    let info = h
+        .store()
+        .engine()
+        .job_get(id)
+        .await
+        .expect("get")
+        .expect("dead");
+    assert_eq!(info.dead_reason.as_deref(), Some("cancelled"));
+    assert_eq!(info.last_error.as_deref(), Some("stopped on request"));
+}
+
+/// The rows above, for [`contract_suite!`](crate::contract_suite): list each
+/// `pub async fn …<H: RuntimeHarness>` here, next to where it is written.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __runtime_snooze_cancel {
+    ($then:path, $args:tt) => {
+        $then! { @rows $args runtime::snooze_cancel [
+            snoozed_jobs_run_again_without_an_attempt,
+            cancelled_running_jobs_are_told_and_recorded,
+        ] }
+    };
+}
