@@ -167,7 +167,9 @@ async fn flush_settles(
     let Some(outcomes) =
         with_retries("recording outcomes", || engine.job_settle(settles.clone())).await
     else {
-        stats.failed.fetch_add(batch.len() as u64, Ordering::Relaxed);
+        stats
+            .failed
+            .fetch_add(batch.len() as u64, Ordering::Relaxed);
         tracing::error!(
             jobs = batch.len(),
             "could not record the jobs' outcomes; they return when their claims expire"
@@ -214,7 +216,9 @@ fn record(f: &Finished, outcome: Settled, counters: &Counters) {
             f.qm.snoozed.increment(1);
             tracing::debug!(run_at, "job snoozed");
         }
-        Settled::Retried(RetryOutcome::NotHeld) | Settled::Failed(false) | Settled::Snoozed(None) => {
+        Settled::Retried(RetryOutcome::NotHeld)
+        | Settled::Failed(false)
+        | Settled::Snoozed(None) => {
             tracing::warn!(%error, "the job's outcome was not recorded: its claim had lapsed (or it was cancelled); it runs again or is dead");
         }
     }
