@@ -27,10 +27,21 @@ pub trait Engine: Send + Sync + 'static {
     /// seconds, so a worker polls at second boundaries for them.
     fn wake_subscribe(&self) -> tokio::sync::broadcast::Receiver<Wake>;
 
+    /// The engine's maintenance pass (see [`Engine::sweep`]); with
+    /// `every`, only when nobody swept the store within that interval
+    /// (`None` then). Engines implement this; callers use `sweep` and
+    /// `sweep_due`, which validate first.
+    fn sweep_if_due(
+        &self,
+        every: Option<Duration>,
+    ) -> impl Future<Output = Result<Option<SweepReport>>> + Send;
+
     /// Maintenance on every queue: expire overdue pending jobs, hand expired
     /// claims back (or dead-letter them when out of attempts), and prune dead
     /// letters and kept completed jobs past their retention.
-    fn sweep(&self) -> impl Future<Output = Result<SweepReport>> + Send;
+    fn sweep(&self) -> impl Future<Output = Result<SweepReport>> + Send {
+        async move { Ok(self.sweep_if_due(None).await?.unwrap_or_default()) }
+    }
 
     /// [`Engine::sweep`], but at most once per `every` for the whole store,
     /// however many processes call it: `None` when another caller swept
@@ -39,5 +50,10 @@ pub trait Engine: Send + Sync + 'static {
     fn sweep_due(
         &self,
         every: Duration,
-    ) -> impl Future<Output = Result<Option<SweepReport>>> + Send;
+    ) -> impl Future<Output = Result<Option<SweepReport>>> + Send {
+        async move {
+            crate::validate::validate_duration("sweep interval", Some(every))?;
+            self.sweep_if_due(Some(every)).await
+        }
+    }
 }

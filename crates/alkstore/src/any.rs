@@ -59,11 +59,8 @@ impl Engine for AnyEngine {
         }
     }
 
-    async fn sweep(&self) -> Result<SweepReport> {
-        dispatch!(self.sweep())
-    }
-    async fn sweep_due(&self, every: Duration) -> Result<Option<SweepReport>> {
-        dispatch!(self.sweep_due(every))
+    async fn sweep_if_due(&self, every: Option<Duration>) -> Result<Option<SweepReport>> {
+        dispatch!(self.sweep_if_due(every))
     }
 }
 

@@ -326,13 +326,8 @@ impl Engine for SqliteEngine {
         self.wake_hints()
     }
 
-    async fn sweep(&self) -> Result<SweepReport> {
-        self.sweep_if(None).await.map(Option::unwrap_or_default)
-    }
-
-    async fn sweep_due(&self, every: Duration) -> Result<Option<SweepReport>> {
-        validate_duration("sweep interval", Some(every))?;
-        self.sweep_if(Some(secs(every))).await
+    async fn sweep_if_due(&self, every: Option<Duration>) -> Result<Option<SweepReport>> {
+        self.sweep_if(every.map(secs)).await
     }
 }
 
