@@ -481,5 +481,56 @@ pub(crate) async fn run_worker(args: WorkerBenchArgs) -> Result<()> {
         args.jobs as f64 / secs
     );
     fresh.cleanup().await?;
+
+    // Failure-heavy throughput: every job fails its first attempt (retried
+    // at once), then succeeds, so half the outcomes are retries.
+    let jobs = (args.jobs / 5).max(1);
+    let fresh = target.fresh(102).await?;
+    fill(&fresh.engine, jobs).await?;
+    let store = Store::from_engine(fresh.engine.clone());
+    let done = Arc::new(AtomicUsize::new(0));
+    let notify = Arc::new(tokio::sync::Notify::new());
+    let (d, n) = (done.clone(), notify.clone());
+    let start = Instant::now();
+    let report = Worker::new(store)
+        .queue_raw("bench", move |job: JobCtx<Vec<u8>>| {
+            let first = job.attempt() == 1;
+            if !first && d.fetch_add(1, Ordering::Relaxed) + 1 == jobs {
+                n.notify_one();
+            }
+            async move {
+                if first {
+                    return Err(alkstore::JobError::retry_after(
+                        "first attempt fails",
+                        std::time::Duration::ZERO,
+                    ));
+                }
+                Ok(())
+            }
+        })
+        .concurrency("bench", env_or("ALK_BENCH_CONCURRENCY", 1_000))
+        .opts(WorkerOpts {
+            max_claim: env_or("ALK_BENCH_CLAIM", 500),
+            claimers: env_or("ALK_BENCH_CLAIMERS", 2),
+            ..WorkerOpts::default()
+        })
+        .run_until(async move {
+            while done.load(Ordering::Relaxed) < jobs {
+                notify.notified().await;
+            }
+        })
+        .await?;
+    let secs = start.elapsed().as_secs_f64();
+    check(
+        usize::try_from(report.completed).unwrap_or(usize::MAX),
+        jobs,
+    )?;
+    println!(
+        "bench peer=alkstore engine={} scenario=worker_retry_once jobs={jobs} secs={secs:.3} jobs_per_s={:.0} attempts_per_s={:.0}",
+        target.name(),
+        jobs as f64 / secs,
+        (2 * jobs) as f64 / secs
+    );
+    fresh.cleanup().await?;
     Ok(())
 }
