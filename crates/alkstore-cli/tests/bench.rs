@@ -61,7 +61,11 @@ fn queue_bench_runs_on_postgres() {
 #[test]
 fn worker_bench_reports_latency_and_throughput() {
     let out = bench(&["worker", "--samples", "5", "--jobs", "500"]);
-    assert_eq!(scenarios(&out), vec!["wake_latency", "worker_50k", "worker_retry_once"], "{out}");
+    assert_eq!(
+        scenarios(&out),
+        vec!["wake_latency", "worker_50k", "worker_retry_once"],
+        "{out}"
+    );
 }
 
 #[test]
