@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use alkstore::{AnyEngine, ClaimParams, NewJob, QueueEngine, Result, Store, StoreUrl};
+use alkstore::{AnyEngine, JobClaimParams, NewJob, QueueEngine, Result, Store, StoreUrl};
 use clap::Args;
 
 /// Arguments of `alk bench queue`.
@@ -148,13 +148,14 @@ async fn drain(e: AnyEngine, worker: String, batch: u32) -> Result<usize> {
     let mut done = 0;
     loop {
         let got = e
-            .job_claim(ClaimParams::new("bench", worker.clone(), batch))
+            .job_claim(JobClaimParams::new("bench", worker.clone(), batch))
             .await?;
         if got.is_empty() {
             return Ok(done);
         }
         done += got.len();
-        e.job_ack(got.iter().map(|j| j.claim()).collect()).await?;
+        e.job_ack(got.iter().map(|j| j.claim()).collect::<Vec<_>>())
+            .await?;
     }
 }
 
@@ -220,14 +221,15 @@ async fn scenario(name: &str, e: &AnyEngine, scale: f64) -> Result<(usize, f64)>
                     let worker = format!("c{w}");
                     while acked.load(Ordering::Relaxed) < n {
                         let got = e
-                            .job_claim(ClaimParams::new("bench", worker.clone(), 128))
+                            .job_claim(JobClaimParams::new("bench", worker.clone(), 128))
                             .await?;
                         if got.is_empty() {
                             tokio::task::yield_now().await;
                             continue;
                         }
                         let k = got.len();
-                        e.job_ack(got.iter().map(|j| j.claim()).collect()).await?;
+                        e.job_ack(got.iter().map(|j| j.claim()).collect::<Vec<_>>())
+                            .await?;
                         acked.fetch_add(k, Ordering::Relaxed);
                     }
                     Ok::<_, alkstore::Error>(())

@@ -19,9 +19,9 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use engine::{Capabilities, Engine};
 pub use error::{BoxError, Error, ErrorKind, Result};
 pub use queue::{
-    backoff_delay_s, AttemptError, CancelOutcome, Claim, ClaimParams, DeadListParams, DeadSelect,
-    EnqueueOpts, Enqueued, Job, JobInfo, JobListParams, JobState, NewJob, QueueAdmin, QueueEngine,
-    QueueOpts, QueueStats, RetryOutcome, RetryParams, Settle, Settled, SweepReport,
+    backoff_delay_s, AttemptError, CancelOutcome, Claim, DeadListParams, DeadSelect, EnqueueOpts,
+    Enqueued, Job, JobClaimParams, JobInfo, JobListParams, JobRetryParams, JobState, NewJob,
+    QueueAdmin, QueueEngine, QueueOpts, QueueStats, RetryOutcome, Settle, Settled, SweepReport,
 };
 pub use validate::Limits;
 

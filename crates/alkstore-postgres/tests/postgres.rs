@@ -55,10 +55,7 @@ async fn hostile_schema_name_creates_exactly_that_schema() {
         .expect("catalog")
         .get(0);
     assert_eq!(stray, 0, "no schema cut at the quote");
-    let victim_stats = admin
-        .queue_stats("q".into())
-        .await
-        .expect("victim still readable");
+    let victim_stats = admin.queue_stats("q").await.expect("victim still readable");
     assert_eq!(
         victim_stats.ready, 1,
         "the other schema's job table is intact"
@@ -191,7 +188,7 @@ async fn claims_use_the_database_clock() {
         .await
         .expect("enqueue");
     let job = engine
-        .job_claim(alkstore_core::ClaimParams::new("q", "w", 1))
+        .job_claim(alkstore_core::JobClaimParams::new("q", "w", 1))
         .await
         .expect("claim")
         .remove(0);
@@ -259,7 +256,7 @@ async fn unknown_url_parameters_are_named() {
 /// claims keep working and the new table appears.
 #[tokio::test]
 async fn version_1_schemas_migrate_keeping_live_claims() {
-    use alkstore_core::{Claim, ClaimParams};
+    use alkstore_core::{Claim, JobClaimParams};
     let url = test_db().await;
     let schema = testing::unique_schema("v1");
     let e = PgEngine::open(PgOptions::new(url.clone(), schema.clone()))
@@ -269,7 +266,7 @@ async fn version_1_schemas_migrate_keeping_live_claims() {
         .await
         .expect("enqueue");
     let job = e
-        .job_claim(ClaimParams::new("q", "w", 1))
+        .job_claim(JobClaimParams::new("q", "w", 1))
         .await
         .expect("claim")
         .remove(0);

@@ -18,7 +18,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use alkstore_core::url::StoreUrl;
-use alkstore_core::{ClaimParams, Error, ErrorKind, NewJob, QueueEngine};
+use alkstore_core::{Error, ErrorKind, JobClaimParams, NewJob, QueueEngine};
 use alkstore_postgres::{testing, PgEngine, PgOptions};
 
 /// A private server in a temporary directory; stopped and deleted on drop.
@@ -326,7 +326,7 @@ async fn sslmodes_against_a_private_server() {
         .await
         .expect("enqueue");
     let jobs = engine
-        .job_claim(ClaimParams::new("tls", "w", 1))
+        .job_claim(JobClaimParams::new("tls", "w", 1))
         .await
         .expect("claim");
     assert_eq!(jobs.len(), 1);

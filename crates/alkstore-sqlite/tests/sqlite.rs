@@ -81,7 +81,7 @@ async fn concurrent_writers_share_commits() {
     }
     let (commits, commands) = e.commit_stats();
     let commits = commits - commits_before;
-    assert_eq!(e.queue_stats("g".into()).await.expect("stats").ready, 1_600);
+    assert_eq!(e.queue_stats("g").await.expect("stats").ready, 1_600);
     assert!(commands >= 1_600);
     assert!(
         commits < 1_600,
@@ -110,7 +110,7 @@ async fn a_lock_held_elsewhere_is_a_busy_error() {
     let msg = err.to_string();
     assert!(msg.contains("locked") && msg.contains("1 s"), "{msg}");
     other.execute_batch("ROLLBACK").expect("unlock");
-    let s = e.queue_stats("q".into()).await.expect("stats");
+    let s = e.queue_stats("q").await.expect("stats");
     assert_eq!(s.ready, 0, "nothing was written");
     e.job_enqueue(vec![NewJob::new("q", b"x".to_vec())])
         .await
@@ -166,7 +166,7 @@ fn existing_only_open_creates_nothing() {
 /// claims keep working, and the new tables and columns appear.
 #[tokio::test]
 async fn version_1_files_migrate_keeping_live_claims() {
-    use alkstore_core::{Claim, ClaimParams};
+    use alkstore_core::{Claim, JobClaimParams};
     let dir = tempfile::tempdir().expect("tmp");
     let path = dir.path().join("v1.db");
     let e = SqliteEngine::open(SqliteOptions::new(&path)).expect("open");
@@ -174,7 +174,7 @@ async fn version_1_files_migrate_keeping_live_claims() {
         .await
         .expect("enqueue");
     let job = e
-        .job_claim(ClaimParams::new("q", "w", 1))
+        .job_claim(JobClaimParams::new("q", "w", 1))
         .await
         .expect("claim")
         .remove(0);

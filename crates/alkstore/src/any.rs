@@ -1,9 +1,14 @@
 use std::time::Duration;
 
+use alkstore_core::queue::{
+    JobAckParams, JobCancelParams, JobCancelRequestsParams, JobEnqueueParams, JobFailParams,
+    JobGetParams, JobHeartbeatParams, JobReleaseParams, JobSettleParams, JobSnoozeParams,
+    JobUnclaimParams, QueueStatsParams,
+};
 use alkstore_core::{
-    CancelOutcome, Capabilities, Claim, ClaimParams, DeadListParams, DeadSelect, Engine, Enqueued,
-    Job, JobInfo, JobListParams, NewJob, QueueAdmin, QueueEngine, QueueStats, Result, RetryOutcome,
-    RetryParams, Settle, Settled, SweepReport,
+    CancelOutcome, Capabilities, DeadListParams, DeadSelect, Engine, Enqueued, Job, JobClaimParams,
+    JobInfo, JobListParams, JobRetryParams, QueueAdmin, QueueEngine, QueueStats, Result,
+    RetryOutcome, Settled, SweepReport,
 };
 #[cfg(feature = "postgres")]
 use alkstore_postgres::PgEngine;
@@ -65,65 +70,86 @@ impl Engine for AnyEngine {
 }
 
 impl QueueEngine for AnyEngine {
-    async fn job_enqueue(&self, jobs: Vec<NewJob>) -> Result<Vec<Enqueued>> {
-        dispatch!(self.job_enqueue(jobs))
+    async fn job_enqueue(
+        &self,
+        params: impl Into<JobEnqueueParams> + Send,
+    ) -> Result<Vec<Enqueued>> {
+        let params = params.into();
+        dispatch!(self.job_enqueue(params))
     }
 
-    async fn job_claim(&self, params: ClaimParams) -> Result<Vec<Job>> {
+    async fn job_claim(&self, params: JobClaimParams) -> Result<Vec<Job>> {
         dispatch!(self.job_claim(params))
     }
 
-    async fn job_ack(&self, claims: Vec<Claim>) -> Result<Vec<bool>> {
-        dispatch!(self.job_ack(claims))
+    async fn job_ack(&self, params: impl Into<JobAckParams> + Send) -> Result<Vec<bool>> {
+        let params = params.into();
+        dispatch!(self.job_ack(params))
     }
 
-    async fn job_retry(&self, params: RetryParams) -> Result<RetryOutcome> {
+    async fn job_retry(&self, params: JobRetryParams) -> Result<RetryOutcome> {
         dispatch!(self.job_retry(params))
     }
 
-    async fn job_fail(&self, claim: Claim, error: String) -> Result<bool> {
-        dispatch!(self.job_fail(claim, error))
+    async fn job_fail(&self, params: impl Into<JobFailParams> + Send) -> Result<bool> {
+        let params = params.into();
+        dispatch!(self.job_fail(params))
     }
 
-    async fn job_heartbeat(&self, claim: Claim) -> Result<Option<i64>> {
-        dispatch!(self.job_heartbeat(claim))
+    async fn job_heartbeat(
+        &self,
+        params: impl Into<JobHeartbeatParams> + Send,
+    ) -> Result<Option<i64>> {
+        let params = params.into();
+        dispatch!(self.job_heartbeat(params))
     }
 
-    async fn job_release(&self, claim: Claim) -> Result<bool> {
-        dispatch!(self.job_release(claim))
+    async fn job_release(&self, params: impl Into<JobReleaseParams> + Send) -> Result<bool> {
+        let params = params.into();
+        dispatch!(self.job_release(params))
     }
 
-    async fn job_snooze(&self, claim: Claim, delay: Duration) -> Result<Option<i64>> {
-        dispatch!(self.job_snooze(claim, delay))
+    async fn job_snooze(&self, params: impl Into<JobSnoozeParams> + Send) -> Result<Option<i64>> {
+        let params = params.into();
+        dispatch!(self.job_snooze(params))
     }
 
-    async fn job_settle(&self, batch: Vec<Settle>) -> Result<Vec<Settled>> {
-        dispatch!(self.job_settle(batch))
+    async fn job_settle(&self, params: impl Into<JobSettleParams> + Send) -> Result<Vec<Settled>> {
+        let params = params.into();
+        dispatch!(self.job_settle(params))
     }
-    async fn job_cancel_requests(&self, ids: Vec<i64>) -> Result<Vec<i64>> {
-        dispatch!(self.job_cancel_requests(ids))
+    async fn job_cancel_requests(
+        &self,
+        params: impl Into<JobCancelRequestsParams> + Send,
+    ) -> Result<Vec<i64>> {
+        let params = params.into();
+        dispatch!(self.job_cancel_requests(params))
     }
 }
 
 impl QueueAdmin for AnyEngine {
-    async fn job_unclaim(&self, id: i64) -> Result<bool> {
-        dispatch!(self.job_unclaim(id))
+    async fn job_unclaim(&self, params: impl Into<JobUnclaimParams> + Send) -> Result<bool> {
+        let params = params.into();
+        dispatch!(self.job_unclaim(params))
     }
 
-    async fn job_cancel(&self, id: i64) -> Result<CancelOutcome> {
-        dispatch!(self.job_cancel(id))
+    async fn job_cancel(&self, params: impl Into<JobCancelParams> + Send) -> Result<CancelOutcome> {
+        let params = params.into();
+        dispatch!(self.job_cancel(params))
     }
 
-    async fn job_get(&self, id: i64) -> Result<Option<JobInfo>> {
-        dispatch!(self.job_get(id))
+    async fn job_get(&self, params: impl Into<JobGetParams> + Send) -> Result<Option<JobInfo>> {
+        let params = params.into();
+        dispatch!(self.job_get(params))
     }
 
     async fn job_list(&self, params: JobListParams) -> Result<Vec<JobInfo>> {
         dispatch!(self.job_list(params))
     }
 
-    async fn queue_stats(&self, queue: String) -> Result<QueueStats> {
-        dispatch!(self.queue_stats(queue))
+    async fn queue_stats(&self, params: impl Into<QueueStatsParams> + Send) -> Result<QueueStats> {
+        let params = params.into();
+        dispatch!(self.queue_stats(params))
     }
 
     async fn queue_list(&self) -> Result<Vec<String>> {

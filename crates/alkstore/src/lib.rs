@@ -35,10 +35,10 @@ pub mod worker;
 pub use alkstore_core::prelude;
 pub use alkstore_core::url;
 pub use alkstore_core::{
-    url::StoreUrl, AttemptError, CancelOutcome, Capabilities, Claim, ClaimParams, Clock,
-    DeadListParams, DeadSelect, Engine, EnqueueOpts, Enqueued, Error, ErrorKind, Job, JobInfo,
-    JobListParams, JobState, Limits, ManualClock, NewJob, QueueAdmin, QueueEngine, QueueOpts,
-    QueueStats, Result, RetryOutcome, RetryParams, SweepReport, SystemClock,
+    url::StoreUrl, AttemptError, CancelOutcome, Capabilities, Claim, Clock, DeadListParams,
+    DeadSelect, Engine, EnqueueOpts, Enqueued, Error, ErrorKind, Job, JobClaimParams, JobInfo,
+    JobListParams, JobRetryParams, JobState, Limits, ManualClock, NewJob, QueueAdmin, QueueEngine,
+    QueueOpts, QueueStats, Result, RetryOutcome, SweepReport, SystemClock,
 };
 pub use any::AnyEngine;
 pub use queue::{JobExt, Queue};

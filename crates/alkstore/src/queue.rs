@@ -1,6 +1,6 @@
 use alkstore_core::{
-    CancelOutcome, Claim, ClaimParams, EnqueueOpts, Enqueued, Error, Job, JobInfo, NewJob,
-    QueueAdmin, QueueEngine, QueueOpts, QueueStats, Result, RetryOutcome, RetryParams,
+    CancelOutcome, Claim, EnqueueOpts, Enqueued, Error, Job, JobClaimParams, JobInfo,
+    JobRetryParams, NewJob, QueueAdmin, QueueEngine, QueueOpts, QueueStats, Result, RetryOutcome,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -87,7 +87,7 @@ impl Queue {
     pub async fn claim(&self, worker: &str, n: u32) -> Result<Vec<Job>> {
         self.store
             .engine()
-            .job_claim(ClaimParams::new(self.name.clone(), worker, n))
+            .job_claim(JobClaimParams::new(self.name.clone(), worker, n))
             .await
     }
 
@@ -100,7 +100,7 @@ impl Queue {
     pub async fn retry(&self, claim: Claim, error: impl Into<String>) -> Result<RetryOutcome> {
         self.store
             .engine()
-            .job_retry(RetryParams {
+            .job_retry(JobRetryParams {
                 claim,
                 error: error.into(),
                 delay: None,
@@ -117,7 +117,7 @@ impl Queue {
     ) -> Result<RetryOutcome> {
         self.store
             .engine()
-            .job_retry(RetryParams {
+            .job_retry(JobRetryParams {
                 claim,
                 error: error.into(),
                 delay: Some(delay),
@@ -127,7 +127,7 @@ impl Queue {
 
     /// Dead-letter a claimed job now; false when the claim is no longer held.
     pub async fn fail(&self, claim: Claim, error: impl Into<String>) -> Result<bool> {
-        self.store.engine().job_fail(claim, error.into()).await
+        self.store.engine().job_fail((claim, error.into())).await
     }
 
     /// Extend a claim by the job's visibility timeout; `None` when lost.
@@ -143,7 +143,7 @@ impl Queue {
     /// Run a claimed job again after `delay` without using an attempt;
     /// returns the new due time, or `None` when the claim is no longer held.
     pub async fn snooze(&self, claim: Claim, delay: std::time::Duration) -> Result<Option<i64>> {
-        self.store.engine().job_snooze(claim, delay).await
+        self.store.engine().job_snooze((claim, delay)).await
     }
 
     /// Look up a job (of any queue) by id, live or dead.

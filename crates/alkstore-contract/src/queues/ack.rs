@@ -1,7 +1,7 @@
 //! Ack: only a valid claim completes its job, one answer per claim.
 
 use alkstore_core::{
-    Claim, Job, JobState, NewJob, QueueAdmin, QueueEngine, RetryOutcome, RetryParams,
+    Claim, Job, JobRetryParams, JobState, NewJob, QueueAdmin, QueueEngine, RetryOutcome,
 };
 
 use super::support::{claim, enqueue_one, job, secs};
@@ -45,7 +45,10 @@ pub async fn stale_ack_after_reclaim_returns_false<H: Harness>(h: &H) {
         vec![false]
     );
     assert_eq!(kind_of_retry(e, &old).await, RetryOutcome::NotHeld);
-    assert!(!e.job_fail(old.claim(), "late".into()).await.expect("fail"));
+    assert!(!e
+        .job_fail((old.claim(), "late".into()))
+        .await
+        .expect("fail"));
     assert!(e.job_heartbeat(old.claim()).await.expect("hb").is_none());
     let info = e.job_get(id).await.expect("get").expect("still there");
     assert_eq!(info.state, JobState::Processing);
@@ -54,7 +57,7 @@ pub async fn stale_ack_after_reclaim_returns_false<H: Harness>(h: &H) {
 }
 
 async fn kind_of_retry<E: QueueEngine + QueueAdmin>(e: &E, j: &Job) -> RetryOutcome {
-    e.job_retry(RetryParams {
+    e.job_retry(JobRetryParams {
         claim: j.claim(),
         error: "x".into(),
         delay: None,
@@ -78,7 +81,7 @@ pub async fn batch_ack_reports_each_claim<H: Harness>(h: &H) {
     });
     let out = e.job_ack(claims).await.expect("ack");
     assert_eq!(out, vec![true, false, true, true, true, false]);
-    let s = e.queue_stats("ba".into()).await.expect("stats");
+    let s = e.queue_stats("ba").await.expect("stats");
     assert_eq!(s.processing, 1);
 
     // One job named twice: a stale attempt and the current one, either order.

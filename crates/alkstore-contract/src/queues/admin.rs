@@ -15,7 +15,7 @@ pub async fn stats_count_each_state<H: Harness>(h: &H) {
     e.job_enqueue(
         (0..4)
             .map(|i| job("st", &i.to_string()).with_opts(EnqueueOpts::default().run_at(now - 40)))
-            .collect(),
+            .collect::<Vec<_>>(),
     )
     .await
     .expect("enqueue");
@@ -25,11 +25,13 @@ pub async fn stats_count_each_state<H: Harness>(h: &H) {
     )
     .await;
     let got = claim(e, "st", "w", 2).await;
-    e.job_fail(got[0].claim(), "x".into()).await.expect("fail");
-    let s = e.queue_stats("st".into()).await.expect("stats");
+    e.job_fail((got[0].claim(), "x".into()))
+        .await
+        .expect("fail");
+    let s = e.queue_stats("st").await.expect("stats");
     assert_eq!((s.ready, s.scheduled, s.processing, s.dead), (2, 1, 1, 1));
     assert_eq!(s.oldest_ready_age_s, Some(40));
-    let empty = e.queue_stats("nothing".into()).await.expect("stats");
+    let empty = e.queue_stats("nothing").await.expect("stats");
     assert_eq!(
         (empty.ready, empty.dead, empty.oldest_ready_age_s),
         (0, 0, None)
@@ -42,7 +44,7 @@ pub async fn queue_list_names_queues<H: Harness>(h: &H) {
     enqueue_one(e, job("zeta", "x")).await;
     enqueue_one(e, job("alpha", "x")).await;
     let j = claim(e, "alpha", "w", 1).await.remove(0);
-    e.job_fail(j.claim(), "x".into()).await.expect("fail");
+    e.job_fail((j.claim(), "x".into())).await.expect("fail");
     assert_eq!(
         e.queue_list().await.expect("list"),
         vec!["alpha".to_string(), "zeta".to_string()]
@@ -53,7 +55,11 @@ pub async fn queue_list_names_queues<H: Harness>(h: &H) {
 pub async fn job_list_filters_and_pages<H: Harness>(h: &H) {
     let e = h.engine();
     let ids: Vec<i64> = e
-        .job_enqueue((0..5).map(|i| job("jl", &i.to_string())).collect())
+        .job_enqueue(
+            (0..5)
+                .map(|i| job("jl", &i.to_string()))
+                .collect::<Vec<_>>(),
+        )
         .await
         .expect("enqueue")
         .iter()
@@ -102,7 +108,7 @@ pub async fn completed_jobs_are_kept_when_opted_in<H: Harness>(h: &H) {
     let d = enqueue_one(e, job("keep", "deleted")).await;
     let got = claim(e, "keep", "w", 2).await;
     let acks = e
-        .job_ack(got.iter().map(|j| j.claim()).collect())
+        .job_ack(got.iter().map(|j| j.claim()).collect::<Vec<_>>())
         .await
         .expect("ack");
     assert_eq!(acks, vec![true, true]);
@@ -134,10 +140,7 @@ pub async fn completed_jobs_are_kept_when_opted_in<H: Harness>(h: &H) {
         .await
         .expect("list");
     assert!(live.is_empty(), "completed jobs are not live");
-    assert_eq!(
-        e.queue_stats("keep".into()).await.expect("stats").completed,
-        1
-    );
+    assert_eq!(e.queue_stats("keep").await.expect("stats").completed, 1);
     h.clock().advance(secs(59));
     assert_eq!(e.sweep().await.expect("sweep").completed_pruned, 0);
     h.clock().advance(secs(1));

@@ -1,8 +1,8 @@
 //! Cancel: pending jobs at once, running jobs cooperatively.
 
 use alkstore_core::{
-    CancelOutcome, DeadSelect, EnqueueOpts, Enqueued, JobState, QueueAdmin, QueueEngine,
-    RetryOutcome, RetryParams,
+    CancelOutcome, DeadSelect, EnqueueOpts, Enqueued, JobRetryParams, JobState, QueueAdmin,
+    QueueEngine, RetryOutcome,
 };
 
 use super::support::{claim, enqueue_one, job, secs};
@@ -54,7 +54,11 @@ pub async fn cancel_pending_job_is_recorded<H: Harness>(h: &H) {
 pub async fn cancel_running_job_is_cooperative<H: Harness>(h: &H) {
     let e = h.engine();
     let ids: Vec<i64> = e
-        .job_enqueue((0..6).map(|i| job("cr", &i.to_string())).collect())
+        .job_enqueue(
+            (0..6)
+                .map(|i| job("cr", &i.to_string()))
+                .collect::<Vec<_>>(),
+        )
         .await
         .expect("enqueue")
         .iter()
@@ -88,7 +92,7 @@ pub async fn cancel_running_job_is_cooperative<H: Harness>(h: &H) {
         "finished anyway: acked"
     );
     let retried = e
-        .job_retry(RetryParams {
+        .job_retry(JobRetryParams {
             claim: by_id(ids[1]),
             error: "stopped".into(),
             delay: None,
@@ -97,12 +101,14 @@ pub async fn cancel_running_job_is_cooperative<H: Harness>(h: &H) {
         .expect("retry");
     assert_eq!(retried, RetryOutcome::Cancelled);
     assert!(e
-        .job_fail(by_id(ids[2]), "stopped".into())
+        .job_fail((by_id(ids[2]), "stopped".into()))
         .await
         .expect("fail"));
     assert!(e.job_release(by_id(ids[3])).await.expect("release"));
     assert_eq!(
-        e.job_snooze(by_id(ids[4]), secs(5)).await.expect("snooze"),
+        e.job_snooze((by_id(ids[4]), secs(5)))
+            .await
+            .expect("snooze"),
         None
     );
     for id in &ids[1..5] {

@@ -41,7 +41,7 @@ pub async fn delayed_job_waits_until_due<H: Harness>(h: &H) {
     )
     .await;
     assert!(claim(e, "d", "w", 5).await.is_empty());
-    let s = e.queue_stats("d".into()).await.expect("stats");
+    let s = e.queue_stats("d").await.expect("stats");
     assert_eq!((s.ready, s.scheduled), (0, 1));
     h.clock().advance(secs(59));
     assert!(claim(e, "d", "w", 5).await.is_empty());
@@ -69,7 +69,7 @@ pub async fn claim_respects_limit_and_queue<H: Harness>(h: &H) {
         .iter()
         .chain(&second)
         .all(|j| j.queue == "l" && j.worker == "w"));
-    assert_eq!(e.queue_stats("other".into()).await.expect("stats").ready, 1);
+    assert_eq!(e.queue_stats("other").await.expect("stats").ready, 1);
 }
 
 /// The rows above, for [`contract_suite!`](crate::contract_suite): list each

@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use alkstore_core::{ClaimParams, QueueEngine};
+use alkstore_core::{JobClaimParams, QueueEngine};
 
 use super::support::{job, live_count};
 use crate::Harness;
@@ -13,9 +13,14 @@ pub async fn concurrent_claimers_never_share_a_job<H: Harness>(h: &H) {
     const N: usize = 10_000;
     let e = h.engine();
     for chunk in (0..N).collect::<Vec<_>>().chunks(1000) {
-        e.job_enqueue(chunk.iter().map(|i| job("race", &i.to_string())).collect())
-            .await
-            .expect("enqueue");
+        e.job_enqueue(
+            chunk
+                .iter()
+                .map(|i| job("race", &i.to_string()))
+                .collect::<Vec<_>>(),
+        )
+        .await
+        .expect("enqueue");
     }
     let mut tasks = Vec::new();
     for w in 0..2 {
@@ -25,14 +30,14 @@ pub async fn concurrent_claimers_never_share_a_job<H: Harness>(h: &H) {
             let mut seen = Vec::new();
             loop {
                 let got = e
-                    .job_claim(ClaimParams::new("race", worker.clone(), 7))
+                    .job_claim(JobClaimParams::new("race", worker.clone(), 7))
                     .await
                     .expect("claim");
                 if got.is_empty() {
                     break;
                 }
                 let acks = e
-                    .job_ack(got.iter().map(|j| j.claim()).collect())
+                    .job_ack(got.iter().map(|j| j.claim()).collect::<Vec<_>>())
                     .await
                     .expect("ack");
                 assert!(

@@ -10,16 +10,20 @@ use crate::Harness;
 /// Dead letters can be listed in pages, requeued with fresh attempts, and purged.
 pub async fn dead_letters_list_requeue_purge<H: Harness>(h: &H) {
     let e = h.engine();
-    e.job_enqueue((0..5).map(|i| job("dl", &i.to_string())).collect())
-        .await
-        .expect("enqueue");
+    e.job_enqueue(
+        (0..5)
+            .map(|i| job("dl", &i.to_string()))
+            .collect::<Vec<_>>(),
+    )
+    .await
+    .expect("enqueue");
     enqueue_one(e, job("dl-other", "o")).await;
     for j in claim(e, "dl", "w", 5)
         .await
         .into_iter()
         .chain(claim(e, "dl-other", "w", 1).await)
     {
-        e.job_fail(j.claim(), "x".into()).await.expect("fail");
+        e.job_fail((j.claim(), "x".into())).await.expect("fail");
     }
     let page1 = e
         .dead_list(DeadListParams {
@@ -61,9 +65,9 @@ pub async fn dead_letters_list_requeue_purge<H: Harness>(h: &H) {
         e.dead_purge(DeadSelect::queue("dl")).await.expect("purge"),
         4
     );
-    assert_eq!(e.queue_stats("dl".into()).await.expect("stats").dead, 0);
+    assert_eq!(e.queue_stats("dl").await.expect("stats").dead, 0);
     assert_eq!(
-        e.queue_stats("dl-other".into()).await.expect("stats").dead,
+        e.queue_stats("dl-other").await.expect("stats").dead,
         1,
         "other queue untouched"
     );
@@ -73,10 +77,7 @@ pub async fn dead_letters_list_requeue_purge<H: Harness>(h: &H) {
             .expect("requeue"),
         1
     );
-    assert_eq!(
-        e.queue_stats("dl-other".into()).await.expect("stats").ready,
-        1
-    );
+    assert_eq!(e.queue_stats("dl-other").await.expect("stats").ready, 1);
 }
 
 /// Dead letters past their queue's retention are pruned by the sweep.
@@ -93,7 +94,7 @@ pub async fn dead_letter_retention_sweep<H: Harness>(h: &H) {
     enqueue_one(e, job("ret", "short").with_queue_opts(short)).await;
     enqueue_one(e, job("ret", "forever").with_queue_opts(forever)).await;
     for j in claim(e, "ret", "w", 2).await {
-        e.job_fail(j.claim(), "x".into()).await.expect("fail");
+        e.job_fail((j.claim(), "x".into())).await.expect("fail");
     }
     h.clock().advance(secs(59));
     assert_eq!(e.sweep().await.expect("sweep").dead_pruned, 0);
@@ -115,11 +116,15 @@ pub async fn dead_letter_retention_sweep<H: Harness>(h: &H) {
 /// transactions; `dead_count` tells how many a selection matches.
 pub async fn dead_letters_in_bounded_batches<H: Harness>(h: &H) {
     let e = h.engine();
-    e.job_enqueue((0..7).map(|i| job("bulk", &i.to_string())).collect())
-        .await
-        .expect("enqueue");
+    e.job_enqueue(
+        (0..7)
+            .map(|i| job("bulk", &i.to_string()))
+            .collect::<Vec<_>>(),
+    )
+    .await
+    .expect("enqueue");
     for j in claim(e, "bulk", "w", 7).await {
-        e.job_fail(j.claim(), "x".into()).await.expect("fail");
+        e.job_fail((j.claim(), "x".into())).await.expect("fail");
     }
     let all = DeadSelect::queue("bulk");
     assert_eq!(e.dead_count(all.clone()).await.expect("count"), 7);
@@ -128,7 +133,7 @@ pub async fn dead_letters_in_bounded_batches<H: Harness>(h: &H) {
         3
     );
     assert_eq!(e.dead_count(all.clone()).await.expect("count"), 4);
-    assert_eq!(e.queue_stats("bulk".into()).await.expect("stats").ready, 3);
+    assert_eq!(e.queue_stats("bulk").await.expect("stats").ready, 3);
     assert_eq!(e.dead_purge(all.clone().limit(3)).await.expect("purge"), 3);
     assert_eq!(e.dead_purge(all.clone().limit(3)).await.expect("purge"), 1);
     assert_eq!(e.dead_purge(all.clone().limit(3)).await.expect("purge"), 0);

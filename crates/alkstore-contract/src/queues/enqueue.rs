@@ -3,8 +3,8 @@
 use std::collections::HashSet;
 
 use alkstore_core::{
-    Clock, Engine, EnqueueOpts, Enqueued, ErrorKind, JobState, NewJob, QueueAdmin, QueueEngine,
-    QueueOpts, RetryOutcome, RetryParams,
+    Clock, Engine, EnqueueOpts, Enqueued, ErrorKind, JobRetryParams, JobState, NewJob, QueueAdmin,
+    QueueEngine, QueueOpts, RetryOutcome,
 };
 
 use super::support::{claim, enqueue_one, job, kind, live_count, secs};
@@ -170,7 +170,7 @@ pub async fn batch_stamps_every_option<H: Harness>(h: &H) {
         .all(|j| j.claim_expires_at == h.clock().now() + 45));
     // The stamped backoff base (2 s) drives the first retry's delay.
     let out = e
-        .job_retry(RetryParams {
+        .job_retry(JobRetryParams {
             claim: got[1].claim(),
             error: "x".into(),
             delay: None,
@@ -192,7 +192,10 @@ pub async fn batch_stamps_every_option<H: Harness>(h: &H) {
         assert_eq!(info.state, JobState::Completed);
     }
     // No retention stamped: a dead letter survives any sweep.
-    assert!(e.job_fail(got[2].claim(), "x".into()).await.expect("fail"));
+    assert!(e
+        .job_fail((got[2].claim(), "x".into()))
+        .await
+        .expect("fail"));
     h.clock().advance(secs(10 * 365 * 24 * 3600));
     e.sweep().await.expect("sweep");
     let kept = e.job_get(got[2].id).await.expect("get").expect("kept");

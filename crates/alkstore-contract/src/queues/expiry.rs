@@ -76,7 +76,7 @@ pub async fn expired_pending_jobs_are_never_ready<H: Harness>(h: &H) {
     .await;
     let keep = enqueue_one(e, job("xp", "y")).await;
     h.clock().advance(secs(10));
-    let s = e.queue_stats("xp".into()).await.expect("stats");
+    let s = e.queue_stats("xp").await.expect("stats");
     assert_eq!((s.ready, s.expired, s.scheduled), (1, 1, 0));
     let got = claim(e, "xp", "w", 5).await;
     assert_eq!(got.iter().map(|j| j.id).collect::<Vec<_>>(), vec![keep]);
@@ -85,7 +85,7 @@ pub async fn expired_pending_jobs_are_never_ready<H: Harness>(h: &H) {
         (info.state, info.dead_reason.as_deref()),
         (JobState::Dead, Some("expired"))
     );
-    let s = e.queue_stats("xp".into()).await.expect("stats");
+    let s = e.queue_stats("xp").await.expect("stats");
     assert_eq!((s.ready, s.expired, s.processing, s.dead), (0, 0, 1, 1));
 }
 
@@ -103,10 +103,10 @@ pub async fn sweep_rescues_expired_claims_on_every_queue<H: Harness>(h: &H) {
     let c = enqueue_one(e, job("orph-b", "last").with_queue_opts(last)).await;
     claim(e, "orph-a", "dead-worker", 1).await;
     claim(e, "orph-b", "dead-worker", 2).await;
-    let s = e.queue_stats("orph-b".into()).await.expect("stats");
+    let s = e.queue_stats("orph-b").await.expect("stats");
     assert_eq!((s.processing, s.expired_claims), (2, 0));
     h.clock().advance(secs(300));
-    let s = e.queue_stats("orph-b".into()).await.expect("stats");
+    let s = e.queue_stats("orph-b").await.expect("stats");
     assert_eq!((s.processing, s.expired_claims, s.ready), (0, 2, 0));
     let r = e.sweep().await.expect("sweep");
     assert_eq!((r.rescued, r.exhausted), (2, 1), "{r:?}");
@@ -116,7 +116,7 @@ pub async fn sweep_rescues_expired_claims_on_every_queue<H: Harness>(h: &H) {
     }
     let info = e.job_get(c).await.expect("get").expect("dead");
     assert_eq!(info.dead_reason.as_deref(), Some("exhausted"));
-    let s = e.queue_stats("orph-b".into()).await.expect("stats");
+    let s = e.queue_stats("orph-b").await.expect("stats");
     assert_eq!(
         (s.ready, s.processing, s.expired_claims, s.dead),
         (1, 0, 0, 1)

@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use alkstore_core::{
-    Claim, Clock, EnqueueOpts, ErrorKind, JobState, QueueAdmin, QueueEngine, QueueOpts,
-    RetryOutcome, RetryParams, Settle, Settled,
+    Claim, Clock, EnqueueOpts, ErrorKind, JobRetryParams, JobState, QueueAdmin, QueueEngine,
+    QueueOpts, RetryOutcome, Settle, Settled,
 };
 
 use super::support::{claim, enqueue_one, job, kind, secs};
@@ -25,7 +25,7 @@ pub async fn retry_backs_off_with_jitter<H: Harness>(h: &H) {
         assert_eq!(j.attempt, attempt);
         let now = h.clock().now();
         let out = e
-            .job_retry(RetryParams {
+            .job_retry(JobRetryParams {
                 claim: j.claim(),
                 error: format!("boom {attempt}"),
                 delay: None,
@@ -57,7 +57,7 @@ pub async fn retry_backs_off_with_jitter<H: Harness>(h: &H) {
     }
     let j = claim(e, "r", "w", 1).await.remove(0);
     let out = e
-        .job_retry(RetryParams {
+        .job_retry(JobRetryParams {
             claim: j.claim(),
             error: "e".into(),
             delay: Some(secs(2)),
@@ -77,7 +77,7 @@ pub async fn retry_on_last_attempt_goes_dead<H: Harness>(h: &H) {
     .await;
     let j = claim(e, "rd", "w", 1).await.remove(0);
     let out = e
-        .job_retry(RetryParams {
+        .job_retry(JobRetryParams {
             claim: j.claim(),
             error: "first".into(),
             delay: Some(Duration::ZERO),
@@ -88,7 +88,7 @@ pub async fn retry_on_last_attempt_goes_dead<H: Harness>(h: &H) {
     let j = claim(e, "rd", "w", 1).await.remove(0);
     assert_eq!(j.attempt, 2);
     let out = e
-        .job_retry(RetryParams {
+        .job_retry(JobRetryParams {
             claim: j.claim(),
             error: "second".into(),
             delay: None,
@@ -110,7 +110,7 @@ pub async fn fail_goes_straight_to_dead<H: Harness>(h: &H) {
     let id = enqueue_one(e, job("f", "x")).await;
     let j = claim(e, "f", "w", 1).await.remove(0);
     assert!(e
-        .job_fail(j.claim(), "bad payload".into())
+        .job_fail((j.claim(), "bad payload".into()))
         .await
         .expect("fail"));
     let info = e.job_get(id).await.expect("get").expect("dead row");
@@ -118,7 +118,7 @@ pub async fn fail_goes_straight_to_dead<H: Harness>(h: &H) {
     assert_eq!(info.dead_reason.as_deref(), Some("failed"));
     assert_eq!(info.last_error.as_deref(), Some("bad payload"));
     assert_eq!(info.died_at, Some(h.clock().now()));
-    assert!(!e.job_fail(j.claim(), "again".into()).await.expect("fail"));
+    assert!(!e.job_fail((j.claim(), "again".into())).await.expect("fail"));
 }
 
 /// A snooze puts a claimed job back, due later, without using an attempt.
@@ -128,7 +128,7 @@ pub async fn snooze_runs_later_without_using_an_attempt<H: Harness>(h: &H) {
     let j = claim(e, "sn", "w", 1).await.remove(0);
     let now = h.clock().now();
     assert_eq!(
-        e.job_snooze(j.claim(), secs(30)).await.expect("snooze"),
+        e.job_snooze((j.claim(), secs(30))).await.expect("snooze"),
         Some(now + 30)
     );
     let info = e.job_get(id).await.expect("get").expect("live");
@@ -142,7 +142,7 @@ pub async fn snooze_runs_later_without_using_an_attempt<H: Harness>(h: &H) {
     let again = claim(e, "sn", "w", 1).await.remove(0);
     assert_eq!((again.id, again.attempt), (id, 1));
     assert_eq!(
-        kind(e.job_snooze(again.claim(), Duration::MAX).await),
+        kind(e.job_snooze((again.claim(), Duration::MAX)).await),
         ErrorKind::InvalidInput
     );
     assert_eq!(
@@ -159,7 +159,7 @@ pub async fn every_attempt_error_is_kept<H: Harness>(h: &H) {
     let id = enqueue_one(e, job("errs", "x")).await;
     for n in 1..=2 {
         let j = claim(e, "errs", "w", 1).await.remove(0);
-        let p = RetryParams {
+        let p = JobRetryParams {
             claim: j.claim(),
             error: format!("boom {n}"),
             delay: Some(Duration::ZERO),
@@ -178,7 +178,7 @@ pub async fn every_attempt_error_is_kept<H: Harness>(h: &H) {
     assert_eq!(seen, vec![(1, "boom 1"), (2, "boom 2")]);
     assert_eq!(info.last_error.as_deref(), Some("boom 2"));
     let j = claim(e, "errs", "w", 1).await.remove(0);
-    assert!(e.job_fail(j.claim(), "final".into()).await.expect("fail"));
+    assert!(e.job_fail((j.claim(), "final".into())).await.expect("fail"));
     let info = e.job_get(id).await.expect("get").expect("dead");
     let seen: Vec<(u32, &str)> = info
         .errors
@@ -191,7 +191,7 @@ pub async fn every_attempt_error_is_kept<H: Harness>(h: &H) {
     let id = enqueue_one(e, job("errs2", "x")).await;
     let j = claim(e, "errs2", "w", 1).await.remove(0);
     assert!(e
-        .job_fail(j.claim(), "é".repeat(10_000))
+        .job_fail((j.claim(), "é".repeat(10_000)))
         .await
         .expect("fail"));
     let info = e.job_get(id).await.expect("get").expect("dead");
@@ -211,7 +211,7 @@ pub async fn settle_records_many_outcomes_in_one_call<H: Harness>(h: &H) {
         .job_enqueue(
             (0..4)
                 .map(|i| job("settle", &i.to_string()).with_queue_opts(quick.clone()))
-                .collect(),
+                .collect::<Vec<_>>(),
         )
         .await
         .expect("enqueue")
@@ -243,7 +243,7 @@ pub async fn settle_records_many_outcomes_in_one_call<H: Harness>(h: &H) {
     let now = h.clock().now();
     let out = e
         .job_settle(vec![
-            Settle::Retry(RetryParams {
+            Settle::Retry(JobRetryParams {
                 claim: held(ids[0]),
                 error: "again".into(),
                 delay: Some(secs(5)),
@@ -256,7 +256,7 @@ pub async fn settle_records_many_outcomes_in_one_call<H: Harness>(h: &H) {
                 claim: held(ids[2]),
                 delay: secs(30),
             },
-            Settle::Retry(RetryParams {
+            Settle::Retry(JobRetryParams {
                 claim: stale,
                 error: "stale".into(),
                 delay: None,

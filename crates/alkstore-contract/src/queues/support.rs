@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use alkstore_core::{ClaimParams, ErrorKind, Job, NewJob, QueueAdmin, QueueEngine, Result};
+use alkstore_core::{ErrorKind, Job, JobClaimParams, NewJob, QueueAdmin, QueueEngine, Result};
 
 pub(crate) fn secs(n: u64) -> Duration {
     Duration::from_secs(n)
@@ -23,7 +23,7 @@ pub(crate) async fn claim<E: QueueEngine + QueueAdmin>(
     worker: &str,
     n: u32,
 ) -> Vec<Job> {
-    e.job_claim(ClaimParams::new(queue, worker, n))
+    e.job_claim(JobClaimParams::new(queue, worker, n))
         .await
         .expect("claim")
 }
@@ -36,6 +36,6 @@ pub(crate) fn kind<T: std::fmt::Debug>(r: Result<T>) -> ErrorKind {
 }
 
 pub(crate) async fn live_count<E: QueueEngine + QueueAdmin>(e: &E, queue: &str) -> u64 {
-    let s = e.queue_stats(queue.to_string()).await.expect("stats");
+    let s = e.queue_stats(queue).await.expect("stats");
     s.live()
 }

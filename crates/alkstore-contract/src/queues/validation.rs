@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use alkstore_core::{
-    Claim, ClaimParams, DeadListParams, EnqueueOpts, ErrorKind, NewJob, QueueAdmin, QueueEngine,
-    QueueOpts, RetryOutcome, RetryParams,
+    Claim, DeadListParams, EnqueueOpts, ErrorKind, JobClaimParams, JobRetryParams, NewJob,
+    QueueAdmin, QueueEngine, QueueOpts, RetryOutcome,
 };
 
 use super::support::{claim, enqueue_one, job, kind, live_count, secs};
@@ -52,14 +52,14 @@ pub async fn bad_input_is_rejected_and_writes_nothing<H: Harness>(h: &H) {
 
     enqueue_one(e, job("bad", "real")).await;
     for p in [
-        ClaimParams::new("bad", "w", 0),
-        ClaimParams::new("bad", "w", 1_000_000),
-        ClaimParams::new("", "w", 1),
-        ClaimParams::new("bad", "", 1),
+        JobClaimParams::new("bad", "w", 0),
+        JobClaimParams::new("bad", "w", 1_000_000),
+        JobClaimParams::new("", "w", 1),
+        JobClaimParams::new("bad", "", 1),
     ] {
         assert_eq!(kind(e.job_claim(p).await), ErrorKind::InvalidInput);
     }
-    let s = e.queue_stats("bad".into()).await.expect("stats");
+    let s = e.queue_stats("bad").await.expect("stats");
     assert_eq!(
         (s.ready, s.processing),
         (1, 0),
@@ -98,13 +98,10 @@ pub async fn nul_bytes_are_rejected<H: Harness>(h: &H) {
     assert_eq!(live_count(e, "nul").await, 0);
     enqueue_one(e, job("nul", "p")).await;
     assert_eq!(
-        kind(e.job_claim(ClaimParams::new("nul", "w\0", 1)).await),
+        kind(e.job_claim(JobClaimParams::new("nul", "w\0", 1)).await),
         ErrorKind::InvalidInput
     );
-    assert_eq!(
-        kind(e.queue_stats("nul\0".into()).await),
-        ErrorKind::InvalidInput
-    );
+    assert_eq!(kind(e.queue_stats("nul\0").await), ErrorKind::InvalidInput);
     let j = claim(e, "nul", "w", 1).await.remove(0);
     let forged = Claim {
         worker: "w\0".into(),
@@ -125,17 +122,17 @@ pub async fn every_delay_has_one_limit<H: Harness>(h: &H) {
     );
     enqueue_one(e, job("dl1", "x")).await;
     let j = claim(e, "dl1", "w", 1).await.remove(0);
-    let retry = RetryParams {
+    let retry = JobRetryParams {
         claim: j.claim(),
         error: "x".into(),
         delay: Some(Duration::MAX),
     };
     assert_eq!(kind(e.job_retry(retry).await), ErrorKind::InvalidInput);
     assert_eq!(
-        kind(e.job_snooze(j.claim(), Duration::MAX).await),
+        kind(e.job_snooze((j.claim(), Duration::MAX)).await),
         ErrorKind::InvalidInput
     );
-    let ok = RetryParams {
+    let ok = JobRetryParams {
         claim: j.claim(),
         error: "x".into(),
         delay: Some(secs(3600)),

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alkstore::prelude::*;
-use alkstore::{ClaimParams, JobCtx, QueueOpts, Worker};
+use alkstore::{JobClaimParams, JobCtx, QueueOpts, Worker};
 use tokio::sync::Notify;
 
 use super::support::reached;
@@ -31,7 +31,7 @@ pub async fn heartbeats_keep_long_jobs_claimed<H: RuntimeHarness>(h: &H) {
             async move {
                 tokio::time::sleep(Duration::from_millis(3_500)).await;
                 let stolen = engine
-                    .job_claim(ClaimParams::new("long", "thief", 1))
+                    .job_claim(JobClaimParams::new("long", "thief", 1))
                     .await
                     .expect("claim");
                 assert!(

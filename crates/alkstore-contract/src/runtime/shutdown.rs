@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alkstore::prelude::*;
-use alkstore::{ClaimParams, JobCtx, JobState, Worker, WorkerOpts};
+use alkstore::{JobClaimParams, JobCtx, JobState, Worker, WorkerOpts};
 use tokio::sync::Notify;
 
 use super::support::reached;
@@ -51,7 +51,7 @@ pub async fn shutdown_hands_unfinished_jobs_back<H: RuntimeHarness>(h: &H) {
     );
     let again = store
         .engine()
-        .job_claim(ClaimParams::new("slow", "next", 1))
+        .job_claim(JobClaimParams::new("slow", "next", 1))
         .await
         .expect("claim");
     assert_eq!(again.len(), 1);

@@ -7,11 +7,11 @@ use crate::validate::{validate_duration, validate_queue_name, validate_worker};
 use crate::Error;
 use crate::{Limits, Result};
 
-use super::types::{Claim, JobState};
+use super::types::{Claim, JobState, NewJob};
 
 /// Parameters of a claim.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClaimParams {
+pub struct JobClaimParams {
     /// The queue to claim from.
     pub queue: String,
     /// Who claims (recorded on the row).
@@ -20,10 +20,10 @@ pub struct ClaimParams {
     pub limit: u32,
 }
 
-impl ClaimParams {
+impl JobClaimParams {
     /// Claim up to `limit` jobs of `queue` for `worker`.
     pub fn new(queue: impl Into<String>, worker: impl Into<String>, limit: u32) -> Self {
-        ClaimParams {
+        JobClaimParams {
             queue: queue.into(),
             worker: worker.into(),
             limit,
@@ -46,7 +46,7 @@ impl ClaimParams {
 
 /// Parameters of a retry.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RetryParams {
+pub struct JobRetryParams {
     /// The caller's claim.
     pub claim: Claim,
     /// Why the attempt failed (kept on the row and in dead letters).
@@ -55,9 +55,9 @@ pub struct RetryParams {
     pub delay: Option<Duration>,
 }
 
-impl RetryParams {
+impl JobRetryParams {
     /// Validate against the contract (the same limits as every delay).
-    pub fn validate(&self) -> Result<()> {
+    pub fn validate(&self, _limits: &Limits) -> Result<()> {
         self.claim.validate()?;
         validate_duration("retry delay", self.delay)
     }
@@ -68,7 +68,7 @@ impl RetryParams {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Settle {
     /// As [`QueueEngine::job_retry`](super::QueueEngine::job_retry).
-    Retry(RetryParams),
+    Retry(JobRetryParams),
     /// As [`QueueEngine::job_fail`](super::QueueEngine::job_fail).
     Fail {
         /// The caller's claim.
@@ -94,10 +94,10 @@ impl Settle {
         }
     }
 
-    /// Validate against the contract.
-    pub fn validate(&self) -> Result<()> {
+    /// Validate against the contract and `limits`.
+    pub fn validate(&self, limits: &Limits) -> Result<()> {
         match self {
-            Settle::Retry(p) => p.validate(),
+            Settle::Retry(p) => p.validate(limits),
             Settle::Fail { claim, .. } => claim.validate(),
             Settle::Snooze { claim, delay } => {
                 claim.validate()?;
@@ -207,4 +207,194 @@ impl DeadSelect {
         }
         Ok(())
     }
+}
+
+/// Generates a parameter struct for one engine method that takes one value,
+/// with `From` so callers can pass the value itself.
+macro_rules! one_value_params {
+    ($(#[$doc:meta])* $name:ident { $field:ident: $ty:ty } $(, validate: |$p:ident, $l:ident| $check:expr)?) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub struct $name {
+            #[doc = concat!("The call's `", stringify!($field), "`.")]
+            pub $field: $ty,
+        }
+
+        impl From<$ty> for $name {
+            fn from($field: $ty) -> Self {
+                $name { $field }
+            }
+        }
+
+        impl $name {
+            /// Validate against the contract and `limits`.
+            #[allow(unused_variables)]
+            pub fn validate(&self, limits: &Limits) -> Result<()> {
+                $( let ($p, $l) = (self, limits); return $check; )?
+                #[allow(unreachable_code)]
+                Ok(())
+            }
+        }
+    };
+}
+
+one_value_params! {
+    /// Parameters of `job_enqueue`: the jobs, inserted all or none.
+    JobEnqueueParams { jobs: Vec<NewJob> },
+    validate: |p, l| NewJob::validate_batch(&p.jobs, l)
+}
+
+one_value_params! {
+    /// Parameters of `job_ack`: the claims of finished jobs.
+    JobAckParams { claims: Vec<Claim> },
+    validate: |p, _l| p.claims.iter().try_for_each(Claim::validate)
+}
+
+one_value_params! {
+    /// Parameters of `job_heartbeat`: the claim to extend.
+    JobHeartbeatParams { claim: Claim },
+    validate: |p, _l| p.claim.validate()
+}
+
+one_value_params! {
+    /// Parameters of `job_release`: the claim to hand back.
+    JobReleaseParams { claim: Claim },
+    validate: |p, _l| p.claim.validate()
+}
+
+one_value_params! {
+    /// Parameters of `job_settle`: the outcomes to record.
+    JobSettleParams { batch: Vec<Settle> },
+    validate: |p, l| p.batch.iter().try_for_each(|s| s.validate(l))
+}
+
+one_value_params! {
+    /// Parameters of `job_cancel_requests`: the running jobs to ask about.
+    JobCancelRequestsParams { ids: Vec<i64> }
+}
+
+one_value_params! {
+    /// Parameters of `job_get`: a job id.
+    JobGetParams { id: i64 }
+}
+
+one_value_params! {
+    /// Parameters of `job_cancel`: a job id.
+    JobCancelParams { id: i64 }
+}
+
+one_value_params! {
+    /// Parameters of `job_unclaim`: a job id.
+    JobUnclaimParams { id: i64 }
+}
+
+one_value_params! {
+    /// Parameters of `queue_stats`: the queue.
+    QueueStatsParams { queue: String },
+    validate: |p, _l| validate_queue_name(&p.queue)
+}
+
+impl From<&str> for QueueStatsParams {
+    fn from(queue: &str) -> Self {
+        QueueStatsParams {
+            queue: queue.to_string(),
+        }
+    }
+}
+
+/// Parameters of `job_fail`: the claim and why it failed for good.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobFailParams {
+    /// The caller's claim.
+    pub claim: Claim,
+    /// Why (kept on the dead letter).
+    pub error: String,
+}
+
+impl From<(Claim, String)> for JobFailParams {
+    fn from((claim, error): (Claim, String)) -> Self {
+        JobFailParams { claim, error }
+    }
+}
+
+impl JobFailParams {
+    /// Validate against the contract.
+    pub fn validate(&self, _limits: &Limits) -> Result<()> {
+        self.claim.validate()
+    }
+}
+
+/// Parameters of `job_snooze`: the claim and how long to wait.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobSnoozeParams {
+    /// The caller's claim.
+    pub claim: Claim,
+    /// Run again after this long.
+    pub delay: Duration,
+}
+
+impl From<(Claim, Duration)> for JobSnoozeParams {
+    fn from((claim, delay): (Claim, Duration)) -> Self {
+        JobSnoozeParams { claim, delay }
+    }
+}
+
+impl JobSnoozeParams {
+    /// Validate against the contract (the same limit as every delay).
+    pub fn validate(&self, _limits: &Limits) -> Result<()> {
+        self.claim.validate()?;
+        validate_duration("snooze delay", Some(self.delay))
+    }
+}
+
+/// Parameters of `dead_requeue`: which dead letters (see [`DeadSelect`]).
+pub type DeadRequeueParams = DeadSelect;
+/// Parameters of `dead_purge`: which dead letters (see [`DeadSelect`]).
+pub type DeadPurgeParams = DeadSelect;
+/// Parameters of `dead_count`: which dead letters (see [`DeadSelect`]).
+pub type DeadCountParams = DeadSelect;
+
+/// Every engine call's parameters validate themselves against the store's
+/// [`Limits`] before anything is written.
+pub trait Validate {
+    /// Reject input the contract does not allow.
+    fn validate_params(&self, limits: &Limits) -> Result<()>;
+}
+
+macro_rules! impl_validate {
+    ($($ty:ty),* $(,)?) => {
+        $(impl Validate for $ty {
+            fn validate_params(&self, limits: &Limits) -> Result<()> {
+                self.validate(limits)
+            }
+        })*
+    };
+}
+
+impl_validate!(
+    JobEnqueueParams,
+    JobClaimParams,
+    JobAckParams,
+    JobRetryParams,
+    JobFailParams,
+    JobSnoozeParams,
+    JobHeartbeatParams,
+    JobReleaseParams,
+    JobSettleParams,
+    JobCancelRequestsParams,
+    JobGetParams,
+    JobListParams,
+    JobCancelParams,
+    JobUnclaimParams,
+    QueueStatsParams,
+    DeadListParams,
+    DeadSelect,
+);
+
+/// Convert and validate an engine call's parameters in one step: what every
+/// engine method starts with.
+pub fn checked<P: Validate>(params: impl Into<P>, limits: &Limits) -> Result<P> {
+    let params = params.into();
+    params.validate_params(limits)?;
+    Ok(params)
 }

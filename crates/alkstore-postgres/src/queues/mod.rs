@@ -8,12 +8,17 @@ use std::collections::HashSet;
 
 use std::time::Duration;
 
-use alkstore_core::queue::{secs, truncate_error, validate_duration, validate_queue_name};
+use alkstore_core::queue::{
+    checked, JobAckParams, JobCancelParams, JobCancelRequestsParams, JobEnqueueParams,
+    JobFailParams, JobGetParams, JobHeartbeatParams, JobReleaseParams, JobSettleParams,
+    JobSnoozeParams, JobUnclaimParams, QueueStatsParams,
+};
+use alkstore_core::queue::{secs, truncate_error};
 use alkstore_core::validate::{self, attempts, count};
 use alkstore_core::{
-    backoff_delay_s, CancelOutcome, Capabilities, Claim, ClaimParams, DeadListParams, DeadSelect,
-    Engine, Enqueued, Error, Job, JobInfo, JobListParams, JobState, NewJob, QueueAdmin,
-    QueueEngine, QueueStats, Result, RetryOutcome, RetryParams, Settle, Settled, SweepReport,
+    backoff_delay_s, CancelOutcome, Capabilities, DeadListParams, DeadSelect, Engine, Enqueued,
+    Error, Job, JobClaimParams, JobInfo, JobListParams, JobRetryParams, JobState, NewJob,
+    QueueAdmin, QueueEngine, QueueStats, Result, RetryOutcome, Settle, Settled, SweepReport,
 };
 use tokio_postgres::types::ToSql;
 use tokio_postgres::ToStatement;
@@ -259,7 +264,7 @@ async fn retry_in(
     tx: &deadpool_postgres::Transaction<'_>,
     sql: &Sql,
     now: Option<i64>,
-    p: RetryParams,
+    p: JobRetryParams,
 ) -> Result<(RetryOutcome, Option<i64>)> {
     let op = "job_retry";
     let (id, token) = (p.claim.id, p.claim.token);
@@ -358,8 +363,11 @@ impl PgEngine {
 }
 
 impl QueueEngine for PgEngine {
-    async fn job_enqueue(&self, jobs: Vec<NewJob>) -> Result<Vec<Enqueued>> {
-        NewJob::validate_batch(&jobs, self.limits())?;
+    async fn job_enqueue(
+        &self,
+        params: impl Into<JobEnqueueParams> + Send,
+    ) -> Result<Vec<Enqueued>> {
+        let JobEnqueueParams { jobs } = checked(params, self.limits())?;
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
@@ -408,7 +416,7 @@ impl QueueEngine for PgEngine {
         Ok(out)
     }
 
-    async fn job_claim(&self, p: ClaimParams) -> Result<Vec<Job>> {
+    async fn job_claim(&self, p: JobClaimParams) -> Result<Vec<Job>> {
         p.validate(self.limits())?;
         let now = self.now_override();
         let sql = &self.inner.sql;
@@ -466,10 +474,8 @@ impl QueueEngine for PgEngine {
         Ok(jobs)
     }
 
-    async fn job_ack(&self, claims: Vec<Claim>) -> Result<Vec<bool>> {
-        for c in &claims {
-            c.validate()?;
-        }
+    async fn job_ack(&self, params: impl Into<JobAckParams> + Send) -> Result<Vec<bool>> {
+        let JobAckParams { claims } = checked(params, self.limits())?;
         if claims.is_empty() {
             return Ok(Vec::new());
         }
@@ -508,8 +514,8 @@ impl QueueEngine for PgEngine {
         Ok(flags)
     }
 
-    async fn job_retry(&self, p: RetryParams) -> Result<RetryOutcome> {
-        p.validate()?;
+    async fn job_retry(&self, p: JobRetryParams) -> Result<RetryOutcome> {
+        p.validate(self.limits())?;
         let op = "job_retry";
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(db(op))?;
@@ -523,10 +529,8 @@ impl QueueEngine for PgEngine {
         Ok(outcome)
     }
 
-    async fn job_settle(&self, batch: Vec<Settle>) -> Result<Vec<Settled>> {
-        for s in &batch {
-            s.validate()?;
-        }
+    async fn job_settle(&self, params: impl Into<JobSettleParams> + Send) -> Result<Vec<Settled>> {
+        let JobSettleParams { batch } = checked(params, self.limits())?;
         if batch.is_empty() {
             return Ok(Vec::new());
         }
@@ -587,8 +591,8 @@ impl QueueEngine for PgEngine {
         Ok(out)
     }
 
-    async fn job_fail(&self, claim: Claim, error: String) -> Result<bool> {
-        claim.validate()?;
+    async fn job_fail(&self, params: impl Into<JobFailParams> + Send) -> Result<bool> {
+        let JobFailParams { claim, error } = checked(params, self.limits())?;
         let now = self.now_override();
         let error = truncate_error(error);
         let n = self
@@ -601,9 +605,8 @@ impl QueueEngine for PgEngine {
         Ok(n == 1)
     }
 
-    async fn job_snooze(&self, claim: Claim, delay: Duration) -> Result<Option<i64>> {
-        claim.validate()?;
-        validate_duration("snooze delay", Some(delay))?;
+    async fn job_snooze(&self, params: impl Into<JobSnoozeParams> + Send) -> Result<Option<i64>> {
+        let JobSnoozeParams { claim, delay } = checked(params, self.limits())?;
         let out = self
             .hand_back(
                 "job_snooze",
@@ -616,8 +619,11 @@ impl QueueEngine for PgEngine {
         Ok(out.flatten())
     }
 
-    async fn job_heartbeat(&self, claim: Claim) -> Result<Option<i64>> {
-        claim.validate()?;
+    async fn job_heartbeat(
+        &self,
+        params: impl Into<JobHeartbeatParams> + Send,
+    ) -> Result<Option<i64>> {
+        let JobHeartbeatParams { claim } = checked(params, self.limits())?;
         let now = self.now_override();
         let rows = self
             .query_relaxed(
@@ -629,8 +635,8 @@ impl QueueEngine for PgEngine {
         Ok(rows.first().map(|r| r.get(0)))
     }
 
-    async fn job_release(&self, claim: Claim) -> Result<bool> {
-        claim.validate()?;
+    async fn job_release(&self, params: impl Into<JobReleaseParams> + Send) -> Result<bool> {
+        let JobReleaseParams { claim } = checked(params, self.limits())?;
         let out = self
             .hand_back(
                 "job_release",
@@ -643,7 +649,11 @@ impl QueueEngine for PgEngine {
         Ok(out.is_some())
     }
 
-    async fn job_cancel_requests(&self, ids: Vec<i64>) -> Result<Vec<i64>> {
+    async fn job_cancel_requests(
+        &self,
+        params: impl Into<JobCancelRequestsParams> + Send,
+    ) -> Result<Vec<i64>> {
+        let JobCancelRequestsParams { ids } = checked(params, self.limits())?;
         if ids.is_empty() {
             return Ok(Vec::new());
         }
@@ -659,14 +669,16 @@ impl QueueEngine for PgEngine {
 }
 
 impl QueueAdmin for PgEngine {
-    async fn job_unclaim(&self, id: i64) -> Result<bool> {
+    async fn job_unclaim(&self, params: impl Into<JobUnclaimParams> + Send) -> Result<bool> {
+        let JobUnclaimParams { id } = checked(params, self.limits())?;
         let out = self
             .hand_back("job_unclaim", &self.inner.sql.unclaim, id, None, 0)
             .await?;
         Ok(out.is_some())
     }
 
-    async fn job_cancel(&self, id: i64) -> Result<CancelOutcome> {
+    async fn job_cancel(&self, params: impl Into<JobCancelParams> + Send) -> Result<CancelOutcome> {
+        let JobCancelParams { id } = checked(params, self.limits())?;
         let now = self.now_override();
         let rows = self
             .query("job_cancel", &self.inner.sql.cancel, &[&now, &id])
@@ -684,7 +696,8 @@ impl QueueAdmin for PgEngine {
         })
     }
 
-    async fn job_get(&self, id: i64) -> Result<Option<JobInfo>> {
+    async fn job_get(&self, params: impl Into<JobGetParams> + Send) -> Result<Option<JobInfo>> {
+        let JobGetParams { id } = checked(params, self.limits())?;
         let sql = &self.inner.sql;
         for (text, source) in [
             (&sql.get_live, Source::Live),
@@ -717,8 +730,8 @@ impl QueueAdmin for PgEngine {
         Ok(rows.iter().map(|r| job_info(r, source)).collect())
     }
 
-    async fn queue_stats(&self, queue: String) -> Result<QueueStats> {
-        validate_queue_name(&queue)?;
+    async fn queue_stats(&self, params: impl Into<QueueStatsParams> + Send) -> Result<QueueStats> {
+        let QueueStatsParams { queue } = checked(params, self.limits())?;
         let now = self.now_override();
         let rows = self
             .query("queue_stats", &self.inner.sql.stats, &[&now, &queue])

@@ -5,12 +5,17 @@ mod rows;
 
 use std::time::Duration;
 
-use alkstore_core::queue::{secs, truncate_error, validate_duration, validate_queue_name};
+use alkstore_core::queue::{
+    checked, JobAckParams, JobCancelParams, JobCancelRequestsParams, JobEnqueueParams,
+    JobFailParams, JobGetParams, JobHeartbeatParams, JobReleaseParams, JobSettleParams,
+    JobSnoozeParams, JobUnclaimParams, QueueStatsParams,
+};
+use alkstore_core::queue::{secs, truncate_error};
 use alkstore_core::validate::count;
 use alkstore_core::{
-    backoff_delay_s, CancelOutcome, Capabilities, Claim, ClaimParams, DeadListParams, DeadSelect,
-    Engine, Enqueued, Job, JobInfo, JobListParams, JobState, NewJob, QueueAdmin, QueueEngine,
-    QueueStats, Result, RetryOutcome, RetryParams, Settle, Settled, SweepReport,
+    backoff_delay_s, CancelOutcome, Capabilities, Claim, DeadListParams, DeadSelect, Engine,
+    Enqueued, Job, JobClaimParams, JobInfo, JobListParams, JobRetryParams, JobState, NewJob,
+    QueueAdmin, QueueEngine, QueueStats, Result, RetryOutcome, Settle, Settled, SweepReport,
 };
 use rusqlite::{params, Connection, OptionalExtension, ToSql};
 
@@ -188,7 +193,7 @@ const HELD: &str = "id = ?1 AND state = 'processing' AND worker_id = ?2 AND clai
 
 /// Retry a held job at `now` (backoff, or dead when out of attempts or
 /// cancelled); shared by `job_retry` and `job_settle`.
-fn retry_in(conn: &Connection, p: RetryParams, now: i64) -> Result<RetryOutcome> {
+fn retry_in(conn: &Connection, p: JobRetryParams, now: i64) -> Result<RetryOutcome> {
     let op = "job_retry";
     let c = &p.claim;
     let error = truncate_error(p.error);
@@ -401,8 +406,11 @@ impl SqliteEngine {
 }
 
 impl QueueEngine for SqliteEngine {
-    async fn job_enqueue(&self, jobs: Vec<NewJob>) -> Result<Vec<Enqueued>> {
-        NewJob::validate_batch(&jobs, self.limits())?;
+    async fn job_enqueue(
+        &self,
+        params: impl Into<JobEnqueueParams> + Send,
+    ) -> Result<Vec<Enqueued>> {
+        let JobEnqueueParams { jobs } = checked(params, self.limits())?;
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
@@ -421,7 +429,7 @@ impl QueueEngine for SqliteEngine {
         Ok(out)
     }
 
-    async fn job_claim(&self, p: ClaimParams) -> Result<Vec<Job>> {
+    async fn job_claim(&self, p: JobClaimParams) -> Result<Vec<Job>> {
         p.validate(self.limits())?;
         self.inner
             .writer
@@ -470,10 +478,8 @@ impl QueueEngine for SqliteEngine {
             .await
     }
 
-    async fn job_ack(&self, claims: Vec<Claim>) -> Result<Vec<bool>> {
-        for c in &claims {
-            c.validate()?;
-        }
+    async fn job_ack(&self, params: impl Into<JobAckParams> + Send) -> Result<Vec<bool>> {
+        let JobAckParams { claims } = checked(params, self.limits())?;
         if claims.is_empty() {
             return Ok(Vec::new());
         }
@@ -519,8 +525,8 @@ impl QueueEngine for SqliteEngine {
             .await
     }
 
-    async fn job_retry(&self, p: RetryParams) -> Result<RetryOutcome> {
-        p.validate()?;
+    async fn job_retry(&self, p: JobRetryParams) -> Result<RetryOutcome> {
+        p.validate(self.limits())?;
         let outcome = self
             .inner
             .writer
@@ -530,8 +536,8 @@ impl QueueEngine for SqliteEngine {
         Ok(outcome)
     }
 
-    async fn job_fail(&self, claim: Claim, error: String) -> Result<bool> {
-        claim.validate()?;
+    async fn job_fail(&self, params: impl Into<JobFailParams> + Send) -> Result<bool> {
+        let JobFailParams { claim, error } = checked(params, self.limits())?;
         self.inner
             .writer
             .write("job_fail", move |st| {
@@ -540,9 +546,8 @@ impl QueueEngine for SqliteEngine {
             .await
     }
 
-    async fn job_snooze(&self, claim: Claim, delay: Duration) -> Result<Option<i64>> {
-        claim.validate()?;
-        validate_duration("snooze delay", Some(delay))?;
+    async fn job_snooze(&self, params: impl Into<JobSnoozeParams> + Send) -> Result<Option<i64>> {
+        let JobSnoozeParams { claim, delay } = checked(params, self.limits())?;
         let out = self
             .inner
             .writer
@@ -554,10 +559,8 @@ impl QueueEngine for SqliteEngine {
         Ok(out)
     }
 
-    async fn job_settle(&self, batch: Vec<Settle>) -> Result<Vec<Settled>> {
-        for s in &batch {
-            s.validate()?;
-        }
+    async fn job_settle(&self, params: impl Into<JobSettleParams> + Send) -> Result<Vec<Settled>> {
+        let JobSettleParams { batch } = checked(params, self.limits())?;
         if batch.is_empty() {
             return Ok(Vec::new());
         }
@@ -584,8 +587,11 @@ impl QueueEngine for SqliteEngine {
         Ok(out)
     }
 
-    async fn job_heartbeat(&self, claim: Claim) -> Result<Option<i64>> {
-        claim.validate()?;
+    async fn job_heartbeat(
+        &self,
+        params: impl Into<JobHeartbeatParams> + Send,
+    ) -> Result<Option<i64>> {
+        let JobHeartbeatParams { claim } = checked(params, self.limits())?;
         self.inner
             .writer
             .write("job_heartbeat", move |st| {
@@ -606,8 +612,8 @@ impl QueueEngine for SqliteEngine {
             .await
     }
 
-    async fn job_release(&self, claim: Claim) -> Result<bool> {
-        claim.validate()?;
+    async fn job_release(&self, params: impl Into<JobReleaseParams> + Send) -> Result<bool> {
+        let JobReleaseParams { claim } = checked(params, self.limits())?;
         let released = self
             .inner
             .writer
@@ -624,7 +630,11 @@ impl QueueEngine for SqliteEngine {
         Ok(released)
     }
 
-    async fn job_cancel_requests(&self, ids: Vec<i64>) -> Result<Vec<i64>> {
+    async fn job_cancel_requests(
+        &self,
+        params: impl Into<JobCancelRequestsParams> + Send,
+    ) -> Result<Vec<i64>> {
+        let JobCancelRequestsParams { ids } = checked(params, self.limits())?;
         if ids.is_empty() {
             return Ok(Vec::new());
         }
@@ -645,7 +655,8 @@ impl QueueEngine for SqliteEngine {
 }
 
 impl QueueAdmin for SqliteEngine {
-    async fn job_unclaim(&self, id: i64) -> Result<bool> {
+    async fn job_unclaim(&self, params: impl Into<JobUnclaimParams> + Send) -> Result<bool> {
+        let JobUnclaimParams { id } = checked(params, self.limits())?;
         let released = self
             .inner
             .writer
@@ -662,7 +673,8 @@ impl QueueAdmin for SqliteEngine {
         Ok(released)
     }
 
-    async fn job_cancel(&self, id: i64) -> Result<CancelOutcome> {
+    async fn job_cancel(&self, params: impl Into<JobCancelParams> + Send) -> Result<CancelOutcome> {
+        let JobCancelParams { id } = checked(params, self.limits())?;
         self.inner
             .writer
             .write("job_cancel", move |st| {
@@ -697,7 +709,8 @@ impl QueueAdmin for SqliteEngine {
             .await
     }
 
-    async fn job_get(&self, id: i64) -> Result<Option<JobInfo>> {
+    async fn job_get(&self, params: impl Into<JobGetParams> + Send) -> Result<Option<JobInfo>> {
+        let JobGetParams { id } = checked(params, self.limits())?;
         self.read("job_get", move |conn| {
             for (table, source) in [
                 ("__alkstore_job", Source::Live),
@@ -720,8 +733,8 @@ impl QueueAdmin for SqliteEngine {
         .await
     }
 
-    async fn queue_stats(&self, queue: String) -> Result<QueueStats> {
-        validate_queue_name(&queue)?;
+    async fn queue_stats(&self, params: impl Into<QueueStatsParams> + Send) -> Result<QueueStats> {
+        let QueueStatsParams { queue } = checked(params, self.limits())?;
         let now = self.now();
         self.read("queue_stats", move |conn| {
             let op = "queue_stats";

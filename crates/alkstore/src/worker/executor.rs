@@ -7,7 +7,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use alkstore_core::{Job, RetryParams, Settle};
+use alkstore_core::{Job, JobRetryParams, Settle};
 use futures_util::FutureExt;
 use tokio::sync::watch;
 use tracing::Instrument;
@@ -51,7 +51,7 @@ pub(crate) async fn run_job(
     };
     qm.duration.record(started.elapsed().as_secs_f64());
     let retry = |error: String, after: Option<Duration>| {
-        Some(Settle::Retry(RetryParams {
+        Some(Settle::Retry(JobRetryParams {
             claim: claim.clone(),
             error,
             delay: after,

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use alkstore_core::{Claim, ClaimParams, Engine, QueueEngine};
+use alkstore_core::{Claim, Engine, JobClaimParams, QueueEngine};
 use tokio::sync::{broadcast, watch, Semaphore};
 use tokio::task::JoinSet;
 
@@ -199,7 +199,7 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>) {
         while hints.try_recv().is_ok() {}
         let claimed = ctx
             .engine
-            .job_claim(ClaimParams::new(
+            .job_claim(JobClaimParams::new(
                 spec.name.clone(),
                 ctx.worker.clone(),
                 u32::try_from(reserved.num_permits()).unwrap_or(u32::MAX),
