@@ -380,8 +380,18 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 /// Run `alk bench worker`.
+/// The worker options the runtime throughput scenarios share (overridable
+/// from the environment for experiments).
+fn bench_worker_opts() -> alkstore::WorkerOpts {
+    alkstore::WorkerOpts {
+        max_claim: env_or("ALK_BENCH_CLAIM", 500),
+        claimers: env_or("ALK_BENCH_CLAIMERS", 2),
+        ..alkstore::WorkerOpts::default()
+    }
+}
+
 pub(crate) async fn run_worker(args: WorkerBenchArgs) -> Result<()> {
-    use alkstore::{JobCtx, Worker, WorkerOpts};
+    use alkstore::{JobCtx, Worker};
     if args.samples == 0 || args.jobs == 0 {
         return Err(alkstore::Error::invalid(
             "samples/jobs",
@@ -460,11 +470,7 @@ pub(crate) async fn run_worker(args: WorkerBenchArgs) -> Result<()> {
             async { Ok(()) }
         })
         .concurrency("bench", env_or("ALK_BENCH_CONCURRENCY", 1_000))
-        .opts(WorkerOpts {
-            max_claim: env_or("ALK_BENCH_CLAIM", 500),
-            claimers: env_or("ALK_BENCH_CLAIMERS", 2),
-            ..WorkerOpts::default()
-        })
+        .opts(bench_worker_opts())
         .run_until(async move {
             while done.load(Ordering::Relaxed) < total {
                 notify.notified().await;
@@ -511,11 +517,7 @@ pub(crate) async fn run_worker(args: WorkerBenchArgs) -> Result<()> {
             }
         })
         .concurrency("bench", env_or("ALK_BENCH_CONCURRENCY", 1_000))
-        .opts(WorkerOpts {
-            max_claim: env_or("ALK_BENCH_CLAIM", 500),
-            claimers: env_or("ALK_BENCH_CLAIMERS", 2),
-            ..WorkerOpts::default()
-        })
+        .opts(bench_worker_opts())
         .run_until(async move {
             while done.load(Ordering::Relaxed) < jobs {
                 notify.notified().await;
