@@ -5,7 +5,7 @@ use alkstore_core::{
     QueueOpts,
 };
 
-use super::support::{claim, enqueue_one, job, kind, secs};
+use super::support::{claim, enqueue_ids, enqueue_one, job, kind, secs};
 use crate::Harness;
 
 /// Stats count ready, scheduled, processing and dead, and the oldest age.
@@ -54,17 +54,7 @@ pub async fn queue_list_names_queues<H: Harness>(h: &H) {
 /// Live jobs can be listed by queue and state, in id order, in pages.
 pub async fn job_list_filters_and_pages<H: Harness>(h: &H) {
     let e = h.engine();
-    let ids: Vec<i64> = e
-        .job_enqueue(
-            (0..5)
-                .map(|i| job("jl", &i.to_string()))
-                .collect::<Vec<_>>(),
-        )
-        .await
-        .expect("enqueue")
-        .iter()
-        .map(|o| o.id())
-        .collect();
+    let ids: Vec<i64> = enqueue_ids(e, (0..5).map(|i| job("jl", &i.to_string())).collect()).await;
     enqueue_one(e, job("jl-other", "x")).await;
     let claimed = claim(e, "jl", "w", 2).await;
     let list = |queue: Option<&str>, state, after_id, limit| {

@@ -5,7 +5,7 @@ use alkstore_core::{
     QueueEngine, RetryOutcome,
 };
 
-use super::support::{claim, enqueue_one, job, secs};
+use super::support::{claim, enqueue_ids, enqueue_one, job, secs};
 use crate::Harness;
 
 /// Cancel moves a pending job to dead as `cancelled` (so it is recorded and
@@ -53,17 +53,7 @@ pub async fn cancel_pending_job_is_recorded<H: Harness>(h: &H) {
 /// snooze, an expired claim) ends it in dead as `cancelled`, never run again.
 pub async fn cancel_running_job_is_cooperative<H: Harness>(h: &H) {
     let e = h.engine();
-    let ids: Vec<i64> = e
-        .job_enqueue(
-            (0..6)
-                .map(|i| job("cr", &i.to_string()))
-                .collect::<Vec<_>>(),
-        )
-        .await
-        .expect("enqueue")
-        .iter()
-        .map(|o| o.id())
-        .collect();
+    let ids: Vec<i64> = enqueue_ids(e, (0..6).map(|i| job("cr", &i.to_string())).collect()).await;
     let got = claim(e, "cr", "w", 6).await;
     assert_eq!(
         e.job_cancel_requests(ids.clone()).await.expect("requests"),

@@ -7,7 +7,7 @@ use alkstore_core::{
     QueueOpts, RetryOutcome, Settle, Settled,
 };
 
-use super::support::{claim, enqueue_one, job, kind, secs};
+use super::support::{claim, enqueue_ids, enqueue_one, job, kind, secs};
 use crate::Harness;
 
 /// Retry reschedules with exponential backoff plus bounded jitter.
@@ -207,17 +207,13 @@ pub async fn settle_records_many_outcomes_in_one_call<H: Harness>(h: &H) {
         backoff_base: secs(10),
         ..QueueOpts::default()
     };
-    let ids: Vec<i64> = e
-        .job_enqueue(
-            (0..4)
-                .map(|i| job("settle", &i.to_string()).with_queue_opts(quick.clone()))
-                .collect::<Vec<_>>(),
-        )
-        .await
-        .expect("enqueue")
-        .iter()
-        .map(|o| o.id())
-        .collect();
+    let ids: Vec<i64> = enqueue_ids(
+        e,
+        (0..4)
+            .map(|i| job("settle", &i.to_string()).with_queue_opts(quick.clone()))
+            .collect(),
+    )
+    .await;
     let got = claim(e, "settle", "w", 4).await;
     let held = |id: i64| got.iter().find(|j| j.id == id).expect("claimed").claim();
     let stale = Claim {

@@ -17,6 +17,16 @@ pub(crate) async fn enqueue_one<E: QueueEngine + QueueAdmin>(e: &E, j: NewJob) -
     out[0].id()
 }
 
+/// Enqueue a batch; the new ids in batch order.
+pub(crate) async fn enqueue_ids<E: QueueEngine + QueueAdmin>(e: &E, jobs: Vec<NewJob>) -> Vec<i64> {
+    e.job_enqueue(jobs)
+        .await
+        .expect("enqueue")
+        .iter()
+        .map(|o| o.id())
+        .collect()
+}
+
 pub(crate) async fn claim<E: QueueEngine + QueueAdmin>(
     e: &E,
     queue: &str,

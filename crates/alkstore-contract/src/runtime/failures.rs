@@ -9,7 +9,7 @@ use alkstore::prelude::*;
 use alkstore::{JobCtx, JobError, JobState, QueueOpts, Worker};
 use tokio::sync::Notify;
 
-use super::support::{quick, reached};
+use super::support::{quick, reached, until_dead};
 use crate::RuntimeHarness;
 
 /// A handler that keeps asking for a retry is retried until its attempts run
@@ -94,16 +94,7 @@ pub async fn permanent_failures_and_bad_payloads_go_dead<H: RuntimeHarness>(h: &
         .queue("strict", |job: JobCtx<u32>| async move {
             Err(JobError::fail(format!("rejecting {}", job.payload())))
         })
-        .run_until(async {
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-            while store.queue("strict").stats().await.expect("stats").dead < 2 {
-                assert!(
-                    tokio::time::Instant::now() < deadline,
-                    "jobs never reached dead"
-                );
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        })
+        .run_until(until_dead(store, "strict", 2, "jobs never reached dead"))
         .await
         .expect("run");
     assert_eq!(report.dead, 2, "{report:?}");
@@ -145,16 +136,7 @@ pub async fn panic_before_the_future_is_a_failed_attempt<H: RuntimeHarness>(h: &
                 panic!("panics before returning its future")
             },
         )
-        .run_until(async move {
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-            while store.queue("eager").stats().await.expect("stats").dead < 1 {
-                assert!(
-                    tokio::time::Instant::now() < deadline,
-                    "never dead-lettered"
-                );
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        })
+        .run_until(until_dead(&store, "eager", 1, "never dead-lettered"))
         .await
         .expect("run");
     assert_eq!(

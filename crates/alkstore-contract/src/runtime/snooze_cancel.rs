@@ -9,7 +9,7 @@ use alkstore::prelude::*;
 use alkstore::{JobCtx, JobError, Worker};
 use tokio::sync::Notify;
 
-use super::support::reached;
+use super::support::{reached, until_dead};
 use crate::RuntimeHarness;
 
 /// A handler can snooze its job: it runs again later on the same attempt.
@@ -84,18 +84,7 @@ pub async fn cancelled_running_jobs_are_told_and_recorded<H: RuntimeHarness>(h: 
                 store.queue("cancellable").cancel(id).await.expect("cancel"),
                 alkstore::CancelOutcome::Requested
             );
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-            while store
-                .queue("cancellable")
-                .stats()
-                .await
-                .expect("stats")
-                .dead
-                < 1
-            {
-                assert!(tokio::time::Instant::now() < deadline, "never stopped");
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
+            until_dead(&store, "cancellable", 1, "never stopped").await;
         })
         .await
         .expect("run");

@@ -22,6 +22,15 @@ pub(crate) async fn reached(count: Arc<AtomicUsize>, target: usize, notify: Arc<
     }
 }
 
+/// Resolves once `queue` has `n` dead letters; fails with `what` after 30 s.
+pub(crate) async fn until_dead(store: &alkstore::Store, queue: &str, n: u64, what: &str) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while store.queue(queue).stats().await.expect("stats").dead < n {
+        assert!(tokio::time::Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Queue options that retry at once (no backoff).
 pub(crate) fn quick() -> QueueOpts {
     QueueOpts {

@@ -14,7 +14,7 @@ use alkstore_core::queue::{
     JobSnoozeParams, JobUnclaimParams, QueueStatsParams,
 };
 use alkstore_core::queue::{secs, truncate_error};
-use alkstore_core::validate::{self, attempts, count};
+use alkstore_core::validate::{self, count};
 use alkstore_core::{
     backoff_delay_s, CancelOutcome, Capabilities, DeadListParams, DeadSelect, Engine, Enqueued,
     Error, Job, JobClaimParams, JobInfo, JobListParams, JobRetryParams, JobState, NewJob,
@@ -25,7 +25,7 @@ use tokio_postgres::ToStatement;
 use tokio_postgres::{GenericClient, Row};
 
 use crate::{db, PgEngine};
-use rows::{job_info, Columns, Source};
+use rows::{claimed, job_info, Columns, Source};
 use sql::Sql;
 
 /// Whether a batch needs the unique-key statement.
@@ -454,21 +454,7 @@ impl QueueEngine for PgEngine {
             .await?;
         let mut jobs: Vec<Job> = rows
             .iter()
-            .map(|r| Job {
-                id: r.get(0),
-                payload: r.get(1),
-                priority: r.get(2),
-                attempt: attempts(r.get(3)),
-                max_attempts: attempts(r.get(4)),
-                claim_expires_at: r.get(5),
-                run_at: r.get(6),
-                created_at: r.get(7),
-                unique_key: r.get(8),
-                claimed_at: r.get(9),
-                claim_token: r.get(10),
-                queue: p.queue.clone(),
-                worker: p.worker.clone(),
-            })
+            .map(|r| claimed(r, &p.queue, &p.worker))
             .collect();
         jobs.sort_by(Job::claim_order);
         Ok(jobs)

@@ -3,7 +3,7 @@
 
 use alkstore_core::queue::parse_attempt_errors;
 use alkstore_core::validate::{attempts, secs};
-use alkstore_core::{JobInfo, JobState, NewJob};
+use alkstore_core::{Job, JobInfo, JobState, NewJob};
 use tokio_postgres::Row;
 
 /// Column arrays of a batch enqueue, in the `unnest` order of `sql.rs`.
@@ -104,5 +104,24 @@ pub(crate) fn job_info(r: &Row, source: Source) -> JobInfo {
         dead_reason,
         died_at,
         cancel_requested,
+    }
+}
+
+/// Decode a claim's `RETURNING` row (columns as in `sql.rs`'s `claim`).
+pub(crate) fn claimed(r: &Row, queue: &str, worker: &str) -> Job {
+    Job {
+        id: r.get(0),
+        payload: r.get(1),
+        priority: r.get(2),
+        attempt: attempts(r.get(3)),
+        max_attempts: attempts(r.get(4)),
+        claim_expires_at: r.get(5),
+        run_at: r.get(6),
+        created_at: r.get(7),
+        unique_key: r.get(8),
+        claimed_at: r.get(9),
+        claim_token: r.get(10),
+        queue: queue.to_string(),
+        worker: worker.to_string(),
     }
 }
