@@ -3,7 +3,8 @@
 use std::future::Future;
 use std::time::Duration;
 
-use crate::{Result, SweepReport, Wake};
+use crate::call::engine_call;
+use crate::{Checked, Limits, Result, SweepReport, Validate, Wake, WakeHub};
 
 /// What an engine is and can do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -15,32 +16,59 @@ pub struct Capabilities {
     pub multi_host: bool,
 }
 
-/// The base of every engine: what it is, its wake hints, and store-wide
-/// maintenance. Each area (queues today; streams, groups, schedules, locks
-/// next) adds its own traits on top (`QueueEngine`, `QueueAdmin`, …).
+/// Parameters of a maintenance sweep: with `every`, only when nobody swept
+/// the store within that interval.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SweepParams {
+    /// Skip the sweep when another caller swept within this interval.
+    pub every: Option<Duration>,
+}
+
+impl Validate for SweepParams {
+    fn validate_params(&self, _limits: &Limits) -> Result<()> {
+        crate::validate::validate_duration("sweep interval", self.every)
+    }
+}
+
+/// The base of every engine: what it is, its limits, its wake hints, and
+/// store-wide maintenance. Each area (queues today; streams, groups,
+/// schedules, locks next) adds a driver trait on top (`QueueDriver`, …),
+/// and core gives every driver the traits callers use (`QueueEngine`,
+/// `QueueAdmin`, …) through the one wrapper in [`crate::call`].
 pub trait Engine: Send + Sync + 'static {
     /// What this engine is and can do.
     fn capabilities(&self) -> Capabilities;
+
+    /// The store's limits, which every call's parameters are checked against.
+    fn limits(&self) -> &Limits;
+
+    /// Where this process's wake hints are sent: the wrapper hints here after
+    /// a write that made jobs claimable, so workers in this process wake at
+    /// once (others learn from the engine's cross-process signal).
+    fn wake_hub(&self) -> &WakeHub;
 
     /// Subscribe to wake hints: commits that may have made jobs claimable.
     /// Delayed jobs and expired claims send no hint; they come due on whole
     /// seconds, so a worker polls at second boundaries for them.
     fn wake_subscribe(&self) -> tokio::sync::broadcast::Receiver<Wake>;
 
-    /// The engine's maintenance pass (see [`Engine::sweep`]); with
+    /// Driver: the engine's maintenance pass (see [`Engine::sweep`]); with
     /// `every`, only when nobody swept the store within that interval
     /// (`None` then). Engines implement this; callers use `sweep` and
-    /// `sweep_due`, which validate first.
+    /// `sweep_due`.
     fn sweep_if_due(
         &self,
-        every: Option<Duration>,
+        params: Checked<SweepParams>,
     ) -> impl Future<Output = Result<Option<SweepReport>>> + Send;
 
     /// Maintenance on every queue: expire overdue pending jobs, hand expired
     /// claims back (or dead-letter them when out of attempts), and prune dead
     /// letters and kept completed jobs past their retention.
     fn sweep(&self) -> impl Future<Output = Result<SweepReport>> + Send {
-        async move { Ok(self.sweep_if_due(None).await?.unwrap_or_default()) }
+        async move {
+            let report = sweep_call(self, SweepParams::default()).await?;
+            Ok(report.unwrap_or_default())
+        }
     }
 
     /// [`Engine::sweep`], but at most once per `every` for the whole store,
@@ -51,9 +79,20 @@ pub trait Engine: Send + Sync + 'static {
         &self,
         every: Duration,
     ) -> impl Future<Output = Result<Option<SweepReport>>> + Send {
-        async move {
-            crate::validate::validate_duration("sweep interval", Some(every))?;
-            self.sweep_if_due(Some(every)).await
-        }
+        sweep_call(self, SweepParams { every: Some(every) })
     }
+}
+
+/// A sweep through the wrapper; rescued claims wake this process's workers.
+async fn sweep_call<E: Engine + ?Sized>(
+    engine: &E,
+    params: SweepParams,
+) -> Result<Option<SweepReport>> {
+    engine_call!(engine, sweep, params => SweepParams, |p| async move {
+        let report = engine.sweep_if_due(p).await?;
+        if report.is_some_and(|r| r.rescued > 0) {
+            engine.wake_hub().all();
+        }
+        Ok(report)
+    })
 }

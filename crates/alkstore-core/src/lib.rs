@@ -3,10 +3,15 @@
 //! [`QueueEngine`] and [`QueueAdmin`] traits, their parameters and value
 //! shapes), shared input validation, and the injectable [`Clock`].
 //!
-//! Engines (`alkstore-sqlite`, `alkstore-postgres`) implement the traits here
-//! and know SQL; the runtime in the `alkstore` crate knows time, concurrency and
-//! handlers. Nothing in this crate touches a database.
+//! Engines (`alkstore-sqlite`, `alkstore-postgres`) implement the driver
+//! traits here ([`Engine`], [`QueueDriver`]) and know SQL and nothing else;
+//! the one wrapper in [`call`] gives every driver the traits callers use
+//! ([`QueueEngine`], [`QueueAdmin`]), validating, tracing, recording metrics
+//! and sending wake hints in one place. The runtime in the `alkstore` crate
+//! knows time, concurrency and handlers. Nothing in this crate touches a
+//! database.
 
+pub mod call;
 mod clock;
 mod engine;
 mod error;
@@ -15,13 +20,15 @@ pub mod url;
 pub mod validate;
 mod wake;
 
+pub use call::{Checked, Validate};
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use engine::{Capabilities, Engine};
+pub use engine::{Capabilities, Engine, SweepParams};
 pub use error::{BoxError, Error, ErrorKind, Result};
 pub use queue::{
     backoff_delay_s, AttemptError, CancelOutcome, Claim, DeadListParams, DeadSelect, EnqueueOpts,
     Enqueued, Job, JobClaimParams, JobInfo, JobListParams, JobRetryParams, JobState, NewJob,
-    QueueAdmin, QueueEngine, QueueOpts, QueueStats, RetryOutcome, Settle, Settled, SweepReport,
+    QueueAdmin, QueueDriver, QueueEngine, QueueOpts, QueueStats, RetryOutcome, Settle, Settled,
+    Settlement, SweepReport,
 };
 pub use validate::Limits;
 

@@ -211,10 +211,6 @@ impl PgEngine {
         rx
     }
 
-    pub(crate) fn hub(&self) -> &WakeHub {
-        &self.inner.wake
-    }
-
     /// The engine-owned schema.
     pub fn schema(&self) -> &str {
         &self.inner.opts.schema
@@ -251,10 +247,6 @@ impl PgEngine {
     /// The injected clock's time, or `None` to use the database's.
     fn now_override(&self) -> Option<i64> {
         self.inner.opts.clock.as_ref().map(|c| c.now())
-    }
-
-    fn limits(&self) -> &Limits {
-        &self.inner.opts.limits
     }
 
     /// Whether this claim should first hand expired rows back (see

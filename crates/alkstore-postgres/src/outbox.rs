@@ -1,6 +1,6 @@
 //! Enqueue inside the caller's own PostgreSQL transaction.
 
-use alkstore_core::{Enqueued, Error, NewJob, Result};
+use alkstore_core::{Engine, Enqueued, Error, NewJob, Result};
 use tokio_postgres::GenericClient;
 
 use crate::queues::{enqueue_text, insert_jobs, is_keyed};

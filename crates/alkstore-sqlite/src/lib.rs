@@ -178,10 +178,6 @@ impl SqliteEngine {
         rx
     }
 
-    pub(crate) fn hub(&self) -> &WakeHub {
-        &self.inner.wake
-    }
-
     /// Group commits so far: `(transactions committed, write commands run
     /// in them)`. Commands per transaction above 1 is group commit at work.
     pub fn commit_stats(&self) -> (u64, u64) {
@@ -198,10 +194,6 @@ impl SqliteEngine {
     /// The engine's current time (unix seconds).
     pub fn now(&self) -> i64 {
         self.inner.clock.now()
-    }
-
-    fn limits(&self) -> &Limits {
-        &self.inner.opts.limits
     }
 
     /// Run `f` on a pooled read connection. Reads are short index lookups,

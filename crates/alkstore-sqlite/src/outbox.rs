@@ -1,6 +1,6 @@
 //! Enqueue inside the caller's own SQLite transaction (transactional outbox).
 
-use alkstore_core::{Enqueued, NewJob, Result};
+use alkstore_core::{Engine, Enqueued, NewJob, Result};
 use rusqlite::Connection;
 
 use crate::queues::insert_job;

@@ -1,14 +1,12 @@
-use std::time::Duration;
-
 use alkstore_core::queue::{
-    JobAckParams, JobCancelParams, JobCancelRequestsParams, JobEnqueueParams, JobFailParams,
-    JobGetParams, JobHeartbeatParams, JobReleaseParams, JobSettleParams, JobSnoozeParams,
-    JobUnclaimParams, QueueStatsParams,
+    DeadCountParams, DeadPurgeParams, DeadRequeueParams, JobAckParams, JobCancelParams,
+    JobCancelRequestsParams, JobEnqueueParams, JobGetParams, JobHeartbeatParams, JobReleaseParams,
+    JobSettleParams, JobUnclaimParams, QueueStatsParams,
 };
 use alkstore_core::{
-    CancelOutcome, Capabilities, DeadListParams, DeadSelect, Engine, Enqueued, Job, JobClaimParams,
-    JobInfo, JobListParams, JobRetryParams, QueueAdmin, QueueEngine, QueueStats, Result,
-    RetryOutcome, Settled, SweepReport,
+    CancelOutcome, Capabilities, Checked, DeadListParams, Engine, Enqueued, Job, JobClaimParams,
+    JobInfo, JobListParams, Limits, QueueDriver, QueueStats, Result, Settlement, SweepParams,
+    SweepReport, WakeHub,
 };
 #[cfg(feature = "postgres")]
 use alkstore_postgres::PgEngine;
@@ -19,6 +17,11 @@ use alkstore_sqlite::SqliteEngine;
 compile_error!("alkstore needs at least one engine: enable the `sqlite` or `postgres` feature");
 
 /// Either engine, chosen at open time by URL.
+///
+/// It is a driver like the engines it holds: it only picks the engine. The
+/// traits callers use (`QueueEngine`, `QueueAdmin`) come from core's one
+/// wrapper, which validates, traces, records metrics and hints once per
+/// call, then lands here.
 #[derive(Debug, Clone)]
 pub enum AnyEngine {
     /// The embedded SQLite engine.
@@ -29,146 +32,124 @@ pub enum AnyEngine {
     Postgres(PgEngine),
 }
 
-/// Every engine call goes through here: it picks the engine and runs the
-/// call inside an `alkstore.<method>` span (DEBUG level: free unless a
-/// subscriber asks for it).
+/// Pick the engine and call its driver method.
 macro_rules! dispatch {
-    ($self:ident . $method:ident ( $($arg:expr),* )) => {{
-        use tracing::Instrument;
-        let span = tracing::debug_span!(concat!("alkstore.", stringify!($method)));
+    ($self:ident . $method:ident ( $($arg:expr),* )) => {
         match $self {
             #[cfg(feature = "sqlite")]
-            AnyEngine::Sqlite(e) => e.$method($($arg),*).instrument(span).await,
+            AnyEngine::Sqlite(e) => e.$method($($arg),*),
             #[cfg(feature = "postgres")]
-            AnyEngine::Postgres(e) => e.$method($($arg),*).instrument(span).await,
+            AnyEngine::Postgres(e) => e.$method($($arg),*),
         }
-    }};
+    };
+}
+
+/// Pick the engine and await its driver method (`QueueDriver`'s, named
+/// explicitly: the public traits have methods of the same names).
+macro_rules! drive {
+    ($self:ident . $method:ident ( $($arg:expr),* )) => {
+        match $self {
+            #[cfg(feature = "sqlite")]
+            AnyEngine::Sqlite(e) => QueueDriver::$method(e, $($arg),*).await,
+            #[cfg(feature = "postgres")]
+            AnyEngine::Postgres(e) => QueueDriver::$method(e, $($arg),*).await,
+        }
+    };
 }
 
 impl Engine for AnyEngine {
     fn capabilities(&self) -> Capabilities {
-        match self {
-            #[cfg(feature = "sqlite")]
-            AnyEngine::Sqlite(e) => e.capabilities(),
-            #[cfg(feature = "postgres")]
-            AnyEngine::Postgres(e) => e.capabilities(),
-        }
+        dispatch!(self.capabilities())
+    }
+
+    fn limits(&self) -> &Limits {
+        dispatch!(self.limits())
+    }
+
+    fn wake_hub(&self) -> &WakeHub {
+        dispatch!(self.wake_hub())
     }
 
     fn wake_subscribe(&self) -> tokio::sync::broadcast::Receiver<alkstore_core::Wake> {
+        dispatch!(self.wake_subscribe())
+    }
+
+    async fn sweep_if_due(&self, params: Checked<SweepParams>) -> Result<Option<SweepReport>> {
         match self {
             #[cfg(feature = "sqlite")]
-            AnyEngine::Sqlite(e) => e.wake_subscribe(),
+            AnyEngine::Sqlite(e) => e.sweep_if_due(params).await,
             #[cfg(feature = "postgres")]
-            AnyEngine::Postgres(e) => e.wake_subscribe(),
+            AnyEngine::Postgres(e) => e.sweep_if_due(params).await,
         }
     }
-
-    async fn sweep_if_due(&self, every: Option<Duration>) -> Result<Option<SweepReport>> {
-        dispatch!(self.sweep_if_due(every))
-    }
 }
 
-impl QueueEngine for AnyEngine {
-    async fn job_enqueue(
-        &self,
-        params: impl Into<JobEnqueueParams> + Send,
-    ) -> Result<Vec<Enqueued>> {
-        let params = params.into();
-        dispatch!(self.job_enqueue(params))
+impl QueueDriver for AnyEngine {
+    async fn job_enqueue(&self, p: Checked<JobEnqueueParams>) -> Result<Vec<Enqueued>> {
+        drive!(self.job_enqueue(p))
     }
 
-    async fn job_claim(&self, params: JobClaimParams) -> Result<Vec<Job>> {
-        dispatch!(self.job_claim(params))
+    async fn job_claim(&self, p: Checked<JobClaimParams>) -> Result<Vec<Job>> {
+        drive!(self.job_claim(p))
     }
 
-    async fn job_ack(&self, params: impl Into<JobAckParams> + Send) -> Result<Vec<bool>> {
-        let params = params.into();
-        dispatch!(self.job_ack(params))
+    async fn job_ack(&self, p: Checked<JobAckParams>) -> Result<Vec<bool>> {
+        drive!(self.job_ack(p))
     }
 
-    async fn job_retry(&self, params: JobRetryParams) -> Result<RetryOutcome> {
-        dispatch!(self.job_retry(params))
+    async fn job_settle(&self, p: Checked<JobSettleParams>) -> Result<Settlement> {
+        drive!(self.job_settle(p))
     }
 
-    async fn job_fail(&self, params: impl Into<JobFailParams> + Send) -> Result<bool> {
-        let params = params.into();
-        dispatch!(self.job_fail(params))
+    async fn job_heartbeat(&self, p: Checked<JobHeartbeatParams>) -> Result<Option<i64>> {
+        drive!(self.job_heartbeat(p))
     }
 
-    async fn job_heartbeat(
-        &self,
-        params: impl Into<JobHeartbeatParams> + Send,
-    ) -> Result<Option<i64>> {
-        let params = params.into();
-        dispatch!(self.job_heartbeat(params))
+    async fn job_release(&self, p: Checked<JobReleaseParams>) -> Result<bool> {
+        drive!(self.job_release(p))
     }
 
-    async fn job_release(&self, params: impl Into<JobReleaseParams> + Send) -> Result<bool> {
-        let params = params.into();
-        dispatch!(self.job_release(params))
+    async fn job_cancel_requests(&self, p: Checked<JobCancelRequestsParams>) -> Result<Vec<i64>> {
+        drive!(self.job_cancel_requests(p))
     }
 
-    async fn job_snooze(&self, params: impl Into<JobSnoozeParams> + Send) -> Result<Option<i64>> {
-        let params = params.into();
-        dispatch!(self.job_snooze(params))
+    async fn job_get(&self, p: Checked<JobGetParams>) -> Result<Option<JobInfo>> {
+        drive!(self.job_get(p))
     }
 
-    async fn job_settle(&self, params: impl Into<JobSettleParams> + Send) -> Result<Vec<Settled>> {
-        let params = params.into();
-        dispatch!(self.job_settle(params))
-    }
-    async fn job_cancel_requests(
-        &self,
-        params: impl Into<JobCancelRequestsParams> + Send,
-    ) -> Result<Vec<i64>> {
-        let params = params.into();
-        dispatch!(self.job_cancel_requests(params))
-    }
-}
-
-impl QueueAdmin for AnyEngine {
-    async fn job_unclaim(&self, params: impl Into<JobUnclaimParams> + Send) -> Result<bool> {
-        let params = params.into();
-        dispatch!(self.job_unclaim(params))
+    async fn job_list(&self, p: Checked<JobListParams>) -> Result<Vec<JobInfo>> {
+        drive!(self.job_list(p))
     }
 
-    async fn job_cancel(&self, params: impl Into<JobCancelParams> + Send) -> Result<CancelOutcome> {
-        let params = params.into();
-        dispatch!(self.job_cancel(params))
+    async fn job_cancel(&self, p: Checked<JobCancelParams>) -> Result<CancelOutcome> {
+        drive!(self.job_cancel(p))
     }
 
-    async fn job_get(&self, params: impl Into<JobGetParams> + Send) -> Result<Option<JobInfo>> {
-        let params = params.into();
-        dispatch!(self.job_get(params))
+    async fn job_unclaim(&self, p: Checked<JobUnclaimParams>) -> Result<bool> {
+        drive!(self.job_unclaim(p))
     }
 
-    async fn job_list(&self, params: JobListParams) -> Result<Vec<JobInfo>> {
-        dispatch!(self.job_list(params))
-    }
-
-    async fn queue_stats(&self, params: impl Into<QueueStatsParams> + Send) -> Result<QueueStats> {
-        let params = params.into();
-        dispatch!(self.queue_stats(params))
+    async fn queue_stats(&self, p: Checked<QueueStatsParams>) -> Result<QueueStats> {
+        drive!(self.queue_stats(p))
     }
 
     async fn queue_list(&self) -> Result<Vec<String>> {
-        dispatch!(self.queue_list())
+        drive!(self.queue_list())
     }
 
-    async fn dead_list(&self, params: DeadListParams) -> Result<Vec<JobInfo>> {
-        dispatch!(self.dead_list(params))
+    async fn dead_list(&self, p: Checked<DeadListParams>) -> Result<Vec<JobInfo>> {
+        drive!(self.dead_list(p))
     }
 
-    async fn dead_requeue(&self, select: DeadSelect) -> Result<u64> {
-        dispatch!(self.dead_requeue(select))
+    async fn dead_requeue(&self, p: Checked<DeadRequeueParams>) -> Result<u64> {
+        drive!(self.dead_requeue(p))
     }
 
-    async fn dead_purge(&self, select: DeadSelect) -> Result<u64> {
-        dispatch!(self.dead_purge(select))
+    async fn dead_purge(&self, p: Checked<DeadPurgeParams>) -> Result<u64> {
+        drive!(self.dead_purge(p))
     }
 
-    async fn dead_count(&self, select: DeadSelect) -> Result<u64> {
-        dispatch!(self.dead_count(select))
+    async fn dead_count(&self, p: Checked<DeadCountParams>) -> Result<u64> {
+        drive!(self.dead_count(p))
     }
 }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use alkstore::{JobCtx, JobError, QueueOpts, Store, Worker};
+use alkstore::{JobCtx, JobError, QueueEngine, QueueOpts, Store, Worker};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -55,11 +55,39 @@ async fn worker_emits_job_metrics() {
         .await
         .expect("run");
 
+    // Every engine call goes through one wrapper that counts it by engine,
+    // method and outcome; a rejected call counts as its error kind.
+    let bad = alkstore::JobClaimParams::new("metered", "w", 0);
+    let err = store.engine().job_claim(bad).await.expect_err("limit 0");
+    assert_eq!(err.kind(), alkstore::ErrorKind::InvalidInput);
+
     let mut counters: HashMap<String, u64> = HashMap::new();
+    let mut engine_calls: HashMap<(String, String), u64> = HashMap::new();
+    let mut call_samples = 0;
     let mut histogram_samples = 0;
     let mut wait_samples = 0;
     for (key, _, _, value) in snapshotter.snapshot().into_vec() {
         let name = key.key().name().to_string();
+        if name.starts_with("alkstore_engine_") {
+            let label = |k: &str| {
+                key.key()
+                    .labels()
+                    .find(|l| l.key() == k)
+                    .map(|l| l.value().to_string())
+                    .unwrap_or_default()
+            };
+            assert_eq!(label("engine"), "sqlite", "{name} says which engine");
+            match &value {
+                DebugValue::Counter(n) => {
+                    *engine_calls
+                        .entry((label("method"), label("outcome")))
+                        .or_default() += n
+                }
+                DebugValue::Histogram(v) => call_samples += v.len(),
+                _ => {}
+            }
+            continue;
+        }
         if name.starts_with("alkstore_jobs_") || name.starts_with("alkstore_job_") {
             // Every job metric says which queue it is about.
             let queue = key
@@ -106,4 +134,18 @@ async fn worker_emits_job_metrics() {
         "{counters:?}"
     );
     assert_eq!(histogram_samples, 11);
+
+    let calls = |method: &str, outcome: &str| {
+        engine_calls
+            .get(&(method.to_string(), outcome.to_string()))
+            .copied()
+            .unwrap_or(0)
+    };
+    assert_eq!(calls("job_enqueue", "ok"), 1, "{engine_calls:?}");
+    assert!(calls("job_claim", "ok") >= 1, "{engine_calls:?}");
+    assert_eq!(calls("job_claim", "invalid_input"), 1, "{engine_calls:?}");
+    assert!(calls("job_ack", "ok") >= 1, "{engine_calls:?}");
+    assert!(calls("job_settle", "ok") >= 1, "{engine_calls:?}");
+    let total: u64 = engine_calls.values().sum();
+    assert_eq!(call_samples as u64, total, "one duration sample per call");
 }

@@ -1,16 +1,24 @@
-//! The queue traits every engine implements: [`QueueEngine`] (the hot path
-//! workers use) and [`QueueAdmin`] (inspection, dead letters, operator
-//! actions), both on top of the base [`Engine`](crate::Engine).
+//! The queue traits callers use: [`QueueEngine`] (the hot path workers
+//! use) and [`QueueAdmin`] (inspection, dead letters, operator actions),
+//! both on top of the base [`Engine`](crate::Engine). Engines do not
+//! implement them: they implement [`QueueDriver`], and both traits are
+//! implemented here once for every driver, each method through the one
+//! wrapper ([`crate::call`]) that validates, traces, records metrics and
+//! sends this process's wake hints.
 
 use std::future::Future;
 
-use crate::{Engine, Result};
+use crate::call::engine_call;
+use crate::{Checked, Engine, Result};
+
+use super::driver::QueueDriver;
 
 use super::params::*;
 use super::types::*;
 
-/// The queue hot path: what workers call. Every engine implements it; the
-/// contract suite in `alkstore-contract` checks that they all behave the same.
+/// The queue hot path: what workers call. Every engine has it (through its
+/// [`QueueDriver`]); the contract suite in `alkstore-contract` checks that
+/// they all behave the same.
 ///
 /// All methods validate input first and return
 /// [`Error::InvalidInput`](crate::Error::InvalidInput) (or
@@ -139,4 +147,191 @@ pub trait QueueAdmin: Engine {
 
     /// How many dead letters `select` matches (ignoring its `limit`).
     fn dead_count(&self, params: DeadCountParams) -> impl Future<Output = Result<u64>> + Send;
+}
+
+/// Hint this process's workers when a settle batch left a job claimable now.
+fn hint_claimable<E: Engine + ?Sized>(engine: &E, settlement: &Settlement) {
+    if settlement.claimable_now {
+        engine.wake_hub().all();
+    }
+}
+
+/// One settle call of a single outcome (`job_retry`, `job_fail`,
+/// `job_snooze`): the batch path with one element.
+async fn settle_one<D: QueueDriver + ?Sized>(
+    driver: &D,
+    params: Checked<JobSettleParams>,
+) -> Result<Settled> {
+    let settlement = QueueDriver::job_settle(driver, params).await?;
+    hint_claimable(driver, &settlement);
+    settlement
+        .outcomes
+        .into_iter()
+        .next()
+        .ok_or_else(|| crate::Error::database("job_settle", "the engine returned no outcome"))
+}
+
+impl<D: QueueDriver> QueueEngine for D {
+    async fn job_enqueue(
+        &self,
+        params: impl Into<JobEnqueueParams> + Send,
+    ) -> Result<Vec<Enqueued>> {
+        engine_call!(self, job_enqueue, params => JobEnqueueParams, |p| async move {
+            if p.jobs.is_empty() {
+                return Ok(Vec::new());
+            }
+            let queues = NewJob::distinct_queues(&p.jobs);
+            let out = QueueDriver::job_enqueue(self, p).await?;
+            for q in &queues {
+                self.wake_hub().queue(q);
+            }
+            Ok(out)
+        })
+    }
+
+    async fn job_claim(&self, params: JobClaimParams) -> Result<Vec<Job>> {
+        engine_call!(self, job_claim, params => JobClaimParams, |p| QueueDriver::job_claim(self, p))
+    }
+
+    async fn job_ack(&self, params: impl Into<JobAckParams> + Send) -> Result<Vec<bool>> {
+        engine_call!(self, job_ack, params => JobAckParams, |p| async move {
+            if p.claims.is_empty() {
+                return Ok(Vec::new());
+            }
+            QueueDriver::job_ack(self, p).await
+        })
+    }
+
+    async fn job_retry(&self, params: JobRetryParams) -> Result<RetryOutcome> {
+        let one = JobSettleParams::from(vec![Settle::from(params)]);
+        engine_call!(self, job_retry, one => JobSettleParams, |p| async move {
+            match settle_one(self, p).await? {
+                Settled::Retried(outcome) => Ok(outcome),
+                other => Err(unexpected("job_retry", other)),
+            }
+        })
+    }
+
+    async fn job_fail(&self, params: impl Into<JobFailParams> + Send) -> Result<bool> {
+        let one = JobSettleParams::from(vec![Settle::from(params.into())]);
+        engine_call!(self, job_fail, one => JobSettleParams, |p| async move {
+            match settle_one(self, p).await? {
+                Settled::Failed(failed) => Ok(failed),
+                other => Err(unexpected("job_fail", other)),
+            }
+        })
+    }
+
+    async fn job_snooze(&self, params: impl Into<JobSnoozeParams> + Send) -> Result<Option<i64>> {
+        let one = JobSettleParams::from(vec![Settle::from(params.into())]);
+        engine_call!(self, job_snooze, one => JobSettleParams, |p| async move {
+            match settle_one(self, p).await? {
+                Settled::Snoozed(due) => Ok(due),
+                other => Err(unexpected("job_snooze", other)),
+            }
+        })
+    }
+
+    async fn job_heartbeat(
+        &self,
+        params: impl Into<JobHeartbeatParams> + Send,
+    ) -> Result<Option<i64>> {
+        engine_call!(self, job_heartbeat, params => JobHeartbeatParams, |p| {
+            QueueDriver::job_heartbeat(self, p)
+        })
+    }
+
+    async fn job_release(&self, params: impl Into<JobReleaseParams> + Send) -> Result<bool> {
+        engine_call!(self, job_release, params => JobReleaseParams, |p| async move {
+            let released = QueueDriver::job_release(self, p).await?;
+            if released {
+                self.wake_hub().all();
+            }
+            Ok(released)
+        })
+    }
+
+    async fn job_cancel_requests(
+        &self,
+        params: impl Into<JobCancelRequestsParams> + Send,
+    ) -> Result<Vec<i64>> {
+        engine_call!(self, job_cancel_requests, params => JobCancelRequestsParams, |p| async move {
+            if p.ids.is_empty() {
+                return Ok(Vec::new());
+            }
+            QueueDriver::job_cancel_requests(self, p).await
+        })
+    }
+
+    async fn job_settle(&self, params: impl Into<JobSettleParams> + Send) -> Result<Vec<Settled>> {
+        engine_call!(self, job_settle, params => JobSettleParams, |p| async move {
+            if p.batch.is_empty() {
+                return Ok(Vec::new());
+            }
+            let settlement = QueueDriver::job_settle(self, p).await?;
+            hint_claimable(self, &settlement);
+            Ok(settlement.outcomes)
+        })
+    }
+}
+
+/// A driver answered a single settle with another kind of outcome.
+fn unexpected(op: &'static str, got: Settled) -> crate::Error {
+    crate::Error::database(op, format!("the engine answered with {got:?}"))
+}
+
+impl<D: QueueDriver> QueueAdmin for D {
+    async fn job_get(&self, params: impl Into<JobGetParams> + Send) -> Result<Option<JobInfo>> {
+        engine_call!(self, job_get, params => JobGetParams, |p| QueueDriver::job_get(self, p))
+    }
+
+    async fn job_list(&self, params: JobListParams) -> Result<Vec<JobInfo>> {
+        engine_call!(self, job_list, params => JobListParams, |p| QueueDriver::job_list(self, p))
+    }
+
+    async fn job_cancel(&self, params: impl Into<JobCancelParams> + Send) -> Result<CancelOutcome> {
+        engine_call!(self, job_cancel, params => JobCancelParams, |p| QueueDriver::job_cancel(self, p))
+    }
+
+    async fn job_unclaim(&self, params: impl Into<JobUnclaimParams> + Send) -> Result<bool> {
+        engine_call!(self, job_unclaim, params => JobUnclaimParams, |p| async move {
+            let released = QueueDriver::job_unclaim(self, p).await?;
+            if released {
+                self.wake_hub().all();
+            }
+            Ok(released)
+        })
+    }
+
+    async fn queue_stats(&self, params: impl Into<QueueStatsParams> + Send) -> Result<QueueStats> {
+        engine_call!(self, queue_stats, params => QueueStatsParams, |p| {
+            QueueDriver::queue_stats(self, p)
+        })
+    }
+
+    async fn queue_list(&self) -> Result<Vec<String>> {
+        engine_call!(self, queue_list, () => (), |_p| QueueDriver::queue_list(self))
+    }
+
+    async fn dead_list(&self, params: DeadListParams) -> Result<Vec<JobInfo>> {
+        engine_call!(self, dead_list, params => DeadListParams, |p| QueueDriver::dead_list(self, p))
+    }
+
+    async fn dead_requeue(&self, params: DeadRequeueParams) -> Result<u64> {
+        engine_call!(self, dead_requeue, params => DeadRequeueParams, |p| async move {
+            let n = QueueDriver::dead_requeue(self, p).await?;
+            if n > 0 {
+                self.wake_hub().all();
+            }
+            Ok(n)
+        })
+    }
+
+    async fn dead_purge(&self, params: DeadPurgeParams) -> Result<u64> {
+        engine_call!(self, dead_purge, params => DeadPurgeParams, |p| QueueDriver::dead_purge(self, p))
+    }
+
+    async fn dead_count(&self, params: DeadCountParams) -> Result<u64> {
+        engine_call!(self, dead_count, params => DeadCountParams, |p| QueueDriver::dead_count(self, p))
+    }
 }

@@ -6,11 +6,13 @@
 //! asks), and rows that ran out of attempts, failed, expired or were
 //! cancelled move to a separate dead table that the claim path never reads.
 
+mod driver;
 mod engine;
 mod params;
 mod rescue;
 mod types;
 
+pub use driver::QueueDriver;
 pub use engine::{QueueAdmin, QueueEngine};
 pub use params::*;
 pub use rescue::RescueSchedule;

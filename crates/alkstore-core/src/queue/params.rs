@@ -107,6 +107,24 @@ impl Settle {
     }
 }
 
+impl From<JobRetryParams> for Settle {
+    fn from(p: JobRetryParams) -> Self {
+        Settle::Retry(p)
+    }
+}
+
+impl From<JobFailParams> for Settle {
+    fn from(JobFailParams { claim, error }: JobFailParams) -> Self {
+        Settle::Fail { claim, error }
+    }
+}
+
+impl From<JobSnoozeParams> for Settle {
+    fn from(JobSnoozeParams { claim, delay }: JobSnoozeParams) -> Self {
+        Settle::Snooze { claim, delay }
+    }
+}
+
 /// Which live jobs to list.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobListParams {
@@ -354,12 +372,7 @@ pub type DeadPurgeParams = DeadSelect;
 /// Parameters of `dead_count`: which dead letters (see [`DeadSelect`]).
 pub type DeadCountParams = DeadSelect;
 
-/// Every engine call's parameters validate themselves against the store's
-/// [`Limits`] before anything is written.
-pub trait Validate {
-    /// Reject input the contract does not allow.
-    fn validate_params(&self, limits: &Limits) -> Result<()>;
-}
+pub use crate::call::Validate;
 
 macro_rules! impl_validate {
     ($($ty:ty),* $(,)?) => {
@@ -390,11 +403,3 @@ impl_validate!(
     DeadListParams,
     DeadSelect,
 );
-
-/// Convert and validate an engine call's parameters in one step: what every
-/// engine method starts with.
-pub fn checked<P: Validate>(params: impl Into<P>, limits: &Limits) -> Result<P> {
-    let params = params.into();
-    params.validate_params(limits)?;
-    Ok(params)
-}

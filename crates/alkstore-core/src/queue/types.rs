@@ -384,6 +384,18 @@ pub enum Settled {
     Snoozed(Option<i64>),
 }
 
+/// What an engine's [`QueueDriver::job_settle`](super::QueueDriver::job_settle)
+/// reports: the outcomes, and whether any left its job claimable at once
+/// (a retry or snooze due now by the engine's clock), so the wrapper wakes
+/// this process's workers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Settlement {
+    /// One outcome per [`Settle`](super::Settle), in the order given.
+    pub outcomes: Vec<Settled>,
+    /// Whether a job is claimable now because of this batch.
+    pub claimable_now: bool,
+}
+
 /// What a cancel did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CancelOutcome {

@@ -8,17 +8,18 @@ use std::collections::HashSet;
 
 use std::time::Duration;
 
-use alkstore_core::queue::{
-    checked, JobAckParams, JobCancelParams, JobCancelRequestsParams, JobEnqueueParams,
-    JobFailParams, JobGetParams, JobHeartbeatParams, JobReleaseParams, JobSettleParams,
-    JobSnoozeParams, JobUnclaimParams, QueueStatsParams,
-};
 use alkstore_core::queue::{secs, truncate_error};
+use alkstore_core::queue::{
+    DeadCountParams, DeadPurgeParams, DeadRequeueParams, JobAckParams, JobCancelParams,
+    JobCancelRequestsParams, JobEnqueueParams, JobGetParams, JobHeartbeatParams, JobReleaseParams,
+    JobSettleParams, JobUnclaimParams, QueueStatsParams,
+};
 use alkstore_core::validate::{self, count};
 use alkstore_core::{
-    backoff_delay_s, CancelOutcome, Capabilities, DeadListParams, DeadSelect, Engine, Enqueued,
-    Error, Job, JobClaimParams, JobInfo, JobListParams, JobRetryParams, JobState, NewJob,
-    QueueAdmin, QueueEngine, QueueStats, Result, RetryOutcome, Settle, Settled, SweepReport,
+    backoff_delay_s, CancelOutcome, Capabilities, Checked, DeadListParams, Engine, Enqueued, Error,
+    Job, JobClaimParams, JobInfo, JobListParams, JobRetryParams, JobState, Limits, NewJob,
+    QueueDriver, QueueStats, Result, RetryOutcome, Settle, Settled, Settlement, SweepParams,
+    SweepReport, WakeHub,
 };
 use tokio_postgres::types::ToSql;
 use tokio_postgres::ToStatement;
@@ -249,11 +250,7 @@ impl PgEngine {
         let rows = self
             .query(op, text, &[&now, &id, &worker, &token, &delay_s, &channel])
             .await?;
-        let out = rows.first().map(|r| r.get::<_, Option<i64>>(0));
-        if matches!(out, Some(Some(_))) {
-            self.hub().all();
-        }
-        Ok(out)
+        Ok(rows.first().map(|r| r.get::<_, Option<i64>>(0)))
     }
 }
 
@@ -304,6 +301,61 @@ async fn retry_in(
     Ok((outcome, Some(db_now)))
 }
 
+/// Move a held job to dead as `failed` on `client` (a connection or the
+/// settle batch's transaction); false when the claim is not held.
+async fn fail_in(
+    client: &impl deadpool_postgres::GenericClient,
+    sql: &Sql,
+    now: Option<i64>,
+    claim: &alkstore_core::Claim,
+    error: String,
+) -> Result<bool> {
+    let op = "job_fail";
+    let error = truncate_error(error);
+    let stmt = client.prepare_cached(&sql.fail).await.map_err(db(op))?;
+    let n = client
+        .execute(
+            &stmt,
+            &[&now, &claim.id, &claim.worker, &claim.token, &error],
+        )
+        .await
+        .map_err(db(op))?;
+    Ok(n == 1)
+}
+
+/// Snooze a held job on `client`: its new due time, or `None` when the
+/// claim is not held (or the job was cancelled and is now dead).
+async fn snooze_in(
+    client: &impl deadpool_postgres::GenericClient,
+    sql: &Sql,
+    schema: &str,
+    now: Option<i64>,
+    claim: &alkstore_core::Claim,
+    delay: Duration,
+) -> Result<Option<i64>> {
+    let op = "job_snooze";
+    let channel = crate::schema::notify_channel(schema);
+    let stmt = client
+        .prepare_cached(&sql.hand_back)
+        .await
+        .map_err(db(op))?;
+    let rows = client
+        .query(
+            &stmt,
+            &[
+                &now,
+                &claim.id,
+                &Some(claim.worker.as_str()),
+                &Some(claim.token),
+                &secs(delay),
+                &channel,
+            ],
+        )
+        .await
+        .map_err(db(op))?;
+    Ok(rows.first().and_then(|r| r.get::<_, Option<i64>>(0)))
+}
+
 impl Engine for PgEngine {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
@@ -312,12 +364,20 @@ impl Engine for PgEngine {
         }
     }
 
+    fn limits(&self) -> &Limits {
+        &self.inner.opts.limits
+    }
+
+    fn wake_hub(&self) -> &WakeHub {
+        &self.inner.wake
+    }
+
     fn wake_subscribe(&self) -> tokio::sync::broadcast::Receiver<alkstore_core::Wake> {
         self.wake_hints()
     }
 
-    async fn sweep_if_due(&self, every: Option<Duration>) -> Result<Option<SweepReport>> {
-        self.sweep_if(every.map(secs)).await
+    async fn sweep_if_due(&self, params: Checked<SweepParams>) -> Result<Option<SweepReport>> {
+        self.sweep_if(params.every.map(secs)).await
     }
 }
 
@@ -349,9 +409,6 @@ impl PgEngine {
             pruned[i] = tx.execute(&stmt, &[&now]).await.map_err(db(op))?;
         }
         tx.commit().await.map_err(db(op))?;
-        if rescued > 0 {
-            self.hub().all();
-        }
         Ok(Some(SweepReport {
             expired: count(expired),
             rescued: count(rescued),
@@ -362,18 +419,11 @@ impl PgEngine {
     }
 }
 
-impl QueueEngine for PgEngine {
-    async fn job_enqueue(
-        &self,
-        params: impl Into<JobEnqueueParams> + Send,
-    ) -> Result<Vec<Enqueued>> {
-        let JobEnqueueParams { jobs } = checked(params, self.limits())?;
-        if jobs.is_empty() {
-            return Ok(Vec::new());
-        }
+impl QueueDriver for PgEngine {
+    async fn job_enqueue(&self, params: Checked<JobEnqueueParams>) -> Result<Vec<Enqueued>> {
+        let JobEnqueueParams { jobs } = params.into_inner();
         let client = self.client().await?;
         let sql = &self.inner.sql;
-        let queues = NewJob::distinct_queues(&jobs);
         let keyed = is_keyed(&jobs);
         let uniform = is_uniform(&jobs);
         let text = if uniform {
@@ -410,14 +460,11 @@ impl QueueEngine for PgEngine {
         } else {
             insert_jobs(&**client, &stmt, sql, jobs, self.now_override()).await?
         };
-        for q in &queues {
-            self.hub().queue(q);
-        }
         Ok(out)
     }
 
-    async fn job_claim(&self, p: JobClaimParams) -> Result<Vec<Job>> {
-        p.validate(self.limits())?;
+    async fn job_claim(&self, params: Checked<JobClaimParams>) -> Result<Vec<Job>> {
+        let p = params.into_inner();
         let now = self.now_override();
         let sql = &self.inner.sql;
         if self.rescue_due(&p.queue) {
@@ -460,11 +507,8 @@ impl QueueEngine for PgEngine {
         Ok(jobs)
     }
 
-    async fn job_ack(&self, params: impl Into<JobAckParams> + Send) -> Result<Vec<bool>> {
-        let JobAckParams { claims } = checked(params, self.limits())?;
-        if claims.is_empty() {
-            return Ok(Vec::new());
-        }
+    async fn job_ack(&self, params: Checked<JobAckParams>) -> Result<Vec<bool>> {
+        let JobAckParams { claims } = params.into_inner();
         let now = self.now_override();
         let mut flags = vec![false; claims.len()];
         // The statement matches each row to its claim by the id's position,
@@ -500,116 +544,65 @@ impl QueueEngine for PgEngine {
         Ok(flags)
     }
 
-    async fn job_retry(&self, p: JobRetryParams) -> Result<RetryOutcome> {
-        p.validate(self.limits())?;
-        let op = "job_retry";
-        let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(db(op))?;
-        let (outcome, db_now) = retry_in(&tx, &self.inner.sql, self.now_override(), p).await?;
-        tx.commit().await.map_err(db(op))?;
-        // A retry due at once (no backoff) is claimable now: tell this
-        // process's workers (others find it at their next poll).
-        if matches!(outcome, RetryOutcome::Scheduled(t) if Some(t) <= db_now) {
-            self.hub().all();
-        }
-        Ok(outcome)
-    }
-
-    async fn job_settle(&self, params: impl Into<JobSettleParams> + Send) -> Result<Vec<Settled>> {
-        let JobSettleParams { batch } = checked(params, self.limits())?;
-        if batch.is_empty() {
-            return Ok(Vec::new());
-        }
+    async fn job_settle(&self, params: Checked<JobSettleParams>) -> Result<Settlement> {
+        let JobSettleParams { mut batch } = params.into_inner();
         let op = "job_settle";
         let sql = &self.inner.sql;
         let now = self.now_override();
-        let channel = crate::schema::notify_channel(self.schema());
+        // A failure or snooze alone is one statement: no transaction needed.
+        if batch.len() == 1 && !matches!(batch[0], Settle::Retry(_)) {
+            let client = self.client().await?;
+            let outcome = match batch.pop() {
+                Some(Settle::Fail { claim, error }) => {
+                    Settled::Failed(fail_in(&client, sql, now, &claim, error).await?)
+                }
+                Some(Settle::Snooze { claim, delay }) => {
+                    let due = snooze_in(&client, sql, self.schema(), now, &claim, delay).await?;
+                    return Ok(Settlement {
+                        claimable_now: due.is_some() && delay.is_zero(),
+                        outcomes: vec![Settled::Snoozed(due)],
+                    });
+                }
+                _ => return Err(Error::database(op, "a single settle changed kind")),
+            };
+            return Ok(Settlement {
+                outcomes: vec![outcome],
+                claimable_now: false,
+            });
+        }
         let mut client = self.client().await?;
         // One transaction, one WAL flush for the whole batch.
         let tx = client.transaction().await.map_err(db(op))?;
-        let mut out = Vec::with_capacity(batch.len());
-        let mut wake = false;
+        let mut outcomes = Vec::with_capacity(batch.len());
+        let mut claimable_now = false;
         for s in batch {
-            out.push(match s {
+            outcomes.push(match s {
                 Settle::Retry(p) => {
                     let (outcome, db_now) = retry_in(&tx, sql, now, p).await?;
-                    wake |= matches!(outcome, RetryOutcome::Scheduled(t) if Some(t) <= db_now);
+                    claimable_now |=
+                        matches!(outcome, RetryOutcome::Scheduled(t) if Some(t) <= db_now);
                     Settled::Retried(outcome)
                 }
                 Settle::Fail { claim, error } => {
-                    let error = truncate_error(error);
-                    let stmt = tx.prepare_cached(&sql.fail).await.map_err(db(op))?;
-                    let n = tx
-                        .execute(
-                            &stmt,
-                            &[&now, &claim.id, &claim.worker, &claim.token, &error],
-                        )
-                        .await
-                        .map_err(db(op))?;
-                    Settled::Failed(n == 1)
+                    Settled::Failed(fail_in(&tx, sql, now, &claim, error).await?)
                 }
                 Settle::Snooze { claim, delay } => {
-                    let stmt = tx.prepare_cached(&sql.hand_back).await.map_err(db(op))?;
-                    let rows = tx
-                        .query(
-                            &stmt,
-                            &[
-                                &now,
-                                &claim.id,
-                                &Some(claim.worker.as_str()),
-                                &Some(claim.token),
-                                &secs(delay),
-                                &channel,
-                            ],
-                        )
-                        .await
-                        .map_err(db(op))?;
-                    let due = rows.first().and_then(|r| r.get::<_, Option<i64>>(0));
-                    wake |= due.is_some();
+                    let due = snooze_in(&tx, sql, self.schema(), now, &claim, delay).await?;
+                    // Due at the database's now plus the delay: now when zero.
+                    claimable_now |= due.is_some() && delay.is_zero();
                     Settled::Snoozed(due)
                 }
             });
         }
         tx.commit().await.map_err(db(op))?;
-        if wake {
-            self.hub().all();
-        }
-        Ok(out)
+        Ok(Settlement {
+            outcomes,
+            claimable_now,
+        })
     }
 
-    async fn job_fail(&self, params: impl Into<JobFailParams> + Send) -> Result<bool> {
-        let JobFailParams { claim, error } = checked(params, self.limits())?;
-        let now = self.now_override();
-        let error = truncate_error(error);
-        let n = self
-            .execute(
-                "job_fail",
-                &self.inner.sql.fail,
-                &[&now, &claim.id, &claim.worker, &claim.token, &error],
-            )
-            .await?;
-        Ok(n == 1)
-    }
-
-    async fn job_snooze(&self, params: impl Into<JobSnoozeParams> + Send) -> Result<Option<i64>> {
-        let JobSnoozeParams { claim, delay } = checked(params, self.limits())?;
-        let out = self
-            .hand_back(
-                "job_snooze",
-                &self.inner.sql.hand_back,
-                claim.id,
-                Some((&claim.worker, claim.token)),
-                secs(delay),
-            )
-            .await?;
-        Ok(out.flatten())
-    }
-
-    async fn job_heartbeat(
-        &self,
-        params: impl Into<JobHeartbeatParams> + Send,
-    ) -> Result<Option<i64>> {
-        let JobHeartbeatParams { claim } = checked(params, self.limits())?;
+    async fn job_heartbeat(&self, params: Checked<JobHeartbeatParams>) -> Result<Option<i64>> {
+        let JobHeartbeatParams { claim } = params.into_inner();
         let now = self.now_override();
         let rows = self
             .query_relaxed(
@@ -621,8 +614,8 @@ impl QueueEngine for PgEngine {
         Ok(rows.first().map(|r| r.get(0)))
     }
 
-    async fn job_release(&self, params: impl Into<JobReleaseParams> + Send) -> Result<bool> {
-        let JobReleaseParams { claim } = checked(params, self.limits())?;
+    async fn job_release(&self, params: Checked<JobReleaseParams>) -> Result<bool> {
+        let JobReleaseParams { claim } = params.into_inner();
         let out = self
             .hand_back(
                 "job_release",
@@ -637,12 +630,9 @@ impl QueueEngine for PgEngine {
 
     async fn job_cancel_requests(
         &self,
-        params: impl Into<JobCancelRequestsParams> + Send,
+        params: Checked<JobCancelRequestsParams>,
     ) -> Result<Vec<i64>> {
-        let JobCancelRequestsParams { ids } = checked(params, self.limits())?;
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
+        let JobCancelRequestsParams { ids } = params.into_inner();
         let rows = self
             .query(
                 "job_cancel_requests",
@@ -652,19 +642,17 @@ impl QueueEngine for PgEngine {
             .await?;
         Ok(rows.iter().map(|r| r.get(0)).collect())
     }
-}
 
-impl QueueAdmin for PgEngine {
-    async fn job_unclaim(&self, params: impl Into<JobUnclaimParams> + Send) -> Result<bool> {
-        let JobUnclaimParams { id } = checked(params, self.limits())?;
+    async fn job_unclaim(&self, params: Checked<JobUnclaimParams>) -> Result<bool> {
+        let JobUnclaimParams { id } = params.into_inner();
         let out = self
             .hand_back("job_unclaim", &self.inner.sql.unclaim, id, None, 0)
             .await?;
         Ok(out.is_some())
     }
 
-    async fn job_cancel(&self, params: impl Into<JobCancelParams> + Send) -> Result<CancelOutcome> {
-        let JobCancelParams { id } = checked(params, self.limits())?;
+    async fn job_cancel(&self, params: Checked<JobCancelParams>) -> Result<CancelOutcome> {
+        let JobCancelParams { id } = params.into_inner();
         let now = self.now_override();
         let rows = self
             .query("job_cancel", &self.inner.sql.cancel, &[&now, &id])
@@ -682,8 +670,8 @@ impl QueueAdmin for PgEngine {
         })
     }
 
-    async fn job_get(&self, params: impl Into<JobGetParams> + Send) -> Result<Option<JobInfo>> {
-        let JobGetParams { id } = checked(params, self.limits())?;
+    async fn job_get(&self, params: Checked<JobGetParams>) -> Result<Option<JobInfo>> {
+        let JobGetParams { id } = params.into_inner();
         let sql = &self.inner.sql;
         for (text, source) in [
             (&sql.get_live, Source::Live),
@@ -698,8 +686,8 @@ impl QueueAdmin for PgEngine {
         Ok(None)
     }
 
-    async fn job_list(&self, p: JobListParams) -> Result<Vec<JobInfo>> {
-        p.validate(self.limits())?;
+    async fn job_list(&self, params: Checked<JobListParams>) -> Result<Vec<JobInfo>> {
+        let p = params.into_inner();
         let (text, source, state) = match p.state {
             Some(JobState::Completed) => (&self.inner.sql.list_done, Source::Done, None),
             s => (
@@ -716,8 +704,8 @@ impl QueueAdmin for PgEngine {
         Ok(rows.iter().map(|r| job_info(r, source)).collect())
     }
 
-    async fn queue_stats(&self, params: impl Into<QueueStatsParams> + Send) -> Result<QueueStats> {
-        let QueueStatsParams { queue } = checked(params, self.limits())?;
+    async fn queue_stats(&self, params: Checked<QueueStatsParams>) -> Result<QueueStats> {
+        let QueueStatsParams { queue } = params.into_inner();
         let now = self.now_override();
         let rows = self
             .query("queue_stats", &self.inner.sql.stats, &[&now, &queue])
@@ -748,8 +736,8 @@ impl QueueAdmin for PgEngine {
         Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
-    async fn dead_list(&self, p: DeadListParams) -> Result<Vec<JobInfo>> {
-        p.validate(self.limits())?;
+    async fn dead_list(&self, params: Checked<DeadListParams>) -> Result<Vec<JobInfo>> {
+        let p = params.into_inner();
         let after = p.after_id.unwrap_or(i64::MIN);
         let limit = i64::from(p.limit);
         let rows = self
@@ -762,8 +750,8 @@ impl QueueAdmin for PgEngine {
         Ok(rows.iter().map(|r| job_info(r, Source::Dead)).collect())
     }
 
-    async fn dead_requeue(&self, sel: DeadSelect) -> Result<u64> {
-        sel.validate(self.limits())?;
+    async fn dead_requeue(&self, params: Checked<DeadRequeueParams>) -> Result<u64> {
+        let sel = params.into_inner();
         let now = self.now_override();
         let limit = sel.limit.map(i64::from);
         self.execute(
@@ -774,8 +762,8 @@ impl QueueAdmin for PgEngine {
         .await
     }
 
-    async fn dead_purge(&self, sel: DeadSelect) -> Result<u64> {
-        sel.validate(self.limits())?;
+    async fn dead_purge(&self, params: Checked<DeadPurgeParams>) -> Result<u64> {
+        let sel = params.into_inner();
         let limit = sel.limit.map(i64::from);
         self.execute(
             "dead_purge",
@@ -785,8 +773,8 @@ impl QueueAdmin for PgEngine {
         .await
     }
 
-    async fn dead_count(&self, sel: DeadSelect) -> Result<u64> {
-        sel.validate(self.limits())?;
+    async fn dead_count(&self, params: Checked<DeadCountParams>) -> Result<u64> {
+        let sel = params.into_inner();
         let rows = self
             .query(
                 "dead_count",

@@ -5,17 +5,18 @@ mod rows;
 
 use std::time::Duration;
 
-use alkstore_core::queue::{
-    checked, JobAckParams, JobCancelParams, JobCancelRequestsParams, JobEnqueueParams,
-    JobFailParams, JobGetParams, JobHeartbeatParams, JobReleaseParams, JobSettleParams,
-    JobSnoozeParams, JobUnclaimParams, QueueStatsParams,
-};
 use alkstore_core::queue::{secs, truncate_error};
+use alkstore_core::queue::{
+    DeadCountParams, DeadPurgeParams, DeadRequeueParams, JobAckParams, JobCancelParams,
+    JobCancelRequestsParams, JobEnqueueParams, JobGetParams, JobHeartbeatParams, JobReleaseParams,
+    JobSettleParams, JobUnclaimParams, QueueStatsParams,
+};
 use alkstore_core::validate::count;
 use alkstore_core::{
-    backoff_delay_s, CancelOutcome, Capabilities, Claim, DeadListParams, DeadSelect, Engine,
-    Enqueued, Job, JobClaimParams, JobInfo, JobListParams, JobRetryParams, JobState, NewJob,
-    QueueAdmin, QueueEngine, QueueStats, Result, RetryOutcome, Settle, Settled, SweepReport,
+    backoff_delay_s, CancelOutcome, Capabilities, Checked, Claim, DeadListParams, DeadSelect,
+    Engine, Enqueued, Job, JobClaimParams, JobInfo, JobListParams, JobRetryParams, JobState,
+    Limits, NewJob, QueueDriver, QueueStats, Result, RetryOutcome, Settle, Settled, Settlement,
+    SweepParams, SweepReport, WakeHub,
 };
 use rusqlite::{params, Connection, OptionalExtension, ToSql};
 
@@ -327,29 +328,24 @@ impl Engine for SqliteEngine {
         }
     }
 
+    fn limits(&self) -> &Limits {
+        &self.inner.opts.limits
+    }
+
+    fn wake_hub(&self) -> &WakeHub {
+        &self.inner.wake
+    }
+
     fn wake_subscribe(&self) -> tokio::sync::broadcast::Receiver<alkstore_core::Wake> {
         self.wake_hints()
     }
 
-    async fn sweep_if_due(&self, every: Option<Duration>) -> Result<Option<SweepReport>> {
-        self.sweep_if(every.map(secs)).await
+    async fn sweep_if_due(&self, params: Checked<SweepParams>) -> Result<Option<SweepReport>> {
+        self.sweep_if(params.every.map(secs)).await
     }
 }
 
 impl SqliteEngine {
-    /// Outcomes that made a job claimable at once (a retry or snooze due
-    /// now) wake this process's workers.
-    fn hint_if_due(&self, outcomes: &[Settled]) {
-        let now = self.now();
-        let due = outcomes.iter().any(|o| match o {
-            Settled::Retried(RetryOutcome::Scheduled(t)) | Settled::Snoozed(Some(t)) => *t <= now,
-            _ => false,
-        });
-        if due {
-            self.hub().all();
-        }
-    }
-
     /// Sweep every queue; with `every_s`, only when no process swept in the
     /// last `every_s` seconds (the mark and the sweep commit together, and
     /// writers are serialized, so one process sweeps per interval).
@@ -397,40 +393,23 @@ impl SqliteEngine {
                 }))
             })
             .await
-            .inspect(|r| {
-                if r.is_some_and(|r| r.rescued > 0) {
-                    self.hub().all();
-                }
-            })
     }
 }
 
-impl QueueEngine for SqliteEngine {
-    async fn job_enqueue(
-        &self,
-        params: impl Into<JobEnqueueParams> + Send,
-    ) -> Result<Vec<Enqueued>> {
-        let JobEnqueueParams { jobs } = checked(params, self.limits())?;
-        if jobs.is_empty() {
-            return Ok(Vec::new());
-        }
-        let queues = NewJob::distinct_queues(&jobs);
-        let out = self
-            .inner
+impl QueueDriver for SqliteEngine {
+    async fn job_enqueue(&self, params: Checked<JobEnqueueParams>) -> Result<Vec<Enqueued>> {
+        let JobEnqueueParams { jobs } = params.into_inner();
+        self.inner
             .writer
             .write("job_enqueue", move |st| {
                 let now = st.clock.now();
                 jobs.iter().map(|j| insert_job(&st.conn, j, now)).collect()
             })
-            .await?;
-        for q in &queues {
-            self.hub().queue(q);
-        }
-        Ok(out)
+            .await
     }
 
-    async fn job_claim(&self, p: JobClaimParams) -> Result<Vec<Job>> {
-        p.validate(self.limits())?;
+    async fn job_claim(&self, params: Checked<JobClaimParams>) -> Result<Vec<Job>> {
+        let p = params.into_inner();
         self.inner
             .writer
             .write("job_claim", move |st| {
@@ -478,11 +457,8 @@ impl QueueEngine for SqliteEngine {
             .await
     }
 
-    async fn job_ack(&self, params: impl Into<JobAckParams> + Send) -> Result<Vec<bool>> {
-        let JobAckParams { claims } = checked(params, self.limits())?;
-        if claims.is_empty() {
-            return Ok(Vec::new());
-        }
+    async fn job_ack(&self, params: Checked<JobAckParams>) -> Result<Vec<bool>> {
+        let JobAckParams { claims } = params.into_inner();
         self.inner
             .writer
             .write("job_ack", move |st| {
@@ -525,51 +501,13 @@ impl QueueEngine for SqliteEngine {
             .await
     }
 
-    async fn job_retry(&self, p: JobRetryParams) -> Result<RetryOutcome> {
-        p.validate(self.limits())?;
-        let outcome = self
-            .inner
-            .writer
-            .write("job_retry", move |st| retry_in(&st.conn, p, st.clock.now()))
-            .await?;
-        self.hint_if_due(&[Settled::Retried(outcome)]);
-        Ok(outcome)
-    }
-
-    async fn job_fail(&self, params: impl Into<JobFailParams> + Send) -> Result<bool> {
-        let JobFailParams { claim, error } = checked(params, self.limits())?;
+    async fn job_settle(&self, params: Checked<JobSettleParams>) -> Result<Settlement> {
+        let JobSettleParams { batch } = params.into_inner();
         self.inner
-            .writer
-            .write("job_fail", move |st| {
-                fail_in(&st.conn, &claim, error, st.clock.now())
-            })
-            .await
-    }
-
-    async fn job_snooze(&self, params: impl Into<JobSnoozeParams> + Send) -> Result<Option<i64>> {
-        let JobSnoozeParams { claim, delay } = checked(params, self.limits())?;
-        let out = self
-            .inner
-            .writer
-            .write("job_snooze", move |st| {
-                snooze_in(&st.conn, &claim, delay, st.clock.now())
-            })
-            .await?;
-        self.hint_if_due(&[Settled::Snoozed(out)]);
-        Ok(out)
-    }
-
-    async fn job_settle(&self, params: impl Into<JobSettleParams> + Send) -> Result<Vec<Settled>> {
-        let JobSettleParams { batch } = checked(params, self.limits())?;
-        if batch.is_empty() {
-            return Ok(Vec::new());
-        }
-        let out = self
-            .inner
             .writer
             .write("job_settle", move |st| {
                 let now = st.clock.now();
-                batch
+                let outcomes = batch
                     .into_iter()
                     .map(|s| match s {
                         Settle::Retry(p) => retry_in(&st.conn, p, now).map(Settled::Retried),
@@ -580,18 +518,23 @@ impl QueueEngine for SqliteEngine {
                             snooze_in(&st.conn, &claim, delay, now).map(Settled::Snoozed)
                         }
                     })
-                    .collect::<Result<Vec<_>>>()
+                    .collect::<Result<Vec<_>>>()?;
+                let claimable_now = outcomes.iter().any(|o| match o {
+                    Settled::Retried(RetryOutcome::Scheduled(t)) | Settled::Snoozed(Some(t)) => {
+                        *t <= now
+                    }
+                    _ => false,
+                });
+                Ok(Settlement {
+                    outcomes,
+                    claimable_now,
+                })
             })
-            .await?;
-        self.hint_if_due(&out);
-        Ok(out)
+            .await
     }
 
-    async fn job_heartbeat(
-        &self,
-        params: impl Into<JobHeartbeatParams> + Send,
-    ) -> Result<Option<i64>> {
-        let JobHeartbeatParams { claim } = checked(params, self.limits())?;
+    async fn job_heartbeat(&self, params: Checked<JobHeartbeatParams>) -> Result<Option<i64>> {
+        let JobHeartbeatParams { claim } = params.into_inner();
         self.inner
             .writer
             .write("job_heartbeat", move |st| {
@@ -612,10 +555,9 @@ impl QueueEngine for SqliteEngine {
             .await
     }
 
-    async fn job_release(&self, params: impl Into<JobReleaseParams> + Send) -> Result<bool> {
-        let JobReleaseParams { claim } = checked(params, self.limits())?;
-        let released = self
-            .inner
+    async fn job_release(&self, params: Checked<JobReleaseParams>) -> Result<bool> {
+        let JobReleaseParams { claim } = params.into_inner();
+        self.inner
             .writer
             .write("job_release", move |st| {
                 let now = st.clock.now();
@@ -623,21 +565,14 @@ impl QueueEngine for SqliteEngine {
                 hand_back(&st.conn, "job_release", HELD, &args, now, now)
                     .map(|h| h != HandedBack::NotHeld)
             })
-            .await?;
-        if released {
-            self.hub().all();
-        }
-        Ok(released)
+            .await
     }
 
     async fn job_cancel_requests(
         &self,
-        params: impl Into<JobCancelRequestsParams> + Send,
+        params: Checked<JobCancelRequestsParams>,
     ) -> Result<Vec<i64>> {
-        let JobCancelRequestsParams { ids } = checked(params, self.limits())?;
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
+        let JobCancelRequestsParams { ids } = params.into_inner();
         let list = format!(
             "[{}]",
             ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
@@ -652,13 +587,10 @@ impl QueueEngine for SqliteEngine {
         })
         .await
     }
-}
 
-impl QueueAdmin for SqliteEngine {
-    async fn job_unclaim(&self, params: impl Into<JobUnclaimParams> + Send) -> Result<bool> {
-        let JobUnclaimParams { id } = checked(params, self.limits())?;
-        let released = self
-            .inner
+    async fn job_unclaim(&self, params: Checked<JobUnclaimParams>) -> Result<bool> {
+        let JobUnclaimParams { id } = params.into_inner();
+        self.inner
             .writer
             .write("job_unclaim", move |st| {
                 let now = st.clock.now();
@@ -666,15 +598,11 @@ impl QueueAdmin for SqliteEngine {
                 hand_back(&st.conn, "job_unclaim", held, &[&id], now, now)
                     .map(|h| h != HandedBack::NotHeld)
             })
-            .await?;
-        if released {
-            self.hub().all();
-        }
-        Ok(released)
+            .await
     }
 
-    async fn job_cancel(&self, params: impl Into<JobCancelParams> + Send) -> Result<CancelOutcome> {
-        let JobCancelParams { id } = checked(params, self.limits())?;
+    async fn job_cancel(&self, params: Checked<JobCancelParams>) -> Result<CancelOutcome> {
+        let JobCancelParams { id } = params.into_inner();
         self.inner
             .writer
             .write("job_cancel", move |st| {
@@ -709,8 +637,8 @@ impl QueueAdmin for SqliteEngine {
             .await
     }
 
-    async fn job_get(&self, params: impl Into<JobGetParams> + Send) -> Result<Option<JobInfo>> {
-        let JobGetParams { id } = checked(params, self.limits())?;
+    async fn job_get(&self, params: Checked<JobGetParams>) -> Result<Option<JobInfo>> {
+        let JobGetParams { id } = params.into_inner();
         self.read("job_get", move |conn| {
             for (table, source) in [
                 ("__alkstore_job", Source::Live),
@@ -733,8 +661,8 @@ impl QueueAdmin for SqliteEngine {
         .await
     }
 
-    async fn queue_stats(&self, params: impl Into<QueueStatsParams> + Send) -> Result<QueueStats> {
-        let QueueStatsParams { queue } = checked(params, self.limits())?;
+    async fn queue_stats(&self, params: Checked<QueueStatsParams>) -> Result<QueueStats> {
+        let QueueStatsParams { queue } = params.into_inner();
         let now = self.now();
         self.read("queue_stats", move |conn| {
             let op = "queue_stats";
@@ -787,8 +715,8 @@ impl QueueAdmin for SqliteEngine {
         .await
     }
 
-    async fn job_list(&self, p: JobListParams) -> Result<Vec<JobInfo>> {
-        p.validate(self.limits())?;
+    async fn job_list(&self, params: Checked<JobListParams>) -> Result<Vec<JobInfo>> {
+        let p = params.into_inner();
         // Kept completed jobs live in their own table (no state column);
         // live jobs filter on state when one is asked for.
         let (table, source, state_filter) = if p.state == Some(JobState::Completed) {
@@ -831,8 +759,8 @@ impl QueueAdmin for SqliteEngine {
         .await
     }
 
-    async fn dead_list(&self, p: DeadListParams) -> Result<Vec<JobInfo>> {
-        p.validate(self.limits())?;
+    async fn dead_list(&self, params: Checked<DeadListParams>) -> Result<Vec<JobInfo>> {
+        let p = params.into_inner();
         self.read("dead_list", move |conn| {
             conn.prepare_cached(&format!(
                 "SELECT {JOB_COLS}, reason, died_at FROM __alkstore_dead \
@@ -850,8 +778,8 @@ impl QueueAdmin for SqliteEngine {
         .await
     }
 
-    async fn dead_requeue(&self, sel: DeadSelect) -> Result<u64> {
-        sel.validate(self.limits())?;
+    async fn dead_requeue(&self, params: Checked<DeadRequeueParams>) -> Result<u64> {
+        let sel = params.into_inner();
         self.inner
             .writer
             .write("dead_requeue", move |st| {
@@ -886,15 +814,10 @@ impl QueueAdmin for SqliteEngine {
                 Ok(n)
             })
             .await
-            .inspect(|n| {
-                if *n > 0 {
-                    self.hub().all();
-                }
-            })
     }
 
-    async fn dead_purge(&self, sel: DeadSelect) -> Result<u64> {
-        sel.validate(self.limits())?;
+    async fn dead_purge(&self, params: Checked<DeadPurgeParams>) -> Result<u64> {
+        let sel = params.into_inner();
         self.inner
             .writer
             .write("dead_purge", move |st| {
@@ -912,9 +835,11 @@ impl QueueAdmin for SqliteEngine {
             .await
     }
 
-    async fn dead_count(&self, sel: DeadSelect) -> Result<u64> {
-        sel.validate(self.limits())?;
-        let sel = DeadSelect { limit: None, ..sel };
+    async fn dead_count(&self, params: Checked<DeadCountParams>) -> Result<u64> {
+        let sel = DeadSelect {
+            limit: None,
+            ..params.into_inner()
+        };
         self.read("dead_count", move |conn| {
             if sel.ids.is_some() {
                 return Ok(selected_dead_ids(conn, &sel, false)?.len() as u64);

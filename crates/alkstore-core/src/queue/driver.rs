@@ -1,0 +1,120 @@
+//! [`QueueDriver`]: what an engine implements for queues — SQL and nothing
+//! else. Validation, spans, metrics and wake hints are the wrapper's
+//! ([`crate::call`]), which implements [`QueueEngine`](super::QueueEngine)
+//! and [`QueueAdmin`](super::QueueAdmin) for every driver.
+
+use std::future::Future;
+
+use crate::{Checked, Engine, Result};
+
+use super::params::*;
+use super::types::*;
+
+/// The queue statements of one engine. Each method takes [`Checked`]
+/// parameters (validated against the store's limits) and runs its SQL;
+/// callers use [`QueueEngine`](super::QueueEngine) and
+/// [`QueueAdmin`](super::QueueAdmin), whose methods document the behaviour
+/// each driver method must have (the contract suite checks it).
+///
+/// Batch methods are never called with an empty batch.
+pub trait QueueDriver: Engine {
+    /// See [`QueueEngine::job_enqueue`](super::QueueEngine::job_enqueue).
+    fn job_enqueue(
+        &self,
+        params: Checked<JobEnqueueParams>,
+    ) -> impl Future<Output = Result<Vec<Enqueued>>> + Send;
+
+    /// See [`QueueEngine::job_claim`](super::QueueEngine::job_claim).
+    fn job_claim(
+        &self,
+        params: Checked<JobClaimParams>,
+    ) -> impl Future<Output = Result<Vec<Job>>> + Send;
+
+    /// See [`QueueEngine::job_ack`](super::QueueEngine::job_ack).
+    fn job_ack(
+        &self,
+        params: Checked<JobAckParams>,
+    ) -> impl Future<Output = Result<Vec<bool>>> + Send;
+
+    /// See [`QueueEngine::job_settle`](super::QueueEngine::job_settle); also
+    /// serves `job_retry`, `job_fail` and `job_snooze` as batches of one.
+    fn job_settle(
+        &self,
+        params: Checked<JobSettleParams>,
+    ) -> impl Future<Output = Result<Settlement>> + Send;
+
+    /// See [`QueueEngine::job_heartbeat`](super::QueueEngine::job_heartbeat).
+    fn job_heartbeat(
+        &self,
+        params: Checked<JobHeartbeatParams>,
+    ) -> impl Future<Output = Result<Option<i64>>> + Send;
+
+    /// See [`QueueEngine::job_release`](super::QueueEngine::job_release).
+    fn job_release(
+        &self,
+        params: Checked<JobReleaseParams>,
+    ) -> impl Future<Output = Result<bool>> + Send;
+
+    /// See [`QueueEngine::job_cancel_requests`](super::QueueEngine::job_cancel_requests).
+    fn job_cancel_requests(
+        &self,
+        params: Checked<JobCancelRequestsParams>,
+    ) -> impl Future<Output = Result<Vec<i64>>> + Send;
+
+    /// See [`QueueAdmin::job_get`](super::QueueAdmin::job_get).
+    fn job_get(
+        &self,
+        params: Checked<JobGetParams>,
+    ) -> impl Future<Output = Result<Option<JobInfo>>> + Send;
+
+    /// See [`QueueAdmin::job_list`](super::QueueAdmin::job_list).
+    fn job_list(
+        &self,
+        params: Checked<JobListParams>,
+    ) -> impl Future<Output = Result<Vec<JobInfo>>> + Send;
+
+    /// See [`QueueAdmin::job_cancel`](super::QueueAdmin::job_cancel).
+    fn job_cancel(
+        &self,
+        params: Checked<JobCancelParams>,
+    ) -> impl Future<Output = Result<CancelOutcome>> + Send;
+
+    /// See [`QueueAdmin::job_unclaim`](super::QueueAdmin::job_unclaim).
+    fn job_unclaim(
+        &self,
+        params: Checked<JobUnclaimParams>,
+    ) -> impl Future<Output = Result<bool>> + Send;
+
+    /// See [`QueueAdmin::queue_stats`](super::QueueAdmin::queue_stats).
+    fn queue_stats(
+        &self,
+        params: Checked<QueueStatsParams>,
+    ) -> impl Future<Output = Result<QueueStats>> + Send;
+
+    /// See [`QueueAdmin::queue_list`](super::QueueAdmin::queue_list).
+    fn queue_list(&self) -> impl Future<Output = Result<Vec<String>>> + Send;
+
+    /// See [`QueueAdmin::dead_list`](super::QueueAdmin::dead_list).
+    fn dead_list(
+        &self,
+        params: Checked<DeadListParams>,
+    ) -> impl Future<Output = Result<Vec<JobInfo>>> + Send;
+
+    /// See [`QueueAdmin::dead_requeue`](super::QueueAdmin::dead_requeue).
+    fn dead_requeue(
+        &self,
+        params: Checked<DeadRequeueParams>,
+    ) -> impl Future<Output = Result<u64>> + Send;
+
+    /// See [`QueueAdmin::dead_purge`](super::QueueAdmin::dead_purge).
+    fn dead_purge(
+        &self,
+        params: Checked<DeadPurgeParams>,
+    ) -> impl Future<Output = Result<u64>> + Send;
+
+    /// See [`QueueAdmin::dead_count`](super::QueueAdmin::dead_count).
+    fn dead_count(
+        &self,
+        params: Checked<DeadCountParams>,
+    ) -> impl Future<Output = Result<u64>> + Send;
+}
