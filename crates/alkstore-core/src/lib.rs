@@ -16,6 +16,7 @@ mod clock;
 mod engine;
 mod error;
 pub mod queue;
+pub mod stream;
 pub mod url;
 pub mod validate;
 mod wake;
@@ -30,11 +31,12 @@ pub use queue::{
     QueueAdmin, QueueDriver, QueueEngine, QueueOpts, QueueStats, RetryOutcome, Settle, Settled,
     Settlement, SweepReport,
 };
+pub use stream::{StreamDriver, StreamEngine};
 pub use validate::Limits;
 
 /// The engine traits, for `use alkstore_core::prelude::*;` where engine
 /// methods are called.
 pub mod prelude {
-    pub use crate::{Engine, QueueAdmin, QueueEngine};
+    pub use crate::{Engine, QueueAdmin, QueueEngine, StreamEngine};
 }
 pub use wake::{Wake, WakeHub};

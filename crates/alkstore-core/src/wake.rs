@@ -11,6 +11,8 @@ use tokio::sync::broadcast;
 pub enum Wake {
     /// This queue may have claimable jobs.
     Queue(Arc<str>),
+    /// This stream may have new events.
+    Stream(Arc<str>),
     /// Anything may have changed (another process committed, a listener
     /// reconnected, or hints were dropped because a receiver lagged).
     All,
@@ -21,6 +23,16 @@ impl Wake {
     pub fn concerns(&self, queue: &str) -> bool {
         match self {
             Wake::Queue(q) => &**q == queue,
+            Wake::Stream(_) => false,
+            Wake::All => true,
+        }
+    }
+
+    /// Whether this hint concerns `stream`.
+    pub fn concerns_stream(&self, stream: &str) -> bool {
+        match self {
+            Wake::Stream(s) => &**s == stream,
+            Wake::Queue(_) => false,
             Wake::All => true,
         }
     }
@@ -55,6 +67,13 @@ impl WakeHub {
     pub fn queue(&self, queue: &str) {
         if self.has_listeners() {
             let _ = self.tx.send(Wake::Queue(Arc::from(queue)));
+        }
+    }
+
+    /// Hint that `stream` may have new events.
+    pub fn stream(&self, stream: &str) {
+        if self.has_listeners() {
+            let _ = self.tx.send(Wake::Stream(Arc::from(stream)));
         }
     }
 

@@ -25,6 +25,7 @@ mod listen;
 mod outbox;
 mod queues;
 pub mod schema;
+mod streams;
 #[doc(hidden)]
 pub mod testing;
 mod tls;
@@ -105,6 +106,7 @@ struct Inner {
     pool: Pool,
     relaxed_pool: Option<Pool>,
     sql: queues::sql::Sql,
+    stream_sql: streams::sql::StreamSql,
     opts: PgOptions,
     /// When each queue's expired rows were last handed back.
     rescues: Mutex<RescueSchedule>,
@@ -182,6 +184,7 @@ impl PgEngine {
         let engine = PgEngine {
             inner: Arc::new(Inner {
                 sql: queues::sql::Sql::new(&opts.schema),
+                stream_sql: streams::sql::StreamSql::new(&opts.schema),
                 pool,
                 relaxed_pool,
                 opts,

@@ -10,7 +10,7 @@ use alkstore_core::WakeHub;
 use futures_util::StreamExt;
 use tokio_postgres::AsyncMessage;
 
-use crate::schema::{notify_channel, quote_identifier};
+use crate::schema::{notify_channel, quote_identifier, stream_channel};
 use crate::tls::Connector;
 
 /// Listen with the engine's connection settings (its TLS included).
@@ -29,13 +29,16 @@ pub(crate) fn spawn(
     config.connect_timeout(Duration::from_secs(5));
     config.keepalives_idle(Duration::from_secs(30));
     handle.spawn(async move {
-        let channel = notify_channel(&schema);
+        let channels = Channels {
+            queues: notify_channel(&schema),
+            streams: stream_channel(&schema),
+        };
         let mut backoff = Duration::from_millis(100);
         loop {
             if hub.upgrade().is_none() {
                 return;
             }
-            match listen_once(&config, connector.clone(), &channel, &hub).await {
+            match listen_once(&config, connector.clone(), &channels, &hub).await {
                 Ok(()) => backoff = Duration::from_millis(100),
                 Err(e) => {
                     tracing::warn!(error = %e, "LISTEN connection lost; reconnecting");
@@ -47,10 +50,17 @@ pub(crate) fn spawn(
     });
 }
 
+/// The schema's two channels: queue hints carry a queue name, stream hints
+/// a stream name.
+struct Channels {
+    queues: String,
+    streams: String,
+}
+
 async fn listen_once(
     config: &tokio_postgres::Config,
     connector: Connector,
-    channel: &str,
+    channels: &Channels,
     hub: &Weak<WakeHub>,
 ) -> Result<(), tokio_postgres::Error> {
     let (client, mut connection) = config.connect(connector).await?;
@@ -70,7 +80,11 @@ async fn listen_once(
         Ok(())
     });
     client
-        .batch_execute(&format!("LISTEN {}", quote_identifier(channel)))
+        .batch_execute(&format!(
+            "LISTEN {}; LISTEN {}",
+            quote_identifier(&channels.queues),
+            quote_identifier(&channels.streams)
+        ))
         .await?;
     if let Some(h) = hub.upgrade() {
         h.all();
@@ -84,7 +98,11 @@ async fn listen_once(
                 let Some(msg) = msg else { break };
                 let Some(h) = hub.upgrade() else { break };
                 if let AsyncMessage::Notification(n) = msg {
-                    h.queue(n.payload());
+                    if n.channel() == channels.streams {
+                        h.stream(n.payload());
+                    } else {
+                        h.queue(n.payload());
+                    }
                 }
             }
             _ = alive.tick() => {

@@ -34,6 +34,7 @@ pub const DEFAULT_SCHEMA: &str = "alkstore";
 const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/001_queues.sql"),
     include_str!("../migrations/002_queue_tokens_cancel_done.sql"),
+    include_str!("../migrations/003_streams.sql"),
 ];
 
 /// The schema version this build writes and understands.
@@ -101,11 +102,23 @@ pub mod tables {
     pub const DONE: &str = "done";
     /// Key/value facts about the schema (its version).
     pub const META: &str = "meta";
+    /// Stream events (the offset is `id`).
+    pub const EVENT: &str = "event";
+    /// Per-stream settings (retention) and facts (the highest trimmed offset).
+    pub const STREAM: &str = "stream";
+    /// Consumer offsets.
+    pub const STREAM_OFFSET: &str = "stream_offset";
 }
 
-/// The LISTEN/NOTIFY channel of a schema (`alkstore_{schema}`).
+/// The LISTEN/NOTIFY channel of a schema's queues (`alkstore_{schema}`).
 pub fn notify_channel(schema: &str) -> String {
     format!("alkstore_{schema}")
+}
+
+/// The LISTEN/NOTIFY channel of a schema's streams (`alkstore_s_{schema}`;
+/// 51 bytes at most, under PostgreSQL's 63).
+pub fn stream_channel(schema: &str) -> String {
+    format!("alkstore_s_{schema}")
 }
 
 /// Reject schema names PostgreSQL would mangle.
@@ -216,6 +229,9 @@ fn render(sql: &str, schema: &str) -> String {
             "dead" => QualifiedTable::new(schema, tables::DEAD).to_string(),
             "done" => QualifiedTable::new(schema, tables::DONE).to_string(),
             "meta" => QualifiedTable::new(schema, tables::META).to_string(),
+            "event" => QualifiedTable::new(schema, tables::EVENT).to_string(),
+            "stream" => QualifiedTable::new(schema, tables::STREAM).to_string(),
+            "stream_offset" => QualifiedTable::new(schema, tables::STREAM_OFFSET).to_string(),
             "schema" => quote_identifier(schema),
             _ => match token.strip_prefix("index:") {
                 Some(index) => quote_identifier(&format!("{schema}_{index}")),
@@ -242,12 +258,10 @@ mod tests {
     fn migrations_render_every_placeholder_quoted() {
         for (n, m) in MIGRATIONS.iter().enumerate() {
             let sql = render(m, r#"we"ird"#);
-            assert!(
-                !sql.contains("@job@") && !sql.contains("@index:"),
-                "migration {}",
-                n + 1
-            );
-            assert!(sql.contains(r#""we""ird"."job""#), "migration {}", n + 1);
+            for token in ["@job@", "@dead@", "@done@", "@meta@", "@event@", "@stream", "@index:", "@schema@"] {
+                assert!(!sql.contains(token), "migration {} keeps {token}", n + 1);
+            }
+            assert!(sql.contains(r#""we""ird"."#), "migration {}", n + 1);
         }
         let first = render(MIGRATIONS[0], "s");
         assert!(first.contains(r#"CREATE INDEX IF NOT EXISTS "s_job_claim_idx" ON "s"."job""#));

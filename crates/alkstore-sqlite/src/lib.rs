@@ -27,6 +27,7 @@
 mod outbox;
 mod queues;
 mod schema;
+mod streams;
 mod writer;
 
 use std::path::{Path, PathBuf};

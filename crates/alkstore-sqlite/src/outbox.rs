@@ -1,9 +1,11 @@
 //! Enqueue inside the caller's own SQLite transaction (transactional outbox).
 
-use alkstore_core::{Engine, Enqueued, NewJob, Result};
+use alkstore_core::stream::{NewEvent, StreamPublishParams};
+use alkstore_core::{Checked, Engine, Enqueued, NewJob, Result};
 use rusqlite::Connection;
 
 use crate::queues::insert_job;
+use crate::streams::insert_events;
 use crate::SqliteEngine;
 
 impl SqliteEngine {
@@ -28,5 +30,26 @@ impl SqliteEngine {
     pub fn job_enqueue_in(&self, conn: &Connection, job: NewJob) -> Result<Enqueued> {
         job.validate(self.limits())?;
         insert_job(conn, &job, self.now())
+    }
+
+    /// Publish `events` on the caller's connection, usually inside the
+    /// caller's open transaction: they commit or roll back with the
+    /// caller's own writes (a rollback drops them, and their offsets are
+    /// never handed out again). Returns their offsets. Validated and timed
+    /// like [`SqliteEngine::job_enqueue_in`]; subscribers in other
+    /// processes see the commit through their watcher.
+    ///
+    /// ```no_run
+    /// # fn demo(engine: &alkstore_sqlite::SqliteEngine, conn: &mut rusqlite::Connection) -> Result<(), Box<dyn std::error::Error>> {
+    /// use alkstore_core::stream::NewEvent;
+    /// let tx = conn.transaction()?;
+    /// tx.execute("INSERT INTO orders (id) VALUES (1)", [])?;
+    /// engine.stream_publish_in(&tx, vec![NewEvent::new("orders", b"order 1 placed".to_vec())])?;
+    /// tx.commit()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn stream_publish_in(&self, conn: &Connection, events: Vec<NewEvent>) -> Result<Vec<i64>> {
+        let events = Checked::<StreamPublishParams>::new(events, self.limits())?.into_inner();
+        insert_events(conn, &events.events, self.now())
     }
 }

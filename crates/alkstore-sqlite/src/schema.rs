@@ -12,6 +12,7 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/001_queues.sql"),
     include_str!("../migrations/002_queue_tokens_cancel_done.sql"),
+    include_str!("../migrations/003_streams.sql"),
 ];
 
 /// Read the recorded schema version (`None` for a file alkstore never wrote).

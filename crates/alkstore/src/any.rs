@@ -8,6 +8,11 @@ use alkstore_core::{
     JobInfo, JobListParams, Limits, QueueDriver, QueueStats, Result, Settlement, SweepParams,
     SweepReport, WakeHub,
 };
+use alkstore_core::stream::{
+    ConsumerOffset, Event, StreamDriver, StreamInfo, StreamOffsetCommitParams,
+    StreamOffsetGetParams, StreamOffsetsParams, StreamPublishParams, StreamReadParams,
+    StreamRetentionParams, StreamStats, StreamStatsParams, StreamTrimParams,
+};
 #[cfg(feature = "postgres")]
 use alkstore_postgres::PgEngine;
 #[cfg(feature = "sqlite")]
@@ -44,15 +49,18 @@ macro_rules! dispatch {
     };
 }
 
-/// Pick the engine and await its driver method (`QueueDriver`'s, named
-/// explicitly: the public traits have methods of the same names).
+/// Pick the engine and await one of its driver methods (named with its
+/// trait: the public traits have methods of the same names).
 macro_rules! drive {
     ($self:ident . $method:ident ( $($arg:expr),* )) => {
+        drive!(QueueDriver, $self.$method($($arg),*))
+    };
+    ($driver:ident, $self:ident . $method:ident ( $($arg:expr),* )) => {
         match $self {
             #[cfg(feature = "sqlite")]
-            AnyEngine::Sqlite(e) => QueueDriver::$method(e, $($arg),*).await,
+            AnyEngine::Sqlite(e) => $driver::$method(e, $($arg),*).await,
             #[cfg(feature = "postgres")]
-            AnyEngine::Postgres(e) => QueueDriver::$method(e, $($arg),*).await,
+            AnyEngine::Postgres(e) => $driver::$method(e, $($arg),*).await,
         }
     };
 }
@@ -151,5 +159,43 @@ impl QueueDriver for AnyEngine {
 
     async fn dead_count(&self, p: Checked<DeadCountParams>) -> Result<u64> {
         drive!(self.dead_count(p))
+    }
+}
+
+impl StreamDriver for AnyEngine {
+    async fn stream_publish(&self, p: Checked<StreamPublishParams>) -> Result<Vec<i64>> {
+        drive!(StreamDriver, self.stream_publish(p))
+    }
+
+    async fn stream_read(&self, p: Checked<StreamReadParams>) -> Result<Vec<Event>> {
+        drive!(StreamDriver, self.stream_read(p))
+    }
+
+    async fn stream_offset_get(&self, p: Checked<StreamOffsetGetParams>) -> Result<Option<i64>> {
+        drive!(StreamDriver, self.stream_offset_get(p))
+    }
+
+    async fn stream_offset_commit(&self, p: Checked<StreamOffsetCommitParams>) -> Result<i64> {
+        drive!(StreamDriver, self.stream_offset_commit(p))
+    }
+
+    async fn stream_offsets(&self, p: Checked<StreamOffsetsParams>) -> Result<Vec<ConsumerOffset>> {
+        drive!(StreamDriver, self.stream_offsets(p))
+    }
+
+    async fn stream_stats(&self, p: Checked<StreamStatsParams>) -> Result<StreamStats> {
+        drive!(StreamDriver, self.stream_stats(p))
+    }
+
+    async fn stream_list(&self) -> Result<Vec<StreamInfo>> {
+        drive!(StreamDriver, self.stream_list())
+    }
+
+    async fn stream_trim(&self, p: Checked<StreamTrimParams>) -> Result<u64> {
+        drive!(StreamDriver, self.stream_trim(p))
+    }
+
+    async fn stream_retention_set(&self, p: Checked<StreamRetentionParams>) -> Result<()> {
+        drive!(StreamDriver, self.stream_retention_set(p))
     }
 }

@@ -552,6 +552,8 @@ pub struct SweepReport {
     pub dead_pruned: u64,
     /// Kept completed jobs past their retention, deleted.
     pub completed_pruned: u64,
+    /// Stream events past their stream's retention, deleted.
+    pub events_trimmed: u64,
 }
 
 /// The retry delay in seconds after `attempt` failed: `base * 2^(attempt-1)`,

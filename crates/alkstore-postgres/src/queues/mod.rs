@@ -408,8 +408,18 @@ impl PgEngine {
             let stmt = tx.prepare_cached(text).await.map_err(db(op))?;
             pruned[i] = tx.execute(&stmt, &[&now]).await.map_err(db(op))?;
         }
+        let trim = tx
+            .prepare_cached(&self.inner.stream_sql.sweep_trim)
+            .await
+            .map_err(db(op))?;
+        let events_trimmed: i64 = tx
+            .query_one(&trim, &[&now])
+            .await
+            .map_err(db(op))?
+            .get(0);
         tx.commit().await.map_err(db(op))?;
         Ok(Some(SweepReport {
+            events_trimmed: count(events_trimmed),
             expired: count(expired),
             rescued: count(rescued),
             exhausted: count(exhausted),

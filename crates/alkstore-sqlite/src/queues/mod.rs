@@ -384,12 +384,14 @@ impl SqliteEngine {
                 let completed_pruned = prune(
                     "DELETE FROM __alkstore_done WHERE completed_at + keep_completed_s <= ?1",
                 )?;
+                let events_trimmed = crate::streams::trim_retained(&st.conn, op, now)?;
                 Ok(Some(SweepReport {
                     expired: r.expired,
                     rescued: r.rescued,
                     exhausted: r.exhausted,
                     dead_pruned,
                     completed_pruned,
+                    events_trimmed,
                 }))
             })
             .await

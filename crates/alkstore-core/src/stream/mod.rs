@@ -1,0 +1,35 @@
+//! Event streams: durable, append-only logs read in offset order, with
+//! consumer offsets. The value shapes, the call parameters, the driver
+//! trait engines implement ([`StreamDriver`]) and the trait callers use
+//! ([`StreamEngine`]).
+//!
+//! An event's **offset** is a positive `i64` the engine assigns when the
+//! event is published. Offsets are unique in a store and never reused, and
+//! a reader never sees an offset lower than one it has already seen: reads
+//! return only events no still-open transaction can precede. On SQLite
+//! offsets count 1, 2, 3, …; on PostgreSQL they are derived from the
+//! publishing transaction (see `alkstore-postgres`), so they are sparse
+//! and large. Treat them as opaque, increasing positions.
+
+mod driver;
+mod engine;
+mod params;
+mod types;
+
+pub use driver::StreamDriver;
+pub use engine::StreamEngine;
+pub use params::*;
+pub use types::*;
+
+use crate::validate::validate_text;
+use crate::Result;
+
+/// Reject empty, oversized or NUL-containing stream names.
+pub fn validate_stream_name(stream: &str) -> Result<()> {
+    validate_text("stream name", stream)
+}
+
+/// Reject empty, oversized or NUL-containing consumer names.
+pub fn validate_consumer(consumer: &str) -> Result<()> {
+    validate_text("consumer name", consumer)
+}

@@ -1,0 +1,228 @@
+//! The parameters of stream engine calls, each validating itself against
+//! the store's [`Limits`].
+
+use std::time::Duration;
+
+use crate::validate::validate_duration;
+use crate::{Error, Limits, Result, Validate};
+
+use super::types::NewEvent;
+use super::{validate_consumer, validate_stream_name};
+
+/// Parameters of `stream_publish`: events appended all or none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamPublishParams {
+    /// The events, in the order their offsets grow.
+    pub events: Vec<NewEvent>,
+}
+
+impl From<Vec<NewEvent>> for StreamPublishParams {
+    fn from(events: Vec<NewEvent>) -> Self {
+        StreamPublishParams { events }
+    }
+}
+
+impl From<NewEvent> for StreamPublishParams {
+    fn from(event: NewEvent) -> Self {
+        StreamPublishParams {
+            events: vec![event],
+        }
+    }
+}
+
+impl Validate for StreamPublishParams {
+    fn validate_params(&self, limits: &Limits) -> Result<()> {
+        if self.events.len() > limits.max_page as usize {
+            return Err(Error::invalid(
+                "publish batch",
+                format!(
+                    "{} events is more than {} in one call",
+                    self.events.len(),
+                    limits.max_page
+                ),
+            ));
+        }
+        self.events.iter().try_for_each(|e| e.validate(limits))
+    }
+}
+
+/// Parameters of `stream_read`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamReadParams {
+    /// The stream.
+    pub stream: String,
+    /// Only events after this offset (0: from the start).
+    pub after: i64,
+    /// Most events to return (1..=`Limits::max_page`).
+    pub limit: u32,
+}
+
+impl StreamReadParams {
+    /// Up to `limit` events of `stream` after offset `after`.
+    pub fn new(stream: impl Into<String>, after: i64, limit: u32) -> Self {
+        StreamReadParams {
+            stream: stream.into(),
+            after,
+            limit,
+        }
+    }
+}
+
+impl Validate for StreamReadParams {
+    fn validate_params(&self, limits: &Limits) -> Result<()> {
+        validate_stream_name(&self.stream)?;
+        limits.check_page("read limit", self.limit)
+    }
+}
+
+/// Parameters of `stream_offset_get`: whose offset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamOffsetGetParams {
+    /// The stream.
+    pub stream: String,
+    /// The consumer.
+    pub consumer: String,
+}
+
+impl<S: Into<String>, C: Into<String>> From<(S, C)> for StreamOffsetGetParams {
+    fn from((stream, consumer): (S, C)) -> Self {
+        StreamOffsetGetParams {
+            stream: stream.into(),
+            consumer: consumer.into(),
+        }
+    }
+}
+
+impl Validate for StreamOffsetGetParams {
+    fn validate_params(&self, _limits: &Limits) -> Result<()> {
+        validate_stream_name(&self.stream)?;
+        validate_consumer(&self.consumer)
+    }
+}
+
+/// Parameters of `stream_offset_commit`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamOffsetCommitParams {
+    /// The stream.
+    pub stream: String,
+    /// The consumer.
+    pub consumer: String,
+    /// The last offset the consumer has handled (0: nothing yet).
+    pub offset: i64,
+}
+
+impl StreamOffsetCommitParams {
+    /// `consumer` has handled `stream` up to `offset`.
+    pub fn new(stream: impl Into<String>, consumer: impl Into<String>, offset: i64) -> Self {
+        StreamOffsetCommitParams {
+            stream: stream.into(),
+            consumer: consumer.into(),
+            offset,
+        }
+    }
+}
+
+impl Validate for StreamOffsetCommitParams {
+    fn validate_params(&self, _limits: &Limits) -> Result<()> {
+        validate_stream_name(&self.stream)?;
+        validate_consumer(&self.consumer)?;
+        if self.offset < 0 {
+            return Err(Error::invalid("offset", "must not be negative"));
+        }
+        Ok(())
+    }
+}
+
+/// Parameters of `stream_offsets`: the stream whose consumers to list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamOffsetsParams {
+    /// The stream.
+    pub stream: String,
+}
+
+impl<S: Into<String>> From<S> for StreamOffsetsParams {
+    fn from(stream: S) -> Self {
+        StreamOffsetsParams {
+            stream: stream.into(),
+        }
+    }
+}
+
+impl Validate for StreamOffsetsParams {
+    fn validate_params(&self, _limits: &Limits) -> Result<()> {
+        validate_stream_name(&self.stream)
+    }
+}
+
+/// Parameters of `stream_stats`.
+pub type StreamStatsParams = StreamOffsetsParams;
+
+/// Parameters of `stream_trim`: delete events before an offset, older than
+/// an age, or both (an event matching either goes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamTrimParams {
+    /// The stream.
+    pub stream: String,
+    /// Delete events with an offset below this (at most the head + 1).
+    pub before: Option<i64>,
+    /// Delete events published longer ago than this.
+    pub older_than: Option<Duration>,
+}
+
+impl StreamTrimParams {
+    /// Delete the events of `stream` below offset `before`.
+    pub fn before(stream: impl Into<String>, before: i64) -> Self {
+        StreamTrimParams {
+            stream: stream.into(),
+            before: Some(before),
+            older_than: None,
+        }
+    }
+
+    /// Delete the events of `stream` published longer ago than `age`.
+    pub fn older_than(stream: impl Into<String>, age: Duration) -> Self {
+        StreamTrimParams {
+            stream: stream.into(),
+            before: None,
+            older_than: Some(age),
+        }
+    }
+}
+
+impl Validate for StreamTrimParams {
+    fn validate_params(&self, _limits: &Limits) -> Result<()> {
+        validate_stream_name(&self.stream)?;
+        validate_duration("trim age", self.older_than)?;
+        if self.before.is_none() && self.older_than.is_none() {
+            return Err(Error::invalid(
+                "trim",
+                "give an offset to trim before, an age, or both",
+            ));
+        }
+        if self.before.is_some_and(|b| b < 0) {
+            return Err(Error::invalid("trim offset", "must not be negative"));
+        }
+        Ok(())
+    }
+}
+
+/// Parameters of `stream_retention_set`: how long maintenance keeps a
+/// stream's events.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamRetentionParams {
+    /// The stream.
+    pub stream: String,
+    /// Keep events this long (`None`: keep them until trimmed by hand).
+    pub max_age: Option<Duration>,
+}
+
+impl Validate for StreamRetentionParams {
+    fn validate_params(&self, _limits: &Limits) -> Result<()> {
+        validate_stream_name(&self.stream)?;
+        validate_duration("stream max age", self.max_age)?;
+        if self.max_age.is_some_and(|d| d.as_secs() == 0) {
+            return Err(Error::invalid("stream max age", "must be at least 1 s"));
+        }
+        Ok(())
+    }
+}

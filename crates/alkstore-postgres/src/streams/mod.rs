@@ -1,0 +1,218 @@
+//! The stream area on PostgreSQL: its operations (here) and statement
+//! texts (`sql.rs`).
+
+pub(crate) mod sql;
+
+use alkstore_core::stream::{
+    ConsumerOffset, Event, NewEvent, StreamDriver, StreamInfo, StreamOffsetCommitParams,
+    StreamOffsetGetParams, StreamOffsetsParams, StreamPublishParams, StreamReadParams,
+    StreamRetentionParams, StreamStats, StreamStatsParams, StreamTrimParams,
+};
+use alkstore_core::validate::{count, secs};
+use alkstore_core::{Checked, Error, Result};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::Row;
+
+use crate::{db, PgEngine};
+
+/// Publish validated events on `client` with the prepared `publish`
+/// statement; their offsets in order (the function returns the first, and
+/// a batch takes consecutive offsets). Shared by the engine and the outbox.
+pub(crate) async fn publish_with(
+    client: &(impl tokio_postgres::GenericClient + Sync),
+    stmt: &tokio_postgres::Statement,
+    now: Option<i64>,
+    events: &[NewEvent],
+) -> Result<Vec<i64>> {
+    let streams: Vec<&str> = events.iter().map(|e| e.stream.as_str()).collect();
+    let keys: Vec<Option<&str>> = events.iter().map(|e| e.key.as_deref()).collect();
+    let payloads: Vec<&[u8]> = events.iter().map(|e| e.payload.as_slice()).collect();
+    let row = client
+        .query_one(stmt, &[&now, &streams, &keys, &payloads])
+        .await
+        .map_err(db("stream_publish"))?;
+    let base: i64 = row.get(0);
+    Ok((0..events.len())
+        .map(|i| base + i64::try_from(i).unwrap_or(i64::MAX))
+        .collect())
+}
+
+fn consumer_offset(r: &Row) -> ConsumerOffset {
+    ConsumerOffset {
+        consumer: r.get(0),
+        offset: r.get(1),
+        updated_at: r.get(2),
+        lag: count(r.get(3)),
+    }
+}
+
+impl PgEngine {
+    async fn stream_query(
+        &self,
+        op: &'static str,
+        text: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached(text).await.map_err(db(op))?;
+        client.query(&stmt, params).await.map_err(db(op))
+    }
+}
+
+impl StreamDriver for PgEngine {
+    async fn stream_publish(&self, params: Checked<StreamPublishParams>) -> Result<Vec<i64>> {
+        let StreamPublishParams { events } = params.into_inner();
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(&self.inner.stream_sql.publish)
+            .await
+            .map_err(db("stream_publish"))?;
+        publish_with(&**client, &stmt, self.now_override(), &events).await
+    }
+
+    async fn stream_read(&self, params: Checked<StreamReadParams>) -> Result<Vec<Event>> {
+        let p = params.into_inner();
+        let limit = i64::from(p.limit);
+        let rows = self
+            .stream_query(
+                "stream_read",
+                &self.inner.stream_sql.read,
+                &[&p.stream, &p.after, &limit],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| Event {
+                offset: r.get(0),
+                stream: p.stream.clone(),
+                key: r.get(1),
+                payload: r.get(2),
+                created_at: r.get(3),
+            })
+            .collect())
+    }
+
+    async fn stream_offset_get(&self, params: Checked<StreamOffsetGetParams>) -> Result<Option<i64>> {
+        let p = params.into_inner();
+        let rows = self
+            .stream_query(
+                "stream_offset_get",
+                &self.inner.stream_sql.offset_get,
+                &[&p.stream, &p.consumer],
+            )
+            .await?;
+        Ok(rows.first().map(|r| r.get(0)))
+    }
+
+    async fn stream_offset_commit(&self, params: Checked<StreamOffsetCommitParams>) -> Result<i64> {
+        let p = params.into_inner();
+        let op = "stream_offset_commit";
+        let rows = self
+            .stream_query(
+                op,
+                &self.inner.stream_sql.offset_commit,
+                &[&self.now_override(), &p.stream, &p.consumer, &p.offset],
+            )
+            .await?;
+        let r = rows.first().ok_or_else(|| Error::database(op, "no row"))?;
+        let (moved, saved, head): (Option<i64>, Option<i64>, i64) = (r.get(0), r.get(1), r.get(2));
+        match (moved, saved) {
+            (Some(m), _) => Ok(m),
+            (None, Some(s)) if s >= p.offset => Ok(s),
+            _ => Err(Error::invalid(
+                "offset",
+                format!(
+                    "{} is beyond the head of stream {:?} ({head}); nothing was saved",
+                    p.offset, p.stream
+                ),
+            )),
+        }
+    }
+
+    async fn stream_offsets(&self, params: Checked<StreamOffsetsParams>) -> Result<Vec<ConsumerOffset>> {
+        let p = params.into_inner();
+        let rows = self
+            .stream_query("stream_offsets", &self.inner.stream_sql.offsets, &[&p.stream])
+            .await?;
+        Ok(rows.iter().map(consumer_offset).collect())
+    }
+
+    async fn stream_stats(&self, params: Checked<StreamStatsParams>) -> Result<StreamStats> {
+        let p = params.into_inner();
+        let op = "stream_stats";
+        let rows = self
+            .stream_query(op, &self.inner.stream_sql.stats, &[&p.stream])
+            .await?;
+        let r = rows.first().ok_or_else(|| Error::database(op, "no row"))?;
+        let held_back = count(r.get(3));
+        let consumers = self
+            .stream_query(op, &self.inner.stream_sql.offsets, &[&p.stream])
+            .await?
+            .iter()
+            .map(consumer_offset)
+            .collect();
+        Ok(StreamStats {
+            head: r.get(0),
+            first: r.get(1),
+            events: count(r.get(2)),
+            held_back,
+            held_back_by_s: if held_back > 0 { r.get(5) } else { None },
+            max_age_s: r.get(4),
+            consumers,
+            stream: p.stream,
+        })
+    }
+
+    async fn stream_list(&self) -> Result<Vec<StreamInfo>> {
+        let rows = self
+            .stream_query("stream_list", &self.inner.stream_sql.list, &[])
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| StreamInfo {
+                stream: r.get(0),
+                head: r.get(1),
+                events: count(r.get(2)),
+            })
+            .collect())
+    }
+
+    async fn stream_trim(&self, params: Checked<StreamTrimParams>) -> Result<u64> {
+        let p = params.into_inner();
+        let op = "stream_trim";
+        let age_s = p.older_than.map(secs);
+        let rows = self
+            .stream_query(
+                op,
+                &self.inner.stream_sql.trim,
+                &[&self.now_override(), &p.stream, &p.before, &age_s],
+            )
+            .await?;
+        let r = rows.first().ok_or_else(|| Error::database(op, "no row"))?;
+        let (deleted, head): (i64, i64) = (r.get(0), r.get(1));
+        if let Some(before) = p.before {
+            if before > head + 1 {
+                return Err(Error::invalid(
+                    "trim offset",
+                    format!(
+                        "{before} is past the head of stream {:?} ({head}); nothing was deleted",
+                        p.stream
+                    ),
+                ));
+            }
+        }
+        Ok(count(deleted))
+    }
+
+    async fn stream_retention_set(&self, params: Checked<StreamRetentionParams>) -> Result<()> {
+        let p = params.into_inner();
+        let max_age_s = p.max_age.map(secs);
+        self.stream_query(
+            "stream_retention_set",
+            &self.inner.stream_sql.retention_set,
+            &[&p.stream, &max_age_s],
+        )
+        .await
+        .map(|_| ())
+    }
+}

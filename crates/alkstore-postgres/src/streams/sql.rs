@@ -1,0 +1,122 @@
+//! Stream statement texts, built once per engine with the quoted schema.
+//!
+//! `HORIZON` is the gap-safety rule: the first offset a still-open
+//! transaction could own. Offsets are `(xid << 16) + n`, and every
+//! transaction below the snapshot's xmin has ended, so everything below
+//! `xmin << 16` is final: a reader returns nothing at or above it.
+
+use crate::schema::{quote_identifier, tables, QualifiedTable};
+
+/// The first offset a still-open transaction could own (once per statement).
+const HORIZON: &str = "(SELECT (pg_snapshot_xmin(pg_current_snapshot())::text::bigint) << 16)";
+
+/// Unix seconds: `$1` (the injected clock) or the database's.
+const NOW: &str = "(SELECT COALESCE($1::bigint, floor(extract(epoch FROM now()))::bigint))";
+
+pub(crate) struct StreamSql {
+    pub publish: String,
+    pub read: String,
+    pub offset_get: String,
+    pub offset_commit: String,
+    pub offsets: String,
+    pub stats: String,
+    pub list: String,
+    pub trim: String,
+    pub retention_set: String,
+    pub sweep_trim: String,
+}
+
+/// The highest offset a consumer of stream `$2` may commit: its highest
+/// readable event, or the highest one a trim removed.
+fn bound(event: &QualifiedTable<'_>, stream: &QualifiedTable<'_>) -> String {
+    format!(
+        "SELECT GREATEST( \
+           COALESCE((SELECT max(id) FROM {event} WHERE stream = $2 AND id < {HORIZON}), 0), \
+           COALESCE((SELECT trimmed_head FROM {stream} WHERE stream = $2), 0)) AS h"
+    )
+}
+
+impl StreamSql {
+    pub(crate) fn new(schema: &str) -> Self {
+        let event = QualifiedTable::new(schema, tables::EVENT);
+        let stream = QualifiedTable::new(schema, tables::STREAM);
+        let off = QualifiedTable::new(schema, tables::STREAM_OFFSET);
+        let bound = bound(&event, &stream);
+        let lag = format!(
+            "(SELECT count(*) FROM {event} e WHERE e.stream = o.stream AND e.id > o.\"offset\" \
+               AND e.id < {HORIZON})"
+        );
+        StreamSql {
+            publish: format!(
+                "SELECT {}.publish($2::text[], $3::text[], $4::bytea[], $1::bigint)",
+                quote_identifier(schema)
+            ),
+            read: format!(
+                "SELECT id, key, payload, created_at FROM {event} \
+                 WHERE stream = $1 AND id > $2 AND id < {HORIZON} ORDER BY id LIMIT $3"
+            ),
+            offset_get: format!(
+                "SELECT \"offset\" FROM {off} WHERE stream = $1 AND consumer = $2"
+            ),
+            // The saved offset moves only forward and never past the head;
+            // returns (moved to, saved before, the head bound).
+            offset_commit: format!(
+                "WITH saved AS (SELECT \"offset\" FROM {off} WHERE stream = $2 AND consumer = $3), \
+                 bound AS ({bound}), \
+                 up AS (INSERT INTO {off} AS o (stream, consumer, \"offset\", updated_at) \
+                   SELECT $2, $3, $4, {NOW} FROM bound WHERE $4 <= bound.h \
+                   ON CONFLICT (stream, consumer) DO UPDATE \
+                   SET \"offset\" = excluded.\"offset\", updated_at = excluded.updated_at \
+                   WHERE excluded.\"offset\" > o.\"offset\" RETURNING \"offset\") \
+                 SELECT (SELECT \"offset\" FROM up), (SELECT \"offset\" FROM saved), (SELECT h FROM bound)"
+            ),
+            offsets: format!(
+                "SELECT o.consumer, o.\"offset\", o.updated_at, {lag} FROM {off} o \
+                 WHERE o.stream = $1 ORDER BY o.consumer"
+            ),
+            stats: format!(
+                "SELECT max(id) FILTER (WHERE id < h.x), min(id) FILTER (WHERE id < h.x), \
+                   count(*) FILTER (WHERE id < h.x), count(*) FILTER (WHERE id >= h.x), \
+                   (SELECT max_age_s FROM {stream} WHERE stream = $1), \
+                   (SELECT floor(extract(epoch FROM now() - min(xact_start)))::bigint \
+                      FROM pg_stat_activity WHERE backend_xid IS NOT NULL) \
+                 FROM {event} CROSS JOIN (SELECT {HORIZON} AS x) h WHERE stream = $1"
+            ),
+            list: format!(
+                "SELECT s.stream, max(e.id), count(e.id) FROM \
+                   (SELECT DISTINCT stream FROM {event} UNION SELECT stream FROM {off} \
+                    UNION SELECT stream FROM {stream}) s \
+                 LEFT JOIN {event} e ON e.stream = s.stream AND e.id < {HORIZON} \
+                 GROUP BY s.stream ORDER BY s.stream"
+            ),
+            // $2 stream, $3 before (or NULL), $4 age in seconds (or NULL).
+            // Deletes nothing when $3 is past the head + 1; returns
+            // (deleted, the head bound).
+            trim: format!(
+                "WITH bound AS ({bound}), \
+                 gone AS (DELETE FROM {event} WHERE stream = $2 AND id < {HORIZON} \
+                   AND (id < $3::bigint OR created_at < {NOW} - $4::bigint) \
+                   AND ($3::bigint IS NULL OR $3::bigint <= (SELECT h FROM bound) + 1) RETURNING id), \
+                 mark AS (INSERT INTO {stream} AS s (stream, trimmed_head) \
+                   SELECT $2, max(id) FROM gone HAVING max(id) IS NOT NULL \
+                   ON CONFLICT (stream) DO UPDATE \
+                   SET trimmed_head = GREATEST(COALESCE(s.trimmed_head, 0), excluded.trimmed_head)) \
+                 SELECT (SELECT count(*) FROM gone), (SELECT h FROM bound)"
+            ),
+            retention_set: format!(
+                "INSERT INTO {stream} (stream, max_age_s) VALUES ($1, $2) \
+                 ON CONFLICT (stream) DO UPDATE SET max_age_s = excluded.max_age_s"
+            ),
+            sweep_trim: format!(
+                "WITH r AS (SELECT stream, max_age_s FROM {stream} WHERE max_age_s IS NOT NULL), \
+                 gone AS (DELETE FROM {event} e USING r WHERE e.stream = r.stream \
+                   AND e.created_at < {NOW} - r.max_age_s AND e.id < {HORIZON} RETURNING e.stream, e.id), \
+                 mark AS (INSERT INTO {stream} AS s (stream, trimmed_head) \
+                   SELECT stream, max(id) FROM gone GROUP BY stream \
+                   ON CONFLICT (stream) DO UPDATE \
+                   SET trimmed_head = GREATEST(COALESCE(s.trimmed_head, 0), excluded.trimmed_head)) \
+                 SELECT count(*) FROM gone"
+            ),
+        }
+    }
+}

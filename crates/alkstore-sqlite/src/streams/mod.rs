@@ -1,0 +1,314 @@
+//! The stream area on SQLite: its statements.
+
+use alkstore_core::stream::{
+    ConsumerOffset, Event, NewEvent, StreamDriver, StreamInfo, StreamOffsetCommitParams,
+    StreamOffsetGetParams, StreamOffsetsParams, StreamPublishParams, StreamReadParams,
+    StreamRetentionParams, StreamStats, StreamStatsParams, StreamTrimParams,
+};
+use alkstore_core::validate::count;
+use alkstore_core::validate::secs;
+use alkstore_core::{Checked, Error, Result};
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::{db, SqliteEngine};
+
+/// Append validated events at `now`; their offsets in order. Shared by the
+/// engine and the outbox.
+pub(crate) fn insert_events(conn: &Connection, events: &[NewEvent], now: i64) -> Result<Vec<i64>> {
+    let op = "stream_publish";
+    let mut stmt = conn
+        .prepare_cached(
+            "INSERT INTO __alkstore_event (stream, key, payload, created_at) VALUES (?1, ?2, ?3, ?4)",
+        )
+        .map_err(db(op))?;
+    events
+        .iter()
+        .map(|e| {
+            stmt.execute(params![e.stream, e.key, e.payload, now])
+                .map_err(db(op))?;
+            Ok(conn.last_insert_rowid())
+        })
+        .collect()
+}
+
+/// The highest offset a consumer of `stream` may commit: the stream's
+/// highest event, or the highest one a trim removed.
+fn head_bound(conn: &Connection, op: &'static str, stream: &str) -> Result<Option<i64>> {
+    conn.prepare_cached(
+        "SELECT MAX(COALESCE((SELECT MAX(id) FROM __alkstore_event WHERE stream = ?1), 0), \
+                COALESCE((SELECT trimmed_head FROM __alkstore_stream WHERE stream = ?1), 0))",
+    )
+    .and_then(|mut s| s.query_row([stream], |r| r.get::<_, i64>(0)))
+    .map(|h| (h > 0).then_some(h))
+    .map_err(db(op))
+}
+
+/// Delete the events `where_` selects (after `stream = ?1`), remembering the
+/// highest deleted offset; returns how many went.
+fn delete_events(
+    conn: &Connection,
+    op: &'static str,
+    stream: &str,
+    before: Option<i64>,
+    created_before: Option<i64>,
+) -> Result<u64> {
+    let highest: Option<i64> = conn
+        .prepare_cached(
+            "SELECT MAX(id) FROM __alkstore_event WHERE stream = ?1 \
+             AND (id < ?2 OR created_at < ?3)",
+        )
+        .and_then(|mut s| s.query_row(params![stream, before, created_before], |r| r.get(0)))
+        .map_err(db(op))?;
+    let Some(highest) = highest else {
+        return Ok(0);
+    };
+    conn.prepare_cached(
+        "INSERT INTO __alkstore_stream (stream, trimmed_head) VALUES (?1, ?2) \
+         ON CONFLICT (stream) DO UPDATE SET trimmed_head = \
+           MAX(COALESCE(__alkstore_stream.trimmed_head, 0), excluded.trimmed_head)",
+    )
+    .and_then(|mut s| s.execute(params![stream, highest]))
+    .map_err(db(op))?;
+    conn.prepare_cached(
+        "DELETE FROM __alkstore_event WHERE stream = ?1 AND (id < ?2 OR created_at < ?3)",
+    )
+    .and_then(|mut s| s.execute(params![stream, before, created_before]))
+    .map(|n| n as u64)
+    .map_err(db(op))
+}
+
+/// Maintenance: trim every stream past its retention; how many went.
+pub(crate) fn trim_retained(conn: &Connection, op: &'static str, now: i64) -> Result<u64> {
+    let streams: Vec<(String, i64)> = conn
+        .prepare_cached("SELECT stream, max_age_s FROM __alkstore_stream WHERE max_age_s IS NOT NULL")
+        .and_then(|mut s| {
+            s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect()
+        })
+        .map_err(db(op))?;
+    let mut trimmed = 0;
+    for (stream, max_age_s) in streams {
+        trimmed += delete_events(conn, op, &stream, None, Some(now - max_age_s))?;
+    }
+    Ok(trimmed)
+}
+
+/// Consumers of `stream` with their lag.
+fn consumers(conn: &Connection, op: &'static str, stream: &str) -> Result<Vec<ConsumerOffset>> {
+    conn.prepare_cached(
+        "SELECT o.consumer, o.\"offset\", o.updated_at, \
+           (SELECT COUNT(*) FROM __alkstore_event e WHERE e.stream = o.stream AND e.id > o.\"offset\") \
+         FROM __alkstore_stream_offset o WHERE o.stream = ?1 ORDER BY o.consumer",
+    )
+    .and_then(|mut s| {
+        s.query_map([stream], |r| {
+            Ok(ConsumerOffset {
+                consumer: r.get(0)?,
+                offset: r.get(1)?,
+                updated_at: r.get(2)?,
+                lag: count(r.get(3)?),
+            })
+        })?
+        .collect()
+    })
+    .map_err(db(op))
+}
+
+impl StreamDriver for SqliteEngine {
+    async fn stream_publish(&self, params: Checked<StreamPublishParams>) -> Result<Vec<i64>> {
+        let StreamPublishParams { events } = params.into_inner();
+        self.inner
+            .writer
+            .write("stream_publish", move |st| {
+                insert_events(&st.conn, &events, st.clock.now())
+            })
+            .await
+    }
+
+    async fn stream_read(&self, params: Checked<StreamReadParams>) -> Result<Vec<Event>> {
+        let p = params.into_inner();
+        self.read("stream_read", move |conn| {
+            conn.prepare_cached(
+                "SELECT id, key, payload, created_at FROM __alkstore_event \
+                 WHERE stream = ?1 AND id > ?2 ORDER BY id LIMIT (SELECT ?3)",
+            )
+            .and_then(|mut s| {
+                s.query_map(params![p.stream, p.after, p.limit], |r| {
+                    Ok(Event {
+                        offset: r.get(0)?,
+                        stream: p.stream.clone(),
+                        key: r.get(1)?,
+                        payload: r.get(2)?,
+                        created_at: r.get(3)?,
+                    })
+                })?
+                .collect()
+            })
+            .map_err(db("stream_read"))
+        })
+        .await
+    }
+
+    async fn stream_offset_get(&self, params: Checked<StreamOffsetGetParams>) -> Result<Option<i64>> {
+        let p = params.into_inner();
+        self.read("stream_offset_get", move |conn| {
+            conn.prepare_cached(
+                "SELECT \"offset\" FROM __alkstore_stream_offset WHERE stream = ?1 AND consumer = ?2",
+            )
+            .and_then(|mut s| s.query_row([&p.stream, &p.consumer], |r| r.get(0)).optional())
+            .map_err(db("stream_offset_get"))
+        })
+        .await
+    }
+
+    async fn stream_offset_commit(&self, params: Checked<StreamOffsetCommitParams>) -> Result<i64> {
+        let p = params.into_inner();
+        self.inner
+            .writer
+            .write("stream_offset_commit", move |st| {
+                let op = "stream_offset_commit";
+                let saved: Option<i64> = st
+                    .conn
+                    .prepare_cached(
+                        "SELECT \"offset\" FROM __alkstore_stream_offset \
+                         WHERE stream = ?1 AND consumer = ?2",
+                    )
+                    .and_then(|mut s| {
+                        s.query_row([&p.stream, &p.consumer], |r| r.get(0)).optional()
+                    })
+                    .map_err(db(op))?;
+                if saved.is_some_and(|s| s >= p.offset) {
+                    return Ok(saved.unwrap_or(p.offset));
+                }
+                let head = head_bound(&st.conn, op, &p.stream)?.unwrap_or(0);
+                if p.offset > head {
+                    return Err(Error::invalid(
+                        "offset",
+                        format!(
+                            "{} is beyond the head of stream {:?} ({head}); nothing was saved",
+                            p.offset, p.stream
+                        ),
+                    ));
+                }
+                st.conn
+                    .prepare_cached(
+                        "INSERT INTO __alkstore_stream_offset (stream, consumer, \"offset\", updated_at) \
+                         VALUES (?1, ?2, ?3, ?4) ON CONFLICT (stream, consumer) DO UPDATE \
+                         SET \"offset\" = excluded.\"offset\", updated_at = excluded.updated_at \
+                         WHERE excluded.\"offset\" > __alkstore_stream_offset.\"offset\"",
+                    )
+                    .and_then(|mut s| {
+                        s.execute(params![p.stream, p.consumer, p.offset, st.clock.now()])
+                    })
+                    .map_err(db(op))?;
+                Ok(p.offset)
+            })
+            .await
+    }
+
+    async fn stream_offsets(&self, params: Checked<StreamOffsetsParams>) -> Result<Vec<ConsumerOffset>> {
+        let p = params.into_inner();
+        self.read("stream_offsets", move |conn| {
+            consumers(conn, "stream_offsets", &p.stream)
+        })
+        .await
+    }
+
+    async fn stream_stats(&self, params: Checked<StreamStatsParams>) -> Result<StreamStats> {
+        let p = params.into_inner();
+        self.read("stream_stats", move |conn| {
+            let op = "stream_stats";
+            let (head, first, events): (Option<i64>, Option<i64>, i64) = conn
+                .prepare_cached(
+                    "SELECT MAX(id), MIN(id), COUNT(*) FROM __alkstore_event WHERE stream = ?1",
+                )
+                .and_then(|mut s| {
+                    s.query_row([&p.stream], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                })
+                .map_err(db(op))?;
+            let max_age_s: Option<i64> = conn
+                .prepare_cached("SELECT max_age_s FROM __alkstore_stream WHERE stream = ?1")
+                .and_then(|mut s| s.query_row([&p.stream], |r| r.get(0)).optional())
+                .map_err(db(op))?
+                .flatten();
+            Ok(StreamStats {
+                head,
+                first,
+                events: count(events),
+                // One writer at a time: nothing committed is ever held back.
+                held_back: 0,
+                held_back_by_s: None,
+                consumers: consumers(conn, op, &p.stream)?,
+                max_age_s,
+                stream: p.stream,
+            })
+        })
+        .await
+    }
+
+    async fn stream_list(&self) -> Result<Vec<StreamInfo>> {
+        self.read("stream_list", |conn| {
+            conn.prepare_cached(
+                "SELECT s.stream, MAX(e.id), COUNT(e.id) FROM \
+                   (SELECT stream FROM __alkstore_event UNION SELECT stream FROM __alkstore_stream_offset \
+                    UNION SELECT stream FROM __alkstore_stream) s \
+                 LEFT JOIN __alkstore_event e ON e.stream = s.stream \
+                 GROUP BY s.stream ORDER BY s.stream",
+            )
+            .and_then(|mut s| {
+                s.query_map([], |r| {
+                    Ok(StreamInfo {
+                        stream: r.get(0)?,
+                        head: r.get(1)?,
+                        events: count(r.get(2)?),
+                    })
+                })?
+                .collect()
+            })
+            .map_err(db("stream_list"))
+        })
+        .await
+    }
+
+    async fn stream_trim(&self, params: Checked<StreamTrimParams>) -> Result<u64> {
+        let p = params.into_inner();
+        self.inner
+            .writer
+            .write("stream_trim", move |st| {
+                let op = "stream_trim";
+                if let Some(before) = p.before {
+                    let head = head_bound(&st.conn, op, &p.stream)?.unwrap_or(0);
+                    if before > head + 1 {
+                        return Err(Error::invalid(
+                            "trim offset",
+                            format!(
+                                "{before} is past the head of stream {:?} ({head}); nothing was deleted",
+                                p.stream
+                            ),
+                        ));
+                    }
+                }
+                let created_before = p.older_than.map(|age| st.clock.now() - secs(age));
+                delete_events(&st.conn, op, &p.stream, p.before, created_before)
+            })
+            .await
+    }
+
+    async fn stream_retention_set(&self, params: Checked<StreamRetentionParams>) -> Result<()> {
+        let p = params.into_inner();
+        let max_age_s = p.max_age.map(secs);
+        self.inner
+            .writer
+            .write("stream_retention_set", move |st| {
+                st.conn
+                    .prepare_cached(
+                        "INSERT INTO __alkstore_stream (stream, max_age_s) VALUES (?1, ?2) \
+                         ON CONFLICT (stream) DO UPDATE SET max_age_s = excluded.max_age_s",
+                    )
+                    .and_then(|mut s| s.execute(params![p.stream, max_age_s]))
+                    .map(|_| ())
+                    .map_err(db("stream_retention_set"))
+            })
+            .await
+    }
+}
