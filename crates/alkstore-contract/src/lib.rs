@@ -55,7 +55,8 @@ use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
 use std::task::Poll;
 
-use alkstore_core::{ManualClock, NewJob, QueueAdmin, QueueEngine, Result};
+use alkstore_core::stream::NewEvent;
+use alkstore_core::{ManualClock, NewJob, QueueAdmin, QueueEngine, Result, StreamEngine};
 
 /// The facade the `runtime` rows drive, re-exported so an engine's
 /// `tests/contract.rs` can build its [`RuntimeHarness`] (`Store::from_engine`,
@@ -64,11 +65,12 @@ pub use alkstore;
 
 pub mod queues;
 pub mod runtime;
+pub mod streams;
 
 /// One isolated store under test.
 pub trait Harness: Send + Sync + Sized + 'static {
     /// The engine under test.
-    type Engine: QueueEngine + QueueAdmin + Clone;
+    type Engine: QueueEngine + QueueAdmin + StreamEngine + Clone;
 
     /// The engine, opened with [`Harness::clock`] as its clock.
     fn engine(&self) -> &Self::Engine;
@@ -79,6 +81,24 @@ pub trait Harness: Send + Sync + Sized + 'static {
     /// On the engine's own driver, open a transaction, write a business row,
     /// enqueue `job` inside the same transaction, then commit or roll back.
     fn outbox_enqueue(&self, job: NewJob, commit: bool) -> impl Future<Output = Result<()>> + Send;
+
+    /// On the engine's own driver, open a transaction, write a business row,
+    /// publish `events` inside the same transaction (the engine's
+    /// `stream_publish_in`), then commit or roll back. Returns the offsets
+    /// the publish reported.
+    fn outbox_publish(
+        &self,
+        events: Vec<NewEvent>,
+        commit: bool,
+    ) -> impl Future<Output = Result<Vec<i64>>> + Send;
+
+    /// On another connection, open a transaction and publish `events` in it
+    /// (the engine's `stream_publish_in`), and keep it open until the
+    /// returned handle ends it.
+    fn publish_held(
+        &self,
+        events: Vec<NewEvent>,
+    ) -> impl Future<Output = Result<HeldPublish>> + Send;
 
     /// Whether the engine relays another connection's commits as hints that
     /// name their queue (PostgreSQL's NOTIFY), announcing its listener with
@@ -91,6 +111,36 @@ pub trait Harness: Send + Sync + Sized + 'static {
     /// Drop whatever the harness created. Runs after every row, whether it
     /// passed or panicked.
     fn teardown(self) -> impl Future<Output = ()> + Send;
+}
+
+/// A publishing transaction a harness keeps open (see
+/// [`Harness::publish_held`]) until [`HeldPublish::finish`].
+#[derive(Debug)]
+pub struct HeldPublish {
+    /// The offsets the open transaction's publish reported.
+    pub offsets: Vec<i64>,
+    end: tokio::sync::oneshot::Sender<bool>,
+    done: tokio::task::JoinHandle<Result<()>>,
+}
+
+impl HeldPublish {
+    /// A held transaction: `offsets` published, `end` receives whether to
+    /// commit, `done` finishes once it has.
+    pub fn new(
+        offsets: Vec<i64>,
+        end: tokio::sync::oneshot::Sender<bool>,
+        done: tokio::task::JoinHandle<Result<()>>,
+    ) -> Self {
+        HeldPublish { offsets, end, done }
+    }
+
+    /// Commit (or roll back) and wait until that is done.
+    pub async fn finish(self, commit: bool) -> Result<()> {
+        let _ = self.end.send(commit);
+        self.done
+            .await
+            .map_err(|e| alkstore_core::Error::database("held publish", e.to_string()))?
+    }
 }
 
 /// One isolated store under test for the `runtime` rows: the
@@ -130,6 +180,7 @@ macro_rules! contract_suite {
 macro_rules! __areas {
     ($then:path, $args:tt) => {
         $crate::__queues!($then, $args);
+        $crate::__streams!($then, $args);
         $crate::__runtime!($then, $args);
     };
 }

@@ -258,7 +258,9 @@ mod tests {
     fn migrations_render_every_placeholder_quoted() {
         for (n, m) in MIGRATIONS.iter().enumerate() {
             let sql = render(m, r#"we"ird"#);
-            for token in ["@job@", "@dead@", "@done@", "@meta@", "@event@", "@stream", "@index:", "@schema@"] {
+            for token in [
+                "@job@", "@dead@", "@done@", "@meta@", "@event@", "@stream", "@index:", "@schema@",
+            ] {
                 assert!(!sql.contains(token), "migration {} keeps {token}", n + 1);
             }
             assert!(sql.contains(r#""we""ird"."#), "migration {}", n + 1);

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use alkstore_contract::alkstore::{AnyEngine, Store};
-use alkstore_contract::{Harness, RuntimeHarness};
+use alkstore_contract::{Harness, HeldPublish, RuntimeHarness};
+use alkstore_core::stream::NewEvent;
 use alkstore_core::{Error, ManualClock, NewJob, Result};
 use alkstore_postgres::{testing, PgEngine, PgOptions};
 use tokio_postgres::NoTls;
@@ -75,6 +76,52 @@ impl Harness for PgHarness {
         drop(client);
         let _ = task.await;
         Ok(())
+    }
+
+    async fn outbox_publish(&self, events: Vec<NewEvent>, commit: bool) -> Result<Vec<i64>> {
+        let db = |e: tokio_postgres::Error| Error::database("outbox test", e);
+        let (mut client, conn) = tokio_postgres::connect(&self.url, NoTls)
+            .await
+            .map_err(db)?;
+        let task = tokio::spawn(conn);
+        let tx = client.transaction().await.map_err(db)?;
+        let offsets = self.engine.stream_publish_in(&tx, events).await?;
+        if commit {
+            tx.commit().await.map_err(db)?;
+        } else {
+            tx.rollback().await.map_err(db)?;
+        }
+        drop(client);
+        let _ = task.await;
+        Ok(offsets)
+    }
+
+    async fn publish_held(&self, events: Vec<NewEvent>) -> Result<HeldPublish> {
+        let db = |e: tokio_postgres::Error| Error::database("held publish", e);
+        let (mut client, conn) = tokio_postgres::connect(&self.url, NoTls)
+            .await
+            .map_err(db)?;
+        let driver = tokio::spawn(conn);
+        let engine = self.engine.clone();
+        let (published_tx, published) = tokio::sync::oneshot::channel();
+        let (end, decision) = tokio::sync::oneshot::channel::<bool>();
+        let done = tokio::spawn(async move {
+            let tx = client.transaction().await.map_err(db)?;
+            let offsets = engine.stream_publish_in(&tx, events).await?;
+            let _ = published_tx.send(offsets);
+            if decision.await.unwrap_or(false) {
+                tx.commit().await.map_err(db)?;
+            } else {
+                tx.rollback().await.map_err(db)?;
+            }
+            drop(client);
+            let _ = driver.await;
+            Ok(())
+        });
+        let offsets = published
+            .await
+            .map_err(|_| Error::database("held publish", "the publisher failed"))?;
+        Ok(HeldPublish::new(offsets, end, done))
     }
 
     fn foreign_hints_name_queue(&self) -> bool {

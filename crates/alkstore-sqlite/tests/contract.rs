@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use alkstore_contract::alkstore::{AnyEngine, Store};
-use alkstore_contract::{Harness, RuntimeHarness};
+use alkstore_contract::{Harness, HeldPublish, RuntimeHarness};
+use alkstore_core::stream::NewEvent;
 use alkstore_core::{Error, ManualClock, NewJob, Result};
 use alkstore_sqlite::{SqliteEngine, SqliteOptions};
 
@@ -62,7 +63,60 @@ impl Harness for SqliteHarness {
         .map_err(|e| Error::database("outbox test", e.to_string()))?
     }
 
+    async fn outbox_publish(&self, events: Vec<NewEvent>, commit: bool) -> Result<Vec<i64>> {
+        let path = self.engine.path().to_path_buf();
+        let engine = self.engine.clone();
+        tokio::task::spawn_blocking(move || {
+            let db = |e: rusqlite::Error| Error::database("outbox test", e);
+            let mut conn = open_app_connection(&path).map_err(db)?;
+            let tx = conn.transaction().map_err(db)?;
+            tx.execute("INSERT INTO orders (note) VALUES ('business write')", [])
+                .map_err(db)?;
+            let offsets = engine.stream_publish_in(&tx, events)?;
+            if commit {
+                tx.commit().map_err(db)?;
+            } else {
+                tx.rollback().map_err(db)?;
+            }
+            Ok(offsets)
+        })
+        .await
+        .map_err(|e| Error::database("outbox test", e.to_string()))?
+    }
+
+    async fn publish_held(&self, events: Vec<NewEvent>) -> Result<HeldPublish> {
+        let path = self.engine.path().to_path_buf();
+        let engine = self.engine.clone();
+        let (published_tx, published) = tokio::sync::oneshot::channel();
+        let (end, decision) = tokio::sync::oneshot::channel::<bool>();
+        let done = tokio::task::spawn_blocking(move || {
+            let db = |e: rusqlite::Error| Error::database("held publish", e);
+            let mut conn = open_app_connection(&path).map_err(db)?;
+            let tx = conn.transaction().map_err(db)?;
+            let offsets = engine.stream_publish_in(&tx, events)?;
+            let _ = published_tx.send(offsets);
+            if decision.blocking_recv().unwrap_or(false) {
+                tx.commit().map_err(db)
+            } else {
+                tx.rollback().map_err(db)
+            }
+        });
+        let offsets = published
+            .await
+            .map_err(|_| Error::database("held publish", "the publisher failed"))?;
+        Ok(HeldPublish::new(offsets, end, done))
+    }
+
     async fn teardown(self) {}
+}
+
+/// The application's own connection to the store's file, with the table
+/// the outbox rows write beside their events.
+fn open_app_connection(path: &std::path::Path) -> rusqlite::Result<rusqlite::Connection> {
+    let conn = rusqlite::Connection::open(path)?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    conn.execute_batch("CREATE TABLE IF NOT EXISTS orders (id INTEGER PRIMARY KEY, note TEXT)")?;
+    Ok(conn)
 }
 
 /// A facade store over a fresh engine on the system clock, for the runtime

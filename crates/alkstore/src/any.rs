@@ -3,15 +3,15 @@ use alkstore_core::queue::{
     JobCancelRequestsParams, JobEnqueueParams, JobGetParams, JobHeartbeatParams, JobReleaseParams,
     JobSettleParams, JobUnclaimParams, QueueStatsParams,
 };
-use alkstore_core::{
-    CancelOutcome, Capabilities, Checked, DeadListParams, Engine, Enqueued, Job, JobClaimParams,
-    JobInfo, JobListParams, Limits, QueueDriver, QueueStats, Result, Settlement, SweepParams,
-    SweepReport, WakeHub,
-};
 use alkstore_core::stream::{
     ConsumerOffset, Event, StreamDriver, StreamInfo, StreamOffsetCommitParams,
     StreamOffsetGetParams, StreamOffsetsParams, StreamPublishParams, StreamReadParams,
     StreamRetentionParams, StreamStats, StreamStatsParams, StreamTrimParams,
+};
+use alkstore_core::{
+    CancelOutcome, Capabilities, Checked, DeadListParams, Engine, Enqueued, Job, JobClaimParams,
+    JobInfo, JobListParams, Limits, QueueDriver, QueueStats, Result, Settlement, SweepParams,
+    SweepReport, WakeHub,
 };
 #[cfg(feature = "postgres")]
 use alkstore_postgres::PgEngine;

@@ -30,10 +30,12 @@
 mod any;
 mod queue;
 mod store;
+pub mod stream;
 pub mod worker;
 
 pub use alkstore_core::prelude;
 pub use alkstore_core::url;
+pub use alkstore_core::StreamEngine;
 pub use alkstore_core::{
     url::StoreUrl, AttemptError, CancelOutcome, Capabilities, Claim, Clock, DeadListParams,
     DeadSelect, Engine, EnqueueOpts, Enqueued, Error, ErrorKind, Job, JobClaimParams, JobInfo,
@@ -43,6 +45,7 @@ pub use alkstore_core::{
 pub use any::AnyEngine;
 pub use queue::{JobExt, Queue};
 pub use store::{Store, StoreOptions};
+pub use stream::{Stream, Subscriber};
 pub use worker::{JobCtx, JobError, JobResult, Worker, WorkerOpts, WorkerReport};
 
 /// Resolves on SIGTERM (what Docker, Kubernetes and systemd send) or Ctrl-C:

@@ -121,6 +121,11 @@ impl Store {
         Queue::new(self.clone(), name.into(), QueueOpts::default())
     }
 
+    /// A handle to stream `name`.
+    pub fn stream(&self, name: impl Into<String>) -> crate::Stream {
+        crate::Stream::new(self.clone(), name.into())
+    }
+
     /// A handle to queue `name` whose enqueues stamp `opts` on each row.
     pub fn queue_with(&self, name: impl Into<String>, opts: QueueOpts) -> Queue {
         Queue::new(self.clone(), name.into(), opts)

@@ -412,11 +412,7 @@ impl PgEngine {
             .prepare_cached(&self.inner.stream_sql.sweep_trim)
             .await
             .map_err(db(op))?;
-        let events_trimmed: i64 = tx
-            .query_one(&trim, &[&now])
-            .await
-            .map_err(db(op))?
-            .get(0);
+        let events_trimmed: i64 = tx.query_one(&trim, &[&now]).await.map_err(db(op))?.get(0);
         tx.commit().await.map_err(db(op))?;
         Ok(Some(SweepReport {
             events_trimmed: count(events_trimmed),

@@ -92,7 +92,10 @@ impl StreamDriver for PgEngine {
             .collect())
     }
 
-    async fn stream_offset_get(&self, params: Checked<StreamOffsetGetParams>) -> Result<Option<i64>> {
+    async fn stream_offset_get(
+        &self,
+        params: Checked<StreamOffsetGetParams>,
+    ) -> Result<Option<i64>> {
         let p = params.into_inner();
         let rows = self
             .stream_query(
@@ -129,10 +132,17 @@ impl StreamDriver for PgEngine {
         }
     }
 
-    async fn stream_offsets(&self, params: Checked<StreamOffsetsParams>) -> Result<Vec<ConsumerOffset>> {
+    async fn stream_offsets(
+        &self,
+        params: Checked<StreamOffsetsParams>,
+    ) -> Result<Vec<ConsumerOffset>> {
         let p = params.into_inner();
         let rows = self
-            .stream_query("stream_offsets", &self.inner.stream_sql.offsets, &[&p.stream])
+            .stream_query(
+                "stream_offsets",
+                &self.inner.stream_sql.offsets,
+                &[&p.stream],
+            )
             .await?;
         Ok(rows.iter().map(consumer_offset).collect())
     }

@@ -80,11 +80,10 @@ fn delete_events(
 /// Maintenance: trim every stream past its retention; how many went.
 pub(crate) fn trim_retained(conn: &Connection, op: &'static str, now: i64) -> Result<u64> {
     let streams: Vec<(String, i64)> = conn
-        .prepare_cached("SELECT stream, max_age_s FROM __alkstore_stream WHERE max_age_s IS NOT NULL")
-        .and_then(|mut s| {
-            s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect()
-        })
+        .prepare_cached(
+            "SELECT stream, max_age_s FROM __alkstore_stream WHERE max_age_s IS NOT NULL",
+        )
+        .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
         .map_err(db(op))?;
     let mut trimmed = 0;
     for (stream, max_age_s) in streams {
@@ -149,7 +148,10 @@ impl StreamDriver for SqliteEngine {
         .await
     }
 
-    async fn stream_offset_get(&self, params: Checked<StreamOffsetGetParams>) -> Result<Option<i64>> {
+    async fn stream_offset_get(
+        &self,
+        params: Checked<StreamOffsetGetParams>,
+    ) -> Result<Option<i64>> {
         let p = params.into_inner();
         self.read("stream_offset_get", move |conn| {
             conn.prepare_cached(
@@ -206,7 +208,10 @@ impl StreamDriver for SqliteEngine {
             .await
     }
 
-    async fn stream_offsets(&self, params: Checked<StreamOffsetsParams>) -> Result<Vec<ConsumerOffset>> {
+    async fn stream_offsets(
+        &self,
+        params: Checked<StreamOffsetsParams>,
+    ) -> Result<Vec<ConsumerOffset>> {
         let p = params.into_inner();
         self.read("stream_offsets", move |conn| {
             consumers(conn, "stream_offsets", &p.stream)

@@ -1,0 +1,168 @@
+//! Publishing: offsets, batches all or none, the caller's transaction.
+
+use alkstore_core::stream::NewEvent;
+use alkstore_core::{Clock, ErrorKind, StreamEngine};
+
+use super::support::{ev, payloads, publish_one, read_all, settle};
+use crate::Harness;
+
+/// Publish returns each event's offset; offsets grow in the order given,
+/// and a read returns the events exactly as published.
+pub async fn publish_returns_increasing_offsets<H: Harness>(h: &H) {
+    let e = h.engine();
+    let first = publish_one(e, "orders", "a").await;
+    let batch = e
+        .stream_publish(vec![
+            ev("orders", "b").key("k1"),
+            ev("orders", "c"),
+            ev("orders", "d").key("k2"),
+        ])
+        .await
+        .expect("batch");
+    assert_eq!(batch.len(), 3);
+    assert!(first > 0, "offsets are positive");
+    let mut all = vec![first];
+    all.extend(&batch);
+    assert!(all.windows(2).all(|w| w[0] < w[1]), "{all:?}");
+    settle(e, "orders").await;
+    let read = read_all(e, "orders", 0).await;
+    assert_eq!(read.iter().map(|e| e.offset).collect::<Vec<_>>(), all);
+    assert_eq!(payloads(&read), ["a", "b", "c", "d"]);
+    assert_eq!(
+        read.iter().map(|e| e.key.as_deref()).collect::<Vec<_>>(),
+        [None, Some("k1"), None, Some("k2")]
+    );
+    assert!(read.iter().all(|e| e.stream == "orders"));
+    assert!(read.iter().all(|e| e.created_at == h.clock().now()));
+}
+
+/// A batch with one bad event writes none of them.
+pub async fn batch_publish_is_all_or_none<H: Harness>(h: &H) {
+    let e = h.engine();
+    let huge = NewEvent::new("orders", vec![0u8; (1 << 20) + 1]);
+    let err = e
+        .stream_publish(vec![ev("orders", "ok"), huge])
+        .await
+        .expect_err("too large");
+    assert_eq!(err.kind(), ErrorKind::PayloadTooLarge);
+    let err = e
+        .stream_publish(vec![ev("orders", "ok"), ev("", "no name")])
+        .await
+        .expect_err("no stream name");
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    assert!(read_all(e, "orders", 0).await.is_empty());
+    assert!(e.stream_list().await.expect("list").is_empty());
+    assert!(e
+        .stream_publish(Vec::new())
+        .await
+        .expect("empty")
+        .is_empty());
+}
+
+/// Publishing inside the caller's transaction commits with it; a rollback
+/// leaves nothing, and later events still come after every visible one.
+pub async fn outbox_publish_commits_with_the_caller<H: Harness>(h: &H) {
+    let e = h.engine();
+    let before = publish_one(e, "orders", "before").await;
+    let committed = h
+        .outbox_publish(vec![ev("orders", "in-tx-1"), ev("orders", "in-tx-2")], true)
+        .await
+        .expect("outbox commit");
+    h.outbox_publish(vec![ev("orders", "rolled-back")], false)
+        .await
+        .expect("outbox rollback");
+    let after = publish_one(e, "orders", "after").await;
+    settle(e, "orders").await;
+    let read = read_all(e, "orders", 0).await;
+    assert_eq!(payloads(&read), ["before", "in-tx-1", "in-tx-2", "after"]);
+    let offsets: Vec<i64> = read.iter().map(|e| e.offset).collect();
+    assert_eq!(offsets[0], before);
+    assert_eq!(offsets[1..3], committed[..]);
+    assert_eq!(offsets[3], after);
+    assert!(offsets.windows(2).all(|w| w[0] < w[1]), "{offsets:?}");
+}
+
+/// Streams are separate logs; offsets are unique across the store.
+pub async fn streams_are_separate_logs<H: Harness>(h: &H) {
+    let e = h.engine();
+    let mut offsets = Vec::new();
+    for i in 0..5 {
+        offsets.push(publish_one(e, "left", &format!("l{i}")).await);
+        offsets.push(publish_one(e, "right", &format!("r{i}")).await);
+    }
+    let mixed = e
+        .stream_publish(vec![ev("left", "l5"), ev("right", "r5")])
+        .await
+        .expect("mixed batch");
+    offsets.extend(&mixed);
+    settle(e, "left").await;
+    settle(e, "right").await;
+    let mut unique = offsets.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(
+        unique.len(),
+        offsets.len(),
+        "offsets are unique in the store"
+    );
+    assert_eq!(
+        payloads(&read_all(e, "left", 0).await),
+        ["l0", "l1", "l2", "l3", "l4", "l5"]
+    );
+    assert_eq!(
+        payloads(&read_all(e, "right", 0).await),
+        ["r0", "r1", "r2", "r3", "r4", "r5"]
+    );
+}
+
+/// Reads page through a stream in offset order: `after` and `limit`.
+pub async fn reads_page_in_offset_order<H: Harness>(h: &H) {
+    let e = h.engine();
+    let events: Vec<NewEvent> = (0..25).map(|i| ev("pages", &format!("e{i}"))).collect();
+    let offsets = e.stream_publish(events).await.expect("publish");
+    settle(e, "pages").await;
+    let mut after = 0;
+    let mut sizes = Vec::new();
+    let mut seen = Vec::new();
+    loop {
+        let page = e
+            .stream_read(alkstore_core::stream::StreamReadParams::new(
+                "pages", after, 10,
+            ))
+            .await
+            .expect("read");
+        sizes.push(page.len());
+        let Some(last) = page.last() else { break };
+        after = last.offset;
+        seen.extend(page.iter().map(|e| e.offset));
+    }
+    assert_eq!(sizes, [10, 10, 5, 0]);
+    assert_eq!(seen, offsets);
+    let from_middle = e
+        .stream_read(alkstore_core::stream::StreamReadParams::new(
+            "pages",
+            offsets[19],
+            100,
+        ))
+        .await
+        .expect("read");
+    assert_eq!(
+        from_middle.iter().map(|e| e.offset).collect::<Vec<_>>(),
+        offsets[20..]
+    );
+}
+
+/// The rows above, for [`contract_suite!`](crate::contract_suite).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __streams_publish {
+    ($then:path, $args:tt) => {
+        $then! { @rows $args streams::publish [
+            publish_returns_increasing_offsets,
+            batch_publish_is_all_or_none,
+            outbox_publish_commits_with_the_caller,
+            streams_are_separate_logs,
+            reads_page_in_offset_order,
+        ] }
+    };
+}

@@ -1,0 +1,147 @@
+//! Event streams through the facade: a [`Stream`] handle to publish, read
+//! and inspect one stream, and a [`Subscriber`] that replays from a saved
+//! offset and then follows the stream live.
+
+mod subscriber;
+
+use alkstore_core::stream::{
+    StreamOffsetCommitParams, StreamReadParams, StreamRetentionParams, StreamTrimParams,
+};
+use alkstore_core::{Result, StreamEngine};
+
+use crate::Store;
+
+pub use alkstore_core::stream::{ConsumerOffset, Event, NewEvent, StreamInfo, StreamStats};
+pub use subscriber::{
+    OnError, StartAt, SubscribeError, SubscribeOpts, SubscribeReport, Subscriber,
+};
+
+/// A handle to one stream.
+///
+/// ```no_run
+/// # async fn demo() -> alkstore::Result<()> {
+/// let store = alkstore::Store::open("sqlite://app.db").await?;
+/// let orders = store.stream("orders");
+/// let offset = orders.publish(Some("customer-42"), br#"{"id":7}"#.to_vec()).await?;
+/// let events = orders.read(0, 100).await?;
+/// assert_eq!(events.last().map(|e| e.offset), Some(offset));
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Stream {
+    store: Store,
+    name: String,
+}
+
+impl Stream {
+    pub(crate) fn new(store: Store, name: String) -> Stream {
+        Stream { store, name }
+    }
+
+    /// The stream's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Append one event; returns its offset.
+    pub async fn publish(&self, key: Option<&str>, payload: Vec<u8>) -> Result<i64> {
+        let mut event = NewEvent::new(self.name.clone(), payload);
+        event.key = key.map(str::to_string);
+        let offsets = self.store.engine().stream_publish(event).await?;
+        offsets.first().copied().ok_or_else(|| {
+            alkstore_core::Error::database("stream_publish", "the engine returned no offset")
+        })
+    }
+
+    /// Append events `(key, payload)` all or none; returns their offsets.
+    pub async fn publish_batch(
+        &self,
+        events: impl IntoIterator<Item = (Option<String>, Vec<u8>)>,
+    ) -> Result<Vec<i64>> {
+        let events: Vec<NewEvent> = events
+            .into_iter()
+            .map(|(key, payload)| NewEvent {
+                stream: self.name.clone(),
+                key,
+                payload,
+            })
+            .collect();
+        self.store.engine().stream_publish(events).await
+    }
+
+    /// Up to `limit` events after `after`, in offset order (gap-safe).
+    pub async fn read(&self, after: i64, limit: u32) -> Result<Vec<Event>> {
+        self.store
+            .engine()
+            .stream_read(StreamReadParams::new(self.name.clone(), after, limit))
+            .await
+    }
+
+    /// `consumer`'s saved offset (`None`: it never committed one).
+    pub async fn offset(&self, consumer: &str) -> Result<Option<i64>> {
+        self.store
+            .engine()
+            .stream_offset_get((self.name.as_str(), consumer))
+            .await
+    }
+
+    /// Save `consumer`'s offset (monotone: a lower one is ignored); returns
+    /// the saved offset.
+    pub async fn commit(&self, consumer: &str, offset: i64) -> Result<i64> {
+        self.store
+            .engine()
+            .stream_offset_commit(StreamOffsetCommitParams::new(
+                self.name.clone(),
+                consumer,
+                offset,
+            ))
+            .await
+    }
+
+    /// Every consumer's offset and lag.
+    pub async fn offsets(&self) -> Result<Vec<ConsumerOffset>> {
+        self.store.engine().stream_offsets(self.name.as_str()).await
+    }
+
+    /// Head, count, consumers' lag and the open-transaction hold-back.
+    pub async fn stats(&self) -> Result<StreamStats> {
+        self.store.engine().stream_stats(self.name.as_str()).await
+    }
+
+    /// Delete events below `offset`; returns how many.
+    pub async fn trim_before(&self, offset: i64) -> Result<u64> {
+        self.store
+            .engine()
+            .stream_trim(StreamTrimParams::before(self.name.clone(), offset))
+            .await
+    }
+
+    /// Delete events published longer ago than `age`; returns how many.
+    pub async fn trim_older_than(&self, age: std::time::Duration) -> Result<u64> {
+        self.store
+            .engine()
+            .stream_trim(StreamTrimParams::older_than(self.name.clone(), age))
+            .await
+    }
+
+    /// Keep events at most `max_age` (maintenance sweeps trim the rest);
+    /// `None` keeps them until trimmed by hand.
+    pub async fn retain(&self, max_age: Option<std::time::Duration>) -> Result<()> {
+        self.store
+            .engine()
+            .stream_retention_set(StreamRetentionParams {
+                stream: self.name.clone(),
+                max_age,
+            })
+            .await
+    }
+
+    /// A subscriber reading this stream as `consumer` (see [`Subscriber`]).
+    pub fn subscribe(&self, consumer: impl Into<String>) -> Subscriber {
+        Subscriber::new(self.clone(), consumer.into())
+    }
+
+    pub(crate) fn store(&self) -> &Store {
+        &self.store
+    }
+}

@@ -1,0 +1,362 @@
+//! [`Subscriber`]: replay a stream from a consumer's saved offset, then
+//! follow it live, committing the offset as it goes.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use alkstore_core::stream::{Event, StreamOffsetCommitParams, StreamReadParams};
+use alkstore_core::{BoxError, Engine, Error, StreamEngine};
+use futures_util::FutureExt;
+use tokio::sync::broadcast::error::RecvError;
+
+use super::Stream;
+
+/// Where a consumer with no saved offset starts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StartAt {
+    /// From the first stored event (the default).
+    #[default]
+    Beginning,
+    /// After the current head: only events published from now on.
+    Head,
+}
+
+/// What a handler error does. A failing event is never skipped: it is
+/// retried, and when the retries run out the subscriber stops with
+/// [`SubscribeError::Handler`], its offset saved just before that event, so
+/// the next run starts with it again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnError {
+    /// Stop at the first error.
+    Stop,
+    /// Run the event again, up to `attempts` runs in all, waiting `backoff`
+    /// (doubling each time, at most 60 s) between runs; then stop.
+    Retry {
+        /// Runs in all, the first included (at least 1).
+        attempts: u32,
+        /// The first wait.
+        backoff: Duration,
+    },
+}
+
+impl Default for OnError {
+    fn default() -> Self {
+        OnError::Retry {
+            attempts: 5,
+            backoff: Duration::from_millis(200),
+        }
+    }
+}
+
+/// How a [`Subscriber`] reads and commits.
+#[derive(Debug, Clone)]
+pub struct SubscribeOpts {
+    /// Where to start without a saved offset.
+    pub start: StartAt,
+    /// Events read per query (default 500).
+    pub batch: u32,
+    /// Commit the offset after this many handled events (default 1,000) …
+    pub commit_every: u32,
+    /// … or this long after the last commit (default 1 s), whichever comes
+    /// first; and whenever the subscriber has caught up, and on shutdown.
+    pub commit_interval: Duration,
+    /// Re-read this often even without a wake hint (default 1 s): hints are
+    /// only hints.
+    pub poll_interval: Duration,
+    /// What a handler error does.
+    pub on_error: OnError,
+}
+
+impl Default for SubscribeOpts {
+    fn default() -> Self {
+        SubscribeOpts {
+            start: StartAt::Beginning,
+            batch: 500,
+            commit_every: 1_000,
+            commit_interval: Duration::from_secs(1),
+            poll_interval: Duration::from_secs(1),
+            on_error: OnError::default(),
+        }
+    }
+}
+
+/// Why a subscriber stopped before its shutdown signal.
+#[derive(Debug, thiserror::Error)]
+pub enum SubscribeError {
+    /// The store failed (after the subscriber saved what it could).
+    #[error(transparent)]
+    Store(#[from] Error),
+    /// The handler failed on an event and the error policy ran out; the
+    /// saved offset is just before this event.
+    #[error(
+        "stream {stream:?}: handler failed on offset {offset} after {attempts} run(s): {source}"
+    )]
+    Handler {
+        /// The stream.
+        stream: String,
+        /// The event the handler failed on.
+        offset: i64,
+        /// How many times it ran.
+        attempts: u32,
+        /// The handler's last error.
+        source: BoxError,
+    },
+}
+
+/// What a subscriber did before it stopped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SubscribeReport {
+    /// Events handled successfully.
+    pub handled: u64,
+    /// The offset saved last (`None`: nothing was saved).
+    pub committed: Option<i64>,
+}
+
+/// Reads one stream as one consumer: replays from the consumer's saved
+/// offset, then follows the stream live, woken by commits through the same
+/// machinery as the worker (this process's hints, the SQLite watcher,
+/// PostgreSQL's LISTEN with its reconnect) and a safety poll. Delivery is
+/// at least once: the offset is saved only after events are handled, every
+/// [`SubscribeOpts::commit_every`] events or
+/// [`SubscribeOpts::commit_interval`], when caught up, and on shutdown; after
+/// a crash the events since the last save run again.
+///
+/// ```no_run
+/// # async fn demo(store: alkstore::Store) -> Result<(), alkstore::stream::SubscribeError> {
+/// let report = store
+///     .stream("orders")
+///     .subscribe("mailer")
+///     .run(
+///         |event: alkstore::stream::Event| async move {
+///             println!("{} {:?}", event.offset, event.key);
+///             Ok::<(), std::io::Error>(())
+///         },
+///         alkstore::shutdown_signal(),
+///     )
+///     .await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+#[must_use = "a subscriber does nothing until `run`"]
+pub struct Subscriber {
+    stream: Stream,
+    consumer: String,
+    opts: SubscribeOpts,
+}
+
+impl Subscriber {
+    pub(crate) fn new(stream: Stream, consumer: String) -> Subscriber {
+        Subscriber {
+            stream,
+            consumer,
+            opts: SubscribeOpts::default(),
+        }
+    }
+
+    /// With these options.
+    pub fn opts(mut self, opts: SubscribeOpts) -> Subscriber {
+        self.opts = opts;
+        self
+    }
+
+    /// Run `handler` on every event until `shutdown` resolves (the offset is
+    /// then saved) or an error stops it.
+    pub async fn run<F, Fut, E>(
+        self,
+        handler: F,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<SubscribeReport, SubscribeError>
+    where
+        F: Fn(Event) -> Fut,
+        Fut: Future<Output = Result<(), E>>,
+        E: Into<BoxError>,
+    {
+        let mut run = Run {
+            stream: &self.stream,
+            consumer: &self.consumer,
+            opts: &self.opts,
+            offset: 0,
+            saved: None,
+            unsaved: 0,
+            last_save: Instant::now(),
+            report: SubscribeReport::default(),
+        };
+        let out = run.follow(&handler, shutdown).await;
+        // Save what was handled, whatever stopped the run.
+        let saved = run.save().await;
+        match (out, saved) {
+            (Err(e), _) => Err(e),
+            (Ok(()), Err(e)) => Err(e.into()),
+            (Ok(()), Ok(())) => Ok(run.report),
+        }
+    }
+}
+
+/// One run's state.
+struct Run<'a> {
+    stream: &'a Stream,
+    consumer: &'a str,
+    opts: &'a SubscribeOpts,
+    /// The last event handled.
+    offset: i64,
+    /// The offset last saved.
+    saved: Option<i64>,
+    /// Handled events since then.
+    unsaved: u32,
+    last_save: Instant,
+    report: SubscribeReport,
+}
+
+impl Run<'_> {
+    async fn follow<F, Fut, E>(
+        &mut self,
+        handler: &F,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<(), SubscribeError>
+    where
+        F: Fn(Event) -> Fut,
+        Fut: Future<Output = Result<(), E>>,
+        E: Into<BoxError>,
+    {
+        let engine = self.stream.store().engine();
+        let name = self.stream.name().to_string();
+        // Subscribe before the first read, so no commit falls in between.
+        let mut hints = engine.wake_subscribe();
+        self.saved = self.stream.offset(self.consumer).await?;
+        self.offset = match (self.saved, self.opts.start) {
+            (Some(o), _) => o,
+            (None, StartAt::Beginning) => 0,
+            (None, StartAt::Head) => self.stream.stats().await?.head.unwrap_or(0),
+        };
+        let mut shutdown = std::pin::pin!(shutdown.fuse());
+        loop {
+            let events = engine
+                .stream_read(StreamReadParams::new(
+                    name.clone(),
+                    self.offset,
+                    self.opts.batch,
+                ))
+                .await?;
+            let caught_up = events.len() < self.opts.batch as usize;
+            for event in events {
+                if (&mut shutdown).now_or_never().is_some() {
+                    return Ok(());
+                }
+                if !self.handle(handler, event, &mut shutdown).await? {
+                    return Ok(());
+                }
+                if self.unsaved >= self.opts.commit_every
+                    || self.last_save.elapsed() >= self.opts.commit_interval
+                {
+                    self.save().await?;
+                }
+            }
+            if !caught_up {
+                continue;
+            }
+            self.save().await?;
+            // Wait for a hint about this stream, the safety poll, or shutdown.
+            let poll = tokio::time::sleep(self.opts.poll_interval);
+            tokio::pin!(poll);
+            loop {
+                tokio::select! {
+                    biased;
+                    () = &mut shutdown => return Ok(()),
+                    hint = hints.recv() => match hint {
+                        Ok(w) if w.concerns_stream(&name) => break,
+                        Ok(_) => continue,
+                        Err(RecvError::Lagged(_)) => break,
+                        Err(RecvError::Closed) => {
+                            hints = engine.wake_subscribe();
+                            break;
+                        }
+                    },
+                    () = &mut poll => break,
+                }
+            }
+        }
+    }
+
+    /// Run the handler on `event` per the error policy; false when shutdown
+    /// came during a retry wait (the event stays unhandled).
+    async fn handle<F, Fut, E>(
+        &mut self,
+        handler: &F,
+        event: Event,
+        shutdown: &mut (impl Future<Output = ()> + futures_util::future::FusedFuture + Unpin),
+    ) -> Result<bool, SubscribeError>
+    where
+        F: Fn(Event) -> Fut,
+        Fut: Future<Output = Result<(), E>>,
+        E: Into<BoxError>,
+    {
+        let (attempts, mut backoff) = match self.opts.on_error {
+            OnError::Stop => (1, Duration::ZERO),
+            OnError::Retry { attempts, backoff } => (attempts.max(1), backoff),
+        };
+        let offset = event.offset;
+        let mut run = 0;
+        loop {
+            run += 1;
+            match handler(event.clone()).await {
+                Ok(()) => {
+                    self.offset = offset;
+                    self.unsaved += 1;
+                    self.report.handled += 1;
+                    return Ok(true);
+                }
+                Err(e) => {
+                    let e: BoxError = e.into();
+                    tracing::warn!(
+                        stream = %self.stream.name(),
+                        consumer = %self.consumer,
+                        offset,
+                        run,
+                        error = %e,
+                        "stream handler failed"
+                    );
+                    if run >= attempts {
+                        return Err(SubscribeError::Handler {
+                            stream: self.stream.name().to_string(),
+                            offset,
+                            attempts: run,
+                            source: e,
+                        });
+                    }
+                }
+            }
+            tokio::select! {
+                biased;
+                () = &mut *shutdown => return Ok(false),
+                () = tokio::time::sleep(backoff) => {}
+            }
+            backoff = (backoff * 2).min(Duration::from_secs(60));
+        }
+    }
+
+    /// Save the offset if anything was handled since the last save.
+    async fn save(&mut self) -> Result<(), Error> {
+        if self.saved.is_some_and(|s| s >= self.offset)
+            || (self.saved.is_none() && self.unsaved == 0)
+        {
+            self.unsaved = 0;
+            self.last_save = Instant::now();
+            return Ok(());
+        }
+        let saved = self
+            .stream
+            .store()
+            .engine()
+            .stream_offset_commit(StreamOffsetCommitParams::new(
+                self.stream.name(),
+                self.consumer,
+                self.offset,
+            ))
+            .await?;
+        self.saved = Some(saved);
+        self.report.committed = Some(saved);
+        self.unsaved = 0;
+        self.last_save = Instant::now();
+        Ok(())
+    }
+}
