@@ -4,9 +4,17 @@
 #
 #   bench/peers/compare.sh honker          # SQLite: alkstore vs honker 0.5
 #   bench/peers/compare.sh postgres [URL]  # PostgreSQL: alkstore vs pg-boss, graphile-worker
+#   bench/peers/compare.sh streams [URL]   # event streams: alkstore (SQLite and
+#                                          # PostgreSQL at URL) vs honker streams,
+#                                          # Redis Streams, NATS JetStream
 #
-# BENCH_SCALE (default 1.0) scales alkstore and honker job counts; BENCH_JOBS
-# and BENCH_SAMPLES set the node peers' job and latency sample counts.
+# BENCH_SCALE (default 1.0) scales alkstore's, honker's and the stream peers'
+# event/job counts; BENCH_JOBS and BENCH_SAMPLES set the node peers' job and
+# latency sample counts. URL defaults to $DATABASE_URL, then to
+# postgres://postgres@127.0.0.1:5432/postgres. The streams case needs Redis
+# at 127.0.0.1:6379 (REDIS_URL) and nats-server -js at 127.0.0.1:4222
+# (NATS_URL); a peer that fails shows "-" in the table.
+# ALK=/path/to/alk uses that binary instead of building alkstore-cli.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -15,8 +23,25 @@ scale="${BENCH_SCALE:-1.0}"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 
-cargo build --release -q -p alkstore-cli --manifest-path "$root/Cargo.toml"
-alk="$root/target/release/alk"
+if [ -n "${ALK:-}" ]; then
+  alk="$ALK"
+else
+  cargo build --release -q -p alkstore-cli --manifest-path "$root/Cargo.toml"
+  alk="$root/target/release/alk"
+fi
+
+pg_url() { # [URL] -> the URL to use, with sslmode=disable unless it has an sslmode
+  local url="${1:-${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}}"
+  # node-postgres (under pg-boss and graphile-worker) connects in clear
+  # text unless told otherwise, while alkstore follows libpq's default
+  # (sslmode=prefer: TLS when the server offers it). Compare like with like.
+  case "$url" in
+    *sslmode=*) ;;
+    *\?*) url="$url&sslmode=disable" ;;
+    *) url="$url?sslmode=disable" ;;
+  esac
+  echo "$url"
+}
 
 case "$peer" in
   honker)
@@ -29,28 +54,64 @@ case "$peer" in
     peers="honker"
     ;;
   postgres)
-    url="${2:-${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}}"
-    # node-postgres (under pg-boss and graphile-worker) connects in clear
-    # text unless told otherwise, while alkstore follows libpq's default
-    # (sslmode=prefer: TLS when the server offers it). Compare like with like.
-    case "$url" in
-      *sslmode=*) ;;
-      *\?*) url="$url&sslmode=disable" ;;
-      *) url="$url?sslmode=disable" ;;
-    esac
+    url="$(pg_url "${2:-}")"
     echo "connection: $url (the same for every peer)"
     "$alk" bench queue --on "$url" --scale "$scale" --scenario insert_50k --scenario work_50k | tee "$out/alk.txt"
     "$alk" bench worker --on "$url" | tee -a "$out/alk.txt"
     DATABASE_URL="$url" "$here/node/run.sh" | tee "$out/peer.txt"
     peers="pg-boss graphile-worker"
     ;;
-  *) echo "usage: $0 honker | postgres [URL]" >&2; exit 2 ;;
+  streams)
+    url="$(pg_url "${2:-}")"
+    (cd "$here/streams" && CARGO_TARGET_DIR="$here/streams/target" cargo build --release -q)
+    echo "connection: $url (alkstore on PostgreSQL)"
+    "$alk" bench stream --scale "$scale" | tee "$out/alk.txt"
+    "$alk" bench stream --on "$url" --scale "$scale" | tee -a "$out/alk.txt"
+    : >"$out/peer.txt"
+    for p in honker redis nats; do
+      BENCH_SCALE="$scale" "$here/streams/target/release/stream-peers" "$p" | tee -a "$out/peer.txt" ||
+        echo "stream-peers $p failed; its column shows -" >&2
+    done
+    ;;
+  *) echo "usage: $0 honker | postgres [URL] | streams [URL]" >&2; exit 2 ;;
 esac
 
-field() { # file peer scenario field -> value
-  grep -E "^bench peer=$2 .*scenario=$3( |$)" "$1" | sed -nE "s/.*[ ]$4=([0-9.]+).*/\1/p" | head -1
+field() { # file peer scenario field [engine] -> value
+  local pat="^bench peer=$2 "
+  [ -n "${5:-}" ] && pat="$pat(.* )?engine=$5 "
+  grep -E "$pat.*scenario=$3( |\$)" "$1" | sed -nE "s/.*[ ]$4=([0-9.]+).*/\1/p" | head -1
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1fx", a / b; else print "-" }'; }
+
+if [ "$peer" = streams ]; then
+  # One row per scenario: events/s (higher is better), then live_latency's
+  # p50 and p99 in ms from commit (lower is better). The ratios put alkstore
+  # on SQLite beside honker (SQLite) and alkstore on PostgreSQL beside Redis.
+  row() { # label alk-sqlite alk-postgres honker redis nats
+    printf '%-30s %12s %12s %12s %12s %12s %14s %14s\n' "$1" "${2:--}" "${3:--}" "${4:--}" "${5:--}" "${6:--}" \
+      "$(ratio "${2:-0}" "${4:-0}")" "$(ratio "${3:-0}" "${5:-0}")"
+  }
+  echo
+  printf '%-30s %12s %12s %12s %12s %12s %14s %14s\n' "stream (events/s; latency ms)" \
+    "alk sqlite" "alk postgres" honker redis nats "sqlite/honker" "postgres/redis"
+  for s in $(grep -hE '^bench .*events_per_s=' "$out/alk.txt" "$out/peer.txt" |
+    sed -E 's/.*scenario=([^ ]+).*/\1/' | awk '!seen[$0]++'); do
+    row "$s" "$(field "$out/alk.txt" alkstore "$s" events_per_s sqlite)" \
+      "$(field "$out/alk.txt" alkstore "$s" events_per_s postgres)" \
+      "$(field "$out/peer.txt" honker "$s" events_per_s)" \
+      "$(field "$out/peer.txt" redis "$s" events_per_s)" \
+      "$(field "$out/peer.txt" nats "$s" events_per_s)"
+  done
+  for f in p50 p99; do
+    row "live_latency ${f}_ms_from_commit" \
+      "$(field "$out/alk.txt" alkstore live_latency "${f}_ms_from_commit" sqlite)" \
+      "$(field "$out/alk.txt" alkstore live_latency "${f}_ms_from_commit" postgres)" \
+      "$(field "$out/peer.txt" honker live_latency "${f}_ms_from_commit")" \
+      "$(field "$out/peer.txt" redis live_latency "${f}_ms_from_commit")" \
+      "$(field "$out/peer.txt" nats live_latency "${f}_ms_from_commit")"
+  done
+  exit 0
+fi
 
 echo
 printf '%-26s %14s' "throughput (jobs/s)" alkstore

@@ -16,6 +16,7 @@ pub mod handlers;
 pub mod heartbeats;
 pub mod shutdown;
 pub mod snooze_cancel;
+pub mod subscribers;
 
 /// The runtime area: every sub-area's row list, inside `mod runtime`.
 #[doc(hidden)]
@@ -29,6 +30,7 @@ macro_rules! __runtime {
             $crate::__runtime_heartbeats!($then, $args);
             $crate::__runtime_shutdown!($then, $args);
             $crate::__runtime_snooze_cancel!($then, $args);
+            $crate::__runtime_subscribers!($then, $args);
         } }
     };
 }

@@ -1,0 +1,262 @@
+//! Stream subscribers: replay from the saved offset, then live; the error
+//! policy never skips an event.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use alkstore::stream::{Event, OnError, StartAt, SubscribeError, SubscribeOpts};
+use tokio::sync::Notify;
+
+use crate::RuntimeHarness;
+
+/// Payloads handled so far, and a wake-up per handled event.
+#[derive(Clone, Default)]
+struct Seen {
+    payloads: Arc<Mutex<Vec<String>>>,
+    notify: Arc<Notify>,
+}
+
+impl Seen {
+    fn push(&self, event: &Event) {
+        self.payloads
+            .lock()
+            .expect("seen")
+            .push(String::from_utf8_lossy(&event.payload).into_owned());
+        self.notify.notify_one();
+    }
+
+    fn list(&self) -> Vec<String> {
+        self.payloads.lock().expect("seen").clone()
+    }
+
+    /// Resolves once `n` events were handled (fails after 30 s).
+    async fn until(&self, n: usize) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while self.payloads.lock().expect("seen").len() < n {
+            tokio::select! {
+                _ = self.notify.notified() => {}
+                _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "timed out waiting for {n} events"
+            );
+        }
+    }
+}
+
+fn batch(prefix: &str, n: usize) -> Vec<(Option<String>, Vec<u8>)> {
+    (0..n)
+        .map(|i| (None, format!("{prefix}{i}").into_bytes()))
+        .collect()
+}
+
+/// A subscriber replays what was published before it started, then
+/// follows live publishes (woken, not polled: the safety poll is set to an
+/// hour), saves its offset on shutdown, and a second run resumes after it.
+pub async fn subscriber_replays_then_follows_live<H: RuntimeHarness>(h: &H) {
+    let stream = h.store().stream("orders");
+    stream
+        .publish_batch(batch("old-", 5))
+        .await
+        .expect("publish");
+    let seen = Seen::default();
+    let opts = SubscribeOpts {
+        poll_interval: Duration::from_secs(3600),
+        ..SubscribeOpts::default()
+    };
+    let handler = {
+        let seen = seen.clone();
+        move |event: Event| {
+            let seen = seen.clone();
+            async move {
+                seen.push(&event);
+                Ok::<(), std::io::Error>(())
+            }
+        }
+    };
+    let run = stream
+        .subscribe("mailer")
+        .opts(opts.clone())
+        .run(handler.clone(), {
+            let (seen, stream) = (seen.clone(), stream.clone());
+            async move {
+                seen.until(5).await;
+                // Live: published while the subscriber waits.
+                let mut last = 0;
+                for i in 0..3 {
+                    last = stream
+                        .publish(Some("k"), format!("live-{i}").into_bytes())
+                        .await
+                        .expect("live publish");
+                }
+                seen.until(8).await;
+                let _ = last;
+            }
+        });
+    let report = run.await.expect("run");
+    assert_eq!(report.handled, 8);
+    assert_eq!(
+        seen.list(),
+        ["old-0", "old-1", "old-2", "old-3", "old-4", "live-0", "live-1", "live-2"]
+    );
+    let head = stream.stats().await.expect("stats").head;
+    assert_eq!(
+        stream.offset("mailer").await.expect("offset"),
+        head,
+        "saved on shutdown"
+    );
+    assert_eq!(report.committed, head);
+
+    stream
+        .publish_batch(batch("next-", 2))
+        .await
+        .expect("publish");
+    let again = Seen::default();
+    let handler = {
+        let again = again.clone();
+        move |event: Event| {
+            let again = again.clone();
+            async move {
+                again.push(&event);
+                Ok::<(), std::io::Error>(())
+            }
+        }
+    };
+    let waiter = again.clone();
+    stream
+        .subscribe("mailer")
+        .opts(opts)
+        .run(handler, async move { waiter.until(2).await })
+        .await
+        .expect("second run");
+    assert_eq!(
+        again.list(),
+        ["next-0", "next-1"],
+        "resumed after the saved offset"
+    );
+}
+
+/// A failing event is retried per the policy, then the subscriber stops
+/// with the event's offset: nothing after it is handled and the saved
+/// offset is the event before, so the next run starts with it again.
+pub async fn subscriber_retries_then_stops_without_skipping<H: RuntimeHarness>(h: &H) {
+    let stream = h.store().stream("payments");
+    let offsets = stream
+        .publish_batch(vec![
+            (None, b"ok-1".to_vec()),
+            (None, b"poison".to_vec()),
+            (None, b"ok-2".to_vec()),
+        ])
+        .await
+        .expect("publish");
+    let seen = Seen::default();
+    let runs = Arc::new(Mutex::new(0u32));
+    let handler = {
+        let (seen, runs) = (seen.clone(), runs.clone());
+        move |event: Event| {
+            let (seen, runs) = (seen.clone(), runs.clone());
+            async move {
+                if event.payload == b"poison" {
+                    *runs.lock().expect("runs") += 1;
+                    return Err(std::io::Error::other("cannot handle"));
+                }
+                seen.push(&event);
+                Ok(())
+            }
+        }
+    };
+    let opts = SubscribeOpts {
+        on_error: OnError::Retry {
+            attempts: 3,
+            backoff: Duration::from_millis(10),
+        },
+        ..SubscribeOpts::default()
+    };
+    let err = stream
+        .subscribe("ledger")
+        .opts(opts)
+        .run(handler, std::future::pending())
+        .await
+        .expect_err("the poison event stops it");
+    match err {
+        SubscribeError::Handler {
+            offset, attempts, ..
+        } => {
+            assert_eq!(offset, offsets[1]);
+            assert_eq!(attempts, 3);
+        }
+        other => panic!("expected a handler error, got {other:?}"),
+    }
+    assert_eq!(*runs.lock().expect("runs"), 3);
+    assert_eq!(seen.list(), ["ok-1"], "nothing after the failing event");
+    assert_eq!(
+        stream.offset("ledger").await.expect("offset"),
+        Some(offsets[0])
+    );
+}
+
+/// A consumer without a saved offset may start at the head: history is
+/// skipped, new events are handled.
+pub async fn subscriber_can_start_at_the_head<H: RuntimeHarness>(h: &H) {
+    let stream = h.store().stream("audit");
+    stream
+        .publish_batch(batch("history-", 3))
+        .await
+        .expect("publish");
+    let seen = Seen::default();
+    let handler = {
+        let seen = seen.clone();
+        move |event: Event| {
+            let seen = seen.clone();
+            async move {
+                seen.push(&event);
+                Ok::<(), std::io::Error>(())
+            }
+        }
+    };
+    let opts = SubscribeOpts {
+        start: StartAt::Head,
+        poll_interval: Duration::from_millis(50),
+        ..SubscribeOpts::default()
+    };
+    let publisher = {
+        let (stream, seen) = (stream.clone(), seen.clone());
+        async move {
+            // Until the subscriber has started, its first read may see
+            // nothing; publish until it handles one.
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+            while seen.list().is_empty() {
+                stream
+                    .publish(None, b"new".to_vec())
+                    .await
+                    .expect("publish");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "never handled a new event"
+                );
+            }
+        }
+    };
+    stream
+        .subscribe("tail")
+        .opts(opts)
+        .run(handler, publisher)
+        .await
+        .expect("run");
+    assert!(seen.list().iter().all(|p| p == "new"), "{:?}", seen.list());
+}
+
+/// The rows above, for [`contract_suite!`](crate::contract_suite).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __runtime_subscribers {
+    ($then:path, $args:tt) => {
+        $then! { @rows $args runtime::subscribers [
+            subscriber_replays_then_follows_live,
+            subscriber_retries_then_stops_without_skipping,
+            subscriber_can_start_at_the_head,
+        ] }
+    };
+}
