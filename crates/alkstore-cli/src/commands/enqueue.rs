@@ -16,16 +16,8 @@ use super::output::json_text;
 pub(super) struct EnqueueArgs {
     /// Queue name.
     queue: String,
-    /// Payload: JSON text (checked), or any text with --raw. Give this or
-    /// --payload-file, not both.
-    payload: Option<String>,
-    /// Read the payload from this file (`-` reads stdin): large or binary
-    /// payloads (binary needs --raw).
-    #[arg(long, value_name = "PATH")]
-    payload_file: Option<PathBuf>,
-    /// Store the payload bytes as given, without checking it is JSON.
-    #[arg(long)]
-    raw: bool,
+    #[command(flatten)]
+    payload: PayloadArgs,
     /// Higher runs first (negative runs later).
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     priority: i32,
@@ -40,8 +32,23 @@ pub(super) struct EnqueueArgs {
     max_attempts: Option<u32>,
 }
 
+/// Where a payload comes from (shared by `enqueue` and `streams publish`).
+#[derive(Debug, Args)]
+pub(super) struct PayloadArgs {
+    /// Payload: JSON text (checked), or any text with --raw. Give this or
+    /// --payload-file, not both.
+    payload: Option<String>,
+    /// Read the payload from this file (`-` reads stdin): large or binary
+    /// payloads (binary needs --raw).
+    #[arg(long, value_name = "PATH")]
+    payload_file: Option<PathBuf>,
+    /// Store the payload bytes as given, without checking it is JSON.
+    #[arg(long)]
+    raw: bool,
+}
+
 /// The payload bytes from exactly one source, checked as JSON unless `raw`.
-fn payload(a: &EnqueueArgs) -> Result<Vec<u8>> {
+pub(super) fn payload(a: &PayloadArgs) -> Result<Vec<u8>> {
     let bytes = match (&a.payload, &a.payload_file) {
         (Some(_), Some(_)) => {
             return Err(Error::invalid(
@@ -91,7 +98,7 @@ pub(super) struct Prepared {
 
 /// Check the arguments and read the payload.
 pub(super) fn prepare(a: EnqueueArgs) -> Result<Prepared> {
-    let payload = payload(&a)?;
+    let payload = payload(&a.payload)?;
     let mut opts = EnqueueOpts::default().priority(a.priority);
     if let Some(d) = a.delay {
         opts = opts.delay(Duration::from_secs(d));

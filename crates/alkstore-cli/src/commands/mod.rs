@@ -4,6 +4,7 @@
 mod dead;
 mod enqueue;
 mod job;
+mod streams;
 pub(crate) mod output;
 pub(crate) mod text;
 
@@ -64,6 +65,9 @@ enum Command {
     /// Dead letters: list, requeue, purge.
     #[command(subcommand)]
     Dead(dead::DeadCommand),
+    /// Event streams: list, publish, tail, offsets, stats, trim.
+    #[command(subcommand)]
+    Streams(streams::StreamsCommand),
     /// Counts per queue (all queues when none is named).
     Stats {
         /// Queue name.
@@ -107,13 +111,19 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         let store = Store::open(&cli.db).await?;
         return output::emit(enqueue::run(&store, job, as_json).await?.as_bytes());
     }
-    // Only `init` and `enqueue` create a store; every other command works on
-    // one that exists, and says so when there is none.
+    // Only `init`, `enqueue` and `streams publish` create a store; every
+    // other command works on one that exists, and says so when there is none.
     let opts = StoreOptions {
-        existing_only: !matches!(cli.command, Command::Init),
+        existing_only: !matches!(
+            cli.command,
+            Command::Init | Command::Streams(streams::StreamsCommand::Publish(_))
+        ),
         ..StoreOptions::default()
     };
     let store = Store::open_with(&cli.db, opts).await?;
+    if let Command::Streams(streams::StreamsCommand::Tail(args)) = cli.command {
+        return streams::tail(&store, args, as_json).await;
+    }
     let e = store.engine();
     let out: Vec<u8> = match cli.command {
         Command::Init => {
@@ -148,6 +158,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         }
         .into_bytes(),
         Command::Dead(cmd) => dead::run(e, cmd, as_json).await?.into_bytes(),
+        Command::Streams(cmd) => streams::run(&store, cmd, as_json).await?.into_bytes(),
         Command::Stats { queue } => {
             let queues = match queue {
                 Some(q) => vec![q],

@@ -4,14 +4,14 @@
 
 mod subscriber;
 
-use alkstore_core::stream::{
-    StreamOffsetCommitParams, StreamReadParams, StreamRetentionParams, StreamTrimParams,
-};
 use alkstore_core::{Result, StreamEngine};
 
 use crate::Store;
 
-pub use alkstore_core::stream::{ConsumerOffset, Event, NewEvent, StreamInfo, StreamStats};
+pub use alkstore_core::stream::{
+    ConsumerOffset, Event, NewEvent, StreamInfo, StreamOffsetCommitParams, StreamReadParams,
+    StreamRetentionParams, StreamStats, StreamTrimParams,
+};
 pub use subscriber::{
     OnError, StartAt, SubscribeError, SubscribeOpts, SubscribeReport, Subscriber,
 };
