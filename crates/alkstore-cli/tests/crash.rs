@@ -224,3 +224,128 @@ async fn postgres_sigterm_hands_running_jobs_back() {
     sigterm_hands_running_jobs_back(format!("{url}?schema={schema}")).await;
     testing::drop_schema(&url, &schema).await.expect("drop");
 }
+
+const EVENTS: usize = 5_000;
+
+/// Spawn `alk streams tail --consumer` printing JSON Lines; a thread collects
+/// the offsets it prints.
+fn spawn_tail(db: &str) -> (Child, std::sync::Arc<std::sync::Mutex<Vec<i64>>>) {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_alk"))
+        .args([
+            "--db", db, "--json", "streams", "tail", "events", "--follow",
+        ])
+        .args(["--consumer", "crash", "--commit-every", "100"])
+        .env_remove("DATABASE_URL")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn alk streams tail");
+    let stdout = child.stdout.take().expect("stdout");
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let into = seen.clone();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
+                continue;
+            };
+            if let Some(o) = v["offset"].as_i64() {
+                into.lock().expect("seen").push(o);
+            }
+        }
+    });
+    (child, seen)
+}
+
+/// Wait until `seen` holds at least `n` offsets, or `last` when given.
+fn wait_for(seen: &std::sync::Mutex<Vec<i64>>, n: usize, last: Option<i64>) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        {
+            let s = seen.lock().expect("seen");
+            if s.len() >= n && last.is_none_or(|l| s.last() == Some(&l)) {
+                return;
+            }
+        }
+        assert!(Instant::now() < deadline, "the subscriber stalled");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A stream subscriber killed with SIGKILL mid-stream and restarted resumes
+/// after its last saved offset: every event is printed at least once, and
+/// the second run starts exactly after what the first saved.
+async fn subscriber_kill_nine_resumes(db: String) {
+    let store = Store::open(&db).await.expect("open");
+    let stream = store.stream("events");
+    let mut offsets = Vec::new();
+    for chunk in (0..EVENTS).collect::<Vec<_>>().chunks(500) {
+        let batch = chunk
+            .iter()
+            .map(|i| (None, i.to_string().into_bytes()))
+            .collect::<Vec<_>>();
+        offsets.extend(stream.publish_batch(batch).await.expect("publish"));
+    }
+    let head = *offsets.last().expect("published");
+    let (mut first, seen_first) = spawn_tail(&db);
+    wait_for(&seen_first, 1_500, None);
+    first.kill().expect("SIGKILL");
+    let _ = first.wait();
+    let saved = stream
+        .offset("crash")
+        .await
+        .expect("offset")
+        .expect("the first run saved an offset");
+    let printed_first = seen_first.lock().expect("seen").clone();
+    assert!(
+        printed_first.contains(&saved),
+        "the saved offset {saved} was printed before it was saved"
+    );
+
+    let (second, seen_second) = spawn_tail(&db);
+    wait_for(&seen_second, 1, Some(head));
+    terminate(second);
+    let printed_second = seen_second.lock().expect("seen").clone();
+    let resume_at = offsets
+        .iter()
+        .copied()
+        .find(|o| *o > saved)
+        .expect("events after the saved offset");
+    assert_eq!(
+        printed_second.first(),
+        Some(&resume_at),
+        "the restart resumes right after the saved offset"
+    );
+    let mut all: Vec<i64> = printed_first
+        .iter()
+        .chain(&printed_second)
+        .copied()
+        .collect();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all, offsets, "every event was handled at least once");
+    assert_eq!(stream.offset("crash").await.expect("offset"), Some(head));
+    eprintln!(
+        "first run printed {} (saved {saved}), second {}",
+        printed_first.len(),
+        printed_second.len()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_subscriber_kill_nine_resumes() {
+    let dir = tempfile::tempdir().expect("tmp");
+    subscriber_kill_nine_resumes(format!("sqlite://{}", dir.path().join("s.db").display())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_subscriber_kill_nine_resumes() {
+    use alkstore_postgres::testing;
+    let url = testing::ensure_database(&testing::database_url(), "alkstore_test")
+        .await
+        .expect("postgres");
+    let schema = testing::unique_schema("subkill");
+    subscriber_kill_nine_resumes(format!("{url}?schema={schema}")).await;
+    testing::drop_schema(&url, &schema).await.expect("drop");
+}

@@ -4,8 +4,8 @@
 mod dead;
 mod enqueue;
 mod job;
-mod streams;
 pub(crate) mod output;
+mod streams;
 pub(crate) mod text;
 
 use alkstore::prelude::*;

@@ -211,14 +211,20 @@ pub(super) async fn run(store: &Store, cmd: StreamsCommand, as_json: bool) -> Re
                     s.held_back_by_s.map_or("-".to_string(), |a| format!("{a}s")),
                 );
                 for c in &s.consumers {
-                    out.push_str(&format!("consumer {}  offset {}  lag {}\n", c.consumer, c.offset, c.lag));
+                    out.push_str(&format!(
+                        "consumer {}  offset {}  lag {}\n",
+                        c.consumer, c.offset, c.lag
+                    ));
                 }
                 out
             }
         }
         StreamsCommand::Trim(a) => {
             if a.before.is_none() && a.older_than.is_none() {
-                return Err(Error::invalid("trim", "give --before OFFSET, --older-than AGE, or both"));
+                return Err(Error::invalid(
+                    "trim",
+                    "give --before OFFSET, --older-than AGE, or both",
+                ));
             }
             let deleted = e
                 .stream_trim(alkstore::stream::StreamTrimParams {
@@ -265,7 +271,12 @@ pub(super) async fn tail(store: &Store, a: TailArgs, as_json: bool) -> Result<()
             })
         };
         let printer = |event: Event| async move { emit(event_line(&event, as_json).as_bytes()) };
-        return match stream.subscribe(consumer.clone()).opts(opts).run(printer, shutdown).await {
+        return match stream
+            .subscribe(consumer.clone())
+            .opts(opts)
+            .run(printer, shutdown)
+            .await
+        {
             Ok(_) => Ok(()),
             Err(alkstore::stream::SubscribeError::Store(e)) => Err(e),
             Err(e) => Err(Error::invalid("tail", e)),
@@ -277,7 +288,11 @@ pub(super) async fn tail(store: &Store, a: TailArgs, as_json: bool) -> Result<()
     let shutdown = alkstore::shutdown_signal();
     tokio::pin!(shutdown);
     loop {
-        let page_size = if a.follow { 500 } else { a.limit.saturating_sub(printed).clamp(1, 500) };
+        let page_size = if a.follow {
+            500
+        } else {
+            a.limit.saturating_sub(printed).clamp(1, 500)
+        };
         let events = stream.read(after, page_size).await?;
         let mut out = String::new();
         for e in &events {
