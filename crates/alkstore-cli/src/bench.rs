@@ -43,18 +43,18 @@ const SCENARIOS: &[&str] = &[
 ];
 
 /// A fresh store per scenario, and how to clean it up.
-enum Target {
+pub(crate) enum Target {
     Sqlite { dir: tempfile::TempDir },
     Postgres { conninfo: String },
 }
 
-struct Fresh {
-    engine: AnyEngine,
+pub(crate) struct Fresh {
+    pub(crate) engine: AnyEngine,
 }
 
 impl Fresh {
     /// Close the store and drop its PostgreSQL schema, if it made one.
-    async fn cleanup(self) -> Result<()> {
+    pub(crate) async fn cleanup(self) -> Result<()> {
         if let AnyEngine::Postgres(pg) = &self.engine {
             pg.drop_store().await?;
         }
@@ -81,7 +81,7 @@ fn bench_schema() -> String {
 impl Target {
     /// Where `alk bench --on URL` runs: fresh temporary SQLite files, or
     /// fresh schemas on the PostgreSQL server of the URL.
-    fn parse(on: &str) -> Result<Target> {
+    pub(crate) fn parse(on: &str) -> Result<Target> {
         Ok(match StoreUrl::parse(on)? {
             StoreUrl::Sqlite { .. } => Target::Sqlite {
                 dir: tempfile::tempdir()
@@ -91,7 +91,7 @@ impl Target {
         })
     }
 
-    async fn fresh(&self, n: usize) -> Result<Fresh> {
+    pub(crate) async fn fresh(&self, n: usize) -> Result<Fresh> {
         match self {
             Target::Sqlite { dir } => {
                 let path = dir.path().join(format!("bench-{n}.db"));
@@ -111,7 +111,7 @@ impl Target {
         }
     }
 
-    fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Target::Sqlite { .. } => "sqlite",
             Target::Postgres { .. } => "postgres",
@@ -160,7 +160,7 @@ async fn drain(e: AnyEngine, worker: String, batch: u32) -> Result<usize> {
 }
 
 #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // scale is in (0, 100]
-fn scaled(n: usize, scale: f64) -> usize {
+pub(crate) fn scaled(n: usize, scale: f64) -> usize {
     ((n as f64 * scale).round() as usize).max(1)
 }
 
@@ -314,7 +314,7 @@ fn check(done: usize, n: usize) -> Result<()> {
     Ok(())
 }
 
-fn join_err(e: tokio::task::JoinError) -> alkstore::Error {
+pub(crate) fn join_err(e: tokio::task::JoinError) -> alkstore::Error {
     alkstore::Error::database("bench task", e.to_string())
 }
 
@@ -369,7 +369,7 @@ pub(crate) struct WorkerBenchArgs {
     jobs: usize,
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
     }

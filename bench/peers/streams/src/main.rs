@@ -164,8 +164,8 @@ impl Reporter {
             return Err(format!("received {} of {} events", ms.len(), published.len()).into());
         }
         if early > 0 {
-            eprintln!(
-                "stream-peers: {}: {early} of {} events reached the subscriber before the publish call returned (counted as 0 ms)",
+            println!(
+                "# {} live_latency: {early} of {} events reached the subscriber before the publisher had the commit/ack reply (counted as 0 ms)",
                 self.peer,
                 ms.len()
             );

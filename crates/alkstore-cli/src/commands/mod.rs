@@ -91,6 +91,8 @@ pub(crate) enum BenchCommand {
     Queue(bench::QueueBenchArgs),
     /// Worker runtime: wake latency and end-to-end throughput.
     Worker(bench::WorkerBenchArgs),
+    /// Streams: publish (single and batched), replay, live latency.
+    Stream(crate::bench_stream::StreamBenchArgs),
 }
 
 /// Run a parsed command line.
@@ -100,6 +102,9 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
     }
     if let Command::Bench(BenchCommand::Worker(args)) = cli.command {
         return bench::run_worker(args).await;
+    }
+    if let Command::Bench(BenchCommand::Stream(args)) = cli.command {
+        return crate::bench_stream::run(args).await;
     }
     if let Command::TestWorker(args) = cli.command {
         return crate::testworker::run(&cli.db, args).await;
