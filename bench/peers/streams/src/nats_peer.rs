@@ -178,7 +178,7 @@ pub async fn run(scenarios: &[&'static str], c: Counts) -> Res<()> {
     let js = jetstream::new(client.clone());
     let info = client.server_info();
     println!(
-        "# nats-server {}: JetStream, file storage, 1 replica; a publish is acked once written to the stream's file store — the server fsyncs on a timer (its default), not per message",
+        "# nats-server {}: JetStream, file storage, 1 replica; a publish is acked once written to the stream's file store, not fsynced: the server fsyncs every sync_interval (default 2 min)",
         info.version
     );
     println!("# nats: async-nats, one connection; batch = {BATCH} async publishes then their acks; replay = ordered pull consumer (500 per pull); live = ordered pull consumer, DeliverPolicy::New");
