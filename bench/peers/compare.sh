@@ -87,9 +87,13 @@ if [ "$peer" = streams ]; then
   # One row per scenario: events/s (higher is better), then live_latency's
   # p50 and p99 in ms from commit (lower is better). The ratios put alkstore
   # on SQLite beside honker (SQLite) and alkstore on PostgreSQL beside Redis.
+  sratio() { # like ratio, with more digits below 1 (e.g. 0.015x)
+    awk -v a="$1" -v b="$2" 'BEGIN { if (b <= 0) print "-"; else { r = a / b
+      printf (r < 0.1 ? "%.3fx" : r < 1 ? "%.2fx" : "%.1fx"), r } }'
+  }
   row() { # label alk-sqlite alk-postgres honker redis nats
     printf '%-30s %12s %12s %12s %12s %12s %14s %14s\n' "$1" "${2:--}" "${3:--}" "${4:--}" "${5:--}" "${6:--}" \
-      "$(ratio "${2:-0}" "${4:-0}")" "$(ratio "${3:-0}" "${5:-0}")"
+      "$(sratio "${2:-0}" "${4:-0}")" "$(sratio "${3:-0}" "${5:-0}")"
   }
   echo
   printf '%-30s %12s %12s %12s %12s %12s %14s %14s\n' "stream (events/s; latency ms)" \

@@ -47,6 +47,16 @@ pub trait Engine: Send + Sync + 'static {
     /// once (others learn from the engine's cross-process signal).
     fn wake_hub(&self) -> &WakeHub;
 
+    /// Stop accepting calls: every later call through the engine's traits
+    /// fails with [`Error::Closed`](crate::Error::Closed) before it reaches
+    /// the database, on every clone of this engine. Calls already running
+    /// finish. Engines also release what they hold (PostgreSQL closes its
+    /// pools). Idempotent.
+    fn close(&self);
+
+    /// Whether [`Engine::close`] was called (on this engine or a clone).
+    fn is_closed(&self) -> bool;
+
     /// Subscribe to wake hints: commits that may have made jobs claimable.
     /// Delayed jobs and expired claims send no hint; they come due on whole
     /// seconds, so a worker polls at second boundaries for them.

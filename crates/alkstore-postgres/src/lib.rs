@@ -112,6 +112,8 @@ struct Inner {
     rescues: Mutex<RescueSchedule>,
     wake: listen::Hub,
     listener_started: AtomicBool,
+    /// Set by `Engine::close`: every later call is `Error::Closed`.
+    closed: AtomicBool,
     /// How the LISTEN connection connects: the pools' config and connector.
     listen_connect: (tokio_postgres::Config, tls::Connector),
 }
@@ -191,6 +193,7 @@ impl PgEngine {
                 rescues: Mutex::new(RescueSchedule::default()),
                 wake: Arc::new(WakeHub::default()),
                 listener_started: AtomicBool::new(false),
+                closed: AtomicBool::new(false),
                 listen_connect,
             }),
         };
@@ -289,6 +292,7 @@ fn build_pool(config: tokio_postgres::Config, tls: tls::Connector, size: usize) 
 async fn checkout(pool: &Pool) -> Result<deadpool_postgres::Object> {
     pool.get().await.map_err(|e| match e {
         deadpool_postgres::PoolError::Backend(e) => Error::Connect { source: e.into() },
+        deadpool_postgres::PoolError::Closed => Error::Closed,
         other => Error::Connect {
             source: other.into(),
         },

@@ -99,6 +99,8 @@ struct Inner {
     clock: Arc<dyn Clock>,
     wake: Arc<WakeHub>,
     watcher_started: AtomicBool,
+    /// Set by `Engine::close`: every later call is `Error::Closed`.
+    closed: AtomicBool,
 }
 
 impl std::fmt::Debug for SqliteEngine {
@@ -156,6 +158,7 @@ impl SqliteEngine {
                 clock,
                 wake: Arc::new(WakeHub::default()),
                 watcher_started: AtomicBool::new(false),
+                closed: AtomicBool::new(false),
             }),
         })
     }

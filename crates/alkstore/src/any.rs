@@ -78,6 +78,14 @@ impl Engine for AnyEngine {
         dispatch!(self.wake_hub())
     }
 
+    fn close(&self) {
+        dispatch!(self.close())
+    }
+
+    fn is_closed(&self) -> bool {
+        dispatch!(self.is_closed())
+    }
+
     fn wake_subscribe(&self) -> tokio::sync::broadcast::Receiver<alkstore_core::Wake> {
         dispatch!(self.wake_subscribe())
     }

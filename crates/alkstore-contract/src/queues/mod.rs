@@ -14,6 +14,7 @@ pub mod concurrency;
 pub mod dead;
 pub mod enqueue;
 pub mod expiry;
+pub mod lifecycle;
 pub mod outbox;
 pub mod release;
 pub mod retry;
@@ -34,6 +35,7 @@ macro_rules! __queues {
             $crate::__queues_dead!($then, $args);
             $crate::__queues_enqueue!($then, $args);
             $crate::__queues_expiry!($then, $args);
+            $crate::__queues_lifecycle!($then, $args);
             $crate::__queues_outbox!($then, $args);
             $crate::__queues_release!($then, $args);
             $crate::__queues_retry!($then, $args);

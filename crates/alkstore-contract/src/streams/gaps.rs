@@ -97,7 +97,7 @@ pub async fn tailing_reader_sees_every_commit_in_order<H: Harness>(h: &H) {
     let e = h.engine().clone();
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64 | 1)
+        .map(|d| (u64::from(d.subsec_nanos()) ^ d.as_secs()) | 1)
         .unwrap_or(7);
     let mut publishers = Vec::new();
     for p in 0..8u64 {

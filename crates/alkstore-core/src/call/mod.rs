@@ -7,7 +7,8 @@
 //! ([`QueueEngine`](crate::QueueEngine), [`QueueAdmin`](crate::QueueAdmin))
 //! are implemented once, here in core, for every driver. Each of their
 //! methods goes through one macro (`engine_call!`): validate once against the store's
-//! [`Limits`], run the driver inside an `alkstore.<method>` span, record the
+//! [`Limits`] (or refuse it with `Error::Closed` once the engine was
+//! closed), run the driver inside an `alkstore.<method>` span, record the
 //! call's metrics, and (in the method) send this process's wake hints.
 //!
 //! Metrics, through the `metrics` facade (free while no recorder is
@@ -129,6 +130,9 @@ macro_rules! engine_call {
         let started = std::time::Instant::now();
         let span = tracing::debug_span!(concat!("alkstore.", stringify!($method)));
         let out = async {
+            if $crate::Engine::is_closed(engine) {
+                return Err($crate::Error::Closed);
+            }
             let $p = $crate::call::Checked::<$ty>::new($params, $crate::Engine::limits(engine))?;
             $run.await
         }

@@ -27,6 +27,7 @@ struct Recorder {
     hub: WakeHub,
     /// What `job_settle` answers.
     settlement: Settlement,
+    closed: std::sync::atomic::AtomicBool,
 }
 
 impl Recorder {
@@ -53,6 +54,14 @@ impl Engine for Recorder {
 
     fn wake_hub(&self) -> &WakeHub {
         &self.hub
+    }
+
+    fn close(&self) {
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     fn wake_subscribe(&self) -> tokio::sync::broadcast::Receiver<Wake> {
@@ -287,4 +296,19 @@ fn a_single_settle_answered_with_another_kind_is_an_error() {
     };
     let got = run(d.job_snooze((claim(), std::time::Duration::ZERO)));
     assert_eq!(got.expect_err("mismatch").kind(), ErrorKind::Database);
+}
+
+#[test]
+fn calls_after_close_never_reach_the_driver() {
+    let d = Recorder::default();
+    d.close();
+    run(async {
+        let e = d.job_claim(JobClaimParams::new("q", "w", 1)).await;
+        assert_eq!(e.expect_err("closed").kind(), ErrorKind::Closed);
+        assert_eq!(
+            d.sweep().await.expect_err("closed").kind(),
+            ErrorKind::Closed
+        );
+    });
+    assert_eq!(d.calls(), Vec::<&str>::new());
 }

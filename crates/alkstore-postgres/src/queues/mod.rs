@@ -372,6 +372,20 @@ impl Engine for PgEngine {
         &self.inner.wake
     }
 
+    fn close(&self) {
+        self.inner
+            .closed
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.inner.pool.close();
+        if let Some(pool) = &self.inner.relaxed_pool {
+            pool.close();
+        }
+    }
+
+    fn is_closed(&self) -> bool {
+        self.inner.closed.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     fn wake_subscribe(&self) -> tokio::sync::broadcast::Receiver<alkstore_core::Wake> {
         self.wake_hints()
     }

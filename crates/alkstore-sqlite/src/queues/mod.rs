@@ -336,6 +336,16 @@ impl Engine for SqliteEngine {
         &self.inner.wake
     }
 
+    fn close(&self) {
+        self.inner
+            .closed
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn is_closed(&self) -> bool {
+        self.inner.closed.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     fn wake_subscribe(&self) -> tokio::sync::broadcast::Receiver<alkstore_core::Wake> {
         self.wake_hints()
     }

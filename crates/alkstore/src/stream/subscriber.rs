@@ -283,7 +283,7 @@ impl Run<'_> {
         &mut self,
         handler: &F,
         event: Event,
-        shutdown: &mut (impl Future<Output = ()> + futures_util::future::FusedFuture + Unpin),
+        shutdown: &mut (impl futures_util::future::FusedFuture<Output = ()> + Unpin),
     ) -> Result<bool, SubscribeError>
     where
         F: Fn(Event) -> Fut,
