@@ -210,7 +210,7 @@ fn live_latency(c: Counts) -> Res<()> {
     // The subscription is created here, before any publish; honker resumes
     // from the consumer's saved offset (0 on a fresh file).
     let mut sub = sub_stream.subscribe("live")?;
-    std::thread::spawn(move || -> Res<()> {
+    let reader = std::thread::spawn(move || -> Res<()> {
         for _ in 0..n {
             let ev = sub.next().ok_or("subscription ended")??;
             let at = Instant::now();
@@ -237,6 +237,10 @@ fn live_latency(c: Counts) -> Res<()> {
             Ok(r) => received.push(r),
             Err(_) => break,
         }
+    }
+    if received.len() as u64 == n {
+        // Let the subscriber drop (it saves its offset) before the file goes.
+        reader.join().map_err(|_| "subscriber thread panicked")??;
     }
     R.latency(&published, &received)
 }
