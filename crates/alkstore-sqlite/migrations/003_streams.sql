@@ -1,15 +1,17 @@
--- alkstore SQLite migration 003: event streams. The offset is the rowid:
--- AUTOINCREMENT never hands out an id again, even after the highest events
--- are trimmed, and one writer at a time means ids are assigned in commit
--- order, so a reader can never skip an event.
+-- alkstore SQLite migration 003: event streams. Events are clustered by
+-- (stream, offset), so a replay reads one stream's events in one b-tree
+-- range. Offsets come from the `event_seq` counter in __alkstore_meta,
+-- bumped once per publish: one writer at a time means they are assigned in
+-- commit order (a reader can never skip one), and the counter never goes
+-- back, so an offset is never handed out again, even after a trim.
 CREATE TABLE IF NOT EXISTS __alkstore_event (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
   stream TEXT NOT NULL,
+  id INTEGER NOT NULL,
   key TEXT,
   payload BLOB NOT NULL,
-  created_at INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS __alkstore_event_stream_idx ON __alkstore_event (stream, id);
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (stream, id)
+) WITHOUT ROWID;
 -- Consumer offsets: the last offset each consumer has handled.
 CREATE TABLE IF NOT EXISTS __alkstore_stream_offset (
   stream TEXT NOT NULL,

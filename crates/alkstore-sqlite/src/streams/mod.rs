@@ -12,23 +12,68 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::{db, SqliteEngine};
 
+/// Rows per multi-row `INSERT` (5 parameters each), largest first: a batch
+/// is cut into these sizes, so at most four statements take places in the
+/// connection's statement cache.
+const INSERT_SIZES: [usize; 4] = [64, 16, 4, 1];
+
+/// `INSERT … VALUES (…), (…)` for `rows` events.
+fn insert_text(rows: usize) -> String {
+    let mut sql = String::from(
+        "INSERT INTO __alkstore_event (stream, id, key, payload, created_at) VALUES ",
+    );
+    for r in 0..rows {
+        if r > 0 {
+            sql.push_str(", ");
+        }
+        let b = r * 5;
+        sql.push_str(&format!(
+            "(?{}, ?{}, ?{}, ?{}, ?{})",
+            b + 1,
+            b + 2,
+            b + 3,
+            b + 4,
+            b + 5
+        ));
+    }
+    sql
+}
+
 /// Append validated events at `now`; their offsets in order. Shared by the
-/// engine and the outbox.
+/// engine and the outbox (whose caller's transaction holds the write lock,
+/// so the counter bump and the inserts commit or roll back together).
 pub(crate) fn insert_events(conn: &Connection, events: &[NewEvent], now: i64) -> Result<Vec<i64>> {
     let op = "stream_publish";
-    let mut stmt = conn
+    let n = i64::try_from(events.len()).unwrap_or(i64::MAX);
+    let last: i64 = conn
         .prepare_cached(
-            "INSERT INTO __alkstore_event (stream, key, payload, created_at) VALUES (?1, ?2, ?3, ?4)",
+            "INSERT INTO __alkstore_meta (key, value) VALUES ('event_seq', ?1) \
+             ON CONFLICT (key) DO UPDATE SET value = value + ?1 RETURNING value",
         )
+        .and_then(|mut s| s.query_row([n], |r| r.get(0)))
         .map_err(db(op))?;
-    events
-        .iter()
-        .map(|e| {
-            stmt.execute(params![e.stream, e.key, e.payload, now])
-                .map_err(db(op))?;
-            Ok(conn.last_insert_rowid())
-        })
-        .collect()
+    let first = last - n + 1;
+    let offsets: Vec<i64> = (first..=last).collect();
+    let mut at = 0;
+    while at < events.len() {
+        let size = INSERT_SIZES
+            .into_iter()
+            .find(|s| *s <= events.len() - at)
+            .unwrap_or(1);
+        let (chunk, ids) = (&events[at..at + size], &offsets[at..at + size]);
+        at += size;
+        let mut stmt = conn.prepare_cached(&insert_text(size)).map_err(db(op))?;
+        let mut args: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(chunk.len() * 5);
+        for (e, id) in chunk.iter().zip(ids) {
+            args.push(&e.stream);
+            args.push(id);
+            args.push(&e.key);
+            args.push(&e.payload);
+            args.push(&now);
+        }
+        stmt.execute(args.as_slice()).map_err(db(op))?;
+    }
+    Ok(offsets)
 }
 
 /// The highest offset a consumer of `stream` may commit: the stream's
