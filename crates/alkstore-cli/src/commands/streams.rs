@@ -91,7 +91,7 @@ fn event_json(e: &Event) -> Value {
     let (payload, encoding) = payload_text(&e.payload);
     json!({
         "offset": e.offset,
-        "stream": e.stream,
+        "stream": &*e.stream,
         "key": e.key,
         "payload": payload,
         "payload_encoding": encoding,

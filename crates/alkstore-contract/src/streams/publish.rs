@@ -32,7 +32,7 @@ pub async fn publish_returns_increasing_offsets<H: Harness>(h: &H) {
         read.iter().map(|e| e.key.as_deref()).collect::<Vec<_>>(),
         [None, Some("k1"), None, Some("k2")]
     );
-    assert!(read.iter().all(|e| e.stream == "orders"));
+    assert!(read.iter().all(|e| &*e.stream == "orders"));
     assert!(read.iter().all(|e| e.created_at == h.clock().now()));
 }
 

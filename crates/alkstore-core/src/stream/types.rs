@@ -71,8 +71,8 @@ impl NewEvent {
 pub struct Event {
     /// Its position (see the [module docs](super)).
     pub offset: i64,
-    /// The stream.
-    pub stream: String,
+    /// The stream (shared by every event of one read).
+    pub stream: std::sync::Arc<str>,
     /// The key it was published with.
     pub key: Option<String>,
     /// Opaque bytes.

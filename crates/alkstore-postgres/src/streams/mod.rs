@@ -80,11 +80,12 @@ impl StreamDriver for PgEngine {
                 &[&p.stream, &p.after, &limit],
             )
             .await?;
+        let stream: std::sync::Arc<str> = p.stream.as_str().into();
         Ok(rows
             .iter()
             .map(|r| Event {
                 offset: r.get(0),
-                stream: p.stream.clone(),
+                stream: stream.clone(),
                 key: r.get(1),
                 payload: r.get(2),
                 created_at: r.get(3),

@@ -17,11 +17,21 @@ use crate::{db, SqliteEngine};
 /// connection's statement cache.
 const INSERT_SIZES: [usize; 4] = [64, 16, 4, 1];
 
+/// The `INSERT` text for `rows` events, built once per size.
+fn insert_text(rows: usize) -> &'static str {
+    static TEXTS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let texts = TEXTS.get_or_init(|| INSERT_SIZES.iter().map(|n| build_insert(*n)).collect());
+    INSERT_SIZES
+        .iter()
+        .position(|n| *n == rows)
+        .and_then(|i| texts.get(i))
+        .map_or("", String::as_str)
+}
+
 /// `INSERT … VALUES (…), (…)` for `rows` events.
-fn insert_text(rows: usize) -> String {
-    let mut sql = String::from(
-        "INSERT INTO __alkstore_event (stream, id, key, payload, created_at) VALUES ",
-    );
+fn build_insert(rows: usize) -> String {
+    let mut sql =
+        String::from("INSERT INTO __alkstore_event (stream, id, key, payload, created_at) VALUES ");
     for r in 0..rows {
         if r > 0 {
             sql.push_str(", ");
@@ -62,7 +72,7 @@ pub(crate) fn insert_events(conn: &Connection, events: &[NewEvent], now: i64) ->
             .unwrap_or(1);
         let (chunk, ids) = (&events[at..at + size], &offsets[at..at + size]);
         at += size;
-        let mut stmt = conn.prepare_cached(&insert_text(size)).map_err(db(op))?;
+        let mut stmt = conn.prepare_cached(insert_text(size)).map_err(db(op))?;
         let mut args: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(chunk.len() * 5);
         for (e, id) in chunk.iter().zip(ids) {
             args.push(&e.stream);
@@ -171,6 +181,7 @@ impl StreamDriver for SqliteEngine {
 
     async fn stream_read(&self, params: Checked<StreamReadParams>) -> Result<Vec<Event>> {
         let p = params.into_inner();
+        let stream: std::sync::Arc<str> = p.stream.as_str().into();
         self.read("stream_read", move |conn| {
             conn.prepare_cached(
                 "SELECT id, key, payload, created_at FROM __alkstore_event \
@@ -180,7 +191,7 @@ impl StreamDriver for SqliteEngine {
                 s.query_map(params![p.stream, p.after, p.limit], |r| {
                     Ok(Event {
                         offset: r.get(0)?,
-                        stream: p.stream.clone(),
+                        stream: stream.clone(),
                         key: r.get(1)?,
                         payload: r.get(2)?,
                         created_at: r.get(3)?,
