@@ -4,7 +4,7 @@
 //! One line per scenario, machine-readable:
 //! `bench peer=alkstore engine=E scenario=NAME events=N secs=S events_per_s=R`
 //! and, for `live_latency`,
-//! `bench peer=alkstore engine=E scenario=live_latency samples=N p50_ms_from_commit=… p99_ms_from_commit=…`.
+//! `bench peer=alkstore engine=E scenario=live_latency samples=N p50_ms_from_commit=… p99_ms_from_commit=… p50_ms_from_call=… p99_ms_from_call=…`.
 
 use std::time::{Duration, Instant};
 
@@ -116,8 +116,10 @@ async fn throughput(name: &str, e: &AnyEngine, scale: f64) -> Result<(usize, f64
     })
 }
 
-/// Publish-return → handler latencies (ms) through a live `Subscriber`.
-async fn live_latency(e: &AnyEngine, samples: usize) -> Result<Vec<f64>> {
+/// Latencies (ms) to a live `Subscriber`'s handler: from the publish call's
+/// return (its commit), and from the call itself. A handler that runs before
+/// the call returns counts 0 from the commit.
+async fn live_latency(e: &AnyEngine, samples: usize) -> Result<(Vec<f64>, Vec<f64>)> {
     let store = Store::from_engine(e.clone());
     let stream = store.stream("live");
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, Instant)>();
@@ -143,7 +145,9 @@ async fn live_latency(e: &AnyEngine, samples: usize) -> Result<Vec<f64>> {
     // Let the subscriber reach its live wait.
     tokio::time::sleep(Duration::from_millis(200)).await;
     let mut latencies = Vec::with_capacity(samples);
+    let mut from_call = Vec::with_capacity(samples);
     for i in 0..samples {
+        let called = Instant::now();
         stream.publish(None, payload(i)).await?;
         let committed = Instant::now();
         loop {
@@ -159,6 +163,7 @@ async fn live_latency(e: &AnyEngine, samples: usize) -> Result<Vec<f64>> {
             };
             if got == i {
                 latencies.push(at.saturating_duration_since(committed).as_secs_f64() * 1e3);
+                from_call.push(at.saturating_duration_since(called).as_secs_f64() * 1e3);
                 break;
             }
         }
@@ -169,7 +174,7 @@ async fn live_latency(e: &AnyEngine, samples: usize) -> Result<Vec<f64>> {
         .await
         .map_err(join_err)?
         .map_err(|e| alkstore::Error::database("bench subscriber", e.to_string()))?;
-    Ok(latencies)
+    Ok((latencies, from_call))
 }
 
 /// Run `alk bench stream`.
@@ -200,13 +205,16 @@ pub(crate) async fn run(args: StreamBenchArgs) -> Result<()> {
         let fresh = target.fresh(200 + i).await?;
         if *name == "live_latency" {
             let samples = scaled(500, args.scale.min(1.0)).max(10);
-            let mut ms = live_latency(&fresh.engine, samples).await?;
+            let (mut ms, mut call) = live_latency(&fresh.engine, samples).await?;
             ms.sort_by(f64::total_cmp);
+            call.sort_by(f64::total_cmp);
             println!(
-                "bench peer=alkstore engine={engine} scenario=live_latency samples={} p50_ms_from_commit={:.3} p99_ms_from_commit={:.3}",
+                "bench peer=alkstore engine={engine} scenario=live_latency samples={} p50_ms_from_commit={:.3} p99_ms_from_commit={:.3} p50_ms_from_call={:.3} p99_ms_from_call={:.3}",
                 ms.len(),
                 percentile(&ms, 0.50),
-                percentile(&ms, 0.99)
+                percentile(&ms, 0.99),
+                percentile(&call, 0.50),
+                percentile(&call, 0.99)
             );
         } else {
             let (n, secs) = throughput(name, &fresh.engine, args.scale).await?;
