@@ -31,6 +31,16 @@ async fn hostile_schema_name_creates_exactly_that_schema() {
         .job_enqueue(vec![NewJob::new("q", b"x".to_vec())])
         .await
         .expect("enqueue");
+    // The stream functions and triggers are reached through the quoted name.
+    let offsets = engine
+        .stream_publish(alkstore_core::stream::NewEvent::new("s", b"e".to_vec()))
+        .await
+        .expect("publish");
+    let read = engine
+        .stream_read(alkstore_core::stream::StreamReadParams::new("s", 0, 10))
+        .await
+        .expect("read");
+    assert_eq!(read.iter().map(|e| e.offset).collect::<Vec<_>>(), offsets);
 
     let client = admin.client().await.expect("client");
     let tables: Vec<String> = client
@@ -46,7 +56,15 @@ async fn hostile_schema_name_creates_exactly_that_schema() {
         .collect();
     assert_eq!(
         tables,
-        vec!["dead", "done", "job", "meta"],
+        vec![
+            "dead",
+            "done",
+            "event",
+            "job",
+            "meta",
+            "stream",
+            "stream_offset"
+        ],
         "the schema is named exactly as given"
     );
     let stray: i64 = client
