@@ -188,16 +188,18 @@ impl StreamDriver for SqliteEngine {
                  WHERE stream = ?1 AND id > ?2 ORDER BY id LIMIT (SELECT ?3)",
             )
             .and_then(|mut s| {
-                s.query_map(params![p.stream, p.after, p.limit], |r| {
-                    Ok(Event {
+                let mut events = Vec::with_capacity(p.limit as usize);
+                let mut rows = s.query(params![p.stream, p.after, p.limit])?;
+                while let Some(r) = rows.next()? {
+                    events.push(Event {
                         offset: r.get(0)?,
                         stream: stream.clone(),
                         key: r.get(1)?,
                         payload: r.get(2)?,
                         created_at: r.get(3)?,
-                    })
-                })?
-                .collect()
+                    });
+                }
+                Ok(events)
             })
             .map_err(db("stream_read"))
         })
