@@ -47,7 +47,14 @@ BEGIN
     RAISE EXCEPTION 'alkstore: more than 65536 events published in one transaction'
       USING ERRCODE = 'program_limit_exceeded';
   END IF;
-  base := (pg_current_xact_id()::TEXT::BIGINT << 16) + used;
+  base := pg_current_xact_id()::TEXT::BIGINT;
+  -- (xid << 16) must stay a positive BIGINT: 2^47 transactions (~4,000
+  -- years at a million a second) is the end of this scheme.
+  IF base >= (1::BIGINT << 47) THEN
+    RAISE EXCEPTION 'alkstore: transaction id % is past the stream offset range', base
+      USING ERRCODE = 'program_limit_exceeded';
+  END IF;
+  base := (base << 16) + used;
   PERFORM set_config('alkstore.published_in_xact', (used + n)::TEXT, true);
   INSERT INTO @event@ (stream, id, key, payload, created_at)
     SELECT e.stream, base + e.i - 1, e.key, e.payload,
