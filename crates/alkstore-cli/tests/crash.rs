@@ -349,3 +349,52 @@ async fn postgres_subscriber_kill_nine_resumes() {
     subscriber_kill_nine_resumes(format!("{url}?schema={schema}")).await;
     testing::drop_schema(&url, &schema).await.expect("drop");
 }
+
+/// `alk streams tail --consumer … --follow | head -1`: once the reader is
+/// gone, the next event cannot be printed, so the command exits (status 0)
+/// and does not save that event as handled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tail_stops_when_its_reader_goes_away_without_saving_unprinted_events() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = format!("sqlite://{}", dir.path().join("pipe.db").display());
+    let store = Store::open(&db).await.expect("open");
+    let stream = store.stream("events");
+    stream
+        .publish(None, b"first".to_vec())
+        .await
+        .expect("publish");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_alk"))
+        .args(["--db", &db, "streams", "tail", "events", "--follow"])
+        .args(["--consumer", "reader", "--commit-every", "1"])
+        .env_remove("DATABASE_URL")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn alk streams tail");
+    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let first = lines.next().expect("a line").expect("readable");
+    assert!(first.contains("first"), "{first}");
+    drop(lines); // the reader goes away, like `head -1`
+    let unprinted = stream
+        .publish(None, b"nobody reads this".to_vec())
+        .await
+        .expect("publish");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "tail kept running without a reader"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+    let saved = stream.offset("reader").await.expect("offset");
+    assert!(
+        saved < Some(unprinted),
+        "saved {saved:?}: the event that could not be printed was saved as handled"
+    );
+}

@@ -314,3 +314,67 @@ async fn version_1_schemas_migrate_keeping_live_claims() {
     drop(e);
     let _ = testing::drop_schema(&url, &schema).await;
 }
+
+/// Several publishes in one caller transaction carry the transaction's
+/// count across calls (distinct, consecutive offsets in call order); a
+/// savepoint rolled back drops its events; a pooled connection reused for
+/// the next transaction starts its count afresh.
+#[tokio::test]
+async fn publishes_in_one_transaction_take_consecutive_offsets() {
+    use alkstore_core::stream::{NewEvent, StreamReadParams};
+    let url = test_db().await;
+    let schema = testing::unique_schema("pubtx");
+    let engine = PgEngine::open(PgOptions::new(url.clone(), schema.clone()))
+        .await
+        .expect("open");
+    let ev = |p: &str| vec![NewEvent::new("s", p.as_bytes().to_vec())];
+    let mut client = engine.client().await.expect("client");
+    let tx = client.transaction().await.expect("begin");
+    let a = engine.stream_publish_in(&*tx, ev("a")).await.expect("a");
+    let sp = tx.execute("SAVEPOINT dropped", &[]).await;
+    sp.expect("savepoint");
+    engine
+        .stream_publish_in(&*tx, ev("gone"))
+        .await
+        .expect("gone");
+    tx.execute("ROLLBACK TO SAVEPOINT dropped", &[])
+        .await
+        .expect("rollback to");
+    let b = engine
+        .stream_publish_in(
+            &*tx,
+            vec![
+                NewEvent::new("s", b"b1".to_vec()),
+                NewEvent::new("s", b"b2".to_vec()),
+            ],
+        )
+        .await
+        .expect("b");
+    tx.commit().await.expect("commit");
+    assert_eq!(b, [a[0] + 1, a[0] + 2], "the count carries across calls");
+    // The same pooled connection, a new transaction: a new base.
+    let tx = client.transaction().await.expect("begin");
+    let c = engine.stream_publish_in(&*tx, ev("c")).await.expect("c");
+    tx.commit().await.expect("commit");
+    assert_eq!(c[0] % (1 << 16), 0, "a new transaction counts from 0");
+    assert!(c[0] > b[1]);
+    drop(client);
+    let read = engine
+        .stream_read(StreamReadParams::new("s", 0, 10))
+        .await
+        .expect("read");
+    let got: Vec<(i64, String)> = read
+        .iter()
+        .map(|e| (e.offset, String::from_utf8_lossy(&e.payload).into_owned()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (a[0], "a".to_string()),
+            (b[0], "b1".to_string()),
+            (b[1], "b2".to_string()),
+            (c[0], "c".to_string())
+        ]
+    );
+    engine.drop_store().await.expect("drop");
+}

@@ -34,9 +34,11 @@ impl SqliteEngine {
 
     /// Publish `events` on the caller's connection, usually inside the
     /// caller's open transaction: they commit or roll back with the
-    /// caller's own writes (a rollback drops them, and their offsets are
-    /// never handed out again). Returns their offsets. Validated and timed
-    /// like [`SqliteEngine::job_enqueue_in`]; subscribers in other
+    /// caller's own writes (a rollback drops them; their offsets were never
+    /// visible and may be handed out again). Outside a transaction the
+    /// batch runs in a savepoint of its own, so it is still all or none and
+    /// its offsets commit together. Returns their offsets. Validated and
+    /// timed like [`SqliteEngine::job_enqueue_in`]; subscribers in other
     /// processes see the commit through their watcher.
     ///
     /// ```no_run
@@ -50,6 +52,23 @@ impl SqliteEngine {
     /// ```
     pub fn stream_publish_in(&self, conn: &Connection, events: Vec<NewEvent>) -> Result<Vec<i64>> {
         let events = Checked::<StreamPublishParams>::new(events, self.limits())?.into_inner();
-        insert_events(conn, &events.events, self.now())
+        // The counter bump and the inserts must commit together: a counter
+        // committed alone could let another publisher's later offset become
+        // readable first.
+        let op = "stream_publish";
+        conn.execute_batch("SAVEPOINT alkstore_publish")
+            .map_err(crate::db(op))?;
+        match insert_events(conn, &events.events, self.now()) {
+            Ok(offsets) => {
+                conn.execute_batch("RELEASE alkstore_publish")
+                    .map_err(crate::db(op))?;
+                Ok(offsets)
+            }
+            Err(e) => {
+                let _ =
+                    conn.execute_batch("ROLLBACK TO alkstore_publish; RELEASE alkstore_publish");
+                Err(e)
+            }
+        }
     }
 }

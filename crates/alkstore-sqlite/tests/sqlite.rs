@@ -213,3 +213,45 @@ async fn version_1_files_migrate_keeping_live_claims() {
         .expect("version");
     assert_eq!(version, alkstore_sqlite::SCHEMA_VERSION);
 }
+
+/// The outbox publish on a connection with no open transaction runs in a
+/// savepoint of its own: a failure part-way through a batch (here a trigger
+/// of the application's refusing one event) leaves nothing, and the offset
+/// counter does not move.
+#[tokio::test]
+async fn outbox_publish_without_a_transaction_is_all_or_none() {
+    use alkstore_core::stream::{NewEvent, StreamReadParams};
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("outbox.db");
+    let engine = SqliteEngine::open(SqliteOptions::new(&path)).expect("open");
+    let conn = rusqlite::Connection::open(&path).expect("app connection");
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .expect("busy timeout");
+    conn.execute_batch(
+        "CREATE TRIGGER refuse_boom BEFORE INSERT ON __alkstore_event \
+         WHEN NEW.payload = CAST('boom' AS BLOB) BEGIN SELECT RAISE(ABORT, 'boom'); END;",
+    )
+    .expect("trigger");
+    let mut batch: Vec<NewEvent> = (0..70)
+        .map(|i| NewEvent::new("s", format!("e{i}").into_bytes()))
+        .collect();
+    batch.push(NewEvent::new("s", b"boom".to_vec()));
+    assert!(conn.is_autocommit());
+    engine
+        .stream_publish_in(&conn, batch)
+        .expect_err("the trigger refuses the last event");
+    assert!(conn.is_autocommit(), "no transaction left open");
+    let read = engine
+        .stream_read(StreamReadParams::new("s", 0, 100))
+        .await
+        .expect("read");
+    assert!(read.is_empty(), "none of the batch was written");
+    let offsets = engine
+        .stream_publish_in(&conn, vec![NewEvent::new("s", b"ok".to_vec())])
+        .expect("publish");
+    assert_eq!(
+        offsets,
+        [1],
+        "the counter did not move for the failed batch"
+    );
+}

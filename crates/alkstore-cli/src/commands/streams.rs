@@ -8,7 +8,7 @@ use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 
 use super::enqueue::{payload, PayloadArgs};
-use super::output::{emit, json_text};
+use super::output::json_text;
 use super::text::{now, payload_preview, payload_text, relative, shorten};
 
 /// `alk streams …`.
@@ -69,8 +69,8 @@ pub(super) struct TailArgs {
     /// second, when caught up and on exit).
     #[arg(long, default_value_t = 1000)]
     commit_every: u32,
-    /// Without --follow: print at most this many events.
-    #[arg(long, default_value_t = 100)]
+    /// Without --follow or --consumer: print at most this many events.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     limit: u32,
 }
 
@@ -243,8 +243,22 @@ pub(super) async fn run(store: &Store, cmd: StreamsCommand, as_json: bool) -> Re
     })
 }
 
+/// Write to stdout now. Unlike `emit`, a reader that went away is an error
+/// here: a consumer must not save an offset for an event nobody received.
+fn print(bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(bytes)?;
+    out.flush()
+}
+
+fn broken_pipe(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::BrokenPipe
+}
+
 /// `alk streams tail`: prints as it reads, so it streams its output instead
-/// of returning it.
+/// of returning it. Stops quietly when its reader goes away (`| head`); as a
+/// consumer, the event that could not be printed is not saved as handled.
 pub(super) async fn tail(store: &Store, a: TailArgs, as_json: bool) -> Result<()> {
     let stream = store.stream(a.stream.clone());
     if let Some(consumer) = &a.consumer {
@@ -270,7 +284,7 @@ pub(super) async fn tail(store: &Store, a: TailArgs, as_json: bool) -> Result<()
                 }
             })
         };
-        let printer = |event: Event| async move { emit(event_line(&event, as_json).as_bytes()) };
+        let printer = |event: Event| async move { print(event_line(&event, as_json).as_bytes()) };
         return match stream
             .subscribe(consumer.clone())
             .opts(opts)
@@ -279,6 +293,13 @@ pub(super) async fn tail(store: &Store, a: TailArgs, as_json: bool) -> Result<()
         {
             Ok(_) => Ok(()),
             Err(alkstore::stream::SubscribeError::Store(e)) => Err(e),
+            Err(alkstore::stream::SubscribeError::Handler { source, .. })
+                if source
+                    .downcast_ref::<std::io::Error>()
+                    .is_some_and(broken_pipe) =>
+            {
+                Ok(())
+            }
             Err(e) => Err(Error::invalid("tail", e)),
         };
     }
@@ -299,7 +320,11 @@ pub(super) async fn tail(store: &Store, a: TailArgs, as_json: bool) -> Result<()
             out.push_str(&event_line(e, as_json));
             after = e.offset;
         }
-        emit(out.as_bytes())?;
+        match print(out.as_bytes()) {
+            Ok(()) => {}
+            Err(e) if broken_pipe(&e) => return Ok(()),
+            Err(e) => return Err(Error::invalid("stdout", e)),
+        }
         printed = printed.saturating_add(u32::try_from(events.len()).unwrap_or(u32::MAX));
         if !a.follow {
             if events.is_empty() || printed >= a.limit {

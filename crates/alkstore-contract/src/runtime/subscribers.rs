@@ -248,6 +248,84 @@ pub async fn subscriber_can_start_at_the_head<H: RuntimeHarness>(h: &H) {
     assert!(seen.list().iter().all(|p| p == "new"), "{:?}", seen.list());
 }
 
+/// A consumer that starts at the head saves that starting point at once,
+/// so a run that stops on a failing event resumes at that event, not at a
+/// later head: the failing event is never skipped.
+pub async fn a_head_start_is_saved_so_a_failure_resumes_there<H: RuntimeHarness>(h: &H) {
+    let stream = h.store().stream("fulfil");
+    stream
+        .publish_batch(batch("history-", 2))
+        .await
+        .expect("publish");
+    let head = stream.stats().await.expect("stats").head;
+    let opts = SubscribeOpts {
+        start: StartAt::Head,
+        on_error: OnError::Stop,
+        poll_interval: Duration::from_millis(50),
+        ..SubscribeOpts::default()
+    };
+    let first = {
+        let stream = stream.clone();
+        let opts = opts.clone();
+        tokio::spawn(async move {
+            stream
+                .subscribe("picker")
+                .opts(opts)
+                .run(
+                    |event: Event| async move {
+                        if event.payload == b"bad" {
+                            return Err(std::io::Error::other("cannot pick"));
+                        }
+                        Ok(())
+                    },
+                    std::future::pending(),
+                )
+                .await
+        })
+    };
+    // The starting point is saved before anything is read.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while stream.offset("picker").await.expect("offset") != head {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the head was never saved"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let bad = stream
+        .publish(None, b"bad".to_vec())
+        .await
+        .expect("publish");
+    match first.await.expect("first run") {
+        Err(SubscribeError::Handler { offset, .. }) => assert_eq!(offset, bad),
+        other => panic!("expected the failing event to stop the run, got {other:?}"),
+    }
+    assert_eq!(stream.offset("picker").await.expect("offset"), head);
+    stream
+        .publish(None, b"later".to_vec())
+        .await
+        .expect("publish");
+    let seen = Seen::default();
+    let handler = {
+        let seen = seen.clone();
+        move |event: Event| {
+            let seen = seen.clone();
+            async move {
+                seen.push(&event);
+                Ok::<(), std::io::Error>(())
+            }
+        }
+    };
+    let waiter = seen.clone();
+    stream
+        .subscribe("picker")
+        .opts(opts)
+        .run(handler, async move { waiter.until(2).await })
+        .await
+        .expect("second run");
+    assert_eq!(seen.list(), ["bad", "later"], "resumed at the failed event");
+}
+
 /// The rows above, for [`contract_suite!`](crate::contract_suite).
 #[doc(hidden)]
 #[macro_export]
@@ -257,6 +335,7 @@ macro_rules! __runtime_subscribers {
             subscriber_replays_then_follows_live,
             subscriber_retries_then_stops_without_skipping,
             subscriber_can_start_at_the_head,
+            a_head_start_is_saved_so_a_failure_resumes_there,
         ] }
     };
 }

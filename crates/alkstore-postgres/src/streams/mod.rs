@@ -123,6 +123,18 @@ impl StreamDriver for PgEngine {
         match (moved, saved) {
             (Some(m), _) => Ok(m),
             (None, Some(s)) if s >= p.offset => Ok(s),
+            // Within the head but not moved: a concurrent commit for the
+            // same consumer got there first (the `saved` above predates it).
+            (None, _) if p.offset <= head => {
+                let rows = self
+                    .stream_query(
+                        op,
+                        &self.inner.stream_sql.offset_get,
+                        &[&p.stream, &p.consumer],
+                    )
+                    .await?;
+                Ok(rows.first().map_or(p.offset, |r| r.get(0)))
+            }
             _ => Err(Error::invalid(
                 "offset",
                 format!(

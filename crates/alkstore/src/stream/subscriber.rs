@@ -226,9 +226,22 @@ impl Run<'_> {
         self.offset = match (self.saved, self.opts.start) {
             (Some(o), _) => o,
             (None, StartAt::Beginning) => 0,
-            (None, StartAt::Head) => self.stream.stats().await?.head.unwrap_or(0),
+            (None, StartAt::Head) => {
+                // Save the starting point at once: a run that stops before
+                // handling anything must resume here, not at a later head.
+                let head = self.stream.stats().await?.head.unwrap_or(0);
+                if head > 0 {
+                    self.offset = head;
+                    self.unsaved = 1;
+                    self.save().await?;
+                }
+                head
+            }
         };
         let mut shutdown = std::pin::pin!(shutdown.fuse());
+        // After a hint whose read found nothing: the next short wait, and
+        // when the hint came.
+        let mut retry: Option<(Duration, Instant)> = None;
         loop {
             let events = engine
                 .stream_read(StreamReadParams::new(
@@ -237,7 +250,8 @@ impl Run<'_> {
                     self.opts.batch,
                 ))
                 .await?;
-            let caught_up = events.len() < self.opts.batch as usize;
+            let got = events.len();
+            let caught_up = got < self.opts.batch as usize;
             for event in events {
                 if (&mut shutdown).now_or_never().is_some() {
                     return Ok(());
@@ -252,18 +266,37 @@ impl Run<'_> {
                 }
             }
             if !caught_up {
+                retry = None;
                 continue;
             }
             self.save().await?;
-            // Wait for a hint about this stream, the safety poll, or shutdown.
-            let poll = tokio::time::sleep(self.opts.poll_interval);
+            // A hint whose read found nothing may announce an event that an
+            // older, still-open transaction holds back (PostgreSQL): look
+            // again soon, backing off, until the safety poll takes over.
+            let wait = match retry {
+                Some((next, since)) if got == 0 && since.elapsed() < self.opts.poll_interval => {
+                    retry = Some(((next * 2).min(Duration::from_millis(200)), since));
+                    next
+                }
+                _ => {
+                    retry = None;
+                    self.opts.poll_interval
+                }
+            };
+            // Wait for a hint about this stream, the wait above, or shutdown.
+            let poll = tokio::time::sleep(wait);
             tokio::pin!(poll);
             loop {
                 tokio::select! {
                     biased;
                     () = &mut shutdown => return Ok(()),
                     hint = hints.recv() => match hint {
-                        Ok(w) if w.concerns_stream(&name) => break,
+                        Ok(w) if w.concerns_stream(&name) => {
+                            if retry.is_none() {
+                                retry = Some((Duration::from_millis(5), Instant::now()));
+                            }
+                            break;
+                        }
                         Ok(_) => continue,
                         Err(RecvError::Lagged(_)) => break,
                         Err(RecvError::Closed) => {
