@@ -318,25 +318,31 @@ pub(crate) fn join_err(e: tokio::task::JoinError) -> alkstore::Error {
     alkstore::Error::database("bench task", e.to_string())
 }
 
+/// The scenarios asked for (all of `known` when none), each checked.
+pub(crate) fn pick_scenarios<'a>(asked: &'a [String], known: &[&'a str]) -> Result<Vec<&'a str>> {
+    if asked.is_empty() {
+        return Ok(known.to_vec());
+    }
+    asked
+        .iter()
+        .map(|name| {
+            known.iter().copied().find(|k| k == name).ok_or_else(|| {
+                alkstore::Error::invalid(
+                    "scenario",
+                    format!("unknown {name:?}; known: {}", known.join(", ")),
+                )
+            })
+        })
+        .collect()
+}
+
 /// Run `alk bench queue`.
 pub(crate) async fn run_queue(args: QueueBenchArgs) -> Result<()> {
     if !(args.scale > 0.0 && args.scale <= 100.0) {
         return Err(alkstore::Error::invalid("scale", "must be in (0, 100]"));
     }
     let target = Target::parse(&args.on)?;
-    let wanted: Vec<&str> = if args.scenarios.is_empty() {
-        SCENARIOS.to_vec()
-    } else {
-        args.scenarios.iter().map(String::as_str).collect()
-    };
-    for name in &wanted {
-        if !SCENARIOS.contains(name) {
-            return Err(alkstore::Error::invalid(
-                "scenario",
-                format!("unknown {name:?}; known: {}", SCENARIOS.join(", ")),
-            ));
-        }
-    }
+    let wanted = pick_scenarios(&args.scenarios, SCENARIOS)?;
     println!(
         "# alkstore {} engine={}",
         env!("CARGO_PKG_VERSION"),

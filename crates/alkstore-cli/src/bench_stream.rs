@@ -12,7 +12,7 @@ use alkstore::stream::{Event, NewEvent, StreamReadParams, SubscribeOpts};
 use alkstore::{AnyEngine, Result, Store, StreamEngine};
 use clap::Args;
 
-use crate::bench::{join_err, percentile, scaled, Target};
+use crate::bench::{join_err, percentile, pick_scenarios, scaled, Target};
 
 /// Arguments of `alk bench stream`.
 #[derive(Debug, Args)]
@@ -183,19 +183,7 @@ pub(crate) async fn run(args: StreamBenchArgs) -> Result<()> {
         return Err(alkstore::Error::invalid("scale", "must be in (0, 100]"));
     }
     let target = Target::parse(&args.on)?;
-    let wanted: Vec<&str> = if args.scenarios.is_empty() {
-        SCENARIOS.to_vec()
-    } else {
-        args.scenarios.iter().map(String::as_str).collect()
-    };
-    for name in &wanted {
-        if !SCENARIOS.contains(name) {
-            return Err(alkstore::Error::invalid(
-                "scenario",
-                format!("unknown {name:?}; known: {}", SCENARIOS.join(", ")),
-            ));
-        }
-    }
+    let wanted = pick_scenarios(&args.scenarios, SCENARIOS)?;
     let engine = target.name();
     println!(
         "# alkstore {} engine={engine} streams",

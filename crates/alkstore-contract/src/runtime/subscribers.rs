@@ -25,6 +25,17 @@ impl Seen {
         self.notify.notify_one();
     }
 
+    /// A handler that records every event and succeeds.
+    fn handler(
+        &self,
+    ) -> impl Fn(Event) -> std::future::Ready<Result<(), std::io::Error>> + Clone + 'static {
+        let seen = self.clone();
+        move |event: Event| {
+            seen.push(&event);
+            std::future::ready(Ok(()))
+        }
+    }
+
     fn list(&self) -> Vec<String> {
         self.payloads.lock().expect("seen").clone()
     }
@@ -65,16 +76,7 @@ pub async fn subscriber_replays_then_follows_live<H: RuntimeHarness>(h: &H) {
         poll_interval: Duration::from_secs(3600),
         ..SubscribeOpts::default()
     };
-    let handler = {
-        let seen = seen.clone();
-        move |event: Event| {
-            let seen = seen.clone();
-            async move {
-                seen.push(&event);
-                Ok::<(), std::io::Error>(())
-            }
-        }
-    };
+    let handler = seen.handler();
     let run = stream
         .subscribe("mailer")
         .opts(opts.clone())
@@ -113,16 +115,7 @@ pub async fn subscriber_replays_then_follows_live<H: RuntimeHarness>(h: &H) {
         .await
         .expect("publish");
     let again = Seen::default();
-    let handler = {
-        let again = again.clone();
-        move |event: Event| {
-            let again = again.clone();
-            async move {
-                again.push(&event);
-                Ok::<(), std::io::Error>(())
-            }
-        }
-    };
+    let handler = again.handler();
     let waiter = again.clone();
     stream
         .subscribe("mailer")
@@ -205,16 +198,7 @@ pub async fn subscriber_can_start_at_the_head<H: RuntimeHarness>(h: &H) {
         .await
         .expect("publish");
     let seen = Seen::default();
-    let handler = {
-        let seen = seen.clone();
-        move |event: Event| {
-            let seen = seen.clone();
-            async move {
-                seen.push(&event);
-                Ok::<(), std::io::Error>(())
-            }
-        }
-    };
+    let handler = seen.handler();
     let opts = SubscribeOpts {
         start: StartAt::Head,
         poll_interval: Duration::from_millis(50),
@@ -306,16 +290,7 @@ pub async fn a_head_start_is_saved_so_a_failure_resumes_there<H: RuntimeHarness>
         .await
         .expect("publish");
     let seen = Seen::default();
-    let handler = {
-        let seen = seen.clone();
-        move |event: Event| {
-            let seen = seen.clone();
-            async move {
-                seen.push(&event);
-                Ok::<(), std::io::Error>(())
-            }
-        }
-    };
+    let handler = seen.handler();
     let waiter = seen.clone();
     stream
         .subscribe("picker")

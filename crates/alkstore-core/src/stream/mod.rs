@@ -29,6 +29,23 @@ pub fn validate_stream_name(stream: &str) -> Result<()> {
     validate_text("stream name", stream)
 }
 
+/// The error for a consumer commit beyond a stream's head (engines decide
+/// the head; the wording is one).
+pub fn beyond_head(offset: i64, stream: &str, head: i64) -> crate::Error {
+    crate::Error::invalid(
+        "offset",
+        format!("{offset} is beyond the head of stream {stream:?} ({head}); nothing was saved"),
+    )
+}
+
+/// The error for a trim before an offset past a stream's head + 1.
+pub fn trim_past_head(before: i64, stream: &str, head: i64) -> crate::Error {
+    crate::Error::invalid(
+        "trim offset",
+        format!("{before} is past the head of stream {stream:?} ({head}); nothing was deleted"),
+    )
+}
+
 /// Reject empty, oversized or NUL-containing consumer names.
 pub fn validate_consumer(consumer: &str) -> Result<()> {
     validate_text("consumer name", consumer)

@@ -135,12 +135,8 @@ impl StreamDriver for PgEngine {
                     .await?;
                 Ok(rows.first().map_or(p.offset, |r| r.get(0)))
             }
-            _ => Err(Error::invalid(
-                "offset",
-                format!(
-                    "{} is beyond the head of stream {:?} ({head}); nothing was saved",
-                    p.offset, p.stream
-                ),
+            _ => Err(alkstore_core::stream::beyond_head(
+                p.offset, &p.stream, head,
             )),
         }
     }
@@ -215,12 +211,8 @@ impl StreamDriver for PgEngine {
         let (deleted, head): (i64, i64) = (r.get(0), r.get(1));
         if let Some(before) = p.before {
             if before > head + 1 {
-                return Err(Error::invalid(
-                    "trim offset",
-                    format!(
-                        "{before} is past the head of stream {:?} ({head}); nothing was deleted",
-                        p.stream
-                    ),
+                return Err(alkstore_core::stream::trim_past_head(
+                    before, &p.stream, head,
                 ));
             }
         }

@@ -7,7 +7,7 @@ use alkstore_core::stream::{
 };
 use alkstore_core::validate::count;
 use alkstore_core::validate::secs;
-use alkstore_core::{Checked, Error, Result};
+use alkstore_core::{Checked, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::{db, SqliteEngine};
@@ -242,13 +242,7 @@ impl StreamDriver for SqliteEngine {
                 }
                 let head = head_bound(&st.conn, op, &p.stream)?.unwrap_or(0);
                 if p.offset > head {
-                    return Err(Error::invalid(
-                        "offset",
-                        format!(
-                            "{} is beyond the head of stream {:?} ({head}); nothing was saved",
-                            p.offset, p.stream
-                        ),
-                    ));
+                    return Err(alkstore_core::stream::beyond_head(p.offset, &p.stream, head));
                 }
                 st.conn
                     .prepare_cached(
@@ -342,12 +336,8 @@ impl StreamDriver for SqliteEngine {
                 if let Some(before) = p.before {
                     let head = head_bound(&st.conn, op, &p.stream)?.unwrap_or(0);
                     if before > head + 1 {
-                        return Err(Error::invalid(
-                            "trim offset",
-                            format!(
-                                "{before} is past the head of stream {:?} ({head}); nothing was deleted",
-                                p.stream
-                            ),
+                        return Err(alkstore_core::stream::trim_past_head(
+                            before, &p.stream, head,
                         ));
                     }
                 }
