@@ -25,6 +25,16 @@ async fn harness(_name: &'static str) -> PgHarness {
     let clock = ManualClock::starting_now();
     let opts = PgOptions::new(url.clone(), schema.clone()).clock(Arc::new(clock.clone()));
     let engine = PgEngine::open(opts).await.expect("open");
+    engine
+        .client()
+        .await
+        .expect("client")
+        .batch_execute(&format!(
+            "CREATE TABLE IF NOT EXISTS {} (id BIGSERIAL PRIMARY KEY, note TEXT)",
+            orders_table(&schema)
+        ))
+        .await
+        .expect("the application's table");
     PgHarness {
         engine,
         clock,
@@ -45,75 +55,37 @@ impl Harness for PgHarness {
     }
 
     async fn outbox_enqueue(&self, job: NewJob, commit: bool) -> Result<()> {
-        let db = |e: tokio_postgres::Error| Error::database("outbox test", e);
-        let (mut client, conn) = tokio_postgres::connect(&self.url, NoTls)
-            .await
-            .map_err(db)?;
-        let task = tokio::spawn(conn);
-        let orders = format!(
-            "{}.orders",
-            alkstore_postgres::schema::quote_identifier(&self.schema)
-        );
-        client
-            .batch_execute(&format!(
-                "CREATE TABLE IF NOT EXISTS {orders} (id BIGSERIAL PRIMARY KEY, note TEXT)"
-            ))
-            .await
-            .map_err(db)?;
-        let tx = client.transaction().await.map_err(db)?;
-        tx.execute(
-            &format!("INSERT INTO {orders} (note) VALUES ('business write')"),
-            &[],
-        )
-        .await
-        .map_err(db)?;
+        let (mut client, driver) = self.app_connection().await?;
+        let tx = client.transaction().await.map_err(outbox_err)?;
+        self.business_write(&tx).await?;
         self.engine.job_enqueue_in(&tx, job).await?;
-        if commit {
-            tx.commit().await.map_err(db)?;
-        } else {
-            tx.rollback().await.map_err(db)?;
-        }
+        finish_tx(tx, commit).await?;
         drop(client);
-        let _ = task.await;
+        let _ = driver.await;
         Ok(())
     }
 
     async fn outbox_publish(&self, events: Vec<NewEvent>, commit: bool) -> Result<Vec<i64>> {
-        let db = |e: tokio_postgres::Error| Error::database("outbox test", e);
-        let (mut client, conn) = tokio_postgres::connect(&self.url, NoTls)
-            .await
-            .map_err(db)?;
-        let task = tokio::spawn(conn);
-        let tx = client.transaction().await.map_err(db)?;
+        let (mut client, driver) = self.app_connection().await?;
+        let tx = client.transaction().await.map_err(outbox_err)?;
+        self.business_write(&tx).await?;
         let offsets = self.engine.stream_publish_in(&tx, events).await?;
-        if commit {
-            tx.commit().await.map_err(db)?;
-        } else {
-            tx.rollback().await.map_err(db)?;
-        }
+        finish_tx(tx, commit).await?;
         drop(client);
-        let _ = task.await;
+        let _ = driver.await;
         Ok(offsets)
     }
 
     async fn publish_held(&self, events: Vec<NewEvent>) -> Result<HeldPublish> {
-        let db = |e: tokio_postgres::Error| Error::database("held publish", e);
-        let (mut client, conn) = tokio_postgres::connect(&self.url, NoTls)
-            .await
-            .map_err(db)?;
-        let driver = tokio::spawn(conn);
+        let (mut client, driver) = self.app_connection().await?;
         let engine = self.engine.clone();
         let (published_tx, published) = tokio::sync::oneshot::channel();
         let (end, decision) = tokio::sync::oneshot::channel::<bool>();
         let done = tokio::spawn(async move {
-            let tx = client.transaction().await.map_err(db)?;
+            let tx = client.transaction().await.map_err(outbox_err)?;
             let offsets = engine.stream_publish_in(&tx, events).await?;
             let _ = published_tx.send(offsets);
-            if decision.await.unwrap_or(false) {
-                tx.commit().await.map_err(db)?;
-            } else {
-                tx.rollback().await.map_err(db)?;
-            }
+            finish_tx(tx, decision.await.unwrap_or(false)).await?;
             drop(client);
             let _ = driver.await;
             Ok(())
@@ -130,6 +102,53 @@ impl Harness for PgHarness {
 
     async fn teardown(self) {
         let _ = testing::drop_schema(&self.url, &self.schema).await;
+    }
+}
+
+fn orders_table(schema: &str) -> String {
+    format!(
+        "{}.orders",
+        alkstore_postgres::schema::quote_identifier(schema)
+    )
+}
+
+fn outbox_err(e: tokio_postgres::Error) -> Error {
+    Error::database("outbox test", e)
+}
+
+/// Commit or roll back the application's transaction.
+async fn finish_tx(tx: tokio_postgres::Transaction<'_>, commit: bool) -> Result<()> {
+    if commit {
+        tx.commit().await.map_err(outbox_err)
+    } else {
+        tx.rollback().await.map_err(outbox_err)
+    }
+}
+
+impl PgHarness {
+    /// A connection of the application's own (not the engine's pool), and
+    /// the task driving it.
+    async fn app_connection(
+        &self,
+    ) -> Result<(
+        tokio_postgres::Client,
+        tokio::task::JoinHandle<std::result::Result<(), tokio_postgres::Error>>,
+    )> {
+        let (client, conn) = tokio_postgres::connect(&self.url, NoTls)
+            .await
+            .map_err(outbox_err)?;
+        Ok((client, tokio::spawn(conn)))
+    }
+
+    /// The application's own write beside the store's, in `tx` (its table
+    /// is made with the harness, so concurrent writers never race to).
+    async fn business_write(&self, tx: &tokio_postgres::Transaction<'_>) -> Result<()> {
+        tx.batch_execute(&format!(
+            "INSERT INTO {} (note) VALUES ('business write')",
+            orders_table(&self.schema)
+        ))
+        .await
+        .map_err(outbox_err)
     }
 }
 

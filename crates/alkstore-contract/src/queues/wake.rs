@@ -16,8 +16,9 @@ async fn hint_where(
     hint_by(rx, Instant::now() + Duration::from_secs(10), want).await
 }
 
-/// Wait until `deadline` for a hint accepted by `want`.
-async fn hint_by(
+/// Wait until `deadline` for a hint accepted by `want` (the stream rows
+/// use it too).
+pub(crate) async fn hint_by(
     rx: &mut tokio::sync::broadcast::Receiver<alkstore_core::Wake>,
     deadline: Instant,
     want: impl Fn(&alkstore_core::Wake) -> bool,

@@ -6,22 +6,8 @@ use alkstore_core::{Engine, Wake};
 use tokio::time::Instant;
 
 use super::support::{ev, publish_one};
+use crate::queues::wake::hint_by;
 use crate::Harness;
-
-/// Wait until `deadline` for a hint accepted by `want`.
-async fn hint_by(
-    rx: &mut tokio::sync::broadcast::Receiver<Wake>,
-    deadline: Instant,
-    want: impl Fn(&Wake) -> bool,
-) -> bool {
-    loop {
-        match tokio::time::timeout_at(deadline, rx.recv()).await {
-            Ok(Ok(w)) if want(&w) => return true,
-            Ok(Ok(_)) | Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => continue,
-            Ok(Err(_)) | Err(_) => return false,
-        }
-    }
-}
 
 /// A publish through the engine hints its stream at once (and no queue);
 /// a publish committed on another connection wakes subscribers too (named
