@@ -303,9 +303,16 @@ async fn checkout(pool: &Pool) -> Result<deadpool_postgres::Object> {
 pub(crate) fn db(op: &'static str) -> impl Fn(tokio_postgres::Error) -> Error {
     move |e| {
         if e.is_closed() {
-            Error::Connect { source: e.into() }
-        } else {
-            Error::database(op, e)
+            return Error::Connect { source: e.into() };
+        }
+        // The driver's own text for a server error is just "db error": say
+        // what the server said, and its SQLSTATE.
+        match e.as_db_error() {
+            Some(d) => Error::database(
+                op,
+                format!("{} (SQLSTATE {})", d.message(), d.code().code()),
+            ),
+            None => Error::database(op, e),
         }
     }
 }

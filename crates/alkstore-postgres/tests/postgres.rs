@@ -378,3 +378,48 @@ async fn publishes_in_one_transaction_take_consecutive_offsets() {
     );
     engine.drop_store().await.expect("drop");
 }
+
+/// One transaction publishes at most 65,536 events (the low 16 bits of an
+/// offset); the next publish in it fails and the caller's rollback leaves
+/// nothing.
+#[tokio::test]
+async fn one_transaction_publishes_at_most_65536_events() {
+    use alkstore_core::stream::{NewEvent, StreamReadParams};
+    let url = test_db().await;
+    let schema = testing::unique_schema("pubcap");
+    let engine = PgEngine::open(PgOptions::new(url.clone(), schema.clone()))
+        .await
+        .expect("open");
+    let batch = |n: usize| -> Vec<NewEvent> {
+        (0..n)
+            .map(|i| NewEvent::new("s", i.to_string().into_bytes()))
+            .collect()
+    };
+    let mut client = engine.client().await.expect("client");
+    let tx = client.transaction().await.expect("begin");
+    for _ in 0..6 {
+        engine
+            .stream_publish_in(&*tx, batch(10_000))
+            .await
+            .expect("within the cap");
+    }
+    let last = engine
+        .stream_publish_in(&*tx, batch(5_536))
+        .await
+        .expect("exactly the cap");
+    assert_eq!(last.last().map(|o| o % (1 << 16)), Some(65_535));
+    let err = engine
+        .stream_publish_in(&*tx, batch(1))
+        .await
+        .expect_err("past the cap");
+    assert_eq!(err.kind(), ErrorKind::Database);
+    assert!(err.to_string().contains("65536"), "{err}");
+    tx.rollback().await.expect("rollback");
+    drop(client);
+    let read = engine
+        .stream_read(StreamReadParams::new("s", 0, 10))
+        .await
+        .expect("read");
+    assert!(read.is_empty());
+    engine.drop_store().await.expect("drop");
+}

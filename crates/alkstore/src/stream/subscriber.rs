@@ -17,7 +17,9 @@ pub enum StartAt {
     /// From the first stored event (the default).
     #[default]
     Beginning,
-    /// After the current head: only events published from now on.
+    /// After the current head: only events published from now on. The head
+    /// is the last readable event; on PostgreSQL, events committed but held
+    /// back by an older open transaction come after it and are delivered.
     Head,
 }
 
