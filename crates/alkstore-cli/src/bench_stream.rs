@@ -206,6 +206,12 @@ pub(crate) async fn run(args: StreamBenchArgs) -> Result<()> {
             );
         } else {
             let (n, secs) = throughput(name, &fresh.engine, args.scale).await?;
+            #[allow(irrefutable_let_patterns)]
+            if let AnyEngine::Sqlite(sqlite) = &fresh.engine {
+                // Group commit at work: write commands per transaction.
+                let (commits, commands) = sqlite.commit_stats();
+                println!("# {name}: {commands} write commands in {commits} transactions");
+            }
             println!(
                 "bench peer=alkstore engine={engine} scenario={name} events={n} secs={secs:.3} events_per_s={:.0}",
                 n as f64 / secs
