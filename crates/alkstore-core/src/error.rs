@@ -148,6 +148,27 @@ pub enum ErrorKind {
     NotHeld,
 }
 
+impl ErrorKind {
+    /// A stable snake_case name (metric labels, logs).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidInput => "invalid_input",
+            ErrorKind::PayloadTooLarge => "payload_too_large",
+            ErrorKind::InvalidUrl => "invalid_url",
+            ErrorKind::SchemaTooNew => "schema_too_new",
+            ErrorKind::Connect => "connect",
+            ErrorKind::Database => "database",
+            ErrorKind::Payload => "payload",
+            ErrorKind::Closed => "closed",
+            ErrorKind::Busy => "busy",
+            ErrorKind::NoStore => "no_store",
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::Conflict => "conflict",
+            ErrorKind::NotHeld => "not_held",
+        }
+    }
+}
+
 impl Error {
     /// The error's category.
     pub fn kind(&self) -> ErrorKind {

@@ -5,16 +5,6 @@ use alkstore_core::prelude::*;
 use alkstore_core::{ErrorKind, NewJob};
 use alkstore_postgres::{testing, PgEngine, PgOptions};
 
-/// Wait until nothing committed in `stream` is held back by an open
-/// transaction (any in the cluster, other tests' too), so reads are final.
-async fn settled(engine: &PgEngine, stream: &str) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while engine.stream_stats(stream).await.expect("stats").held_back > 0 {
-        assert!(std::time::Instant::now() < deadline, "held back after 10 s");
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
-}
-
 async fn test_db() -> String {
     testing::ensure_database(&testing::database_url(), "alkstore_test")
         .await
@@ -46,7 +36,7 @@ async fn hostile_schema_name_creates_exactly_that_schema() {
         .stream_publish(alkstore_core::stream::NewEvent::new("s", b"e".to_vec()))
         .await
         .expect("publish");
-    settled(&engine, "s").await;
+    alkstore_contract::streams::settle(&engine, "s").await;
     let read = engine
         .stream_read(alkstore_core::stream::StreamReadParams::new("s", 0, 10))
         .await
@@ -370,7 +360,7 @@ async fn publishes_in_one_transaction_take_consecutive_offsets() {
     assert_eq!(c[0] % (1 << 16), 0, "a new transaction counts from 0");
     assert!(c[0] > b[1]);
     drop(client);
-    settled(&engine, "s").await;
+    alkstore_contract::streams::settle(&engine, "s").await;
     let read = engine
         .stream_read(StreamReadParams::new("s", 0, 10))
         .await

@@ -46,11 +46,15 @@ async fn worker_emits_job_metrics() {
         })
         .run_until(async {
             // 9 successes + 2 failed attempts of job 0, then its dead move.
-            while settled.load(Ordering::SeqCst) < 11 || q.stats().await.expect("stats").dead < 1 {
+            // Until every outcome is recorded: the acks flushed (no live
+            // job left) and job 0 dead.
+            loop {
+                let stats = q.stats().await.expect("stats");
+                if settled.load(Ordering::SeqCst) >= 11 && stats.live() == 0 && stats.dead >= 1 {
+                    break;
+                }
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
-            // Let the completer flush the last acks.
-            tokio::time::sleep(Duration::from_millis(200)).await;
         })
         .await
         .expect("run");

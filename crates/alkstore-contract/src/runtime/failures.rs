@@ -32,8 +32,14 @@ pub async fn errors_retry_then_dead_letter<H: RuntimeHarness>(h: &H) {
         })
         .run_until(async {
             reached(attempts.clone(), 3, notify.clone()).await;
-            // Let the third attempt's outcome be recorded.
-            tokio::time::sleep(Duration::from_millis(300)).await;
+            // The third attempt's outcome is recorded once the job is dead.
+            until_dead(
+                store,
+                "flaky",
+                1,
+                "the third failure never dead-lettered the job",
+            )
+            .await;
         })
         .await
         .expect("run");

@@ -7,6 +7,7 @@ use std::time::Duration;
 use alkstore::stream::{Event, OnError, StartAt, SubscribeError, SubscribeOpts};
 use tokio::sync::Notify;
 
+use crate::streams::settle;
 use crate::RuntimeHarness;
 
 /// Payloads handled so far, and a wake-up per handled event.
@@ -53,20 +54,6 @@ impl Seen {
                 "timed out waiting for {n} events"
             );
         }
-    }
-}
-
-/// Wait (up to 10 s) until nothing committed in `stream` is held back by an
-/// open transaction (on PostgreSQL any transaction in the cluster can hold
-/// readers back, another test's too), so "the head" means every event.
-async fn settled(stream: &alkstore::Stream) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while stream.stats().await.expect("stats").held_back > 0 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "events still held back after 10 s"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
 
@@ -211,7 +198,7 @@ pub async fn subscriber_can_start_at_the_head<H: RuntimeHarness>(h: &H) {
         .publish_batch(batch("history-", 3))
         .await
         .expect("publish");
-    settled(&stream).await;
+    settle(h.store().engine(), stream.name()).await;
     let seen = Seen::default();
     let handler = seen.handler();
     let opts = SubscribeOpts {
@@ -256,7 +243,7 @@ pub async fn a_head_start_is_saved_so_a_failure_resumes_there<H: RuntimeHarness>
         .publish_batch(batch("history-", 2))
         .await
         .expect("publish");
-    settled(&stream).await;
+    settle(h.store().engine(), stream.name()).await;
     let head = stream.stats().await.expect("stats").head;
     let opts = SubscribeOpts {
         start: StartAt::Head,

@@ -6,6 +6,9 @@
 
 mod support;
 
+/// Wait until nothing of a stream is held back (for engine tests too).
+pub use support::settle;
+
 pub mod gaps;
 pub mod offsets;
 pub mod publish;

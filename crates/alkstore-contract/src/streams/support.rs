@@ -44,7 +44,7 @@ pub(super) async fn publish_one<E: StreamEngine>(e: &E, stream: &str, payload: &
 /// an open transaction. On PostgreSQL the hold-back is cluster-wide: any
 /// transaction older than an event holds it back, including other tests'.
 /// Once settled, reads and stats of what the row published are final.
-pub(super) async fn settle<E: StreamEngine>(e: &E, stream: &str) {
+pub async fn settle<E: StreamEngine>(e: &E, stream: &str) {
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
         let held = e.stream_stats(stream).await.expect("stats").held_back;

@@ -22,7 +22,7 @@
 use std::ops::Deref;
 use std::time::Instant;
 
-use crate::{ErrorKind, Limits, Result};
+use crate::{Limits, Result};
 
 /// Every engine call's parameters validate themselves against the store's
 /// [`Limits`] before anything is written.
@@ -75,28 +75,6 @@ impl<P> Deref for Checked<P> {
     }
 }
 
-/// The metric label of an error kind.
-pub(crate) fn outcome_label(outcome: std::result::Result<(), ErrorKind>) -> &'static str {
-    match outcome {
-        Ok(()) => "ok",
-        Err(kind) => match kind {
-            ErrorKind::InvalidInput => "invalid_input",
-            ErrorKind::PayloadTooLarge => "payload_too_large",
-            ErrorKind::InvalidUrl => "invalid_url",
-            ErrorKind::SchemaTooNew => "schema_too_new",
-            ErrorKind::Connect => "connect",
-            ErrorKind::Database => "database",
-            ErrorKind::Payload => "payload",
-            ErrorKind::Closed => "closed",
-            ErrorKind::Busy => "busy",
-            ErrorKind::NoStore => "no_store",
-            ErrorKind::NotFound => "not_found",
-            ErrorKind::Conflict => "conflict",
-            ErrorKind::NotHeld => "not_held",
-        },
-    }
-}
-
 /// Record one finished engine call.
 pub(crate) fn record<T>(
     engine: &'static str,
@@ -104,7 +82,10 @@ pub(crate) fn record<T>(
     started: Instant,
     out: &Result<T>,
 ) {
-    let outcome = outcome_label(out.as_ref().map(|_| ()).map_err(|e| e.kind()));
+    let outcome = match out {
+        Ok(_) => "ok",
+        Err(e) => e.kind().as_str(),
+    };
     metrics::counter!(
         "alkstore_engine_calls_total",
         "engine" => engine,

@@ -170,7 +170,9 @@ where
 }
 
 impl PgEngine {
-    async fn query(
+    /// Run a cached statement on a pooled connection (every area's reads
+    /// and single-statement writes).
+    pub(crate) async fn query(
         &self,
         op: &'static str,
         sql: &str,

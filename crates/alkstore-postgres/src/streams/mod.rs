@@ -10,7 +10,6 @@ use alkstore_core::stream::{
 };
 use alkstore_core::validate::{count, secs};
 use alkstore_core::{Checked, Error, Result};
-use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
 use crate::{db, PgEngine};
@@ -46,19 +45,6 @@ fn consumer_offset(r: &Row) -> ConsumerOffset {
     }
 }
 
-impl PgEngine {
-    async fn stream_query(
-        &self,
-        op: &'static str,
-        text: &str,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Vec<Row>> {
-        let client = self.client().await?;
-        let stmt = client.prepare_cached(text).await.map_err(db(op))?;
-        client.query(&stmt, params).await.map_err(db(op))
-    }
-}
-
 impl StreamDriver for PgEngine {
     async fn stream_publish(&self, params: Checked<StreamPublishParams>) -> Result<Vec<i64>> {
         let StreamPublishParams { events } = params.into_inner();
@@ -74,7 +60,7 @@ impl StreamDriver for PgEngine {
         let p = params.into_inner();
         let limit = i64::from(p.limit);
         let rows = self
-            .stream_query(
+            .query(
                 "stream_read",
                 &self.inner.stream_sql.read,
                 &[&p.stream, &p.after, &limit],
@@ -99,7 +85,7 @@ impl StreamDriver for PgEngine {
     ) -> Result<Option<i64>> {
         let p = params.into_inner();
         let rows = self
-            .stream_query(
+            .query(
                 "stream_offset_get",
                 &self.inner.stream_sql.offset_get,
                 &[&p.stream, &p.consumer],
@@ -112,7 +98,7 @@ impl StreamDriver for PgEngine {
         let p = params.into_inner();
         let op = "stream_offset_commit";
         let rows = self
-            .stream_query(
+            .query(
                 op,
                 &self.inner.stream_sql.offset_commit,
                 &[&self.now_override(), &p.stream, &p.consumer, &p.offset],
@@ -127,7 +113,7 @@ impl StreamDriver for PgEngine {
             // same consumer got there first (the `saved` above predates it).
             (None, _) if p.offset <= head => {
                 let rows = self
-                    .stream_query(
+                    .query(
                         op,
                         &self.inner.stream_sql.offset_get,
                         &[&p.stream, &p.consumer],
@@ -147,7 +133,7 @@ impl StreamDriver for PgEngine {
     ) -> Result<Vec<ConsumerOffset>> {
         let p = params.into_inner();
         let rows = self
-            .stream_query(
+            .query(
                 "stream_offsets",
                 &self.inner.stream_sql.offsets,
                 &[&p.stream],
@@ -160,12 +146,12 @@ impl StreamDriver for PgEngine {
         let p = params.into_inner();
         let op = "stream_stats";
         let rows = self
-            .stream_query(op, &self.inner.stream_sql.stats, &[&p.stream])
+            .query(op, &self.inner.stream_sql.stats, &[&p.stream])
             .await?;
         let r = rows.first().ok_or_else(|| Error::database(op, "no row"))?;
         let held_back = count(r.get(3));
         let consumers = self
-            .stream_query(op, &self.inner.stream_sql.offsets, &[&p.stream])
+            .query(op, &self.inner.stream_sql.offsets, &[&p.stream])
             .await?
             .iter()
             .map(consumer_offset)
@@ -184,7 +170,7 @@ impl StreamDriver for PgEngine {
 
     async fn stream_list(&self) -> Result<Vec<StreamInfo>> {
         let rows = self
-            .stream_query("stream_list", &self.inner.stream_sql.list, &[])
+            .query("stream_list", &self.inner.stream_sql.list, &[])
             .await?;
         Ok(rows
             .iter()
@@ -201,7 +187,7 @@ impl StreamDriver for PgEngine {
         let op = "stream_trim";
         let age_s = p.older_than.map(secs);
         let rows = self
-            .stream_query(
+            .query(
                 op,
                 &self.inner.stream_sql.trim,
                 &[&self.now_override(), &p.stream, &p.before, &age_s],
@@ -222,7 +208,7 @@ impl StreamDriver for PgEngine {
     async fn stream_retention_set(&self, params: Checked<StreamRetentionParams>) -> Result<()> {
         let p = params.into_inner();
         let max_age_s = p.max_age.map(secs);
-        self.stream_query(
+        self.query(
             "stream_retention_set",
             &self.inner.stream_sql.retention_set,
             &[&p.stream, &max_age_s],
