@@ -11,21 +11,38 @@ use std::time::Instant;
 use alkstore::{AnyEngine, JobClaimParams, NewJob, QueueEngine, Result, Store, StoreUrl};
 use clap::Args;
 
-/// Arguments of `alk bench queue`.
+/// Where and what a scenario benchmark runs (`alk bench queue`, `alk bench
+/// stream`).
 #[derive(Debug, Args)]
-pub(crate) struct QueueBenchArgs {
+pub(crate) struct ScenarioArgs {
     /// Where to run: a sqlite:// URL is ignored except for its engine (fresh
     /// temporary files are used); a postgres:// URL gets a fresh schema per
     /// scenario. Default: SQLite.
     #[arg(long = "on", default_value = "sqlite://bench.db")]
-    on: String,
-    /// Multiply every scenario's job count (for quick runs).
+    pub(crate) on: String,
+    /// Multiply every scenario's job or event count (for quick runs).
     #[arg(long, default_value_t = 1.0)]
-    scale: f64,
+    pub(crate) scale: f64,
     /// Run only these scenarios (repeatable); default all.
     #[arg(long = "scenario")]
-    scenarios: Vec<String>,
+    pub(crate) scenarios: Vec<String>,
 }
+
+impl ScenarioArgs {
+    /// The target, the checked scenario names, and a valid scale.
+    pub(crate) fn resolve<'a>(&'a self, known: &[&'a str]) -> Result<(Target, Vec<&'a str>)> {
+        if !(self.scale > 0.0 && self.scale <= 100.0) {
+            return Err(alkstore::Error::invalid("scale", "must be in (0, 100]"));
+        }
+        Ok((
+            Target::parse(&self.on)?,
+            pick_scenarios(&self.scenarios, known)?,
+        ))
+    }
+}
+
+/// Arguments of `alk bench queue`.
+pub(crate) type QueueBenchArgs = ScenarioArgs;
 
 /// Jobs per statement in `insert_50k`.
 const INSERT_BATCH: usize = 1_000;
@@ -338,11 +355,7 @@ pub(crate) fn pick_scenarios<'a>(asked: &'a [String], known: &[&'a str]) -> Resu
 
 /// Run `alk bench queue`.
 pub(crate) async fn run_queue(args: QueueBenchArgs) -> Result<()> {
-    if !(args.scale > 0.0 && args.scale <= 100.0) {
-        return Err(alkstore::Error::invalid("scale", "must be in (0, 100]"));
-    }
-    let target = Target::parse(&args.on)?;
-    let wanted = pick_scenarios(&args.scenarios, SCENARIOS)?;
+    let (target, wanted) = args.resolve(SCENARIOS)?;
     println!(
         "# alkstore {} engine={}",
         env!("CARGO_PKG_VERSION"),

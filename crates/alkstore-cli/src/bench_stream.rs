@@ -10,23 +10,11 @@ use std::time::{Duration, Instant};
 
 use alkstore::stream::{Event, NewEvent, StreamReadParams, SubscribeOpts};
 use alkstore::{AnyEngine, Result, Store, StreamEngine};
-use clap::Args;
 
-use crate::bench::{join_err, percentile, pick_scenarios, scaled, Target};
+use crate::bench::{join_err, percentile, scaled};
 
 /// Arguments of `alk bench stream`.
-#[derive(Debug, Args)]
-pub(crate) struct StreamBenchArgs {
-    /// sqlite://… (fresh temporary files) or postgres://… (fresh schemas).
-    #[arg(long = "on", default_value = "sqlite://bench.db")]
-    on: String,
-    /// Multiply every scenario's event count (for quick runs).
-    #[arg(long, default_value_t = 1.0)]
-    scale: f64,
-    /// Run only these scenarios (repeatable); default all.
-    #[arg(long = "scenario")]
-    scenarios: Vec<String>,
-}
+pub(crate) type StreamBenchArgs = crate::bench::ScenarioArgs;
 
 const SCENARIOS: &[&str] = &[
     "publish_single_4tasks",
@@ -179,11 +167,7 @@ async fn live_latency(e: &AnyEngine, samples: usize) -> Result<(Vec<f64>, Vec<f6
 
 /// Run `alk bench stream`.
 pub(crate) async fn run(args: StreamBenchArgs) -> Result<()> {
-    if !(args.scale > 0.0 && args.scale <= 100.0) {
-        return Err(alkstore::Error::invalid("scale", "must be in (0, 100]"));
-    }
-    let target = Target::parse(&args.on)?;
-    let wanted = pick_scenarios(&args.scenarios, SCENARIOS)?;
+    let (target, wanted) = args.resolve(SCENARIOS)?;
     let engine = target.name();
     println!(
         "# alkstore {} engine={engine} streams",

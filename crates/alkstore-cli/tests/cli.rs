@@ -348,6 +348,7 @@ fn json_output_has_raw_numbers_and_text_has_rfc3339() {
         "exhausted",
         "dead_pruned",
         "completed_pruned",
+        "events_trimmed",
     ] {
         assert_eq!(sweep[field], 0, "{field}: {sweep}");
     }
@@ -371,6 +372,7 @@ fn json_output_has_raw_numbers_and_text_has_rfc3339() {
         "exhausted",
         "dead_pruned",
         "completed_pruned",
+        "events_trimmed",
     ] {
         assert!(sweep.contains(field), "{sweep}");
     }

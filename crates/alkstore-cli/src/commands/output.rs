@@ -296,13 +296,14 @@ pub(crate) fn sweep_json(r: &SweepReport) -> Value {
         "exhausted": r.exhausted,
         "dead_pruned": r.dead_pruned,
         "completed_pruned": r.completed_pruned,
+        "events_trimmed": r.events_trimmed,
     })
 }
 
 /// A sweep's report on one line, every field named.
 pub(crate) fn sweep_line(r: &SweepReport) -> String {
     format!(
-        "expired {} rescued {} exhausted {} dead_pruned {} completed_pruned {}\n",
-        r.expired, r.rescued, r.exhausted, r.dead_pruned, r.completed_pruned
+        "expired {} rescued {} exhausted {} dead_pruned {} completed_pruned {} events_trimmed {}\n",
+        r.expired, r.rescued, r.exhausted, r.dead_pruned, r.completed_pruned, r.events_trimmed
     )
 }

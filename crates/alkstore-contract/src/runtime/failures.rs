@@ -9,7 +9,7 @@ use alkstore::prelude::*;
 use alkstore::{JobCtx, JobError, JobState, QueueOpts, Worker};
 use tokio::sync::Notify;
 
-use super::support::{quick, reached, until_dead};
+use super::support::{job, quick, reached, until_dead};
 use crate::RuntimeHarness;
 
 /// A handler that keeps asking for a retry is retried until its attempts run
@@ -44,12 +44,7 @@ pub async fn errors_retry_then_dead_letter<H: RuntimeHarness>(h: &H) {
         .await
         .expect("run");
     assert_eq!((report.retried, report.dead), (2, 1), "{report:?}");
-    let info = store
-        .engine()
-        .job_get(id)
-        .await
-        .expect("get")
-        .expect("dead");
+    let info = job(store, id).await;
     assert_eq!(info.state, JobState::Dead);
     assert_eq!(info.last_error.as_deref(), Some("downstream unavailable"));
 }
@@ -151,13 +146,7 @@ pub async fn panic_before_the_future_is_a_failed_attempt<H: RuntimeHarness>(h: &
         "{report:?}"
     );
     assert_eq!(report.released, 0, "{report:?}");
-    let info = h
-        .store()
-        .engine()
-        .job_get(id)
-        .await
-        .expect("get")
-        .expect("dead");
+    let info = job(h.store(), id).await;
     assert_eq!(info.dead_reason.as_deref(), Some("exhausted"));
     assert!(info
         .last_error

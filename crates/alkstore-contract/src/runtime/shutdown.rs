@@ -8,6 +8,7 @@ use alkstore::prelude::*;
 use alkstore::{JobClaimParams, JobCtx, JobState, Worker, WorkerOpts};
 use tokio::sync::Notify;
 
+use super::support::job;
 use super::support::reached;
 use crate::RuntimeHarness;
 
@@ -38,12 +39,7 @@ pub async fn shutdown_hands_unfinished_jobs_back<H: RuntimeHarness>(h: &H) {
         .await
         .expect("run");
     assert_eq!(report.released, 1, "{report:?}");
-    let info = store
-        .engine()
-        .job_get(id)
-        .await
-        .expect("get")
-        .expect("live");
+    let info = job(store, id).await;
     assert_eq!(
         (info.state, info.attempts),
         (JobState::Pending, 0),

@@ -5,11 +5,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use alkstore::prelude::*;
 use alkstore::{JobCtx, JobError, Worker};
 use tokio::sync::Notify;
 
-use super::support::{reached, until_dead};
+use super::support::{job, reached, until_dead};
 use crate::RuntimeHarness;
 
 /// A handler can snooze its job: it runs again later on the same attempt.
@@ -93,13 +92,7 @@ pub async fn cancelled_running_jobs_are_told_and_recorded<H: RuntimeHarness>(h: 
         (1, 1, 0),
         "{report:?}"
     );
-    let info = h
-        .store()
-        .engine()
-        .job_get(id)
-        .await
-        .expect("get")
-        .expect("dead");
+    let info = job(h.store(), id).await;
     assert_eq!(info.dead_reason.as_deref(), Some("cancelled"));
     assert_eq!(info.last_error.as_deref(), Some("stopped on request"));
 }

@@ -38,3 +38,14 @@ pub(crate) fn quick() -> QueueOpts {
         ..QueueOpts::default()
     }
 }
+
+/// A job that must exist (live, dead or kept), by id.
+pub(crate) async fn job(store: &alkstore::Store, id: i64) -> alkstore::JobInfo {
+    use alkstore::QueueAdmin;
+    store
+        .engine()
+        .job_get(id)
+        .await
+        .expect("get")
+        .unwrap_or_else(|| panic!("job {id} is gone"))
+}

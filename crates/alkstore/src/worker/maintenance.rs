@@ -37,6 +37,7 @@ pub(crate) async fn sweep_loop(engine: AnyEngine, every: Duration) {
                     exhausted = r.exhausted,
                     dead_pruned = r.dead_pruned,
                     completed_pruned = r.completed_pruned,
+                    events_trimmed = r.events_trimmed,
                     "maintenance sweep dead-lettered jobs"
                 );
             }
@@ -47,6 +48,7 @@ pub(crate) async fn sweep_loop(engine: AnyEngine, every: Duration) {
                     exhausted = r.exhausted,
                     dead_pruned = r.dead_pruned,
                     completed_pruned = r.completed_pruned,
+                    events_trimmed = r.events_trimmed,
                     "maintenance sweep"
                 );
             }
