@@ -121,6 +121,10 @@ impl Writer {
             })
         });
         self.queue().push(cmd);
+        // Let callers this thread has already woken (typically by the last
+        // group's results) queue their commands first, so they share this
+        // commit instead of each leading a group of one.
+        tokio::task::yield_now().await;
         self.lead();
         rx.await
             // Every command run or refused delivers a result; only one that
