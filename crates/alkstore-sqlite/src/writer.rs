@@ -4,9 +4,11 @@
 //! connection. Callers queue closures; whichever caller finds the connection
 //! free becomes the *leader*: it takes every queued closure, runs them in one
 //! `BEGIN IMMEDIATE` transaction (each in its own savepoint, so one failing
-//! command never undoes its neighbours), commits once, and only then hands each
-//! caller its result. Callers that arrive while a leader is busy just wait for
-//! their result, and share the leader's next commit.
+//! command never undoes its neighbours; a command alone in its group needs
+//! none), commits once, and only then hands each caller its result. Callers
+//! that arrive while a leader is busy just wait for their result, and share
+//! the leader's next commit. A caller yields once before trying to lead, so
+//! callers its thread has just woken queue first and share that commit.
 //!
 //! Leading on the caller's own thread (instead of a dedicated writer thread)
 //! saves two thread hand-offs per write, which on small VMs cost more than the
@@ -36,6 +38,11 @@ pub(crate) struct WriterState {
     /// Set while a group could not begin: its commands fail with this error
     /// instead of running.
     begin_failure: Option<GroupFailure>,
+    /// Set while a group of one command runs: it needs no savepoint of its
+    /// own, because the group's transaction is rolled back if it fails.
+    sole_command: bool,
+    /// Set when that sole command failed: roll back instead of committing.
+    sole_command_failed: bool,
 }
 
 /// Why a group transaction failed: could not begin, was aborted, or could
@@ -93,6 +100,8 @@ impl Writer {
                 rescues: RescueSchedule::default(),
                 busy_timeout,
                 begin_failure: None,
+                sole_command: false,
+                sole_command_failed: false,
             }),
             commits: Default::default(),
             commands: Default::default(),
@@ -208,6 +217,10 @@ fn run_group(st: &mut WriterState, batch: Vec<Command>) -> bool {
     }
     let mut delivers: Vec<Deliver> = Vec::with_capacity(batch.len());
     let mut aborted: Option<String> = None;
+    // A command alone in its group skips its savepoint (two statements and
+    // the sub-journal's page copies); its failure rolls the group back.
+    st.sole_command = batch.len() == 1;
+    st.sole_command_failed = false;
     for cmd in batch {
         if let Some(reason) = &aborted {
             // Refused unrun (see `in_savepoint`): its caller learns why, and
@@ -229,6 +242,17 @@ fn run_group(st: &mut WriterState, batch: Vec<Command>) -> bool {
         if st.conn.is_autocommit() {
             aborted = Some("SQLite rolled the group's transaction back".to_string());
         }
+    }
+    let sole_failed = std::mem::take(&mut st.sole_command_failed);
+    st.sole_command = false;
+    if sole_failed && aborted.is_none() {
+        // Its own error is what its caller gets; nothing of it stays.
+        let _ = st.conn.execute_batch("ROLLBACK");
+        st.rescues.clear();
+        for d in delivers {
+            d(None);
+        }
+        return false;
     }
     let err = match aborted {
         Some(reason) => {
@@ -271,6 +295,11 @@ fn in_savepoint<T>(
     if let Some(failure) = &st.begin_failure {
         return Err(failure.error(op));
     }
+    if st.sole_command {
+        let result = f(st);
+        st.sole_command_failed = result.is_err();
+        return result;
+    }
     st.conn
         .prepare_cached("SAVEPOINT alk_cmd")
         .and_then(|mut s| s.execute([]))
@@ -304,6 +333,44 @@ mod tests {
     use alkstore_core::{ErrorKind, SystemClock};
 
     use super::*;
+
+    /// A command alone in its group runs without a savepoint; when it
+    /// fails after writing, the group's transaction is rolled back, so
+    /// nothing of it stays, its caller gets its own error, and the next
+    /// group commits as usual.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failing_sole_command_leaves_nothing_behind() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let conn = Connection::open(dir.path().join("w.db")).expect("open");
+        conn.execute_batch("CREATE TABLE t (x INTEGER)")
+            .expect("table");
+        let w = Writer::new(conn, Arc::new(SystemClock), Duration::from_secs(1));
+        let err = w
+            .write("test", |st| -> Result<()> {
+                st.conn
+                    .execute("INSERT INTO t VALUES (1)", [])
+                    .map_err(|e| Error::database("test", e))?;
+                Err(Error::invalid("x", "refused after writing"))
+            })
+            .await
+            .expect_err("the command failed");
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+        w.write("test", |st| {
+            st.conn
+                .execute("INSERT INTO t VALUES (2)", [])
+                .map(|_| ())
+                .map_err(|e| Error::database("test", e))
+        })
+        .await
+        .expect("the next group commits");
+        let rows: Vec<i64> = {
+            let st = w.state.lock().expect("state");
+            let mut s = st.conn.prepare("SELECT x FROM t").expect("select");
+            let rows = s.query_map([], |r| r.get(0)).expect("rows");
+            rows.collect::<rusqlite::Result<_>>().expect("collect")
+        };
+        assert_eq!(rows, vec![2], "only the second command's row stays");
+    }
 
     /// A command that panics fails its group: it reports the panic, every
     /// other command of the group gets a retryable `Conflict` (nothing of
