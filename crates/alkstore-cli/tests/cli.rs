@@ -580,3 +580,60 @@ async fn cancel_pending_and_running_jobs() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(stderr(&out).contains("live job"), "{out:?}");
 }
+
+/// `alk groups bucket` answers "where does this key go?" without a store,
+/// with PostgreSQL's bucket expression (values read off PostgreSQL 15:
+/// `(((hashtextextended(k, 0) % 16) + 16) % 16)`), and refuses N = 0.
+#[test]
+fn groups_bucket_prints_each_keys_bucket_without_a_store() {
+    let (dir, db) = temp_db();
+    let rows = alk_json(
+        &db,
+        &[
+            "groups",
+            "bucket",
+            "--buckets",
+            "16",
+            "customer-42",
+            "a",
+            "",
+        ],
+    );
+    let buckets: Vec<(String, u64)> = rows
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|r| {
+            (
+                r["key"].as_str().expect("key").to_string(),
+                r["bucket"].as_u64().expect("bucket"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        buckets,
+        vec![
+            ("customer-42".to_string(), 0),
+            ("a".to_string(), 1),
+            (String::new(), 13)
+        ]
+    );
+    let text = stdout(&alk(&db, &["groups", "bucket", "--buckets", "16", "a"]));
+    assert!(
+        text.lines()
+            .nth(1)
+            .is_some_and(|l| l.split_whitespace().eq(["a", "1"])),
+        "{text}"
+    );
+    let refused = alk(&db, &["groups", "bucket", "--buckets", "0", "a"]);
+    assert!(!refused.status.success());
+    assert!(
+        stderr(&refused).contains("--buckets"),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(
+        !dir.path().join("cli.db").exists(),
+        "no store is created for a question about keys"
+    );
+}

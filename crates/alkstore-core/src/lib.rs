@@ -15,6 +15,7 @@ pub mod call;
 mod clock;
 mod engine;
 mod error;
+pub mod group;
 pub mod queue;
 pub mod stream;
 pub mod url;

@@ -24,6 +24,7 @@
 //! # Ok(()) }
 //! ```
 
+mod groups;
 mod outbox;
 mod queues;
 mod schema;
@@ -412,6 +413,9 @@ pub(crate) fn open_connection(opts: &SqliteOptions) -> Result<Connection> {
     ))
     .map_err(|e| Error::Connect {
         source: format!("{}: {e}", opts.path.display()).into(),
+    })?;
+    groups::register_functions(&conn).map_err(|e| Error::Connect {
+        source: format!("{}: registering SQL functions: {e}", opts.path.display()).into(),
     })?;
     conn.set_prepared_statement_cache_capacity(64);
     Ok(conn)

@@ -33,6 +33,7 @@ mod store;
 pub mod stream;
 pub mod worker;
 
+pub use alkstore_core::group;
 pub use alkstore_core::prelude;
 pub use alkstore_core::url;
 pub use alkstore_core::StreamEngine;

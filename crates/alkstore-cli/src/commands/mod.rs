@@ -3,6 +3,7 @@
 
 mod dead;
 mod enqueue;
+mod groups;
 mod job;
 pub(crate) mod output;
 mod streams;
@@ -68,6 +69,9 @@ enum Command {
     /// Event streams: list, publish, tail, offsets, stats, trim.
     #[command(subcommand)]
     Streams(streams::StreamsCommand),
+    /// Consumer groups: which bucket a key goes to.
+    #[command(subcommand)]
+    Groups(groups::GroupsCommand),
     /// Counts per queue (all queues when none is named).
     Stats {
         /// Queue name.
@@ -110,6 +114,9 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         return crate::testworker::run(&cli.db, args).await;
     }
     let as_json = cli.json;
+    if let Command::Groups(groups::GroupsCommand::Bucket { buckets, keys }) = &cli.command {
+        return output::emit(groups::bucket(*buckets, keys, as_json).as_bytes());
+    }
     if let Command::Enqueue(args) = cli.command {
         // Read and check the payload before the store is opened (or created).
         let job = enqueue::prepare(args)?;
@@ -189,7 +196,9 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
             }
         }
         .into_bytes(),
-        Command::Enqueue(_) | Command::Bench(_) | Command::TestWorker(_) => Vec::new(),
+        Command::Enqueue(_) | Command::Bench(_) | Command::TestWorker(_) | Command::Groups(_) => {
+            Vec::new()
+        }
     };
     output::emit(&out)
 }
