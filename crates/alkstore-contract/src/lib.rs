@@ -56,13 +56,16 @@ use std::pin::Pin;
 use std::task::Poll;
 
 use alkstore_core::stream::NewEvent;
-use alkstore_core::{ManualClock, NewJob, QueueAdmin, QueueEngine, Result, StreamEngine};
+use alkstore_core::{
+    GroupEngine, ManualClock, NewJob, QueueAdmin, QueueEngine, Result, StreamEngine,
+};
 
 /// The facade the `runtime` rows drive, re-exported so an engine's
 /// `tests/contract.rs` can build its [`RuntimeHarness`] (`Store::from_engine`,
 /// `AnyEngine`) without depending on `alkstore` itself.
 pub use alkstore;
 
+pub mod groups;
 pub mod queues;
 pub mod runtime;
 pub mod streams;
@@ -70,7 +73,7 @@ pub mod streams;
 /// One isolated store under test.
 pub trait Harness: Send + Sync + Sized + 'static {
     /// The engine under test.
-    type Engine: QueueEngine + QueueAdmin + StreamEngine + Clone;
+    type Engine: QueueEngine + QueueAdmin + StreamEngine + GroupEngine + Clone;
 
     /// The engine, opened with [`Harness::clock`] as its clock.
     fn engine(&self) -> &Self::Engine;
@@ -181,6 +184,7 @@ macro_rules! __areas {
     ($then:path, $args:tt) => {
         $crate::__queues!($then, $args);
         $crate::__streams!($then, $args);
+        $crate::__groups!($then, $args);
         $crate::__runtime!($then, $args);
     };
 }

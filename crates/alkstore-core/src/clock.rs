@@ -12,6 +12,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub trait Clock: Send + Sync + fmt::Debug + 'static {
     /// The current time in unix seconds.
     fn now(&self) -> i64;
+
+    /// The current time in unix milliseconds (leases, whose TTLs can be
+    /// shorter than a second). A clock that only knows seconds reports
+    /// whole seconds.
+    fn now_ms(&self) -> i64 {
+        self.now().saturating_mul(1000)
+    }
 }
 
 /// The operating system's wall clock.
@@ -23,6 +30,13 @@ impl Clock for SystemClock {
         SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+            .unwrap_or(0)
+    }
+
+    fn now_ms(&self) -> i64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
             .unwrap_or(0)
     }
 }

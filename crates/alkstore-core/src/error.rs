@@ -98,6 +98,21 @@ pub enum Error {
         /// What was lost (for example `lease on bucket 3 of group g`).
         what: String,
     },
+    /// A consumer group exists with another bucket count or stream than the
+    /// one asked for; nothing was written. Changing N is an explicit resize.
+    #[error("group {group:?} has {existing_buckets} buckets on stream {existing_stream:?}; asked for {requested_buckets} on {requested_stream:?}; nothing was written")]
+    GroupMismatch {
+        /// The group.
+        group: String,
+        /// Its bucket count in the store.
+        existing_buckets: u32,
+        /// The bucket count asked for.
+        requested_buckets: u32,
+        /// Its stream in the store.
+        existing_stream: String,
+        /// The stream asked for.
+        requested_stream: String,
+    },
     /// The thing asked for does not exist (a job id, for example).
     #[error("{what} not found: {detail}")]
     NotFound {
@@ -146,6 +161,8 @@ pub enum ErrorKind {
     Conflict,
     /// See [`Error::NotHeld`].
     NotHeld,
+    /// See [`Error::GroupMismatch`].
+    GroupMismatch,
 }
 
 impl ErrorKind {
@@ -165,6 +182,7 @@ impl ErrorKind {
             ErrorKind::NotFound => "not_found",
             ErrorKind::Conflict => "conflict",
             ErrorKind::NotHeld => "not_held",
+            ErrorKind::GroupMismatch => "group_mismatch",
         }
     }
 }
@@ -186,6 +204,7 @@ impl Error {
             Error::NotFound { .. } => ErrorKind::NotFound,
             Error::Conflict { .. } => ErrorKind::Conflict,
             Error::NotHeld { .. } => ErrorKind::NotHeld,
+            Error::GroupMismatch { .. } => ErrorKind::GroupMismatch,
         }
     }
 

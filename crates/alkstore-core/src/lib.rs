@@ -26,6 +26,7 @@ pub use call::{Checked, Validate};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use engine::{Capabilities, Engine, SweepParams};
 pub use error::{BoxError, Error, ErrorKind, Result};
+pub use group::{GroupDriver, GroupEngine};
 pub use queue::{
     backoff_delay_s, AttemptError, CancelOutcome, Claim, DeadListParams, DeadSelect, EnqueueOpts,
     Enqueued, Job, JobClaimParams, JobInfo, JobListParams, JobRetryParams, JobState, NewJob,
@@ -38,6 +39,6 @@ pub use validate::Limits;
 /// The engine traits, for `use alkstore_core::prelude::*;` where engine
 /// methods are called.
 pub mod prelude {
-    pub use crate::{Engine, QueueAdmin, QueueEngine, StreamEngine};
+    pub use crate::{Engine, GroupEngine, QueueAdmin, QueueEngine, StreamEngine};
 }
 pub use wake::{Wake, WakeHub};

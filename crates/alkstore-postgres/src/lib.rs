@@ -21,6 +21,7 @@
 //! # Ok(()) }
 //! ```
 
+mod groups;
 mod listen;
 mod outbox;
 mod queues;
@@ -107,6 +108,7 @@ struct Inner {
     relaxed_pool: Option<Pool>,
     sql: queues::sql::Sql,
     stream_sql: streams::sql::StreamSql,
+    group_sql: groups::sql::GroupSql,
     opts: PgOptions,
     /// When each queue's expired rows were last handed back.
     rescues: Mutex<RescueSchedule>,
@@ -187,6 +189,7 @@ impl PgEngine {
             inner: Arc::new(Inner {
                 sql: queues::sql::Sql::new(&opts.schema),
                 stream_sql: streams::sql::StreamSql::new(&opts.schema),
+                group_sql: groups::sql::GroupSql::new(&opts.schema),
                 pool,
                 relaxed_pool,
                 opts,

@@ -35,6 +35,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/001_queues.sql"),
     include_str!("../migrations/002_queue_tokens_cancel_done.sql"),
     include_str!("../migrations/003_streams.sql"),
+    include_str!("../migrations/004_groups.sql"),
 ];
 
 /// The schema version this build writes and understands.
@@ -108,6 +109,8 @@ pub mod tables {
     pub const STREAM: &str = "stream";
     /// Consumer offsets.
     pub const STREAM_OFFSET: &str = "stream_offset";
+    /// Consumer-group bucket leases and checkpoints.
+    pub const GROUP_BUCKET: &str = "group_bucket";
 }
 
 /// The LISTEN/NOTIFY channel of a schema's queues (`alkstore_{schema}`).
@@ -232,6 +235,7 @@ fn render(sql: &str, schema: &str) -> String {
             "event" => QualifiedTable::new(schema, tables::EVENT).to_string(),
             "stream" => QualifiedTable::new(schema, tables::STREAM).to_string(),
             "stream_offset" => QualifiedTable::new(schema, tables::STREAM_OFFSET).to_string(),
+            "group_bucket" => QualifiedTable::new(schema, tables::GROUP_BUCKET).to_string(),
             "schema" => quote_identifier(schema),
             _ => match token.strip_prefix("index:") {
                 Some(index) => quote_identifier(&format!("{schema}_{index}")),

@@ -61,6 +61,7 @@ async fn hostile_schema_name_creates_exactly_that_schema() {
             "dead",
             "done",
             "event",
+            "group_bucket",
             "job",
             "meta",
             "stream",

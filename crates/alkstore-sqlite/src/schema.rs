@@ -13,6 +13,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/001_queues.sql"),
     include_str!("../migrations/002_queue_tokens_cancel_done.sql"),
     include_str!("../migrations/003_streams.sql"),
+    include_str!("../migrations/004_groups.sql"),
 ];
 
 /// Read the recorded schema version (`None` for a file alkstore never wrote).

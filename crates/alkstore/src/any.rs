@@ -1,3 +1,8 @@
+use alkstore_core::group::{
+    BucketLease, GroupCheckpointParams, GroupClaimParams, GroupDriver, GroupEnsureParams,
+    GroupInfo, GroupReadParams, GroupReleaseParams, GroupRenewParams, GroupStatus,
+    GroupStatusParams, Renewal,
+};
 use alkstore_core::queue::{
     DeadCountParams, DeadPurgeParams, DeadRequeueParams, JobAckParams, JobCancelParams,
     JobCancelRequestsParams, JobEnqueueParams, JobGetParams, JobHeartbeatParams, JobReleaseParams,
@@ -205,5 +210,39 @@ impl StreamDriver for AnyEngine {
 
     async fn stream_retention_set(&self, p: Checked<StreamRetentionParams>) -> Result<()> {
         drive!(StreamDriver, self.stream_retention_set(p))
+    }
+}
+
+impl GroupDriver for AnyEngine {
+    async fn group_ensure(&self, p: Checked<GroupEnsureParams>) -> Result<()> {
+        drive!(GroupDriver, self.group_ensure(p))
+    }
+
+    async fn group_claim(&self, p: Checked<GroupClaimParams>) -> Result<Vec<BucketLease>> {
+        drive!(GroupDriver, self.group_claim(p))
+    }
+
+    async fn group_renew(&self, p: Checked<GroupRenewParams>) -> Result<Renewal> {
+        drive!(GroupDriver, self.group_renew(p))
+    }
+
+    async fn group_release(&self, p: Checked<GroupReleaseParams>) -> Result<u64> {
+        drive!(GroupDriver, self.group_release(p))
+    }
+
+    async fn group_checkpoint(&self, p: Checked<GroupCheckpointParams>) -> Result<i64> {
+        drive!(GroupDriver, self.group_checkpoint(p))
+    }
+
+    async fn group_read(&self, p: Checked<GroupReadParams>) -> Result<Vec<Event>> {
+        drive!(GroupDriver, self.group_read(p))
+    }
+
+    async fn group_status(&self, p: Checked<GroupStatusParams>) -> Result<GroupStatus> {
+        drive!(GroupDriver, self.group_status(p))
+    }
+
+    async fn group_list(&self) -> Result<Vec<GroupInfo>> {
+        drive!(GroupDriver, self.group_list())
     }
 }

@@ -36,13 +36,13 @@ pub mod worker;
 pub use alkstore_core::group;
 pub use alkstore_core::prelude;
 pub use alkstore_core::url;
-pub use alkstore_core::StreamEngine;
 pub use alkstore_core::{
     url::StoreUrl, AttemptError, CancelOutcome, Capabilities, Claim, Clock, DeadListParams,
     DeadSelect, Engine, EnqueueOpts, Enqueued, Error, ErrorKind, Job, JobClaimParams, JobInfo,
     JobListParams, JobRetryParams, JobState, Limits, ManualClock, NewJob, QueueAdmin, QueueEngine,
     QueueOpts, QueueStats, Result, RetryOutcome, SweepReport, SystemClock,
 };
+pub use alkstore_core::{GroupEngine, StreamEngine};
 pub use any::AnyEngine;
 pub use queue::{JobExt, Queue};
 pub use store::{Store, StoreOptions};

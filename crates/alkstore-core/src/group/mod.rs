@@ -6,9 +6,32 @@
 //! either engine and in any PostgreSQL query; an event without a key is
 //! spread by its offset. Same key, same bucket, so per-key order holds.
 
+mod driver;
+mod engine;
 mod hash;
+mod params;
+mod types;
 
+pub use driver::GroupDriver;
+pub use engine::GroupEngine;
 pub use hash::{bucket_of, bucket_of_offset, hashtextextended};
+pub use params::*;
+pub use types::*;
+
+use crate::validate::validate_text;
+use crate::Result;
+
+/// Reject empty, oversized or NUL-containing group names.
+pub fn validate_group_name(group: &str) -> Result<()> {
+    validate_text("group name", group)
+}
+
+/// The error for a checkpoint under an epoch that is no longer current.
+pub fn fenced(group: &str, bucket: u32, epoch: i64) -> crate::Error {
+    crate::Error::NotHeld {
+        what: format!("lease on bucket {bucket} of group {group:?} (epoch {epoch})"),
+    }
+}
 
 /// The most buckets a group may have: each bucket is a lease row, a
 /// checkpoint and a reader, and a worker renews all of its leases every

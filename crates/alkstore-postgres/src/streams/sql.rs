@@ -8,7 +8,8 @@
 use crate::schema::{quote_identifier, tables, QualifiedTable};
 
 /// The first offset a still-open transaction could own (once per statement).
-const HORIZON: &str = "(SELECT (pg_snapshot_xmin(pg_current_snapshot())::text::bigint) << 16)";
+pub(crate) const HORIZON: &str =
+    "(SELECT (pg_snapshot_xmin(pg_current_snapshot())::text::bigint) << 16)";
 
 /// Unix seconds: `$1` (the injected clock) or the database's.
 const NOW: &str = "(SELECT COALESCE($1::bigint, floor(extract(epoch FROM now()))::bigint))";

@@ -1,9 +1,18 @@
 //! The consumer-group area on SQLite: its SQL functions and statements.
 
-use alkstore_core::group::hashtextextended;
+use alkstore_core::group::{
+    fenced, hashtextextended, ttl_ms, BucketLease, BucketStatus, GroupCheckpointParams,
+    GroupClaimParams, GroupDriver, GroupEnsureParams, GroupInfo, GroupReadParams,
+    GroupReleaseParams, GroupRenewParams, GroupStatus, GroupStatusParams, Renewal,
+};
+use alkstore_core::stream::Event;
+use alkstore_core::validate::count;
+use alkstore_core::{Checked, Error, Result};
 use rusqlite::functions::FunctionFlags;
 use rusqlite::types::ValueRef;
-use rusqlite::Connection;
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::{db, SqliteEngine};
 
 /// Register `hashtextextended(text, seed)` — PostgreSQL's function, bit for
 /// bit — so bucket assignment is the same SQL on both engines. A NULL key
@@ -34,6 +43,341 @@ pub(crate) fn register_functions(conn: &Connection) -> rusqlite::Result<()> {
             })
         },
     )
+}
+
+/// The bucket of an event row `e` in a group of `buckets` buckets: the SQL
+/// both engines share (PostgreSQL's own hash; keyless events by offset).
+fn bucket_expr(buckets: &str) -> String {
+    format!(
+        "(CASE WHEN e.key IS NULL THEN e.id % {buckets} \
+         ELSE ((hashtextextended(e.key, 0) % {buckets}) + {buckets}) % {buckets} END)"
+    )
+}
+
+fn lease(r: &rusqlite::Row<'_>) -> rusqlite::Result<BucketLease> {
+    Ok(BucketLease {
+        bucket: r.get(0)?,
+        epoch: r.get(1)?,
+        checkpoint: r.get(2)?,
+        expires_at_ms: r.get(3)?,
+    })
+}
+
+fn collect_leases(
+    stmt: &mut rusqlite::CachedStatement<'_>,
+    params: impl rusqlite::Params,
+) -> rusqlite::Result<Vec<BucketLease>> {
+    let mut leases: Vec<BucketLease> = stmt
+        .query_map(params, lease)?
+        .collect::<rusqlite::Result<_>>()?;
+    leases.sort_by_key(|l| l.bucket);
+    Ok(leases)
+}
+
+/// The group's (stream, N), if it exists.
+fn group_row(conn: &Connection, op: &'static str, group: &str) -> Result<Option<(String, u32)>> {
+    conn.prepare_cached(
+        "SELECT stream, buckets FROM __alkstore_group_bucket WHERE group_name = ?1 LIMIT 1",
+    )
+    .and_then(|mut s| {
+        s.query_row([group], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()
+    })
+    .map_err(db(op))
+}
+
+fn not_found(group: &str) -> Error {
+    Error::NotFound {
+        what: format!("group {group:?}"),
+        detail: "no worker or command has created it".into(),
+    }
+}
+
+impl GroupDriver for SqliteEngine {
+    async fn group_ensure(&self, params: Checked<GroupEnsureParams>) -> Result<()> {
+        let p = params.into_inner();
+        self.inner
+            .writer
+            .write("group_ensure", move |st| {
+                let op = "group_ensure";
+                let conn = &st.conn;
+                let existing: Vec<(u32, String)> = conn
+                    .prepare_cached(
+                        "SELECT DISTINCT buckets, stream FROM __alkstore_group_bucket \
+                         WHERE group_name = ?1",
+                    )
+                    .and_then(|mut s| {
+                        s.query_map([&p.group], |r| Ok((r.get(0)?, r.get(1)?)))?
+                            .collect()
+                    })
+                    .map_err(db(op))?;
+                if let Some((n, stream)) = existing
+                    .into_iter()
+                    .find(|(n, s)| *n != p.buckets || *s != p.stream)
+                {
+                    return Err(Error::GroupMismatch {
+                        group: p.group,
+                        existing_buckets: n,
+                        requested_buckets: p.buckets,
+                        existing_stream: stream,
+                        requested_stream: p.stream,
+                    });
+                }
+                let now = st.clock.now_ms();
+                let mut insert = conn
+                    .prepare_cached(
+                        "INSERT INTO __alkstore_group_bucket \
+                           (group_name, bucket, buckets, stream, updated_at) \
+                         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
+                    )
+                    .map_err(db(op))?;
+                for bucket in 0..p.buckets {
+                    insert
+                        .execute(params![p.group, bucket, p.buckets, p.stream, now])
+                        .map_err(db(op))?;
+                }
+                Ok(())
+            })
+            .await
+    }
+
+    async fn group_claim(&self, params: Checked<GroupClaimParams>) -> Result<Vec<BucketLease>> {
+        let p = params.into_inner();
+        self.inner
+            .writer
+            .write("group_claim", move |st| {
+                let now = st.clock.now_ms();
+                st.conn
+                    .prepare_cached(
+                        "UPDATE __alkstore_group_bucket SET owner = ?2, \
+                           lease_expires_at = ?3 + ?4, heartbeat_at = ?3, \
+                           epoch = epoch + 1, updated_at = ?3 \
+                         WHERE group_name = ?1 AND bucket IN ( \
+                           SELECT bucket FROM __alkstore_group_bucket WHERE group_name = ?1 \
+                             AND (owner IS NULL OR lease_expires_at <= ?3) \
+                           ORDER BY bucket LIMIT ?5) \
+                         RETURNING bucket, epoch, checkpoint, lease_expires_at",
+                    )
+                    .and_then(|mut s| {
+                        collect_leases(
+                            &mut s,
+                            params![p.group, p.worker, now, ttl_ms(p.ttl), p.max],
+                        )
+                    })
+                    .map_err(db("group_claim"))
+            })
+            .await
+    }
+
+    async fn group_renew(&self, params: Checked<GroupRenewParams>) -> Result<Renewal> {
+        let p = params.into_inner();
+        self.inner
+            .writer
+            .write("group_renew", move |st| {
+                let op = "group_renew";
+                let now = st.clock.now_ms();
+                let Some((_, buckets)) = group_row(&st.conn, op, &p.group)? else {
+                    return Err(not_found(&p.group));
+                };
+                let held = st
+                    .conn
+                    .prepare_cached(
+                        "UPDATE __alkstore_group_bucket SET lease_expires_at = ?3 + ?4, \
+                           heartbeat_at = ?3, updated_at = ?3 \
+                         WHERE group_name = ?1 AND owner = ?2 \
+                         RETURNING bucket, epoch, checkpoint, lease_expires_at",
+                    )
+                    .and_then(|mut s| {
+                        collect_leases(&mut s, params![p.group, p.worker, now, ttl_ms(p.ttl)])
+                    })
+                    .map_err(db(op))?;
+                let live_owners: u32 = st
+                    .conn
+                    .prepare_cached(
+                        "SELECT COUNT(DISTINCT owner) FROM __alkstore_group_bucket \
+                         WHERE group_name = ?1 AND owner IS NOT NULL AND lease_expires_at > ?2",
+                    )
+                    .and_then(|mut s| s.query_row(params![p.group, now], |r| r.get(0)))
+                    .map_err(db(op))?;
+                Ok(Renewal {
+                    held,
+                    live_owners,
+                    buckets,
+                })
+            })
+            .await
+    }
+
+    async fn group_release(&self, params: Checked<GroupReleaseParams>) -> Result<u64> {
+        let p = params.into_inner();
+        self.inner
+            .writer
+            .write("group_release", move |st| {
+                let now = st.clock.now_ms();
+                let mut released = 0;
+                let mut stmt = st
+                    .conn
+                    .prepare_cached(
+                        "UPDATE __alkstore_group_bucket SET owner = NULL, \
+                           lease_expires_at = NULL, updated_at = ?4 \
+                         WHERE group_name = ?1 AND owner = ?2 AND bucket = ?3",
+                    )
+                    .map_err(db("group_release"))?;
+                for bucket in &p.buckets {
+                    released += stmt
+                        .execute(params![p.group, p.worker, bucket, now])
+                        .map_err(db("group_release"))? as u64;
+                }
+                Ok(released)
+            })
+            .await
+    }
+
+    async fn group_checkpoint(&self, params: Checked<GroupCheckpointParams>) -> Result<i64> {
+        let p = params.into_inner();
+        self.inner
+            .writer
+            .write("group_checkpoint", move |st| {
+                let op = "group_checkpoint";
+                let row: Option<(Option<String>, i64, i64, String)> = st
+                    .conn
+                    .prepare_cached(
+                        "SELECT owner, epoch, checkpoint, stream FROM __alkstore_group_bucket \
+                         WHERE group_name = ?1 AND bucket = ?2",
+                    )
+                    .and_then(|mut s| {
+                        s.query_row(params![p.group, p.bucket], |r| {
+                            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                        })
+                        .optional()
+                    })
+                    .map_err(db(op))?;
+                let Some((owner, epoch, saved, stream)) = row else {
+                    return Err(fenced(&p.group, p.bucket, p.epoch));
+                };
+                if owner.as_deref() != Some(p.worker.as_str()) || epoch != p.epoch {
+                    return Err(fenced(&p.group, p.bucket, p.epoch));
+                }
+                if saved >= p.offset {
+                    return Ok(saved);
+                }
+                let head = crate::streams::head_bound(&st.conn, op, &stream)?.unwrap_or(0);
+                if p.offset > head {
+                    return Err(alkstore_core::stream::beyond_head(p.offset, &stream, head));
+                }
+                st.conn
+                    .prepare_cached(
+                        "UPDATE __alkstore_group_bucket SET checkpoint = ?3, updated_at = ?4 \
+                         WHERE group_name = ?1 AND bucket = ?2",
+                    )
+                    .and_then(|mut s| {
+                        s.execute(params![p.group, p.bucket, p.offset, st.clock.now_ms()])
+                    })
+                    .map_err(db(op))?;
+                Ok(p.offset)
+            })
+            .await
+    }
+
+    async fn group_read(&self, params: Checked<GroupReadParams>) -> Result<Vec<Event>> {
+        let p = params.into_inner();
+        self.read("group_read", move |conn| {
+            let op = "group_read";
+            let Some((stream, buckets)) = group_row(conn, op, &p.group)? else {
+                return Ok(Vec::new());
+            };
+            if p.bucket >= buckets {
+                return Ok(Vec::new());
+            }
+            let sql = format!(
+                "SELECT e.id, e.key, e.payload, e.created_at FROM __alkstore_event e \
+                 WHERE e.stream = ?1 AND e.id > ?2 AND {} = ?4 ORDER BY e.id LIMIT ?5",
+                bucket_expr("?3")
+            );
+            let name: std::sync::Arc<str> = stream.as_str().into();
+            conn.prepare_cached(&sql)
+                .and_then(|mut s| {
+                    s.query_map(params![stream, p.after, buckets, p.bucket, p.limit], |r| {
+                        Ok(Event {
+                            offset: r.get(0)?,
+                            stream: name.clone(),
+                            key: r.get(1)?,
+                            payload: r.get(2)?,
+                            created_at: r.get(3)?,
+                        })
+                    })?
+                    .collect()
+                })
+                .map_err(db(op))
+        })
+        .await
+    }
+
+    async fn group_status(&self, params: Checked<GroupStatusParams>) -> Result<GroupStatus> {
+        let p = params.into_inner();
+        let now = self.inner.clock.now_ms();
+        self.read("group_status", move |conn| {
+            let op = "group_status";
+            let Some((stream, _)) = group_row(conn, op, &p.group)? else {
+                return Err(not_found(&p.group));
+            };
+            let sql = format!(
+                "SELECT g.bucket, g.owner, g.epoch, g.lease_expires_at, g.checkpoint, \
+                   (SELECT COUNT(*) FROM __alkstore_event e WHERE e.stream = g.stream \
+                      AND e.id > g.checkpoint AND {} = g.bucket) \
+                 FROM __alkstore_group_bucket g WHERE g.group_name = ?1 ORDER BY g.bucket",
+                bucket_expr("g.buckets")
+            );
+            let buckets = conn
+                .prepare_cached(&sql)
+                .and_then(|mut s| {
+                    s.query_map([&p.group], |r| {
+                        let expires_at_ms: Option<i64> = r.get(3)?;
+                        Ok(BucketStatus {
+                            bucket: r.get(0)?,
+                            owner: r.get(1)?,
+                            epoch: r.get(2)?,
+                            expires_at_ms,
+                            expired: expires_at_ms.is_some_and(|t| t <= now),
+                            checkpoint: r.get(4)?,
+                            lag: count(r.get(5)?),
+                        })
+                    })?
+                    .collect()
+                })
+                .map_err(db(op))?;
+            Ok(GroupStatus {
+                group: p.group,
+                stream,
+                buckets,
+            })
+        })
+        .await
+    }
+
+    async fn group_list(&self) -> Result<Vec<GroupInfo>> {
+        let now = self.inner.clock.now_ms();
+        self.read("group_list", move |conn| {
+            conn.prepare_cached(
+                "SELECT group_name, stream, MAX(buckets), \
+                   COUNT(DISTINCT CASE WHEN lease_expires_at > ?1 THEN owner END) \
+                 FROM __alkstore_group_bucket GROUP BY group_name, stream ORDER BY group_name",
+            )
+            .and_then(|mut s| {
+                s.query_map([now], |r| {
+                    Ok(GroupInfo {
+                        group: r.get(0)?,
+                        stream: r.get(1)?,
+                        buckets: r.get(2)?,
+                        live_owners: r.get(3)?,
+                    })
+                })?
+                .collect()
+            })
+            .map_err(db("group_list"))
+        })
+        .await
+    }
 }
 
 #[cfg(test)]

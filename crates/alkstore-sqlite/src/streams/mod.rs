@@ -88,7 +88,7 @@ pub(crate) fn insert_events(conn: &Connection, events: &[NewEvent], now: i64) ->
 
 /// The highest offset a consumer of `stream` may commit: the stream's
 /// highest event, or the highest one a trim removed.
-fn head_bound(conn: &Connection, op: &'static str, stream: &str) -> Result<Option<i64>> {
+pub(crate) fn head_bound(conn: &Connection, op: &'static str, stream: &str) -> Result<Option<i64>> {
     conn.prepare_cached(
         "SELECT MAX(COALESCE((SELECT MAX(id) FROM __alkstore_event WHERE stream = ?1), 0), \
                 COALESCE((SELECT trimmed_head FROM __alkstore_stream WHERE stream = ?1), 0))",

@@ -1,0 +1,124 @@
+//! Checkpoints: fenced by the lease's epoch, forward only, bounded by the
+//! stream's head.
+
+use alkstore_core::group::GroupCheckpointParams;
+use alkstore_core::stream::NewEvent;
+use alkstore_core::{ErrorKind, GroupEngine, StreamEngine};
+
+use super::support::{claim, ensure, release, TTL};
+use crate::streams::settle;
+use crate::Harness;
+
+/// Publish `n` keyless events on stream `s`; their offsets.
+async fn publish<E: StreamEngine>(e: &E, n: usize) -> Vec<i64> {
+    let events = (0..n)
+        .map(|i| NewEvent::new("s", i.to_string().into_bytes()))
+        .collect::<Vec<_>>();
+    let offsets = e.stream_publish(events).await.expect("publish");
+    settle(e, "s").await;
+    offsets
+}
+
+fn cp(bucket: u32, worker: &str, epoch: i64, offset: i64) -> GroupCheckpointParams {
+    GroupCheckpointParams::new("g", bucket, worker, epoch, offset)
+}
+
+async fn checkpoint_of<E: GroupEngine>(e: &E, bucket: u32) -> i64 {
+    e.group_status("g").await.expect("status").buckets[bucket as usize].checkpoint
+}
+
+/// A worker whose lease was taken over moves nothing, forward or backward,
+/// whatever epoch it names; the new holder moves it under its own epoch,
+/// and a later claim starts from the saved checkpoint.
+pub async fn a_stale_epoch_cannot_checkpoint<H: Harness>(h: &H) {
+    let e = h.engine();
+    let o = publish(e, 4).await;
+    ensure(e, "g", 1).await;
+    let first = claim(e, "g", "w1", 1).await;
+    assert_eq!(first[0].epoch, 1);
+    assert_eq!(
+        e.group_checkpoint(cp(0, "w1", 1, o[0])).await.expect("w1"),
+        o[0]
+    );
+
+    h.clock().advance(TTL * 2);
+    let second = claim(e, "g", "w2", 1).await;
+    assert_eq!((second[0].epoch, second[0].checkpoint), (2, o[0]));
+    for (worker, epoch, offset) in [
+        ("w1", 1, o[2]),
+        ("w1", 1, 0),
+        ("w1", 2, o[2]),
+        ("w2", 1, o[2]),
+    ] {
+        let err = e
+            .group_checkpoint(cp(0, worker, epoch, offset))
+            .await
+            .expect_err("fenced");
+        assert_eq!(
+            err.kind(),
+            ErrorKind::NotHeld,
+            "{worker} epoch {epoch}: {err}"
+        );
+    }
+    assert_eq!(checkpoint_of(e, 0).await, o[0], "nothing moved");
+    assert_eq!(
+        e.group_checkpoint(cp(0, "w2", 2, o[2])).await.expect("w2"),
+        o[2]
+    );
+
+    assert_eq!(release(e, "g", "w2", &[0]).await, 1);
+    let err = e
+        .group_checkpoint(cp(0, "w2", 2, o[3]))
+        .await
+        .expect_err("released");
+    assert_eq!(err.kind(), ErrorKind::NotHeld, "{err}");
+    let third = claim(e, "g", "w3", 1).await;
+    assert_eq!((third[0].epoch, third[0].checkpoint), (3, o[2]));
+}
+
+/// A checkpoint below the saved one is ignored (the saved one stays and is
+/// returned); one beyond the stream's head is refused and writes nothing.
+pub async fn checkpoints_never_move_backward_nor_past_the_head<H: Harness>(h: &H) {
+    let e = h.engine();
+    let o = publish(e, 3).await;
+    ensure(e, "g", 1).await;
+    let epoch = claim(e, "g", "w1", 1).await[0].epoch;
+    assert_eq!(
+        e.group_checkpoint(cp(0, "w1", epoch, o[1]))
+            .await
+            .expect("fwd"),
+        o[1]
+    );
+    assert_eq!(
+        e.group_checkpoint(cp(0, "w1", epoch, o[0]))
+            .await
+            .expect("back"),
+        o[1]
+    );
+    assert_eq!(checkpoint_of(e, 0).await, o[1]);
+    let err = e
+        .group_checkpoint(cp(0, "w1", epoch, o[2] + 1))
+        .await
+        .expect_err("past the head");
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    assert!(err.to_string().contains("head"), "{err}");
+    assert_eq!(checkpoint_of(e, 0).await, o[1]);
+    assert_eq!(
+        e.group_checkpoint(cp(0, "w1", epoch, o[2]))
+            .await
+            .expect("head"),
+        o[2]
+    );
+}
+
+/// The rows above, for [`contract_suite!`](crate::contract_suite).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __groups_checkpoints {
+    ($then:path, $args:tt) => {
+        $then! { @rows $args groups::checkpoints [
+            a_stale_epoch_cannot_checkpoint,
+            checkpoints_never_move_backward_nor_past_the_head,
+        ] }
+    };
+}

@@ -1,0 +1,170 @@
+//! Bucket leases: ensure, claim, renew, release, expiry.
+
+use std::collections::BTreeMap;
+
+use alkstore_core::group::GroupEnsureParams;
+use alkstore_core::{Clock, ErrorKind, GroupEngine};
+
+use super::support::{buckets, claim, ensure, owners, release, renew, TTL};
+use crate::Harness;
+
+/// Ensuring a group twice leaves exactly its N unowned buckets, listed once.
+pub async fn ensure_is_idempotent<H: Harness>(h: &H) {
+    let e = h.engine();
+    ensure(e, "g", 8).await;
+    ensure(e, "g", 8).await;
+    let status = e.group_status("g").await.expect("status");
+    assert_eq!(status.stream, "s");
+    let rows: Vec<(u32, Option<String>, i64, i64)> = status
+        .buckets
+        .iter()
+        .map(|b| (b.bucket, b.owner.clone(), b.epoch, b.checkpoint))
+        .collect();
+    assert_eq!(rows, (0..8).map(|b| (b, None, 0, 0)).collect::<Vec<_>>());
+    let list = e.group_list().await.expect("list");
+    assert_eq!(list.len(), 1);
+    assert_eq!(
+        (list[0].group.as_str(), list[0].buckets, list[0].live_owners),
+        ("g", 8, 0)
+    );
+}
+
+/// Another N, or another stream, for an existing group is a typed
+/// mismatch, and nothing is written.
+pub async fn a_different_bucket_count_or_stream_writes_nothing<H: Harness>(h: &H) {
+    let e = h.engine();
+    ensure(e, "g", 8).await;
+    let err = e
+        .group_ensure(GroupEnsureParams::new("g", "s", 16))
+        .await
+        .expect_err("another N");
+    assert_eq!(err.kind(), ErrorKind::GroupMismatch, "{err}");
+    assert!(err.to_string().contains("8 buckets"), "{err}");
+    let err = e
+        .group_ensure(GroupEnsureParams::new("g", "other", 8))
+        .await
+        .expect_err("another stream");
+    assert_eq!(err.kind(), ErrorKind::GroupMismatch, "{err}");
+    let status = e.group_status("g").await.expect("status");
+    assert_eq!((status.stream.as_str(), status.buckets.len()), ("s", 8));
+    assert_eq!(e.group_list().await.expect("list").len(), 1);
+}
+
+/// Eight workers claiming at once, over and over: every bucket ends with
+/// exactly one owner, and no bucket was handed to two of them.
+pub async fn claims_are_exclusive_under_8_concurrent_claimers<H: Harness>(h: &H) {
+    let e = h.engine();
+    ensure(e, "g", 16).await;
+    let mut tasks = Vec::new();
+    for w in 0..8 {
+        let e = e.clone();
+        tasks.push(tokio::spawn(async move {
+            let worker = format!("w{w}");
+            let mut mine = Vec::new();
+            for _ in 0..6 {
+                mine.extend(claim(&e, "g", &worker, 2).await);
+                tokio::task::yield_now().await;
+            }
+            (worker, mine)
+        }));
+    }
+    let mut won: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+    for t in tasks {
+        let (worker, leases) = t.await.expect("claimer");
+        for l in leases {
+            assert_eq!(l.epoch, 1, "a first claim is epoch 1");
+            won.entry(l.bucket).or_default().push(worker.clone());
+        }
+    }
+    assert_eq!(
+        won.keys().copied().collect::<Vec<_>>(),
+        (0..16).collect::<Vec<_>>()
+    );
+    assert!(
+        won.values().all(|w| w.len() == 1),
+        "a bucket won twice: {won:?}"
+    );
+    let owned = owners(e, "g").await;
+    for (bucket, winners) in &won {
+        assert_eq!(
+            owned[*bucket as usize].as_deref(),
+            Some(winners[0].as_str())
+        );
+    }
+}
+
+/// A lease lapses by the store's clock only: until then nobody else gets
+/// the bucket; after, another worker claims it (epoch + 1) and the old
+/// holder's renewal no longer lists it, while it keeps the rest.
+pub async fn renew_reports_lost_buckets_and_expiry_is_the_stores_clock<H: Harness>(h: &H) {
+    let e = h.engine();
+    ensure(e, "g", 4).await;
+    let mine = claim(e, "g", "w1", 4).await;
+    assert_eq!(buckets(&mine), [0, 1, 2, 3]);
+    let ttl_ms = i64::try_from(TTL.as_millis()).expect("ttl");
+    assert!(mine
+        .iter()
+        .all(|l| l.expires_at_ms == h.clock().now_ms() + ttl_ms));
+    assert!(
+        claim(e, "g", "w2", 4).await.is_empty(),
+        "nothing expired yet"
+    );
+
+    h.clock().advance(TTL / 2);
+    let r = renew(e, "g", "w1").await;
+    assert_eq!(
+        (buckets(&r.held), r.live_owners, r.buckets),
+        (vec![0, 1, 2, 3], 1, 4)
+    );
+    h.clock().advance(TTL / 2);
+    assert!(
+        claim(e, "g", "w2", 4).await.is_empty(),
+        "renewed, not expired"
+    );
+
+    h.clock().advance(TTL);
+    let taken = claim(e, "g", "w2", 2).await;
+    assert_eq!(buckets(&taken), [0, 1]);
+    assert!(taken.iter().all(|l| l.epoch == 2), "{taken:?}");
+    let r = renew(e, "g", "w1").await;
+    assert_eq!(buckets(&r.held), [2, 3], "w1 learns it lost 0 and 1");
+    assert_eq!(r.live_owners, 2);
+}
+
+/// Release gives back only the caller's buckets; they are claimable at
+/// once, under a new epoch.
+pub async fn release_touches_only_the_callers_rows<H: Harness>(h: &H) {
+    let e = h.engine();
+    ensure(e, "g", 4).await;
+    assert_eq!(buckets(&claim(e, "g", "w1", 2).await), [0, 1]);
+    assert_eq!(buckets(&claim(e, "g", "w2", 2).await), [2, 3]);
+    assert_eq!(release(e, "g", "w1", &[0, 2, 3]).await, 1);
+    assert_eq!(
+        owners(e, "g").await,
+        [
+            None,
+            Some("w1".into()),
+            Some("w2".into()),
+            Some("w2".into())
+        ]
+    );
+    let again = claim(e, "g", "w3", 4).await;
+    assert_eq!(buckets(&again), [0]);
+    assert_eq!(again[0].epoch, 2);
+    assert_eq!(renew(e, "g", "w2").await.live_owners, 3);
+}
+
+/// The rows above, for [`contract_suite!`](crate::contract_suite).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __groups_leases {
+    ($then:path, $args:tt) => {
+        $then! { @rows $args groups::leases [
+            ensure_is_idempotent,
+            a_different_bucket_count_or_stream_writes_nothing,
+            claims_are_exclusive_under_8_concurrent_claimers,
+            renew_reports_lost_buckets_and_expiry_is_the_stores_clock,
+            release_touches_only_the_callers_rows,
+        ] }
+    };
+}

@@ -1,0 +1,62 @@
+//! [`GroupDriver`]: what an engine implements for consumer groups — SQL
+//! and nothing else (see [`crate::call`]).
+
+use std::future::Future;
+
+use crate::stream::Event;
+use crate::{Checked, Engine, Result};
+
+use super::params::*;
+use super::types::*;
+
+/// The consumer-group statements of one engine. Each method takes
+/// [`Checked`] parameters; callers use [`GroupEngine`](super::GroupEngine),
+/// whose methods document the behaviour (the contract suite checks it).
+/// Every lease expiry is decided by the database's clock (the engine's
+/// injected clock in tests), never by a time the caller passes.
+pub trait GroupDriver: Engine {
+    /// See [`GroupEngine::group_ensure`](super::GroupEngine::group_ensure).
+    fn group_ensure(
+        &self,
+        params: Checked<GroupEnsureParams>,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// See [`GroupEngine::group_claim`](super::GroupEngine::group_claim).
+    fn group_claim(
+        &self,
+        params: Checked<GroupClaimParams>,
+    ) -> impl Future<Output = Result<Vec<BucketLease>>> + Send;
+
+    /// See [`GroupEngine::group_renew`](super::GroupEngine::group_renew).
+    fn group_renew(
+        &self,
+        params: Checked<GroupRenewParams>,
+    ) -> impl Future<Output = Result<Renewal>> + Send;
+
+    /// See [`GroupEngine::group_release`](super::GroupEngine::group_release).
+    fn group_release(
+        &self,
+        params: Checked<GroupReleaseParams>,
+    ) -> impl Future<Output = Result<u64>> + Send;
+
+    /// See [`GroupEngine::group_checkpoint`](super::GroupEngine::group_checkpoint).
+    fn group_checkpoint(
+        &self,
+        params: Checked<GroupCheckpointParams>,
+    ) -> impl Future<Output = Result<i64>> + Send;
+
+    /// See [`GroupEngine::group_read`](super::GroupEngine::group_read).
+    fn group_read(
+        &self,
+        params: Checked<GroupReadParams>,
+    ) -> impl Future<Output = Result<Vec<Event>>> + Send;
+
+    /// See [`GroupEngine::group_status`](super::GroupEngine::group_status).
+    fn group_status(
+        &self,
+        params: Checked<GroupStatusParams>,
+    ) -> impl Future<Output = Result<GroupStatus>> + Send;
+
+    /// See [`GroupEngine::group_list`](super::GroupEngine::group_list).
+    fn group_list(&self) -> impl Future<Output = Result<Vec<GroupInfo>>> + Send;
+}

@@ -1,0 +1,127 @@
+//! [`GroupEngine`]: the consumer-group calls, implemented once for every
+//! [`GroupDriver`] through the one wrapper ([`crate::call`]).
+
+use std::future::Future;
+
+use crate::call::engine_call;
+use crate::stream::Event;
+use crate::{Engine, Result};
+
+use super::driver::GroupDriver;
+use super::params::*;
+use super::types::*;
+
+/// Leases on the buckets of consumer groups, their fenced checkpoints, and
+/// bucket reads. Every engine has it (through its [`GroupDriver`]); the
+/// contract suite checks they behave the same. Bad input is a typed error
+/// and writes nothing. Expiry is decided by the database's clock.
+pub trait GroupEngine: Engine {
+    /// Make sure the group's N bucket rows exist (idempotent: safe on every
+    /// worker start). A group that exists with another N or another stream
+    /// is a [`GroupMismatch`](crate::Error::GroupMismatch) error, raised
+    /// before anything is written.
+    fn group_ensure(&self, params: GroupEnsureParams) -> impl Future<Output = Result<()>> + Send;
+
+    /// Take up to `max` buckets that are unowned or whose lease has lapsed,
+    /// lowest first; each claim bumps the bucket's epoch. Two claimers never
+    /// win the same bucket. Returns the leases taken (possibly none).
+    fn group_claim(
+        &self,
+        params: GroupClaimParams,
+    ) -> impl Future<Output = Result<Vec<BucketLease>>> + Send;
+
+    /// Renew every lease the worker still holds and report them, with the
+    /// number of live owners; a bucket missing from `held` was taken over.
+    fn group_renew(&self, params: GroupRenewParams)
+        -> impl Future<Output = Result<Renewal>> + Send;
+
+    /// Give buckets back at once (clean shutdown, surplus). Only buckets the
+    /// worker still holds are touched; returns how many were released.
+    fn group_release(&self, params: GroupReleaseParams)
+        -> impl Future<Output = Result<u64>> + Send;
+
+    /// Save a bucket's checkpoint, fenced: only the worker holding the
+    /// bucket under `epoch` may move it, else [`NotHeld`](crate::Error::NotHeld)
+    /// and nothing changes. Forward only: a checkpoint below the saved one
+    /// is ignored (the saved one stays and is returned). An offset beyond
+    /// the stream's head is [`InvalidInput`](crate::Error::InvalidInput).
+    /// Returns the checkpoint after the call.
+    fn group_checkpoint(
+        &self,
+        params: GroupCheckpointParams,
+    ) -> impl Future<Output = Result<i64>> + Send;
+
+    /// Up to `limit` readable events of one bucket after an offset, in
+    /// offset order (gap-safe like [`stream_read`](crate::StreamEngine::stream_read)).
+    /// A keyed event is in bucket `(((hashtextextended(key, 0) % N) + N) % N)`,
+    /// one without a key in `offset % N`. A group or bucket that does not
+    /// exist reads nothing.
+    fn group_read(
+        &self,
+        params: GroupReadParams,
+    ) -> impl Future<Output = Result<Vec<Event>>> + Send;
+
+    /// Every bucket of a group: owner, epoch, expiry, checkpoint, lag. A
+    /// group that does not exist is [`NotFound`](crate::Error::NotFound).
+    fn group_status(
+        &self,
+        params: impl Into<GroupStatusParams> + Send,
+    ) -> impl Future<Output = Result<GroupStatus>> + Send;
+
+    /// Every group, by name.
+    fn group_list(&self) -> impl Future<Output = Result<Vec<GroupInfo>>> + Send;
+}
+
+impl<D: GroupDriver> GroupEngine for D {
+    async fn group_ensure(&self, params: GroupEnsureParams) -> Result<()> {
+        engine_call!(self, group_ensure, params => GroupEnsureParams, |p| {
+            GroupDriver::group_ensure(self, p)
+        })
+    }
+
+    async fn group_claim(&self, params: GroupClaimParams) -> Result<Vec<BucketLease>> {
+        engine_call!(self, group_claim, params => GroupClaimParams, |p| {
+            GroupDriver::group_claim(self, p)
+        })
+    }
+
+    async fn group_renew(&self, params: GroupRenewParams) -> Result<Renewal> {
+        engine_call!(self, group_renew, params => GroupRenewParams, |p| {
+            GroupDriver::group_renew(self, p)
+        })
+    }
+
+    async fn group_release(&self, params: GroupReleaseParams) -> Result<u64> {
+        engine_call!(self, group_release, params => GroupReleaseParams, |p| async move {
+            if p.buckets.is_empty() {
+                return Ok(0);
+            }
+            GroupDriver::group_release(self, p).await
+        })
+    }
+
+    async fn group_checkpoint(&self, params: GroupCheckpointParams) -> Result<i64> {
+        engine_call!(self, group_checkpoint, params => GroupCheckpointParams, |p| {
+            GroupDriver::group_checkpoint(self, p)
+        })
+    }
+
+    async fn group_read(&self, params: GroupReadParams) -> Result<Vec<Event>> {
+        engine_call!(self, group_read, params => GroupReadParams, |p| {
+            GroupDriver::group_read(self, p)
+        })
+    }
+
+    async fn group_status(
+        &self,
+        params: impl Into<GroupStatusParams> + Send,
+    ) -> Result<GroupStatus> {
+        engine_call!(self, group_status, params => GroupStatusParams, |p| {
+            GroupDriver::group_status(self, p)
+        })
+    }
+
+    async fn group_list(&self) -> Result<Vec<GroupInfo>> {
+        engine_call!(self, group_list, () => (), |_p| GroupDriver::group_list(self))
+    }
+}

@@ -1,0 +1,295 @@
+//! The parameters of consumer-group calls, each validating itself.
+
+use std::time::Duration;
+
+use crate::stream::validate_stream_name;
+use crate::validate::validate_worker;
+use crate::{Error, Limits, Result, Validate};
+
+use super::{validate_group_name, MAX_BUCKETS};
+
+/// The longest lease TTL: a day. A dead worker's buckets wait this long.
+pub const MAX_LEASE_TTL: Duration = Duration::from_secs(86_400);
+
+fn validate_buckets(buckets: u32) -> Result<()> {
+    if !(1..=MAX_BUCKETS).contains(&buckets) {
+        return Err(Error::invalid(
+            "bucket count",
+            format!("{buckets} is outside 1..={MAX_BUCKETS}"),
+        ));
+    }
+    Ok(())
+}
+
+fn validate_bucket(bucket: u32) -> Result<()> {
+    if bucket >= MAX_BUCKETS {
+        return Err(Error::invalid(
+            "bucket",
+            format!("{bucket} is outside 0..{MAX_BUCKETS}"),
+        ));
+    }
+    Ok(())
+}
+
+fn validate_ttl(ttl: Duration) -> Result<()> {
+    if ttl < Duration::from_millis(1) || ttl > MAX_LEASE_TTL {
+        return Err(Error::invalid(
+            "lease ttl",
+            format!("{ttl:?} is outside 1 ms..=1 day"),
+        ));
+    }
+    Ok(())
+}
+
+/// The TTL in whole milliseconds (validated: 1 ms..=1 day, so it fits).
+pub fn ttl_ms(ttl: Duration) -> i64 {
+    i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Parameters of `group_ensure`: make sure the group's N bucket rows exist.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupEnsureParams {
+    /// The group.
+    pub group: String,
+    /// The stream it reads.
+    pub stream: String,
+    /// Its bucket count N (1..=[`MAX_BUCKETS`]).
+    pub buckets: u32,
+}
+
+impl GroupEnsureParams {
+    /// Group `group` reads `stream` in `buckets` buckets.
+    pub fn new(group: impl Into<String>, stream: impl Into<String>, buckets: u32) -> Self {
+        GroupEnsureParams {
+            group: group.into(),
+            stream: stream.into(),
+            buckets,
+        }
+    }
+}
+
+impl Validate for GroupEnsureParams {
+    fn validate_params(&self, _limits: &Limits) -> Result<()> {
+        validate_group_name(&self.group)?;
+        validate_stream_name(&self.stream)?;
+        validate_buckets(self.buckets)
+    }
+}
+
+/// Parameters of `group_claim`: take up to `max` unowned or expired buckets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupClaimParams {
+    /// The group.
+    pub group: String,
+    /// The claiming worker (unique per process run).
+    pub worker: String,
+    /// How long the new leases last unless renewed.
+    pub ttl: Duration,
+    /// Most buckets to take (1..=[`MAX_BUCKETS`]).
+    pub max: u32,
+}
+
+impl GroupClaimParams {
+    /// `worker` takes up to `max` buckets of `group` for `ttl`.
+    pub fn new(
+        group: impl Into<String>,
+        worker: impl Into<String>,
+        ttl: Duration,
+        max: u32,
+    ) -> Self {
+        GroupClaimParams {
+            group: group.into(),
+            worker: worker.into(),
+            ttl,
+            max,
+        }
+    }
+}
+
+impl Validate for GroupClaimParams {
+    fn validate_params(&self, _limits: &Limits) -> Result<()> {
+        validate_group_name(&self.group)?;
+        validate_worker(&self.worker)?;
+        validate_ttl(self.ttl)?;
+        if !(1..=MAX_BUCKETS).contains(&self.max) {
+            return Err(Error::invalid(
+                "claim count",
+                format!("{} is outside 1..={MAX_BUCKETS}", self.max),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Parameters of `group_renew`: extend every lease the worker holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupRenewParams {
+    /// The group.
+    pub group: String,
+    /// The worker.
+    pub worker: String,
+    /// How long the renewed leases last.
+    pub ttl: Duration,
+}
+
+impl GroupRenewParams {
+    /// `worker` renews its leases in `group` for `ttl`.
+    pub fn new(group: impl Into<String>, worker: impl Into<String>, ttl: Duration) -> Self {
+        GroupRenewParams {
+            group: group.into(),
+            worker: worker.into(),
+            ttl,
+        }
+    }
+}
+
+impl Validate for GroupRenewParams {
+    fn validate_params(&self, _limits: &Limits) -> Result<()> {
+        validate_group_name(&self.group)?;
+        validate_worker(&self.worker)?;
+        validate_ttl(self.ttl)
+    }
+}
+
+/// Parameters of `group_release`: give buckets back at once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupReleaseParams {
+    /// The group.
+    pub group: String,
+    /// The worker; only buckets it still holds are released.
+    pub worker: String,
+    /// The buckets to give back.
+    pub buckets: Vec<u32>,
+}
+
+impl GroupReleaseParams {
+    /// `worker` gives back `buckets` of `group`.
+    pub fn new(group: impl Into<String>, worker: impl Into<String>, buckets: Vec<u32>) -> Self {
+        GroupReleaseParams {
+            group: group.into(),
+            worker: worker.into(),
+            buckets,
+        }
+    }
+}
+
+impl Validate for GroupReleaseParams {
+    fn validate_params(&self, _limits: &Limits) -> Result<()> {
+        validate_group_name(&self.group)?;
+        validate_worker(&self.worker)?;
+        if self.buckets.len() > MAX_BUCKETS as usize {
+            return Err(Error::invalid(
+                "buckets",
+                format!("more than {MAX_BUCKETS} in one release"),
+            ));
+        }
+        self.buckets.iter().try_for_each(|b| validate_bucket(*b))
+    }
+}
+
+/// Parameters of `group_checkpoint`: a fenced, forward-only checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupCheckpointParams {
+    /// The group.
+    pub group: String,
+    /// The bucket.
+    pub bucket: u32,
+    /// The worker that holds it.
+    pub worker: String,
+    /// The epoch its lease was claimed under.
+    pub epoch: i64,
+    /// The last offset handled in the bucket.
+    pub offset: i64,
+}
+
+impl GroupCheckpointParams {
+    /// `worker`, holding `bucket` of `group` under `epoch`, has handled it
+    /// up to `offset`.
+    pub fn new(
+        group: impl Into<String>,
+        bucket: u32,
+        worker: impl Into<String>,
+        epoch: i64,
+        offset: i64,
+    ) -> Self {
+        GroupCheckpointParams {
+            group: group.into(),
+            bucket,
+            worker: worker.into(),
+            epoch,
+            offset,
+        }
+    }
+}
+
+impl Validate for GroupCheckpointParams {
+    fn validate_params(&self, _limits: &Limits) -> Result<()> {
+        validate_group_name(&self.group)?;
+        validate_worker(&self.worker)?;
+        validate_bucket(self.bucket)?;
+        if self.offset < 0 {
+            return Err(Error::invalid("checkpoint", "must not be negative"));
+        }
+        if self.epoch < 1 {
+            return Err(Error::invalid(
+                "epoch",
+                "a held lease's epoch is at least 1",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Parameters of `group_read`: a bucket's events after an offset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupReadParams {
+    /// The group (its row names the stream and N).
+    pub group: String,
+    /// The bucket.
+    pub bucket: u32,
+    /// Only events after this offset.
+    pub after: i64,
+    /// Most events to return (1..=`Limits::max_page`).
+    pub limit: u32,
+}
+
+impl GroupReadParams {
+    /// Up to `limit` events of `bucket` of `group` after `after`.
+    pub fn new(group: impl Into<String>, bucket: u32, after: i64, limit: u32) -> Self {
+        GroupReadParams {
+            group: group.into(),
+            bucket,
+            after,
+            limit,
+        }
+    }
+}
+
+impl Validate for GroupReadParams {
+    fn validate_params(&self, limits: &Limits) -> Result<()> {
+        validate_group_name(&self.group)?;
+        validate_bucket(self.bucket)?;
+        limits.check_page("read limit", self.limit)
+    }
+}
+
+/// Parameters of `group_status`: which group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupStatusParams {
+    /// The group.
+    pub group: String,
+}
+
+impl<S: Into<String>> From<S> for GroupStatusParams {
+    fn from(group: S) -> Self {
+        GroupStatusParams {
+            group: group.into(),
+        }
+    }
+}
+
+impl Validate for GroupStatusParams {
+    fn validate_params(&self, _limits: &Limits) -> Result<()> {
+        validate_group_name(&self.group)
+    }
+}

@@ -1,0 +1,73 @@
+//! The value shapes of consumer-group calls.
+
+/// A bucket lease a worker holds: which bucket, under which epoch, and
+/// where its checkpoint stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BucketLease {
+    /// The bucket, in `0..N`.
+    pub bucket: u32,
+    /// Grows on every successful claim of the bucket; a checkpoint is saved
+    /// only under the current epoch (fencing).
+    pub epoch: i64,
+    /// The last offset handled in this bucket (0: none yet).
+    pub checkpoint: i64,
+    /// When the lease lapses unless renewed, unix milliseconds by the
+    /// database's clock.
+    pub expires_at_ms: i64,
+}
+
+/// What one heartbeat's renewal learned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Renewal {
+    /// The leases the worker still holds, renewed, by bucket. A bucket it
+    /// held before and that is missing here was lost.
+    pub held: Vec<BucketLease>,
+    /// Workers holding an unexpired lease in the group, this one included
+    /// when it holds any (by the database's clock).
+    pub live_owners: u32,
+    /// The group's bucket count N.
+    pub buckets: u32,
+}
+
+/// One bucket of a group, for status pages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BucketStatus {
+    /// The bucket, in `0..N`.
+    pub bucket: u32,
+    /// Its holder, if any lease was ever taken and not released.
+    pub owner: Option<String>,
+    /// Claims so far.
+    pub epoch: i64,
+    /// When the holder's lease lapses (unix ms); `None` when unowned.
+    pub expires_at_ms: Option<i64>,
+    /// Whether the lease has lapsed by the database's clock.
+    pub expired: bool,
+    /// The last offset handled in this bucket.
+    pub checkpoint: i64,
+    /// Readable events of the bucket after its checkpoint.
+    pub lag: u64,
+}
+
+/// A group's buckets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupStatus {
+    /// The group.
+    pub group: String,
+    /// The stream it reads.
+    pub stream: String,
+    /// Every bucket, by number.
+    pub buckets: Vec<BucketStatus>,
+}
+
+/// A group in a listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupInfo {
+    /// The group.
+    pub group: String,
+    /// The stream it reads.
+    pub stream: String,
+    /// Its bucket count N.
+    pub buckets: u32,
+    /// Distinct workers holding an unexpired lease.
+    pub live_owners: u32,
+}

@@ -1,0 +1,21 @@
+-- alkstore PostgreSQL migration 004: consumer groups. One row per (group,
+-- bucket): who holds the bucket's lease and until when (unix ms by the
+-- database's clock), the epoch that grows on every claim (a checkpoint is
+-- saved only under the current epoch: fencing), and the bucket's
+-- checkpoint (the last offset handled in it).
+CREATE TABLE IF NOT EXISTS @group_bucket@ (
+  group_name TEXT NOT NULL,
+  bucket INT NOT NULL,
+  buckets INT NOT NULL CHECK (buckets >= 1),
+  stream TEXT NOT NULL,
+  owner TEXT,
+  lease_expires_at BIGINT,
+  heartbeat_at BIGINT,
+  epoch BIGINT NOT NULL DEFAULT 0,
+  checkpoint BIGINT NOT NULL DEFAULT 0,
+  updated_at BIGINT NOT NULL,
+  PRIMARY KEY (group_name, bucket),
+  CHECK (bucket >= 0 AND bucket < buckets)
+);
+-- A worker's held buckets (renew, release).
+CREATE INDEX IF NOT EXISTS @index:group_owner_idx@ ON @group_bucket@ (group_name, owner);

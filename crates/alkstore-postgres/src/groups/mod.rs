@@ -1,0 +1,267 @@
+//! The consumer-group area on PostgreSQL: its operations (here) and
+//! statement texts (`sql.rs`).
+
+pub(crate) mod sql;
+
+use alkstore_core::group::{
+    fenced, ttl_ms, BucketLease, BucketStatus, GroupCheckpointParams, GroupClaimParams,
+    GroupDriver, GroupEnsureParams, GroupInfo, GroupReadParams, GroupReleaseParams,
+    GroupRenewParams, GroupStatus, GroupStatusParams, Renewal,
+};
+use alkstore_core::stream::Event;
+use alkstore_core::validate::count;
+use alkstore_core::{Checked, Error, Result};
+use tokio_postgres::Row;
+
+use crate::{db, PgEngine};
+
+/// A stored bucket number or count (0..=4096 by the table's checks).
+fn small(n: i32) -> u32 {
+    u32::try_from(n).unwrap_or(0)
+}
+
+fn lease(r: &Row) -> BucketLease {
+    BucketLease {
+        bucket: small(r.get(0)),
+        epoch: r.get(1),
+        checkpoint: r.get(2),
+        expires_at_ms: r.get(3),
+    }
+}
+
+fn leases(rows: &[Row]) -> Vec<BucketLease> {
+    let mut leases: Vec<BucketLease> = rows.iter().map(lease).collect();
+    leases.sort_by_key(|l| l.bucket);
+    leases
+}
+
+fn not_found(group: &str) -> Error {
+    Error::NotFound {
+        what: format!("group {group:?}"),
+        detail: "no worker or command has created it".into(),
+    }
+}
+
+impl PgEngine {
+    /// The injected clock in unix ms, or `None` for the database's.
+    fn now_ms_override(&self) -> Option<i64> {
+        self.inner.opts.clock.as_ref().map(|c| c.now_ms())
+    }
+}
+
+impl GroupDriver for PgEngine {
+    async fn group_ensure(&self, params: Checked<GroupEnsureParams>) -> Result<()> {
+        let p = params.into_inner();
+        let op = "group_ensure";
+        let sql = &self.inner.group_sql;
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(db(op))?;
+        // Two workers ensuring different N at once: one waits, then sees
+        // the other's rows and refuses.
+        tx.execute(&sql.lock, &[&self.inner.opts.schema, &p.group])
+            .await
+            .map_err(db(op))?;
+        let existing = tx.query(&sql.existing, &[&p.group]).await.map_err(db(op))?;
+        for r in &existing {
+            let (n, stream): (i32, String) = (r.get(0), r.get(1));
+            if small(n) != p.buckets || stream != p.stream {
+                return Err(Error::GroupMismatch {
+                    group: p.group,
+                    existing_buckets: small(n),
+                    requested_buckets: p.buckets,
+                    existing_stream: stream,
+                    requested_stream: p.stream,
+                });
+            }
+        }
+        let n = i32::try_from(p.buckets).unwrap_or(i32::MAX);
+        tx.execute(
+            &sql.insert,
+            &[&self.now_ms_override(), &p.group, &n, &p.stream],
+        )
+        .await
+        .map_err(db(op))?;
+        tx.commit().await.map_err(db(op))
+    }
+
+    async fn group_claim(&self, params: Checked<GroupClaimParams>) -> Result<Vec<BucketLease>> {
+        let p = params.into_inner();
+        let rows = self
+            .query(
+                "group_claim",
+                &self.inner.group_sql.claim,
+                &[
+                    &self.now_ms_override(),
+                    &p.group,
+                    &p.worker,
+                    &ttl_ms(p.ttl),
+                    &i64::from(p.max),
+                ],
+            )
+            .await?;
+        Ok(leases(&rows))
+    }
+
+    async fn group_renew(&self, params: Checked<GroupRenewParams>) -> Result<Renewal> {
+        let p = params.into_inner();
+        let op = "group_renew";
+        let now = self.now_ms_override();
+        let rows = self
+            .query(
+                op,
+                &self.inner.group_sql.renew,
+                &[&now, &p.group, &p.worker, &ttl_ms(p.ttl)],
+            )
+            .await?;
+        let held = leases(&rows);
+        let live = self
+            .query(op, &self.inner.group_sql.live, &[&now, &p.group])
+            .await?;
+        let r = live.first().ok_or_else(|| Error::database(op, "no row"))?;
+        let (live_owners, buckets): (i32, Option<i32>) = (r.get(0), r.get(1));
+        let Some(buckets) = buckets else {
+            return Err(not_found(&p.group));
+        };
+        Ok(Renewal {
+            held,
+            live_owners: small(live_owners),
+            buckets: small(buckets),
+        })
+    }
+
+    async fn group_release(&self, params: Checked<GroupReleaseParams>) -> Result<u64> {
+        let p = params.into_inner();
+        let buckets: Vec<i32> = p
+            .buckets
+            .iter()
+            .map(|b| i32::try_from(*b).unwrap_or(i32::MAX))
+            .collect();
+        let rows = self
+            .query(
+                "group_release",
+                &self.inner.group_sql.release,
+                &[&self.now_ms_override(), &p.group, &p.worker, &buckets],
+            )
+            .await?;
+        Ok(rows.len() as u64)
+    }
+
+    async fn group_checkpoint(&self, params: Checked<GroupCheckpointParams>) -> Result<i64> {
+        let p = params.into_inner();
+        let bucket = i32::try_from(p.bucket).unwrap_or(i32::MAX);
+        let rows = self
+            .query(
+                "group_checkpoint",
+                &self.inner.group_sql.checkpoint,
+                &[
+                    &self.now_ms_override(),
+                    &p.group,
+                    &bucket,
+                    &p.worker,
+                    &p.epoch,
+                    &p.offset,
+                ],
+            )
+            .await?;
+        let Some(r) = rows.first() else {
+            return Err(fenced(&p.group, p.bucket, p.epoch));
+        };
+        let (owner, epoch, saved, stream, head, moved): (
+            Option<String>,
+            i64,
+            i64,
+            String,
+            i64,
+            Option<i64>,
+        ) = (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5));
+        if owner.as_deref() != Some(p.worker.as_str()) || epoch != p.epoch {
+            return Err(fenced(&p.group, p.bucket, p.epoch));
+        }
+        match moved {
+            Some(m) => Ok(m),
+            None if saved >= p.offset => Ok(saved),
+            None => Err(alkstore_core::stream::beyond_head(p.offset, &stream, head)),
+        }
+    }
+
+    async fn group_read(&self, params: Checked<GroupReadParams>) -> Result<Vec<Event>> {
+        let p = params.into_inner();
+        let bucket = i32::try_from(p.bucket).unwrap_or(i32::MAX);
+        let rows = self
+            .query(
+                "group_read",
+                &self.inner.group_sql.read,
+                &[&p.group, &bucket, &p.after, &i64::from(p.limit)],
+            )
+            .await?;
+        let Some(first) = rows.first() else {
+            return Ok(Vec::new());
+        };
+        let stream: std::sync::Arc<str> = first.get::<_, &str>(0).into();
+        Ok(rows
+            .iter()
+            .map(|r| Event {
+                offset: r.get(1),
+                stream: stream.clone(),
+                key: r.get(2),
+                payload: r.get(3),
+                created_at: r.get(4),
+            })
+            .collect())
+    }
+
+    async fn group_status(&self, params: Checked<GroupStatusParams>) -> Result<GroupStatus> {
+        let p = params.into_inner();
+        let rows = self
+            .query(
+                "group_status",
+                &self.inner.group_sql.status,
+                &[&self.now_ms_override(), &p.group],
+            )
+            .await?;
+        let Some(first) = rows.first() else {
+            return Err(not_found(&p.group));
+        };
+        let stream: String = first.get(6);
+        let buckets = rows
+            .iter()
+            .map(|r| {
+                let expires_at_ms: Option<i64> = r.get(3);
+                let now: i64 = r.get(7);
+                BucketStatus {
+                    bucket: small(r.get(0)),
+                    owner: r.get(1),
+                    epoch: r.get(2),
+                    expires_at_ms,
+                    expired: expires_at_ms.is_some_and(|t| t <= now),
+                    checkpoint: r.get(4),
+                    lag: count(r.get(5)),
+                }
+            })
+            .collect();
+        Ok(GroupStatus {
+            group: p.group,
+            stream,
+            buckets,
+        })
+    }
+
+    async fn group_list(&self) -> Result<Vec<GroupInfo>> {
+        let rows = self
+            .query(
+                "group_list",
+                &self.inner.group_sql.list,
+                &[&self.now_ms_override()],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| GroupInfo {
+                group: r.get(0),
+                stream: r.get(1),
+                buckets: small(r.get(2)),
+                live_owners: small(r.get(3)),
+            })
+            .collect())
+    }
+}

@@ -1,0 +1,116 @@
+//! Consumer-group statement texts, built once per engine with the quoted
+//! schema. Every lease time is unix milliseconds by the database's clock
+//! (`$1` overrides it in tests with an injected clock).
+
+use crate::schema::{tables, QualifiedTable};
+use crate::streams::sql::HORIZON;
+
+/// Unix milliseconds: `$1` (the injected clock) or the database's (its
+/// transaction start, so one statement sees one time).
+const NOW_MS: &str =
+    "(SELECT COALESCE($1::bigint, floor(extract(epoch FROM now()) * 1000)::bigint))";
+
+/// The bucket of event row `e` among `n` buckets (a bigint expression):
+/// PostgreSQL's `hashtextextended` for keyed events, the offset otherwise.
+fn bucket_expr(n: &str) -> String {
+    format!(
+        "(CASE WHEN e.key IS NULL THEN e.id % {n} \
+         ELSE ((hashtextextended(e.key, 0) % {n}) + {n}) % {n} END)"
+    )
+}
+
+pub(crate) struct GroupSql {
+    /// Serializes `ensure` per group: `$1` schema, `$2` group.
+    pub lock: String,
+    pub existing: String,
+    pub insert: String,
+    pub claim: String,
+    pub renew: String,
+    pub live: String,
+    pub release: String,
+    pub checkpoint: String,
+    pub read: String,
+    pub status: String,
+    pub list: String,
+}
+
+impl GroupSql {
+    pub(crate) fn new(schema: &str) -> Self {
+        let gb = QualifiedTable::new(schema, tables::GROUP_BUCKET);
+        let event = QualifiedTable::new(schema, tables::EVENT);
+        let stream = QualifiedTable::new(schema, tables::STREAM);
+        let lease_cols = "g.bucket, g.epoch, g.checkpoint, g.lease_expires_at";
+        GroupSql {
+            lock: "SELECT pg_advisory_xact_lock(hashtextextended('alkstore group ' || $1 || ' ' || $2, 0))"
+                .into(),
+            existing: format!("SELECT DISTINCT buckets, stream FROM {gb} WHERE group_name = $1"),
+            insert: format!(
+                "INSERT INTO {gb} (group_name, bucket, buckets, stream, updated_at) \
+                 SELECT $2, b, $3::int, $4, {NOW_MS} FROM generate_series(0, $3::int - 1) b \
+                 ON CONFLICT DO NOTHING"
+            ),
+            // SKIP LOCKED: two claimers never wait on, nor both win, a bucket.
+            claim: format!(
+                "WITH c AS (SELECT bucket FROM {gb} WHERE group_name = $2 \
+                   AND (owner IS NULL OR lease_expires_at <= {NOW_MS}) \
+                   ORDER BY bucket LIMIT $5 FOR UPDATE SKIP LOCKED) \
+                 UPDATE {gb} g SET owner = $3, lease_expires_at = {NOW_MS} + $4, \
+                   heartbeat_at = {NOW_MS}, epoch = g.epoch + 1, updated_at = {NOW_MS} \
+                 FROM c WHERE g.group_name = $2 AND g.bucket = c.bucket \
+                 RETURNING {lease_cols}"
+            ),
+            renew: format!(
+                "UPDATE {gb} g SET lease_expires_at = {NOW_MS} + $4, heartbeat_at = {NOW_MS}, \
+                   updated_at = {NOW_MS} \
+                 WHERE g.group_name = $2 AND g.owner = $3 RETURNING {lease_cols}"
+            ),
+            live: format!(
+                "SELECT (count(DISTINCT owner) FILTER (WHERE lease_expires_at > {NOW_MS}))::int, \
+                   max(buckets) FROM {gb} WHERE group_name = $2"
+            ),
+            release: format!(
+                "UPDATE {gb} SET owner = NULL, lease_expires_at = NULL, updated_at = {NOW_MS} \
+                 WHERE group_name = $2 AND owner = $3 AND bucket = ANY($4::int[]) RETURNING bucket"
+            ),
+            // One round trip: lock the bucket's row, bound the offset by the
+            // stream's readable head, move it only under the caller's epoch
+            // and only forward; report what was there to explain a refusal.
+            checkpoint: format!(
+                "WITH g AS (SELECT owner, epoch, checkpoint, stream FROM {gb} \
+                   WHERE group_name = $2 AND bucket = $3::int FOR UPDATE), \
+                 b AS (SELECT GREATEST( \
+                   COALESCE((SELECT max(id) FROM {event} e WHERE e.stream = g.stream AND e.id < {HORIZON}), 0), \
+                   COALESCE((SELECT trimmed_head FROM {stream} s WHERE s.stream = g.stream), 0)) AS h FROM g), \
+                 up AS (UPDATE {gb} t SET checkpoint = $6, updated_at = {NOW_MS} FROM g, b \
+                   WHERE t.group_name = $2 AND t.bucket = $3::int AND g.owner = $4 AND g.epoch = $5 \
+                     AND g.checkpoint < $6 AND $6 <= b.h RETURNING t.checkpoint) \
+                 SELECT g.owner, g.epoch, g.checkpoint, g.stream, (SELECT h FROM b), \
+                   (SELECT checkpoint FROM up) FROM g"
+            ),
+            // The stream and N come from the bucket's row as one-time
+            // subqueries, so the events are one ordered index range.
+            read: format!(
+                "SELECT e.stream, e.id, e.key, e.payload, e.created_at FROM {event} e \
+                 WHERE e.stream = (SELECT stream FROM {gb} WHERE group_name = $1 AND bucket = $2::int) \
+                   AND e.id > $3 AND e.id < {HORIZON} \
+                   AND {} = $2::int ORDER BY e.id LIMIT $4",
+                bucket_expr(&format!(
+                    "(SELECT buckets::bigint FROM {gb} WHERE group_name = $1 AND bucket = $2::int)"
+                ))
+            ),
+            status: format!(
+                "SELECT g.bucket, g.owner, g.epoch, g.lease_expires_at, g.checkpoint, \
+                   (SELECT count(*) FROM {event} e WHERE e.stream = g.stream \
+                      AND e.id > g.checkpoint AND e.id < {HORIZON} AND {} = g.bucket), \
+                   g.stream, {NOW_MS} \
+                 FROM {gb} g WHERE g.group_name = $2 ORDER BY g.bucket",
+                bucket_expr("g.buckets::bigint")
+            ),
+            list: format!(
+                "SELECT group_name, stream, max(buckets), \
+                   (count(DISTINCT owner) FILTER (WHERE lease_expires_at > {NOW_MS}))::int \
+                 FROM {gb} GROUP BY group_name, stream ORDER BY group_name"
+            ),
+        }
+    }
+}
