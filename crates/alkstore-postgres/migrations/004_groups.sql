@@ -19,3 +19,26 @@ CREATE TABLE IF NOT EXISTS @group_bucket@ (
 );
 -- A worker's held buckets (renew, release).
 CREATE INDEX IF NOT EXISTS @index:group_owner_idx@ ON @group_bucket@ (group_name, owner);
+-- The group's live workers: each renews its row every heartbeat, so a
+-- worker that holds no bucket yet still counts when the others work out
+-- their fair share (and release their surplus to it).
+CREATE TABLE IF NOT EXISTS @group_member@ (
+  group_name TEXT NOT NULL,
+  worker TEXT NOT NULL,
+  expires_at BIGINT NOT NULL,
+  PRIMARY KEY (group_name, worker)
+);
+-- Events a group's handler gave up on (after its retries), with the error;
+-- one row per (group, event).
+CREATE TABLE IF NOT EXISTS @group_dead@ (
+  group_name TEXT NOT NULL,
+  id BIGINT NOT NULL,
+  bucket INT NOT NULL,
+  stream TEXT NOT NULL,
+  key TEXT,
+  payload BYTEA NOT NULL,
+  error TEXT NOT NULL,
+  attempts INT NOT NULL,
+  failed_at BIGINT NOT NULL,
+  PRIMARY KEY (group_name, id)
+);

@@ -111,6 +111,10 @@ pub mod tables {
     pub const STREAM_OFFSET: &str = "stream_offset";
     /// Consumer-group bucket leases and checkpoints.
     pub const GROUP_BUCKET: &str = "group_bucket";
+    /// Consumer-group live workers.
+    pub const GROUP_MEMBER: &str = "group_member";
+    /// Consumer-group dead letters.
+    pub const GROUP_DEAD: &str = "group_dead";
 }
 
 /// The LISTEN/NOTIFY channel of a schema's queues (`alkstore_{schema}`).
@@ -236,6 +240,8 @@ fn render(sql: &str, schema: &str) -> String {
             "stream" => QualifiedTable::new(schema, tables::STREAM).to_string(),
             "stream_offset" => QualifiedTable::new(schema, tables::STREAM_OFFSET).to_string(),
             "group_bucket" => QualifiedTable::new(schema, tables::GROUP_BUCKET).to_string(),
+            "group_member" => QualifiedTable::new(schema, tables::GROUP_MEMBER).to_string(),
+            "group_dead" => QualifiedTable::new(schema, tables::GROUP_DEAD).to_string(),
             "schema" => quote_identifier(schema),
             _ => match token.strip_prefix("index:") {
                 Some(index) => quote_identifier(&format!("{schema}_{index}")),

@@ -62,6 +62,8 @@ async fn hostile_schema_name_creates_exactly_that_schema() {
             "done",
             "event",
             "group_bucket",
+            "group_dead",
+            "group_member",
             "job",
             "meta",
             "stream",

@@ -20,3 +20,26 @@ CREATE TABLE IF NOT EXISTS __alkstore_group_bucket (
 -- A worker's held buckets (renew, release).
 CREATE INDEX IF NOT EXISTS __alkstore_group_owner_idx
   ON __alkstore_group_bucket (group_name, owner);
+-- The group's live workers: each renews its row every heartbeat, so a
+-- worker that holds no bucket yet still counts when the others work out
+-- their fair share (and release their surplus to it).
+CREATE TABLE IF NOT EXISTS __alkstore_group_member (
+  group_name TEXT NOT NULL,
+  worker TEXT NOT NULL,
+  expires_at INTEGER NOT NULL,
+  PRIMARY KEY (group_name, worker)
+) WITHOUT ROWID;
+-- Events a group's handler gave up on (after its retries), with the error;
+-- one row per (group, event).
+CREATE TABLE IF NOT EXISTS __alkstore_group_dead (
+  group_name TEXT NOT NULL,
+  id INTEGER NOT NULL,
+  bucket INTEGER NOT NULL,
+  stream TEXT NOT NULL,
+  key TEXT,
+  payload BLOB NOT NULL,
+  error TEXT NOT NULL,
+  attempts INTEGER NOT NULL,
+  failed_at INTEGER NOT NULL,
+  PRIMARY KEY (group_name, id)
+) WITHOUT ROWID;

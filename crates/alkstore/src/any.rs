@@ -1,7 +1,7 @@
 use alkstore_core::group::{
-    BucketLease, GroupCheckpointParams, GroupClaimParams, GroupDriver, GroupEnsureParams,
-    GroupInfo, GroupReadParams, GroupReleaseParams, GroupRenewParams, GroupStatus,
-    GroupStatusParams, Renewal,
+    BucketLease, GroupCheckpointParams, GroupClaimParams, GroupDead, GroupDeadAddParams,
+    GroupDeadListParams, GroupDriver, GroupEnsureParams, GroupInfo, GroupLeaveParams,
+    GroupReadParams, GroupReleaseParams, GroupRenewParams, GroupStatus, GroupStatusParams, Renewal,
 };
 use alkstore_core::queue::{
     DeadCountParams, DeadPurgeParams, DeadRequeueParams, JobAckParams, JobCancelParams,
@@ -244,5 +244,17 @@ impl GroupDriver for AnyEngine {
 
     async fn group_list(&self) -> Result<Vec<GroupInfo>> {
         drive!(GroupDriver, self.group_list())
+    }
+
+    async fn group_leave(&self, p: Checked<GroupLeaveParams>) -> Result<u64> {
+        drive!(GroupDriver, self.group_leave(p))
+    }
+
+    async fn group_dead_add(&self, p: Checked<GroupDeadAddParams>) -> Result<()> {
+        drive!(GroupDriver, self.group_dead_add(p))
+    }
+
+    async fn group_dead_list(&self, p: Checked<GroupDeadListParams>) -> Result<Vec<GroupDead>> {
+        drive!(GroupDriver, self.group_dead_list(p))
     }
 }

@@ -1,9 +1,9 @@
 //! Checkpoints: fenced by the lease's epoch, forward only, bounded by the
 //! stream's head.
 
-use alkstore_core::group::GroupCheckpointParams;
+use alkstore_core::group::{GroupCheckpointParams, GroupDeadAddParams, GroupDeadListParams};
 use alkstore_core::stream::NewEvent;
-use alkstore_core::{ErrorKind, GroupEngine, StreamEngine};
+use alkstore_core::{Clock, ErrorKind, GroupEngine, StreamEngine};
 
 use super::support::{claim, ensure, release, TTL};
 use crate::streams::settle;
@@ -111,6 +111,64 @@ pub async fn checkpoints_never_move_backward_nor_past_the_head<H: Harness>(h: &H
     );
 }
 
+/// A dead letter keeps the event and its error; only the bucket's holder
+/// under its epoch may write one, and writing the same event again replaces
+/// the record.
+pub async fn dead_letters_are_fenced_and_keep_the_event<H: Harness>(h: &H) {
+    let e = h.engine();
+    let o = publish(e, 2).await;
+    ensure(e, "g", 1).await;
+    let epoch = claim(e, "g", "w1", 1).await[0].epoch;
+    let event = e
+        .stream_read(alkstore_core::stream::StreamReadParams::new("s", o[0], 1))
+        .await
+        .expect("read")
+        .remove(0);
+    let dead = |worker: &str, epoch: i64, error: &str, attempts: u32| GroupDeadAddParams {
+        group: "g".into(),
+        bucket: 0,
+        worker: worker.into(),
+        epoch,
+        event: event.clone(),
+        error: error.into(),
+        attempts,
+    };
+    let err = e
+        .group_dead_add(dead("w2", epoch, "x", 1))
+        .await
+        .expect_err("not the holder");
+    assert_eq!(err.kind(), ErrorKind::NotHeld, "{err}");
+    e.group_dead_add(dead("w1", epoch, "first", 3))
+        .await
+        .expect("dead");
+    e.group_dead_add(dead("w1", epoch, "boom", 5))
+        .await
+        .expect("again");
+    let list = e
+        .group_dead_list(GroupDeadListParams::new("g", 0, 10))
+        .await
+        .expect("list");
+    assert_eq!(list.len(), 1);
+    let d = &list[0];
+    assert_eq!(
+        (
+            d.offset,
+            d.bucket,
+            d.stream.as_str(),
+            d.payload.as_slice(),
+            d.error.as_str(),
+            d.attempts
+        ),
+        (o[1], 0, "s", b"1".as_slice(), "boom", 5)
+    );
+    assert_eq!(d.failed_at, h.clock().now());
+    assert!(e
+        .group_dead_list(GroupDeadListParams::new("g", o[1], 10))
+        .await
+        .expect("after")
+        .is_empty());
+}
+
 /// The rows above, for [`contract_suite!`](crate::contract_suite).
 #[doc(hidden)]
 #[macro_export]
@@ -119,6 +177,7 @@ macro_rules! __groups_checkpoints {
         $then! { @rows $args groups::checkpoints [
             a_stale_epoch_cannot_checkpoint,
             checkpoints_never_move_backward_nor_past_the_head,
+            dead_letters_are_fenced_and_keep_the_event,
         ] }
     };
 }

@@ -113,7 +113,7 @@ pub async fn renew_reports_lost_buckets_and_expiry_is_the_stores_clock<H: Harnes
     h.clock().advance(TTL / 2);
     let r = renew(e, "g", "w1").await;
     assert_eq!(
-        (buckets(&r.held), r.live_owners, r.buckets),
+        (buckets(&r.held), r.live_workers, r.buckets),
         (vec![0, 1, 2, 3], 1, 4)
     );
     h.clock().advance(TTL / 2);
@@ -126,9 +126,14 @@ pub async fn renew_reports_lost_buckets_and_expiry_is_the_stores_clock<H: Harnes
     let taken = claim(e, "g", "w2", 2).await;
     assert_eq!(buckets(&taken), [0, 1]);
     assert!(taken.iter().all(|l| l.epoch == 2), "{taken:?}");
+    assert_eq!(
+        renew(e, "g", "w2").await.live_workers,
+        1,
+        "w1's membership lapsed too"
+    );
     let r = renew(e, "g", "w1").await;
     assert_eq!(buckets(&r.held), [2, 3], "w1 learns it lost 0 and 1");
-    assert_eq!(r.live_owners, 2);
+    assert_eq!(r.live_workers, 2);
 }
 
 /// Release gives back only the caller's buckets; they are claimable at
@@ -151,7 +156,37 @@ pub async fn release_touches_only_the_callers_rows<H: Harness>(h: &H) {
     let again = claim(e, "g", "w3", 4).await;
     assert_eq!(buckets(&again), [0]);
     assert_eq!(again[0].epoch, 2);
-    assert_eq!(renew(e, "g", "w2").await.live_owners, 3);
+}
+
+/// Renewing is a worker's heartbeat: it counts among the live workers even
+/// before it holds a bucket (so the others make room for it), until its
+/// membership lapses by the store's clock or it leaves. Leaving releases
+/// every bucket it holds at once.
+pub async fn live_workers_count_members_until_they_lapse_or_leave<H: Harness>(h: &H) {
+    let e = h.engine();
+    ensure(e, "g", 4).await;
+    assert_eq!(buckets(&claim(e, "g", "w1", 4).await), [0, 1, 2, 3]);
+    assert_eq!(renew(e, "g", "w1").await.live_workers, 1);
+    let joiner = renew(e, "g", "w2").await;
+    assert!(joiner.held.is_empty());
+    assert_eq!(joiner.live_workers, 2, "a worker without buckets counts");
+    assert_eq!(renew(e, "g", "w1").await.live_workers, 2);
+    let listed = e.group_list().await.expect("list").remove(0);
+    assert_eq!((listed.live_owners, listed.live_workers), (1, 2));
+
+    h.clock().advance(TTL / 2);
+    assert_eq!(renew(e, "g", "w1").await.live_workers, 2);
+    h.clock().advance(TTL / 2);
+    assert_eq!(renew(e, "g", "w1").await.live_workers, 1, "w2 lapsed");
+
+    let leaving = e
+        .group_leave(alkstore_core::group::GroupLeaveParams::new("g", "w1"))
+        .await
+        .expect("leave");
+    assert_eq!(leaving, 4);
+    assert_eq!(owners(e, "g").await, [None, None, None, None]);
+    assert_eq!(renew(e, "g", "w3").await.live_workers, 1, "w1 left");
+    assert_eq!(claim(e, "g", "w3", 4).await.len(), 4, "claimable at once");
 }
 
 /// The rows above, for [`contract_suite!`](crate::contract_suite).
@@ -165,6 +200,7 @@ macro_rules! __groups_leases {
             claims_are_exclusive_under_8_concurrent_claimers,
             renew_reports_lost_buckets_and_expiry_is_the_stores_clock,
             release_touches_only_the_callers_rows,
+            live_workers_count_members_until_they_lapse_or_leave,
         ] }
     };
 }

@@ -59,4 +59,22 @@ pub trait GroupDriver: Engine {
 
     /// See [`GroupEngine::group_list`](super::GroupEngine::group_list).
     fn group_list(&self) -> impl Future<Output = Result<Vec<GroupInfo>>> + Send;
+
+    /// See [`GroupEngine::group_leave`](super::GroupEngine::group_leave).
+    fn group_leave(
+        &self,
+        params: Checked<GroupLeaveParams>,
+    ) -> impl Future<Output = Result<u64>> + Send;
+
+    /// See [`GroupEngine::group_dead_add`](super::GroupEngine::group_dead_add).
+    fn group_dead_add(
+        &self,
+        params: Checked<GroupDeadAddParams>,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// See [`GroupEngine::group_dead_list`](super::GroupEngine::group_dead_list).
+    fn group_dead_list(
+        &self,
+        params: Checked<GroupDeadListParams>,
+    ) -> impl Future<Output = Result<Vec<GroupDead>>> + Send;
 }

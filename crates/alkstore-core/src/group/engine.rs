@@ -31,7 +31,8 @@ pub trait GroupEngine: Engine {
     ) -> impl Future<Output = Result<Vec<BucketLease>>> + Send;
 
     /// Renew every lease the worker still holds and report them, with the
-    /// number of live owners; a bucket missing from `held` was taken over.
+    /// number of live workers (the caller is one: renewing also renews its
+    /// membership); a bucket missing from `held` was taken over.
     fn group_renew(&self, params: GroupRenewParams)
         -> impl Future<Output = Result<Renewal>> + Send;
 
@@ -70,6 +71,23 @@ pub trait GroupEngine: Engine {
 
     /// Every group, by name.
     fn group_list(&self) -> impl Future<Output = Result<Vec<GroupInfo>>> + Send;
+
+    /// A worker's clean exit: release every bucket it holds and drop it from
+    /// the group's live workers. Returns how many buckets it released.
+    fn group_leave(&self, params: GroupLeaveParams) -> impl Future<Output = Result<u64>> + Send;
+
+    /// Record an event the handler gave up on, with its error, so the bucket
+    /// can go on. Fenced like a checkpoint: only the bucket's holder under
+    /// `epoch`, else [`NotHeld`](crate::Error::NotHeld). Recording the same
+    /// event again replaces the record.
+    fn group_dead_add(&self, params: GroupDeadAddParams)
+        -> impl Future<Output = Result<()>> + Send;
+
+    /// A group's dead letters after an offset, in offset order.
+    fn group_dead_list(
+        &self,
+        params: GroupDeadListParams,
+    ) -> impl Future<Output = Result<Vec<GroupDead>>> + Send;
 }
 
 impl<D: GroupDriver> GroupEngine for D {
@@ -123,5 +141,23 @@ impl<D: GroupDriver> GroupEngine for D {
 
     async fn group_list(&self) -> Result<Vec<GroupInfo>> {
         engine_call!(self, group_list, () => (), |_p| GroupDriver::group_list(self))
+    }
+
+    async fn group_leave(&self, params: GroupLeaveParams) -> Result<u64> {
+        engine_call!(self, group_leave, params => GroupLeaveParams, |p| {
+            GroupDriver::group_leave(self, p)
+        })
+    }
+
+    async fn group_dead_add(&self, params: GroupDeadAddParams) -> Result<()> {
+        engine_call!(self, group_dead_add, params => GroupDeadAddParams, |p| {
+            GroupDriver::group_dead_add(self, p)
+        })
+    }
+
+    async fn group_dead_list(&self, params: GroupDeadListParams) -> Result<Vec<GroupDead>> {
+        engine_call!(self, group_dead_list, params => GroupDeadListParams, |p| {
+            GroupDriver::group_dead_list(self, p)
+        })
     }
 }

@@ -293,3 +293,99 @@ impl Validate for GroupStatusParams {
         validate_group_name(&self.group)
     }
 }
+
+/// Parameters of `group_leave`: a worker's clean exit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupLeaveParams {
+    /// The group.
+    pub group: String,
+    /// The worker leaving.
+    pub worker: String,
+}
+
+impl GroupLeaveParams {
+    /// `worker` leaves `group`.
+    pub fn new(group: impl Into<String>, worker: impl Into<String>) -> Self {
+        GroupLeaveParams {
+            group: group.into(),
+            worker: worker.into(),
+        }
+    }
+}
+
+impl Validate for GroupLeaveParams {
+    fn validate_params(&self, _limits: &Limits) -> Result<()> {
+        validate_group_name(&self.group)?;
+        validate_worker(&self.worker)
+    }
+}
+
+/// Parameters of `group_dead_add`: give up on an event, fenced like a
+/// checkpoint (only the bucket's current holder may).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupDeadAddParams {
+    /// The group.
+    pub group: String,
+    /// The event's bucket.
+    pub bucket: u32,
+    /// The worker holding it.
+    pub worker: String,
+    /// The epoch its lease was claimed under.
+    pub epoch: i64,
+    /// The event.
+    pub event: crate::stream::Event,
+    /// The handler's last error.
+    pub error: String,
+    /// How many times the handler ran.
+    pub attempts: u32,
+}
+
+impl Validate for GroupDeadAddParams {
+    fn validate_params(&self, limits: &Limits) -> Result<()> {
+        validate_group_name(&self.group)?;
+        validate_worker(&self.worker)?;
+        validate_bucket(self.bucket)?;
+        if self.epoch < 1 {
+            return Err(Error::invalid(
+                "epoch",
+                "a held lease's epoch is at least 1",
+            ));
+        }
+        if self.event.payload.len() > limits.max_payload_bytes {
+            return Err(Error::PayloadTooLarge {
+                size: self.event.payload.len(),
+                limit: limits.max_payload_bytes,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Parameters of `group_dead_list`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupDeadListParams {
+    /// The group.
+    pub group: String,
+    /// Only dead letters after this offset.
+    pub after: i64,
+    /// Most to return (1..=`Limits::max_page`).
+    pub limit: u32,
+}
+
+impl GroupDeadListParams {
+    /// Up to `limit` dead letters of `group` after offset `after`.
+    pub fn new(group: impl Into<String>, after: i64, limit: u32) -> Self {
+        GroupDeadListParams {
+            group: group.into(),
+            after,
+            limit,
+        }
+    }
+}
+
+impl Validate for GroupDeadListParams {
+    fn validate_params(&self, limits: &Limits) -> Result<()> {
+        validate_group_name(&self.group)?;
+        limits.check_page("list limit", self.limit)
+    }
+}

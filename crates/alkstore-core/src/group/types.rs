@@ -22,9 +22,10 @@ pub struct Renewal {
     /// The leases the worker still holds, renewed, by bucket. A bucket it
     /// held before and that is missing here was lost.
     pub held: Vec<BucketLease>,
-    /// Workers holding an unexpired lease in the group, this one included
-    /// when it holds any (by the database's clock).
-    pub live_owners: u32,
+    /// The group's live workers (unexpired members, by the database's
+    /// clock), this one included: a worker that holds no bucket yet counts
+    /// too, so the others make room for it.
+    pub live_workers: u32,
     /// The group's bucket count N.
     pub buckets: u32,
 }
@@ -70,4 +71,27 @@ pub struct GroupInfo {
     pub buckets: u32,
     /// Distinct workers holding an unexpired lease.
     pub live_owners: u32,
+    /// Live workers (unexpired members), with or without buckets.
+    pub live_workers: u32,
+}
+
+/// An event a group's handler gave up on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupDead {
+    /// The event's offset.
+    pub offset: i64,
+    /// Its bucket.
+    pub bucket: u32,
+    /// Its stream.
+    pub stream: String,
+    /// Its key.
+    pub key: Option<String>,
+    /// Its payload.
+    pub payload: Vec<u8>,
+    /// The handler's last error.
+    pub error: String,
+    /// How many times the handler ran.
+    pub attempts: u32,
+    /// When it was given up on (unix seconds).
+    pub failed_at: i64,
 }

@@ -4,9 +4,10 @@
 pub(crate) mod sql;
 
 use alkstore_core::group::{
-    fenced, ttl_ms, BucketLease, BucketStatus, GroupCheckpointParams, GroupClaimParams,
-    GroupDriver, GroupEnsureParams, GroupInfo, GroupReadParams, GroupReleaseParams,
-    GroupRenewParams, GroupStatus, GroupStatusParams, Renewal,
+    fenced, ttl_ms, BucketLease, BucketStatus, GroupCheckpointParams, GroupClaimParams, GroupDead,
+    GroupDeadAddParams, GroupDeadListParams, GroupDriver, GroupEnsureParams, GroupInfo,
+    GroupLeaveParams, GroupReadParams, GroupReleaseParams, GroupRenewParams, GroupStatus,
+    GroupStatusParams, Renewal,
 };
 use alkstore_core::stream::Event;
 use alkstore_core::validate::count;
@@ -115,16 +116,20 @@ impl GroupDriver for PgEngine {
             .await?;
         let held = leases(&rows);
         let live = self
-            .query(op, &self.inner.group_sql.live, &[&now, &p.group])
+            .query(
+                op,
+                &self.inner.group_sql.live,
+                &[&now, &p.group, &p.worker, &ttl_ms(p.ttl)],
+            )
             .await?;
         let r = live.first().ok_or_else(|| Error::database(op, "no row"))?;
-        let (live_owners, buckets): (i32, Option<i32>) = (r.get(0), r.get(1));
+        let (live_workers, buckets): (i32, Option<i32>) = (r.get(0), r.get(1));
         let Some(buckets) = buckets else {
             return Err(not_found(&p.group));
         };
         Ok(Renewal {
             held,
-            live_owners: small(live_owners),
+            live_workers: small(live_workers),
             buckets: small(buckets),
         })
     }
@@ -261,6 +266,75 @@ impl GroupDriver for PgEngine {
                 stream: r.get(1),
                 buckets: small(r.get(2)),
                 live_owners: small(r.get(3)),
+                live_workers: small(r.get(4)),
+            })
+            .collect())
+    }
+
+    async fn group_leave(&self, params: Checked<GroupLeaveParams>) -> Result<u64> {
+        let p = params.into_inner();
+        let rows = self
+            .query(
+                "group_leave",
+                &self.inner.group_sql.leave,
+                &[&self.now_ms_override(), &p.group, &p.worker],
+            )
+            .await?;
+        Ok(rows.first().map_or(0, |r| count(r.get(0))))
+    }
+
+    async fn group_dead_add(&self, params: Checked<GroupDeadAddParams>) -> Result<()> {
+        let p = params.into_inner();
+        let bucket = i32::try_from(p.bucket).unwrap_or(i32::MAX);
+        let attempts = i32::try_from(p.attempts).unwrap_or(i32::MAX);
+        let rows = self
+            .query(
+                "group_dead_add",
+                &self.inner.group_sql.dead_add,
+                &[
+                    &self.now_ms_override(),
+                    &p.group,
+                    &p.event.offset,
+                    &bucket,
+                    &&*p.event.stream,
+                    &p.event.key,
+                    &p.event.payload,
+                    &p.error,
+                    &attempts,
+                    &p.worker,
+                    &p.epoch,
+                ],
+            )
+            .await?;
+        if rows.is_empty() {
+            return Err(fenced(&p.group, p.bucket, p.epoch));
+        }
+        Ok(())
+    }
+
+    async fn group_dead_list(
+        &self,
+        params: Checked<GroupDeadListParams>,
+    ) -> Result<Vec<GroupDead>> {
+        let p = params.into_inner();
+        let rows = self
+            .query(
+                "group_dead_list",
+                &self.inner.group_sql.dead_list,
+                &[&p.group, &p.after, &i64::from(p.limit)],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| GroupDead {
+                offset: r.get(0),
+                bucket: small(r.get(1)),
+                stream: r.get(2),
+                key: r.get(3),
+                payload: r.get(4),
+                error: r.get(5),
+                attempts: u32::try_from(r.get::<_, i32>(6)).unwrap_or(0),
+                failed_at: r.get(7),
             })
             .collect())
     }

@@ -32,6 +32,9 @@ pub(crate) struct GroupSql {
     pub read: String,
     pub status: String,
     pub list: String,
+    pub leave: String,
+    pub dead_add: String,
+    pub dead_list: String,
 }
 
 impl GroupSql {
@@ -39,6 +42,8 @@ impl GroupSql {
         let gb = QualifiedTable::new(schema, tables::GROUP_BUCKET);
         let event = QualifiedTable::new(schema, tables::EVENT);
         let stream = QualifiedTable::new(schema, tables::STREAM);
+        let gm = QualifiedTable::new(schema, tables::GROUP_MEMBER);
+        let gd = QualifiedTable::new(schema, tables::GROUP_DEAD);
         let lease_cols = "g.bucket, g.epoch, g.checkpoint, g.lease_expires_at";
         GroupSql {
             lock: "SELECT pg_advisory_xact_lock(hashtextextended('alkstore group ' || $1 || ' ' || $2, 0))"
@@ -64,9 +69,17 @@ impl GroupSql {
                    updated_at = {NOW_MS} \
                  WHERE g.group_name = $2 AND g.owner = $3 RETURNING {lease_cols}"
             ),
+            // Renew this worker's membership, drop lapsed ones, and count
+            // the live workers (the others, plus this one: a statement does
+            // not see its own CTEs' writes).
             live: format!(
-                "SELECT (count(DISTINCT owner) FILTER (WHERE lease_expires_at > {NOW_MS}))::int, \
-                   max(buckets) FROM {gb} WHERE group_name = $2"
+                "WITH m AS (INSERT INTO {gm} (group_name, worker, expires_at) \
+                   SELECT $2, $3, {NOW_MS} + $4 WHERE EXISTS (SELECT 1 FROM {gb} WHERE group_name = $2) \
+                   ON CONFLICT (group_name, worker) DO UPDATE SET expires_at = excluded.expires_at), \
+                 d AS (DELETE FROM {gm} WHERE group_name = $2 AND expires_at <= {NOW_MS}) \
+                 SELECT (SELECT count(*) FROM {gm} WHERE group_name = $2 AND worker <> $3 \
+                           AND expires_at > {NOW_MS})::int + 1, \
+                   (SELECT max(buckets) FROM {gb} WHERE group_name = $2)"
             ),
             release: format!(
                 "UPDATE {gb} SET owner = NULL, lease_expires_at = NULL, updated_at = {NOW_MS} \
@@ -107,9 +120,32 @@ impl GroupSql {
                 bucket_expr("g.buckets::bigint")
             ),
             list: format!(
-                "SELECT group_name, stream, max(buckets), \
-                   (count(DISTINCT owner) FILTER (WHERE lease_expires_at > {NOW_MS}))::int \
-                 FROM {gb} GROUP BY group_name, stream ORDER BY group_name"
+                "SELECT g.group_name, g.stream, max(g.buckets), \
+                   (count(DISTINCT g.owner) FILTER (WHERE g.lease_expires_at > {NOW_MS}))::int, \
+                   (SELECT count(*) FROM {gm} m WHERE m.group_name = g.group_name \
+                      AND m.expires_at > {NOW_MS})::int \
+                 FROM {gb} g GROUP BY g.group_name, g.stream ORDER BY g.group_name"
+            ),
+            leave: format!(
+                "WITH r AS (UPDATE {gb} SET owner = NULL, lease_expires_at = NULL, \
+                   updated_at = {NOW_MS} WHERE group_name = $2 AND owner = $3 RETURNING 1), \
+                 d AS (DELETE FROM {gm} WHERE group_name = $2 AND worker = $3) \
+                 SELECT count(*) FROM r"
+            ),
+            // Fenced like a checkpoint: only the bucket's current holder.
+            dead_add: format!(
+                "INSERT INTO {gd} (group_name, id, bucket, stream, key, payload, error, \
+                   attempts, failed_at) \
+                 SELECT $2, $3, $4::int, $5, $6, $7, $8, $9::int, {NOW_MS} / 1000 \
+                 WHERE EXISTS (SELECT 1 FROM {gb} WHERE group_name = $2 AND bucket = $4::int \
+                   AND owner = $10 AND epoch = $11) \
+                 ON CONFLICT (group_name, id) DO UPDATE SET error = excluded.error, \
+                   attempts = excluded.attempts, failed_at = excluded.failed_at \
+                 RETURNING 1"
+            ),
+            dead_list: format!(
+                "SELECT id, bucket, stream, key, payload, error, attempts, failed_at FROM {gd} \
+                 WHERE group_name = $1 AND id > $2 ORDER BY id LIMIT $3"
             ),
         }
     }

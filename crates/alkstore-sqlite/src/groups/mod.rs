@@ -2,8 +2,9 @@
 
 use alkstore_core::group::{
     fenced, hashtextextended, ttl_ms, BucketLease, BucketStatus, GroupCheckpointParams,
-    GroupClaimParams, GroupDriver, GroupEnsureParams, GroupInfo, GroupReadParams,
-    GroupReleaseParams, GroupRenewParams, GroupStatus, GroupStatusParams, Renewal,
+    GroupClaimParams, GroupDead, GroupDeadAddParams, GroupDeadListParams, GroupDriver,
+    GroupEnsureParams, GroupInfo, GroupLeaveParams, GroupReadParams, GroupReleaseParams,
+    GroupRenewParams, GroupStatus, GroupStatusParams, Renewal,
 };
 use alkstore_core::stream::Event;
 use alkstore_core::validate::count;
@@ -191,17 +192,31 @@ impl GroupDriver for SqliteEngine {
                         collect_leases(&mut s, params![p.group, p.worker, now, ttl_ms(p.ttl)])
                     })
                     .map_err(db(op))?;
-                let live_owners: u32 = st
+                // Membership: this worker's row renewed, lapsed ones dropped.
+                st.conn
+                    .prepare_cached(
+                        "INSERT INTO __alkstore_group_member (group_name, worker, expires_at) \
+                         VALUES (?1, ?2, ?3 + ?4) ON CONFLICT (group_name, worker) \
+                         DO UPDATE SET expires_at = excluded.expires_at",
+                    )
+                    .and_then(|mut s| s.execute(params![p.group, p.worker, now, ttl_ms(p.ttl)]))
+                    .map_err(db(op))?;
+                st.conn
+                    .prepare_cached(
+                        "DELETE FROM __alkstore_group_member WHERE group_name = ?1 AND expires_at <= ?2",
+                    )
+                    .and_then(|mut s| s.execute(params![p.group, now]))
+                    .map_err(db(op))?;
+                let live_workers: u32 = st
                     .conn
                     .prepare_cached(
-                        "SELECT COUNT(DISTINCT owner) FROM __alkstore_group_bucket \
-                         WHERE group_name = ?1 AND owner IS NOT NULL AND lease_expires_at > ?2",
+                        "SELECT COUNT(*) FROM __alkstore_group_member WHERE group_name = ?1",
                     )
-                    .and_then(|mut s| s.query_row(params![p.group, now], |r| r.get(0)))
+                    .and_then(|mut s| s.query_row([&p.group], |r| r.get(0)))
                     .map_err(db(op))?;
                 Ok(Renewal {
                     held,
-                    live_owners,
+                    live_workers,
                     buckets,
                 })
             })
@@ -359,9 +374,11 @@ impl GroupDriver for SqliteEngine {
         let now = self.inner.clock.now_ms();
         self.read("group_list", move |conn| {
             conn.prepare_cached(
-                "SELECT group_name, stream, MAX(buckets), \
-                   COUNT(DISTINCT CASE WHEN lease_expires_at > ?1 THEN owner END) \
-                 FROM __alkstore_group_bucket GROUP BY group_name, stream ORDER BY group_name",
+                "SELECT g.group_name, g.stream, MAX(g.buckets), \
+                   COUNT(DISTINCT CASE WHEN g.lease_expires_at > ?1 THEN g.owner END), \
+                   (SELECT COUNT(*) FROM __alkstore_group_member m \
+                    WHERE m.group_name = g.group_name AND m.expires_at > ?1) \
+                 FROM __alkstore_group_bucket g GROUP BY g.group_name, g.stream ORDER BY g.group_name",
             )
             .and_then(|mut s| {
                 s.query_map([now], |r| {
@@ -370,11 +387,110 @@ impl GroupDriver for SqliteEngine {
                         stream: r.get(1)?,
                         buckets: r.get(2)?,
                         live_owners: r.get(3)?,
+                        live_workers: r.get(4)?,
                     })
                 })?
                 .collect()
             })
             .map_err(db("group_list"))
+        })
+        .await
+    }
+
+    async fn group_leave(&self, params: Checked<GroupLeaveParams>) -> Result<u64> {
+        let p = params.into_inner();
+        self.inner
+            .writer
+            .write("group_leave", move |st| {
+                let op = "group_leave";
+                let released = st
+                    .conn
+                    .prepare_cached(
+                        "UPDATE __alkstore_group_bucket SET owner = NULL, \
+                           lease_expires_at = NULL, updated_at = ?3 \
+                         WHERE group_name = ?1 AND owner = ?2",
+                    )
+                    .and_then(|mut s| s.execute(params![p.group, p.worker, st.clock.now_ms()]))
+                    .map_err(db(op))?;
+                st.conn
+                    .prepare_cached(
+                        "DELETE FROM __alkstore_group_member WHERE group_name = ?1 AND worker = ?2",
+                    )
+                    .and_then(|mut s| s.execute(params![p.group, p.worker]))
+                    .map_err(db(op))?;
+                Ok(released as u64)
+            })
+            .await
+    }
+
+    async fn group_dead_add(&self, params: Checked<GroupDeadAddParams>) -> Result<()> {
+        let p = params.into_inner();
+        self.inner
+            .writer
+            .write("group_dead_add", move |st| {
+                let op = "group_dead_add";
+                let added = st
+                    .conn
+                    .prepare_cached(
+                        "INSERT INTO __alkstore_group_dead (group_name, id, bucket, stream, key, \
+                           payload, error, attempts, failed_at) \
+                         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9 WHERE EXISTS ( \
+                           SELECT 1 FROM __alkstore_group_bucket WHERE group_name = ?1 \
+                             AND bucket = ?3 AND owner = ?10 AND epoch = ?11) \
+                         ON CONFLICT (group_name, id) DO UPDATE SET error = excluded.error, \
+                           attempts = excluded.attempts, failed_at = excluded.failed_at",
+                    )
+                    .and_then(|mut s| {
+                        s.execute(params![
+                            p.group,
+                            p.event.offset,
+                            p.bucket,
+                            &*p.event.stream,
+                            p.event.key,
+                            p.event.payload,
+                            p.error,
+                            p.attempts,
+                            st.clock.now(),
+                            p.worker,
+                            p.epoch
+                        ])
+                    })
+                    .map_err(db(op))?;
+                if added == 0 {
+                    return Err(fenced(&p.group, p.bucket, p.epoch));
+                }
+                Ok(())
+            })
+            .await
+    }
+
+    async fn group_dead_list(
+        &self,
+        params: Checked<GroupDeadListParams>,
+    ) -> Result<Vec<GroupDead>> {
+        let p = params.into_inner();
+        self.read("group_dead_list", move |conn| {
+            conn.prepare_cached(
+                "SELECT id, bucket, stream, key, payload, error, attempts, failed_at \
+                 FROM __alkstore_group_dead WHERE group_name = ?1 AND id > ?2 \
+                 ORDER BY id LIMIT ?3",
+            )
+            .and_then(|mut s| {
+                s.query_map(params![p.group, p.after, p.limit], |r| {
+                    Ok(GroupDead {
+                        offset: r.get(0)?,
+                        bucket: r.get(1)?,
+                        stream: r.get(2)?,
+                        key: r.get(3)?,
+                        payload: r.get(4)?,
+                        error: r.get(5)?,
+                        attempts: r.get(6)?,
+                        failed_at: r.get(7)?,
+                    })
+                })?
+                .collect()
+            })
+            .map_err(db("group_dead_list"))
         })
         .await
     }
