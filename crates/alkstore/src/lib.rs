@@ -28,12 +28,12 @@
 //! ```
 
 mod any;
+pub mod group;
 mod queue;
 mod store;
 pub mod stream;
 pub mod worker;
 
-pub use alkstore_core::group;
 pub use alkstore_core::prelude;
 pub use alkstore_core::url;
 pub use alkstore_core::{

@@ -126,6 +126,11 @@ impl Store {
         crate::Stream::new(self.clone(), name.into())
     }
 
+    /// A handle to consumer group `name`.
+    pub fn group(&self, name: impl Into<String>) -> crate::group::Group {
+        crate::group::Group::new(self.clone(), name.into())
+    }
+
     /// A handle to queue `name` whose enqueues stamp `opts` on each row.
     pub fn queue_with(&self, name: impl Into<String>, opts: QueueOpts) -> Queue {
         Queue::new(self.clone(), name.into(), opts)

@@ -12,6 +12,7 @@ mod support;
 
 pub mod concurrency;
 pub mod failures;
+pub mod groups;
 pub mod handlers;
 pub mod heartbeats;
 pub mod shutdown;
@@ -26,6 +27,7 @@ macro_rules! __runtime {
         $then! { @area $args runtime {
             $crate::__runtime_concurrency!($then, $args);
             $crate::__runtime_failures!($then, $args);
+            $crate::__runtime_groups!($then, $args);
             $crate::__runtime_handlers!($then, $args);
             $crate::__runtime_heartbeats!($then, $args);
             $crate::__runtime_shutdown!($then, $args);

@@ -1,0 +1,374 @@
+//! Consumer-group workers: buckets spread over live workers, a joiner gets
+//! its share, a dead worker's buckets move after the TTL, failing events go
+//! to dead letters and the bucket goes on.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use alkstore::group::{GroupEvent, GroupOpts, GroupReport};
+use alkstore::stream::OnError;
+use tokio::sync::Notify;
+
+use crate::RuntimeHarness;
+
+/// Short leases, so the rows see failover and rebalancing in seconds.
+fn quick() -> GroupOpts {
+    GroupOpts {
+        ttl: Duration::from_millis(1500),
+        heartbeat: Duration::from_millis(150),
+        batch: 50,
+        commit_every: 20,
+        commit_interval: Duration::from_millis(100),
+        poll_interval: Duration::from_millis(200),
+        on_error: OnError::Retry {
+            attempts: 2,
+            backoff: Duration::from_millis(10),
+        },
+    }
+}
+
+/// One handled event: who handled it, under which lease.
+#[derive(Debug, Clone)]
+struct Handled {
+    worker: String,
+    bucket: u32,
+    epoch: i64,
+    offset: i64,
+    key: Option<String>,
+}
+
+/// Everything every worker of a row handled.
+#[derive(Clone, Default)]
+struct Log {
+    handled: Arc<Mutex<Vec<Handled>>>,
+    notify: Arc<Notify>,
+}
+
+impl Log {
+    /// A handler that records each event, failing those whose payload is
+    /// `"poison"`.
+    fn handler(
+        &self,
+        name: &'static str,
+    ) -> impl Fn(GroupEvent) -> std::future::Ready<Result<(), std::io::Error>> + Send + Sync + 'static
+    {
+        let log = self.clone();
+        move |e: GroupEvent| {
+            if e.event.payload == b"poison" {
+                return std::future::ready(Err(std::io::Error::other("poison pill")));
+            }
+            log.handled.lock().expect("log").push(Handled {
+                worker: name.to_string(),
+                bucket: e.bucket,
+                epoch: e.epoch,
+                offset: e.event.offset,
+                key: e.event.key.clone(),
+            });
+            log.notify.notify_waiters();
+            std::future::ready(Ok(()))
+        }
+    }
+
+    fn all(&self) -> Vec<Handled> {
+        self.handled.lock().expect("log").clone()
+    }
+
+    /// Resolves once every offset in `offsets` was handled (fails after 30 s).
+    async fn until_all(&self, offsets: &BTreeSet<i64>) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let seen: BTreeSet<i64> = self.all().iter().map(|h| h.offset).collect();
+            if offsets.is_subset(&seen) {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "timed out: {} of {} events handled",
+                offsets.intersection(&seen).count(),
+                offsets.len()
+            );
+            tokio::select! {
+                () = self.notify.notified() => {}
+                () = tokio::time::sleep(Duration::from_millis(20)) => {}
+            }
+        }
+    }
+}
+
+/// Publish `n` events with keys `k0..k{keys}` on stream `orders`; their
+/// offsets.
+async fn publish(store: &alkstore::Store, from: usize, n: usize, keys: usize) -> Vec<i64> {
+    let events =
+        (from..from + n).map(|i| (Some(format!("k{}", i % keys)), i.to_string().into_bytes()));
+    store
+        .stream("orders")
+        .publish_batch(events)
+        .await
+        .expect("publish")
+}
+
+/// Wait until `worker`'s bucket count in the group satisfies `ok`.
+async fn until_owned(
+    store: &alkstore::Store,
+    what: &str,
+    ok: impl Fn(&BTreeMap<String, usize>) -> bool,
+) -> BTreeMap<String, usize> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let mut owned: BTreeMap<String, usize> = BTreeMap::new();
+        if let Ok(status) = store.group("g").status().await {
+            for b in status.buckets {
+                if let (Some(owner), false) = (b.owner, b.expired) {
+                    *owned.entry(owner).or_default() += 1;
+                }
+            }
+        }
+        if ok(&owned) {
+            return owned;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{what}: {owned:?}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// Each key's offsets, per run of one worker on one bucket lease, must
+/// grow: order within a key holds inside every owner's run.
+fn assert_key_order(handled: &[Handled]) {
+    let mut last: BTreeMap<(String, u32, i64, Option<String>), i64> = BTreeMap::new();
+    for h in handled {
+        let run = (h.worker.clone(), h.bucket, h.epoch, h.key.clone());
+        if let Some(prev) = last.insert(run, h.offset) {
+            assert!(
+                prev < h.offset,
+                "{h:?} after offset {prev} of the same key and lease"
+            );
+        }
+    }
+}
+
+/// One worker alone takes every bucket, handles every event (published
+/// before and while it runs) exactly once in key order, and on shutdown
+/// checkpoints each bucket at its last event and gives them all back.
+pub async fn a_group_worker_handles_every_event_in_key_order<H: RuntimeHarness>(h: &H) {
+    let store = h.store().clone();
+    let mut offsets: BTreeSet<i64> = publish(&store, 0, 100, 7).await.into_iter().collect();
+    let log = Log::default();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let run = tokio::spawn(
+        store
+            .group("g")
+            .stream("orders")
+            .buckets(4)
+            .opts(quick())
+            .run(log.handler("a"), async move {
+                let _ = stop_rx.await;
+            }),
+    );
+    offsets.extend(publish(&store, 100, 100, 7).await);
+    log.until_all(&offsets).await;
+    let _ = stop_tx.send(());
+    let report: GroupReport = run.await.expect("task").expect("run");
+    assert_eq!(report.handled, 200);
+    assert_eq!(
+        (report.claimed, report.lost, report.dead_lettered),
+        (4, 0, 0)
+    );
+    let handled = log.all();
+    assert_eq!(handled.len(), 200, "each event once in a clean run");
+    assert_key_order(&handled);
+    let status = store.group("g").status().await.expect("status");
+    for b in &status.buckets {
+        assert_eq!(b.owner, None, "released on shutdown");
+        let last = handled
+            .iter()
+            .filter(|x| x.bucket == b.bucket)
+            .map(|x| x.offset)
+            .max()
+            .unwrap_or(0);
+        assert_eq!((b.checkpoint, b.lag), (last, 0), "bucket {}", b.bucket);
+    }
+}
+
+/// A second worker joining gets its share without anyone dying (the first
+/// releases its surplus); when one stops without leaving (its process
+/// gone), its buckets move to the other once the leases lapse. Every event
+/// is handled at least once, and no bucket lease (bucket, epoch) is ever
+/// used by two workers.
+pub async fn group_buckets_rebalance_on_join_and_fail_over_on_death<H: RuntimeHarness>(h: &H) {
+    let store = h.store().clone();
+    let mut offsets: BTreeSet<i64> = publish(&store, 0, 200, 11).await.into_iter().collect();
+    let log = Log::default();
+    let a = tokio::spawn(
+        store
+            .group("g")
+            .stream("orders")
+            .buckets(4)
+            .opts(quick())
+            .worker_id("a")
+            .run(log.handler("a"), std::future::pending::<()>()),
+    );
+    until_owned(&store, "a takes all four", |o| o.get("a") == Some(&4)).await;
+    let (stop_b, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let b = tokio::spawn(
+        store
+            .group("g")
+            .stream("orders")
+            .buckets(4)
+            .opts(quick())
+            .worker_id("b")
+            .run(log.handler("b"), async move {
+                let _ = stop_rx.await;
+            }),
+    );
+    until_owned(&store, "b gets its share", |o| {
+        o.get("a") == Some(&2) && o.get("b") == Some(&2)
+    })
+    .await;
+    offsets.extend(publish(&store, 200, 100, 11).await);
+    log.until_all(&offsets).await;
+
+    // a dies: its coordinator is gone, nobody renews or releases for it.
+    a.abort();
+    let died = tokio::time::Instant::now();
+    until_owned(&store, "b takes over", |o| {
+        o.get("b") == Some(&4) && o.len() == 1
+    })
+    .await;
+    let moved = died.elapsed();
+    let opts = quick();
+    assert!(
+        moved <= opts.ttl + opts.heartbeat * 3,
+        "failover took {moved:?} (ttl {:?}, heartbeat {:?})",
+        opts.ttl,
+        opts.heartbeat
+    );
+    offsets.extend(publish(&store, 300, 100, 11).await);
+    log.until_all(&offsets).await;
+    let _ = stop_b.send(());
+    b.await.expect("task").expect("b");
+
+    let handled = log.all();
+    assert_key_order(&handled);
+    let mut lease_users: BTreeMap<(u32, i64), BTreeSet<String>> = BTreeMap::new();
+    for x in &handled {
+        lease_users
+            .entry((x.bucket, x.epoch))
+            .or_default()
+            .insert(x.worker.clone());
+    }
+    assert!(
+        lease_users.values().all(|w| w.len() == 1),
+        "a lease used by two workers: {lease_users:?}"
+    );
+}
+
+/// An event whose handler keeps failing goes, after the policy's runs, to
+/// the group's dead letters with its error, and the bucket goes on with the
+/// events after it.
+pub async fn failing_group_events_are_dead_lettered_and_the_bucket_goes_on<H: RuntimeHarness>(
+    h: &H,
+) {
+    let store = h.store().clone();
+    let stream = store.stream("orders");
+    let before = stream
+        .publish(Some("k"), b"first".to_vec())
+        .await
+        .expect("publish");
+    let poison = stream
+        .publish(Some("k"), b"poison".to_vec())
+        .await
+        .expect("publish");
+    let after = stream
+        .publish(Some("k"), b"after".to_vec())
+        .await
+        .expect("publish");
+    let log = Log::default();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let run = tokio::spawn(
+        store
+            .group("g")
+            .stream("orders")
+            .buckets(2)
+            .opts(quick())
+            .run(log.handler("a"), async move {
+                let _ = stop_rx.await;
+            }),
+    );
+    log.until_all(&[before, after].into_iter().collect()).await;
+    let _ = stop_tx.send(());
+    let report = run.await.expect("task").expect("run");
+    assert_eq!((report.handled, report.dead_lettered), (2, 1));
+    let order: Vec<i64> = log.all().iter().map(|x| x.offset).collect();
+    assert_eq!(order, [before, after]);
+    let dead = store.group("g").dead_letters(0, 10).await.expect("dead");
+    assert_eq!(dead.len(), 1);
+    assert_eq!(
+        (dead[0].offset, dead[0].payload.as_slice(), dead[0].attempts),
+        (poison, b"poison".as_slice(), 2)
+    );
+    assert!(dead[0].error.contains("poison pill"), "{}", dead[0].error);
+    let status = store.group("g").status().await.expect("status");
+    let bucket = alkstore::group::bucket_of(b"k", 2) as usize;
+    assert_eq!(
+        status.buckets[bucket].checkpoint, after,
+        "past the dead letter"
+    );
+}
+
+/// Bad options are refused before anything is written: a heartbeat not
+/// below the TTL, a bucket count of 0, and another N for an existing group.
+pub async fn bad_group_options_are_refused<H: RuntimeHarness>(h: &H) {
+    let store = h.store().clone();
+    let log = Log::default();
+    let opts = GroupOpts {
+        heartbeat: Duration::from_secs(30),
+        ..GroupOpts::default()
+    };
+    let err = store
+        .group("g")
+        .stream("orders")
+        .opts(opts)
+        .run(log.handler("a"), std::future::ready(()))
+        .await
+        .expect_err("heartbeat = ttl");
+    assert!(err.to_string().contains("heartbeat"), "{err}");
+    let err = store
+        .group("g")
+        .stream("orders")
+        .buckets(0)
+        .run(log.handler("a"), std::future::ready(()))
+        .await
+        .expect_err("no buckets");
+    assert!(err.to_string().contains("bucket count"), "{err}");
+    assert!(store.group("g").status().await.is_err(), "nothing created");
+    store
+        .group("g")
+        .stream("orders")
+        .buckets(4)
+        .run(log.handler("a"), std::future::ready(()))
+        .await
+        .expect("a clean start and stop");
+    let err = store
+        .group("g")
+        .stream("orders")
+        .buckets(8)
+        .run(log.handler("a"), std::future::ready(()))
+        .await
+        .expect_err("another N");
+    assert!(err.to_string().contains("4 buckets"), "{err}");
+}
+
+/// The rows above, for [`contract_suite!`](crate::contract_suite).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __runtime_groups {
+    ($then:path, $args:tt) => {
+        $then! { @rows $args runtime::groups [
+            a_group_worker_handles_every_event_in_key_order,
+            group_buckets_rebalance_on_join_and_fail_over_on_death,
+            failing_group_events_are_dead_lettered_and_the_bucket_goes_on,
+            bad_group_options_are_refused,
+        ] }
+    };
+}

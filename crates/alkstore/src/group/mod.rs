@@ -1,0 +1,81 @@
+//! Consumer groups through the facade: a [`Group`] handle to inspect one
+//! group, and a [`GroupRunner`] that runs a handler over the group's share
+//! of a stream's buckets, with every other worker of the group.
+//!
+//! Start the same program N times, with no coordinator: each worker
+//! renews its leases every heartbeat, claims buckets (one per pass) while
+//! below its fair share `ceil(N / live workers)`, releases its surplus when
+//! a worker joins, and takes over a dead worker's buckets once their leases
+//! lapse by the database's clock. Per owned bucket a reader handles the
+//! bucket's events in offset order and checkpoints under the lease's epoch,
+//! so a worker that lost a bucket can move nothing.
+
+mod runner;
+
+// Everything but the driver trait, whose method names would clash with
+// `GroupEngine`'s in a glob import.
+pub use alkstore_core::group::{
+    bucket_of, bucket_of_offset, hashtextextended, ttl_ms, BucketLease, BucketStatus,
+    GroupCheckpointParams, GroupClaimParams, GroupDead, GroupDeadAddParams, GroupDeadListParams,
+    GroupEnsureParams, GroupInfo, GroupLeaveParams, GroupReadParams, GroupReleaseParams,
+    GroupRenewParams, GroupStatus, GroupStatusParams, Renewal, MAX_BUCKETS, MAX_LEASE_TTL,
+};
+pub use runner::{GroupError, GroupEvent, GroupOpts, GroupReport, GroupRunner};
+
+use alkstore_core::{GroupEngine, Result};
+
+use crate::Store;
+
+/// A handle to one consumer group of a store.
+///
+/// ```no_run
+/// # async fn demo(store: alkstore::Store) -> Result<(), alkstore::group::GroupError> {
+/// use alkstore::group::GroupEvent;
+/// let report = store
+///     .group("projections")
+///     .stream("orders")
+///     .buckets(16)
+///     .run(
+///         |e: GroupEvent| async move {
+///             println!("bucket {} offset {}", e.bucket, e.event.offset);
+///             Ok::<(), std::io::Error>(())
+///         },
+///         alkstore::shutdown_signal(),
+///     )
+///     .await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Group {
+    store: Store,
+    name: String,
+}
+
+impl Group {
+    pub(crate) fn new(store: Store, name: String) -> Group {
+        Group { store, name }
+    }
+
+    /// The group's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// A runner for this group over `stream` (16 buckets unless told).
+    pub fn stream(self, stream: impl Into<String>) -> GroupRunner {
+        GroupRunner::new(self.store, self.name, stream.into())
+    }
+
+    /// Every bucket: owner, epoch, lease expiry, checkpoint, lag.
+    pub async fn status(&self) -> Result<GroupStatus> {
+        self.store.engine().group_status(self.name.as_str()).await
+    }
+
+    /// Up to `limit` dead letters after offset `after`.
+    pub async fn dead_letters(&self, after: i64, limit: u32) -> Result<Vec<GroupDead>> {
+        self.store
+            .engine()
+            .group_dead_list(GroupDeadListParams::new(self.name.clone(), after, limit))
+            .await
+    }
+}

@@ -1,0 +1,716 @@
+//! [`GroupRunner`]: one worker of a consumer group — a coordinator that
+//! renews, claims and releases bucket leases every heartbeat, and one reader
+//! task per owned bucket.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use alkstore_core::group::{
+    BucketLease, GroupCheckpointParams, GroupClaimParams, GroupDeadAddParams, GroupEnsureParams,
+    GroupLeaveParams, GroupReadParams, GroupReleaseParams, GroupRenewParams,
+};
+use alkstore_core::stream::Event;
+use alkstore_core::{BoxError, Engine, Error, ErrorKind, GroupEngine};
+use futures_util::FutureExt;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::stream::OnError;
+use crate::{AnyEngine, Store};
+
+/// One event handed to a group's handler, with the lease it is handled
+/// under.
+#[derive(Debug, Clone)]
+pub struct GroupEvent {
+    /// The event.
+    pub event: Event,
+    /// Its bucket.
+    pub bucket: u32,
+    /// The epoch of this worker's lease on the bucket.
+    pub epoch: i64,
+    /// This worker's id in the group.
+    pub worker: Arc<str>,
+}
+
+/// How a [`GroupRunner`] leases, reads and checkpoints.
+#[derive(Debug, Clone)]
+pub struct GroupOpts {
+    /// How long a lease lasts unless renewed (default 30 s): a dead
+    /// worker's buckets move after at most this plus one heartbeat.
+    pub ttl: Duration,
+    /// How often leases are renewed and shares rebalanced (default 10 s;
+    /// must be below `ttl`).
+    pub heartbeat: Duration,
+    /// Events read per query (default 500).
+    pub batch: u32,
+    /// Checkpoint a bucket after this many handled events (default 1,000)
+    /// …
+    pub commit_every: u32,
+    /// … or this long after its last checkpoint (default 1 s), whichever
+    /// comes first; and when caught up, and when the bucket is given up.
+    pub commit_interval: Duration,
+    /// Re-read a caught-up bucket this often without a wake hint (1 s).
+    pub poll_interval: Duration,
+    /// How often a failing event runs before it goes to the group's dead
+    /// letters (with its error) and the bucket goes on.
+    pub on_error: OnError,
+}
+
+impl Default for GroupOpts {
+    fn default() -> Self {
+        GroupOpts {
+            ttl: Duration::from_secs(30),
+            heartbeat: Duration::from_secs(10),
+            batch: 500,
+            commit_every: 1_000,
+            commit_interval: Duration::from_secs(1),
+            poll_interval: Duration::from_secs(1),
+            on_error: OnError::default(),
+        }
+    }
+}
+
+impl GroupOpts {
+    fn validate(&self) -> Result<(), Error> {
+        if self.heartbeat.is_zero() || self.heartbeat >= self.ttl {
+            return Err(Error::invalid(
+                "group heartbeat",
+                format!(
+                    "{:?} must be above zero and below the lease ttl ({:?})",
+                    self.heartbeat, self.ttl
+                ),
+            ));
+        }
+        if self.commit_every == 0 {
+            return Err(Error::invalid("commit_every", "must be at least 1"));
+        }
+        Ok(())
+    }
+}
+
+/// Why a group worker stopped before its shutdown signal.
+#[derive(Debug, thiserror::Error)]
+pub enum GroupError {
+    /// The store failed, or the options or names were refused.
+    #[error(transparent)]
+    Store(#[from] Error),
+}
+
+/// What a group worker did before it stopped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GroupReport {
+    /// Events handled successfully.
+    pub handled: u64,
+    /// Events given up on (written to the group's dead letters).
+    pub dead_lettered: u64,
+    /// Bucket leases taken.
+    pub claimed: u64,
+    /// Buckets lost to another worker (or to a lapsed lease).
+    pub lost: u64,
+    /// Buckets given back to make room for other workers.
+    pub released: u64,
+}
+
+/// One worker of a consumer group (see the [module docs](super)).
+#[derive(Debug, Clone)]
+#[must_use = "a group runner does nothing until `run`"]
+pub struct GroupRunner {
+    store: Store,
+    group: String,
+    stream: String,
+    buckets: u32,
+    opts: GroupOpts,
+    worker: Option<String>,
+}
+
+/// What every reader of one worker shares.
+struct Shared<F> {
+    engine: AnyEngine,
+    group: String,
+    stream: String,
+    worker: Arc<str>,
+    opts: GroupOpts,
+    handler: F,
+    /// Until when this worker's leases are surely valid, by this host's
+    /// monotonic clock: the start of the last successful renewal plus the
+    /// TTL (the database computed its expiry later than that start).
+    /// Readers stop handling past it, so a worker whose renewals fail
+    /// stops before anyone can take its buckets over.
+    valid_until: watch::Receiver<Instant>,
+}
+
+/// How a reader ended.
+#[derive(Debug, Default)]
+struct ReaderEnd {
+    handled: u64,
+    dead_lettered: u64,
+    /// It found its lease gone (fenced) or lapsed.
+    lost: bool,
+}
+
+struct Reader {
+    epoch: i64,
+    stop: watch::Sender<bool>,
+    task: JoinHandle<ReaderEnd>,
+}
+
+impl GroupRunner {
+    pub(crate) fn new(store: Store, group: String, stream: String) -> GroupRunner {
+        GroupRunner {
+            store,
+            group,
+            stream,
+            buckets: 16,
+            opts: GroupOpts::default(),
+            worker: None,
+        }
+    }
+
+    /// The group's bucket count N (default 16); every worker of the group
+    /// must use the same one (another N is refused before anything is
+    /// written).
+    pub fn buckets(mut self, n: u32) -> GroupRunner {
+        self.buckets = n;
+        self
+    }
+
+    /// With these options.
+    pub fn opts(mut self, opts: GroupOpts) -> GroupRunner {
+        self.opts = opts;
+        self
+    }
+
+    /// Name this worker (default: unique per process run). Two live workers
+    /// must never share a name.
+    pub fn worker_id(mut self, id: impl Into<String>) -> GroupRunner {
+        self.worker = Some(id.into());
+        self
+    }
+
+    /// Run `handler` over this worker's share of the group's buckets until
+    /// `shutdown` resolves; then checkpoint and release every bucket at
+    /// once, so the others take them over without waiting for the TTL.
+    pub async fn run<F, Fut, E>(
+        self,
+        handler: F,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<GroupReport, GroupError>
+    where
+        F: Fn(GroupEvent) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), E>> + Send + 'static,
+        E: Into<BoxError> + Send + 'static,
+    {
+        self.opts.validate()?;
+        let engine = self.store.engine().clone();
+        engine
+            .group_ensure(GroupEnsureParams::new(
+                self.group.clone(),
+                self.stream.clone(),
+                self.buckets,
+            ))
+            .await?;
+        let worker: Arc<str> = self.worker.unwrap_or_else(unique_worker_id).into();
+        let (valid_tx, valid_rx) = watch::channel(Instant::now());
+        let shared = Arc::new(Shared {
+            engine: engine.clone(),
+            group: self.group.clone(),
+            stream: self.stream.clone(),
+            worker: worker.clone(),
+            opts: self.opts.clone(),
+            handler,
+            valid_until: valid_rx,
+        });
+        let mut coordinator = Coordinator {
+            shared,
+            readers: BTreeMap::new(),
+            report: GroupReport::default(),
+            valid_tx,
+        };
+        let out = coordinator.run(shutdown).await;
+        // Whatever stopped the run: stop the readers (they checkpoint),
+        // then give every bucket back at once.
+        coordinator.stop_all().await;
+        let left = engine
+            .group_leave(GroupLeaveParams::new(self.group.clone(), &*worker))
+            .await;
+        out?;
+        left?;
+        Ok(coordinator.report)
+    }
+}
+
+/// A worker id unique per process run: a restarted process never inherits
+/// the dead one's leases.
+fn unique_worker_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("w{}-{:x}", std::process::id(), nanos)
+}
+
+struct Coordinator<F> {
+    shared: Arc<Shared<F>>,
+    readers: BTreeMap<u32, Reader>,
+    report: GroupReport,
+    valid_tx: watch::Sender<Instant>,
+}
+
+impl<F, Fut, E> Coordinator<F>
+where
+    F: Fn(GroupEvent) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), E>> + Send + 'static,
+    E: Into<BoxError> + Send + 'static,
+{
+    async fn run(&mut self, shutdown: impl Future<Output = ()>) -> Result<(), GroupError> {
+        let mut shutdown = std::pin::pin!(shutdown.fuse());
+        let opts = self.shared.opts.clone();
+        loop {
+            let ramping = self.pass().await?;
+            // While below its share and buckets are free, claim the next one
+            // soon (one per pass, re-counting live workers in between, so a
+            // worker starting alone does not grab everything first).
+            let wait = if ramping {
+                (opts.heartbeat / 10).min(Duration::from_millis(200))
+            } else {
+                opts.heartbeat
+            };
+            tokio::select! {
+                biased;
+                () = &mut shutdown => return Ok(()),
+                () = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+
+    /// One heartbeat pass; true when it claimed a bucket and is still below
+    /// its fair share.
+    async fn pass(&mut self) -> Result<bool, GroupError> {
+        let s = self.shared.clone();
+        self.reap().await;
+        let started = Instant::now();
+        let renewal = match s
+            .engine
+            .group_renew(GroupRenewParams::new(
+                s.group.clone(),
+                &*s.worker,
+                s.opts.ttl,
+            ))
+            .await
+        {
+            Ok(r) => r,
+            Err(e) if is_transient(&e) => {
+                tracing::warn!(group = %s.group, error = %e, "group renewal failed; retrying next heartbeat");
+                if *s.valid_until.borrow() <= Instant::now() {
+                    // The leases may have lapsed: stop handling at once.
+                    self.stop_all().await;
+                }
+                return Ok(false);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        self.valid_tx.send_replace(started + s.opts.ttl);
+        let held: BTreeMap<u32, BucketLease> =
+            renewal.held.into_iter().map(|l| (l.bucket, l)).collect();
+        // Lost buckets first: stop their readers before anything else.
+        let lost: Vec<u32> = self
+            .readers
+            .iter()
+            .filter(|(b, r)| held.get(b).is_none_or(|l| l.epoch != r.epoch))
+            .map(|(b, _)| *b)
+            .collect();
+        for bucket in lost {
+            tracing::info!(group = %s.group, bucket, "bucket lost to another worker");
+            self.report.lost += 1;
+            self.stop(bucket).await;
+        }
+        // Held without a reader (its reader ended on a store error): start one.
+        for lease in held.values() {
+            if !self.readers.contains_key(&lease.bucket) {
+                self.start(lease.clone());
+            }
+        }
+        let live = renewal.live_workers.max(1);
+        let fair = renewal.buckets.div_ceil(live) as usize;
+        let mine = held.len();
+        if mine < fair {
+            let taken = s
+                .engine
+                .group_claim(GroupClaimParams::new(
+                    s.group.clone(),
+                    &*s.worker,
+                    s.opts.ttl,
+                    1,
+                ))
+                .await;
+            match taken {
+                Ok(leases) => {
+                    let got = !leases.is_empty();
+                    for lease in leases {
+                        tracing::info!(group = %s.group, bucket = lease.bucket, epoch = lease.epoch, "bucket claimed");
+                        self.report.claimed += 1;
+                        self.start(lease);
+                    }
+                    return Ok(got && mine + 1 < fair);
+                }
+                Err(e) if is_transient(&e) => {
+                    tracing::warn!(group = %s.group, error = %e, "group claim failed");
+                }
+                Err(e) => return Err(e.into()),
+            }
+        } else if mine > fair {
+            // Make room for workers that joined: give back the highest
+            // buckets beyond the share, each checkpointed first.
+            let surplus: Vec<u32> = held.keys().rev().take(mine - fair).copied().collect();
+            for bucket in surplus {
+                self.stop(bucket).await;
+                s.engine
+                    .group_release(GroupReleaseParams::new(
+                        s.group.clone(),
+                        &*s.worker,
+                        vec![bucket],
+                    ))
+                    .await?;
+                tracing::info!(group = %s.group, bucket, "bucket released to make room");
+                self.report.released += 1;
+            }
+        }
+        Ok(false)
+    }
+
+    fn start(&mut self, lease: BucketLease) {
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let bucket = lease.bucket;
+        let epoch = lease.epoch;
+        let task = tokio::spawn(read_bucket(self.shared.clone(), lease, stop_rx));
+        self.readers.insert(
+            bucket,
+            Reader {
+                epoch,
+                stop: stop_tx,
+                task,
+            },
+        );
+    }
+
+    /// Stop one bucket's reader and wait for it (it checkpoints).
+    async fn stop(&mut self, bucket: u32) {
+        if let Some(reader) = self.readers.remove(&bucket) {
+            reader.stop.send_replace(true);
+            self.finish(reader.task.await);
+        }
+    }
+
+    async fn stop_all(&mut self) {
+        for reader in self.readers.values() {
+            reader.stop.send_replace(true);
+        }
+        let readers = std::mem::take(&mut self.readers);
+        for (_, reader) in readers {
+            self.finish(reader.task.await);
+        }
+    }
+
+    /// Collect readers that ended by themselves (fenced, or a store error).
+    async fn reap(&mut self) {
+        let done: Vec<u32> = self
+            .readers
+            .iter()
+            .filter(|(_, r)| r.task.is_finished())
+            .map(|(b, _)| *b)
+            .collect();
+        for bucket in done {
+            if let Some(reader) = self.readers.remove(&bucket) {
+                self.finish(reader.task.await);
+            }
+        }
+    }
+
+    fn finish(&mut self, end: Result<ReaderEnd, tokio::task::JoinError>) {
+        match end {
+            Ok(end) => {
+                self.report.handled += end.handled;
+                self.report.dead_lettered += end.dead_lettered;
+                if end.lost {
+                    self.report.lost += 1;
+                }
+            }
+            Err(e) => tracing::error!(error = %e, "a group bucket reader panicked"),
+        }
+    }
+}
+
+/// Errors a worker rides out (the next heartbeat tries again) rather than
+/// stopping on.
+fn is_transient(e: &Error) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::Connect | ErrorKind::Database | ErrorKind::Busy | ErrorKind::Conflict
+    )
+}
+
+/// One owned bucket: read its events from the checkpoint in offset order,
+/// handle them, checkpoint under the lease's epoch; until told to stop, the
+/// lease is found gone, or the leases may have lapsed.
+async fn read_bucket<F, Fut, E>(
+    s: Arc<Shared<F>>,
+    lease: BucketLease,
+    mut stop: watch::Receiver<bool>,
+) -> ReaderEnd
+where
+    F: Fn(GroupEvent) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), E>> + Send + 'static,
+    E: Into<BoxError> + Send + 'static,
+{
+    let mut r = BucketReader {
+        s: &s,
+        bucket: lease.bucket,
+        epoch: lease.epoch,
+        offset: lease.checkpoint,
+        saved: lease.checkpoint,
+        unsaved: 0,
+        last_save: Instant::now(),
+        end: ReaderEnd::default(),
+    };
+    r.follow(&mut stop).await;
+    if !r.end.lost {
+        // Hand the bucket over where it stands (a fenced save changes
+        // nothing, and is only logged).
+        let _ = r.save().await;
+    }
+    r.end
+}
+
+struct BucketReader<'a, F> {
+    s: &'a Shared<F>,
+    bucket: u32,
+    epoch: i64,
+    /// The last event handled (or dead-lettered).
+    offset: i64,
+    saved: i64,
+    unsaved: u32,
+    last_save: Instant,
+    end: ReaderEnd,
+}
+
+impl<F, Fut, E> BucketReader<'_, F>
+where
+    F: Fn(GroupEvent) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), E>> + Send + 'static,
+    E: Into<BoxError> + Send + 'static,
+{
+    fn stopping(&self, stop: &watch::Receiver<bool>) -> bool {
+        *stop.borrow() || *self.s.valid_until.borrow() <= Instant::now()
+    }
+
+    async fn follow(&mut self, stop: &mut watch::Receiver<bool>) {
+        let s = self.s;
+        let mut hints = s.engine.wake_subscribe();
+        let mut failures = 0u32;
+        loop {
+            if self.stopping(stop) {
+                return;
+            }
+            let read = s
+                .engine
+                .group_read(GroupReadParams::new(
+                    s.group.clone(),
+                    self.bucket,
+                    self.offset,
+                    s.opts.batch,
+                ))
+                .await;
+            let events = match read {
+                Ok(events) => {
+                    failures = 0;
+                    events
+                }
+                Err(e) => {
+                    failures += 1;
+                    tracing::warn!(group = %s.group, bucket = self.bucket, error = %e, "group read failed");
+                    let wait = Duration::from_millis(100) * failures.min(50);
+                    if !self.wait(stop, wait, None).await {
+                        return;
+                    }
+                    continue;
+                }
+            };
+            let caught_up = events.len() < s.opts.batch as usize;
+            for event in events {
+                if self.stopping(stop) {
+                    return;
+                }
+                if !self.handle(event, stop).await {
+                    return;
+                }
+                if (self.unsaved >= s.opts.commit_every
+                    || self.last_save.elapsed() >= s.opts.commit_interval)
+                    && !self.save().await
+                {
+                    return;
+                }
+            }
+            if !caught_up {
+                continue;
+            }
+            if !self.save().await {
+                return;
+            }
+            if !self
+                .wait(stop, s.opts.poll_interval, Some(&mut hints))
+                .await
+            {
+                return;
+            }
+        }
+    }
+
+    /// Wait for `wait`, a hint about the stream, or the stop signal; false
+    /// when stopping.
+    async fn wait(
+        &self,
+        stop: &mut watch::Receiver<bool>,
+        wait: Duration,
+        mut hints: Option<&mut tokio::sync::broadcast::Receiver<alkstore_core::Wake>>,
+    ) -> bool {
+        let sleep = tokio::time::sleep(wait);
+        tokio::pin!(sleep);
+        loop {
+            let hint = async {
+                match hints.as_deref_mut() {
+                    Some(h) => h.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                changed = stop.changed() => {
+                    if changed.is_err() || *stop.borrow() {
+                        return false;
+                    }
+                }
+                hint = hint => match hint {
+                    Ok(w) if w.concerns_stream(&self.s.stream) => return true,
+                    Ok(_) => {}
+                    Err(RecvError::Lagged(_)) => return true,
+                    Err(RecvError::Closed) => {
+                        if let Some(h) = hints.as_deref_mut() {
+                            *h = self.s.engine.wake_subscribe();
+                        }
+                        return true;
+                    }
+                },
+                () = &mut sleep => return true,
+            }
+        }
+    }
+
+    /// Run the handler on `event` per the error policy; when the retries
+    /// run out, record a dead letter and go on. False when stopping.
+    async fn handle(&mut self, event: Event, stop: &mut watch::Receiver<bool>) -> bool {
+        let s = self.s;
+        let (attempts, mut backoff) = match s.opts.on_error {
+            OnError::Stop => (1, Duration::ZERO),
+            OnError::Retry { attempts, backoff } => (attempts.max(1), backoff),
+        };
+        let offset = event.offset;
+        let mut run = 0;
+        loop {
+            run += 1;
+            let delivery = GroupEvent {
+                event: event.clone(),
+                bucket: self.bucket,
+                epoch: self.epoch,
+                worker: s.worker.clone(),
+            };
+            let error: BoxError = match (s.handler)(delivery).await {
+                Ok(()) => {
+                    self.offset = offset;
+                    self.unsaved += 1;
+                    self.end.handled += 1;
+                    return true;
+                }
+                Err(e) => e.into(),
+            };
+            tracing::warn!(group = %s.group, bucket = self.bucket, offset, run, error = %error, "group handler failed");
+            if run >= attempts {
+                return self.dead_letter(event, error.to_string(), run).await;
+            }
+            if !self.wait(stop, backoff, None).await {
+                return false;
+            }
+            backoff = (backoff * 2).min(Duration::from_secs(60));
+        }
+    }
+
+    async fn dead_letter(&mut self, event: Event, error: String, attempts: u32) -> bool {
+        let s = self.s;
+        let offset = event.offset;
+        let added = s
+            .engine
+            .group_dead_add(GroupDeadAddParams {
+                group: s.group.clone(),
+                bucket: self.bucket,
+                worker: s.worker.to_string(),
+                epoch: self.epoch,
+                event,
+                error,
+                attempts,
+            })
+            .await;
+        match added {
+            Ok(()) => {
+                tracing::error!(group = %s.group, bucket = self.bucket, offset, attempts, "event dead-lettered; the bucket goes on");
+                self.offset = offset;
+                self.unsaved += 1;
+                self.end.dead_lettered += 1;
+                true
+            }
+            Err(e) => {
+                // Fenced (the bucket moved on) or the store failed: stop
+                // here, unsaved, so this event runs again under the next
+                // lease rather than being skipped.
+                tracing::warn!(group = %s.group, bucket = self.bucket, error = %e, "dead letter not recorded");
+                self.end.lost = e.kind() == ErrorKind::NotHeld;
+                false
+            }
+        }
+    }
+
+    /// Checkpoint the last handled offset; false when the lease is gone
+    /// (or the store failed, so the reader ends and the coordinator starts
+    /// another while the lease is held).
+    async fn save(&mut self) -> bool {
+        self.last_save = Instant::now();
+        if self.offset <= self.saved {
+            self.unsaved = 0;
+            return true;
+        }
+        let s = self.s;
+        let saved = s
+            .engine
+            .group_checkpoint(GroupCheckpointParams::new(
+                s.group.clone(),
+                self.bucket,
+                &*s.worker,
+                self.epoch,
+                self.offset,
+            ))
+            .await;
+        match saved {
+            Ok(at) => {
+                self.saved = at;
+                self.unsaved = 0;
+                true
+            }
+            Err(e) => {
+                self.end.lost = e.kind() == ErrorKind::NotHeld;
+                tracing::warn!(group = %s.group, bucket = self.bucket, error = %e, "checkpoint refused");
+                false
+            }
+        }
+    }
+}
