@@ -61,3 +61,77 @@ pub(crate) async fn run(db: &str, args: TestWorkerArgs) -> Result<()> {
     eprintln!("{report:?}");
     Ok(())
 }
+
+/// Arguments of `alk test-group-worker`.
+#[derive(Debug, Args)]
+pub(crate) struct TestGroupWorkerArgs {
+    /// The group.
+    #[arg(long)]
+    group: String,
+    /// The stream it reads.
+    #[arg(long)]
+    stream: String,
+    /// The group's bucket count.
+    #[arg(long, default_value_t = 16)]
+    buckets: u32,
+    /// This worker's id in the group.
+    #[arg(long)]
+    name: String,
+    /// Lease TTL in milliseconds.
+    #[arg(long, default_value_t = 2_000)]
+    ttl_ms: u64,
+    /// Heartbeat in milliseconds.
+    #[arg(long, default_value_t = 300)]
+    heartbeat_ms: u64,
+    /// File to append `worker bucket epoch offset key` lines to.
+    #[arg(long)]
+    log: std::path::PathBuf,
+}
+
+/// A consumer-group worker for the multi-process tests: logs every handled
+/// event with its lease; stops gracefully (checkpoint, release) on SIGTERM.
+pub(crate) async fn run_group(db: &str, args: TestGroupWorkerArgs) -> Result<()> {
+    use alkstore::group::{GroupEvent, GroupOpts};
+    let store = Store::open(db).await?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&args.log)
+        .map_err(|e| Error::invalid("log", e))?;
+    let file = Arc::new(Mutex::new(file));
+    let opts = GroupOpts {
+        ttl: Duration::from_millis(args.ttl_ms),
+        heartbeat: Duration::from_millis(args.heartbeat_ms),
+        ..GroupOpts::default()
+    };
+    let report = store
+        .group(args.group)
+        .stream(args.stream)
+        .buckets(args.buckets)
+        .worker_id(args.name)
+        .opts(opts)
+        .run(
+            move |e: GroupEvent| {
+                let line = format!(
+                    "{} {} {} {} {}\n",
+                    e.worker,
+                    e.bucket,
+                    e.epoch,
+                    e.event.offset,
+                    e.event.key.as_deref().unwrap_or("-")
+                );
+                let written = file
+                    .lock()
+                    .map_err(|_| std::io::Error::other("log lock"))
+                    .and_then(|mut f| f.write_all(line.as_bytes()));
+                std::future::ready(written)
+            },
+            alkstore::shutdown_signal(),
+        )
+        .await
+        .map_err(|e| match e {
+            alkstore::group::GroupError::Store(e) => e,
+        })?;
+    eprintln!("{report:?}");
+    Ok(())
+}

@@ -87,6 +87,11 @@ enum Command {
     /// the crash tests. Stops gracefully on SIGTERM or Ctrl-C.
     #[command(name = "test-worker", hide = true)]
     TestWorker(crate::testworker::TestWorkerArgs),
+    /// A consumer-group worker whose handler logs `worker bucket epoch
+    /// offset key` per event to a file; used by the multi-process tests.
+    /// Stops gracefully on SIGTERM or Ctrl-C.
+    #[command(name = "test-group-worker", hide = true)]
+    TestGroupWorker(crate::testworker::TestGroupWorkerArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -112,6 +117,9 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
     }
     if let Command::TestWorker(args) = cli.command {
         return crate::testworker::run(&cli.db, args).await;
+    }
+    if let Command::TestGroupWorker(args) = cli.command {
+        return crate::testworker::run_group(&cli.db, args).await;
     }
     let as_json = cli.json;
     if let Command::Groups(groups::GroupsCommand::Bucket { buckets, keys }) = &cli.command {
@@ -196,9 +204,11 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
             }
         }
         .into_bytes(),
-        Command::Enqueue(_) | Command::Bench(_) | Command::TestWorker(_) | Command::Groups(_) => {
-            Vec::new()
-        }
+        Command::Enqueue(_)
+        | Command::Bench(_)
+        | Command::TestWorker(_)
+        | Command::TestGroupWorker(_)
+        | Command::Groups(_) => Vec::new(),
     };
     output::emit(&out)
 }
