@@ -1,7 +1,8 @@
 use alkstore_core::group::{
     BucketLease, GroupCheckpointParams, GroupClaimParams, GroupDead, GroupDeadAddParams,
     GroupDeadListParams, GroupDriver, GroupEnsureParams, GroupInfo, GroupLeaveParams,
-    GroupReadParams, GroupReleaseParams, GroupRenewParams, GroupStatus, GroupStatusParams, Renewal,
+    GroupReadParams, GroupReleaseParams, GroupRenewParams, GroupResize, GroupResizeParams,
+    GroupStatus, GroupStatusParams, Renewal,
 };
 use alkstore_core::queue::{
     DeadCountParams, DeadPurgeParams, DeadRequeueParams, JobAckParams, JobCancelParams,
@@ -256,5 +257,9 @@ impl GroupDriver for AnyEngine {
 
     async fn group_dead_list(&self, p: Checked<GroupDeadListParams>) -> Result<Vec<GroupDead>> {
         drive!(GroupDriver, self.group_dead_list(p))
+    }
+
+    async fn group_resize(&self, p: Checked<GroupResizeParams>) -> Result<GroupResize> {
+        drive!(GroupDriver, self.group_resize(p))
     }
 }

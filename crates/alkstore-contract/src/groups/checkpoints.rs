@@ -1,7 +1,9 @@
 //! Checkpoints: fenced by the lease's epoch, forward only, bounded by the
 //! stream's head.
 
-use alkstore_core::group::{GroupCheckpointParams, GroupDeadAddParams, GroupDeadListParams};
+use alkstore_core::group::{
+    GroupCheckpointParams, GroupDeadAddParams, GroupDeadListParams, GroupResizeParams,
+};
 use alkstore_core::stream::NewEvent;
 use alkstore_core::{Clock, ErrorKind, GroupEngine, StreamEngine};
 
@@ -169,6 +171,63 @@ pub async fn dead_letters_are_fenced_and_keep_the_event<H: Harness>(h: &H) {
         .is_empty());
 }
 
+/// Resizing is refused while any lease is live; once the workers are gone
+/// every new bucket starts from the lowest old checkpoint (nothing
+/// skipped), and epochs carry on, so no fencing token from before the
+/// resize is current again.
+pub async fn resize_rewinds_to_the_lowest_checkpoint_once_no_lease_is_live<H: Harness>(h: &H) {
+    let e = h.engine();
+    let o = publish(e, 6).await;
+    ensure(e, "g", 2).await;
+    let leases = claim(e, "g", "w1", 2).await;
+    for (lease, offset) in leases.iter().zip([o[4], o[2]]) {
+        e.group_checkpoint(cp(lease.bucket, "w1", lease.epoch, offset))
+            .await
+            .expect("checkpoint");
+    }
+    let err = e
+        .group_resize(GroupResizeParams::new("g", 4))
+        .await
+        .expect_err("live leases");
+    assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
+    assert_eq!(e.group_status("g").await.expect("status").buckets.len(), 2);
+
+    h.clock().advance(TTL * 2);
+    let resized = e
+        .group_resize(GroupResizeParams::new("g", 4))
+        .await
+        .expect("resize");
+    assert_eq!((resized.from, resized.to, resized.rewound_to), (2, 4, o[2]));
+    let status = e.group_status("g").await.expect("status");
+    let rows: Vec<(u32, Option<String>, i64, i64)> = status
+        .buckets
+        .iter()
+        .map(|b| (b.bucket, b.owner.clone(), b.epoch, b.checkpoint))
+        .collect();
+    assert_eq!(rows, (0..4).map(|b| (b, None, 1, o[2])).collect::<Vec<_>>());
+    let err = e
+        .group_checkpoint(cp(0, "w1", 1, o[5]))
+        .await
+        .expect_err("a pre-resize lease");
+    assert_eq!(err.kind(), ErrorKind::NotHeld, "{err}");
+    assert!(claim(e, "g", "w2", 4).await.iter().all(|l| l.epoch == 2));
+    let err = e
+        .group_ensure(alkstore_core::group::GroupEnsureParams::new("g", "s", 2))
+        .await
+        .expect_err("the old N");
+    assert_eq!(err.kind(), ErrorKind::GroupMismatch, "{err}");
+    let err = e
+        .group_resize(GroupResizeParams::new("nope", 4))
+        .await
+        .expect_err("unknown");
+    assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
+    let err = e
+        .group_resize(GroupResizeParams::new("g", 0))
+        .await
+        .expect_err("N = 0");
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+}
+
 /// The rows above, for [`contract_suite!`](crate::contract_suite).
 #[doc(hidden)]
 #[macro_export]
@@ -178,6 +237,7 @@ macro_rules! __groups_checkpoints {
             a_stale_epoch_cannot_checkpoint,
             checkpoints_never_move_backward_nor_past_the_head,
             dead_letters_are_fenced_and_keep_the_event,
+            resize_rewinds_to_the_lowest_checkpoint_once_no_lease_is_live,
         ] }
     };
 }

@@ -77,4 +77,10 @@ pub trait GroupDriver: Engine {
         &self,
         params: Checked<GroupDeadListParams>,
     ) -> impl Future<Output = Result<Vec<GroupDead>>> + Send;
+
+    /// See [`GroupEngine::group_resize`](super::GroupEngine::group_resize).
+    fn group_resize(
+        &self,
+        params: Checked<GroupResizeParams>,
+    ) -> impl Future<Output = Result<GroupResize>> + Send;
 }

@@ -83,6 +83,19 @@ pub trait GroupEngine: Engine {
     fn group_dead_add(&self, params: GroupDeadAddParams)
         -> impl Future<Output = Result<()>> + Send;
 
+    /// Change a group's bucket count N. Refused with
+    /// [`Conflict`](crate::Error::Conflict) while any bucket's lease is live
+    /// (stop the group's workers first, or let their leases lapse), and
+    /// [`NotFound`](crate::Error::NotFound) for an unknown group. Every new
+    /// bucket starts from the lowest old checkpoint, so no event is skipped:
+    /// the events between that and a bucket's own old checkpoint are
+    /// delivered again. Epochs carry on from the highest old one, so no
+    /// fencing token from before the resize is ever current again.
+    fn group_resize(
+        &self,
+        params: GroupResizeParams,
+    ) -> impl Future<Output = Result<GroupResize>> + Send;
+
     /// A group's dead letters after an offset, in offset order.
     fn group_dead_list(
         &self,
@@ -158,6 +171,12 @@ impl<D: GroupDriver> GroupEngine for D {
     async fn group_dead_list(&self, params: GroupDeadListParams) -> Result<Vec<GroupDead>> {
         engine_call!(self, group_dead_list, params => GroupDeadListParams, |p| {
             GroupDriver::group_dead_list(self, p)
+        })
+    }
+
+    async fn group_resize(&self, params: GroupResizeParams) -> Result<GroupResize> {
+        engine_call!(self, group_resize, params => GroupResizeParams, |p| {
+            GroupDriver::group_resize(self, p)
         })
     }
 }

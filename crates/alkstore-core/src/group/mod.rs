@@ -37,3 +37,13 @@ pub fn fenced(group: &str, bucket: u32, epoch: i64) -> crate::Error {
 /// checkpoint and a reader, and a worker renews all of its leases every
 /// heartbeat.
 pub const MAX_BUCKETS: u32 = 4096;
+
+/// The error for a resize while leases are live.
+pub fn resize_refused(group: &str, live: u64) -> crate::Error {
+    crate::Error::Conflict {
+        op: "group_resize",
+        reason: format!(
+            "{live} bucket(s) of group {group:?} still have live leases; stop its workers (or let the leases lapse) first"
+        ),
+    }
+}

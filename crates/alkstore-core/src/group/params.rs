@@ -389,3 +389,29 @@ impl Validate for GroupDeadListParams {
         limits.check_page("list limit", self.limit)
     }
 }
+
+/// Parameters of `group_resize`: change a stopped group's bucket count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupResizeParams {
+    /// The group.
+    pub group: String,
+    /// The new bucket count N (1..=[`MAX_BUCKETS`]).
+    pub buckets: u32,
+}
+
+impl GroupResizeParams {
+    /// Give `group` `buckets` buckets.
+    pub fn new(group: impl Into<String>, buckets: u32) -> Self {
+        GroupResizeParams {
+            group: group.into(),
+            buckets,
+        }
+    }
+}
+
+impl Validate for GroupResizeParams {
+    fn validate_params(&self, _limits: &Limits) -> Result<()> {
+        validate_group_name(&self.group)?;
+        validate_buckets(self.buckets)
+    }
+}

@@ -95,3 +95,15 @@ pub struct GroupDead {
     /// When it was given up on (unix seconds).
     pub failed_at: i64,
 }
+
+/// What a resize did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupResize {
+    /// The bucket count before.
+    pub from: u32,
+    /// The bucket count now.
+    pub to: u32,
+    /// The checkpoint every new bucket starts from: the lowest of the old
+    /// ones, so no event is skipped.
+    pub rewound_to: i64,
+}

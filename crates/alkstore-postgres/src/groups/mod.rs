@@ -4,10 +4,10 @@
 pub(crate) mod sql;
 
 use alkstore_core::group::{
-    fenced, ttl_ms, BucketLease, BucketStatus, GroupCheckpointParams, GroupClaimParams, GroupDead,
-    GroupDeadAddParams, GroupDeadListParams, GroupDriver, GroupEnsureParams, GroupInfo,
-    GroupLeaveParams, GroupReadParams, GroupReleaseParams, GroupRenewParams, GroupStatus,
-    GroupStatusParams, Renewal,
+    fenced, resize_refused, ttl_ms, BucketLease, BucketStatus, GroupCheckpointParams,
+    GroupClaimParams, GroupDead, GroupDeadAddParams, GroupDeadListParams, GroupDriver,
+    GroupEnsureParams, GroupInfo, GroupLeaveParams, GroupReadParams, GroupReleaseParams,
+    GroupRenewParams, GroupResize, GroupResizeParams, GroupStatus, GroupStatusParams, Renewal,
 };
 use alkstore_core::stream::Event;
 use alkstore_core::validate::count;
@@ -337,5 +337,45 @@ impl GroupDriver for PgEngine {
                 failed_at: r.get(7),
             })
             .collect())
+    }
+
+    async fn group_resize(&self, params: Checked<GroupResizeParams>) -> Result<GroupResize> {
+        let p = params.into_inner();
+        let op = "group_resize";
+        let sql = &self.inner.group_sql;
+        let now = self.now_ms_override();
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(db(op))?;
+        tx.execute(&sql.lock, &[&self.inner.opts.schema, &p.group])
+            .await
+            .map_err(db(op))?;
+        let r = tx
+            .query_one(&sql.resize_facts, &[&now, &p.group])
+            .await
+            .map_err(db(op))?;
+        let facts: (Option<i32>, Option<String>, i64, Option<i64>, Option<i64>) =
+            (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4));
+        let (Some(from), Some(stream), live, Some(rewound_to), Some(epoch)) = facts else {
+            return Err(not_found(&p.group));
+        };
+        if live > 0 {
+            return Err(resize_refused(&p.group, count(live)));
+        }
+        tx.execute(&sql.resize_delete, &[&p.group])
+            .await
+            .map_err(db(op))?;
+        let n = i32::try_from(p.buckets).unwrap_or(i32::MAX);
+        tx.execute(
+            &sql.resize_insert,
+            &[&now, &p.group, &n, &stream, &epoch, &rewound_to],
+        )
+        .await
+        .map_err(db(op))?;
+        tx.commit().await.map_err(db(op))?;
+        Ok(GroupResize {
+            from: small(from),
+            to: p.buckets,
+            rewound_to,
+        })
     }
 }

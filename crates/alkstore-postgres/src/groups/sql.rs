@@ -35,6 +35,9 @@ pub(crate) struct GroupSql {
     pub leave: String,
     pub dead_add: String,
     pub dead_list: String,
+    pub resize_facts: String,
+    pub resize_delete: String,
+    pub resize_insert: String,
 }
 
 impl GroupSql {
@@ -142,6 +145,18 @@ impl GroupSql {
                  ON CONFLICT (group_name, id) DO UPDATE SET error = excluded.error, \
                    attempts = excluded.attempts, failed_at = excluded.failed_at \
                  RETURNING 1"
+            ),
+            // Locks every bucket row: no claim slips in while resizing.
+            resize_facts: format!(
+                "SELECT max(buckets), max(stream), \
+                   count(*) FILTER (WHERE owner IS NOT NULL AND lease_expires_at > {NOW_MS}), \
+                   min(checkpoint), max(epoch) \
+                 FROM (SELECT * FROM {gb} WHERE group_name = $2 FOR UPDATE) g"
+            ),
+            resize_delete: format!("DELETE FROM {gb} WHERE group_name = $1"),
+            resize_insert: format!(
+                "INSERT INTO {gb} (group_name, bucket, buckets, stream, epoch, checkpoint, updated_at) \
+                 SELECT $2, b, $3::int, $4, $5, $6, {NOW_MS} FROM generate_series(0, $3::int - 1) b"
             ),
             dead_list: format!(
                 "SELECT id, bucket, stream, key, payload, error, attempts, failed_at FROM {gd} \

@@ -1,10 +1,11 @@
 //! The consumer-group area on SQLite: its SQL functions and statements.
 
 use alkstore_core::group::{
-    fenced, hashtextextended, ttl_ms, BucketLease, BucketStatus, GroupCheckpointParams,
-    GroupClaimParams, GroupDead, GroupDeadAddParams, GroupDeadListParams, GroupDriver,
-    GroupEnsureParams, GroupInfo, GroupLeaveParams, GroupReadParams, GroupReleaseParams,
-    GroupRenewParams, GroupStatus, GroupStatusParams, Renewal,
+    fenced, hashtextextended, resize_refused, ttl_ms, BucketLease, BucketStatus,
+    GroupCheckpointParams, GroupClaimParams, GroupDead, GroupDeadAddParams, GroupDeadListParams,
+    GroupDriver, GroupEnsureParams, GroupInfo, GroupLeaveParams, GroupReadParams,
+    GroupReleaseParams, GroupRenewParams, GroupResize, GroupResizeParams, GroupStatus,
+    GroupStatusParams, Renewal,
 };
 use alkstore_core::stream::Event;
 use alkstore_core::validate::count;
@@ -493,6 +494,67 @@ impl GroupDriver for SqliteEngine {
             .map_err(db("group_dead_list"))
         })
         .await
+    }
+
+    async fn group_resize(&self, params: Checked<GroupResizeParams>) -> Result<GroupResize> {
+        let p = params.into_inner();
+        self.inner
+            .writer
+            .write("group_resize", move |st| {
+                let op = "group_resize";
+                let now = st.clock.now_ms();
+                let facts: (Option<u32>, Option<String>, u64, Option<i64>, Option<i64>) = st
+                    .conn
+                    .prepare_cached(
+                        "SELECT MAX(buckets), MAX(stream), \
+                           SUM(owner IS NOT NULL AND lease_expires_at > ?2), \
+                           MIN(checkpoint), MAX(epoch) \
+                         FROM __alkstore_group_bucket WHERE group_name = ?1",
+                    )
+                    .and_then(|mut s| {
+                        s.query_row(params![p.group, now], |r| {
+                            Ok((
+                                r.get(0)?,
+                                r.get(1)?,
+                                r.get::<_, Option<i64>>(2)?.map_or(0, count),
+                                r.get(3)?,
+                                r.get(4)?,
+                            ))
+                        })
+                    })
+                    .map_err(db(op))?;
+                let (Some(from), Some(stream), live, Some(rewound_to), Some(epoch)) = facts else {
+                    return Err(not_found(&p.group));
+                };
+                if live > 0 {
+                    return Err(resize_refused(&p.group, live));
+                }
+                st.conn
+                    .prepare_cached("DELETE FROM __alkstore_group_bucket WHERE group_name = ?1")
+                    .and_then(|mut s| s.execute([&p.group]))
+                    .map_err(db(op))?;
+                let mut insert = st
+                    .conn
+                    .prepare_cached(
+                        "INSERT INTO __alkstore_group_bucket (group_name, bucket, buckets, \
+                           stream, epoch, checkpoint, updated_at) \
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    )
+                    .map_err(db(op))?;
+                for bucket in 0..p.buckets {
+                    insert
+                        .execute(params![
+                            p.group, bucket, p.buckets, stream, epoch, rewound_to, now
+                        ])
+                        .map_err(db(op))?;
+                }
+                Ok(GroupResize {
+                    from,
+                    to: p.buckets,
+                    rewound_to,
+                })
+            })
+            .await
     }
 }
 

@@ -18,7 +18,8 @@ pub use alkstore_core::group::{
     bucket_of, bucket_of_offset, hashtextextended, ttl_ms, BucketLease, BucketStatus,
     GroupCheckpointParams, GroupClaimParams, GroupDead, GroupDeadAddParams, GroupDeadListParams,
     GroupEnsureParams, GroupInfo, GroupLeaveParams, GroupReadParams, GroupReleaseParams,
-    GroupRenewParams, GroupStatus, GroupStatusParams, Renewal, MAX_BUCKETS, MAX_LEASE_TTL,
+    GroupRenewParams, GroupResize, GroupResizeParams, GroupStatus, GroupStatusParams, Renewal,
+    MAX_BUCKETS, MAX_LEASE_TTL,
 };
 pub use runner::{GroupError, GroupEvent, GroupOpts, GroupReport, GroupRunner};
 
