@@ -637,3 +637,120 @@ fn groups_bucket_prints_each_keys_bucket_without_a_store() {
         "no store is created for a question about keys"
     );
 }
+
+/// `alk groups list|status|dead|resize` on a group a worker ran: its
+/// buckets with their checkpoints, its dead letter with the error, and a
+/// resize (allowed once the worker left) that rewinds every bucket.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn groups_list_status_dead_and_resize() {
+    use alkstore::group::{GroupEvent, GroupOpts};
+    use alkstore::stream::OnError;
+    let (_dir, db) = temp_db();
+    let store = Store::open(&db).await.expect("open");
+    let stream = store.stream("orders");
+    let first = stream
+        .publish(Some("a"), b"ok".to_vec())
+        .await
+        .expect("publish");
+    let poison = stream
+        .publish(Some("b"), b"poison".to_vec())
+        .await
+        .expect("publish");
+    let handled = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = handled.clone();
+    let opts = GroupOpts {
+        on_error: OnError::Stop,
+        ..GroupOpts::default()
+    };
+    let group_store = store.clone();
+    let done = async move {
+        // The good event handled and the poison one dead-lettered.
+        while seen.load(std::sync::atomic::Ordering::SeqCst) < 1
+            || group_store
+                .group("proj")
+                .dead_letters(0, 10)
+                .await
+                .map_or(0, |d| d.len())
+                < 1
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    store
+        .group("proj")
+        .stream("orders")
+        .buckets(4)
+        .opts(opts)
+        .run(
+            move |e: GroupEvent| {
+                let ok = e.event.payload != b"poison";
+                if ok {
+                    handled.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+                std::future::ready(if ok {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::other("bad payload"))
+                })
+            },
+            done,
+        )
+        .await
+        .expect("run");
+
+    let list = alk_json(&db, &["groups", "list"]);
+    assert_eq!(list[0]["group"], "proj");
+    assert_eq!(
+        (list[0]["stream"].as_str(), list[0]["buckets"].as_u64()),
+        (Some("orders"), Some(4))
+    );
+    let status = alk_json(&db, &["groups", "status", "proj"]);
+    let buckets = status["buckets"].as_array().expect("buckets");
+    assert_eq!(buckets.len(), 4);
+    assert!(
+        buckets.iter().all(|b| b["owner"].is_null()),
+        "released on shutdown"
+    );
+    let checkpoints: Vec<i64> = buckets
+        .iter()
+        .map(|b| b["checkpoint"].as_i64().expect("cp"))
+        .collect();
+    assert!(
+        checkpoints.contains(&first) && checkpoints.contains(&poison),
+        "{checkpoints:?}"
+    );
+    let table = stdout(&alk(&db, &["groups", "status", "proj"]));
+    assert!(
+        table.contains("CHECKPOINT") && table.contains(&first.to_string()),
+        "{table}"
+    );
+    let dead = alk_json(&db, &["groups", "dead", "proj"]);
+    assert_eq!(dead[0]["offset"].as_i64(), Some(poison));
+    assert_eq!(dead[0]["payload"], "poison");
+    assert!(
+        dead[0]["error"]
+            .as_str()
+            .expect("error")
+            .contains("bad payload"),
+        "{dead}"
+    );
+
+    let resized = alk_json(&db, &["groups", "resize", "proj", "--buckets", "8"]);
+    assert_eq!(
+        (resized["from"].as_u64(), resized["to"].as_u64()),
+        (Some(4), Some(8))
+    );
+    assert_eq!(
+        resized["rewound_to"].as_i64(),
+        checkpoints.iter().copied().min()
+    );
+    let status = alk_json(&db, &["groups", "status", "proj"]);
+    assert_eq!(status["buckets"].as_array().expect("buckets").len(), 8);
+    let missing = alk(&db, &["groups", "status", "nope"]);
+    assert!(!missing.status.success());
+    assert!(
+        stderr(&missing).contains("not found"),
+        "{}",
+        stderr(&missing)
+    );
+}

@@ -1,10 +1,15 @@
-//! `alk groups`: consumer groups.
+//! `alk groups`: consumer groups — where a key goes, list, status, dead
+//! letters, resize.
 
-use alkstore::group::{bucket_of, hashtextextended, MAX_BUCKETS};
+use alkstore::group::{
+    bucket_of, hashtextextended, GroupDeadListParams, GroupResizeParams, GroupStatus, MAX_BUCKETS,
+};
+use alkstore::{GroupEngine, Result, Store};
 use clap::Subcommand;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::output::json_text;
+use super::text::{now, payload_preview, payload_text, relative, shorten};
 
 /// `alk groups …`.
 #[derive(Debug, Subcommand)]
@@ -19,6 +24,35 @@ pub(super) enum GroupsCommand {
         /// Event keys.
         #[arg(required = true)]
         keys: Vec<String>,
+    },
+    /// Every group: stream, bucket count, live workers and owners.
+    List,
+    /// One group's buckets: owner, epoch, lease expiry, checkpoint, lag.
+    Status {
+        /// Group name.
+        group: String,
+    },
+    /// Events a group's handler gave up on, with their errors.
+    Dead {
+        /// Group name.
+        group: String,
+        /// Only dead letters after this offset.
+        #[arg(long, default_value_t = 0)]
+        after: i64,
+        /// At most this many.
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+        limit: u32,
+    },
+    /// Change a group's bucket count. Refused while any lease is live (stop
+    /// the group's workers first); every bucket restarts from the lowest
+    /// checkpoint, so events between that and a bucket's own checkpoint are
+    /// delivered again.
+    Resize {
+        /// Group name.
+        group: String,
+        /// The new bucket count.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_BUCKETS)))]
+        buckets: u32,
     },
 }
 
@@ -51,4 +85,169 @@ pub(super) fn bucket(buckets: u32, keys: &[String], as_json: bool) -> String {
         ));
     }
     out
+}
+
+fn status_json(s: &GroupStatus) -> Value {
+    json!({
+        "group": s.group,
+        "stream": s.stream,
+        "buckets": s.buckets.iter().map(|b| json!({
+            "bucket": b.bucket,
+            "owner": b.owner,
+            "epoch": b.epoch,
+            "lease_expires_at_ms": b.expires_at_ms,
+            "expired": b.expired,
+            "checkpoint": b.checkpoint,
+            "lag": b.lag,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn status_table(s: &GroupStatus) -> String {
+    let now_ms = now().saturating_mul(1000);
+    let mut out = format!(
+        "group {} on stream {} ({} buckets)\n{:>6}  {:<28} {:>6}  {:<14} {:>14} {:>10}\n",
+        s.group,
+        s.stream,
+        s.buckets.len(),
+        "BUCKET",
+        "OWNER",
+        "EPOCH",
+        "LEASE",
+        "CHECKPOINT",
+        "LAG"
+    );
+    for b in &s.buckets {
+        let lease = match (b.expires_at_ms, b.expired) {
+            (None, _) => "-".to_string(),
+            (Some(_), true) => "expired".to_string(),
+            (Some(t), false) => format!("{:.1}s left", (t - now_ms) as f64 / 1000.0),
+        };
+        out.push_str(&format!(
+            "{:>6}  {:<28} {:>6}  {:<14} {:>14} {:>10}\n",
+            b.bucket,
+            shorten(b.owner.as_deref().unwrap_or("-"), 28),
+            b.epoch,
+            lease,
+            b.checkpoint,
+            b.lag
+        ));
+    }
+    out
+}
+
+/// Run a groups command that needs a store (everything but `bucket`).
+pub(super) async fn run(store: &Store, cmd: GroupsCommand, as_json: bool) -> Result<String> {
+    let e = store.engine();
+    Ok(match cmd {
+        GroupsCommand::Bucket { buckets, keys } => bucket(buckets, &keys, as_json),
+        GroupsCommand::List => {
+            let groups = e.group_list().await?;
+            if as_json {
+                json_text(&Value::Array(
+                    groups
+                        .iter()
+                        .map(|g| {
+                            json!({
+                                "group": g.group,
+                                "stream": g.stream,
+                                "buckets": g.buckets,
+                                "live_workers": g.live_workers,
+                                "live_owners": g.live_owners,
+                            })
+                        })
+                        .collect(),
+                ))
+            } else {
+                let mut out = format!(
+                    "{:<28} {:<28} {:>8} {:>8} {:>8}\n",
+                    "GROUP", "STREAM", "BUCKETS", "WORKERS", "OWNERS"
+                );
+                for g in &groups {
+                    out.push_str(&format!(
+                        "{:<28} {:<28} {:>8} {:>8} {:>8}\n",
+                        shorten(&g.group, 28),
+                        shorten(&g.stream, 28),
+                        g.buckets,
+                        g.live_workers,
+                        g.live_owners
+                    ));
+                }
+                out
+            }
+        }
+        GroupsCommand::Status { group } => {
+            let s = e.group_status(group.as_str()).await?;
+            if as_json {
+                json_text(&status_json(&s))
+            } else {
+                status_table(&s)
+            }
+        }
+        GroupsCommand::Dead {
+            group,
+            after,
+            limit,
+        } => {
+            let dead = e
+                .group_dead_list(GroupDeadListParams::new(group, after, limit))
+                .await?;
+            if as_json {
+                json_text(&Value::Array(
+                    dead.iter()
+                        .map(|d| {
+                            let (payload, encoding) = payload_text(&d.payload);
+                            json!({
+                                "offset": d.offset,
+                                "bucket": d.bucket,
+                                "stream": d.stream,
+                                "key": d.key,
+                                "payload": payload,
+                                "payload_encoding": encoding,
+                                "error": d.error,
+                                "attempts": d.attempts,
+                                "failed_at": d.failed_at,
+                            })
+                        })
+                        .collect(),
+                ))
+            } else {
+                let mut out = format!(
+                    "{:>14} {:>6} {:<16} {:>8}  {:<10}  {:<40}  PAYLOAD\n",
+                    "OFFSET", "BUCKET", "KEY", "ATTEMPTS", "FAILED", "ERROR"
+                );
+                for d in &dead {
+                    out.push_str(&format!(
+                        "{:>14} {:>6} {:<16} {:>8}  {:<10}  {:<40}  {}\n",
+                        d.offset,
+                        d.bucket,
+                        shorten(d.key.as_deref().unwrap_or("-"), 16),
+                        d.attempts,
+                        relative(d.failed_at, now()),
+                        shorten(&d.error, 40),
+                        payload_preview(&d.payload, 40)
+                    ));
+                }
+                out
+            }
+        }
+        GroupsCommand::Resize { group, buckets } => {
+            let r = e
+                .group_resize(GroupResizeParams::new(group.clone(), buckets))
+                .await?;
+            if as_json {
+                json_text(&json!({
+                    "group": group,
+                    "from": r.from,
+                    "to": r.to,
+                    "rewound_to": r.rewound_to,
+                }))
+            } else {
+                format!(
+                    "group {group}: {} -> {} buckets; every bucket restarts after offset {} (events past a bucket's old checkpoint are delivered again)\n",
+                    r.from, r.to, r.rewound_to
+                )
+            }
+        }
+    })
 }

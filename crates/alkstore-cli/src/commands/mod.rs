@@ -69,7 +69,8 @@ enum Command {
     /// Event streams: list, publish, tail, offsets, stats, trim.
     #[command(subcommand)]
     Streams(streams::StreamsCommand),
-    /// Consumer groups: which bucket a key goes to.
+    /// Consumer groups: which bucket a key goes to, list, status, dead
+    /// letters, resize.
     #[command(subcommand)]
     Groups(groups::GroupsCommand),
     /// Counts per queue (all queues when none is named).
@@ -179,6 +180,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         .into_bytes(),
         Command::Dead(cmd) => dead::run(e, cmd, as_json).await?.into_bytes(),
         Command::Streams(cmd) => streams::run(&store, cmd, as_json).await?.into_bytes(),
+        Command::Groups(cmd) => groups::run(&store, cmd, as_json).await?.into_bytes(),
         Command::Stats { queue } => {
             let queues = match queue {
                 Some(q) => vec![q],
@@ -207,8 +209,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         Command::Enqueue(_)
         | Command::Bench(_)
         | Command::TestWorker(_)
-        | Command::TestGroupWorker(_)
-        | Command::Groups(_) => Vec::new(),
+        | Command::TestGroupWorker(_) => Vec::new(),
     };
     output::emit(&out)
 }
