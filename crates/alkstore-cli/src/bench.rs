@@ -67,6 +67,8 @@ pub(crate) enum Target {
 
 pub(crate) struct Fresh {
     pub(crate) engine: AnyEngine,
+    /// The store's URL, for worker processes the benchmark starts.
+    pub(crate) url: String,
 }
 
 impl Fresh {
@@ -112,17 +114,21 @@ impl Target {
         match self {
             Target::Sqlite { dir } => {
                 let path = dir.path().join(format!("bench-{n}.db"));
-                let store = Store::open(&format!("sqlite://{}", path.display())).await?;
+                let url = format!("sqlite://{}", path.display());
+                let store = Store::open(&url).await?;
                 Ok(Fresh {
                     engine: store.engine().clone(),
+                    url,
                 })
             }
             Target::Postgres { conninfo } => {
                 let schema = bench_schema();
                 let sep = if conninfo.contains('?') { '&' } else { '?' };
-                let store = Store::open(&format!("{conninfo}{sep}schema={schema}")).await?;
+                let url = format!("{conninfo}{sep}schema={schema}");
+                let store = Store::open(&url).await?;
                 Ok(Fresh {
                     engine: store.engine().clone(),
+                    url,
                 })
             }
         }

@@ -4,6 +4,7 @@
 //! it, benchmarks in `bench.rs`.
 
 mod bench;
+mod bench_group;
 mod bench_stream;
 mod commands;
 mod testworker;

@@ -4,6 +4,8 @@
 //! needed here).
 //!
 //! Usage: stream-peers honker|redis|nats [scenario ...]   (no scenario = all)
+//!        stream-peers redis-groups|nats-groups [scenario ...]  (consumer groups:
+//!        consume_1w consume_2w consume_4w failover rebalance)
 //!
 //! Output (stdout), one line per scenario:
 //!   bench peer=<p> engine=<e> scenario=<name> events=<n> secs=<f3> events_per_s=<int>
@@ -27,7 +29,9 @@
 //! redis://127.0.0.1:6379/); NATS_URL (default 127.0.0.1:4222).
 
 mod honker_peer;
+mod nats_groups;
 mod nats_peer;
+mod redis_groups;
 mod redis_peer;
 
 use std::time::{Duration, Instant};
@@ -40,6 +44,10 @@ pub const SCENARIOS: [&str; 4] = [
     "replay_1m",
     "live_latency",
 ];
+
+/// Consumer-group scenarios (`redis-groups`, `nats-groups`), beside `alk
+/// bench group`'s.
+pub const GROUP_SCENARIOS: [&str; 5] = ["consume_1w", "consume_2w", "consume_4w", "failover", "rebalance"];
 
 pub const PAYLOAD_LEN: usize = 100;
 pub const KEYS: u64 = 64;
@@ -196,13 +204,14 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let peer = args.next().unwrap_or_default();
     let only: Vec<String> = args.collect();
+    let known: &[&'static str] = if peer.ends_with("-groups") { &GROUP_SCENARIOS } else { &SCENARIOS };
     for o in &only {
-        if !SCENARIOS.contains(&o.as_str()) {
-            eprintln!("stream-peers: unknown scenario {o:?} (known: {})", SCENARIOS.join(" "));
+        if !known.contains(&o.as_str()) {
+            eprintln!("stream-peers: unknown scenario {o:?} (known: {})", known.join(" "));
             std::process::exit(2);
         }
     }
-    let scenarios: Vec<&'static str> = SCENARIOS
+    let scenarios: Vec<&'static str> = known
         .iter()
         .copied()
         .filter(|s| only.is_empty() || only.iter().any(|o| o == s))
@@ -213,21 +222,23 @@ fn main() {
 
     let result = match peer.as_str() {
         "honker" => honker_peer::run(&scenarios, counts),
-        "redis" | "nats" => tokio::runtime::Builder::new_multi_thread()
+        "redis" | "nats" | "redis-groups" | "nats-groups" => tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()
             .map_err(|e| e.into())
             .and_then(|rt| {
                 rt.block_on(async {
-                    if peer == "redis" {
-                        redis_peer::run(&scenarios, counts).await
-                    } else {
-                        nats_peer::run(&scenarios, counts).await
+                    let group_events = scaled(200_000, s);
+                    match peer.as_str() {
+                        "redis" => redis_peer::run(&scenarios, counts).await,
+                        "nats" => nats_peer::run(&scenarios, counts).await,
+                        "redis-groups" => redis_groups::run(&scenarios, group_events).await,
+                        _ => nats_groups::run(&scenarios, group_events).await,
                     }
                 })
             }),
         _ => {
-            eprintln!("usage: stream-peers honker|redis|nats [scenario ...]");
+            eprintln!("usage: stream-peers honker|redis|nats|redis-groups|nats-groups [scenario ...]");
             std::process::exit(2);
         }
     };

@@ -103,6 +103,9 @@ pub(crate) enum BenchCommand {
     Worker(bench::WorkerBenchArgs),
     /// Streams: publish (single and batched), replay, live latency.
     Stream(crate::bench_stream::StreamBenchArgs),
+    /// Consumer groups of worker processes: throughput with 1, 2 and 4
+    /// workers, failover after SIGKILL, rebalance when a worker joins.
+    Group(crate::bench_group::GroupBenchArgs),
 }
 
 /// Run a parsed command line.
@@ -115,6 +118,9 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
     }
     if let Command::Bench(BenchCommand::Stream(args)) = cli.command {
         return crate::bench_stream::run(args).await;
+    }
+    if let Command::Bench(BenchCommand::Group(args)) = cli.command {
+        return crate::bench_group::run(args).await;
     }
     if let Command::TestWorker(args) = cli.command {
         return crate::testworker::run(&cli.db, args).await;

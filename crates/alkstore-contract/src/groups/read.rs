@@ -2,7 +2,9 @@
 
 use std::collections::BTreeSet;
 
-use alkstore_core::group::{bucket_of, bucket_of_offset, GroupCheckpointParams, GroupReadParams};
+use alkstore_core::group::{
+    bucket_of, bucket_of_offset, GroupCheckpointParams, GroupReadParams, GroupStatusParams,
+};
 use alkstore_core::stream::{Event, NewEvent};
 use alkstore_core::{GroupEngine, StreamEngine};
 
@@ -121,6 +123,19 @@ pub async fn status_shows_each_buckets_lag<H: Harness>(h: &H) {
     assert_eq!(total, 46);
     let owned = &status.buckets[lease.bucket as usize];
     assert_eq!((owned.owner.as_deref(), owned.expired), (Some("w1"), false));
+    // Without the lag count: the same buckets, lag 0.
+    let quick = e
+        .group_status(GroupStatusParams::without_lag("g"))
+        .await
+        .expect("status");
+    let strip = |s: &alkstore_core::group::GroupStatus| -> Vec<_> {
+        s.buckets
+            .iter()
+            .map(|b| (b.bucket, b.owner.clone(), b.epoch, b.checkpoint, b.expired))
+            .collect()
+    };
+    assert_eq!(strip(&quick), strip(&status));
+    assert!(quick.buckets.iter().all(|b| b.lag == 0));
 }
 
 /// The rows above, for [`contract_suite!`](crate::contract_suite).

@@ -273,17 +273,32 @@ impl Validate for GroupReadParams {
     }
 }
 
-/// Parameters of `group_status`: which group.
+/// Parameters of `group_status`: which group, and whether to count each
+/// bucket's lag (a scan of the stream past its checkpoint; leave it out
+/// when polling ownership or checkpoints often).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupStatusParams {
     /// The group.
     pub group: String,
+    /// Count each bucket's lag (default); `false` reports 0.
+    pub lag: bool,
+}
+
+impl GroupStatusParams {
+    /// Status of `group` without counting lag.
+    pub fn without_lag(group: impl Into<String>) -> Self {
+        GroupStatusParams {
+            group: group.into(),
+            lag: false,
+        }
+    }
 }
 
 impl<S: Into<String>> From<S> for GroupStatusParams {
     fn from(group: S) -> Self {
         GroupStatusParams {
             group: group.into(),
+            lag: true,
         }
     }
 }

@@ -220,7 +220,11 @@ impl GroupDriver for PgEngine {
         let rows = self
             .query(
                 "group_status",
-                &self.inner.group_sql.status,
+                if p.lag {
+                    &self.inner.group_sql.status
+                } else {
+                    &self.inner.group_sql.status_no_lag
+                },
                 &[&self.now_ms_override(), &p.group],
             )
             .await?;

@@ -19,6 +19,24 @@ fn bucket_expr(n: &str) -> String {
     )
 }
 
+/// Every bucket of group `$2`, with its lag (its readable events past the
+/// checkpoint) or 0, and the database's time.
+fn status(bucket: &str, event: &QualifiedTable<'_>, gb: &QualifiedTable<'_>, lag: bool) -> String {
+    let lag = if lag {
+        format!(
+            "(SELECT count(*) FROM {event} e WHERE e.stream = g.stream \
+               AND e.id > g.checkpoint AND e.id < {HORIZON} AND {bucket} = g.bucket)"
+        )
+    } else {
+        "0::bigint".to_string()
+    };
+    format!(
+        "SELECT g.bucket, g.owner, g.epoch, g.lease_expires_at, g.checkpoint, {lag}, \
+           g.stream, {NOW_MS} \
+         FROM {gb} g WHERE g.group_name = $2 ORDER BY g.bucket"
+    )
+}
+
 pub(crate) struct GroupSql {
     /// Serializes `ensure` per group: `$1` schema, `$2` group.
     pub lock: String,
@@ -31,6 +49,7 @@ pub(crate) struct GroupSql {
     pub checkpoint: String,
     pub read: String,
     pub status: String,
+    pub status_no_lag: String,
     pub list: String,
     pub leave: String,
     pub dead_add: String,
@@ -114,14 +133,8 @@ impl GroupSql {
                     "(SELECT buckets::bigint FROM {gb} WHERE group_name = $1 AND bucket = $2::int)"
                 ))
             ),
-            status: format!(
-                "SELECT g.bucket, g.owner, g.epoch, g.lease_expires_at, g.checkpoint, \
-                   (SELECT count(*) FROM {event} e WHERE e.stream = g.stream \
-                      AND e.id > g.checkpoint AND e.id < {HORIZON} AND {} = g.bucket), \
-                   g.stream, {NOW_MS} \
-                 FROM {gb} g WHERE g.group_name = $2 ORDER BY g.bucket",
-                bucket_expr("g.buckets::bigint")
-            ),
+            status: status(&bucket_expr("g.buckets::bigint"), &event, &gb, true),
+            status_no_lag: status(&bucket_expr("g.buckets::bigint"), &event, &gb, false),
             list: format!(
                 "SELECT g.group_name, g.stream, max(g.buckets), \
                    (count(DISTINCT g.owner) FILTER (WHERE g.lease_expires_at > {NOW_MS}))::int, \

@@ -337,12 +337,18 @@ impl GroupDriver for SqliteEngine {
             let Some((stream, _)) = group_row(conn, op, &p.group)? else {
                 return Err(not_found(&p.group));
             };
+            let lag = if p.lag {
+                format!(
+                    "(SELECT COUNT(*) FROM __alkstore_event e WHERE e.stream = g.stream \
+                       AND e.id > g.checkpoint AND {} = g.bucket)",
+                    bucket_expr("g.buckets")
+                )
+            } else {
+                "0".to_string()
+            };
             let sql = format!(
-                "SELECT g.bucket, g.owner, g.epoch, g.lease_expires_at, g.checkpoint, \
-                   (SELECT COUNT(*) FROM __alkstore_event e WHERE e.stream = g.stream \
-                      AND e.id > g.checkpoint AND {} = g.bucket) \
-                 FROM __alkstore_group_bucket g WHERE g.group_name = ?1 ORDER BY g.bucket",
-                bucket_expr("g.buckets")
+                "SELECT g.bucket, g.owner, g.epoch, g.lease_expires_at, g.checkpoint, {lag} \
+                 FROM __alkstore_group_bucket g WHERE g.group_name = ?1 ORDER BY g.bucket"
             );
             let buckets = conn
                 .prepare_cached(&sql)

@@ -274,7 +274,7 @@ where
             // soon (one per pass, re-counting live workers in between, so a
             // worker starting alone does not grab everything first).
             let wait = if ramping {
-                (opts.heartbeat / 10).min(Duration::from_millis(200))
+                (opts.heartbeat / 20).min(Duration::from_millis(10))
             } else {
                 opts.heartbeat
             };

@@ -1,0 +1,216 @@
+//! `alk bench group`: consumer groups of worker processes (`alk
+//! test-group-worker`, a no-op handler), each scenario on a fresh store.
+//!
+//! One line per scenario, machine-readable:
+//! `bench peer=alkstore engine=E scenario=consume_Nw events=N secs=S events_per_s=R`
+//! (from starting the workers until every bucket's checkpoint reached its
+//! last event, start-up and bucket claims included), and
+//! `bench peer=alkstore engine=E scenario=failover|rebalance ms=M` (failover:
+//! SIGKILL of one of two workers until the other owns every bucket;
+//! rebalance: a second worker starting until it holds its half).
+
+use std::collections::BTreeMap;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use alkstore::group::{bucket_of, GroupStatusParams};
+use alkstore::stream::NewEvent;
+use alkstore::{AnyEngine, Error, GroupEngine, Result, StreamEngine};
+
+use crate::bench::scaled;
+
+/// Arguments of `alk bench group`.
+pub(crate) type GroupBenchArgs = crate::bench::ScenarioArgs;
+
+const SCENARIOS: &[&str] = &[
+    "consume_1w",
+    "consume_2w",
+    "consume_4w",
+    "failover",
+    "rebalance",
+];
+
+/// The group's bucket count, TTL and heartbeat in every scenario.
+const BUCKETS: u32 = 16;
+const TTL_MS: u64 = 2_000;
+const HEARTBEAT_MS: u64 = 500;
+/// Distinct event keys.
+const KEYS: usize = 10_000;
+
+fn event(i: usize) -> NewEvent {
+    let mut payload = format!("{i:>12}").into_bytes();
+    payload.resize(100, b'.');
+    NewEvent::new("bench", payload).key(format!("k{}", i % KEYS))
+}
+
+/// Publish `n` keyed events; the last offset of each bucket.
+async fn publish(e: &AnyEngine, n: usize) -> Result<BTreeMap<u32, i64>> {
+    let mut last = BTreeMap::new();
+    let mut i = 0;
+    while i < n {
+        let end = (i + 5_000).min(n);
+        let events: Vec<NewEvent> = (i..end).map(event).collect();
+        let offsets = e.stream_publish(events.clone()).await?;
+        for (ev, offset) in events.iter().zip(offsets) {
+            let key = ev.key.as_deref().unwrap_or_default();
+            last.insert(bucket_of(key.as_bytes(), BUCKETS), offset);
+        }
+        i = end;
+    }
+    Ok(last)
+}
+
+/// A worker process of group `bench`.
+fn spawn(url: &str, name: &str) -> Result<Child> {
+    let exe = std::env::current_exe().map_err(|e| Error::database("bench", e))?;
+    Command::new(exe)
+        .args(["--db", url, "test-group-worker", "--group", "bench", "--stream", "bench"])
+        .args(["--buckets", &BUCKETS.to_string(), "--name", name])
+        .args(["--ttl-ms", &TTL_MS.to_string()])
+        .args(["--heartbeat-ms", &HEARTBEAT_MS.to_string()])
+        .env_remove("DATABASE_URL")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| Error::database("bench: spawn a group worker", e))
+}
+
+fn stop(mut child: Child) {
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status();
+    let _ = child.wait();
+}
+
+/// Live buckets per owner, and each bucket's checkpoint.
+async fn snapshot(e: &AnyEngine) -> (BTreeMap<String, usize>, BTreeMap<u32, i64>) {
+    let mut owners = BTreeMap::new();
+    let mut checkpoints = BTreeMap::new();
+    if let Ok(status) = e.group_status(GroupStatusParams::without_lag("bench")).await {
+        for b in status.buckets {
+            checkpoints.insert(b.bucket, b.checkpoint);
+            if let (Some(owner), false) = (b.owner, b.expired) {
+                *owners.entry(owner).or_default() += 1;
+            }
+        }
+    }
+    (owners, checkpoints)
+}
+
+/// Poll every 5 ms until `done`; the time it took (an error after 300 s).
+async fn until<F, Fut>(what: &str, done: F) -> Result<Duration>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let started = Instant::now();
+    while !done().await {
+        if started.elapsed() > Duration::from_secs(300) {
+            return Err(Error::database("bench", format!("timed out: {what}")));
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    Ok(started.elapsed())
+}
+
+/// `consume_Nw`: events per second drained by `workers` processes.
+async fn consume(e: &AnyEngine, url: &str, workers: usize, n: usize) -> Result<f64> {
+    let last = publish(e, n).await?;
+    let started = Instant::now();
+    let children = (0..workers)
+        .map(|w| spawn(url, &format!("w{w}")))
+        .collect::<Result<Vec<_>>>()?;
+    let drained = until("the group drains the stream", || async {
+        let (_, checkpoints) = snapshot(e).await;
+        last.iter()
+            .all(|(b, offset)| checkpoints.get(b).is_some_and(|c| c >= offset))
+    })
+    .await;
+    let secs = started.elapsed().as_secs_f64();
+    children.into_iter().for_each(stop);
+    drained?;
+    Ok(secs)
+}
+
+/// `failover`: two workers; one is killed; ms until the other owns all.
+async fn failover(e: &AnyEngine, url: &str) -> Result<Duration> {
+    let a = spawn(url, "a")?;
+    let mut b = spawn(url, "b")?;
+    until("two workers share the buckets", || async {
+        let (owners, _) = snapshot(e).await;
+        owners.len() == 2 && owners.values().sum::<usize>() == BUCKETS as usize
+    })
+    .await?;
+    b.kill().map_err(|e| Error::database("bench: kill", e))?;
+    let _ = b.wait();
+    let moved = until("a takes over b's buckets", || async {
+        let (owners, _) = snapshot(e).await;
+        owners.get("a") == Some(&(BUCKETS as usize)) && owners.len() == 1
+    })
+    .await;
+    stop(a);
+    moved
+}
+
+/// `rebalance`: one worker owns all; ms until a second holds its half.
+async fn rebalance(e: &AnyEngine, url: &str) -> Result<Duration> {
+    let a = spawn(url, "a")?;
+    until("one worker owns every bucket", || async {
+        snapshot(e).await.0.get("a") == Some(&(BUCKETS as usize))
+    })
+    .await?;
+    let b = spawn(url, "b")?;
+    let joined = until("the second worker holds its half", || async {
+        snapshot(e).await.0.get("b") == Some(&(BUCKETS as usize / 2))
+    })
+    .await;
+    stop(a);
+    stop(b);
+    joined
+}
+
+/// Run `alk bench group`.
+pub(crate) async fn run(args: GroupBenchArgs) -> Result<()> {
+    let (target, wanted) = args.resolve(SCENARIOS)?;
+    let engine = target.name();
+    println!(
+        "# alkstore {} engine={engine} groups: {BUCKETS} buckets, ttl {TTL_MS} ms, heartbeat {HEARTBEAT_MS} ms, worker processes with a no-op handler",
+        env!("CARGO_PKG_VERSION")
+    );
+    for (i, name) in wanted.iter().enumerate() {
+        let fresh = target.fresh(300 + i).await?;
+        match *name {
+            "failover" | "rebalance" => {
+                let took = if *name == "failover" {
+                    failover(&fresh.engine, &fresh.url).await?
+                } else {
+                    rebalance(&fresh.engine, &fresh.url).await?
+                };
+                println!(
+                    "bench peer=alkstore engine={engine} scenario={name} ms={:.0}",
+                    took.as_secs_f64() * 1e3
+                );
+            }
+            consume => {
+                let workers: usize = consume
+                    .trim_start_matches("consume_")
+                    .trim_end_matches('w')
+                    .parse()
+                    .map_err(|_| Error::invalid("scenario", consume.to_string()))?;
+                let n = scaled(200_000, args.scale);
+                let secs = consume_with(&fresh, workers, n).await?;
+                println!(
+                    "bench peer=alkstore engine={engine} scenario={consume} events={n} secs={secs:.3} events_per_s={:.0}",
+                    n as f64 / secs
+                );
+            }
+        }
+        fresh.cleanup().await?;
+    }
+    Ok(())
+}
+
+async fn consume_with(fresh: &crate::bench::Fresh, workers: usize, n: usize) -> Result<f64> {
+    consume(&fresh.engine, &fresh.url, workers, n).await
+}
