@@ -64,7 +64,15 @@ async fn publish(e: &AnyEngine, n: usize) -> Result<BTreeMap<u32, i64>> {
 fn spawn(url: &str, name: &str) -> Result<Child> {
     let exe = std::env::current_exe().map_err(|e| Error::database("bench", e))?;
     Command::new(exe)
-        .args(["--db", url, "test-group-worker", "--group", "bench", "--stream", "bench"])
+        .args([
+            "--db",
+            url,
+            "test-group-worker",
+            "--group",
+            "bench",
+            "--stream",
+            "bench",
+        ])
         .args(["--buckets", &BUCKETS.to_string(), "--name", name])
         .args(["--ttl-ms", &TTL_MS.to_string()])
         .args(["--heartbeat-ms", &HEARTBEAT_MS.to_string()])
@@ -87,7 +95,10 @@ fn stop(mut child: Child) {
 async fn snapshot(e: &AnyEngine) -> (BTreeMap<String, usize>, BTreeMap<u32, i64>) {
     let mut owners = BTreeMap::new();
     let mut checkpoints = BTreeMap::new();
-    if let Ok(status) = e.group_status(GroupStatusParams::without_lag("bench")).await {
+    if let Ok(status) = e
+        .group_status(GroupStatusParams::without_lag("bench"))
+        .await
+    {
         for b in status.buckets {
             checkpoints.insert(b.bucket, b.checkpoint);
             if let (Some(owner), false) = (b.owner, b.expired) {

@@ -42,3 +42,56 @@ CREATE TABLE IF NOT EXISTS @group_dead@ (
   failed_at BIGINT NOT NULL,
   PRIMARY KEY (group_name, id)
 );
+
+-- Page reads, as functions that rule out bitmap scans (PL/pgSQL, whose
+-- statements keep their plans between calls). A page is the
+-- (stream, id) index range after an offset, in order, cut at the limit.
+-- Right after a bulk publish the planner's statistics can still say "a few
+-- rows" and pick a bitmap scan that reads and sorts the whole rest of the
+-- stream for every page (measured: 45 ms instead of 0.3 ms per 500 events
+-- of a 200,000-event stream). Both read below the gap-safe horizon (see
+-- migration 003), in the calling statement's snapshot.
+CREATE OR REPLACE FUNCTION @schema@.read_events(p_stream TEXT, p_after BIGINT, p_limit BIGINT)
+RETURNS TABLE (id BIGINT, key TEXT, payload BYTEA, created_at BIGINT)
+LANGUAGE plpgsql STABLE SET enable_bitmapscan = off AS $alk$
+BEGIN
+  RETURN QUERY SELECT e.id, e.key, e.payload, e.created_at FROM @event@ e
+  WHERE e.stream = p_stream AND e.id > p_after
+    AND e.id < (SELECT (pg_snapshot_xmin(pg_current_snapshot())::text::bigint) << 16)
+  ORDER BY e.id LIMIT p_limit;
+END
+$alk$;
+
+-- A consumer group's page: the events of some of its buckets. The stream
+-- and N come from the group's rows as one-time subqueries, so the events
+-- stay one ordered index range; a keyed event's bucket is PostgreSQL's
+-- hashtextextended of its key, a keyless one's its offset, modulo N.
+-- (The bucket expression is written out, its N a one-time subquery: a
+-- helper function taking that subquery as an argument would not be inlined
+-- and would cost a function call per row.)
+CREATE OR REPLACE FUNCTION @schema@.read_group(p_group TEXT, p_buckets INT[], p_after BIGINT, p_limit BIGINT)
+RETURNS TABLE (stream TEXT, id BIGINT, key TEXT, payload BYTEA, created_at BIGINT, bucket INT)
+LANGUAGE plpgsql STABLE SET enable_bitmapscan = off AS $alk$
+BEGIN
+  RETURN QUERY SELECT e.stream, e.id, e.key, e.payload, e.created_at,
+    (CASE WHEN e.key IS NULL
+      THEN e.id % (SELECT g.buckets::bigint FROM @group_bucket@ g WHERE g.group_name = p_group LIMIT 1)
+      ELSE ((hashtextextended(e.key, 0)
+             % (SELECT g.buckets::bigint FROM @group_bucket@ g WHERE g.group_name = p_group LIMIT 1))
+            + (SELECT g.buckets::bigint FROM @group_bucket@ g WHERE g.group_name = p_group LIMIT 1))
+           % (SELECT g.buckets::bigint FROM @group_bucket@ g WHERE g.group_name = p_group LIMIT 1)
+      END)::int
+  FROM @event@ e
+  WHERE e.stream = (SELECT g.stream FROM @group_bucket@ g WHERE g.group_name = p_group LIMIT 1)
+    AND e.id > p_after
+    AND e.id < (SELECT (pg_snapshot_xmin(pg_current_snapshot())::text::bigint) << 16)
+    AND (CASE WHEN e.key IS NULL
+      THEN e.id % (SELECT g.buckets::bigint FROM @group_bucket@ g WHERE g.group_name = p_group LIMIT 1)
+      ELSE ((hashtextextended(e.key, 0)
+             % (SELECT g.buckets::bigint FROM @group_bucket@ g WHERE g.group_name = p_group LIMIT 1))
+            + (SELECT g.buckets::bigint FROM @group_bucket@ g WHERE g.group_name = p_group LIMIT 1))
+           % (SELECT g.buckets::bigint FROM @group_bucket@ g WHERE g.group_name = p_group LIMIT 1)
+      END)::int = ANY(p_buckets)
+  ORDER BY e.id LIMIT p_limit;
+END
+$alk$;

@@ -1,8 +1,8 @@
 use alkstore_core::group::{
-    BucketLease, GroupCheckpointParams, GroupClaimParams, GroupDead, GroupDeadAddParams,
-    GroupDeadListParams, GroupDriver, GroupEnsureParams, GroupInfo, GroupLeaveParams,
-    GroupReadParams, GroupReleaseParams, GroupRenewParams, GroupResize, GroupResizeParams,
-    GroupStatus, GroupStatusParams, Renewal,
+    BucketEvent, BucketLease, GroupCheckpointParams, GroupClaimParams, GroupDead,
+    GroupDeadAddParams, GroupDeadListParams, GroupDriver, GroupEnsureParams, GroupInfo,
+    GroupLeaveParams, GroupReadParams, GroupReleaseParams, GroupRenewParams, GroupResize,
+    GroupResizeParams, GroupStatus, GroupStatusParams, Renewal,
 };
 use alkstore_core::queue::{
     DeadCountParams, DeadPurgeParams, DeadRequeueParams, JobAckParams, JobCancelParams,
@@ -235,7 +235,7 @@ impl GroupDriver for AnyEngine {
         drive!(GroupDriver, self.group_checkpoint(p))
     }
 
-    async fn group_read(&self, p: Checked<GroupReadParams>) -> Result<Vec<Event>> {
+    async fn group_read(&self, p: Checked<GroupReadParams>) -> Result<Vec<BucketEvent>> {
         drive!(GroupDriver, self.group_read(p))
     }
 

@@ -24,8 +24,9 @@ async fn read_bucket<E: GroupEngine>(e: &E, bucket: u32, after: i64) -> Vec<Even
         let Some(last) = page.last() else {
             return out;
         };
-        after = last.offset;
-        out.extend(page);
+        after = last.event.offset;
+        assert!(page.iter().all(|be| be.bucket == bucket));
+        out.extend(page.into_iter().map(|be| be.event));
     }
 }
 
@@ -80,6 +81,25 @@ pub async fn buckets_partition_the_stream_by_key<H: Harness>(h: &H) {
         .await
         .expect("no such bucket")
         .is_empty());
+    // Several buckets in one read: their events, in offset order, each
+    // with its bucket.
+    let two = e
+        .group_read(GroupReadParams::buckets("g", vec![1, 3], 0, 1000))
+        .await
+        .expect("two buckets");
+    assert!(two
+        .windows(2)
+        .all(|w| w[0].event.offset < w[1].event.offset));
+    let mut expected: Vec<i64> = Vec::new();
+    for b in [1, 3] {
+        expected.extend(read_bucket(e, b, 0).await.iter().map(|ev| ev.offset));
+    }
+    expected.sort_unstable();
+    assert_eq!(
+        two.iter().map(|be| be.event.offset).collect::<Vec<_>>(),
+        expected
+    );
+    assert!(two.iter().all(|be| [1, 3].contains(&be.bucket)));
     assert!(e
         .group_read(GroupReadParams::new("nope", 0, 0, 10))
         .await

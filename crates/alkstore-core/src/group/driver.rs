@@ -3,7 +3,6 @@
 
 use std::future::Future;
 
-use crate::stream::Event;
 use crate::{Checked, Engine, Result};
 
 use super::params::*;
@@ -49,7 +48,7 @@ pub trait GroupDriver: Engine {
     fn group_read(
         &self,
         params: Checked<GroupReadParams>,
-    ) -> impl Future<Output = Result<Vec<Event>>> + Send;
+    ) -> impl Future<Output = Result<Vec<BucketEvent>>> + Send;
 
     /// See [`GroupEngine::group_status`](super::GroupEngine::group_status).
     fn group_status(

@@ -4,7 +4,6 @@
 use std::future::Future;
 
 use crate::call::engine_call;
-use crate::stream::Event;
 use crate::{Engine, Result};
 
 use super::driver::GroupDriver;
@@ -52,15 +51,16 @@ pub trait GroupEngine: Engine {
         params: GroupCheckpointParams,
     ) -> impl Future<Output = Result<i64>> + Send;
 
-    /// Up to `limit` readable events of one bucket after an offset, in
-    /// offset order (gap-safe like [`stream_read`](crate::StreamEngine::stream_read)).
+    /// Up to `limit` readable events of the given buckets after an offset,
+    /// in offset order, each with its bucket (gap-safe like
+    /// [`stream_read`](crate::StreamEngine::stream_read)).
     /// A keyed event is in bucket `(((hashtextextended(key, 0) % N) + N) % N)`,
     /// one without a key in `offset % N`. A group or bucket that does not
     /// exist reads nothing.
     fn group_read(
         &self,
         params: GroupReadParams,
-    ) -> impl Future<Output = Result<Vec<Event>>> + Send;
+    ) -> impl Future<Output = Result<Vec<BucketEvent>>> + Send;
 
     /// Every bucket of a group: owner, epoch, expiry, checkpoint, lag. A
     /// group that does not exist is [`NotFound`](crate::Error::NotFound).
@@ -137,9 +137,12 @@ impl<D: GroupDriver> GroupEngine for D {
         })
     }
 
-    async fn group_read(&self, params: GroupReadParams) -> Result<Vec<Event>> {
-        engine_call!(self, group_read, params => GroupReadParams, |p| {
-            GroupDriver::group_read(self, p)
+    async fn group_read(&self, params: GroupReadParams) -> Result<Vec<BucketEvent>> {
+        engine_call!(self, group_read, params => GroupReadParams, |p| async move {
+            if p.buckets.is_empty() {
+                return Ok(Vec::new());
+            }
+            GroupDriver::group_read(self, p).await
         })
     }
 

@@ -240,13 +240,14 @@ impl Validate for GroupCheckpointParams {
     }
 }
 
-/// Parameters of `group_read`: a bucket's events after an offset.
+/// Parameters of `group_read`: the events of some buckets after an
+/// offset, in offset order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupReadParams {
     /// The group (its row names the stream and N).
     pub group: String,
-    /// The bucket.
-    pub bucket: u32,
+    /// The buckets (a worker reads all it owns in one scan).
+    pub buckets: Vec<u32>,
     /// Only events after this offset.
     pub after: i64,
     /// Most events to return (1..=`Limits::max_page`).
@@ -258,7 +259,17 @@ impl GroupReadParams {
     pub fn new(group: impl Into<String>, bucket: u32, after: i64, limit: u32) -> Self {
         GroupReadParams {
             group: group.into(),
-            bucket,
+            buckets: vec![bucket],
+            after,
+            limit,
+        }
+    }
+
+    /// Up to `limit` events of any of `buckets` of `group` after `after`.
+    pub fn buckets(group: impl Into<String>, buckets: Vec<u32>, after: i64, limit: u32) -> Self {
+        GroupReadParams {
+            group: group.into(),
+            buckets,
             after,
             limit,
         }
@@ -268,7 +279,13 @@ impl GroupReadParams {
 impl Validate for GroupReadParams {
     fn validate_params(&self, limits: &Limits) -> Result<()> {
         validate_group_name(&self.group)?;
-        validate_bucket(self.bucket)?;
+        if self.buckets.len() > MAX_BUCKETS as usize {
+            return Err(Error::invalid(
+                "buckets",
+                format!("more than {MAX_BUCKETS} in one read"),
+            ));
+        }
+        self.buckets.iter().try_for_each(|b| validate_bucket(*b))?;
         limits.check_page("read limit", self.limit)
     }
 }

@@ -16,6 +16,15 @@ pub struct BucketLease {
     pub expires_at_ms: i64,
 }
 
+/// An event with the bucket it belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BucketEvent {
+    /// Its bucket in the group.
+    pub bucket: u32,
+    /// The event.
+    pub event: crate::stream::Event,
+}
+
 /// What one heartbeat's renewal learned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Renewal {

@@ -4,7 +4,7 @@
 pub(crate) mod sql;
 
 use alkstore_core::group::{
-    fenced, resize_refused, ttl_ms, BucketLease, BucketStatus, GroupCheckpointParams,
+    fenced, resize_refused, ttl_ms, BucketEvent, BucketLease, BucketStatus, GroupCheckpointParams,
     GroupClaimParams, GroupDead, GroupDeadAddParams, GroupDeadListParams, GroupDriver,
     GroupEnsureParams, GroupInfo, GroupLeaveParams, GroupReadParams, GroupReleaseParams,
     GroupRenewParams, GroupResize, GroupResizeParams, GroupStatus, GroupStatusParams, Renewal,
@@ -189,14 +189,18 @@ impl GroupDriver for PgEngine {
         }
     }
 
-    async fn group_read(&self, params: Checked<GroupReadParams>) -> Result<Vec<Event>> {
+    async fn group_read(&self, params: Checked<GroupReadParams>) -> Result<Vec<BucketEvent>> {
         let p = params.into_inner();
-        let bucket = i32::try_from(p.bucket).unwrap_or(i32::MAX);
+        let buckets: Vec<i32> = p
+            .buckets
+            .iter()
+            .map(|b| i32::try_from(*b).unwrap_or(i32::MAX))
+            .collect();
         let rows = self
             .query(
                 "group_read",
                 &self.inner.group_sql.read,
-                &[&p.group, &bucket, &p.after, &i64::from(p.limit)],
+                &[&p.group, &buckets, &p.after, &i64::from(p.limit)],
             )
             .await?;
         let Some(first) = rows.first() else {
@@ -205,12 +209,15 @@ impl GroupDriver for PgEngine {
         let stream: std::sync::Arc<str> = first.get::<_, &str>(0).into();
         Ok(rows
             .iter()
-            .map(|r| Event {
-                offset: r.get(1),
-                stream: stream.clone(),
-                key: r.get(2),
-                payload: r.get(3),
-                created_at: r.get(4),
+            .map(|r| BucketEvent {
+                bucket: small(r.get(5)),
+                event: Event {
+                    offset: r.get(1),
+                    stream: stream.clone(),
+                    key: r.get(2),
+                    payload: r.get(3),
+                    created_at: r.get(4),
+                },
             })
             .collect())
     }

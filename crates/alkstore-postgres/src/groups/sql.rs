@@ -2,7 +2,7 @@
 //! schema. Every lease time is unix milliseconds by the database's clock
 //! (`$1` overrides it in tests with an injected clock).
 
-use crate::schema::{tables, QualifiedTable};
+use crate::schema::{quote_identifier, tables, QualifiedTable};
 use crate::streams::sql::HORIZON;
 
 /// Unix milliseconds: `$1` (the injected clock) or the database's (its
@@ -122,16 +122,11 @@ impl GroupSql {
                  SELECT g.owner, g.epoch, g.checkpoint, g.stream, (SELECT h FROM b), \
                    (SELECT checkpoint FROM up) FROM g"
             ),
-            // The stream and N come from the bucket's row as one-time
-            // subqueries, so the events are one ordered index range.
+            // A function that rules out bitmap scans (migration 004).
             read: format!(
-                "SELECT e.stream, e.id, e.key, e.payload, e.created_at FROM {event} e \
-                 WHERE e.stream = (SELECT stream FROM {gb} WHERE group_name = $1 AND bucket = $2::int) \
-                   AND e.id > $3 AND e.id < {HORIZON} \
-                   AND {} = $2::int ORDER BY e.id LIMIT $4",
-                bucket_expr(&format!(
-                    "(SELECT buckets::bigint FROM {gb} WHERE group_name = $1 AND bucket = $2::int)"
-                ))
+                "SELECT stream, id, key, payload, created_at, bucket \
+                 FROM {}.read_group($1, $2::int[], $3, $4)",
+                quote_identifier(schema)
             ),
             status: status(&bucket_expr("g.buckets::bigint"), &event, &gb, true),
             status_no_lag: status(&bucket_expr("g.buckets::bigint"), &event, &gb, false),

@@ -52,9 +52,10 @@ impl StreamSql {
                 "SELECT {}.publish($2::text[], $3::text[], $4::bytea[], $1::bigint)",
                 quote_identifier(schema)
             ),
+            // A function that rules out bitmap scans (migration 004).
             read: format!(
-                "SELECT id, key, payload, created_at FROM {event} \
-                 WHERE stream = $1 AND id > $2 AND id < {HORIZON} ORDER BY id LIMIT $3"
+                "SELECT id, key, payload, created_at FROM {}.read_events($1, $2, $3)",
+                quote_identifier(schema)
             ),
             offset_get: format!(
                 "SELECT \"offset\" FROM {off} WHERE stream = $1 AND consumer = $2"

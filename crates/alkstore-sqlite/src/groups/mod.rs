@@ -1,7 +1,7 @@
 //! The consumer-group area on SQLite: its SQL functions and statements.
 
 use alkstore_core::group::{
-    fenced, hashtextextended, resize_refused, ttl_ms, BucketLease, BucketStatus,
+    fenced, hashtextextended, resize_refused, ttl_ms, BucketEvent, BucketLease, BucketStatus,
     GroupCheckpointParams, GroupClaimParams, GroupDead, GroupDeadAddParams, GroupDeadListParams,
     GroupDriver, GroupEnsureParams, GroupInfo, GroupLeaveParams, GroupReadParams,
     GroupReleaseParams, GroupRenewParams, GroupResize, GroupResizeParams, GroupStatus,
@@ -295,31 +295,42 @@ impl GroupDriver for SqliteEngine {
             .await
     }
 
-    async fn group_read(&self, params: Checked<GroupReadParams>) -> Result<Vec<Event>> {
+    async fn group_read(&self, params: Checked<GroupReadParams>) -> Result<Vec<BucketEvent>> {
         let p = params.into_inner();
         self.read("group_read", move |conn| {
             let op = "group_read";
             let Some((stream, buckets)) = group_row(conn, op, &p.group)? else {
                 return Ok(Vec::new());
             };
-            if p.bucket >= buckets {
-                return Ok(Vec::new());
-            }
+            // The wanted buckets as a JSON array, unpacked by json_each: one
+            // statement whatever their number.
+            let wanted = format!(
+                "[{}]",
+                p.buckets
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
             let sql = format!(
-                "SELECT e.id, e.key, e.payload, e.created_at FROM __alkstore_event e \
-                 WHERE e.stream = ?1 AND e.id > ?2 AND {} = ?4 ORDER BY e.id LIMIT ?5",
+                "SELECT e.id, e.key, e.payload, e.created_at, {} AS b FROM __alkstore_event e \
+                 WHERE e.stream = ?1 AND e.id > ?2 AND b IN (SELECT value FROM json_each(?4)) \
+                 ORDER BY e.id LIMIT ?5",
                 bucket_expr("?3")
             );
             let name: std::sync::Arc<str> = stream.as_str().into();
             conn.prepare_cached(&sql)
                 .and_then(|mut s| {
-                    s.query_map(params![stream, p.after, buckets, p.bucket, p.limit], |r| {
-                        Ok(Event {
-                            offset: r.get(0)?,
-                            stream: name.clone(),
-                            key: r.get(1)?,
-                            payload: r.get(2)?,
-                            created_at: r.get(3)?,
+                    s.query_map(params![stream, p.after, buckets, wanted, p.limit], |r| {
+                        Ok(BucketEvent {
+                            bucket: r.get(4)?,
+                            event: Event {
+                                offset: r.get(0)?,
+                                stream: name.clone(),
+                                key: r.get(1)?,
+                                payload: r.get(2)?,
+                                created_at: r.get(3)?,
+                            },
                         })
                     })?
                     .collect()

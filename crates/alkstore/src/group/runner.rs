@@ -4,18 +4,18 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use alkstore_core::group::{
-    BucketLease, GroupCheckpointParams, GroupClaimParams, GroupDeadAddParams, GroupEnsureParams,
-    GroupLeaveParams, GroupReadParams, GroupReleaseParams, GroupRenewParams,
+    BucketEvent, BucketLease, GroupCheckpointParams, GroupClaimParams, GroupDeadAddParams,
+    GroupEnsureParams, GroupLeaveParams, GroupReadParams, GroupReleaseParams, GroupRenewParams,
 };
 use alkstore_core::stream::Event;
 use alkstore_core::{BoxError, Engine, Error, ErrorKind, GroupEngine};
 use futures_util::FutureExt;
 use tokio::sync::broadcast::error::RecvError;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::JoinHandle;
 
 use crate::stream::OnError;
@@ -64,7 +64,7 @@ impl Default for GroupOpts {
         GroupOpts {
             ttl: Duration::from_secs(30),
             heartbeat: Duration::from_secs(10),
-            batch: 500,
+            batch: 2000,
             commit_every: 1_000,
             commit_interval: Duration::from_secs(1),
             poll_interval: Duration::from_secs(1),
@@ -126,7 +126,7 @@ pub struct GroupRunner {
     worker: Option<String>,
 }
 
-/// What every reader of one worker shares.
+/// What the fetcher and every bucket handler of one worker share.
 struct Shared<F> {
     engine: AnyEngine,
     group: String,
@@ -137,24 +137,44 @@ struct Shared<F> {
     /// Until when this worker's leases are surely valid, by this host's
     /// monotonic clock: the start of the last successful renewal plus the
     /// TTL (the database computed its expiry later than that start).
-    /// Readers stop handling past it, so a worker whose renewals fail
-    /// stops before anyone can take its buckets over.
+    /// Handlers stop past it, so a worker whose renewals fail stops before
+    /// anyone can take its buckets over.
     valid_until: watch::Receiver<Instant>,
+    /// The owned buckets the fetcher feeds: how far each was fetched, and
+    /// its handler's queue.
+    fetch: Mutex<BTreeMap<u32, FetchSlot>>,
+    /// Wakes the fetcher when a bucket is added.
+    added: Notify,
 }
 
-/// How a reader ended.
+struct FetchSlot {
+    /// The last offset handed to the bucket's handler (or known to have
+    /// no event of the bucket up to it).
+    after: i64,
+    queue: mpsc::Sender<Fed>,
+}
+
+/// What the fetcher hands a bucket's handler.
+enum Fed {
+    Event(Event),
+    /// The fetcher found nothing more for now: checkpoint.
+    CaughtUp,
+}
+
+/// How a bucket handler ended.
 #[derive(Debug, Default)]
-struct ReaderEnd {
+struct HandlerEnd {
     handled: u64,
     dead_lettered: u64,
-    /// It found its lease gone (fenced) or lapsed.
+    /// It found its lease gone (fenced).
     lost: bool,
 }
 
-struct Reader {
+/// An owned bucket's handler task.
+struct Owned {
     epoch: i64,
     stop: watch::Sender<bool>,
-    task: JoinHandle<ReaderEnd>,
+    task: JoinHandle<HandlerEnd>,
 }
 
 impl GroupRunner {
@@ -222,16 +242,22 @@ impl GroupRunner {
             opts: self.opts.clone(),
             handler,
             valid_until: valid_rx,
+            fetch: Mutex::new(BTreeMap::new()),
+            added: Notify::new(),
         });
+        let (fetch_stop, fetch_stop_rx) = watch::channel(false);
+        let fetcher = tokio::spawn(fetch(shared.clone(), fetch_stop_rx));
         let mut coordinator = Coordinator {
             shared,
-            readers: BTreeMap::new(),
+            buckets: BTreeMap::new(),
             report: GroupReport::default(),
             valid_tx,
         };
         let out = coordinator.run(shutdown).await;
-        // Whatever stopped the run: stop the readers (they checkpoint),
-        // then give every bucket back at once.
+        // Whatever stopped the run: stop fetching, stop the bucket handlers
+        // (they checkpoint), then give every bucket back at once.
+        fetch_stop.send_replace(true);
+        let _ = fetcher.await;
         coordinator.stop_all().await;
         let left = engine
             .group_leave(GroupLeaveParams::new(self.group.clone(), &*worker))
@@ -252,9 +278,13 @@ fn unique_worker_id() -> String {
     format!("w{}-{:x}", std::process::id(), nanos)
 }
 
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 struct Coordinator<F> {
     shared: Arc<Shared<F>>,
-    readers: BTreeMap<u32, Reader>,
+    buckets: BTreeMap<u32, Owned>,
     report: GroupReport,
     valid_tx: watch::Sender<Instant>,
 }
@@ -274,7 +304,7 @@ where
             // soon (one per pass, re-counting live workers in between, so a
             // worker starting alone does not grab everything first).
             let wait = if ramping {
-                (opts.heartbeat / 20).min(Duration::from_millis(10))
+                (opts.heartbeat / 20).min(Duration::from_millis(2))
             } else {
                 opts.heartbeat
             };
@@ -315,11 +345,11 @@ where
         self.valid_tx.send_replace(started + s.opts.ttl);
         let held: BTreeMap<u32, BucketLease> =
             renewal.held.into_iter().map(|l| (l.bucket, l)).collect();
-        // Lost buckets first: stop their readers before anything else.
+        // Lost buckets first: stop their handlers before anything else.
         let lost: Vec<u32> = self
-            .readers
+            .buckets
             .iter()
-            .filter(|(b, r)| held.get(b).is_none_or(|l| l.epoch != r.epoch))
+            .filter(|(b, o)| held.get(b).is_none_or(|l| l.epoch != o.epoch))
             .map(|(b, _)| *b)
             .collect();
         for bucket in lost {
@@ -327,9 +357,9 @@ where
             self.report.lost += 1;
             self.stop(bucket).await;
         }
-        // Held without a reader (its reader ended on a store error): start one.
+        // Held without a handler (its handler ended on a store error): start one.
         for lease in held.values() {
-            if !self.readers.contains_key(&lease.bucket) {
+            if !self.buckets.contains_key(&lease.bucket) {
                 self.start(lease.clone());
             }
         }
@@ -381,55 +411,69 @@ where
         Ok(false)
     }
 
+    /// Start handling a newly held bucket: its handler task, and a slot the
+    /// fetcher feeds from the bucket's checkpoint on.
     fn start(&mut self, lease: BucketLease) {
         let (stop_tx, stop_rx) = watch::channel(false);
+        let (queue, fed) = mpsc::channel(self.shared.opts.batch.max(1) as usize);
+        lock(&self.shared.fetch).insert(
+            lease.bucket,
+            FetchSlot {
+                after: lease.checkpoint,
+                queue,
+            },
+        );
         let bucket = lease.bucket;
         let epoch = lease.epoch;
-        let task = tokio::spawn(read_bucket(self.shared.clone(), lease, stop_rx));
-        self.readers.insert(
+        let task = tokio::spawn(handle_bucket(self.shared.clone(), lease, fed, stop_rx));
+        self.buckets.insert(
             bucket,
-            Reader {
+            Owned {
                 epoch,
                 stop: stop_tx,
                 task,
             },
         );
+        self.shared.added.notify_one();
     }
 
-    /// Stop one bucket's reader and wait for it (it checkpoints).
+    /// Stop handling one bucket and wait for its handler (it checkpoints).
     async fn stop(&mut self, bucket: u32) {
-        if let Some(reader) = self.readers.remove(&bucket) {
-            reader.stop.send_replace(true);
-            self.finish(reader.task.await);
+        lock(&self.shared.fetch).remove(&bucket);
+        if let Some(owned) = self.buckets.remove(&bucket) {
+            owned.stop.send_replace(true);
+            self.finish(owned.task.await);
         }
     }
 
     async fn stop_all(&mut self) {
-        for reader in self.readers.values() {
-            reader.stop.send_replace(true);
+        lock(&self.shared.fetch).clear();
+        for owned in self.buckets.values() {
+            owned.stop.send_replace(true);
         }
-        let readers = std::mem::take(&mut self.readers);
-        for (_, reader) in readers {
-            self.finish(reader.task.await);
+        let buckets = std::mem::take(&mut self.buckets);
+        for (_, owned) in buckets {
+            self.finish(owned.task.await);
         }
     }
 
-    /// Collect readers that ended by themselves (fenced, or a store error).
+    /// Collect handlers that ended by themselves (fenced, or a store error).
     async fn reap(&mut self) {
         let done: Vec<u32> = self
-            .readers
+            .buckets
             .iter()
-            .filter(|(_, r)| r.task.is_finished())
+            .filter(|(_, o)| o.task.is_finished())
             .map(|(b, _)| *b)
             .collect();
         for bucket in done {
-            if let Some(reader) = self.readers.remove(&bucket) {
-                self.finish(reader.task.await);
+            lock(&self.shared.fetch).remove(&bucket);
+            if let Some(owned) = self.buckets.remove(&bucket) {
+                self.finish(owned.task.await);
             }
         }
     }
 
-    fn finish(&mut self, end: Result<ReaderEnd, tokio::task::JoinError>) {
+    fn finish(&mut self, end: Result<HandlerEnd, tokio::task::JoinError>) {
         match end {
             Ok(end) => {
                 self.report.handled += end.handled;
@@ -438,7 +482,7 @@ where
                     self.report.lost += 1;
                 }
             }
-            Err(e) => tracing::error!(error = %e, "a group bucket reader panicked"),
+            Err(e) => tracing::error!(error = %e, "a group bucket handler panicked"),
         }
     }
 }
@@ -452,20 +496,128 @@ fn is_transient(e: &Error) -> bool {
     )
 }
 
-/// One owned bucket: read its events from the checkpoint in offset order,
-/// handle them, checkpoint under the lease's epoch; until told to stop, the
-/// lease is found gone, or the leases may have lapsed.
-async fn read_bucket<F, Fut, E>(
+/// The worker's one reader: every owned bucket in one scan of the stream,
+/// in offset order, each event handed to its bucket's handler; woken by
+/// commits (the same hints as subscribers), with a safety poll.
+async fn fetch<F>(s: Arc<Shared<F>>, mut stop: watch::Receiver<bool>) {
+    let mut hints = s.engine.wake_subscribe();
+    let mut failures = 0u32;
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let wanted: Vec<(u32, i64)> = lock(&s.fetch)
+            .iter()
+            .map(|(b, slot)| (*b, slot.after))
+            .collect();
+        if let Some(from) = wanted.iter().map(|(_, after)| *after).min() {
+            let read = s
+                .engine
+                .group_read(GroupReadParams::buckets(
+                    s.group.clone(),
+                    wanted.iter().map(|(b, _)| *b).collect(),
+                    from,
+                    s.opts.batch,
+                ))
+                .await;
+            let page = match read {
+                Ok(page) => {
+                    failures = 0;
+                    page
+                }
+                Err(e) => {
+                    failures += 1;
+                    tracing::warn!(group = %s.group, error = %e, "group read failed");
+                    let backoff = Duration::from_millis(100) * failures.min(50);
+                    tokio::select! {
+                        _ = stop.changed() => {}
+                        () = tokio::time::sleep(backoff) => {}
+                    }
+                    continue;
+                }
+            };
+            let caught_up = page.len() < s.opts.batch as usize;
+            let last = page.last().map(|e| e.event.offset);
+            for BucketEvent { bucket, event } in page {
+                let queue = {
+                    let mut slots = lock(&s.fetch);
+                    match slots.get_mut(&bucket) {
+                        Some(slot) if event.offset > slot.after => {
+                            slot.after = event.offset;
+                            Some(slot.queue.clone())
+                        }
+                        _ => None,
+                    }
+                };
+                if let Some(queue) = queue {
+                    // A full queue waits for its handler; a dropped one was
+                    // a bucket given up meanwhile.
+                    tokio::select! {
+                        _ = queue.send(Fed::Event(event)) => {}
+                        _ = stop.changed() => return,
+                    }
+                }
+            }
+            // The scan covered every wanted bucket up to the page's last
+            // event: none has another event before it.
+            if let Some(last) = last {
+                let mut slots = lock(&s.fetch);
+                for (b, _) in &wanted {
+                    if let Some(slot) = slots.get_mut(b) {
+                        slot.after = slot.after.max(last);
+                    }
+                }
+            }
+            if !caught_up {
+                continue;
+            }
+            let queues: Vec<mpsc::Sender<Fed>> = lock(&s.fetch)
+                .values()
+                .map(|slot| slot.queue.clone())
+                .collect();
+            for q in queues {
+                let _ = q.try_send(Fed::CaughtUp);
+            }
+        }
+        // Caught up (or nothing owned): wait for a commit to the stream, a
+        // new bucket, the safety poll or the stop.
+        let poll = tokio::time::sleep(s.opts.poll_interval);
+        tokio::pin!(poll);
+        loop {
+            tokio::select! {
+                biased;
+                _ = stop.changed() => return,
+                () = s.added.notified() => break,
+                hint = hints.recv() => match hint {
+                    Ok(w) if w.concerns_stream(&s.stream) => break,
+                    Ok(_) => {}
+                    Err(RecvError::Lagged(_)) => break,
+                    Err(RecvError::Closed) => {
+                        hints = s.engine.wake_subscribe();
+                        break;
+                    }
+                },
+                () = &mut poll => break,
+            }
+        }
+    }
+}
+
+/// One owned bucket's handler: runs the handler on the bucket's events in
+/// offset order and checkpoints under the lease's epoch; until told to
+/// stop, the lease is found gone, or the leases may have lapsed.
+async fn handle_bucket<F, Fut, E>(
     s: Arc<Shared<F>>,
     lease: BucketLease,
+    mut fed: mpsc::Receiver<Fed>,
     mut stop: watch::Receiver<bool>,
-) -> ReaderEnd
+) -> HandlerEnd
 where
     F: Fn(GroupEvent) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<(), E>> + Send + 'static,
     E: Into<BoxError> + Send + 'static,
 {
-    let mut r = BucketReader {
+    let mut h = BucketHandler {
         s: &s,
         bucket: lease.bucket,
         epoch: lease.epoch,
@@ -473,18 +625,18 @@ where
         saved: lease.checkpoint,
         unsaved: 0,
         last_save: Instant::now(),
-        end: ReaderEnd::default(),
+        end: HandlerEnd::default(),
     };
-    r.follow(&mut stop).await;
-    if !r.end.lost {
+    h.follow(&mut fed, &mut stop).await;
+    if !h.end.lost {
         // Hand the bucket over where it stands (a fenced save changes
         // nothing, and is only logged).
-        let _ = r.save().await;
+        let _ = h.save().await;
     }
-    r.end
+    h.end
 }
 
-struct BucketReader<'a, F> {
+struct BucketHandler<'a, F> {
     s: &'a Shared<F>,
     bucket: u32,
     epoch: i64,
@@ -493,10 +645,10 @@ struct BucketReader<'a, F> {
     saved: i64,
     unsaved: u32,
     last_save: Instant,
-    end: ReaderEnd,
+    end: HandlerEnd,
 }
 
-impl<F, Fut, E> BucketReader<'_, F>
+impl<F, Fut, E> BucketHandler<'_, F>
 where
     F: Fn(GroupEvent) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<(), E>> + Send + 'static,
@@ -506,104 +658,54 @@ where
         *stop.borrow() || *self.s.valid_until.borrow() <= Instant::now()
     }
 
-    async fn follow(&mut self, stop: &mut watch::Receiver<bool>) {
+    async fn follow(&mut self, fed: &mut mpsc::Receiver<Fed>, stop: &mut watch::Receiver<bool>) {
         let s = self.s;
-        let mut hints = s.engine.wake_subscribe();
-        let mut failures = 0u32;
         loop {
             if self.stopping(stop) {
                 return;
             }
-            let read = s
-                .engine
-                .group_read(GroupReadParams::new(
-                    s.group.clone(),
-                    self.bucket,
-                    self.offset,
-                    s.opts.batch,
-                ))
-                .await;
-            let events = match read {
-                Ok(events) => {
-                    failures = 0;
-                    events
+            // Checkpoint at least every commit_interval while busy.
+            let due = s
+                .opts
+                .commit_interval
+                .saturating_sub(self.last_save.elapsed());
+            let next = tokio::select! {
+                biased;
+                changed = stop.changed() => {
+                    if changed.is_err() || *stop.borrow() {
+                        return;
+                    }
+                    continue;
                 }
-                Err(e) => {
-                    failures += 1;
-                    tracing::warn!(group = %s.group, bucket = self.bucket, error = %e, "group read failed");
-                    let wait = Duration::from_millis(100) * failures.min(50);
-                    if !self.wait(stop, wait, None).await {
+                next = fed.recv() => next,
+                () = tokio::time::sleep(due), if self.offset > self.saved => {
+                    if !self.save().await {
                         return;
                     }
                     continue;
                 }
             };
-            let caught_up = events.len() < s.opts.batch as usize;
-            for event in events {
-                if self.stopping(stop) {
-                    return;
-                }
-                if !self.handle(event, stop).await {
-                    return;
-                }
-                if (self.unsaved >= s.opts.commit_every
-                    || self.last_save.elapsed() >= s.opts.commit_interval)
-                    && !self.save().await
-                {
-                    return;
-                }
-            }
-            if !caught_up {
-                continue;
-            }
-            if !self.save().await {
-                return;
-            }
-            if !self
-                .wait(stop, s.opts.poll_interval, Some(&mut hints))
-                .await
-            {
-                return;
-            }
-        }
-    }
-
-    /// Wait for `wait`, a hint about the stream, or the stop signal; false
-    /// when stopping.
-    async fn wait(
-        &self,
-        stop: &mut watch::Receiver<bool>,
-        wait: Duration,
-        mut hints: Option<&mut tokio::sync::broadcast::Receiver<alkstore_core::Wake>>,
-    ) -> bool {
-        let sleep = tokio::time::sleep(wait);
-        tokio::pin!(sleep);
-        loop {
-            let hint = async {
-                match hints.as_deref_mut() {
-                    Some(h) => h.recv().await,
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                biased;
-                changed = stop.changed() => {
-                    if changed.is_err() || *stop.borrow() {
-                        return false;
+            match next {
+                None => return,
+                Some(Fed::CaughtUp) => {
+                    if !self.save().await {
+                        return;
                     }
                 }
-                hint = hint => match hint {
-                    Ok(w) if w.concerns_stream(&self.s.stream) => return true,
-                    Ok(_) => {}
-                    Err(RecvError::Lagged(_)) => return true,
-                    Err(RecvError::Closed) => {
-                        if let Some(h) = hints.as_deref_mut() {
-                            *h = self.s.engine.wake_subscribe();
-                        }
-                        return true;
+                Some(Fed::Event(event)) => {
+                    if event.offset <= self.offset {
+                        continue;
                     }
-                },
-                () = &mut sleep => return true,
+                    if !self.handle(event, stop).await {
+                        return;
+                    }
+                    if (self.unsaved >= s.opts.commit_every
+                        || self.last_save.elapsed() >= s.opts.commit_interval)
+                        && !self.save().await
+                    {
+                        return;
+                    }
+                }
             }
         }
     }
@@ -639,7 +741,16 @@ where
             if run >= attempts {
                 return self.dead_letter(event, error.to_string(), run).await;
             }
-            if !self.wait(stop, backoff, None).await {
+            tokio::select! {
+                biased;
+                changed = stop.changed() => {
+                    if changed.is_err() || *stop.borrow() {
+                        return false;
+                    }
+                }
+                () = tokio::time::sleep(backoff) => {}
+            }
+            if self.stopping(stop) {
                 return false;
             }
             backoff = (backoff * 2).min(Duration::from_secs(60));
@@ -681,7 +792,7 @@ where
     }
 
     /// Checkpoint the last handled offset; false when the lease is gone
-    /// (or the store failed, so the reader ends and the coordinator starts
+    /// (or the store failed, so the handler ends and the coordinator starts
     /// another while the lease is held).
     async fn save(&mut self) -> bool {
         self.last_save = Instant::now();
