@@ -7,6 +7,9 @@
 #   bench/peers/compare.sh streams [URL]   # event streams: alkstore (SQLite and
 #                                          # PostgreSQL at URL) vs honker streams,
 #                                          # Redis Streams, NATS JetStream
+#   bench/peers/compare.sh groups [URL]    # consumer groups: alkstore worker
+#                                          # processes (SQLite, PostgreSQL) vs Redis
+#                                          # consumer groups, NATS pull consumers
 #
 # BENCH_SCALE (default 1.0) scales alkstore's, honker's and the stream peers'
 # event/job counts; BENCH_JOBS and BENCH_SAMPLES set the node peers' job and
@@ -73,7 +76,19 @@ case "$peer" in
         echo "stream-peers $p failed; its column shows -" >&2
     done
     ;;
-  *) echo "usage: $0 honker | postgres [URL] | streams [URL]" >&2; exit 2 ;;
+  groups)
+    url="$(pg_url "${2:-}")"
+    (cd "$here/streams" && CARGO_TARGET_DIR="$here/streams/target" cargo build --release -q)
+    echo "connection: $url (alkstore on PostgreSQL)"
+    "$alk" bench group --scale "$scale" | tee "$out/alk.txt"
+    "$alk" bench group --on "$url" --scale "$scale" | tee -a "$out/alk.txt"
+    : >"$out/peer.txt"
+    for p in redis-groups nats-groups; do
+      BENCH_SCALE="$scale" "$here/streams/target/release/stream-peers" "$p" | tee -a "$out/peer.txt" ||
+        echo "stream-peers $p failed; its column shows -" >&2
+    done
+    ;;
+  *) echo "usage: $0 honker | postgres [URL] | streams [URL] | groups [URL]" >&2; exit 2 ;;
 esac
 
 field() { # file peer scenario field [engine] -> value
@@ -82,6 +97,38 @@ field() { # file peer scenario field [engine] -> value
   grep -E "$pat.*scenario=$3( |\$)" "$1" | sed -nE "s/.*[ ]$4=([0-9.]+).*/\1/p" | head -1
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1fx", a / b; else print "-" }'; }
+
+if [ "$peer" = groups ]; then
+  # Throughput rows: events/s (higher is better); failover and rebalance:
+  # ms (lower is better). Ratios: alkstore on each engine beside Redis.
+  gratio() {
+    awk -v a="$1" -v b="$2" 'BEGIN { if (b <= 0) print "-"; else { r = a / b
+      printf (r < 0.1 ? "%.3fx" : r < 1 ? "%.2fx" : "%.1fx"), r } }'
+  }
+  grow() { # label alk-sqlite alk-postgres redis nats
+    printf '%-24s %12s %12s %12s %12s %14s %14s\n' "$1" "${2:--}" "${3:--}" "${4:--}" "${5:--}" \
+      "$(gratio "${2:-0}" "${4:-0}")" "$(gratio "${3:-0}" "${4:-0}")"
+  }
+  echo
+  printf '%-24s %12s %12s %12s %12s %14s %14s\n' "group (events/s; ms)" \
+    "alk sqlite" "alk postgres" redis nats "sqlite/redis" "postgres/redis"
+  for s in consume_1w consume_2w consume_4w; do
+    grow "$s events/s" "$(field "$out/alk.txt" alkstore "$s" events_per_s sqlite)" \
+      "$(field "$out/alk.txt" alkstore "$s" events_per_s postgres)" \
+      "$(field "$out/peer.txt" redis "$s" events_per_s)" \
+      "$(field "$out/peer.txt" nats "$s" events_per_s)"
+  done
+  for s in failover rebalance; do
+    printf '%-24s %12s %12s %12s %12s %14s %14s\n' "$s ms" \
+      "$(field "$out/alk.txt" alkstore "$s" ms sqlite)" \
+      "$(field "$out/alk.txt" alkstore "$s" ms postgres)" \
+      "$(field "$out/peer.txt" redis "$s" ms)" \
+      "$(field "$out/peer.txt" nats "$s" ms)" - -
+  done
+  echo "(failover: alkstore = SIGKILL of a worker process until the other owns every bucket, ttl 2 s + heartbeat 0.5 s; redis = XAUTOCLAIM min-idle 2 s every 0.5 s; nats = redelivery after ack wait 2 s."
+  echo " rebalance: alkstore = a second worker starting until it holds half the buckets; redis/nats have no partitions, a joiner reads at once.)"
+  exit 0
+fi
 
 if [ "$peer" = streams ]; then
   # One row per scenario: events/s (higher is better), then live_latency's
