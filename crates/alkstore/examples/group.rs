@@ -30,7 +30,7 @@ const CUSTOMERS: usize = 50;
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
 fn amount(i: usize) -> i64 {
-    (i % 7 + 1) as i64 * 10
+    i64::try_from(i % 7 + 1).unwrap_or(1) * 10
 }
 
 /// Apply one order to the projection, once: a row applies only offsets
