@@ -735,6 +735,13 @@ async fn groups_list_status_dead_and_resize() {
         "{dead}"
     );
 
+    let requeued = alk_json(
+        &db,
+        &["groups", "requeue", "proj", "--offset", &poison.to_string()],
+    );
+    assert_eq!(requeued["requeued"].as_u64(), Some(1));
+    let dead = alk_json(&db, &["groups", "dead", "proj"]);
+    assert_eq!(dead[0]["requeued"], true);
     let resized = alk_json(&db, &["groups", "resize", "proj", "--buckets", "8"]);
     assert_eq!(
         (resized["from"].as_u64(), resized["to"].as_u64()),

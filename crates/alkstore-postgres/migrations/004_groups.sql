@@ -29,7 +29,8 @@ CREATE TABLE IF NOT EXISTS @group_member@ (
   PRIMARY KEY (group_name, worker)
 );
 -- Events a group's handler gave up on (after its retries), with the error;
--- one row per (group, event).
+-- one row per (group, event). `requeued`: asked to run again; the bucket's
+-- holder takes it (clearing the flag), runs it, and deletes it on success.
 CREATE TABLE IF NOT EXISTS @group_dead@ (
   group_name TEXT NOT NULL,
   id BIGINT NOT NULL,
@@ -40,6 +41,8 @@ CREATE TABLE IF NOT EXISTS @group_dead@ (
   error TEXT NOT NULL,
   attempts INT NOT NULL,
   failed_at BIGINT NOT NULL,
+  created_at BIGINT NOT NULL,
+  requeued BOOLEAN NOT NULL DEFAULT false,
   PRIMARY KEY (group_name, id)
 );
 

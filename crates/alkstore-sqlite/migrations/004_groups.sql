@@ -30,7 +30,8 @@ CREATE TABLE IF NOT EXISTS __alkstore_group_member (
   PRIMARY KEY (group_name, worker)
 ) WITHOUT ROWID;
 -- Events a group's handler gave up on (after its retries), with the error;
--- one row per (group, event).
+-- one row per (group, event). `requeued`: asked to run again; the bucket's
+-- holder takes it (clearing the flag), runs it, and deletes it on success.
 CREATE TABLE IF NOT EXISTS __alkstore_group_dead (
   group_name TEXT NOT NULL,
   id INTEGER NOT NULL,
@@ -41,5 +42,7 @@ CREATE TABLE IF NOT EXISTS __alkstore_group_dead (
   error TEXT NOT NULL,
   attempts INTEGER NOT NULL,
   failed_at INTEGER NOT NULL,
+  created_at INTEGER NOT NULL,
+  requeued INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (group_name, id)
 ) WITHOUT ROWID;

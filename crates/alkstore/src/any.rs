@@ -1,8 +1,9 @@
 use alkstore_core::group::{
     BucketEvent, BucketLease, GroupCheckpointParams, GroupClaimParams, GroupDead,
-    GroupDeadAddParams, GroupDeadListParams, GroupDriver, GroupEnsureParams, GroupInfo,
-    GroupLeaveParams, GroupReadParams, GroupReleaseParams, GroupRenewParams, GroupResize,
-    GroupResizeParams, GroupStatus, GroupStatusParams, Renewal,
+    GroupDeadAddParams, GroupDeadListParams, GroupDeadRequeueParams, GroupDeadResolveParams,
+    GroupDeadTakeParams, GroupDriver, GroupEnsureParams, GroupInfo, GroupLeaveParams,
+    GroupReadParams, GroupReleaseParams, GroupRenewParams, GroupResize, GroupResizeParams,
+    GroupStatus, GroupStatusParams, Renewal,
 };
 use alkstore_core::queue::{
     DeadCountParams, DeadPurgeParams, DeadRequeueParams, JobAckParams, JobCancelParams,
@@ -261,5 +262,17 @@ impl GroupDriver for AnyEngine {
 
     async fn group_resize(&self, p: Checked<GroupResizeParams>) -> Result<GroupResize> {
         drive!(GroupDriver, self.group_resize(p))
+    }
+
+    async fn group_dead_requeue(&self, p: Checked<GroupDeadRequeueParams>) -> Result<u64> {
+        drive!(GroupDriver, self.group_dead_requeue(p))
+    }
+
+    async fn group_dead_take(&self, p: Checked<GroupDeadTakeParams>) -> Result<Vec<GroupDead>> {
+        drive!(GroupDriver, self.group_dead_take(p))
+    }
+
+    async fn group_dead_resolve(&self, p: Checked<GroupDeadResolveParams>) -> Result<()> {
+        drive!(GroupDriver, self.group_dead_resolve(p))
     }
 }

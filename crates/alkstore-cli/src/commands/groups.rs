@@ -2,7 +2,8 @@
 //! letters, resize.
 
 use alkstore::group::{
-    bucket_of, hashtextextended, GroupDeadListParams, GroupResizeParams, GroupStatus, MAX_BUCKETS,
+    bucket_of, hashtextextended, GroupDeadListParams, GroupDeadRequeueParams, GroupResizeParams,
+    GroupStatus, MAX_BUCKETS,
 };
 use alkstore::{GroupEngine, Result, Store};
 use clap::Subcommand;
@@ -42,6 +43,16 @@ pub(super) enum GroupsCommand {
         /// At most this many.
         #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
         limit: u32,
+    },
+    /// Run dead letters again (the given offsets, or all of the group's):
+    /// the worker holding each one's bucket takes it within a poll interval,
+    /// and deletes it when it succeeds.
+    Requeue {
+        /// Group name.
+        group: String,
+        /// Only these offsets (repeatable); default: every dead letter.
+        #[arg(long = "offset")]
+        offsets: Vec<i64>,
     },
     /// Change a group's bucket count. Refused while any lease is live (stop
     /// the group's workers first); every bucket restarts from the lowest
@@ -207,6 +218,7 @@ pub(super) async fn run(store: &Store, cmd: GroupsCommand, as_json: bool) -> Res
                                 "error": d.error,
                                 "attempts": d.attempts,
                                 "failed_at": d.failed_at,
+                                "requeued": d.requeued,
                             })
                         })
                         .collect(),
@@ -229,6 +241,16 @@ pub(super) async fn run(store: &Store, cmd: GroupsCommand, as_json: bool) -> Res
                     ));
                 }
                 out
+            }
+        }
+        GroupsCommand::Requeue { group, offsets } => {
+            let n = e
+                .group_dead_requeue(GroupDeadRequeueParams::new(group.clone(), offsets))
+                .await?;
+            if as_json {
+                json_text(&json!({ "group": group, "requeued": n }))
+            } else {
+                format!("requeued {n} dead letter(s) of group {group}\n")
             }
         }
         GroupsCommand::Resize { group, buckets } => {

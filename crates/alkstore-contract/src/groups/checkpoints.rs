@@ -2,7 +2,8 @@
 //! stream's head.
 
 use alkstore_core::group::{
-    GroupCheckpointParams, GroupDeadAddParams, GroupDeadListParams, GroupResizeParams,
+    GroupCheckpointParams, GroupDeadAddParams, GroupDeadListParams, GroupDeadRequeueParams,
+    GroupDeadResolveParams, GroupDeadTakeParams, GroupResizeParams,
 };
 use alkstore_core::stream::NewEvent;
 use alkstore_core::{Clock, ErrorKind, GroupEngine, StreamEngine};
@@ -171,6 +172,107 @@ pub async fn dead_letters_are_fenced_and_keep_the_event<H: Harness>(h: &H) {
         .is_empty());
 }
 
+/// Requeued dead letters are taken once, by the holder of their bucket
+/// only (taking clears the mark); resolving one is fenced like a
+/// checkpoint; recording it dead again clears the mark.
+pub async fn requeued_dead_letters_are_taken_once_by_the_buckets_holder<H: Harness>(h: &H) {
+    let e = h.engine();
+    let o = publish(e, 3).await;
+    ensure(e, "g", 1).await;
+    let epoch = claim(e, "g", "w1", 1).await[0].epoch;
+    let events = e
+        .stream_read(alkstore_core::stream::StreamReadParams::new("s", 0, 10))
+        .await
+        .expect("read");
+    for ev in &events[..2] {
+        e.group_dead_add(GroupDeadAddParams {
+            group: "g".into(),
+            bucket: 0,
+            worker: "w1".into(),
+            epoch,
+            event: ev.clone(),
+            error: "boom".into(),
+            attempts: 1,
+        })
+        .await
+        .expect("dead");
+    }
+    let list = |e: &H::Engine| {
+        let e = e.clone();
+        async move {
+            e.group_dead_list(GroupDeadListParams::new("g", 0, 10))
+                .await
+                .expect("list")
+                .iter()
+                .map(|d| (d.offset, d.requeued))
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(list(e).await, [(o[0], false), (o[1], false)]);
+    let requeue = |offsets: Vec<i64>| GroupDeadRequeueParams::new("g", offsets);
+    assert_eq!(
+        e.group_dead_requeue(requeue(vec![o[1], o[2]]))
+            .await
+            .expect("requeue"),
+        1
+    );
+    assert_eq!(list(e).await, [(o[0], false), (o[1], true)]);
+    let take = |worker: &str| GroupDeadTakeParams::new("g", worker, 10);
+    assert!(
+        e.group_dead_take(take("w2")).await.expect("w2").is_empty(),
+        "not w2's bucket"
+    );
+    let taken = e.group_dead_take(take("w1")).await.expect("w1");
+    assert_eq!(taken.iter().map(|d| d.offset).collect::<Vec<_>>(), [o[1]]);
+    assert_eq!(taken[0].event().payload, events[1].payload);
+    assert!(
+        e.group_dead_take(take("w1"))
+            .await
+            .expect("again")
+            .is_empty(),
+        "taken once"
+    );
+    assert_eq!(
+        e.group_dead_requeue(requeue(Vec::new()))
+            .await
+            .expect("all"),
+        2
+    );
+
+    let resolve = |worker: &str, epoch: i64| GroupDeadResolveParams {
+        group: "g".into(),
+        bucket: 0,
+        worker: worker.into(),
+        epoch,
+        offset: o[0],
+    };
+    let err = e
+        .group_dead_resolve(resolve("w2", epoch))
+        .await
+        .expect_err("not held");
+    assert_eq!(err.kind(), ErrorKind::NotHeld, "{err}");
+    e.group_dead_resolve(resolve("w1", epoch))
+        .await
+        .expect("resolve");
+    assert_eq!(list(e).await, [(o[1], true)]);
+    e.group_dead_add(GroupDeadAddParams {
+        group: "g".into(),
+        bucket: 0,
+        worker: "w1".into(),
+        epoch,
+        event: events[1].clone(),
+        error: "again".into(),
+        attempts: 2,
+    })
+    .await
+    .expect("dead again");
+    assert_eq!(
+        list(e).await,
+        [(o[1], false)],
+        "dead again: no longer requeued"
+    );
+}
+
 /// Resizing is refused while any lease is live; once the workers are gone
 /// every new bucket starts from the lowest old checkpoint (nothing
 /// skipped), and epochs carry on, so no fencing token from before the
@@ -238,6 +340,7 @@ macro_rules! __groups_checkpoints {
             checkpoints_never_move_backward_nor_past_the_head,
             dead_letters_are_fenced_and_keep_the_event,
             resize_rewinds_to_the_lowest_checkpoint_once_no_lease_is_live,
+            requeued_dead_letters_are_taken_once_by_the_buckets_holder,
         ] }
     };
 }

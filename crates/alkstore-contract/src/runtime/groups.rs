@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use alkstore::group::{GroupEvent, GroupOpts, GroupReport};
 use alkstore::stream::OnError;
+use alkstore::GroupEngine;
 use tokio::sync::Notify;
 
 use crate::RuntimeHarness;
@@ -316,6 +317,91 @@ pub async fn failing_group_events_are_dead_lettered_and_the_bucket_goes_on<H: Ru
     );
 }
 
+/// A dead letter requeued once its cause is fixed runs again on the
+/// bucket's holder, and is deleted when it succeeds.
+pub async fn requeued_group_dead_letters_run_again<H: RuntimeHarness>(h: &H) {
+    let store = h.store().clone();
+    let poison = store
+        .stream("orders")
+        .publish(Some("k"), b"poison".to_vec())
+        .await
+        .expect("publish");
+    let fixed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let ran = Log::default();
+    let handler = {
+        let (fixed, ran) = (fixed.clone(), ran.clone());
+        move |e: GroupEvent| {
+            let ok = fixed.load(std::sync::atomic::Ordering::SeqCst);
+            if ok {
+                ran.handled.lock().expect("log").push(Handled {
+                    worker: "a".into(),
+                    bucket: e.bucket,
+                    epoch: e.epoch,
+                    offset: e.event.offset,
+                    key: e.event.key.clone(),
+                });
+                ran.notify.notify_waiters();
+            }
+            std::future::ready(if ok {
+                Ok(())
+            } else {
+                Err(std::io::Error::other("not yet"))
+            })
+        }
+    };
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let run = tokio::spawn(
+        store
+            .group("g")
+            .stream("orders")
+            .buckets(2)
+            .opts(quick())
+            .run(handler, async move {
+                let _ = stop_rx.await;
+            }),
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while store
+        .group("g")
+        .dead_letters(0, 10)
+        .await
+        .map_or(0, |d| d.len())
+        == 0
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never dead-lettered"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    fixed.store(true, std::sync::atomic::Ordering::SeqCst);
+    let requeued = store
+        .engine()
+        .group_dead_requeue(alkstore::group::GroupDeadRequeueParams::new(
+            "g",
+            vec![poison],
+        ))
+        .await
+        .expect("requeue");
+    assert_eq!(requeued, 1);
+    ran.until_all(&[poison].into_iter().collect()).await;
+    while !store
+        .group("g")
+        .dead_letters(0, 10)
+        .await
+        .expect("dead")
+        .is_empty()
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the dead letter stayed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let _ = stop_tx.send(());
+    run.await.expect("task").expect("run");
+}
+
 /// Bad options are refused before anything is written: a heartbeat not
 /// below the TTL, a bucket count of 0, and another N for an existing group.
 pub async fn bad_group_options_are_refused<H: RuntimeHarness>(h: &H) {
@@ -369,6 +455,7 @@ macro_rules! __runtime_groups {
             group_buckets_rebalance_on_join_and_fail_over_on_death,
             failing_group_events_are_dead_lettered_and_the_bucket_goes_on,
             bad_group_options_are_refused,
+            requeued_group_dead_letters_run_again,
         ] }
     };
 }

@@ -82,4 +82,22 @@ pub trait GroupDriver: Engine {
         &self,
         params: Checked<GroupResizeParams>,
     ) -> impl Future<Output = Result<GroupResize>> + Send;
+
+    /// See [`GroupEngine::group_dead_requeue`](super::GroupEngine::group_dead_requeue).
+    fn group_dead_requeue(
+        &self,
+        params: Checked<GroupDeadRequeueParams>,
+    ) -> impl Future<Output = Result<u64>> + Send;
+
+    /// See [`GroupEngine::group_dead_take`](super::GroupEngine::group_dead_take).
+    fn group_dead_take(
+        &self,
+        params: Checked<GroupDeadTakeParams>,
+    ) -> impl Future<Output = Result<Vec<GroupDead>>> + Send;
+
+    /// See [`GroupEngine::group_dead_resolve`](super::GroupEngine::group_dead_resolve).
+    fn group_dead_resolve(
+        &self,
+        params: Checked<GroupDeadResolveParams>,
+    ) -> impl Future<Output = Result<()>> + Send;
 }

@@ -96,6 +96,32 @@ pub trait GroupEngine: Engine {
         params: GroupResizeParams,
     ) -> impl Future<Output = Result<GroupResize>> + Send;
 
+    /// Ask for dead letters to run again (the given offsets, or all of the
+    /// group's); returns how many were marked. The holder of each one's
+    /// bucket takes it within a poll interval, runs it (out of offset order:
+    /// after the events it has already handled), and deletes it on success;
+    /// a failure records the new error and leaves it dead again. A worker
+    /// that dies while running one leaves it dead, to be requeued again.
+    fn group_dead_requeue(
+        &self,
+        params: GroupDeadRequeueParams,
+    ) -> impl Future<Output = Result<u64>> + Send;
+
+    /// Take up to `limit` requeued dead letters of the buckets the worker
+    /// holds, clearing their mark (so no one else takes them).
+    fn group_dead_take(
+        &self,
+        params: GroupDeadTakeParams,
+    ) -> impl Future<Output = Result<Vec<GroupDead>>> + Send;
+
+    /// Delete a dead letter that ran successfully. Fenced like a
+    /// checkpoint: only the bucket's holder under `epoch`, else
+    /// [`NotHeld`](crate::Error::NotHeld) and it stays.
+    fn group_dead_resolve(
+        &self,
+        params: GroupDeadResolveParams,
+    ) -> impl Future<Output = Result<()>> + Send;
+
     /// A group's dead letters after an offset, in offset order.
     fn group_dead_list(
         &self,
@@ -180,6 +206,24 @@ impl<D: GroupDriver> GroupEngine for D {
     async fn group_resize(&self, params: GroupResizeParams) -> Result<GroupResize> {
         engine_call!(self, group_resize, params => GroupResizeParams, |p| {
             GroupDriver::group_resize(self, p)
+        })
+    }
+
+    async fn group_dead_requeue(&self, params: GroupDeadRequeueParams) -> Result<u64> {
+        engine_call!(self, group_dead_requeue, params => GroupDeadRequeueParams, |p| {
+            GroupDriver::group_dead_requeue(self, p)
+        })
+    }
+
+    async fn group_dead_take(&self, params: GroupDeadTakeParams) -> Result<Vec<GroupDead>> {
+        engine_call!(self, group_dead_take, params => GroupDeadTakeParams, |p| {
+            GroupDriver::group_dead_take(self, p)
+        })
+    }
+
+    async fn group_dead_resolve(&self, params: GroupDeadResolveParams) -> Result<()> {
+        engine_call!(self, group_dead_resolve, params => GroupDeadResolveParams, |p| {
+            GroupDriver::group_dead_resolve(self, p)
         })
     }
 }

@@ -447,3 +447,97 @@ impl Validate for GroupResizeParams {
         validate_buckets(self.buckets)
     }
 }
+
+/// Parameters of `group_dead_requeue`: ask for dead letters to run again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupDeadRequeueParams {
+    /// The group.
+    pub group: String,
+    /// These offsets; empty: every dead letter of the group.
+    pub offsets: Vec<i64>,
+}
+
+impl GroupDeadRequeueParams {
+    /// Requeue `offsets` of `group` (empty: all).
+    pub fn new(group: impl Into<String>, offsets: Vec<i64>) -> Self {
+        GroupDeadRequeueParams {
+            group: group.into(),
+            offsets,
+        }
+    }
+}
+
+impl Validate for GroupDeadRequeueParams {
+    fn validate_params(&self, limits: &Limits) -> Result<()> {
+        validate_group_name(&self.group)?;
+        if self.offsets.len() > limits.max_page as usize {
+            return Err(Error::invalid(
+                "offsets",
+                format!("more than {} in one requeue", limits.max_page),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Parameters of `group_dead_take`: a worker takes the requeued dead
+/// letters of the buckets it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupDeadTakeParams {
+    /// The group.
+    pub group: String,
+    /// The worker.
+    pub worker: String,
+    /// Most to take (1..=`Limits::max_page`).
+    pub limit: u32,
+}
+
+impl GroupDeadTakeParams {
+    /// `worker` takes up to `limit` requeued dead letters of `group`.
+    pub fn new(group: impl Into<String>, worker: impl Into<String>, limit: u32) -> Self {
+        GroupDeadTakeParams {
+            group: group.into(),
+            worker: worker.into(),
+            limit,
+        }
+    }
+}
+
+impl Validate for GroupDeadTakeParams {
+    fn validate_params(&self, limits: &Limits) -> Result<()> {
+        validate_group_name(&self.group)?;
+        validate_worker(&self.worker)?;
+        limits.check_page("take limit", self.limit)
+    }
+}
+
+/// Parameters of `group_dead_resolve`: a requeued dead letter ran; delete
+/// it. Fenced like a checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupDeadResolveParams {
+    /// The group.
+    pub group: String,
+    /// The event's bucket.
+    pub bucket: u32,
+    /// The worker holding it.
+    pub worker: String,
+    /// The epoch its lease was claimed under.
+    pub epoch: i64,
+    /// The event's offset.
+    pub offset: i64,
+}
+
+impl Validate for GroupDeadResolveParams {
+    fn validate_params(&self, _limits: &Limits) -> Result<()> {
+        validate_group_name(&self.group)?;
+        validate_worker(&self.worker)?;
+        validate_bucket(self.bucket)?;
+        if self.epoch < 1 {
+            return Err(Error::invalid(
+                "epoch",
+                "a held lease's epoch is at least 1",
+            ));
+        }
+        Ok(())
+    }
+}

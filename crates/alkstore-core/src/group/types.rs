@@ -103,6 +103,23 @@ pub struct GroupDead {
     pub attempts: u32,
     /// When it was given up on (unix seconds).
     pub failed_at: i64,
+    /// When it was published (unix seconds).
+    pub created_at: i64,
+    /// Asked to run again and not yet taken by its bucket's holder.
+    pub requeued: bool,
+}
+
+impl GroupDead {
+    /// The event as it was published.
+    pub fn event(&self) -> crate::stream::Event {
+        crate::stream::Event {
+            offset: self.offset,
+            stream: self.stream.as_str().into(),
+            key: self.key.clone(),
+            payload: self.payload.clone(),
+            created_at: self.created_at,
+        }
+    }
 }
 
 /// What a resize did.

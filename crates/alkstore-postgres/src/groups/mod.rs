@@ -5,9 +5,10 @@ pub(crate) mod sql;
 
 use alkstore_core::group::{
     fenced, resize_refused, ttl_ms, BucketEvent, BucketLease, BucketStatus, GroupCheckpointParams,
-    GroupClaimParams, GroupDead, GroupDeadAddParams, GroupDeadListParams, GroupDriver,
-    GroupEnsureParams, GroupInfo, GroupLeaveParams, GroupReadParams, GroupReleaseParams,
-    GroupRenewParams, GroupResize, GroupResizeParams, GroupStatus, GroupStatusParams, Renewal,
+    GroupClaimParams, GroupDead, GroupDeadAddParams, GroupDeadListParams, GroupDeadRequeueParams,
+    GroupDeadResolveParams, GroupDeadTakeParams, GroupDriver, GroupEnsureParams, GroupInfo,
+    GroupLeaveParams, GroupReadParams, GroupReleaseParams, GroupRenewParams, GroupResize,
+    GroupResizeParams, GroupStatus, GroupStatusParams, Renewal,
 };
 use alkstore_core::stream::Event;
 use alkstore_core::validate::count;
@@ -34,6 +35,22 @@ fn leases(rows: &[Row]) -> Vec<BucketLease> {
     let mut leases: Vec<BucketLease> = rows.iter().map(lease).collect();
     leases.sort_by_key(|l| l.bucket);
     leases
+}
+
+/// A dead letter read with `sql::DEAD_COLUMNS`.
+fn dead(r: &Row) -> GroupDead {
+    GroupDead {
+        offset: r.get(0),
+        bucket: small(r.get(1)),
+        stream: r.get(2),
+        key: r.get(3),
+        payload: r.get(4),
+        error: r.get(5),
+        attempts: u32::try_from(r.get::<_, i32>(6)).unwrap_or(0),
+        failed_at: r.get(7),
+        created_at: r.get(8),
+        requeued: r.get(9),
+    }
 }
 
 fn not_found(group: &str) -> Error {
@@ -314,6 +331,7 @@ impl GroupDriver for PgEngine {
                     &attempts,
                     &p.worker,
                     &p.epoch,
+                    &p.event.created_at,
                 ],
             )
             .await?;
@@ -335,19 +353,7 @@ impl GroupDriver for PgEngine {
                 &[&p.group, &p.after, &i64::from(p.limit)],
             )
             .await?;
-        Ok(rows
-            .iter()
-            .map(|r| GroupDead {
-                offset: r.get(0),
-                bucket: small(r.get(1)),
-                stream: r.get(2),
-                key: r.get(3),
-                payload: r.get(4),
-                error: r.get(5),
-                attempts: u32::try_from(r.get::<_, i32>(6)).unwrap_or(0),
-                failed_at: r.get(7),
-            })
-            .collect())
+        Ok(rows.iter().map(dead).collect())
     }
 
     async fn group_resize(&self, params: Checked<GroupResizeParams>) -> Result<GroupResize> {
@@ -388,5 +394,57 @@ impl GroupDriver for PgEngine {
             to: p.buckets,
             rewound_to,
         })
+    }
+
+    async fn group_dead_requeue(&self, params: Checked<GroupDeadRequeueParams>) -> Result<u64> {
+        let p = params.into_inner();
+        let rows = self
+            .client()
+            .await?
+            .execute(&self.inner.group_sql.dead_requeue, &[&p.group, &p.offsets])
+            .await
+            .map_err(db("group_dead_requeue"))?;
+        Ok(rows)
+    }
+
+    async fn group_dead_take(
+        &self,
+        params: Checked<GroupDeadTakeParams>,
+    ) -> Result<Vec<GroupDead>> {
+        let p = params.into_inner();
+        let rows = self
+            .query(
+                "group_dead_take",
+                &self.inner.group_sql.dead_take,
+                &[&p.group, &p.worker, &i64::from(p.limit)],
+            )
+            .await?;
+        let mut taken: Vec<GroupDead> = rows.iter().map(dead).collect();
+        taken.sort_by_key(|d| d.offset);
+        Ok(taken)
+    }
+
+    async fn group_dead_resolve(&self, params: Checked<GroupDeadResolveParams>) -> Result<()> {
+        let p = params.into_inner();
+        let op = "group_dead_resolve";
+        let bucket = i32::try_from(p.bucket).unwrap_or(i32::MAX);
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(db(op))?;
+        // The lease row stays locked until the delete commits: no claim
+        // can take the bucket in between.
+        let held = tx
+            .query(
+                &self.inner.group_sql.holds,
+                &[&p.group, &bucket, &p.worker, &p.epoch],
+            )
+            .await
+            .map_err(db(op))?;
+        if held.is_empty() {
+            return Err(fenced(&p.group, p.bucket, p.epoch));
+        }
+        tx.execute(&self.inner.group_sql.dead_delete, &[&p.group, &p.offset])
+            .await
+            .map_err(db(op))?;
+        tx.commit().await.map_err(db(op))
     }
 }

@@ -10,6 +10,10 @@ use crate::streams::sql::HORIZON;
 const NOW_MS: &str =
     "(SELECT COALESCE($1::bigint, floor(extract(epoch FROM now()) * 1000)::bigint))";
 
+/// The dead-letter columns `dead` (in `mod.rs`) reads, in its order.
+pub(crate) const DEAD_COLUMNS: &str =
+    "id, bucket, stream, key, payload, error, attempts, failed_at, created_at, requeued";
+
 /// The bucket of event row `e` among `n` buckets (a bigint expression):
 /// PostgreSQL's `hashtextextended` for keyed events, the offset otherwise.
 fn bucket_expr(n: &str) -> String {
@@ -54,6 +58,10 @@ pub(crate) struct GroupSql {
     pub leave: String,
     pub dead_add: String,
     pub dead_list: String,
+    pub dead_requeue: String,
+    pub dead_take: String,
+    pub holds: String,
+    pub dead_delete: String,
     pub resize_facts: String,
     pub resize_delete: String,
     pub resize_insert: String,
@@ -146,12 +154,13 @@ impl GroupSql {
             // Fenced like a checkpoint: only the bucket's current holder.
             dead_add: format!(
                 "INSERT INTO {gd} (group_name, id, bucket, stream, key, payload, error, \
-                   attempts, failed_at) \
-                 SELECT $2, $3, $4::int, $5, $6, $7, $8, $9::int, {NOW_MS} / 1000 \
+                   attempts, failed_at, created_at) \
+                 SELECT $2, $3, $4::int, $5, $6, $7, $8, $9::int, {NOW_MS} / 1000, $12 \
                  WHERE EXISTS (SELECT 1 FROM {gb} WHERE group_name = $2 AND bucket = $4::int \
                    AND owner = $10 AND epoch = $11) \
                  ON CONFLICT (group_name, id) DO UPDATE SET error = excluded.error, \
-                   attempts = excluded.attempts, failed_at = excluded.failed_at \
+                   attempts = excluded.attempts, failed_at = excluded.failed_at, \
+                   requeued = false \
                  RETURNING 1"
             ),
             // Locks every bucket row: no claim slips in while resizing.
@@ -167,9 +176,32 @@ impl GroupSql {
                  SELECT $2, b, $3::int, $4, $5, $6, {NOW_MS} FROM generate_series(0, $3::int - 1) b"
             ),
             dead_list: format!(
-                "SELECT id, bucket, stream, key, payload, error, attempts, failed_at FROM {gd} \
+                "SELECT {DEAD_COLUMNS} FROM {gd} \
                  WHERE group_name = $1 AND id > $2 ORDER BY id LIMIT $3"
             ),
+            dead_requeue: format!(
+                "UPDATE {gd} SET requeued = true WHERE group_name = $1 \
+                 AND (cardinality($2::bigint[]) = 0 OR id = ANY($2::bigint[]))"
+            ),
+            // SKIP LOCKED: two takers never wait on, nor both get, a row.
+            dead_take: format!(
+                "WITH t AS (SELECT d.id FROM {gd} d JOIN {gb} b \
+                   ON b.group_name = d.group_name AND b.bucket = d.bucket \
+                   WHERE d.group_name = $1 AND d.requeued AND b.owner = $2 \
+                   ORDER BY d.id LIMIT $3 FOR UPDATE OF d SKIP LOCKED) \
+                 UPDATE {gd} d SET requeued = false FROM t \
+                 WHERE d.group_name = $1 AND d.id = t.id RETURNING {}",
+                DEAD_COLUMNS
+                    .split(", ")
+                    .map(|c| format!("d.{c}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            holds: format!(
+                "SELECT 1 FROM {gb} WHERE group_name = $1 AND bucket = $2::int \
+                 AND owner = $3 AND epoch = $4 FOR SHARE"
+            ),
+            dead_delete: format!("DELETE FROM {gd} WHERE group_name = $1 AND id = $2"),
         }
     }
 }

@@ -3,9 +3,9 @@
 use alkstore_core::group::{
     fenced, hashtextextended, resize_refused, ttl_ms, BucketEvent, BucketLease, BucketStatus,
     GroupCheckpointParams, GroupClaimParams, GroupDead, GroupDeadAddParams, GroupDeadListParams,
-    GroupDriver, GroupEnsureParams, GroupInfo, GroupLeaveParams, GroupReadParams,
-    GroupReleaseParams, GroupRenewParams, GroupResize, GroupResizeParams, GroupStatus,
-    GroupStatusParams, Renewal,
+    GroupDeadRequeueParams, GroupDeadResolveParams, GroupDeadTakeParams, GroupDriver,
+    GroupEnsureParams, GroupInfo, GroupLeaveParams, GroupReadParams, GroupReleaseParams,
+    GroupRenewParams, GroupResize, GroupResizeParams, GroupStatus, GroupStatusParams, Renewal,
 };
 use alkstore_core::stream::Event;
 use alkstore_core::validate::count;
@@ -74,6 +74,42 @@ fn collect_leases(
         .collect::<rusqlite::Result<_>>()?;
     leases.sort_by_key(|l| l.bucket);
     Ok(leases)
+}
+
+/// The columns [`dead`] reads, in its order.
+const DEAD_COLUMNS: &str =
+    "id, bucket, stream, key, payload, error, attempts, failed_at, created_at, requeued";
+
+fn dead(r: &rusqlite::Row<'_>) -> rusqlite::Result<GroupDead> {
+    Ok(GroupDead {
+        offset: r.get(0)?,
+        bucket: r.get(1)?,
+        stream: r.get(2)?,
+        key: r.get(3)?,
+        payload: r.get(4)?,
+        error: r.get(5)?,
+        attempts: r.get(6)?,
+        failed_at: r.get(7)?,
+        created_at: r.get(8)?,
+        requeued: r.get(9)?,
+    })
+}
+
+/// Whether `worker` holds `bucket` of `group` under `epoch`.
+fn holds(
+    conn: &Connection,
+    op: &'static str,
+    group: &str,
+    bucket: u32,
+    worker: &str,
+    epoch: i64,
+) -> Result<bool> {
+    conn.prepare_cached(
+        "SELECT 1 FROM __alkstore_group_bucket WHERE group_name = ?1 AND bucket = ?2 \
+         AND owner = ?3 AND epoch = ?4",
+    )
+    .and_then(|mut s| s.exists(params![group, bucket, worker, epoch]))
+    .map_err(db(op))
 }
 
 /// The group's (stream, N), if it exists.
@@ -451,12 +487,13 @@ impl GroupDriver for SqliteEngine {
                     .conn
                     .prepare_cached(
                         "INSERT INTO __alkstore_group_dead (group_name, id, bucket, stream, key, \
-                           payload, error, attempts, failed_at) \
-                         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9 WHERE EXISTS ( \
+                           payload, error, attempts, failed_at, created_at) \
+                         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?12 WHERE EXISTS ( \
                            SELECT 1 FROM __alkstore_group_bucket WHERE group_name = ?1 \
                              AND bucket = ?3 AND owner = ?10 AND epoch = ?11) \
                          ON CONFLICT (group_name, id) DO UPDATE SET error = excluded.error, \
-                           attempts = excluded.attempts, failed_at = excluded.failed_at",
+                           attempts = excluded.attempts, failed_at = excluded.failed_at, \
+                           requeued = 0",
                     )
                     .and_then(|mut s| {
                         s.execute(params![
@@ -470,7 +507,8 @@ impl GroupDriver for SqliteEngine {
                             p.attempts,
                             st.clock.now(),
                             p.worker,
-                            p.epoch
+                            p.epoch,
+                            p.event.created_at
                         ])
                     })
                     .map_err(db(op))?;
@@ -488,26 +526,11 @@ impl GroupDriver for SqliteEngine {
     ) -> Result<Vec<GroupDead>> {
         let p = params.into_inner();
         self.read("group_dead_list", move |conn| {
-            conn.prepare_cached(
-                "SELECT id, bucket, stream, key, payload, error, attempts, failed_at \
-                 FROM __alkstore_group_dead WHERE group_name = ?1 AND id > ?2 \
-                 ORDER BY id LIMIT ?3",
-            )
-            .and_then(|mut s| {
-                s.query_map(params![p.group, p.after, p.limit], |r| {
-                    Ok(GroupDead {
-                        offset: r.get(0)?,
-                        bucket: r.get(1)?,
-                        stream: r.get(2)?,
-                        key: r.get(3)?,
-                        payload: r.get(4)?,
-                        error: r.get(5)?,
-                        attempts: r.get(6)?,
-                        failed_at: r.get(7)?,
-                    })
-                })?
-                .collect()
-            })
+            conn.prepare_cached(&format!(
+                "SELECT {DEAD_COLUMNS} FROM __alkstore_group_dead WHERE group_name = ?1 AND id > ?2 \
+                 ORDER BY id LIMIT ?3"
+            ))
+            .and_then(|mut s| s.query_map(params![p.group, p.after, p.limit], dead)?.collect())
             .map_err(db("group_dead_list"))
         })
         .await
@@ -570,6 +593,83 @@ impl GroupDriver for SqliteEngine {
                     to: p.buckets,
                     rewound_to,
                 })
+            })
+            .await
+    }
+
+    async fn group_dead_requeue(&self, params: Checked<GroupDeadRequeueParams>) -> Result<u64> {
+        let p = params.into_inner();
+        let offsets = format!(
+            "[{}]",
+            p.offsets
+                .iter()
+                .map(i64::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let all = p.offsets.is_empty();
+        self.inner
+            .writer
+            .write("group_dead_requeue", move |st| {
+                st.conn
+                    .prepare_cached(
+                        "UPDATE __alkstore_group_dead SET requeued = 1 WHERE group_name = ?1 \
+                         AND (?2 OR id IN (SELECT value FROM json_each(?3)))",
+                    )
+                    .and_then(|mut s| s.execute(params![p.group, all, offsets]))
+                    .map(|n| n as u64)
+                    .map_err(db("group_dead_requeue"))
+            })
+            .await
+    }
+
+    async fn group_dead_take(
+        &self,
+        params: Checked<GroupDeadTakeParams>,
+    ) -> Result<Vec<GroupDead>> {
+        let p = params.into_inner();
+        self.inner
+            .writer
+            .write("group_dead_take", move |st| {
+                let mut taken: Vec<GroupDead> = st
+                    .conn
+                    .prepare_cached(&format!(
+                        "UPDATE __alkstore_group_dead SET requeued = 0 \
+                         WHERE group_name = ?1 AND id IN ( \
+                           SELECT d.id FROM __alkstore_group_dead d \
+                           JOIN __alkstore_group_bucket b \
+                             ON b.group_name = d.group_name AND b.bucket = d.bucket \
+                           WHERE d.group_name = ?1 AND d.requeued = 1 AND b.owner = ?2 \
+                           ORDER BY d.id LIMIT ?3) \
+                         RETURNING {DEAD_COLUMNS}"
+                    ))
+                    .and_then(|mut s| {
+                        s.query_map(params![p.group, p.worker, p.limit], dead)?
+                            .collect()
+                    })
+                    .map_err(db("group_dead_take"))?;
+                taken.sort_by_key(|d| d.offset);
+                Ok(taken)
+            })
+            .await
+    }
+
+    async fn group_dead_resolve(&self, params: Checked<GroupDeadResolveParams>) -> Result<()> {
+        let p = params.into_inner();
+        self.inner
+            .writer
+            .write("group_dead_resolve", move |st| {
+                let op = "group_dead_resolve";
+                if !holds(&st.conn, op, &p.group, p.bucket, &p.worker, p.epoch)? {
+                    return Err(fenced(&p.group, p.bucket, p.epoch));
+                }
+                st.conn
+                    .prepare_cached(
+                        "DELETE FROM __alkstore_group_dead WHERE group_name = ?1 AND id = ?2",
+                    )
+                    .and_then(|mut s| s.execute(params![p.group, p.offset]))
+                    .map(|_| ())
+                    .map_err(db(op))
             })
             .await
     }

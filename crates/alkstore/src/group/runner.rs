@@ -8,8 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use alkstore_core::group::{
-    BucketEvent, BucketLease, GroupCheckpointParams, GroupClaimParams, GroupDeadAddParams,
-    GroupEnsureParams, GroupLeaveParams, GroupReadParams, GroupReleaseParams, GroupRenewParams,
+    BucketEvent, BucketLease, GroupCheckpointParams, GroupClaimParams, GroupDead,
+    GroupDeadAddParams, GroupDeadResolveParams, GroupDeadTakeParams, GroupEnsureParams,
+    GroupLeaveParams, GroupReadParams, GroupReleaseParams, GroupRenewParams,
 };
 use alkstore_core::stream::Event;
 use alkstore_core::{BoxError, Engine, Error, ErrorKind, GroupEngine};
@@ -157,6 +158,8 @@ struct FetchSlot {
 /// What the fetcher hands a bucket's handler.
 enum Fed {
     Event(Event),
+    /// A dead letter someone requeued: run it again, outside offset order.
+    Redeliver(GroupDead),
     /// The fetcher found nothing more for now: checkpoint.
     CaughtUp,
 }
@@ -502,6 +505,8 @@ fn is_transient(e: &Error) -> bool {
 async fn fetch<F>(s: Arc<Shared<F>>, mut stop: watch::Receiver<bool>) {
     let mut hints = s.engine.wake_subscribe();
     let mut failures = 0u32;
+    // After a hint: the next short wait, and when the hint came.
+    let mut hinted: Option<(Duration, Instant)> = None;
     loop {
         if *stop.borrow() {
             return;
@@ -578,10 +583,25 @@ async fn fetch<F>(s: Arc<Shared<F>>, mut stop: watch::Receiver<bool>) {
             for q in queues {
                 let _ = q.try_send(Fed::CaughtUp);
             }
+            redeliver(&s).await;
         }
         // Caught up (or nothing owned): wait for a commit to the stream, a
-        // new bucket, the safety poll or the stop.
-        let poll = tokio::time::sleep(s.opts.poll_interval);
+        // new bucket, the safety poll or the stop. After a hint, look again
+        // soon, backing off, for a few seconds: its event may still be held
+        // back by an older open transaction (PostgreSQL).
+        let wait = match hinted {
+            Some((next, since))
+                if since.elapsed() < crate::stream::hint_follow_up(s.opts.poll_interval) =>
+            {
+                hinted = Some(((next * 2).min(Duration::from_millis(200)), since));
+                next
+            }
+            _ => {
+                hinted = None;
+                s.opts.poll_interval
+            }
+        };
+        let poll = tokio::time::sleep(wait);
         tokio::pin!(poll);
         loop {
             tokio::select! {
@@ -589,7 +609,10 @@ async fn fetch<F>(s: Arc<Shared<F>>, mut stop: watch::Receiver<bool>) {
                 _ = stop.changed() => return,
                 () = s.added.notified() => break,
                 hint = hints.recv() => match hint {
-                    Ok(w) if w.concerns_stream(&s.stream) => break,
+                    Ok(w) if w.concerns_stream(&s.stream) => {
+                        hinted = Some((Duration::from_millis(5), Instant::now()));
+                        break;
+                    }
                     Ok(_) => {}
                     Err(RecvError::Lagged(_)) => break,
                     Err(RecvError::Closed) => {
@@ -598,6 +621,38 @@ async fn fetch<F>(s: Arc<Shared<F>>, mut stop: watch::Receiver<bool>) {
                     }
                 },
                 () = &mut poll => break,
+            }
+        }
+    }
+}
+
+/// Hand requeued dead letters of the owned buckets to their handlers
+/// (taking them clears their mark, so no other worker runs them too).
+async fn redeliver<F>(s: &Shared<F>) {
+    let taken = s
+        .engine
+        .group_dead_take(GroupDeadTakeParams::new(
+            s.group.clone(),
+            &*s.worker,
+            s.opts.batch,
+        ))
+        .await;
+    let dead = match taken {
+        Ok(dead) => dead,
+        Err(e) => {
+            tracing::warn!(group = %s.group, error = %e, "taking requeued dead letters failed");
+            return;
+        }
+    };
+    for d in dead {
+        let queue = lock(&s.fetch).get(&d.bucket).map(|slot| slot.queue.clone());
+        match queue {
+            Some(q) => {
+                let _ = q.send(Fed::Redeliver(d)).await;
+            }
+            // Taken just as its bucket went: it stays dead, unmarked.
+            None => {
+                tracing::warn!(group = %s.group, offset = d.offset, "requeued dead letter's bucket is gone; requeue it again")
             }
         }
     }
@@ -634,6 +689,14 @@ where
         let _ = h.save().await;
     }
     h.end
+}
+
+/// How one handler run (with its retries) ended.
+enum Ran {
+    Ok,
+    /// The last error and how many runs.
+    Failed(String, u32),
+    Stopped,
 }
 
 struct BucketHandler<'a, F> {
@@ -687,6 +750,11 @@ where
             };
             match next {
                 None => return,
+                Some(Fed::Redeliver(dead)) => {
+                    if !self.redeliver(dead, stop).await {
+                        return;
+                    }
+                }
                 Some(Fed::CaughtUp) => {
                     if !self.save().await {
                         return;
@@ -710,15 +778,57 @@ where
         }
     }
 
-    /// Run the handler on `event` per the error policy; when the retries
-    /// run out, record a dead letter and go on. False when stopping.
-    async fn handle(&mut self, event: Event, stop: &mut watch::Receiver<bool>) -> bool {
+    /// Run a requeued dead letter again: deleted when it succeeds, dead
+    /// again (with the new error) when it fails. The bucket's offset does
+    /// not move. False when stopping or the lease is gone.
+    async fn redeliver(&mut self, dead: GroupDead, stop: &mut watch::Receiver<bool>) -> bool {
+        let s = self.s;
+        let event = dead.event();
+        let offset = event.offset;
+        let outcome = match self.run_handler(&event, stop).await {
+            Ran::Stopped => return false,
+            Ran::Ok => {
+                s.engine
+                    .group_dead_resolve(GroupDeadResolveParams {
+                        group: s.group.clone(),
+                        bucket: self.bucket,
+                        worker: s.worker.to_string(),
+                        epoch: self.epoch,
+                        offset,
+                    })
+                    .await
+            }
+            Ran::Failed(error, attempts) => {
+                s.engine
+                    .group_dead_add(GroupDeadAddParams {
+                        group: s.group.clone(),
+                        bucket: self.bucket,
+                        worker: s.worker.to_string(),
+                        epoch: self.epoch,
+                        event,
+                        error,
+                        attempts,
+                    })
+                    .await
+            }
+        };
+        match outcome {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(group = %s.group, bucket = self.bucket, offset, error = %e, "requeued dead letter not settled");
+                self.end.lost = e.kind() == ErrorKind::NotHeld;
+                !self.end.lost
+            }
+        }
+    }
+
+    /// Run the handler on `event` per the error policy.
+    async fn run_handler(&self, event: &Event, stop: &mut watch::Receiver<bool>) -> Ran {
         let s = self.s;
         let (attempts, mut backoff) = match s.opts.on_error {
             OnError::Stop => (1, Duration::ZERO),
             OnError::Retry { attempts, backoff } => (attempts.max(1), backoff),
         };
-        let offset = event.offset;
         let mut run = 0;
         loop {
             run += 1;
@@ -729,31 +839,42 @@ where
                 worker: s.worker.clone(),
             };
             let error: BoxError = match (s.handler)(delivery).await {
-                Ok(()) => {
-                    self.offset = offset;
-                    self.unsaved += 1;
-                    self.end.handled += 1;
-                    return true;
-                }
+                Ok(()) => return Ran::Ok,
                 Err(e) => e.into(),
             };
-            tracing::warn!(group = %s.group, bucket = self.bucket, offset, run, error = %error, "group handler failed");
+            tracing::warn!(group = %s.group, bucket = self.bucket, offset = event.offset, run, error = %error, "group handler failed");
             if run >= attempts {
-                return self.dead_letter(event, error.to_string(), run).await;
+                return Ran::Failed(error.to_string(), run);
             }
             tokio::select! {
                 biased;
                 changed = stop.changed() => {
                     if changed.is_err() || *stop.borrow() {
-                        return false;
+                        return Ran::Stopped;
                     }
                 }
                 () = tokio::time::sleep(backoff) => {}
             }
             if self.stopping(stop) {
-                return false;
+                return Ran::Stopped;
             }
             backoff = (backoff * 2).min(Duration::from_secs(60));
+        }
+    }
+
+    /// Run the handler on `event` per the error policy; when the retries
+    /// run out, record a dead letter and go on. False when stopping.
+    async fn handle(&mut self, event: Event, stop: &mut watch::Receiver<bool>) -> bool {
+        let offset = event.offset;
+        match self.run_handler(&event, stop).await {
+            Ran::Stopped => false,
+            Ran::Ok => {
+                self.offset = offset;
+                self.unsaved += 1;
+                self.end.handled += 1;
+                true
+            }
+            Ran::Failed(error, attempts) => self.dead_letter(event, error, attempts).await,
         }
     }
 

@@ -194,6 +194,11 @@ impl Subscriber {
     }
 }
 
+/// How long reads follow up a hint (see `Run::follow`).
+pub(crate) fn hint_follow_up(poll_interval: Duration) -> Duration {
+    poll_interval.min(Duration::from_secs(5))
+}
+
 /// One run's state.
 struct Run<'a> {
     stream: &'a Stream,
@@ -272,11 +277,14 @@ impl Run<'_> {
                 continue;
             }
             self.save().await?;
-            // A hint whose read found nothing may announce an event that an
-            // older, still-open transaction holds back (PostgreSQL): look
-            // again soon, backing off, until the safety poll takes over.
+            // A hint's event may still be held back by an older, still-open
+            // transaction (PostgreSQL), whether or not this read found
+            // others: look again soon, backing off, for a few seconds after
+            // the hint, then leave it to the next hint or the safety poll.
             let wait = match retry {
-                Some((next, since)) if got == 0 && since.elapsed() < self.opts.poll_interval => {
+                Some((next, since))
+                    if since.elapsed() < hint_follow_up(self.opts.poll_interval) =>
+                {
                     retry = Some(((next * 2).min(Duration::from_millis(200)), since));
                     next
                 }
