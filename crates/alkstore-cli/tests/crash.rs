@@ -229,7 +229,16 @@ const EVENTS: usize = 5_000;
 
 /// Spawn `alk streams tail --consumer` printing JSON Lines; a thread collects
 /// the offsets it prints.
-fn spawn_tail(db: &str) -> (Child, std::sync::Arc<std::sync::Mutex<Vec<i64>>>) {
+/// A tailing consumer, the offsets it printed so far, and the thread that
+/// reads them (it ends at the child's end of output: join it before taking
+/// the final list, or lines still in the pipe are missed).
+type Tail = (
+    Child,
+    std::sync::Arc<std::sync::Mutex<Vec<i64>>>,
+    std::thread::JoinHandle<()>,
+);
+
+fn spawn_tail(db: &str) -> Tail {
     use std::io::BufRead;
     let mut child = Command::new(env!("CARGO_BIN_EXE_alk"))
         .args([
@@ -244,7 +253,7 @@ fn spawn_tail(db: &str) -> (Child, std::sync::Arc<std::sync::Mutex<Vec<i64>>>) {
     let stdout = child.stdout.take().expect("stdout");
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let into = seen.clone();
-    std::thread::spawn(move || {
+    let reader = std::thread::spawn(move || {
         for line in std::io::BufReader::new(stdout).lines() {
             let Ok(line) = line else { return };
             let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
@@ -255,7 +264,7 @@ fn spawn_tail(db: &str) -> (Child, std::sync::Arc<std::sync::Mutex<Vec<i64>>>) {
             }
         }
     });
-    (child, seen)
+    (child, seen, reader)
 }
 
 /// Wait until `seen` holds at least `n` offsets, or `last` when given.
@@ -288,10 +297,11 @@ async fn subscriber_kill_nine_resumes(db: String) {
         offsets.extend(stream.publish_batch(batch).await.expect("publish"));
     }
     let head = *offsets.last().expect("published");
-    let (mut first, seen_first) = spawn_tail(&db);
+    let (mut first, seen_first, reader) = spawn_tail(&db);
     wait_for(&seen_first, 1_500, None);
     first.kill().expect("SIGKILL");
     let _ = first.wait();
+    let _ = reader.join();
     let saved = stream
         .offset("crash")
         .await
@@ -303,9 +313,10 @@ async fn subscriber_kill_nine_resumes(db: String) {
         "the saved offset {saved} was printed before it was saved"
     );
 
-    let (second, seen_second) = spawn_tail(&db);
+    let (second, seen_second, reader) = spawn_tail(&db);
     wait_for(&seen_second, 1, Some(head));
     terminate(second);
+    let _ = reader.join();
     let printed_second = seen_second.lock().expect("seen").clone();
     let resume_at = offsets
         .iter()

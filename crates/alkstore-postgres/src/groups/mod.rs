@@ -171,8 +171,10 @@ impl GroupDriver for PgEngine {
     async fn group_checkpoint(&self, params: Checked<GroupCheckpointParams>) -> Result<i64> {
         let p = params.into_inner();
         let bucket = i32::try_from(p.bucket).unwrap_or(i32::MAX);
+        // Like acks (see `query_relaxed`): a checkpoint lost to a server
+        // crash only means its events are delivered again.
         let rows = self
-            .query(
+            .query_relaxed(
                 "group_checkpoint",
                 &self.inner.group_sql.checkpoint,
                 &[

@@ -188,7 +188,7 @@ impl PgEngine {
     /// claim or heartbeat makes the job claimable again and its first
     /// worker's ack is refused; a lost ack makes the job run again once its
     /// claim expires. Both are the at-least-once outcome of a worker dying.
-    async fn query_relaxed(
+    pub(crate) async fn query_relaxed(
         &self,
         op: &'static str,
         sql: &str,

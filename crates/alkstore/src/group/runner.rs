@@ -499,6 +499,19 @@ fn is_transient(e: &Error) -> bool {
     )
 }
 
+/// One page of `buckets` after `from`.
+async fn read_page(
+    engine: AnyEngine,
+    group: String,
+    buckets: Vec<u32>,
+    from: i64,
+    limit: u32,
+) -> Result<Vec<BucketEvent>, Error> {
+    engine
+        .group_read(GroupReadParams::buckets(group, buckets, from, limit))
+        .await
+}
+
 /// The worker's one reader: every owned bucket in one scan of the stream,
 /// in offset order, each event handed to its bucket's handler; woken by
 /// commits (the same hints as subscribers), with a safety poll.
@@ -507,6 +520,9 @@ async fn fetch<F>(s: Arc<Shared<F>>, mut stop: watch::Receiver<bool>) {
     let mut failures = 0u32;
     // After a hint: the next short wait, and when the hint came.
     let mut hinted: Option<(Duration, Instant)> = None;
+    // A page read ahead: its buckets, its start, the read.
+    type Ahead = (Vec<u32>, i64, JoinHandle<Result<Vec<BucketEvent>, Error>>);
+    let mut ahead: Option<Ahead> = None;
     loop {
         if *stop.borrow() {
             return;
@@ -516,15 +532,28 @@ async fn fetch<F>(s: Arc<Shared<F>>, mut stop: watch::Receiver<bool>) {
             .map(|(b, slot)| (*b, slot.after))
             .collect();
         if let Some(from) = wanted.iter().map(|(_, after)| *after).min() {
-            let read = s
-                .engine
-                .group_read(GroupReadParams::buckets(
-                    s.group.clone(),
-                    wanted.iter().map(|(b, _)| *b).collect(),
-                    from,
-                    s.opts.batch,
-                ))
-                .await;
+            let buckets: Vec<u32> = wanted.iter().map(|(b, _)| *b).collect();
+            // The page read ahead while the last one was handed out, if it
+            // is the one wanted now (same buckets, same start).
+            let read = match ahead.take() {
+                Some((b, f, task)) if b == buckets && f == from => match task.await {
+                    Ok(read) => read,
+                    Err(e) => Err(Error::database("group_read", e.to_string())),
+                },
+                other => {
+                    if let Some((_, _, task)) = other {
+                        task.abort();
+                    }
+                    read_page(
+                        s.engine.clone(),
+                        s.group.clone(),
+                        buckets.clone(),
+                        from,
+                        s.opts.batch,
+                    )
+                    .await
+                }
+            };
             let page = match read {
                 Ok(page) => {
                     failures = 0;
@@ -543,6 +572,18 @@ async fn fetch<F>(s: Arc<Shared<F>>, mut stop: watch::Receiver<bool>) {
             };
             let caught_up = page.len() < s.opts.batch as usize;
             let last = page.last().map(|e| e.event.offset);
+            // A full page: start reading the next one while this one is
+            // handed out (the database works while the handlers do).
+            if let (false, Some(last)) = (caught_up, last) {
+                let task = tokio::spawn(read_page(
+                    s.engine.clone(),
+                    s.group.clone(),
+                    buckets.clone(),
+                    last,
+                    s.opts.batch,
+                ));
+                ahead = Some((buckets.clone(), last, task));
+            }
             for BucketEvent { bucket, event } in page {
                 let queue = {
                     let mut slots = lock(&s.fetch);
