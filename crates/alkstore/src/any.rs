@@ -275,4 +275,8 @@ impl GroupDriver for AnyEngine {
     async fn group_dead_resolve(&self, p: Checked<GroupDeadResolveParams>) -> Result<()> {
         drive!(GroupDriver, self.group_dead_resolve(p))
     }
+
+    async fn group_counts(&self, p: Checked<GroupStatusParams>) -> Result<Vec<(u32, u64)>> {
+        drive!(GroupDriver, self.group_counts(p))
+    }
 }

@@ -100,4 +100,10 @@ pub trait GroupDriver: Engine {
         &self,
         params: Checked<GroupDeadResolveParams>,
     ) -> impl Future<Output = Result<()>> + Send;
+
+    /// See [`GroupEngine::group_counts`](super::GroupEngine::group_counts).
+    fn group_counts(
+        &self,
+        params: Checked<GroupStatusParams>,
+    ) -> impl Future<Output = Result<Vec<(u32, u64)>>> + Send;
 }

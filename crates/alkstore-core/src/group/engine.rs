@@ -69,6 +69,15 @@ pub trait GroupEngine: Engine {
         params: impl Into<GroupStatusParams> + Send,
     ) -> impl Future<Output = Result<GroupStatus>> + Send;
 
+    /// A group's rows per bucket count, as `(N, rows)` by N: one entry of
+    /// `(N, N)` for a sound group; several would mean mixed counts (which
+    /// `group_ensure` and `group_resize` never leave behind). Empty for an
+    /// unknown group.
+    fn group_counts(
+        &self,
+        params: impl Into<GroupStatusParams> + Send,
+    ) -> impl Future<Output = Result<Vec<(u32, u64)>>> + Send;
+
     /// Every group, by name.
     fn group_list(&self) -> impl Future<Output = Result<Vec<GroupInfo>>> + Send;
 
@@ -224,6 +233,15 @@ impl<D: GroupDriver> GroupEngine for D {
     async fn group_dead_resolve(&self, params: GroupDeadResolveParams) -> Result<()> {
         engine_call!(self, group_dead_resolve, params => GroupDeadResolveParams, |p| {
             GroupDriver::group_dead_resolve(self, p)
+        })
+    }
+
+    async fn group_counts(
+        &self,
+        params: impl Into<GroupStatusParams> + Send,
+    ) -> Result<Vec<(u32, u64)>> {
+        engine_call!(self, group_counts, params => GroupStatusParams, |p| {
+            GroupDriver::group_counts(self, p)
         })
     }
 }

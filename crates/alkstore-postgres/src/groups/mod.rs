@@ -449,4 +449,15 @@ impl GroupDriver for PgEngine {
             .map_err(db(op))?;
         tx.commit().await.map_err(db(op))
     }
+
+    async fn group_counts(&self, params: Checked<GroupStatusParams>) -> Result<Vec<(u32, u64)>> {
+        let p = params.into_inner();
+        let rows = self
+            .query("group_counts", &self.inner.group_sql.counts, &[&p.group])
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| (small(r.get(0)), count(r.get(1))))
+            .collect())
+    }
 }

@@ -62,6 +62,7 @@ pub(crate) struct GroupSql {
     pub dead_take: String,
     pub holds: String,
     pub dead_delete: String,
+    pub counts: String,
     pub resize_facts: String,
     pub resize_delete: String,
     pub resize_insert: String,
@@ -169,6 +170,10 @@ impl GroupSql {
                    count(*) FILTER (WHERE owner IS NOT NULL AND lease_expires_at > {NOW_MS}), \
                    min(checkpoint), max(epoch) \
                  FROM (SELECT * FROM {gb} WHERE group_name = $2 FOR UPDATE) g"
+            ),
+            counts: format!(
+                "SELECT buckets, count(*) FROM {gb} WHERE group_name = $1 \
+                 GROUP BY buckets ORDER BY buckets"
             ),
             resize_delete: format!("DELETE FROM {gb} WHERE group_name = $1"),
             resize_insert: format!(

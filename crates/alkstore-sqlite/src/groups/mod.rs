@@ -673,6 +673,22 @@ impl GroupDriver for SqliteEngine {
             })
             .await
     }
+
+    async fn group_counts(&self, params: Checked<GroupStatusParams>) -> Result<Vec<(u32, u64)>> {
+        let p = params.into_inner();
+        self.read("group_counts", move |conn| {
+            conn.prepare_cached(
+                "SELECT buckets, COUNT(*) FROM __alkstore_group_bucket WHERE group_name = ?1 \
+                 GROUP BY buckets ORDER BY buckets",
+            )
+            .and_then(|mut s| {
+                s.query_map([&p.group], |r| Ok((r.get(0)?, count(r.get(1)?))))?
+                    .collect()
+            })
+            .map_err(db("group_counts"))
+        })
+        .await
+    }
 }
 
 #[cfg(test)]
