@@ -7,7 +7,8 @@
 //! last event, start-up and bucket claims included), and
 //! `bench peer=alkstore engine=E scenario=failover|rebalance ms=M` (failover:
 //! SIGKILL of one of two workers until the other owns every bucket;
-//! rebalance: a second worker starting until it holds its half).
+//! rebalance: a second worker starting, once the first has settled, until
+//! it holds its half).
 
 use std::collections::BTreeMap;
 use std::process::{Child, Command, Stdio};
@@ -171,6 +172,9 @@ async fn rebalance(e: &AnyEngine, url: &str) -> Result<Duration> {
         snapshot(e).await.0.get("a") == Some(&(BUCKETS as usize))
     })
     .await?;
+    // Past its start-up settling (a heartbeat of quick passes): the join is
+    // noticed at a steady worker's next heartbeat.
+    tokio::time::sleep(Duration::from_millis(HEARTBEAT_MS * 2)).await;
     let b = spawn(url, "b")?;
     let joined = until("the second worker holds its half", || async {
         snapshot(e).await.0.get("b") == Some(&(BUCKETS as usize / 2))

@@ -205,17 +205,12 @@ async fn a_group_survives_a_kill_and_a_join(db: String) {
         "{} handlings of {EVENTS} events; failover {failover:?} (ttl {ttl:?} + heartbeat {heartbeat:?}); joiner's share in {joined:?}",
         lines.len()
     );
-    // The kill's own moment is inside the last heartbeat's lease: the
-    // buckets are free at most a TTL after their last renewal, and claimed
-    // within the next heartbeat (a second one allowed for a loaded machine).
-    assert!(
-        failover <= ttl + heartbeat * 2,
-        "failover took {failover:?}"
-    );
-    assert!(
-        joined <= ttl + heartbeat * 10,
-        "the joiner waited {joined:?}"
-    );
+    // The buckets lapse at most a TTL after the dead worker's last renewal
+    // (before the kill), and the others look again right then: within the
+    // TTL plus one heartbeat.
+    assert!(failover <= ttl + heartbeat, "failover took {failover:?}");
+    // A joiner is noticed at the others' next heartbeat; a few to settle.
+    assert!(joined <= heartbeat * 5, "the joiner waited {joined:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

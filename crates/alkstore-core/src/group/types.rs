@@ -37,6 +37,11 @@ pub struct Renewal {
     pub live_workers: u32,
     /// The group's bucket count N.
     pub buckets: u32,
+    /// How long until the next lease held by another worker lapses (by the
+    /// database's clock), if any: a worker looks again then, so a dead
+    /// peer's buckets move a TTL after its last renewal, not up to a
+    /// heartbeat later.
+    pub next_lapse_in_ms: Option<i64>,
 }
 
 /// One bucket of a group, for status pages.

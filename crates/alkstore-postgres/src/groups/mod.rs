@@ -140,7 +140,8 @@ impl GroupDriver for PgEngine {
             )
             .await?;
         let r = live.first().ok_or_else(|| Error::database(op, "no row"))?;
-        let (live_workers, buckets): (i32, Option<i32>) = (r.get(0), r.get(1));
+        let (live_workers, buckets, next_lapse_in_ms): (i32, Option<i32>, Option<i64>) =
+            (r.get(0), r.get(1), r.get(2));
         let Some(buckets) = buckets else {
             return Err(not_found(&p.group));
         };
@@ -148,6 +149,7 @@ impl GroupDriver for PgEngine {
             held,
             live_workers: small(live_workers),
             buckets: small(buckets),
+            next_lapse_in_ms,
         })
     }
 

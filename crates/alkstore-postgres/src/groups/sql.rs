@@ -110,7 +110,9 @@ impl GroupSql {
                  d AS (DELETE FROM {gm} WHERE group_name = $2 AND expires_at <= {NOW_MS}) \
                  SELECT (SELECT count(*) FROM {gm} WHERE group_name = $2 AND worker <> $3 \
                            AND expires_at > {NOW_MS})::int + 1, \
-                   (SELECT max(buckets) FROM {gb} WHERE group_name = $2)"
+                   (SELECT max(buckets) FROM {gb} WHERE group_name = $2), \
+                   (SELECT min(lease_expires_at) - {NOW_MS} FROM {gb} WHERE group_name = $2 \
+                      AND owner <> $3 AND lease_expires_at > {NOW_MS})"
             ),
             release: format!(
                 "UPDATE {gb} SET owner = NULL, lease_expires_at = NULL, updated_at = {NOW_MS} \

@@ -251,10 +251,19 @@ impl GroupDriver for SqliteEngine {
                     )
                     .and_then(|mut s| s.query_row([&p.group], |r| r.get(0)))
                     .map_err(db(op))?;
+                let next_lapse_in_ms: Option<i64> = st
+                    .conn
+                    .prepare_cached(
+                        "SELECT MIN(lease_expires_at) - ?3 FROM __alkstore_group_bucket \
+                         WHERE group_name = ?1 AND owner <> ?2 AND lease_expires_at > ?3",
+                    )
+                    .and_then(|mut s| s.query_row(params![p.group, p.worker, now], |r| r.get(0)))
+                    .map_err(db(op))?;
                 Ok(Renewal {
                     held,
                     live_workers,
                     buckets,
+                    next_lapse_in_ms,
                 })
             })
             .await

@@ -255,6 +255,8 @@ impl GroupRunner {
             buckets: BTreeMap::new(),
             report: GroupReport::default(),
             valid_tx,
+            last_live: 0,
+            settle_until: Instant::now() + self.opts.heartbeat,
         };
         let out = coordinator.run(shutdown).await;
         // Whatever stopped the run: stop fetching, stop the bucket handlers
@@ -290,6 +292,12 @@ struct Coordinator<F> {
     buckets: BTreeMap<u32, Owned>,
     report: GroupReport,
     valid_tx: watch::Sender<Instant>,
+    /// Live workers at the last pass.
+    last_live: u32,
+    /// Until when passes come quickly: for a heartbeat after this worker
+    /// starts (peers often start together) and after the number of live
+    /// workers changes, so shares settle in milliseconds, not heartbeats.
+    settle_until: Instant,
 }
 
 impl<F, Fut, E> Coordinator<F>
@@ -302,15 +310,20 @@ where
         let mut shutdown = std::pin::pin!(shutdown.fuse());
         let opts = self.shared.opts.clone();
         loop {
-            let ramping = self.pass().await?;
+            let (ramping, next_lapse) = self.pass().await?;
             // While below its share and buckets are free, claim the next one
             // soon (one per pass, re-counting live workers in between, so a
             // worker starting alone does not grab everything first).
             let wait = if ramping {
                 (opts.heartbeat / 20).min(Duration::from_millis(2))
+            } else if Instant::now() < self.settle_until {
+                (opts.heartbeat / 20).min(Duration::from_millis(10))
             } else {
                 opts.heartbeat
             };
+            // Look again as soon as a peer's lease lapses (a dead peer's
+            // buckets are then claimable), if that comes first.
+            let wait = next_lapse.map_or(wait, |lapse| wait.min(lapse));
             tokio::select! {
                 biased;
                 () = &mut shutdown => return Ok(()),
@@ -319,9 +332,9 @@ where
         }
     }
 
-    /// One heartbeat pass; true when it claimed a bucket and is still below
-    /// its fair share.
-    async fn pass(&mut self) -> Result<bool, GroupError> {
+    /// One heartbeat pass: whether it claimed a bucket and is still below
+    /// its fair share, and how long until a peer's lease lapses.
+    async fn pass(&mut self) -> Result<(bool, Option<Duration>), GroupError> {
         let s = self.shared.clone();
         self.reap().await;
         let started = Instant::now();
@@ -341,11 +354,16 @@ where
                     // The leases may have lapsed: stop handling at once.
                     self.stop_all().await;
                 }
-                return Ok(false);
+                return Ok((false, None));
             }
             Err(e) => return Err(e.into()),
         };
         self.valid_tx.send_replace(started + s.opts.ttl);
+        // A millisecond past the lapse, so the claim finds it lapsed.
+        let next_lapse = renewal
+            .next_lapse_in_ms
+            .and_then(|ms| u64::try_from(ms).ok())
+            .map(|ms| Duration::from_millis(ms + 1));
         let held: BTreeMap<u32, BucketLease> =
             renewal.held.into_iter().map(|l| (l.bucket, l)).collect();
         // Lost buckets first: stop their handlers before anything else.
@@ -367,6 +385,10 @@ where
             }
         }
         let live = renewal.live_workers.max(1);
+        if live != self.last_live {
+            self.last_live = live;
+            self.settle_until = Instant::now() + s.opts.heartbeat;
+        }
         let fair = renewal.buckets.div_ceil(live) as usize;
         let mine = held.len();
         if mine < fair {
@@ -387,7 +409,7 @@ where
                         self.report.claimed += 1;
                         self.start(lease);
                     }
-                    return Ok(got && mine + 1 < fair);
+                    return Ok((got && mine + 1 < fair, next_lapse));
                 }
                 Err(e) if is_transient(&e) => {
                     tracing::warn!(group = %s.group, error = %e, "group claim failed");
@@ -411,7 +433,7 @@ where
                 self.report.released += 1;
             }
         }
-        Ok(false)
+        Ok((false, next_lapse))
     }
 
     /// Start handling a newly held bucket: its handler task, and a slot the
