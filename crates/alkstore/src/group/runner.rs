@@ -317,7 +317,7 @@ where
             let wait = if ramping {
                 (opts.heartbeat / 20).min(Duration::from_millis(2))
             } else if Instant::now() < self.settle_until {
-                (opts.heartbeat / 20).min(Duration::from_millis(10))
+                (opts.heartbeat / 10).min(Duration::from_millis(50))
             } else {
                 opts.heartbeat
             };
