@@ -207,16 +207,16 @@ pub(crate) async fn run(args: GroupBenchArgs) -> Result<()> {
                     took.as_secs_f64() * 1e3
                 );
             }
-            consume => {
-                let workers: usize = consume
+            throughput => {
+                let workers: usize = throughput
                     .trim_start_matches("consume_")
                     .trim_end_matches('w')
                     .parse()
-                    .map_err(|_| Error::invalid("scenario", consume.to_string()))?;
+                    .map_err(|_| Error::invalid("scenario", throughput.to_string()))?;
                 let n = scaled(200_000, args.scale);
-                let secs = consume_with(&fresh, workers, n).await?;
+                let secs = consume(&fresh.engine, &fresh.url, workers, n).await?;
                 println!(
-                    "bench peer=alkstore engine={engine} scenario={consume} events={n} secs={secs:.3} events_per_s={:.0}",
+                    "bench peer=alkstore engine={engine} scenario={throughput} events={n} secs={secs:.3} events_per_s={:.0}",
                     n as f64 / secs
                 );
             }
@@ -224,8 +224,4 @@ pub(crate) async fn run(args: GroupBenchArgs) -> Result<()> {
         fresh.cleanup().await?;
     }
     Ok(())
-}
-
-async fn consume_with(fresh: &crate::bench::Fresh, workers: usize, n: usize) -> Result<f64> {
-    consume(&fresh.engine, &fresh.url, workers, n).await
 }

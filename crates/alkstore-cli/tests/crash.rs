@@ -10,6 +10,9 @@ use std::time::{Duration, Instant};
 
 use alkstore::{QueueOpts, Store};
 
+mod common;
+use common::terminate;
+
 const JOBS: usize = 20_000;
 
 fn spawn_worker(db: &str, log: &Path) -> Child {
@@ -32,22 +35,6 @@ fn spawn_worker(db: &str, log: &Path) -> Child {
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn alk test-worker")
-}
-
-fn terminate(mut child: Child) {
-    let _ = Command::new("kill")
-        .arg("-TERM")
-        .arg(child.id().to_string())
-        .status();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        if let Ok(Some(_)) = child.try_wait() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 async fn kill_nine_loses_nothing(db: String) {

@@ -13,6 +13,9 @@ use std::time::{Duration, Instant};
 
 use alkstore::Store;
 
+mod common;
+use common::terminate;
+
 const EVENTS: usize = 20_000;
 const KEYS: usize = 500;
 const BUCKETS: u32 = 16;
@@ -39,22 +42,6 @@ fn spawn_worker(db: &str, name: &str, log: &Path) -> Child {
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn alk test-group-worker")
-}
-
-fn terminate(mut child: Child) {
-    let _ = Command::new("kill")
-        .arg("-TERM")
-        .arg(child.id().to_string())
-        .status();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        if let Ok(Some(_)) = child.try_wait() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// Live (unexpired) buckets per owner.

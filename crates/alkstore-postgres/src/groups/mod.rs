@@ -22,6 +22,12 @@ fn small(n: i32) -> u32 {
     u32::try_from(n).unwrap_or(0)
 }
 
+/// A bucket number, count or attempt for an `INT` column (validated far
+/// below `i32::MAX`).
+fn int(n: u32) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
+}
+
 fn lease(r: &Row) -> BucketLease {
     BucketLease {
         bucket: small(r.get(0)),
@@ -92,7 +98,7 @@ impl GroupDriver for PgEngine {
                 });
             }
         }
-        let n = i32::try_from(p.buckets).unwrap_or(i32::MAX);
+        let n = int(p.buckets);
         tx.execute(
             &sql.insert,
             &[&self.now_ms_override(), &p.group, &n, &p.stream],
@@ -155,11 +161,7 @@ impl GroupDriver for PgEngine {
 
     async fn group_release(&self, params: Checked<GroupReleaseParams>) -> Result<u64> {
         let p = params.into_inner();
-        let buckets: Vec<i32> = p
-            .buckets
-            .iter()
-            .map(|b| i32::try_from(*b).unwrap_or(i32::MAX))
-            .collect();
+        let buckets: Vec<i32> = p.buckets.iter().map(|b| int(*b)).collect();
         let rows = self
             .query(
                 "group_release",
@@ -172,7 +174,7 @@ impl GroupDriver for PgEngine {
 
     async fn group_checkpoint(&self, params: Checked<GroupCheckpointParams>) -> Result<i64> {
         let p = params.into_inner();
-        let bucket = i32::try_from(p.bucket).unwrap_or(i32::MAX);
+        let bucket = int(p.bucket);
         // Like acks (see `query_relaxed`): a checkpoint lost to a server
         // crash only means its events are delivered again.
         let rows = self
@@ -212,11 +214,7 @@ impl GroupDriver for PgEngine {
 
     async fn group_read(&self, params: Checked<GroupReadParams>) -> Result<Vec<BucketEvent>> {
         let p = params.into_inner();
-        let buckets: Vec<i32> = p
-            .buckets
-            .iter()
-            .map(|b| i32::try_from(*b).unwrap_or(i32::MAX))
-            .collect();
+        let buckets: Vec<i32> = p.buckets.iter().map(|b| int(*b)).collect();
         let rows = self
             .query(
                 "group_read",
@@ -317,8 +315,8 @@ impl GroupDriver for PgEngine {
 
     async fn group_dead_add(&self, params: Checked<GroupDeadAddParams>) -> Result<()> {
         let p = params.into_inner();
-        let bucket = i32::try_from(p.bucket).unwrap_or(i32::MAX);
-        let attempts = i32::try_from(p.attempts).unwrap_or(i32::MAX);
+        let bucket = int(p.bucket);
+        let attempts = int(p.attempts);
         let rows = self
             .query(
                 "group_dead_add",
@@ -385,7 +383,7 @@ impl GroupDriver for PgEngine {
         tx.execute(&sql.resize_delete, &[&p.group])
             .await
             .map_err(db(op))?;
-        let n = i32::try_from(p.buckets).unwrap_or(i32::MAX);
+        let n = int(p.buckets);
         tx.execute(
             &sql.resize_insert,
             &[&now, &p.group, &n, &stream, &epoch, &rewound_to],
@@ -431,7 +429,7 @@ impl GroupDriver for PgEngine {
     async fn group_dead_resolve(&self, params: Checked<GroupDeadResolveParams>) -> Result<()> {
         let p = params.into_inner();
         let op = "group_dead_resolve";
-        let bucket = i32::try_from(p.bucket).unwrap_or(i32::MAX);
+        let bucket = int(p.bucket);
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(db(op))?;
         // The lease row stays locked until the delete commits: no claim

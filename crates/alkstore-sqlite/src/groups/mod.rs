@@ -637,6 +637,22 @@ impl GroupDriver for SqliteEngine {
         params: Checked<GroupDeadTakeParams>,
     ) -> Result<Vec<GroupDead>> {
         let p = params.into_inner();
+        // Readers call this whenever they catch up: look first on a read
+        // connection, so the usual "nothing requeued" takes no write lock.
+        let group = p.group.clone();
+        let any = self
+            .read("group_dead_take", move |conn| {
+                conn.prepare_cached(
+                    "SELECT EXISTS (SELECT 1 FROM __alkstore_group_dead \
+                     WHERE group_name = ?1 AND requeued = 1)",
+                )
+                .and_then(|mut s| s.query_row([&group], |r| r.get::<_, bool>(0)))
+                .map_err(db("group_dead_take"))
+            })
+            .await?;
+        if !any {
+            return Ok(Vec::new());
+        }
         self.inner
             .writer
             .write("group_dead_take", move |st| {
