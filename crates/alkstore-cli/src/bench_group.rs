@@ -3,8 +3,10 @@
 //!
 //! One line per scenario, machine-readable:
 //! `bench peer=alkstore engine=E scenario=consume_Nw events=N secs=S events_per_s=R`
-//! (from starting the workers until every bucket's checkpoint reached its
-//! last event, start-up and bucket claims included), and
+//! (from releasing the started workers, each with its store open, until
+//! every bucket's checkpoint reached its last event: bucket claims
+//! included, process start-up not, as the peers connect before their
+//! clocks start), and
 //! `bench peer=alkstore engine=E scenario=failover|rebalance ms=M` (failover:
 //! SIGKILL of one of two workers until the other owns every bucket;
 //! rebalance: a second worker starting, once the first has settled, until
@@ -63,25 +65,64 @@ async fn publish(e: &AnyEngine, n: usize) -> Result<BTreeMap<u32, i64>> {
 
 /// A worker process of group `bench`.
 fn spawn(url: &str, name: &str) -> Result<Child> {
-    let exe = std::env::current_exe().map_err(|e| Error::database("bench", e))?;
-    Command::new(exe)
-        .args([
-            "--db",
-            url,
-            "test-group-worker",
-            "--group",
-            "bench",
-            "--stream",
-            "bench",
-        ])
-        .args(["--buckets", &BUCKETS.to_string(), "--name", name])
-        .args(["--ttl-ms", &TTL_MS.to_string()])
-        .args(["--heartbeat-ms", &HEARTBEAT_MS.to_string()])
-        .env_remove("DATABASE_URL")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+    worker(url, name).spawn().map_err(spawn_failed)
+}
+
+fn spawn_failed(e: std::io::Error) -> Error {
+    Error::database("bench: spawn a group worker", e)
+}
+
+/// A worker started with `--gate`, once it has said `ready` (store open);
+/// it joins the group when [`go`] writes to it.
+fn spawn_gated(url: &str, name: &str) -> Result<Child> {
+    use std::io::BufRead;
+    let mut child = worker(url, name)
+        .arg("--gate")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
         .spawn()
-        .map_err(|e| Error::database("bench: spawn a group worker", e))
+        .map_err(spawn_failed)?;
+    let mut line = String::new();
+    if let Some(out) = child.stdout.take() {
+        std::io::BufReader::new(out)
+            .read_line(&mut line)
+            .map_err(spawn_failed)?;
+    }
+    if line.trim() != "ready" {
+        stop(child);
+        return Err(Error::database("bench", "a group worker did not start"));
+    }
+    Ok(child)
+}
+
+/// Release a gated worker.
+fn go(child: &mut Child) -> Result<()> {
+    use std::io::Write;
+    let stdin = child.stdin.as_mut();
+    stdin
+        .map_or(Ok(()), |s| s.write_all(b"go\n").and_then(|()| s.flush()))
+        .map_err(|e| Error::database("bench: release a group worker", e))
+}
+
+fn worker(url: &str, name: &str) -> Command {
+    let exe = std::env::current_exe().unwrap_or_else(|_| "alk".into());
+    let mut cmd = Command::new(exe);
+    cmd.args([
+        "--db",
+        url,
+        "test-group-worker",
+        "--group",
+        "bench",
+        "--stream",
+        "bench",
+    ])
+    .args(["--buckets", &BUCKETS.to_string(), "--name", name])
+    .args(["--ttl-ms", &TTL_MS.to_string()])
+    .args(["--heartbeat-ms", &HEARTBEAT_MS.to_string()])
+    .env_remove("DATABASE_URL")
+    .stdout(Stdio::null())
+    .stderr(Stdio::null());
+    cmd
 }
 
 fn stop(mut child: Child) {
@@ -129,10 +170,13 @@ where
 /// `consume_Nw`: events per second drained by `workers` processes.
 async fn consume(e: &AnyEngine, url: &str, workers: usize, n: usize) -> Result<f64> {
     let last = publish(e, n).await?;
-    let started = Instant::now();
-    let children = (0..workers)
-        .map(|w| spawn(url, &format!("w{w}")))
+    let mut children = (0..workers)
+        .map(|w| spawn_gated(url, &format!("w{w}")))
         .collect::<Result<Vec<_>>>()?;
+    let started = Instant::now();
+    for child in &mut children {
+        go(child)?;
+    }
     let drained = until("the group drains the stream", || async {
         let (_, checkpoints) = snapshot(e).await;
         last.iter()

@@ -87,6 +87,11 @@ pub(crate) struct TestGroupWorkerArgs {
     /// handler does nothing, for benchmarks).
     #[arg(long)]
     log: Option<std::path::PathBuf>,
+    /// Once the store is open, print `ready` and wait for a line on stdin
+    /// before joining the group: a benchmark times the group's work, not
+    /// process start-up (as the peers connect before their clocks start).
+    #[arg(long)]
+    gate: bool,
 }
 
 /// A consumer-group worker for the multi-process tests: logs every handled
@@ -104,6 +109,9 @@ pub(crate) async fn run_group(db: &str, args: TestGroupWorkerArgs) -> Result<()>
         ))),
         None => None,
     };
+    if args.gate {
+        wait_for_go()?;
+    }
     let opts = GroupOpts {
         ttl: Duration::from_millis(args.ttl_ms),
         heartbeat: Duration::from_millis(args.heartbeat_ms),
@@ -141,5 +149,17 @@ pub(crate) async fn run_group(db: &str, args: TestGroupWorkerArgs) -> Result<()>
             alkstore::group::GroupError::Store(e) => e,
         })?;
     eprintln!("{report:?}");
+    Ok(())
+}
+
+/// Say `ready` on stdout, then wait for any line on stdin.
+fn wait_for_go() -> Result<()> {
+    let gate = |e: std::io::Error| Error::invalid("gate", e);
+    let mut out = std::io::stdout();
+    writeln!(out, "ready")
+        .and_then(|()| out.flush())
+        .map_err(gate)?;
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).map_err(gate)?;
     Ok(())
 }
