@@ -761,3 +761,66 @@ async fn groups_list_status_dead_and_resize() {
         stderr(&missing)
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn locks_list_shows_holders_and_tokens() {
+    use std::time::Duration;
+    let (_dir, db) = temp_db();
+    let store = Store::open(&db).await.expect("open");
+    let held = store
+        .lock("nightly")
+        .owner("host-a")
+        .ttl(Duration::from_secs(600))
+        .try_acquire()
+        .await
+        .expect("acquire")
+        .expect("free");
+    let freed = store
+        .lock("cleanup")
+        .owner("host-b")
+        .try_acquire()
+        .await
+        .expect("acquire")
+        .expect("free");
+    assert_eq!(
+        freed.release().await.expect("release"),
+        alkstore::lock::LockReleased::Released
+    );
+    let rows = alk_json(&db, &["locks", "list"]);
+    let rows: Vec<(String, Option<String>, i64, bool)> = rows
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().expect("name").to_string(),
+                r["owner"].as_str().map(str::to_string),
+                r["token"].as_i64().expect("token"),
+                r["held"].as_bool().expect("held"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            ("cleanup".to_string(), None, 1, false),
+            (
+                "nightly".to_string(),
+                Some("host-a".to_string()),
+                held.token(),
+                true
+            ),
+        ]
+    );
+    let text = stdout(&alk(&db, &["locks", "list"]));
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("nightly") && l.contains("host-a") && l.contains(" in ")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("cleanup") && l.contains("(free)")),
+        "{text}"
+    );
+}

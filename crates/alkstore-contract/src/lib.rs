@@ -57,7 +57,7 @@ use std::task::Poll;
 
 use alkstore_core::stream::NewEvent;
 use alkstore_core::{
-    GroupEngine, ManualClock, NewJob, QueueAdmin, QueueEngine, Result, StreamEngine,
+    GroupEngine, LockEngine, ManualClock, NewJob, QueueAdmin, QueueEngine, Result, StreamEngine,
 };
 
 /// The facade the `runtime` rows drive, re-exported so an engine's
@@ -66,6 +66,7 @@ use alkstore_core::{
 pub use alkstore;
 
 pub mod groups;
+pub mod locks;
 pub mod queues;
 pub mod runtime;
 pub mod streams;
@@ -73,7 +74,7 @@ pub mod streams;
 /// One isolated store under test.
 pub trait Harness: Send + Sync + Sized + 'static {
     /// The engine under test.
-    type Engine: QueueEngine + QueueAdmin + StreamEngine + GroupEngine + Clone;
+    type Engine: QueueEngine + QueueAdmin + StreamEngine + GroupEngine + LockEngine + Clone;
 
     /// The engine, opened with [`Harness::clock`] as its clock.
     fn engine(&self) -> &Self::Engine;
@@ -185,6 +186,7 @@ macro_rules! __areas {
         $crate::__queues!($then, $args);
         $crate::__streams!($then, $args);
         $crate::__groups!($then, $args);
+        $crate::__locks!($then, $args);
         $crate::__runtime!($then, $args);
     };
 }

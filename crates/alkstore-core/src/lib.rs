@@ -16,6 +16,7 @@ mod clock;
 mod engine;
 mod error;
 pub mod group;
+pub mod lock;
 pub mod queue;
 pub mod stream;
 pub mod url;
@@ -27,6 +28,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use engine::{Capabilities, Engine, SweepParams};
 pub use error::{BoxError, Error, ErrorKind, Result};
 pub use group::{GroupDriver, GroupEngine};
+pub use lock::{LockDriver, LockEngine};
 pub use queue::{
     backoff_delay_s, AttemptError, CancelOutcome, Claim, DeadListParams, DeadSelect, EnqueueOpts,
     Enqueued, Job, JobClaimParams, JobInfo, JobListParams, JobRetryParams, JobState, NewJob,
@@ -39,6 +41,6 @@ pub use validate::Limits;
 /// The engine traits, for `use alkstore_core::prelude::*;` where engine
 /// methods are called.
 pub mod prelude {
-    pub use crate::{Engine, GroupEngine, QueueAdmin, QueueEngine, StreamEngine};
+    pub use crate::{Engine, GroupEngine, LockEngine, QueueAdmin, QueueEngine, StreamEngine};
 }
 pub use wake::{Wake, WakeHub};

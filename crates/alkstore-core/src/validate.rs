@@ -39,6 +39,18 @@ pub fn validate_duration(what: &'static str, d: Option<Duration>) -> Result<()> 
     }
 }
 
+/// Reject a lease or lock TTL outside 1 ms..=`max` (`max` is a day for
+/// both).
+pub fn validate_ttl(what: &'static str, ttl: Duration, max: Duration) -> Result<()> {
+    if ttl < Duration::from_millis(1) || ttl > max {
+        return Err(Error::invalid(
+            what,
+            format!("{ttl:?} is outside 1 ms..={max:?}"),
+        ));
+    }
+    Ok(())
+}
+
 /// Reject empty text, text longer than 200 bytes, or text with a NUL byte
 /// (PostgreSQL cannot store NUL in `TEXT`; SQLite would, so refuse it on both).
 pub fn validate_text(what: &'static str, text: &str) -> Result<()> {

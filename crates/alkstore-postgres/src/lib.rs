@@ -23,6 +23,7 @@
 
 mod groups;
 mod listen;
+mod locks;
 mod outbox;
 mod queues;
 pub mod schema;
@@ -109,6 +110,7 @@ struct Inner {
     sql: queues::sql::Sql,
     stream_sql: streams::sql::StreamSql,
     group_sql: groups::sql::GroupSql,
+    lock_sql: locks::LockSql,
     opts: PgOptions,
     /// When each queue's expired rows were last handed back.
     rescues: Mutex<RescueSchedule>,
@@ -190,6 +192,7 @@ impl PgEngine {
                 sql: queues::sql::Sql::new(&opts.schema),
                 stream_sql: streams::sql::StreamSql::new(&opts.schema),
                 group_sql: groups::sql::GroupSql::new(&opts.schema),
+                lock_sql: locks::LockSql::new(&opts.schema),
                 pool,
                 relaxed_pool,
                 opts,
@@ -256,6 +259,11 @@ impl PgEngine {
     /// The injected clock's time, or `None` to use the database's.
     fn now_override(&self) -> Option<i64> {
         self.inner.opts.clock.as_ref().map(|c| c.now())
+    }
+
+    /// The injected clock in unix ms, or `None` for the database's.
+    fn now_ms_override(&self) -> Option<i64> {
+        self.inner.opts.clock.as_ref().map(|c| c.now_ms())
     }
 
     /// Whether this claim should first hand expired rows back (see

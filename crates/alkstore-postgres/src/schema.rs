@@ -36,6 +36,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/002_queue_tokens_cancel_done.sql"),
     include_str!("../migrations/003_streams.sql"),
     include_str!("../migrations/004_groups.sql"),
+    include_str!("../migrations/005_locks.sql"),
 ];
 
 /// The schema version this build writes and understands.
@@ -115,6 +116,8 @@ pub mod tables {
     pub const GROUP_MEMBER: &str = "group_member";
     /// Consumer-group dead letters.
     pub const GROUP_DEAD: &str = "group_dead";
+    /// Named locks and their last fencing tokens.
+    pub const LOCK: &str = "lock";
 }
 
 /// The LISTEN/NOTIFY channel of a schema's queues (`alkstore_{schema}`).
@@ -242,6 +245,7 @@ fn render(sql: &str, schema: &str) -> String {
             "group_bucket" => QualifiedTable::new(schema, tables::GROUP_BUCKET).to_string(),
             "group_member" => QualifiedTable::new(schema, tables::GROUP_MEMBER).to_string(),
             "group_dead" => QualifiedTable::new(schema, tables::GROUP_DEAD).to_string(),
+            "lock" => QualifiedTable::new(schema, tables::LOCK).to_string(),
             "schema" => quote_identifier(schema),
             _ => match token.strip_prefix("index:") {
                 Some(index) => quote_identifier(&format!("{schema}_{index}")),

@@ -25,6 +25,7 @@
 //! ```
 
 mod groups;
+mod locks;
 mod outbox;
 mod queues;
 mod schema;

@@ -14,6 +14,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/002_queue_tokens_cancel_done.sql"),
     include_str!("../migrations/003_streams.sql"),
     include_str!("../migrations/004_groups.sql"),
+    include_str!("../migrations/005_locks.sql"),
 ];
 
 /// Read the recorded schema version (`None` for a file alkstore never wrote).

@@ -5,6 +5,10 @@ use alkstore_core::group::{
     GroupReadParams, GroupReleaseParams, GroupRenewParams, GroupResize, GroupResizeParams,
     GroupStatus, GroupStatusParams, Renewal,
 };
+use alkstore_core::lock::{
+    LockAcquireParams, LockDriver, LockGrant, LockInfo, LockReleaseParams, LockReleased,
+    LockRenewParams, LockRenewed,
+};
 use alkstore_core::queue::{
     DeadCountParams, DeadPurgeParams, DeadRequeueParams, JobAckParams, JobCancelParams,
     JobCancelRequestsParams, JobEnqueueParams, JobGetParams, JobHeartbeatParams, JobReleaseParams,
@@ -278,5 +282,23 @@ impl GroupDriver for AnyEngine {
 
     async fn group_counts(&self, p: Checked<GroupStatusParams>) -> Result<Vec<(u32, u64)>> {
         drive!(GroupDriver, self.group_counts(p))
+    }
+}
+
+impl LockDriver for AnyEngine {
+    async fn lock_acquire(&self, p: Checked<LockAcquireParams>) -> Result<Option<LockGrant>> {
+        drive!(LockDriver, self.lock_acquire(p))
+    }
+
+    async fn lock_renew(&self, p: Checked<LockRenewParams>) -> Result<LockRenewed> {
+        drive!(LockDriver, self.lock_renew(p))
+    }
+
+    async fn lock_release(&self, p: Checked<LockReleaseParams>) -> Result<LockReleased> {
+        drive!(LockDriver, self.lock_release(p))
+    }
+
+    async fn lock_list(&self) -> Result<Vec<LockInfo>> {
+        drive!(LockDriver, self.lock_list())
     }
 }

@@ -29,6 +29,7 @@
 
 mod any;
 pub mod group;
+pub mod lock;
 mod queue;
 mod store;
 pub mod stream;
@@ -42,7 +43,7 @@ pub use alkstore_core::{
     JobListParams, JobRetryParams, JobState, Limits, ManualClock, NewJob, QueueAdmin, QueueEngine,
     QueueOpts, QueueStats, Result, RetryOutcome, SweepReport, SystemClock,
 };
-pub use alkstore_core::{GroupEngine, StreamEngine};
+pub use alkstore_core::{GroupEngine, LockEngine, StreamEngine};
 pub use any::AnyEngine;
 pub use queue::{JobExt, Queue};
 pub use store::{Store, StoreOptions};

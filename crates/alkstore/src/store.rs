@@ -131,6 +131,11 @@ impl Store {
         crate::group::Group::new(self.clone(), name.into())
     }
 
+    /// A handle to the named lock (see [`crate::lock`]).
+    pub fn lock(&self, name: impl Into<String>) -> crate::lock::Lock {
+        crate::lock::Lock::new(self.engine().clone(), name.into())
+    }
+
     /// A handle to queue `name` whose enqueues stamp `opts` on each row.
     pub fn queue_with(&self, name: impl Into<String>, opts: QueueOpts) -> Queue {
         Queue::new(self.clone(), name.into(), opts)

@@ -5,6 +5,7 @@ mod dead;
 mod enqueue;
 mod groups;
 mod job;
+mod locks;
 pub(crate) mod output;
 mod streams;
 pub(crate) mod text;
@@ -73,6 +74,9 @@ enum Command {
     /// letters, resize.
     #[command(subcommand)]
     Groups(groups::GroupsCommand),
+    /// Named locks: who holds each, its fencing token and expiry.
+    #[command(subcommand)]
+    Locks(locks::LocksCommand),
     /// Counts per queue (all queues when none is named).
     Stats {
         /// Queue name.
@@ -187,6 +191,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         Command::Dead(cmd) => dead::run(e, cmd, as_json).await?.into_bytes(),
         Command::Streams(cmd) => streams::run(&store, cmd, as_json).await?.into_bytes(),
         Command::Groups(cmd) => groups::run(&store, cmd, as_json).await?.into_bytes(),
+        Command::Locks(cmd) => locks::run(&store, cmd, as_json).await?.into_bytes(),
         Command::Stats { queue } => {
             let queues = match queue {
                 Some(q) => vec![q],

@@ -15,6 +15,7 @@ pub mod failures;
 pub mod groups;
 pub mod handlers;
 pub mod heartbeats;
+pub mod locks;
 pub mod shutdown;
 pub mod snooze_cancel;
 pub mod subscribers;
@@ -30,6 +31,7 @@ macro_rules! __runtime {
             $crate::__runtime_groups!($then, $args);
             $crate::__runtime_handlers!($then, $args);
             $crate::__runtime_heartbeats!($then, $args);
+            $crate::__runtime_locks!($then, $args);
             $crate::__runtime_shutdown!($then, $args);
             $crate::__runtime_snooze_cancel!($then, $args);
             $crate::__runtime_subscribers!($then, $args);

@@ -32,13 +32,7 @@ fn validate_bucket(bucket: u32) -> Result<()> {
 }
 
 fn validate_ttl(ttl: Duration) -> Result<()> {
-    if ttl < Duration::from_millis(1) || ttl > MAX_LEASE_TTL {
-        return Err(Error::invalid(
-            "lease ttl",
-            format!("{ttl:?} is outside 1 ms..=1 day"),
-        ));
-    }
-    Ok(())
+    crate::validate::validate_ttl("lease ttl", ttl, MAX_LEASE_TTL)
 }
 
 /// The TTL in whole milliseconds (validated: 1 ms..=1 day, so it fits).

@@ -66,13 +66,6 @@ fn not_found(group: &str) -> Error {
     }
 }
 
-impl PgEngine {
-    /// The injected clock in unix ms, or `None` for the database's.
-    fn now_ms_override(&self) -> Option<i64> {
-        self.inner.opts.clock.as_ref().map(|c| c.now_ms())
-    }
-}
-
 impl GroupDriver for PgEngine {
     async fn group_ensure(&self, params: Checked<GroupEnsureParams>) -> Result<()> {
         let p = params.into_inner();

@@ -7,7 +7,7 @@ use crate::streams::sql::HORIZON;
 
 /// Unix milliseconds: `$1` (the injected clock) or the database's (its
 /// transaction start, so one statement sees one time).
-const NOW_MS: &str =
+pub(crate) const NOW_MS: &str =
     "(SELECT COALESCE($1::bigint, floor(extract(epoch FROM now()) * 1000)::bigint))";
 
 /// The dead-letter columns `dead` (in `mod.rs`) reads, in its order.

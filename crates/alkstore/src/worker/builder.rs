@@ -141,7 +141,7 @@ fn host_name() -> String {
 /// `host-pid-nanos`: the host name, the process id, and the wall clock's
 /// nanoseconds within the current second (in hex), to tell apart workers
 /// started by one process.
-fn default_worker_id() -> String {
+pub(crate) fn default_worker_id() -> String {
     let host = host_name();
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)

@@ -20,14 +20,38 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// Run the maintenance sweep every `every`, starting after one interval.
+/// The lock whose holder runs the store's maintenance sweeps.
+pub(crate) const MAINTENANCE_LOCK: &str = "alkstore.maintenance";
+
+/// Run the maintenance sweep every `every`, starting after one interval,
+/// while this worker holds the store's maintenance lock: one sweeper per
+/// store, elected by whoever takes the lock; another worker takes over
+/// within a lock TTL (three intervals) after the holder stops.
 pub(crate) async fn sweep_loop(engine: AnyEngine, every: Duration) {
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let lock = crate::lock::Lock::new(engine.clone(), MAINTENANCE_LOCK.into())
+        .ttl((every * 3).clamp(Duration::from_secs(1), crate::lock::MAX_LOCK_TTL));
+    let mut elected: Option<crate::lock::LockGuard> = None;
     loop {
         tick.tick().await;
-        // Once per interval for the whole store: other workers' ticks in the
-        // same interval find the sweep done and skip it.
+        if !elected
+            .as_ref()
+            .is_some_and(crate::lock::LockGuard::is_held)
+        {
+            elected = match lock.try_acquire().await {
+                Ok(guard) => guard,
+                Err(e) => {
+                    tracing::warn!(error = %e, "taking the maintenance lock failed");
+                    None
+                }
+            };
+        }
+        if elected.is_none() {
+            continue;
+        }
+        // Also once per interval for the whole store: a sweep someone ran
+        // by hand within it counts.
         match engine.sweep_due(every).await {
             Ok(None) => {}
             Ok(Some(r)) if r.expired + r.exhausted > 0 => {

@@ -63,5 +63,6 @@ mod inflight;
 mod maintenance;
 mod producer;
 
+pub(crate) use builder::default_worker_id;
 pub use builder::{Worker, WorkerOpts, WorkerReport};
 pub use handler::{JobCtx, JobError, JobResult};

@@ -1,0 +1,242 @@
+//! Locks through the facade: a [`Lock`] handle names a lock, and a
+//! [`LockGuard`] holds it — renewing in the background, reporting loss,
+//! and releasing when dropped.
+//!
+//! Every acquisition carries a fencing token that strictly grows per lock
+//! name. Pass it to whatever the lock protects and have that refuse a
+//! token lower than the highest it has seen: a holder that stalled past its
+//! TTL while another took over can then do no harm.
+//!
+//! ```no_run
+//! # async fn demo(store: alkstore::Store) -> alkstore::Result<()> {
+//! use std::time::Duration;
+//! let lock = store.lock("nightly-report").ttl(Duration::from_secs(30));
+//! if let Some(mut guard) = lock.try_acquire().await? {
+//!     tokio::select! {
+//!         () = guard.lost() => eprintln!("lost the lock; stopping"),
+//!         () = async { /* the work, stamped with guard.token() */ } => {}
+//!     }
+//!     guard.release().await?;
+//! }
+//! # Ok(()) }
+//! ```
+
+use std::time::Duration;
+
+pub use alkstore_core::lock::{
+    LockAcquireParams, LockGrant, LockInfo, LockReleaseParams, LockReleased, LockRenewParams,
+    LockRenewed, MAX_LOCK_TTL,
+};
+use alkstore_core::{LockEngine, Result};
+use tokio::sync::{oneshot, watch};
+
+use crate::AnyEngine;
+
+/// The default lock TTL (a guard renews every third of it).
+pub const DEFAULT_LOCK_TTL: Duration = Duration::from_secs(30);
+
+/// A named lock of a store: acquire it to get a [`LockGuard`].
+#[derive(Debug, Clone)]
+pub struct Lock {
+    engine: AnyEngine,
+    name: String,
+    owner: String,
+    ttl: Duration,
+}
+
+impl Lock {
+    pub(crate) fn new(engine: AnyEngine, name: String) -> Lock {
+        Lock {
+            engine,
+            name,
+            owner: crate::worker::default_worker_id(),
+            ttl: DEFAULT_LOCK_TTL,
+        }
+    }
+
+    /// How long a hold lasts without renewal (default 30 s; 1 ms..=1 day).
+    /// The guard renews every third of it, so a holder that dies frees the
+    /// lock within one TTL.
+    #[must_use]
+    pub fn ttl(mut self, ttl: Duration) -> Lock {
+        self.ttl = ttl;
+        self
+    }
+
+    /// The holder's name (default: host, process id and a per-handle
+    /// suffix). Two handles with the same owner are still distinct holders:
+    /// each acquisition has its own token.
+    #[must_use]
+    pub fn owner(mut self, owner: impl Into<String>) -> Lock {
+        self.owner = owner.into();
+        self
+    }
+
+    /// Take the lock if it is free; `None` while someone else (or this
+    /// holder) has it.
+    pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
+        let grant = self
+            .engine
+            .lock_acquire(LockAcquireParams::new(&self.name, &self.owner, self.ttl))
+            .await?;
+        Ok(grant.map(|g| LockGuard::start(self.engine.clone(), g, self.ttl)))
+    }
+
+    /// Take the lock, retrying every `poll` until it is free or `timeout`
+    /// passes (`None` then).
+    pub async fn acquire_within(
+        &self,
+        timeout: Duration,
+        poll: Duration,
+    ) -> Result<Option<LockGuard>> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if let Some(guard) = self.try_acquire().await? {
+                return Ok(Some(guard));
+            }
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                return Ok(None);
+            }
+            tokio::time::sleep(poll.min(deadline - now)).await;
+        }
+    }
+}
+
+/// What the renewing task is told when its guard goes away.
+#[derive(Debug)]
+enum Stop {
+    /// Dropped: release in the background.
+    Release,
+    /// [`LockGuard::release`] releases itself; just stop renewing.
+    Quiet,
+}
+
+/// A held lock. Renews every third of its TTL in the background; once a
+/// renewal finds the lock gone (released by someone with its token, or
+/// lapsed and taken over) — or no renewal succeeded for a whole TTL — the
+/// guard counts as lost: [`LockGuard::lost`] resolves and
+/// [`LockGuard::is_held`] turns false. Dropping it releases the lock.
+#[derive(Debug)]
+pub struct LockGuard {
+    engine: AnyEngine,
+    grant: LockGrant,
+    held: watch::Receiver<bool>,
+    stop: Option<oneshot::Sender<Stop>>,
+}
+
+impl LockGuard {
+    fn start(engine: AnyEngine, grant: LockGrant, ttl: Duration) -> LockGuard {
+        let (held_tx, held) = watch::channel(true);
+        let (stop, stop_rx) = oneshot::channel();
+        tokio::spawn(renew_loop(
+            engine.clone(),
+            grant.clone(),
+            ttl,
+            held_tx,
+            stop_rx,
+        ));
+        LockGuard {
+            engine,
+            grant,
+            held,
+            stop: Some(stop),
+        }
+    }
+
+    /// This acquisition's fencing token.
+    pub fn token(&self) -> i64 {
+        self.grant.token
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        &self.grant.name
+    }
+
+    /// The holder's name.
+    pub fn owner(&self) -> &str {
+        &self.grant.owner
+    }
+
+    /// Whether the lock is still held, as far as the last renewal knows.
+    pub fn is_held(&self) -> bool {
+        *self.held.borrow()
+    }
+
+    /// Resolves once the lock is lost (at once if it already is).
+    pub async fn lost(&mut self) {
+        let _ = self.held.wait_for(|held| !held).await;
+    }
+
+    /// Stop renewing and release now; [`LockReleased::NotHeld`] when the
+    /// lock was already lost.
+    pub async fn release(mut self) -> Result<LockReleased> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(Stop::Quiet);
+        }
+        self.engine
+            .lock_release(LockReleaseParams::new(
+                &self.grant.name,
+                &self.grant.owner,
+                self.grant.token,
+            ))
+            .await
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(Stop::Release);
+        }
+    }
+}
+
+/// Renew every third of `ttl` until told to stop or the lock is lost.
+async fn renew_loop(
+    engine: AnyEngine,
+    grant: LockGrant,
+    ttl: Duration,
+    held: watch::Sender<bool>,
+    mut stop: oneshot::Receiver<Stop>,
+) {
+    let every = ttl / 3;
+    // Held for sure until a TTL after the last renewal that was sent and
+    // succeeded (measured from before it was sent).
+    let mut sure_until = tokio::time::Instant::now() + ttl;
+    loop {
+        tokio::select! {
+            how = &mut stop => {
+                if matches!(how, Ok(Stop::Release)) && *held.borrow() {
+                    let release = LockReleaseParams::new(&grant.name, &grant.owner, grant.token);
+                    if let Err(e) = engine.lock_release(release).await {
+                        tracing::warn!(lock = %grant.name, error = %e, "releasing a dropped lock failed; it lapses by its TTL");
+                    }
+                }
+                return;
+            }
+            // After a failed renewal, try again no later than the moment
+            // the hold could lapse.
+            () = tokio::time::sleep_until((tokio::time::Instant::now() + every).min(sure_until)) => {}
+        }
+        let sent = tokio::time::Instant::now();
+        let renew = LockRenewParams::new(&grant.name, &grant.owner, grant.token, ttl);
+        match engine.lock_renew(renew).await {
+            Ok(LockRenewed::Held(_)) => sure_until = sent + ttl,
+            Ok(LockRenewed::NotHeld) => {
+                tracing::warn!(lock = %grant.name, token = grant.token, "lock lost");
+                let _ = held.send(false);
+                return;
+            }
+            Err(e) if tokio::time::Instant::now() >= sure_until => {
+                tracing::warn!(lock = %grant.name, error = %e, "lock lost: no renewal for a whole TTL");
+                let _ = held.send(false);
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(lock = %grant.name, error = %e, "lock renewal failed; retrying")
+            }
+        }
+    }
+}
