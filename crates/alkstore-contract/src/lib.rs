@@ -57,7 +57,8 @@ use std::task::Poll;
 
 use alkstore_core::stream::NewEvent;
 use alkstore_core::{
-    GroupEngine, LockEngine, ManualClock, NewJob, QueueAdmin, QueueEngine, Result, StreamEngine,
+    GroupEngine, LockEngine, ManualClock, NewJob, QueueAdmin, QueueEngine, Result, ScheduleEngine,
+    StreamEngine,
 };
 
 /// The facade the `runtime` rows drive, re-exported so an engine's
@@ -69,12 +70,19 @@ pub mod groups;
 pub mod locks;
 pub mod queues;
 pub mod runtime;
+pub mod schedules;
 pub mod streams;
 
 /// One isolated store under test.
 pub trait Harness: Send + Sync + Sized + 'static {
     /// The engine under test.
-    type Engine: QueueEngine + QueueAdmin + StreamEngine + GroupEngine + LockEngine + Clone;
+    type Engine: QueueEngine
+        + QueueAdmin
+        + StreamEngine
+        + GroupEngine
+        + LockEngine
+        + ScheduleEngine
+        + Clone;
 
     /// The engine, opened with [`Harness::clock`] as its clock.
     fn engine(&self) -> &Self::Engine;
@@ -187,6 +195,7 @@ macro_rules! __areas {
         $crate::__streams!($then, $args);
         $crate::__groups!($then, $args);
         $crate::__locks!($then, $args);
+        $crate::__schedules!($then, $args);
         $crate::__runtime!($then, $args);
     };
 }

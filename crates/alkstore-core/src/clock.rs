@@ -41,7 +41,9 @@ impl Clock for SystemClock {
     }
 }
 
-/// A clock that only moves when told to; clones share the same time.
+/// A clock that only moves when told to; clones share the same time. It
+/// keeps milliseconds (leases, locks and schedules use them); `now()` is
+/// the whole second they fall in.
 ///
 /// ```
 /// use alkstore_core::{Clock, ManualClock};
@@ -49,6 +51,8 @@ impl Clock for SystemClock {
 /// let clock = ManualClock::new(1_000);
 /// clock.advance(Duration::from_secs(30));
 /// assert_eq!(clock.now(), 1_030);
+/// clock.advance(Duration::from_millis(1_500));
+/// assert_eq!((clock.now(), clock.now_ms()), (1_031, 1_031_500));
 /// ```
 #[derive(Debug, Clone)]
 pub struct ManualClock(Arc<AtomicI64>);
@@ -56,28 +60,37 @@ pub struct ManualClock(Arc<AtomicI64>);
 impl ManualClock {
     /// A clock stopped at `unix_seconds`.
     pub fn new(unix_seconds: i64) -> Self {
-        ManualClock(Arc::new(AtomicI64::new(unix_seconds)))
+        ManualClock(Arc::new(AtomicI64::new(unix_seconds.saturating_mul(1000))))
     }
 
-    /// A clock stopped at the system's current time.
+    /// A clock stopped at the system's current time (whole seconds).
     pub fn starting_now() -> Self {
         Self::new(SystemClock.now())
     }
 
     /// Move the clock forward.
     pub fn advance(&self, by: Duration) {
-        self.0
-            .fetch_add(crate::validate::secs(by), Ordering::SeqCst);
+        let ms = i64::try_from(by.as_millis()).unwrap_or(i64::MAX / 4);
+        self.0.fetch_add(ms, Ordering::SeqCst);
     }
 
     /// Set the clock to `unix_seconds`.
     pub fn set(&self, unix_seconds: i64) {
-        self.0.store(unix_seconds, Ordering::SeqCst);
+        self.set_ms(unix_seconds.saturating_mul(1000));
+    }
+
+    /// Set the clock to `unix_ms`.
+    pub fn set_ms(&self, unix_ms: i64) {
+        self.0.store(unix_ms, Ordering::SeqCst);
     }
 }
 
 impl Clock for ManualClock {
     fn now(&self) -> i64 {
+        self.0.load(Ordering::SeqCst).div_euclid(1000)
+    }
+
+    fn now_ms(&self) -> i64 {
         self.0.load(Ordering::SeqCst)
     }
 }

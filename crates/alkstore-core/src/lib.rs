@@ -18,6 +18,7 @@ mod error;
 pub mod group;
 pub mod lock;
 pub mod queue;
+pub mod schedule;
 pub mod stream;
 pub mod url;
 pub mod validate;
@@ -35,12 +36,15 @@ pub use queue::{
     QueueAdmin, QueueDriver, QueueEngine, QueueOpts, QueueStats, RetryOutcome, Settle, Settled,
     Settlement, SweepReport,
 };
+pub use schedule::{ScheduleDriver, ScheduleEngine};
 pub use stream::{StreamDriver, StreamEngine};
 pub use validate::Limits;
 
 /// The engine traits, for `use alkstore_core::prelude::*;` where engine
 /// methods are called.
 pub mod prelude {
-    pub use crate::{Engine, GroupEngine, LockEngine, QueueAdmin, QueueEngine, StreamEngine};
+    pub use crate::{
+        Engine, GroupEngine, LockEngine, QueueAdmin, QueueEngine, ScheduleEngine, StreamEngine,
+    };
 }
 pub use wake::{Wake, WakeHub};

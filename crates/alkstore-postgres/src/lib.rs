@@ -26,6 +26,7 @@ mod listen;
 mod locks;
 mod outbox;
 mod queues;
+mod schedules;
 pub mod schema;
 mod streams;
 #[doc(hidden)]
@@ -111,6 +112,7 @@ struct Inner {
     stream_sql: streams::sql::StreamSql,
     group_sql: groups::sql::GroupSql,
     lock_sql: locks::LockSql,
+    schedule_sql: schedules::ScheduleSql,
     opts: PgOptions,
     /// When each queue's expired rows were last handed back.
     rescues: Mutex<RescueSchedule>,
@@ -193,6 +195,7 @@ impl PgEngine {
                 stream_sql: streams::sql::StreamSql::new(&opts.schema),
                 group_sql: groups::sql::GroupSql::new(&opts.schema),
                 lock_sql: locks::LockSql::new(&opts.schema),
+                schedule_sql: schedules::ScheduleSql::new(&opts.schema),
                 pool,
                 relaxed_pool,
                 opts,

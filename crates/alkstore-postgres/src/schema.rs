@@ -37,6 +37,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/003_streams.sql"),
     include_str!("../migrations/004_groups.sql"),
     include_str!("../migrations/005_locks.sql"),
+    include_str!("../migrations/006_schedules.sql"),
 ];
 
 /// The schema version this build writes and understands.
@@ -118,6 +119,8 @@ pub mod tables {
     pub const GROUP_DEAD: &str = "group_dead";
     /// Named locks and their last fencing tokens.
     pub const LOCK: &str = "lock";
+    /// Schedules and their next boundaries.
+    pub const SCHEDULE: &str = "schedule";
 }
 
 /// The LISTEN/NOTIFY channel of a schema's queues (`alkstore_{schema}`).
@@ -246,6 +249,7 @@ fn render(sql: &str, schema: &str) -> String {
             "group_member" => QualifiedTable::new(schema, tables::GROUP_MEMBER).to_string(),
             "group_dead" => QualifiedTable::new(schema, tables::GROUP_DEAD).to_string(),
             "lock" => QualifiedTable::new(schema, tables::LOCK).to_string(),
+            "schedule" => QualifiedTable::new(schema, tables::SCHEDULE).to_string(),
             "schema" => quote_identifier(schema),
             _ => match token.strip_prefix("index:") {
                 Some(index) => quote_identifier(&format!("{schema}_{index}")),

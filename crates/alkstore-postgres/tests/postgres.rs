@@ -65,7 +65,9 @@ async fn hostile_schema_name_creates_exactly_that_schema() {
             "group_dead",
             "group_member",
             "job",
+            "lock",
             "meta",
+            "schedule",
             "stream",
             "stream_offset"
         ],

@@ -28,6 +28,7 @@ mod groups;
 mod locks;
 mod outbox;
 mod queues;
+mod schedules;
 mod schema;
 mod streams;
 mod writer;

@@ -15,6 +15,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/003_streams.sql"),
     include_str!("../migrations/004_groups.sql"),
     include_str!("../migrations/005_locks.sql"),
+    include_str!("../migrations/006_schedules.sql"),
 ];
 
 /// Read the recorded schema version (`None` for a file alkstore never wrote).

@@ -14,6 +14,10 @@ use alkstore_core::queue::{
     JobCancelRequestsParams, JobEnqueueParams, JobGetParams, JobHeartbeatParams, JobReleaseParams,
     JobSettleParams, JobUnclaimParams, QueueStatsParams,
 };
+use alkstore_core::schedule::{
+    FireReport, ScheduleDriver, ScheduleFireParams, ScheduleInfo, ScheduleNameParams,
+    ScheduleSetParams,
+};
 use alkstore_core::stream::{
     ConsumerOffset, Event, StreamDriver, StreamInfo, StreamOffsetCommitParams,
     StreamOffsetGetParams, StreamOffsetsParams, StreamPublishParams, StreamReadParams,
@@ -300,5 +304,31 @@ impl LockDriver for AnyEngine {
 
     async fn lock_list(&self) -> Result<Vec<LockInfo>> {
         drive!(LockDriver, self.lock_list())
+    }
+}
+
+impl ScheduleDriver for AnyEngine {
+    async fn schedule_set(&self, p: Checked<ScheduleSetParams>) -> Result<ScheduleInfo> {
+        drive!(ScheduleDriver, self.schedule_set(p))
+    }
+
+    async fn schedule_remove(&self, p: Checked<ScheduleNameParams>) -> Result<bool> {
+        drive!(ScheduleDriver, self.schedule_remove(p))
+    }
+
+    async fn schedule_set_paused(
+        &self,
+        p: Checked<ScheduleNameParams>,
+        paused: bool,
+    ) -> Result<ScheduleInfo> {
+        drive!(ScheduleDriver, self.schedule_set_paused(p, paused))
+    }
+
+    async fn schedule_list(&self) -> Result<Vec<ScheduleInfo>> {
+        drive!(ScheduleDriver, self.schedule_list())
+    }
+
+    async fn schedule_fire_due(&self, p: Checked<ScheduleFireParams>) -> Result<FireReport> {
+        drive!(ScheduleDriver, self.schedule_fire_due(p))
     }
 }

@@ -43,7 +43,7 @@ pub use alkstore_core::{
     JobListParams, JobRetryParams, JobState, Limits, ManualClock, NewJob, QueueAdmin, QueueEngine,
     QueueOpts, QueueStats, Result, RetryOutcome, SweepReport, SystemClock,
 };
-pub use alkstore_core::{GroupEngine, LockEngine, StreamEngine};
+pub use alkstore_core::{GroupEngine, LockEngine, ScheduleEngine, StreamEngine};
 pub use any::AnyEngine;
 pub use queue::{JobExt, Queue};
 pub use store::{Store, StoreOptions};

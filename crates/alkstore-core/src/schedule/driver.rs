@@ -1,0 +1,44 @@
+//! [`ScheduleDriver`]: what an engine implements for schedules — SQL and
+//! nothing else (see [`crate::call`]).
+
+use std::future::Future;
+
+use crate::{Checked, Engine, Result};
+
+use super::params::*;
+use super::types::*;
+
+/// The schedule statements of one engine. Each method takes [`Checked`]
+/// parameters; callers use [`ScheduleEngine`](super::ScheduleEngine), whose
+/// methods document the behaviour (the contract suite checks it). "Now" is
+/// the database's clock (the engine's injected clock in tests).
+pub trait ScheduleDriver: Engine {
+    /// See [`ScheduleEngine::schedule_set`](super::ScheduleEngine::schedule_set).
+    fn schedule_set(
+        &self,
+        params: Checked<ScheduleSetParams>,
+    ) -> impl Future<Output = Result<ScheduleInfo>> + Send;
+
+    /// See [`ScheduleEngine::schedule_remove`](super::ScheduleEngine::schedule_remove).
+    fn schedule_remove(
+        &self,
+        params: Checked<ScheduleNameParams>,
+    ) -> impl Future<Output = Result<bool>> + Send;
+
+    /// See [`ScheduleEngine::schedule_pause`](super::ScheduleEngine::schedule_pause)
+    /// (`paused = true`) and `schedule_resume` (`false`).
+    fn schedule_set_paused(
+        &self,
+        params: Checked<ScheduleNameParams>,
+        paused: bool,
+    ) -> impl Future<Output = Result<ScheduleInfo>> + Send;
+
+    /// See [`ScheduleEngine::schedule_list`](super::ScheduleEngine::schedule_list).
+    fn schedule_list(&self) -> impl Future<Output = Result<Vec<ScheduleInfo>>> + Send;
+
+    /// See [`ScheduleEngine::schedule_fire_due`](super::ScheduleEngine::schedule_fire_due).
+    fn schedule_fire_due(
+        &self,
+        params: Checked<ScheduleFireParams>,
+    ) -> impl Future<Output = Result<FireReport>> + Send;
+}

@@ -1,0 +1,114 @@
+//! [`ScheduleEngine`]: the schedule calls, implemented once for every
+//! [`ScheduleDriver`] through the one wrapper ([`crate::call`]).
+
+use std::future::Future;
+
+use crate::call::engine_call;
+use crate::{Engine, Result};
+
+use super::driver::ScheduleDriver;
+use super::params::*;
+use super::types::*;
+
+/// Register, inspect and fire schedules (see the [module](super) docs).
+/// Every engine has it (through its [`ScheduleDriver`]); the contract suite
+/// checks they behave the same. Bad input — an invalid spec, an unknown
+/// zone — is a typed error with a message that says what is wrong, and
+/// writes nothing.
+pub trait ScheduleEngine: Engine {
+    /// Register a schedule, or change one (upsert by name). A new schedule,
+    /// or one whose spec or zone changed, gets its next boundary after now;
+    /// re-registering the same spec keeps the pending boundary (so
+    /// registering at every start-up neither skips nor repeats one). A
+    /// paused schedule stays paused.
+    fn schedule_set(
+        &self,
+        params: ScheduleSetParams,
+    ) -> impl Future<Output = Result<ScheduleInfo>> + Send;
+
+    /// Remove a schedule; `false` when there was none. Jobs it already
+    /// enqueued stay.
+    fn schedule_remove(
+        &self,
+        params: impl Into<ScheduleNameParams> + Send,
+    ) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Stop firing a schedule until resumed.
+    /// [`NotFound`](crate::Error::NotFound) when there is none.
+    fn schedule_pause(
+        &self,
+        params: impl Into<ScheduleNameParams> + Send,
+    ) -> impl Future<Output = Result<ScheduleInfo>> + Send;
+
+    /// Fire a paused schedule again from its next boundary after now (the
+    /// boundaries that passed while it was paused are skipped).
+    /// [`NotFound`](crate::Error::NotFound) when there is none.
+    fn schedule_resume(
+        &self,
+        params: impl Into<ScheduleNameParams> + Send,
+    ) -> impl Future<Output = Result<ScheduleInfo>> + Send;
+
+    /// Every schedule, by name.
+    fn schedule_list(&self) -> impl Future<Output = Result<Vec<ScheduleInfo>>> + Send;
+
+    /// Fire every due, unpaused schedule (up to `limit` of them): for each,
+    /// enqueue one job per due boundary (at most its `max_catch_up`, oldest
+    /// first; the rest are skipped) and advance its next boundary past now,
+    /// in one transaction conditional on the boundary read — so however
+    /// many callers race, each boundary fires exactly once. Each job
+    /// carries its boundary: unique key `{schedule}@{boundary_ms}` and
+    /// `run_at` the boundary (in seconds).
+    fn schedule_fire_due(
+        &self,
+        params: ScheduleFireParams,
+    ) -> impl Future<Output = Result<FireReport>> + Send;
+}
+
+impl<D: ScheduleDriver> ScheduleEngine for D {
+    async fn schedule_set(&self, params: ScheduleSetParams) -> Result<ScheduleInfo> {
+        engine_call!(self, schedule_set, params => ScheduleSetParams, |p| {
+            ScheduleDriver::schedule_set(self, p)
+        })
+    }
+
+    async fn schedule_remove(&self, params: impl Into<ScheduleNameParams> + Send) -> Result<bool> {
+        engine_call!(self, schedule_remove, params => ScheduleNameParams, |p| {
+            ScheduleDriver::schedule_remove(self, p)
+        })
+    }
+
+    async fn schedule_pause(
+        &self,
+        params: impl Into<ScheduleNameParams> + Send,
+    ) -> Result<ScheduleInfo> {
+        engine_call!(self, schedule_pause, params => ScheduleNameParams, |p| {
+            ScheduleDriver::schedule_set_paused(self, p, true)
+        })
+    }
+
+    async fn schedule_resume(
+        &self,
+        params: impl Into<ScheduleNameParams> + Send,
+    ) -> Result<ScheduleInfo> {
+        engine_call!(self, schedule_resume, params => ScheduleNameParams, |p| {
+            ScheduleDriver::schedule_set_paused(self, p, false)
+        })
+    }
+
+    async fn schedule_list(&self) -> Result<Vec<ScheduleInfo>> {
+        engine_call!(self, schedule_list, () => (), |_p| ScheduleDriver::schedule_list(self))
+    }
+
+    async fn schedule_fire_due(&self, params: ScheduleFireParams) -> Result<FireReport> {
+        engine_call!(self, schedule_fire_due, params => ScheduleFireParams, |p| async move {
+            let report = ScheduleDriver::schedule_fire_due(self, p).await?;
+            let mut queues: Vec<&str> = report.fired.iter().map(|f| f.queue.as_str()).collect();
+            queues.sort_unstable();
+            queues.dedup();
+            for q in queues {
+                self.wake_hub().queue(q);
+            }
+            Ok(report)
+        })
+    }
+}

@@ -1,0 +1,238 @@
+//! The schedule area on SQLite: every write on the write connection (one
+//! writer: a fire's conditional advance can never lose a race, and is kept
+//! conditional all the same), timed by the engine's clock.
+
+use alkstore_core::schedule::{
+    due_boundaries, fired_job, FireReport, Fired, ScheduleDriver, ScheduleFireParams, ScheduleInfo,
+    ScheduleNameParams, ScheduleSetParams, Spec,
+};
+use alkstore_core::{Checked, Enqueued, Error, Result};
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::queues::insert_job;
+use crate::{db, SqliteEngine};
+
+/// The columns [`info`] reads, in its order.
+const COLS: &str = "name, spec, tz, queue, payload, priority, max_catch_up, paused, \
+                    next_fire_at, last_boundary, updated_at";
+
+fn info(r: &rusqlite::Row<'_>) -> rusqlite::Result<ScheduleInfo> {
+    Ok(ScheduleInfo {
+        name: r.get(0)?,
+        spec: r.get(1)?,
+        tz: r.get(2)?,
+        queue: r.get(3)?,
+        payload: r.get(4)?,
+        priority: r.get(5)?,
+        max_catch_up: r.get(6)?,
+        paused: r.get(7)?,
+        next_fire_at_ms: r.get(8)?,
+        last_boundary_ms: r.get(9)?,
+        updated_at_ms: r.get(10)?,
+    })
+}
+
+fn get(conn: &Connection, op: &'static str, name: &str) -> Result<Option<ScheduleInfo>> {
+    conn.prepare_cached(&format!(
+        "SELECT {COLS} FROM __alkstore_schedule WHERE name = ?1"
+    ))
+    .and_then(|mut s| s.query_row([name], info).optional())
+    .map_err(db(op))
+}
+
+fn not_found(name: &str) -> Error {
+    Error::NotFound {
+        what: format!("schedule {name:?}"),
+        detail: "it was never registered, or was removed".into(),
+    }
+}
+
+/// A schedule due at `now_ms`, as the fire loop reads it.
+struct Due {
+    name: String,
+    spec: String,
+    tz: Option<String>,
+    queue: String,
+    payload: Vec<u8>,
+    priority: i32,
+    max_catch_up: u32,
+    next_fire_at: i64,
+}
+
+impl ScheduleDriver for SqliteEngine {
+    async fn schedule_set(&self, params: Checked<ScheduleSetParams>) -> Result<ScheduleInfo> {
+        let p = params.into_inner();
+        let spec = p.parsed()?;
+        self.inner
+            .writer
+            .write("schedule_set", move |st| {
+                let op = "schedule_set";
+                let now = st.clock.now_ms();
+                let old = get(&st.conn, op, &p.name)?;
+                // Same spec and zone: keep the pending boundary.
+                let next = match old {
+                    Some(o) if o.spec == p.spec && o.tz == p.tz => o.next_fire_at_ms,
+                    _ => spec.next_after(now),
+                };
+                st.conn
+                    .prepare_cached(
+                        "INSERT INTO __alkstore_schedule (name, spec, tz, queue, payload, priority, \
+                           max_catch_up, next_fire_at, created_at, updated_at) \
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9) \
+                         ON CONFLICT (name) DO UPDATE SET spec = excluded.spec, tz = excluded.tz, \
+                           queue = excluded.queue, payload = excluded.payload, \
+                           priority = excluded.priority, max_catch_up = excluded.max_catch_up, \
+                           next_fire_at = excluded.next_fire_at, updated_at = excluded.updated_at",
+                    )
+                    .and_then(|mut s| {
+                        s.execute(params![
+                            p.name,
+                            p.spec,
+                            p.tz,
+                            p.queue,
+                            p.payload,
+                            p.priority,
+                            p.max_catch_up,
+                            next,
+                            now
+                        ])
+                    })
+                    .map_err(db(op))?;
+                get(&st.conn, op, &p.name)?.ok_or_else(|| not_found(&p.name))
+            })
+            .await
+    }
+
+    async fn schedule_remove(&self, params: Checked<ScheduleNameParams>) -> Result<bool> {
+        let p = params.into_inner();
+        self.inner
+            .writer
+            .write("schedule_remove", move |st| {
+                st.conn
+                    .prepare_cached("DELETE FROM __alkstore_schedule WHERE name = ?1")
+                    .and_then(|mut s| s.execute([&p.name]))
+                    .map(|n| n > 0)
+                    .map_err(db("schedule_remove"))
+            })
+            .await
+    }
+
+    async fn schedule_set_paused(
+        &self,
+        params: Checked<ScheduleNameParams>,
+        paused: bool,
+    ) -> Result<ScheduleInfo> {
+        let p = params.into_inner();
+        self.inner
+            .writer
+            .write("schedule_set_paused", move |st| {
+                let op = "schedule_set_paused";
+                let now = st.clock.now_ms();
+                let old = get(&st.conn, op, &p.name)?.ok_or_else(|| not_found(&p.name))?;
+                if old.paused == paused {
+                    return Ok(old);
+                }
+                // Resuming skips what passed while paused.
+                let next = if paused {
+                    old.next_fire_at_ms
+                } else {
+                    Spec::parse(&old.spec, old.tz.as_deref())?.next_after(now)
+                };
+                st.conn
+                    .prepare_cached(
+                        "UPDATE __alkstore_schedule SET paused = ?2, next_fire_at = ?3, \
+                           updated_at = ?4 WHERE name = ?1",
+                    )
+                    .and_then(|mut s| s.execute(params![p.name, paused, next, now]))
+                    .map_err(db(op))?;
+                get(&st.conn, op, &p.name)?.ok_or_else(|| not_found(&p.name))
+            })
+            .await
+    }
+
+    async fn schedule_list(&self) -> Result<Vec<ScheduleInfo>> {
+        self.read("schedule_list", move |conn| {
+            conn.prepare_cached(&format!(
+                "SELECT {COLS} FROM __alkstore_schedule ORDER BY name"
+            ))
+            .and_then(|mut s| s.query_map([], info)?.collect())
+            .map_err(db("schedule_list"))
+        })
+        .await
+    }
+
+    async fn schedule_fire_due(&self, params: Checked<ScheduleFireParams>) -> Result<FireReport> {
+        let p = params.into_inner();
+        self.inner
+            .writer
+            .write("schedule_fire_due", move |st| {
+                let op = "schedule_fire_due";
+                let now = st.clock.now_ms();
+                let due: Vec<Due> = st
+                    .conn
+                    .prepare_cached(
+                        "SELECT name, spec, tz, queue, payload, priority, max_catch_up, next_fire_at \
+                         FROM __alkstore_schedule WHERE paused = 0 AND next_fire_at <= ?1 \
+                         ORDER BY next_fire_at LIMIT ?2",
+                    )
+                    .and_then(|mut s| {
+                        s.query_map(params![now, p.limit], |r| {
+                            Ok(Due {
+                                name: r.get(0)?,
+                                spec: r.get(1)?,
+                                tz: r.get(2)?,
+                                queue: r.get(3)?,
+                                payload: r.get(4)?,
+                                priority: r.get(5)?,
+                                max_catch_up: r.get(6)?,
+                                next_fire_at: r.get(7)?,
+                            })
+                        })?
+                        .collect()
+                    })
+                    .map_err(db(op))?;
+                let mut report = FireReport::default();
+                for d in due {
+                    let spec = Spec::parse(&d.spec, d.tz.as_deref())?;
+                    let (boundaries, skipped, next) =
+                        due_boundaries(&spec, d.next_fire_at, now, d.max_catch_up);
+                    let advanced = st
+                        .conn
+                        .prepare_cached(
+                            "UPDATE __alkstore_schedule SET next_fire_at = ?3, \
+                               last_boundary = COALESCE(?4, last_boundary) \
+                             WHERE name = ?1 AND next_fire_at = ?2",
+                        )
+                        .and_then(|mut s| {
+                            s.execute(params![d.name, d.next_fire_at, next, boundaries.last()])
+                        })
+                        .map_err(db(op))?;
+                    if advanced == 0 {
+                        continue;
+                    }
+                    report.skipped += skipped;
+                    for b in boundaries {
+                        let job = fired_job(&d.name, &d.queue, &d.payload, d.priority, b);
+                        let id = match insert_job(&st.conn, &job, now.div_euclid(1_000))? {
+                            Enqueued::Inserted(id) | Enqueued::Duplicate(id) => id,
+                        };
+                        report.fired.push(Fired {
+                            schedule: d.name.clone(),
+                            boundary_ms: b,
+                            queue: d.queue.clone(),
+                            job_id: id,
+                        });
+                    }
+                }
+                report.next_due_ms = st
+                    .conn
+                    .prepare_cached(
+                        "SELECT MIN(next_fire_at) FROM __alkstore_schedule WHERE paused = 0",
+                    )
+                    .and_then(|mut s| s.query_row([], |r| r.get(0)))
+                    .map_err(db(op))?;
+                Ok(report)
+            })
+            .await
+    }
+}
