@@ -824,3 +824,76 @@ async fn locks_list_shows_holders_and_tokens() {
         "{text}"
     );
 }
+
+#[test]
+fn schedules_add_list_pause_resume_remove_and_bad_specs() {
+    let (_dir, db) = temp_db();
+    for (spec, says) in [
+        ("@every 0s", "positive"),
+        ("@every 5x", "unknown unit"),
+        ("* * * * * * *", "7 fields"),
+        ("0 24 * * *", "schedule spec"),
+    ] {
+        let out = alk(
+            &db,
+            &["schedules", "add", "s", "--spec", spec, "--queue", "q"],
+        );
+        assert!(!out.status.success(), "{spec}");
+        assert!(stderr(&out).contains(says), "{spec}: {}", stderr(&out));
+    }
+    let out = alk(
+        &db,
+        &[
+            "schedules",
+            "add",
+            "s",
+            "--spec",
+            "0 9 * * *",
+            "--queue",
+            "q",
+            "--tz",
+            "Nowhere/City",
+        ],
+    );
+    assert!(stderr(&out).contains("IANA"), "{}", stderr(&out));
+    assert_eq!(alk_json(&db, &["schedules", "list"]), serde_json::json!([]));
+    let added = alk_json(
+        &db,
+        &[
+            "schedules",
+            "add",
+            "daily",
+            "--spec",
+            "30 9 * * *",
+            "--queue",
+            "reports",
+            "--tz",
+            "Europe/Paris",
+            "--payload",
+            "hello",
+        ],
+    );
+    assert_eq!(added["tz"], "Europe/Paris");
+    assert_eq!(added["paused"], false);
+    assert!(added["next_fire_at_ms"].as_i64().is_some());
+    let paused = alk_json(&db, &["schedules", "pause", "daily"]);
+    assert_eq!(paused["paused"], true);
+    let text = stdout(&alk(&db, &["schedules", "list"]));
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("daily") && l.contains("paused") && l.contains("hello")),
+        "{text}"
+    );
+    assert_eq!(
+        alk_json(&db, &["schedules", "resume", "daily"])["paused"],
+        false
+    );
+    assert!(alk(&db, &["schedules", "remove", "daily"]).status.success());
+    let again = alk(&db, &["schedules", "remove", "daily"]);
+    assert!(!again.status.success());
+    assert!(
+        stderr(&again).contains("not found") || stderr(&again).contains("never registered"),
+        "{}",
+        stderr(&again)
+    );
+}

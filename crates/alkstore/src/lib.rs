@@ -31,6 +31,7 @@ mod any;
 pub mod group;
 pub mod lock;
 mod queue;
+pub mod schedule;
 mod store;
 pub mod stream;
 pub mod worker;

@@ -7,6 +7,7 @@ mod groups;
 mod job;
 mod locks;
 pub(crate) mod output;
+mod schedules;
 mod streams;
 pub(crate) mod text;
 
@@ -77,6 +78,9 @@ enum Command {
     /// Named locks: who holds each, its fencing token and expiry.
     #[command(subcommand)]
     Locks(locks::LocksCommand),
+    /// Schedules: list, add, remove, pause, resume, and run a scheduler.
+    #[command(subcommand)]
+    Schedules(schedules::SchedulesCommand),
     /// Counts per queue (all queues when none is named).
     Stats {
         /// Queue name.
@@ -147,7 +151,9 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
     let opts = StoreOptions {
         existing_only: !matches!(
             cli.command,
-            Command::Init | Command::Streams(streams::StreamsCommand::Publish(_))
+            Command::Init
+                | Command::Streams(streams::StreamsCommand::Publish(_))
+                | Command::Schedules(schedules::SchedulesCommand::Add(_))
         ),
         ..StoreOptions::default()
     };
@@ -192,6 +198,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         Command::Streams(cmd) => streams::run(&store, cmd, as_json).await?.into_bytes(),
         Command::Groups(cmd) => groups::run(&store, cmd, as_json).await?.into_bytes(),
         Command::Locks(cmd) => locks::run(&store, cmd, as_json).await?.into_bytes(),
+        Command::Schedules(cmd) => schedules::run(&store, cmd, as_json).await?.into_bytes(),
         Command::Stats { queue } => {
             let queues = match queue {
                 Some(q) => vec![q],

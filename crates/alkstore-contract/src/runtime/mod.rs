@@ -16,6 +16,7 @@ pub mod groups;
 pub mod handlers;
 pub mod heartbeats;
 pub mod locks;
+pub mod schedules;
 pub mod shutdown;
 pub mod snooze_cancel;
 pub mod subscribers;
@@ -32,6 +33,7 @@ macro_rules! __runtime {
             $crate::__runtime_handlers!($then, $args);
             $crate::__runtime_heartbeats!($then, $args);
             $crate::__runtime_locks!($then, $args);
+            $crate::__runtime_schedules!($then, $args);
             $crate::__runtime_shutdown!($then, $args);
             $crate::__runtime_snooze_cancel!($then, $args);
             $crate::__runtime_subscribers!($then, $args);

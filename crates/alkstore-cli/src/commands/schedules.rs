@@ -1,0 +1,167 @@
+//! `alk schedules …`: register, inspect, pause and run schedules.
+
+use alkstore::schedule::{ScheduleInfo, ScheduleSetParams, Scheduler};
+use alkstore::{Result, ScheduleEngine, Store};
+use clap::{Args, Subcommand};
+use serde_json::{json, Value};
+
+use super::output::json_text;
+use super::text::{now, payload_preview, relative, shorten};
+
+/// `alk schedules …`.
+#[derive(Debug, Subcommand)]
+pub(super) enum SchedulesCommand {
+    /// Every schedule: spec, queue, next boundary, paused or not.
+    List,
+    /// Register a schedule, or change one of the same name.
+    Add(AddArgs),
+    /// Remove a schedule (jobs it enqueued stay).
+    Remove {
+        /// Schedule name.
+        name: String,
+    },
+    /// Stop firing a schedule until resumed.
+    Pause {
+        /// Schedule name.
+        name: String,
+    },
+    /// Fire a paused schedule again, from its next boundary after now.
+    Resume {
+        /// Schedule name.
+        name: String,
+    },
+    /// Run a scheduler until SIGTERM or Ctrl-C (as many as you like: each
+    /// boundary fires once).
+    Run,
+}
+
+/// `alk schedules add`.
+#[derive(Debug, Args)]
+pub(super) struct AddArgs {
+    /// Schedule name.
+    name: String,
+    /// `@every <n><s|m|h|d>` or a 5/6-field cron pattern (quote it).
+    #[arg(long)]
+    spec: String,
+    /// Queue each boundary's job goes to.
+    #[arg(long)]
+    queue: String,
+    /// IANA time zone for cron (default UTC).
+    #[arg(long)]
+    tz: Option<String>,
+    /// Every job's payload (text).
+    #[arg(long, default_value = "")]
+    payload: String,
+    /// Every job's priority.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    priority: i32,
+    /// Most missed boundaries fired at once after an outage.
+    #[arg(long, default_value_t = 1)]
+    catch_up: u32,
+}
+
+fn schedule_json(s: &ScheduleInfo) -> Value {
+    json!({
+        "name": s.name,
+        "spec": s.spec,
+        "tz": s.tz,
+        "queue": s.queue,
+        "payload": String::from_utf8_lossy(&s.payload),
+        "priority": s.priority,
+        "max_catch_up": s.max_catch_up,
+        "paused": s.paused,
+        "next_fire_at_ms": s.next_fire_at_ms,
+        "last_boundary_ms": s.last_boundary_ms,
+    })
+}
+
+fn schedules_table(list: &[ScheduleInfo]) -> String {
+    let now = now();
+    let mut out = format!(
+        "{:<24} {:<20} {:<16} {:<20} {:<8} {}\n",
+        "SCHEDULE", "SPEC", "QUEUE", "NEXT", "STATE", "PAYLOAD"
+    );
+    for s in list {
+        let next = match (s.paused, s.next_fire_at_ms) {
+            (true, _) => "-".to_string(),
+            (false, Some(ms)) => relative(ms.div_euclid(1000), now),
+            (false, None) => "never".to_string(),
+        };
+        let spec = match &s.tz {
+            Some(tz) => format!("{} ({tz})", s.spec),
+            None => s.spec.clone(),
+        };
+        out.push_str(&format!(
+            "{:<24} {:<20} {:<16} {:<20} {:<8} {}\n",
+            shorten(&s.name, 24),
+            shorten(&spec, 20),
+            shorten(&s.queue, 16),
+            next,
+            if s.paused { "paused" } else { "active" },
+            payload_preview(&s.payload, 30)
+        ));
+    }
+    out
+}
+
+fn one(s: &ScheduleInfo, as_json: bool) -> String {
+    if as_json {
+        json_text(&schedule_json(s))
+    } else {
+        schedules_table(std::slice::from_ref(s))
+    }
+}
+
+/// Run an `alk schedules` subcommand; the text to print.
+pub(super) async fn run(store: &Store, cmd: SchedulesCommand, as_json: bool) -> Result<String> {
+    let e = store.engine();
+    Ok(match cmd {
+        SchedulesCommand::List => {
+            let list = e.schedule_list().await?;
+            if as_json {
+                json_text(&Value::Array(list.iter().map(schedule_json).collect()))
+            } else {
+                schedules_table(&list)
+            }
+        }
+        SchedulesCommand::Add(a) => {
+            let mut params = ScheduleSetParams::new(a.name, a.spec, a.queue)
+                .payload(a.payload.into_bytes())
+                .priority(a.priority)
+                .max_catch_up(a.catch_up);
+            if let Some(tz) = a.tz {
+                params = params.tz(tz);
+            }
+            one(&e.schedule_set(params).await?, as_json)
+        }
+        SchedulesCommand::Remove { name } => {
+            let removed = e.schedule_remove(name.as_str()).await?;
+            if !removed {
+                return Err(alkstore::Error::NotFound {
+                    what: format!("schedule {name:?}"),
+                    detail: "it was never registered, or was removed".into(),
+                });
+            }
+            if as_json {
+                json_text(&json!({ "name": name, "removed": true }))
+            } else {
+                format!("removed {name}\n")
+            }
+        }
+        SchedulesCommand::Pause { name } => one(&e.schedule_pause(name).await?, as_json),
+        SchedulesCommand::Resume { name } => one(&e.schedule_resume(name).await?, as_json),
+        SchedulesCommand::Run => {
+            let report = Scheduler::new(store.clone())
+                .run_until(alkstore::shutdown_signal())
+                .await?;
+            if as_json {
+                json_text(&json!({ "fired": report.fired, "skipped": report.skipped }))
+            } else {
+                format!(
+                    "scheduler stopped: {} fired, {} skipped\n",
+                    report.fired, report.skipped
+                )
+            }
+        }
+    })
+}

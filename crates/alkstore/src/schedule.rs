@@ -1,0 +1,138 @@
+//! Schedules through the facade: register them with
+//! [`ScheduleEngine`](crate::ScheduleEngine) calls on the store's engine,
+//! and run a [`Scheduler`] — in as many processes as you like; each
+//! boundary still fires exactly once, with no leader.
+//!
+//! ```no_run
+//! # async fn demo(store: alkstore::Store) -> alkstore::Result<()> {
+//! use alkstore::schedule::{ScheduleSetParams, Scheduler};
+//! use alkstore::ScheduleEngine;
+//!
+//! store
+//!     .engine()
+//!     .schedule_set(ScheduleSetParams::new("nightly-report", "0 2 * * *", "reports").tz("Europe/Paris"))
+//!     .await?;
+//! Scheduler::new(store).run_until(alkstore::shutdown_signal()).await?;
+//! # Ok(()) }
+//! ```
+
+use std::future::Future;
+use std::time::Duration;
+
+pub use alkstore_core::schedule::{
+    fired_job_key, FireReport, Fired, ScheduleFireParams, ScheduleInfo, ScheduleNameParams,
+    ScheduleSetParams, Spec, MAX_CATCH_UP,
+};
+use alkstore_core::{Clock, Result, ScheduleEngine, SystemClock};
+
+use crate::{AnyEngine, Store};
+
+/// Scheduler options.
+#[derive(Debug, Clone)]
+pub struct SchedulerOpts {
+    /// The longest the scheduler sleeps (default 10 s). It wakes at the
+    /// next boundary it knows of; a schedule registered or changed
+    /// elsewhere with an earlier boundary is noticed within this.
+    pub poll: Duration,
+    /// Most schedules fired per call (default 100); more due ones are
+    /// fired by the next call at once.
+    pub batch: u32,
+}
+
+impl Default for SchedulerOpts {
+    fn default() -> Self {
+        SchedulerOpts {
+            poll: Duration::from_secs(10),
+            batch: 100,
+        }
+    }
+}
+
+/// What a scheduler did before it stopped.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SchedulerReport {
+    /// Jobs it enqueued (one per boundary it fired).
+    pub fired: u64,
+    /// Missed boundaries it skipped under the catch-up cap.
+    pub skipped: u64,
+}
+
+/// Fires the store's due schedules, waking at their next boundary.
+#[derive(Debug, Clone)]
+pub struct Scheduler {
+    engine: AnyEngine,
+    opts: SchedulerOpts,
+}
+
+impl Scheduler {
+    /// A scheduler for `store` with default options.
+    pub fn new(store: Store) -> Scheduler {
+        Scheduler {
+            engine: store.engine().clone(),
+            opts: SchedulerOpts::default(),
+        }
+    }
+
+    /// Replace the options.
+    #[must_use]
+    pub fn opts(mut self, opts: SchedulerOpts) -> Scheduler {
+        self.opts = opts;
+        self
+    }
+
+    /// Fire due schedules until `shutdown` resolves. Store errors are
+    /// logged and retried a second later (a boundary fires late, never
+    /// twice or not at all).
+    pub async fn run_until(self, shutdown: impl Future<Output = ()>) -> Result<SchedulerReport> {
+        let mut report = SchedulerReport::default();
+        tokio::pin!(shutdown);
+        let params = ScheduleFireParams {
+            limit: self.opts.batch,
+        };
+        loop {
+            let wait = match self.engine.schedule_fire_due(params).await {
+                Ok(r) => {
+                    report.fired += r.fired.len() as u64;
+                    report.skipped += r.skipped;
+                    for f in &r.fired {
+                        tracing::debug!(schedule = %f.schedule, boundary_ms = f.boundary_ms, job = f.job_id, "schedule fired");
+                    }
+                    if r.skipped > 0 {
+                        tracing::warn!(
+                            skipped = r.skipped,
+                            "missed schedule boundaries skipped (catch-up cap)"
+                        );
+                    }
+                    if r.fired.len() >= params.limit as usize {
+                        Duration::ZERO
+                    } else {
+                        // At least a moment: when this host's clock runs
+                        // ahead of the store's, a boundary it thinks has
+                        // come is not yet due.
+                        until(r.next_due_ms)
+                            .min(self.opts.poll)
+                            .max(Duration::from_millis(2))
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "firing schedules failed; retrying");
+                    Duration::from_secs(1).min(self.opts.poll)
+                }
+            };
+            tokio::select! {
+                () = &mut shutdown => return Ok(report),
+                () = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+}
+
+/// How long until `at_ms` by this host's clock (the store's may differ a
+/// little on PostgreSQL: an early wake finds nothing due and sleeps again).
+fn until(at_ms: Option<i64>) -> Duration {
+    let Some(at) = at_ms else {
+        return Duration::MAX;
+    };
+    let ms = at.saturating_sub(SystemClock.now_ms());
+    Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+}
