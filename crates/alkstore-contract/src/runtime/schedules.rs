@@ -51,8 +51,10 @@ pub async fn racing_schedulers_fire_each_boundary_once<H: RuntimeHarness>(h: &H)
     assert_eq!(fired, jobs.len() as u64);
     let mut keys: Vec<String> = jobs.iter().filter_map(|j| j.unique_key.clone()).collect();
     keys.sort();
-    let want: Vec<String> = (0..jobs.len() as i64)
-        .map(|i| fired_job_key("tick", first + i * 1_000))
+    let want: Vec<String> = (first..)
+        .step_by(1_000)
+        .take(jobs.len())
+        .map(|b| fired_job_key("tick", b))
         .collect();
     assert_eq!(
         keys, want,
