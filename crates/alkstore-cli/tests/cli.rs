@@ -897,3 +897,27 @@ fn schedules_add_list_pause_resume_remove_and_bad_specs() {
         stderr(&again)
     );
 }
+
+#[test]
+fn queues_pause_and_resume() {
+    let (_dir, db) = temp_db();
+    enqueue(&db, "mail", &[]);
+    assert_eq!(alk_json(&db, &["queues", "pause", "mail"])["changed"], true);
+    assert_eq!(
+        alk_json(&db, &["queues", "pause", "mail"])["changed"],
+        false
+    );
+    assert_eq!(
+        alk_json(&db, &["queues", "paused"]),
+        serde_json::json!(["mail"])
+    );
+    assert_eq!(stdout(&alk(&db, &["queues", "paused"])), "mail\n");
+    assert_eq!(
+        stdout(&alk(&db, &["queues", "resume", "mail"])),
+        "resumed mail\n"
+    );
+    assert_eq!(alk_json(&db, &["queues", "paused"]), serde_json::json!([]));
+    let bad = alk(&db, &["queues", "pause", ""]);
+    assert!(!bad.status.success());
+    assert!(stderr(&bad).contains("queue name"), "{}", stderr(&bad));
+}

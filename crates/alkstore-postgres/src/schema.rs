@@ -38,6 +38,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/004_groups.sql"),
     include_str!("../migrations/005_locks.sql"),
     include_str!("../migrations/006_schedules.sql"),
+    include_str!("../migrations/007_queue_pause.sql"),
 ];
 
 /// The schema version this build writes and understands.
@@ -121,6 +122,8 @@ pub mod tables {
     pub const LOCK: &str = "lock";
     /// Schedules and their next boundaries.
     pub const SCHEDULE: &str = "schedule";
+    /// Paused queues.
+    pub const QUEUE_PAUSE: &str = "queue_pause";
 }
 
 /// The LISTEN/NOTIFY channel of a schema's queues (`alkstore_{schema}`).
@@ -250,6 +253,7 @@ fn render(sql: &str, schema: &str) -> String {
             "group_dead" => QualifiedTable::new(schema, tables::GROUP_DEAD).to_string(),
             "lock" => QualifiedTable::new(schema, tables::LOCK).to_string(),
             "schedule" => QualifiedTable::new(schema, tables::SCHEDULE).to_string(),
+            "queue_pause" => QualifiedTable::new(schema, tables::QUEUE_PAUSE).to_string(),
             "schema" => quote_identifier(schema),
             _ => match token.strip_prefix("index:") {
                 Some(index) => quote_identifier(&format!("{schema}_{index}")),

@@ -12,7 +12,7 @@ use alkstore_core::lock::{
 use alkstore_core::queue::{
     DeadCountParams, DeadPurgeParams, DeadRequeueParams, JobAckParams, JobCancelParams,
     JobCancelRequestsParams, JobEnqueueParams, JobGetParams, JobHeartbeatParams, JobReleaseParams,
-    JobSettleParams, JobUnclaimParams, QueueStatsParams,
+    JobSettleParams, JobUnclaimParams, QueuePauseParams, QueueStatsParams,
 };
 use alkstore_core::schedule::{
     FireReport, ScheduleDriver, ScheduleFireParams, ScheduleInfo, ScheduleNameParams,
@@ -166,6 +166,14 @@ impl QueueDriver for AnyEngine {
 
     async fn queue_list(&self) -> Result<Vec<String>> {
         drive!(self.queue_list())
+    }
+
+    async fn queue_set_paused(&self, p: Checked<QueuePauseParams>, paused: bool) -> Result<bool> {
+        drive!(self.queue_set_paused(p, paused))
+    }
+
+    async fn queue_paused(&self) -> Result<Vec<String>> {
+        drive!(self.queue_paused())
     }
 
     async fn dead_list(&self, p: Checked<DeadListParams>) -> Result<Vec<JobInfo>> {

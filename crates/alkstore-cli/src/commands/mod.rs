@@ -7,6 +7,7 @@ mod groups;
 mod job;
 mod locks;
 pub(crate) mod output;
+mod queues;
 mod schedules;
 mod streams;
 pub(crate) mod text;
@@ -78,6 +79,9 @@ enum Command {
     /// Named locks: who holds each, its fencing token and expiry.
     #[command(subcommand)]
     Locks(locks::LocksCommand),
+    /// Queues: pause and resume claims.
+    #[command(subcommand)]
+    Queues(queues::QueuesCommand),
     /// Schedules: list, add, remove, pause, resume, and run a scheduler.
     #[command(subcommand)]
     Schedules(schedules::SchedulesCommand),
@@ -198,6 +202,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         Command::Streams(cmd) => streams::run(&store, cmd, as_json).await?.into_bytes(),
         Command::Groups(cmd) => groups::run(&store, cmd, as_json).await?.into_bytes(),
         Command::Locks(cmd) => locks::run(&store, cmd, as_json).await?.into_bytes(),
+        Command::Queues(cmd) => queues::run(&store, cmd, as_json).await?.into_bytes(),
         Command::Schedules(cmd) => schedules::run(&store, cmd, as_json).await?.into_bytes(),
         Command::Stats { queue } => {
             let queues = match queue {

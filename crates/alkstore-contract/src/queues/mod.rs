@@ -16,6 +16,7 @@ pub mod enqueue;
 pub mod expiry;
 pub mod lifecycle;
 pub mod outbox;
+pub mod pause;
 pub mod release;
 pub mod retry;
 pub mod validation;
@@ -37,6 +38,7 @@ macro_rules! __queues {
             $crate::__queues_expiry!($then, $args);
             $crate::__queues_lifecycle!($then, $args);
             $crate::__queues_outbox!($then, $args);
+            $crate::__queues_pause!($then, $args);
             $crate::__queues_release!($then, $args);
             $crate::__queues_retry!($then, $args);
             $crate::__queues_validation!($then, $args);

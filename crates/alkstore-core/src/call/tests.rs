@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use crate::queue::{
     DeadCountParams, DeadPurgeParams, DeadRequeueParams, JobAckParams, JobCancelParams,
     JobCancelRequestsParams, JobEnqueueParams, JobGetParams, JobHeartbeatParams, JobReleaseParams,
-    JobSettleParams, JobUnclaimParams, QueueStatsParams,
+    JobSettleParams, JobUnclaimParams, QueuePauseParams, QueueStatsParams,
 };
 use crate::{
     CancelOutcome, Capabilities, Checked, Claim, DeadListParams, DeadSelect, Engine, Enqueued,
@@ -140,6 +140,16 @@ impl crate::queue::QueueDriver for Recorder {
 
     async fn queue_list(&self) -> Result<Vec<String>> {
         self.reached("queue_list");
+        Ok(Vec::new())
+    }
+
+    async fn queue_set_paused(&self, _: Checked<QueuePauseParams>, _: bool) -> Result<bool> {
+        self.reached("queue_set_paused");
+        Ok(false)
+    }
+
+    async fn queue_paused(&self) -> Result<Vec<String>> {
+        self.reached("queue_paused");
         Ok(Vec::new())
     }
 

@@ -94,6 +94,17 @@ pub trait QueueDriver: Engine {
     /// See [`QueueAdmin::queue_list`](super::QueueAdmin::queue_list).
     fn queue_list(&self) -> impl Future<Output = Result<Vec<String>>> + Send;
 
+    /// See [`QueueAdmin::queue_pause`](super::QueueAdmin::queue_pause)
+    /// (`paused = true`) and `queue_resume` (`false`).
+    fn queue_set_paused(
+        &self,
+        params: Checked<QueuePauseParams>,
+        paused: bool,
+    ) -> impl Future<Output = Result<bool>> + Send;
+
+    /// See [`QueueAdmin::queue_paused`](super::QueueAdmin::queue_paused).
+    fn queue_paused(&self) -> impl Future<Output = Result<Vec<String>>> + Send;
+
     /// See [`QueueAdmin::dead_list`](super::QueueAdmin::dead_list).
     fn dead_list(
         &self,

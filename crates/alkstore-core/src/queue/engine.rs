@@ -132,6 +132,25 @@ pub trait QueueAdmin: Engine {
     /// Names of every queue with live or dead jobs.
     fn queue_list(&self) -> impl Future<Output = Result<Vec<String>>> + Send;
 
+    /// Stop claims from a queue, on every worker of the store: a claim
+    /// from a paused queue returns nothing (jobs can still be enqueued;
+    /// running ones finish). `true` when it was not paused yet.
+    fn queue_pause(
+        &self,
+        params: impl Into<QueuePauseParams> + Send,
+    ) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Let claims from a paused queue go on (this process's workers are
+    /// woken at once; others find its jobs within a poll). `true` when it
+    /// was paused.
+    fn queue_resume(
+        &self,
+        params: impl Into<QueuePauseParams> + Send,
+    ) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Names of the paused queues.
+    fn queue_paused(&self) -> impl Future<Output = Result<Vec<String>>> + Send;
+
     /// List dead letters in id order.
     fn dead_list(
         &self,
@@ -311,6 +330,25 @@ impl<D: QueueDriver> QueueAdmin for D {
 
     async fn queue_list(&self) -> Result<Vec<String>> {
         engine_call!(self, queue_list, () => (), |_p| QueueDriver::queue_list(self))
+    }
+
+    async fn queue_pause(&self, params: impl Into<QueuePauseParams> + Send) -> Result<bool> {
+        engine_call!(self, queue_pause, params => QueuePauseParams, |p| {
+            QueueDriver::queue_set_paused(self, p, true)
+        })
+    }
+
+    async fn queue_resume(&self, params: impl Into<QueuePauseParams> + Send) -> Result<bool> {
+        engine_call!(self, queue_resume, params => QueuePauseParams, |p| async move {
+            let queue = p.queue.clone();
+            let resumed = QueueDriver::queue_set_paused(self, p, false).await?;
+            self.wake_hub().queue(&queue);
+            Ok(resumed)
+        })
+    }
+
+    async fn queue_paused(&self) -> Result<Vec<String>> {
+        engine_call!(self, queue_paused, () => (), |_p| QueueDriver::queue_paused(self))
     }
 
     async fn dead_list(&self, params: DeadListParams) -> Result<Vec<JobInfo>> {

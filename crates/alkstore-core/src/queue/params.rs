@@ -320,6 +320,20 @@ impl From<&str> for QueueStatsParams {
     }
 }
 
+one_value_params! {
+    /// Parameters of `queue_pause` and `queue_resume`: the queue.
+    QueuePauseParams { queue: String },
+    validate: |p, _l| validate_queue_name(&p.queue)
+}
+
+impl From<&str> for QueuePauseParams {
+    fn from(queue: &str) -> Self {
+        QueuePauseParams {
+            queue: queue.to_string(),
+        }
+    }
+}
+
 /// Parameters of `job_fail`: the claim and why it failed for good.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobFailParams {
@@ -400,6 +414,7 @@ impl_validate!(
     JobCancelParams,
     JobUnclaimParams,
     QueueStatsParams,
+    QueuePauseParams,
     DeadListParams,
     DeadSelect,
 );

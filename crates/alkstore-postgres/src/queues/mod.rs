@@ -12,7 +12,7 @@ use alkstore_core::queue::{secs, truncate_error};
 use alkstore_core::queue::{
     DeadCountParams, DeadPurgeParams, DeadRequeueParams, JobAckParams, JobCancelParams,
     JobCancelRequestsParams, JobEnqueueParams, JobGetParams, JobHeartbeatParams, JobReleaseParams,
-    JobSettleParams, JobUnclaimParams, QueueStatsParams,
+    JobSettleParams, JobUnclaimParams, QueuePauseParams, QueueStatsParams,
 };
 use alkstore_core::validate::{self, count};
 use alkstore_core::{
@@ -754,6 +754,34 @@ impl QueueDriver for PgEngine {
     async fn queue_list(&self) -> Result<Vec<String>> {
         let rows = self
             .query("queue_list", &self.inner.sql.queue_list, &[])
+            .await?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    async fn queue_set_paused(
+        &self,
+        params: Checked<QueuePauseParams>,
+        paused: bool,
+    ) -> Result<bool> {
+        let p = params.into_inner();
+        let client = self.client().await?;
+        let now = self.now_override();
+        let n = if paused {
+            client
+                .execute(&self.inner.sql.queue_pause, &[&now, &p.queue])
+                .await
+        } else {
+            client
+                .execute(&self.inner.sql.queue_resume, &[&p.queue])
+                .await
+        }
+        .map_err(db("queue_set_paused"))?;
+        Ok(n > 0)
+    }
+
+    async fn queue_paused(&self) -> Result<Vec<String>> {
+        let rows = self
+            .query("queue_paused", &self.inner.sql.queue_paused, &[])
             .await?;
         Ok(rows.iter().map(|r| r.get(0)).collect())
     }

@@ -59,6 +59,9 @@ pub(crate) struct Sql {
     pub list_done: String,
     pub stats: String,
     pub queue_list: String,
+    pub queue_pause: String,
+    pub queue_resume: String,
+    pub queue_paused: String,
     pub sweep: String,
     pub sweep_mark: String,
     pub sweep_prune_dead: String,
@@ -150,6 +153,7 @@ impl Sql {
         let dead = QualifiedTable::new(schema, tables::DEAD);
         let done = QualifiedTable::new(schema, tables::DONE);
         let meta = QualifiedTable::new(schema, tables::META);
+        let paused = QualifiedTable::new(schema, tables::QUEUE_PAUSE);
         let unnest = "unnest($2::text[], $3::bytea[], $4::bigint[], $5::bigint[], $6::bigint[], \
               $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], \
               $13::bigint[]) \
@@ -214,6 +218,7 @@ impl Sql {
                  WHERE j.id = ANY(ARRAY( \
                    SELECT id FROM {job} WHERE queue = $2 AND state = 'pending' AND run_at <= {NOW} \
                      AND (expires_at IS NULL OR expires_at > {NOW}) \
+                     AND NOT EXISTS (SELECT 1 FROM {paused} WHERE queue = $2) \
                    ORDER BY priority DESC, run_at, id LIMIT $4 FOR UPDATE SKIP LOCKED)) \
                  RETURNING j.id, j.payload, j.priority, j.attempts, j.max_attempts, j.claim_expires_at, \
                    j.run_at, j.created_at, j.unique_key, j.claimed_at, j.claim_count"
@@ -316,6 +321,13 @@ impl Sql {
             queue_list: format!(
                 "SELECT queue FROM {job} UNION SELECT queue FROM {dead} UNION SELECT queue FROM {done} ORDER BY 1"
             ),
+            queue_pause: format!(
+                "INSERT INTO {paused} (queue, paused_at) \
+                 VALUES ($2, COALESCE($1::bigint, floor(extract(epoch FROM now()))::bigint)) \
+                 ON CONFLICT (queue) DO NOTHING"
+            ),
+            queue_resume: format!("DELETE FROM {paused} WHERE queue = $1"),
+            queue_paused: format!("SELECT queue FROM {paused} ORDER BY queue"),
             sweep: rescue(&job, &dead, ""),
             // Claim this interval's sweep: a concurrent sweeper blocks on
             // the row, then re-checks the condition and finds it taken.

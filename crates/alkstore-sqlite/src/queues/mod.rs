@@ -9,7 +9,7 @@ use alkstore_core::queue::{secs, truncate_error};
 use alkstore_core::queue::{
     DeadCountParams, DeadPurgeParams, DeadRequeueParams, JobAckParams, JobCancelParams,
     JobCancelRequestsParams, JobEnqueueParams, JobGetParams, JobHeartbeatParams, JobReleaseParams,
-    JobSettleParams, JobUnclaimParams, QueueStatsParams,
+    JobSettleParams, JobUnclaimParams, QueuePauseParams, QueueStatsParams,
 };
 use alkstore_core::validate::count;
 use alkstore_core::{
@@ -446,6 +446,7 @@ impl QueueDriver for SqliteEngine {
                            claim_expires_at = ?2 + visibility_timeout_s \
                          WHERE id IN (SELECT id FROM __alkstore_job \
                            WHERE queue = ?3 AND state = 'pending' AND run_at <= ?2 \
+                             AND NOT EXISTS (SELECT 1 FROM __alkstore_queue_pause WHERE queue = ?3) \
                            ORDER BY priority DESC, run_at, id LIMIT (SELECT ?4)) \
                          RETURNING id, payload, priority, attempts, max_attempts, claim_expires_at, \
                            run_at, created_at, unique_key, claimed_at, claim_count",
@@ -767,6 +768,41 @@ impl QueueDriver for SqliteEngine {
             )
             .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
             .map_err(db("queue_list"))
+        })
+        .await
+    }
+
+    async fn queue_set_paused(
+        &self,
+        params: Checked<QueuePauseParams>,
+        paused: bool,
+    ) -> Result<bool> {
+        let p = params.into_inner();
+        self.inner
+            .writer
+            .write("queue_set_paused", move |st| {
+                let changed = if paused {
+                    st.conn
+                        .prepare_cached(
+                            "INSERT INTO __alkstore_queue_pause (queue, paused_at) VALUES (?1, ?2) \
+                             ON CONFLICT (queue) DO NOTHING",
+                        )
+                        .and_then(|mut s| s.execute(params![p.queue, st.clock.now()]))
+                } else {
+                    st.conn
+                        .prepare_cached("DELETE FROM __alkstore_queue_pause WHERE queue = ?1")
+                        .and_then(|mut s| s.execute([&p.queue]))
+                };
+                changed.map(|n| n > 0).map_err(db("queue_set_paused"))
+            })
+            .await
+    }
+
+    async fn queue_paused(&self) -> Result<Vec<String>> {
+        self.read("queue_paused", |conn| {
+            conn.prepare_cached("SELECT queue FROM __alkstore_queue_pause ORDER BY queue")
+                .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+                .map_err(db("queue_paused"))
         })
         .await
     }
