@@ -57,8 +57,8 @@ use std::task::Poll;
 
 use alkstore_core::stream::NewEvent;
 use alkstore_core::{
-    GroupEngine, LockEngine, ManualClock, NewJob, QueueAdmin, QueueEngine, Result, ScheduleEngine,
-    StreamEngine,
+    GroupEngine, LockEngine, ManualClock, NewJob, QueueAdmin, QueueEngine, RateEngine, Result,
+    ScheduleEngine, StreamEngine,
 };
 
 /// The facade the `runtime` rows drive, re-exported so an engine's
@@ -69,6 +69,7 @@ pub use alkstore;
 pub mod groups;
 pub mod locks;
 pub mod queues;
+pub mod rates;
 pub mod runtime;
 pub mod schedules;
 pub mod streams;
@@ -81,6 +82,7 @@ pub trait Harness: Send + Sync + Sized + 'static {
         + StreamEngine
         + GroupEngine
         + LockEngine
+        + RateEngine
         + ScheduleEngine
         + Clone;
 
@@ -195,6 +197,7 @@ macro_rules! __areas {
         $crate::__streams!($then, $args);
         $crate::__groups!($then, $args);
         $crate::__locks!($then, $args);
+        $crate::__rates!($then, $args);
         $crate::__schedules!($then, $args);
         $crate::__runtime!($then, $args);
     };

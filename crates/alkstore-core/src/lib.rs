@@ -18,6 +18,7 @@ mod error;
 pub mod group;
 pub mod lock;
 pub mod queue;
+pub mod rate;
 pub mod schedule;
 pub mod stream;
 pub mod url;
@@ -36,6 +37,7 @@ pub use queue::{
     QueueAdmin, QueueDriver, QueueEngine, QueueOpts, QueueStats, RetryOutcome, Settle, Settled,
     Settlement, SweepReport,
 };
+pub use rate::{RateDriver, RateEngine};
 pub use schedule::{ScheduleDriver, ScheduleEngine};
 pub use stream::{StreamDriver, StreamEngine};
 pub use validate::Limits;
@@ -44,7 +46,8 @@ pub use validate::Limits;
 /// methods are called.
 pub mod prelude {
     pub use crate::{
-        Engine, GroupEngine, LockEngine, QueueAdmin, QueueEngine, ScheduleEngine, StreamEngine,
+        Engine, GroupEngine, LockEngine, QueueAdmin, QueueEngine, RateEngine, ScheduleEngine,
+        StreamEngine,
     };
 }
 pub use wake::{Wake, WakeHub};

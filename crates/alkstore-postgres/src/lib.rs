@@ -26,6 +26,7 @@ mod listen;
 mod locks;
 mod outbox;
 mod queues;
+mod rates;
 mod schedules;
 pub mod schema;
 mod streams;
@@ -113,6 +114,7 @@ struct Inner {
     group_sql: groups::sql::GroupSql,
     lock_sql: locks::LockSql,
     schedule_sql: schedules::ScheduleSql,
+    rate_sql: String,
     opts: PgOptions,
     /// When each queue's expired rows were last handed back.
     rescues: Mutex<RescueSchedule>,
@@ -196,6 +198,7 @@ impl PgEngine {
                 group_sql: groups::sql::GroupSql::new(&opts.schema),
                 lock_sql: locks::LockSql::new(&opts.schema),
                 schedule_sql: schedules::ScheduleSql::new(&opts.schema),
+                rate_sql: rates::acquire_sql(&opts.schema),
                 pool,
                 relaxed_pool,
                 opts,

@@ -39,6 +39,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/005_locks.sql"),
     include_str!("../migrations/006_schedules.sql"),
     include_str!("../migrations/007_queue_pause.sql"),
+    include_str!("../migrations/008_rate_limits.sql"),
 ];
 
 /// The schema version this build writes and understands.
@@ -124,6 +125,8 @@ pub mod tables {
     pub const SCHEDULE: &str = "schedule";
     /// Paused queues.
     pub const QUEUE_PAUSE: &str = "queue_pause";
+    /// Rate-limit windows.
+    pub const RATE_LIMIT: &str = "rate_limit";
 }
 
 /// The LISTEN/NOTIFY channel of a schema's queues (`alkstore_{schema}`).
@@ -254,6 +257,7 @@ fn render(sql: &str, schema: &str) -> String {
             "lock" => QualifiedTable::new(schema, tables::LOCK).to_string(),
             "schedule" => QualifiedTable::new(schema, tables::SCHEDULE).to_string(),
             "queue_pause" => QualifiedTable::new(schema, tables::QUEUE_PAUSE).to_string(),
+            "rate_limit" => QualifiedTable::new(schema, tables::RATE_LIMIT).to_string(),
             "schema" => quote_identifier(schema),
             _ => match token.strip_prefix("index:") {
                 Some(index) => quote_identifier(&format!("{schema}_{index}")),

@@ -67,6 +67,8 @@ async fn hostile_schema_name_creates_exactly_that_schema() {
             "job",
             "lock",
             "meta",
+            "queue_pause",
+            "rate_limit",
             "schedule",
             "stream",
             "stream_offset"

@@ -28,6 +28,7 @@ mod groups;
 mod locks;
 mod outbox;
 mod queues;
+mod rates;
 mod schedules;
 mod schema;
 mod streams;

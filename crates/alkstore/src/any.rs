@@ -14,6 +14,7 @@ use alkstore_core::queue::{
     JobCancelRequestsParams, JobEnqueueParams, JobGetParams, JobHeartbeatParams, JobReleaseParams,
     JobSettleParams, JobUnclaimParams, QueuePauseParams, QueueStatsParams,
 };
+use alkstore_core::rate::{RateAcquireParams, RateDecision, RateDriver};
 use alkstore_core::schedule::{
     FireReport, ScheduleDriver, ScheduleFireParams, ScheduleInfo, ScheduleNameParams,
     ScheduleSetParams,
@@ -338,5 +339,11 @@ impl ScheduleDriver for AnyEngine {
 
     async fn schedule_fire_due(&self, p: Checked<ScheduleFireParams>) -> Result<FireReport> {
         drive!(ScheduleDriver, self.schedule_fire_due(p))
+    }
+}
+
+impl RateDriver for AnyEngine {
+    async fn rate_acquire(&self, p: Checked<RateAcquireParams>) -> Result<RateDecision> {
+        drive!(RateDriver, self.rate_acquire(p))
     }
 }

@@ -37,6 +37,7 @@ pub mod stream;
 pub mod worker;
 
 pub use alkstore_core::prelude;
+pub use alkstore_core::rate;
 pub use alkstore_core::url;
 pub use alkstore_core::{
     url::StoreUrl, AttemptError, CancelOutcome, Capabilities, Claim, Clock, DeadListParams,
@@ -44,7 +45,7 @@ pub use alkstore_core::{
     JobListParams, JobRetryParams, JobState, Limits, ManualClock, NewJob, QueueAdmin, QueueEngine,
     QueueOpts, QueueStats, Result, RetryOutcome, SweepReport, SystemClock,
 };
-pub use alkstore_core::{GroupEngine, LockEngine, ScheduleEngine, StreamEngine};
+pub use alkstore_core::{GroupEngine, LockEngine, RateEngine, ScheduleEngine, StreamEngine};
 pub use any::AnyEngine;
 pub use queue::{JobExt, Queue};
 pub use store::{Store, StoreOptions};
