@@ -170,6 +170,16 @@ pub trait RuntimeHarness: Send + Sync + Sized + 'static {
     /// clock of its own: `Store::from_engine(AnyEngine::Sqlite(engine))`.
     fn store(&self) -> &alkstore::Store;
 
+    /// Send a notification with the engine's `notify_in` inside a
+    /// transaction of the application's own connection, then commit it or
+    /// roll it back.
+    fn notify_in_transaction(
+        &self,
+        channel: &str,
+        payload: &str,
+        commit: bool,
+    ) -> impl Future<Output = Result<()>> + Send;
+
     /// Drop whatever the harness created. Runs after every row, whether it
     /// passed or panicked.
     fn teardown(self) -> impl Future<Output = ()> + Send;

@@ -14,6 +14,10 @@ pub struct Capabilities {
     /// Whether processes on other hosts can share the store (a server
     /// database) rather than processes on one machine (a file).
     pub multi_host: bool,
+    /// Whether the engine pushes notifications to this process's wake hub
+    /// (`Wake::Message`, PostgreSQL) rather than keeping them for listeners
+    /// to read (`notify_poll`, SQLite).
+    pub pushes_notifications: bool,
 }
 
 /// Parameters of a maintenance sweep: with `every`, only when nobody swept

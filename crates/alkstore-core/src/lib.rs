@@ -17,6 +17,7 @@ mod engine;
 mod error;
 pub mod group;
 pub mod lock;
+pub mod notify;
 pub mod queue;
 pub mod rate;
 pub mod schedule;
@@ -31,6 +32,7 @@ pub use engine::{Capabilities, Engine, SweepParams};
 pub use error::{BoxError, Error, ErrorKind, Result};
 pub use group::{GroupDriver, GroupEngine};
 pub use lock::{LockDriver, LockEngine};
+pub use notify::{NotifyDriver, NotifyEngine};
 pub use queue::{
     backoff_delay_s, AttemptError, CancelOutcome, Claim, DeadListParams, DeadSelect, EnqueueOpts,
     Enqueued, Job, JobClaimParams, JobInfo, JobListParams, JobRetryParams, JobState, NewJob,
@@ -46,8 +48,8 @@ pub use validate::Limits;
 /// methods are called.
 pub mod prelude {
     pub use crate::{
-        Engine, GroupEngine, LockEngine, QueueAdmin, QueueEngine, RateEngine, ScheduleEngine,
-        StreamEngine,
+        Engine, GroupEngine, LockEngine, NotifyEngine, QueueAdmin, QueueEngine, RateEngine,
+        ScheduleEngine, StreamEngine,
     };
 }
 pub use wake::{Wake, WakeHub};

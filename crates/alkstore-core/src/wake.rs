@@ -13,6 +13,10 @@ pub enum Wake {
     Queue(Arc<str>),
     /// This stream may have new events.
     Stream(Arc<str>),
+    /// This channel may have new notifications (engines that keep them).
+    Notify(Arc<str>),
+    /// A notification pushed by the engine (engines that push them).
+    Message(Arc<crate::notify::Notification>),
     /// Anything may have changed (another process committed, a listener
     /// reconnected, or hints were dropped because a receiver lagged).
     All,
@@ -23,7 +27,7 @@ impl Wake {
     pub fn concerns(&self, queue: &str) -> bool {
         match self {
             Wake::Queue(q) => &**q == queue,
-            Wake::Stream(_) => false,
+            Wake::Stream(_) | Wake::Notify(_) | Wake::Message(_) => false,
             Wake::All => true,
         }
     }
@@ -32,7 +36,7 @@ impl Wake {
     pub fn concerns_stream(&self, stream: &str) -> bool {
         match self {
             Wake::Stream(s) => &**s == stream,
-            Wake::Queue(_) => false,
+            Wake::Queue(_) | Wake::Notify(_) | Wake::Message(_) => false,
             Wake::All => true,
         }
     }
@@ -74,6 +78,20 @@ impl WakeHub {
     pub fn stream(&self, stream: &str) {
         if self.has_listeners() {
             let _ = self.tx.send(Wake::Stream(Arc::from(stream)));
+        }
+    }
+
+    /// Hint that `channel` may have new notifications.
+    pub fn notify(&self, channel: &str) {
+        if self.has_listeners() {
+            let _ = self.tx.send(Wake::Notify(Arc::from(channel)));
+        }
+    }
+
+    /// Deliver a notification the engine pushed.
+    pub fn message(&self, n: crate::notify::Notification) {
+        if self.has_listeners() {
+            let _ = self.tx.send(Wake::Message(Arc::new(n)));
         }
     }
 

@@ -24,6 +24,7 @@
 mod groups;
 mod listen;
 mod locks;
+mod notify;
 mod outbox;
 mod queues;
 mod rates;
@@ -120,6 +121,8 @@ struct Inner {
     rescues: Mutex<RescueSchedule>,
     wake: listen::Hub,
     listener_started: AtomicBool,
+    /// Whether the LISTEN connection is up (set by the listener task).
+    listening: Arc<tokio::sync::watch::Sender<bool>>,
     /// Set by `Engine::close`: every later call is `Error::Closed`.
     closed: AtomicBool,
     /// How the LISTEN connection connects: the pools' config and connector.
@@ -205,6 +208,7 @@ impl PgEngine {
                 rescues: Mutex::new(RescueSchedule::default()),
                 wake: Arc::new(WakeHub::default()),
                 listener_started: AtomicBool::new(false),
+                listening: Arc::new(tokio::sync::watch::channel(false).0),
                 closed: AtomicBool::new(false),
                 listen_connect,
             }),
@@ -224,6 +228,7 @@ impl PgEngine {
                 connector,
                 self.inner.opts.schema.clone(),
                 Arc::downgrade(&self.inner.wake),
+                self.inner.listening.clone(),
             );
         }
         rx

@@ -6,11 +6,12 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use alkstore_core::notify::{decode_message, Notification};
 use alkstore_core::WakeHub;
 use futures_util::StreamExt;
 use tokio_postgres::AsyncMessage;
 
-use crate::schema::{notify_channel, quote_identifier, stream_channel};
+use crate::schema::{message_channel, notify_channel, quote_identifier, stream_channel};
 use crate::tls::Connector;
 
 /// Listen with the engine's connection settings (its TLS included).
@@ -21,6 +22,7 @@ pub(crate) fn spawn(
     connector: Connector,
     schema: String,
     hub: Weak<WakeHub>,
+    listening: Arc<tokio::sync::watch::Sender<bool>>,
 ) {
     let Ok(handle) = tokio::runtime::Handle::try_current() else {
         tracing::warn!("no tokio runtime: LISTEN wake-ups disabled, relying on polls");
@@ -32,13 +34,17 @@ pub(crate) fn spawn(
         let channels = Channels {
             queues: notify_channel(&schema),
             streams: stream_channel(&schema),
+            messages: message_channel(&schema),
         };
         let mut backoff = Duration::from_millis(100);
         loop {
             if hub.upgrade().is_none() {
                 return;
             }
-            match listen_once(&config, connector.clone(), &channels, &hub).await {
+            let outcome =
+                listen_once(&config, connector.clone(), &channels, &hub, &listening).await;
+            listening.send_replace(false);
+            match outcome {
                 Ok(()) => backoff = Duration::from_millis(100),
                 Err(e) => {
                     tracing::warn!(error = %e, "LISTEN connection lost; reconnecting");
@@ -50,11 +56,12 @@ pub(crate) fn spawn(
     });
 }
 
-/// The schema's two channels: queue hints carry a queue name, stream hints
-/// a stream name.
+/// The schema's three channels: queue hints carry a queue name, stream
+/// hints a stream name, messages an encoded notification.
 struct Channels {
     queues: String,
     streams: String,
+    messages: String,
 }
 
 async fn listen_once(
@@ -62,6 +69,7 @@ async fn listen_once(
     connector: Connector,
     channels: &Channels,
     hub: &Weak<WakeHub>,
+    listening: &tokio::sync::watch::Sender<bool>,
 ) -> Result<(), tokio_postgres::Error> {
     let (client, mut connection) = config.connect(connector).await?;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<AsyncMessage>();
@@ -81,11 +89,13 @@ async fn listen_once(
     });
     client
         .batch_execute(&format!(
-            "LISTEN {}; LISTEN {}",
+            "LISTEN {}; LISTEN {}; LISTEN {}",
             quote_identifier(&channels.queues),
-            quote_identifier(&channels.streams)
+            quote_identifier(&channels.streams),
+            quote_identifier(&channels.messages)
         ))
         .await?;
+    listening.send_replace(true);
     if let Some(h) = hub.upgrade() {
         h.all();
     }
@@ -100,6 +110,14 @@ async fn listen_once(
                 if let AsyncMessage::Notification(n) = msg {
                     if n.channel() == channels.streams {
                         h.stream(n.payload());
+                    } else if n.channel() == channels.messages {
+                        if let Some((channel, payload)) = decode_message(n.payload()) {
+                            h.message(Notification {
+                                channel: channel.to_string(),
+                                payload: payload.to_string(),
+                                id: 0,
+                            });
+                        }
                     } else {
                         h.queue(n.payload());
                     }

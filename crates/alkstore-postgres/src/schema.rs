@@ -140,6 +140,13 @@ pub fn stream_channel(schema: &str) -> String {
     format!("alkstore_s_{schema}")
 }
 
+/// The LISTEN/NOTIFY channel of a schema's notifications (`alkstore_m_{schema}`;
+/// each message names its alkstore channel, see
+/// [`alkstore_core::notify::encode_message`]).
+pub fn message_channel(schema: &str) -> String {
+    format!("alkstore_m_{schema}")
+}
+
 /// Reject schema names PostgreSQL would mangle.
 pub fn validate_schema_name(schema: &str) -> Result<()> {
     if schema.is_empty() || schema.len() > MAX_SCHEMA_LEN {

@@ -180,6 +180,25 @@ impl RuntimeHarness for PgRuntime {
         &self.store
     }
 
+    async fn notify_in_transaction(
+        &self,
+        channel: &str,
+        payload: &str,
+        commit: bool,
+    ) -> Result<()> {
+        let engine = self.store.postgres().expect("a PostgreSQL store");
+        let (mut client, conn) = tokio_postgres::connect(&self.url, NoTls)
+            .await
+            .map_err(outbox_err)?;
+        let driver = tokio::spawn(conn);
+        let tx = client.transaction().await.map_err(outbox_err)?;
+        engine.notify_in(&tx, channel, payload).await?;
+        finish_tx(tx, commit).await?;
+        drop(client);
+        let _ = driver.await;
+        Ok(())
+    }
+
     async fn teardown(self) {
         let _ = testing::drop_schema(&self.url, &self.schema).await;
     }

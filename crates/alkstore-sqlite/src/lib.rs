@@ -26,6 +26,7 @@
 
 mod groups;
 mod locks;
+mod notify;
 mod outbox;
 mod queues;
 mod rates;

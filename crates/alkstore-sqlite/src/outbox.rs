@@ -71,4 +71,22 @@ impl SqliteEngine {
             }
         }
     }
+
+    /// Send a notification on the caller's connection, usually inside the
+    /// caller's open transaction: listeners get it only if that
+    /// transaction commits (they read it when the data_version watcher
+    /// sees the commit). Validated like [`NotifyEngine::notify`](alkstore_core::NotifyEngine::notify).
+    ///
+    /// ```no_run
+    /// # fn demo(engine: &alkstore_sqlite::SqliteEngine, conn: &mut rusqlite::Connection) -> Result<(), Box<dyn std::error::Error>> {
+    /// let tx = conn.transaction()?;
+    /// tx.execute("UPDATE orders SET state = 'paid' WHERE id = 1", [])?;
+    /// engine.notify_in(&tx, "orders", "1 paid")?;
+    /// tx.commit()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn notify_in(&self, conn: &Connection, channel: &str, payload: &str) -> Result<()> {
+        alkstore_core::notify::validate_notify(channel, payload)?;
+        crate::notify::insert(conn, channel, payload, self.inner.clock.now_ms())
+    }
 }

@@ -141,6 +141,29 @@ impl RuntimeHarness for SqliteRuntime {
         &self.store
     }
 
+    async fn notify_in_transaction(
+        &self,
+        channel: &str,
+        payload: &str,
+        commit: bool,
+    ) -> Result<()> {
+        let engine = self.store.sqlite().expect("a SQLite store").clone();
+        let (channel, payload) = (channel.to_string(), payload.to_string());
+        tokio::task::spawn_blocking(move || {
+            let db = |e: rusqlite::Error| Error::database("notify test", e);
+            let mut conn = open_app_connection(engine.path()).map_err(db)?;
+            let tx = conn.transaction().map_err(db)?;
+            engine.notify_in(&tx, &channel, &payload)?;
+            if commit {
+                tx.commit().map_err(db)
+            } else {
+                tx.rollback().map_err(db)
+            }
+        })
+        .await
+        .map_err(|e| Error::database("notify test", e.to_string()))?
+    }
+
     async fn teardown(self) {}
 }
 

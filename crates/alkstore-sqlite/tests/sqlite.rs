@@ -255,3 +255,66 @@ async fn outbox_publish_without_a_transaction_is_all_or_none() {
         "the counter did not move for the failed batch"
     );
 }
+
+/// Notifications are kept about a minute for listeners catching up, then
+/// pruned; ids never go back, even once every row was pruned.
+#[tokio::test]
+async fn notifications_are_pruned_after_a_minute_and_ids_keep_growing() {
+    use alkstore_core::notify::{NotifyParams, NotifyPollParams};
+    use alkstore_core::NotifyEngine;
+    let dir = tempfile::tempdir().expect("tmp");
+    let clock = alkstore_core::ManualClock::starting_now();
+    let engine = SqliteEngine::open(
+        SqliteOptions::new(dir.path().join("n.db")).clock(std::sync::Arc::new(clock.clone())),
+    )
+    .expect("open");
+    let poll = |after_id| NotifyPollParams {
+        channel: "c".into(),
+        after_id,
+        limit: 100,
+    };
+    engine
+        .notify(NotifyParams::new("c", "old"))
+        .await
+        .expect("notify");
+    clock.advance(std::time::Duration::from_secs(30));
+    engine
+        .notify(NotifyParams::new("c", "newer"))
+        .await
+        .expect("notify");
+    let kept: Vec<String> = engine
+        .notify_poll(poll(0))
+        .await
+        .expect("poll")
+        .into_iter()
+        .map(|n| n.payload)
+        .collect();
+    assert_eq!(kept, ["old", "newer"]);
+    clock.advance(std::time::Duration::from_secs(31));
+    engine
+        .notify(NotifyParams::new("c", "newest"))
+        .await
+        .expect("notify");
+    let kept: Vec<(i64, String)> = engine
+        .notify_poll(poll(0))
+        .await
+        .expect("poll")
+        .into_iter()
+        .map(|n| (n.id, n.payload))
+        .collect();
+    assert_eq!(
+        kept,
+        [(2, "newer".to_string()), (3, "newest".to_string())],
+        "the first is pruned"
+    );
+    clock.advance(std::time::Duration::from_secs(3_600));
+    engine
+        .notify(NotifyParams::new("other", "x"))
+        .await
+        .expect("notify");
+    assert!(
+        engine.notify_poll(poll(0)).await.expect("poll").is_empty(),
+        "all pruned"
+    );
+    assert_eq!(engine.notify_head().await.expect("head"), 4);
+}

@@ -9,6 +9,7 @@ use alkstore_core::lock::{
     LockAcquireParams, LockDriver, LockGrant, LockInfo, LockReleaseParams, LockReleased,
     LockRenewParams, LockRenewed,
 };
+use alkstore_core::notify::{Notification, NotifyDriver, NotifyParams, NotifyPollParams};
 use alkstore_core::queue::{
     DeadCountParams, DeadPurgeParams, DeadRequeueParams, JobAckParams, JobCancelParams,
     JobCancelRequestsParams, JobEnqueueParams, JobGetParams, JobHeartbeatParams, JobReleaseParams,
@@ -345,5 +346,23 @@ impl ScheduleDriver for AnyEngine {
 impl RateDriver for AnyEngine {
     async fn rate_acquire(&self, p: Checked<RateAcquireParams>) -> Result<RateDecision> {
         drive!(RateDriver, self.rate_acquire(p))
+    }
+}
+
+impl NotifyDriver for AnyEngine {
+    async fn notify(&self, p: Checked<NotifyParams>) -> Result<()> {
+        drive!(NotifyDriver, self.notify(p))
+    }
+
+    async fn notify_poll(&self, p: Checked<NotifyPollParams>) -> Result<Vec<Notification>> {
+        drive!(NotifyDriver, self.notify_poll(p))
+    }
+
+    async fn notify_ready(&self) -> Result<()> {
+        drive!(NotifyDriver, self.notify_ready())
+    }
+
+    async fn notify_head(&self) -> Result<i64> {
+        drive!(NotifyDriver, self.notify_head())
     }
 }

@@ -30,6 +30,7 @@
 mod any;
 pub mod group;
 pub mod lock;
+pub mod notify;
 mod queue;
 pub mod schedule;
 mod store;
@@ -45,7 +46,9 @@ pub use alkstore_core::{
     JobListParams, JobRetryParams, JobState, Limits, ManualClock, NewJob, QueueAdmin, QueueEngine,
     QueueOpts, QueueStats, Result, RetryOutcome, SweepReport, SystemClock,
 };
-pub use alkstore_core::{GroupEngine, LockEngine, RateEngine, ScheduleEngine, StreamEngine};
+pub use alkstore_core::{
+    GroupEngine, LockEngine, NotifyEngine, RateEngine, ScheduleEngine, StreamEngine,
+};
 pub use any::AnyEngine;
 pub use queue::{JobExt, Queue};
 pub use store::{Store, StoreOptions};

@@ -131,6 +131,12 @@ impl Store {
         crate::group::Group::new(self.clone(), name.into())
     }
 
+    /// Listen on a notification channel: the listener gets what is sent
+    /// on it from now on (see [`crate::notify`]).
+    pub async fn listen(&self, channel: impl Into<String>) -> Result<crate::notify::Listener> {
+        crate::notify::Listener::new(self.engine().clone(), channel.into()).await
+    }
+
     /// A handle to the named lock (see [`crate::lock`]).
     pub fn lock(&self, name: impl Into<String>) -> crate::lock::Lock {
         crate::lock::Lock::new(self.engine().clone(), name.into())

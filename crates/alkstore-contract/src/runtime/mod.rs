@@ -15,6 +15,7 @@ pub mod failures;
 pub mod groups;
 pub mod handlers;
 pub mod heartbeats;
+pub mod listeners;
 pub mod locks;
 pub mod schedules;
 pub mod shutdown;
@@ -32,6 +33,7 @@ macro_rules! __runtime {
             $crate::__runtime_groups!($then, $args);
             $crate::__runtime_handlers!($then, $args);
             $crate::__runtime_heartbeats!($then, $args);
+            $crate::__runtime_listeners!($then, $args);
             $crate::__runtime_locks!($then, $args);
             $crate::__runtime_schedules!($then, $args);
             $crate::__runtime_shutdown!($then, $args);

@@ -45,6 +45,7 @@ impl Engine for Recorder {
         Capabilities {
             name: "recorder",
             multi_host: false,
+            pushes_notifications: false,
         }
     }
 

@@ -363,6 +363,7 @@ impl Engine for PgEngine {
         Capabilities {
             name: "postgres",
             multi_host: true,
+            pushes_notifications: true,
         }
     }
 

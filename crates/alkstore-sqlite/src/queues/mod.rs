@@ -325,6 +325,7 @@ impl Engine for SqliteEngine {
         Capabilities {
             name: "sqlite",
             multi_host: false,
+            pushes_notifications: false,
         }
     }
 

@@ -1,0 +1,27 @@
+//! [`NotifyDriver`]: what an engine implements for notify/listen — SQL and
+//! nothing else (see [`crate::call`]).
+
+use std::future::Future;
+
+use crate::{Checked, Engine, Result};
+
+use super::{Notification, NotifyParams, NotifyPollParams};
+
+/// The notify statements of one engine; callers use
+/// [`NotifyEngine`](super::NotifyEngine).
+pub trait NotifyDriver: Engine {
+    /// See [`NotifyEngine::notify`](super::NotifyEngine::notify).
+    fn notify(&self, params: Checked<NotifyParams>) -> impl Future<Output = Result<()>> + Send;
+
+    /// See [`NotifyEngine::notify_poll`](super::NotifyEngine::notify_poll).
+    fn notify_poll(
+        &self,
+        params: Checked<NotifyPollParams>,
+    ) -> impl Future<Output = Result<Vec<Notification>>> + Send;
+
+    /// See [`NotifyEngine::notify_ready`](super::NotifyEngine::notify_ready).
+    fn notify_ready(&self) -> impl Future<Output = Result<()>> + Send;
+
+    /// See [`NotifyEngine::notify_head`](super::NotifyEngine::notify_head).
+    fn notify_head(&self) -> impl Future<Output = Result<i64>> + Send;
+}
