@@ -58,7 +58,7 @@ use std::task::Poll;
 use alkstore_core::stream::NewEvent;
 use alkstore_core::{
     GroupEngine, LockEngine, ManualClock, NewJob, QueueAdmin, QueueEngine, RateEngine, Result,
-    ScheduleEngine, StreamEngine,
+    ResultEngine, ScheduleEngine, StreamEngine,
 };
 
 /// The facade the `runtime` rows drive, re-exported so an engine's
@@ -70,6 +70,7 @@ pub mod groups;
 pub mod locks;
 pub mod queues;
 pub mod rates;
+pub mod results;
 pub mod runtime;
 pub mod schedules;
 pub mod streams;
@@ -83,6 +84,7 @@ pub trait Harness: Send + Sync + Sized + 'static {
         + GroupEngine
         + LockEngine
         + RateEngine
+        + ResultEngine
         + ScheduleEngine
         + Clone;
 
@@ -208,6 +210,7 @@ macro_rules! __areas {
         $crate::__groups!($then, $args);
         $crate::__locks!($then, $args);
         $crate::__rates!($then, $args);
+        $crate::__results!($then, $args);
         $crate::__schedules!($then, $args);
         $crate::__runtime!($then, $args);
     };

@@ -20,6 +20,7 @@ pub mod lock;
 pub mod notify;
 pub mod queue;
 pub mod rate;
+pub mod results;
 pub mod schedule;
 pub mod stream;
 pub mod url;
@@ -40,6 +41,7 @@ pub use queue::{
     Settlement, SweepReport,
 };
 pub use rate::{RateDriver, RateEngine};
+pub use results::{ResultDriver, ResultEngine};
 pub use schedule::{ScheduleDriver, ScheduleEngine};
 pub use stream::{StreamDriver, StreamEngine};
 pub use validate::Limits;
@@ -49,7 +51,7 @@ pub use validate::Limits;
 pub mod prelude {
     pub use crate::{
         Engine, GroupEngine, LockEngine, NotifyEngine, QueueAdmin, QueueEngine, RateEngine,
-        ScheduleEngine, StreamEngine,
+        ResultEngine, ScheduleEngine, StreamEngine,
     };
 }
 pub use wake::{Wake, WakeHub};

@@ -28,6 +28,7 @@ mod notify;
 mod outbox;
 mod queues;
 mod rates;
+mod results;
 mod schedules;
 pub mod schema;
 mod streams;
@@ -116,6 +117,7 @@ struct Inner {
     lock_sql: locks::LockSql,
     schedule_sql: schedules::ScheduleSql,
     rate_sql: String,
+    result_sql: results::ResultSql,
     opts: PgOptions,
     /// When each queue's expired rows were last handed back.
     rescues: Mutex<RescueSchedule>,
@@ -202,6 +204,7 @@ impl PgEngine {
                 lock_sql: locks::LockSql::new(&opts.schema),
                 schedule_sql: schedules::ScheduleSql::new(&opts.schema),
                 rate_sql: rates::acquire_sql(&opts.schema),
+                result_sql: results::ResultSql::new(&opts.schema),
                 pool,
                 relaxed_pool,
                 opts,

@@ -40,6 +40,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/006_schedules.sql"),
     include_str!("../migrations/007_queue_pause.sql"),
     include_str!("../migrations/008_rate_limits.sql"),
+    include_str!("../migrations/009_job_results.sql"),
 ];
 
 /// The schema version this build writes and understands.
@@ -127,6 +128,8 @@ pub mod tables {
     pub const QUEUE_PAUSE: &str = "queue_pause";
     /// Rate-limit windows.
     pub const RATE_LIMIT: &str = "rate_limit";
+    /// Saved job results.
+    pub const JOB_RESULT: &str = "job_result";
 }
 
 /// The LISTEN/NOTIFY channel of a schema's queues (`alkstore_{schema}`).
@@ -265,6 +268,7 @@ fn render(sql: &str, schema: &str) -> String {
             "schedule" => QualifiedTable::new(schema, tables::SCHEDULE).to_string(),
             "queue_pause" => QualifiedTable::new(schema, tables::QUEUE_PAUSE).to_string(),
             "rate_limit" => QualifiedTable::new(schema, tables::RATE_LIMIT).to_string(),
+            "job_result" => QualifiedTable::new(schema, tables::JOB_RESULT).to_string(),
             "schema" => quote_identifier(schema),
             _ => match token.strip_prefix("index:") {
                 Some(index) => quote_identifier(&format!("{schema}_{index}")),

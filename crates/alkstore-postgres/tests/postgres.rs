@@ -65,6 +65,7 @@ async fn hostile_schema_name_creates_exactly_that_schema() {
             "group_dead",
             "group_member",
             "job",
+            "job_result",
             "lock",
             "meta",
             "queue_pause",

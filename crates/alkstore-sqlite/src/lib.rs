@@ -30,6 +30,7 @@ mod notify;
 mod outbox;
 mod queues;
 mod rates;
+mod results;
 mod schedules;
 mod schema;
 mod streams;

@@ -19,6 +19,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/007_queue_pause.sql"),
     include_str!("../migrations/008_rate_limits.sql"),
     include_str!("../migrations/009_notify.sql"),
+    include_str!("../migrations/010_job_results.sql"),
 ];
 
 /// Read the recorded schema version (`None` for a file alkstore never wrote).

@@ -16,6 +16,7 @@ use alkstore_core::queue::{
     JobSettleParams, JobUnclaimParams, QueuePauseParams, QueueStatsParams,
 };
 use alkstore_core::rate::{RateAcquireParams, RateDecision, RateDriver};
+use alkstore_core::results::{JobOutput, ResultDriver, ResultGetParams, ResultSaveParams};
 use alkstore_core::schedule::{
     FireReport, ScheduleDriver, ScheduleFireParams, ScheduleInfo, ScheduleNameParams,
     ScheduleSetParams,
@@ -364,5 +365,15 @@ impl NotifyDriver for AnyEngine {
 
     async fn notify_head(&self) -> Result<i64> {
         drive!(NotifyDriver, self.notify_head())
+    }
+}
+
+impl ResultDriver for AnyEngine {
+    async fn result_save(&self, p: Checked<ResultSaveParams>) -> Result<JobOutput> {
+        drive!(ResultDriver, self.result_save(p))
+    }
+
+    async fn result_get(&self, p: Checked<ResultGetParams>) -> Result<Option<JobOutput>> {
+        drive!(ResultDriver, self.result_get(p))
     }
 }

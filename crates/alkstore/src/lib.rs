@@ -32,6 +32,7 @@ pub mod group;
 pub mod lock;
 pub mod notify;
 mod queue;
+pub mod results;
 pub mod schedule;
 mod store;
 pub mod stream;
@@ -47,7 +48,7 @@ pub use alkstore_core::{
     QueueOpts, QueueStats, Result, RetryOutcome, SweepReport, SystemClock,
 };
 pub use alkstore_core::{
-    GroupEngine, LockEngine, NotifyEngine, RateEngine, ScheduleEngine, StreamEngine,
+    GroupEngine, LockEngine, NotifyEngine, RateEngine, ResultEngine, ScheduleEngine, StreamEngine,
 };
 pub use any::AnyEngine;
 pub use queue::{JobExt, Queue};

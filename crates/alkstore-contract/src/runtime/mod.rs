@@ -17,6 +17,7 @@ pub mod handlers;
 pub mod heartbeats;
 pub mod listeners;
 pub mod locks;
+pub mod results;
 pub mod schedules;
 pub mod shutdown;
 pub mod snooze_cancel;
@@ -35,6 +36,7 @@ macro_rules! __runtime {
             $crate::__runtime_heartbeats!($then, $args);
             $crate::__runtime_listeners!($then, $args);
             $crate::__runtime_locks!($then, $args);
+            $crate::__runtime_results!($then, $args);
             $crate::__runtime_schedules!($then, $args);
             $crate::__runtime_shutdown!($then, $args);
             $crate::__runtime_snooze_cancel!($then, $args);

@@ -14,7 +14,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::completer::{AckStats, Completer};
-use super::handler::{self, ErasedHandler, JobCtx, JobResult};
+use super::handler::{self, ErasedHandler, JobCtx, JobError, JobResult};
 use super::maintenance::{sweep_loop, AbortOnDrop};
 use super::producer::{queue_loop, LoopCtx};
 use crate::Store;
@@ -176,6 +176,31 @@ impl Worker {
         Fut: Future<Output = JobResult> + Send + 'static,
     {
         self.add(name.into(), handler::typed(f));
+        self
+    }
+
+    /// Handle queue `name` with a handler that returns a value: it is saved
+    /// (as JSON, kept a day) as the job's result before the job is acked,
+    /// for [`Store::result_wait`](crate::Store::result_wait) and
+    /// [`Store::result_get`](crate::Store::result_get).
+    ///
+    /// ```no_run
+    /// # async fn demo(store: alkstore::Store) -> alkstore::Result<()> {
+    /// use alkstore::{JobCtx, JobError, Worker};
+    /// let worker = Worker::new(store).queue_returning("resize", |job: JobCtx<String>| async move {
+    ///     Ok::<_, JobError>(format!("resized {}", job.payload()))
+    /// });
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn queue_returning<T, R, F, Fut>(mut self, name: impl Into<String>, f: F) -> Worker
+    where
+        T: DeserializeOwned + Send + 'static,
+        R: serde::Serialize + Send + 'static,
+        F: Fn(JobCtx<T>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = std::result::Result<R, JobError>> + Send + 'static,
+    {
+        self.add(name.into(), handler::returning(f));
         self
     }
 

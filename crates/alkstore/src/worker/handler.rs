@@ -47,6 +47,29 @@ impl<T> JobCtx<T> {
         &self.job
     }
 
+    /// Save `value` (as JSON) as this job's result, kept a day: others read
+    /// it with [`Store::result_get`](crate::Store::result_get) or wait for
+    /// it with [`Store::result_wait`](crate::Store::result_wait). Saved at
+    /// once, in its own transaction; a later attempt's save replaces it.
+    /// [`Worker::queue_returning`](crate::Worker::queue_returning) saves a
+    /// handler's return value this way.
+    pub async fn save_result<R: serde::Serialize>(&self, value: &R) -> Result<()> {
+        let bytes = serde_json::to_vec(value).map_err(|e| crate::Error::invalid("result", e))?;
+        self.save_result_raw(bytes).await
+    }
+
+    /// Save raw bytes as this job's result (see [`JobCtx::save_result`]).
+    pub async fn save_result_raw(&self, value: Vec<u8>) -> Result<()> {
+        use alkstore_core::ResultEngine;
+        self.engine
+            .result_save(alkstore_core::results::ResultSaveParams::new(
+                self.job.id,
+                value,
+            ))
+            .await
+            .map(|_| ())
+    }
+
     /// Extend the claim now (the worker also does this on its own for long
     /// jobs). Returns false when the claim was lost.
     pub async fn heartbeat(&self) -> Result<bool> {
@@ -169,6 +192,33 @@ where
             engine,
             cancelled,
         }))
+    })
+}
+
+/// A handler whose return value is saved as the job's result (JSON) before
+/// the job is acked; a failed save retries the job.
+pub(crate) fn returning<T, R, F, Fut>(f: F) -> ErasedHandler
+where
+    T: DeserializeOwned + Send + 'static,
+    R: serde::Serialize + Send + 'static,
+    F: Fn(JobCtx<T>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = std::result::Result<R, JobError>> + Send + 'static,
+{
+    let f = Arc::new(f);
+    typed(move |job: JobCtx<T>| {
+        let f = f.clone();
+        async move {
+            let (engine, id) = (job.engine.clone(), job.job.id);
+            let value = f(job).await?;
+            let bytes = serde_json::to_vec(&value)
+                .map_err(|e| JobError::Fail(format!("the result does not encode: {e}")))?;
+            use alkstore_core::ResultEngine;
+            engine
+                .result_save(alkstore_core::results::ResultSaveParams::new(id, bytes))
+                .await
+                .map_err(|e| JobError::retry(format!("saving the result failed: {e}")))?;
+            Ok(())
+        }
     })
 }
 

@@ -1,0 +1,51 @@
+//! Job results through the facade: a handler saves one
+//! ([`JobCtx::save_result`](crate::JobCtx::save_result), or by returning it
+//! from a [`Worker::queue_returning`](crate::Worker::queue_returning)
+//! handler); anyone reads it with [`Store::result_get`](crate::Store::result_get)
+//! or waits for it with [`Store::result_wait`](crate::Store::result_wait).
+
+use std::time::Duration;
+
+pub use alkstore_core::results::{
+    JobOutput, ResultGetParams, ResultSaveParams, DEFAULT_RESULT_TTL, MAX_RESULT_TTL,
+    RESULTS_CHANNEL,
+};
+use alkstore_core::{Result, ResultEngine};
+
+use crate::Store;
+
+/// How often a waiter looks again without an announcement (a lost one
+/// costs at most this).
+const RECHECK: Duration = Duration::from_secs(5);
+
+/// Wait for job `job_id`'s result: listen for the announcements first,
+/// then look, then wake on each announcement of this job.
+pub(crate) async fn wait(
+    store: &Store,
+    job_id: i64,
+    timeout: Duration,
+) -> Result<Option<JobOutput>> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut announcements = store.listen(RESULTS_CHANNEL).await?;
+    let wanted = job_id.to_string();
+    loop {
+        if let Some(out) = store.engine().result_get(job_id).await? {
+            return Ok(Some(out));
+        }
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
+            return Ok(None);
+        }
+        let until = deadline.min(now + RECHECK);
+        // Wake on this job's announcement (others are skipped), or look
+        // again at the recheck or the deadline.
+        loop {
+            match tokio::time::timeout_at(until, announcements.recv()).await {
+                Ok(Ok(n)) if n.payload == wanted => break,
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => return Err(e),
+                Err(_elapsed) => break,
+            }
+        }
+    }
+}
