@@ -5,6 +5,7 @@
 
 mod bench;
 mod bench_group;
+mod bench_lock;
 mod bench_stream;
 mod commands;
 mod testworker;

@@ -84,6 +84,17 @@ impl Scheduler {
     /// logged and retried a second later (a boundary fires late, never
     /// twice or not at all).
     pub async fn run_until(self, shutdown: impl Future<Output = ()>) -> Result<SchedulerReport> {
+        self.run_until_with(shutdown, |_| {}).await
+    }
+
+    /// [`Scheduler::run_until`], calling `on_fire` with each job it
+    /// enqueues right after the enqueue commits (to log it, or to measure
+    /// how long after its boundary it fired).
+    pub async fn run_until_with(
+        self,
+        shutdown: impl Future<Output = ()>,
+        mut on_fire: impl FnMut(&Fired),
+    ) -> Result<SchedulerReport> {
         let mut report = SchedulerReport::default();
         tokio::pin!(shutdown);
         let params = ScheduleFireParams {
@@ -95,6 +106,7 @@ impl Scheduler {
                     report.fired += r.fired.len() as u64;
                     report.skipped += r.skipped;
                     for f in &r.fired {
+                        on_fire(f);
                         tracing::debug!(schedule = %f.schedule, boundary_ms = f.boundary_ms, job = f.job_id, "schedule fired");
                     }
                     if r.skipped > 0 {

@@ -118,6 +118,11 @@ pub(crate) enum BenchCommand {
     /// Consumer groups of worker processes: throughput with 1, 2 and 4
     /// workers, failover after SIGKILL, rebalance when a worker joins.
     Group(crate::bench_group::GroupBenchArgs),
+    /// Locks: acquire+release cycles per second, alone and with 8
+    /// contenders for one lock.
+    Lock(crate::bench_lock::LockBenchArgs),
+    /// Schedules: how long after its boundary a job is enqueued.
+    Schedule(crate::bench_lock::LockBenchArgs),
 }
 
 /// Run a parsed command line.
@@ -133,6 +138,12 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
     }
     if let Command::Bench(BenchCommand::Group(args)) = cli.command {
         return crate::bench_group::run(args).await;
+    }
+    if let Command::Bench(BenchCommand::Lock(args)) = cli.command {
+        return crate::bench_lock::run_lock(args).await;
+    }
+    if let Command::Bench(BenchCommand::Schedule(args)) = cli.command {
+        return crate::bench_lock::run_schedule(args).await;
     }
     if let Command::TestWorker(args) = cli.command {
         return crate::testworker::run(&cli.db, args).await;

@@ -26,9 +26,14 @@ impl LockSql {
             // Free when never taken, released (owner NULL) or lapsed. Two
             // acquirers at once: the second waits on the row, then finds it
             // held and returns nothing.
+            // The snapshot check first: while the lock is held, the insert
+            // inserts nothing and takes no row lock, so a contender's
+            // failed try is a read (no WAL, no wait on the holder).
             acquire: format!(
                 "INSERT INTO {lock} AS l (name, owner, token, acquired_at, expires_at) \
-                 VALUES ($2, $3, 1, {NOW_MS}, {NOW_MS} + $4) \
+                 SELECT $2, $3, 1, {NOW_MS}, {NOW_MS} + $4 \
+                 WHERE NOT EXISTS (SELECT 1 FROM {lock} h WHERE h.name = $2 \
+                   AND h.owner IS NOT NULL AND h.expires_at > {NOW_MS}) \
                  ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, \
                    token = l.token + 1, acquired_at = excluded.acquired_at, \
                    expires_at = excluded.expires_at \
@@ -98,7 +103,9 @@ impl LockDriver for PgEngine {
     async fn lock_release(&self, params: Checked<LockReleaseParams>) -> Result<LockReleased> {
         let p = params.into_inner();
         let rows = self
-            .query(
+            // A release lost to a server crash costs only the lock's TTL:
+            // it may commit without waiting for its WAL flush.
+            .query_relaxed(
                 "lock_release",
                 &self.inner.lock_sql.release,
                 &[&self.now_ms_override(), &p.name, &p.owner, &p.token],

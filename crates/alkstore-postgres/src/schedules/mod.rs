@@ -60,9 +60,15 @@ impl ScheduleSql {
                    {NOW_MS} FROM {t} WHERE NOT paused AND next_fire_at <= {NOW_MS} \
                  ORDER BY next_fire_at LIMIT $2 FOR UPDATE SKIP LOCKED"
             ),
+            // Every due schedule's advance in one statement, each
+            // conditional on the boundary read; returns the ones advanced.
             advance: format!(
-                "UPDATE {t} SET next_fire_at = $3, last_boundary = COALESCE($4, last_boundary) \
-                 WHERE name = $1 AND next_fire_at = $2"
+                "UPDATE {t} s SET next_fire_at = a.next, \
+                   last_boundary = COALESCE(a.last, s.last_boundary) \
+                 FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[]) \
+                   AS a(name, old, next, last) \
+                 WHERE s.name = a.name AND s.next_fire_at = a.old \
+                 RETURNING s.name"
             ),
             next_due: format!("SELECT MIN(next_fire_at) FROM {t} WHERE NOT paused"),
         }
@@ -210,7 +216,18 @@ impl ScheduleDriver for PgEngine {
             .await
             .map_err(db(op))?;
         let mut report = FireReport::default();
-        let enqueue = enqueue_text(&self.inner.sql, true);
+        // Work out every due schedule's boundaries, then advance them all in
+        // one statement and insert all their jobs in another.
+        struct Plan {
+            name: String,
+            queue: String,
+            payload: Vec<u8>,
+            priority: i32,
+            boundaries: Vec<i64>,
+            skipped: u64,
+        }
+        let mut plans = Vec::with_capacity(due.len());
+        let (mut names, mut olds, mut nexts, mut lasts) = (vec![], vec![], vec![], vec![]);
         for r in &due {
             let (name, spec, tz, queue): (String, String, Option<String>, String) =
                 (r.get(0), r.get(1), r.get(2), r.get(3));
@@ -228,31 +245,54 @@ impl ScheduleDriver for PgEngine {
                 now,
                 u32::try_from(max_catch_up).unwrap_or(1),
             );
-            let advanced = tx
-                .execute(
-                    &sql.advance,
-                    &[&name, &next_fire_at, &next, &boundaries.last()],
-                )
+            names.push(name.clone());
+            olds.push(next_fire_at);
+            nexts.push(next);
+            lasts.push(boundaries.last().copied());
+            plans.push(Plan {
+                name,
+                queue,
+                payload,
+                priority,
+                boundaries,
+                skipped,
+            });
+        }
+        if !plans.is_empty() {
+            let advanced: std::collections::HashSet<String> = tx
+                .query(&sql.advance, &[&names, &olds, &nexts, &lasts])
                 .await
-                .map_err(db(op))?;
-            if advanced == 0 {
-                continue;
-            }
-            report.skipped += skipped;
-            let jobs = boundaries
+                .map_err(db(op))?
                 .iter()
-                .map(|b| fired_job(&name, &queue, &payload, priority, *b))
+                .map(|r| r.get(0))
                 .collect();
-            let ids =
-                insert_jobs(&*tx, enqueue, &self.inner.sql, jobs, self.now_override()).await?;
-            for (b, id) in boundaries.iter().zip(ids) {
-                let (Enqueued::Inserted(job_id) | Enqueued::Duplicate(job_id)) = id;
-                report.fired.push(Fired {
-                    schedule: name.clone(),
-                    boundary_ms: *b,
-                    queue: queue.clone(),
-                    job_id,
-                });
+            plans.retain(|p| advanced.contains(&p.name));
+            let jobs: Vec<_> = plans
+                .iter()
+                .flat_map(|p| {
+                    p.boundaries
+                        .iter()
+                        .map(|b| fired_job(&p.name, &p.queue, &p.payload, p.priority, *b))
+                })
+                .collect();
+            let enqueue = enqueue_text(&self.inner.sql, true);
+            let mut ids = insert_jobs(&*tx, enqueue, &self.inner.sql, jobs, self.now_override())
+                .await?
+                .into_iter();
+            for p in plans {
+                report.skipped += p.skipped;
+                for b in p.boundaries {
+                    let Some(Enqueued::Inserted(job_id) | Enqueued::Duplicate(job_id)) = ids.next()
+                    else {
+                        return Err(Error::database(op, "fewer job ids than fired boundaries"));
+                    };
+                    report.fired.push(Fired {
+                        schedule: p.name.clone(),
+                        boundary_ms: b,
+                        queue: p.queue.clone(),
+                        job_id,
+                    });
+                }
             }
         }
         tx.commit().await.map_err(db(op))?;
