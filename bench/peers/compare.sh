@@ -10,6 +10,9 @@
 #   bench/peers/compare.sh groups [URL]    # consumer groups: alkstore worker
 #                                          # processes (SQLite, PostgreSQL) vs Redis
 #                                          # consumer groups, NATS pull consumers
+#   bench/peers/compare.sh locks [URL]     # locks and schedule fire latency:
+#                                          # alkstore (SQLite, PostgreSQL) vs honker's
+#                                          # locks and scheduler, PostgreSQL advisory locks
 #
 # BENCH_SCALE (default 1.0) scales alkstore's, honker's and the stream peers'
 # event/job counts; BENCH_JOBS and BENCH_SAMPLES set the node peers' job and
@@ -88,7 +91,19 @@ case "$peer" in
         echo "stream-peers $p failed; its column shows -" >&2
     done
     ;;
-  *) echo "usage: $0 honker | postgres [URL] | streams [URL] | groups [URL]" >&2; exit 2 ;;
+  locks)
+    url="$(pg_url "${2:-}")"
+    (cd "$here/honker" && CARGO_TARGET_DIR="$here/honker/target" cargo build --release -q)
+    (cd "$here/pglocks" && CARGO_TARGET_DIR="$here/pglocks/target" cargo build --release -q)
+    echo "connection: $url (alkstore on PostgreSQL, advisory locks)"
+    "$alk" bench lock --scale "$scale" | tee "$out/alk.txt"
+    "$alk" bench lock --on "$url" --scale "$scale" | tee -a "$out/alk.txt"
+    "$alk" bench schedule --scale "$scale" | tee -a "$out/alk.txt"
+    "$alk" bench schedule --on "$url" --scale "$scale" | tee -a "$out/alk.txt"
+    BENCH_SCALE="$scale" "$here/honker/target/release/honker-locks" | tee "$out/peer.txt"
+    BENCH_SCALE="$scale" "$here/pglocks/target/release/pglocks-bench" "$url" | tee -a "$out/peer.txt"
+    ;;
+  *) echo "usage: $0 honker | postgres [URL] | streams [URL] | groups [URL] | locks [URL]" >&2; exit 2 ;;
 esac
 
 field() { # file peer scenario field [engine] -> value
@@ -127,6 +142,32 @@ if [ "$peer" = groups ]; then
   done
   echo "(failover: alkstore = SIGKILL of a worker process until the other owns every bucket, ttl 2 s + heartbeat 0.5 s; redis = XAUTOCLAIM min-idle 2 s every 0.5 s; nats = redelivery after ack wait 2 s."
   echo " rebalance: alkstore = a second worker starting until it holds half the buckets; redis/nats have no partitions, a joiner reads at once.)"
+  exit 0
+fi
+
+if [ "$peer" = locks ]; then
+  # Cycles/s (higher is better; ratios alkstore/peer) and fire latency in
+  # ms after the boundary (lower is better; ratios peer/alkstore, so above
+  # 1x is better for alkstore in both).
+  lrow() { # label alk-sqlite alk-postgres honker advisory ratio1 ratio2
+    printf '%-26s %12s %12s %12s %12s %16s %18s\n' "$1" "${2:--}" "${3:--}" "${4:--}" "${5:--}" "$6" "$7"
+  }
+  echo
+  lrow "locks (cycles/s; ms)" "alk sqlite" "alk postgres" honker advisory "sqlite vs honker" "postgres vs advis."
+  for s in lock_uncontended lock_8_contenders; do
+    a="$(field "$out/alk.txt" alkstore "$s" cycles_per_s sqlite)"
+    b="$(field "$out/alk.txt" alkstore "$s" cycles_per_s postgres)"
+    h="$(field "$out/peer.txt" honker "$s" cycles_per_s)"
+    v="$(field "$out/peer.txt" advisory "$s" cycles_per_s)"
+    lrow "$s" "$a" "$b" "$h" "$v" "$(ratio "${a:-0}" "${h:-0}")" "$(ratio "${b:-0}" "${v:-0}")"
+  done
+  for f in p50_ms p99_ms; do
+    a="$(field "$out/alk.txt" alkstore fire_latency "$f" sqlite)"
+    b="$(field "$out/alk.txt" alkstore fire_latency "$f" postgres)"
+    h="$(field "$out/peer.txt" honker fire_latency "$f")"
+    lrow "fire_latency $f" "$a" "$b" "$h" - "$(ratio "${h:-0}" "${a:-0}")" -
+  done
+  echo "(advisory locks have no TTL, fencing token or durability: a lock lives as long as its session.)"
   exit 0
 fi
 

@@ -42,15 +42,15 @@ async fn cycle(e: &AnyEngine, owner: &str) -> Result<bool> {
     }
 }
 
-/// `cycles` acquire+release cycles by `tasks` contenders on one lock name:
-/// (attempts, seconds).
-async fn locks(e: &AnyEngine, tasks: usize, cycles: usize) -> Result<(usize, f64)> {
+/// `cycles` acquire+release cycles by contenders (one task per engine
+/// handle) on one lock name: (attempts, seconds).
+async fn locks(engines: Vec<AnyEngine>, cycles: usize) -> Result<(usize, f64)> {
     let done = Arc::new(AtomicUsize::new(0));
     let attempts = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
     let mut running = Vec::new();
-    for t in 0..tasks {
-        let (e, done, attempts) = (e.clone(), done.clone(), attempts.clone());
+    for (t, e) in engines.into_iter().enumerate() {
+        let (done, attempts) = (done.clone(), attempts.clone());
         running.push(tokio::spawn(async move {
             let owner = format!("t{t}");
             while done.load(Ordering::Relaxed) < cycles {
@@ -85,7 +85,18 @@ pub(crate) async fn run_lock(args: LockBenchArgs) -> Result<()> {
         let fresh = target.fresh(400 + i).await?;
         let tasks = if *name == "lock_uncontended" { 1 } else { 8 };
         let cycles = scaled(5_000, args.scale);
-        let (attempts, secs) = locks(&fresh.engine, tasks, cycles).await?;
+        // SQLite: the contenders share the process's store (one writer, as
+        // an application would). PostgreSQL: one store each, as separate
+        // worker processes would have (and as the advisory-lock peer has
+        // one connection each).
+        let mut engines = vec![fresh.engine.clone()];
+        for _ in 1..tasks {
+            engines.push(match &fresh.engine {
+                AnyEngine::Postgres(_) => Store::open(&fresh.url).await?.engine().clone(),
+                other => other.clone(),
+            });
+        }
+        let (attempts, secs) = locks(engines, cycles).await?;
         println!(
             "bench peer=alkstore engine={engine} scenario={name} cycles={cycles} attempts={attempts} secs={secs:.3} cycles_per_s={:.0}",
             cycles as f64 / secs
