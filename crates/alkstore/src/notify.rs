@@ -1,6 +1,6 @@
 //! Notify/listen through the facade: [`Store::listen`](crate::Store::listen)
 //! gives a [`Listener`]; send with
-//! [`NotifyEngine::notify`](crate::NotifyEngine::notify) (or an engine's
+//! [`NotifyEngine::notify`] (or an engine's
 //! `notify_in`, inside your own transaction).
 //!
 //! Delivery is ephemeral: a listener gets what is committed on its channel

@@ -1,5 +1,5 @@
 //! Schedules through the facade: register them with
-//! [`ScheduleEngine`](crate::ScheduleEngine) calls on the store's engine,
+//! [`ScheduleEngine`] calls on the store's engine,
 //! and run a [`Scheduler`] — in as many processes as you like; each
 //! boundary still fires exactly once, with no leader.
 //!
