@@ -20,8 +20,8 @@ use std::future::Future;
 use std::time::Duration;
 
 pub use alkstore_core::schedule::{
-    fired_job_key, FireReport, Fired, ScheduleFireParams, ScheduleInfo, ScheduleNameParams,
-    ScheduleSetParams, Spec, MAX_CATCH_UP,
+    fired_job_key, schedule_not_found, FireReport, Fired, ScheduleFireParams, ScheduleInfo,
+    ScheduleNameParams, ScheduleSetParams, Spec, MAX_CATCH_UP,
 };
 use alkstore_core::{Clock, Result, ScheduleEngine, SystemClock};
 

@@ -137,10 +137,7 @@ pub(super) async fn run(store: &Store, cmd: SchedulesCommand, as_json: bool) -> 
         SchedulesCommand::Remove { name } => {
             let removed = e.schedule_remove(name.as_str()).await?;
             if !removed {
-                return Err(alkstore::Error::NotFound {
-                    what: format!("schedule {name:?}"),
-                    detail: "it was never registered, or was removed".into(),
-                });
+                return Err(alkstore::schedule::schedule_not_found(&name));
             }
             if as_json {
                 json_text(&json!({ "name": name, "removed": true }))

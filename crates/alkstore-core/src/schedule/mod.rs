@@ -28,6 +28,38 @@ pub fn validate_schedule_name(name: &str) -> Result<()> {
     validate_text("schedule name", name)
 }
 
+/// The error for a schedule that does not exist.
+pub fn schedule_not_found(name: &str) -> crate::Error {
+    crate::Error::NotFound {
+        what: format!("schedule {name:?}"),
+        detail: "it was never registered, or was removed".into(),
+    }
+}
+
+/// The next boundary a `schedule_set` stores: the pending one when the
+/// spec and zone did not change (re-registering at every start-up neither
+/// skips nor repeats one), else the first after `now_ms`.
+pub fn next_on_set(
+    old: Option<&ScheduleInfo>,
+    params: &ScheduleSetParams,
+    spec: &Spec,
+    now_ms: i64,
+) -> Option<i64> {
+    match old {
+        Some(o) if o.spec == params.spec && o.tz == params.tz => o.next_fire_at_ms,
+        _ => spec.next_after(now_ms),
+    }
+}
+
+/// The next boundary after pausing (kept) or resuming (the first after
+/// `now_ms`: what passed while paused is skipped).
+pub fn next_on_pause(old: &ScheduleInfo, paused: bool, now_ms: i64) -> crate::Result<Option<i64>> {
+    if paused {
+        return Ok(old.next_fire_at_ms);
+    }
+    Ok(Spec::parse(&old.spec, old.tz.as_deref())?.next_after(now_ms))
+}
+
 /// The unique key of the job fired for `boundary_ms` of schedule `name`:
 /// `{name}@{boundary_ms}` — the job carries its boundary, and cannot be
 /// enqueued twice while live.

@@ -5,8 +5,8 @@
 //! the database's clock (`$1` overrides it in tests).
 
 use alkstore_core::schedule::{
-    due_boundaries, fired_job, FireReport, Fired, ScheduleDriver, ScheduleFireParams, ScheduleInfo,
-    ScheduleNameParams, ScheduleSetParams, Spec,
+    due_boundaries, fired_job, next_on_pause, next_on_set, schedule_not_found, FireReport, Fired,
+    ScheduleDriver, ScheduleFireParams, ScheduleInfo, ScheduleNameParams, ScheduleSetParams, Spec,
 };
 use alkstore_core::{Checked, Enqueued, Error, Result};
 use tokio_postgres::{GenericClient, Row};
@@ -92,13 +92,6 @@ fn info(r: &Row) -> ScheduleInfo {
     }
 }
 
-fn not_found(name: &str) -> Error {
-    Error::NotFound {
-        what: format!("schedule {name:?}"),
-        detail: "it was never registered, or was removed".into(),
-    }
-}
-
 fn catch_up_param(n: u32) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
 }
@@ -128,11 +121,7 @@ impl ScheduleDriver for PgEngine {
             .await
             .map_err(db(op))?
             .map(|r| info(&r));
-        // Same spec and zone: keep the pending boundary.
-        let next = match old {
-            Some(o) if o.spec == p.spec && o.tz == p.tz => o.next_fire_at_ms,
-            _ => spec.next_after(now),
-        };
+        let next = next_on_set(old.as_ref(), &p, &spec, now);
         let row = tx
             .query_one(
                 &sql.upsert,
@@ -180,16 +169,11 @@ impl ScheduleDriver for PgEngine {
             .await
             .map_err(db(op))?
             .map(|r| info(&r))
-            .ok_or_else(|| not_found(&p.name))?;
+            .ok_or_else(|| schedule_not_found(&p.name))?;
         if old.paused == paused {
             return Ok(old);
         }
-        // Resuming skips what passed while paused.
-        let next = if paused {
-            old.next_fire_at_ms
-        } else {
-            Spec::parse(&old.spec, old.tz.as_deref())?.next_after(now)
-        };
+        let next = next_on_pause(&old, paused, now)?;
         let row = tx
             .query_one(&sql.set_paused, &[&p.name, &paused, &next, &now])
             .await

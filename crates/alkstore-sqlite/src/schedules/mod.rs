@@ -3,10 +3,10 @@
 //! conditional all the same), timed by the engine's clock.
 
 use alkstore_core::schedule::{
-    due_boundaries, fired_job, FireReport, Fired, ScheduleDriver, ScheduleFireParams, ScheduleInfo,
-    ScheduleNameParams, ScheduleSetParams, Spec,
+    due_boundaries, fired_job, next_on_pause, next_on_set, schedule_not_found, FireReport, Fired,
+    ScheduleDriver, ScheduleFireParams, ScheduleInfo, ScheduleNameParams, ScheduleSetParams, Spec,
 };
-use alkstore_core::{Checked, Enqueued, Error, Result};
+use alkstore_core::{Checked, Enqueued, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::queues::insert_job;
@@ -40,13 +40,6 @@ fn get(conn: &Connection, op: &'static str, name: &str) -> Result<Option<Schedul
     .map_err(db(op))
 }
 
-fn not_found(name: &str) -> Error {
-    Error::NotFound {
-        what: format!("schedule {name:?}"),
-        detail: "it was never registered, or was removed".into(),
-    }
-}
-
 /// A schedule due at `now_ms`, as the fire loop reads it.
 struct Due {
     name: String,
@@ -69,11 +62,7 @@ impl ScheduleDriver for SqliteEngine {
                 let op = "schedule_set";
                 let now = st.clock.now_ms();
                 let old = get(&st.conn, op, &p.name)?;
-                // Same spec and zone: keep the pending boundary.
-                let next = match old {
-                    Some(o) if o.spec == p.spec && o.tz == p.tz => o.next_fire_at_ms,
-                    _ => spec.next_after(now),
-                };
+                let next = next_on_set(old.as_ref(), &p, &spec, now);
                 st.conn
                     .prepare_cached(
                         "INSERT INTO __alkstore_schedule (name, spec, tz, queue, payload, priority, \
@@ -98,7 +87,7 @@ impl ScheduleDriver for SqliteEngine {
                         ])
                     })
                     .map_err(db(op))?;
-                get(&st.conn, op, &p.name)?.ok_or_else(|| not_found(&p.name))
+                get(&st.conn, op, &p.name)?.ok_or_else(|| schedule_not_found(&p.name))
             })
             .await
     }
@@ -128,16 +117,11 @@ impl ScheduleDriver for SqliteEngine {
             .write("schedule_set_paused", move |st| {
                 let op = "schedule_set_paused";
                 let now = st.clock.now_ms();
-                let old = get(&st.conn, op, &p.name)?.ok_or_else(|| not_found(&p.name))?;
+                let old = get(&st.conn, op, &p.name)?.ok_or_else(|| schedule_not_found(&p.name))?;
                 if old.paused == paused {
                     return Ok(old);
                 }
-                // Resuming skips what passed while paused.
-                let next = if paused {
-                    old.next_fire_at_ms
-                } else {
-                    Spec::parse(&old.spec, old.tz.as_deref())?.next_after(now)
-                };
+                let next = next_on_pause(&old, paused, now)?;
                 st.conn
                     .prepare_cached(
                         "UPDATE __alkstore_schedule SET paused = ?2, next_fire_at = ?3, \
@@ -145,7 +129,7 @@ impl ScheduleDriver for SqliteEngine {
                     )
                     .and_then(|mut s| s.execute(params![p.name, paused, next, now]))
                     .map_err(db(op))?;
-                get(&st.conn, op, &p.name)?.ok_or_else(|| not_found(&p.name))
+                get(&st.conn, op, &p.name)?.ok_or_else(|| schedule_not_found(&p.name))
             })
             .await
     }
