@@ -20,6 +20,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/008_rate_limits.sql"),
     include_str!("../migrations/009_notify.sql"),
     include_str!("../migrations/010_job_results.sql"),
+    include_str!("../migrations/011_event_key_hash.sql"),
 ];
 
 /// Read the recorded schema version (`None` for a file alkstore never wrote).

@@ -191,6 +191,7 @@ async fn version_1_files_migrate_keeping_live_claims() {
          ALTER TABLE __alkstore_dead DROP COLUMN keep_completed_s;
          ALTER TABLE __alkstore_dead DROP COLUMN errors;
          DROP TABLE __alkstore_done;
+         ALTER TABLE __alkstore_event DROP COLUMN key_hash;
          UPDATE __alkstore_meta SET value = 1 WHERE key = 'schema_version';",
     )
     .expect("downgrade");
@@ -317,4 +318,48 @@ async fn notifications_are_pruned_after_a_minute_and_ids_keep_growing() {
         "all pruned"
     );
     assert_eq!(engine.notify_head().await.expect("head"), 4);
+}
+
+/// Events stored before the key hash was kept (schema 10) get it when the
+/// file migrates: consumer groups place them exactly as PostgreSQL would.
+#[tokio::test]
+async fn events_from_before_the_key_hash_get_it_on_migration() {
+    use alkstore_core::group::{bucket_of, hashtextextended};
+    use alkstore_core::stream::NewEvent;
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("h.db");
+    let e = SqliteEngine::open(SqliteOptions::new(&path)).expect("open");
+    let keys = ["a", "customer-42", "ü€𝄞", "x y"];
+    let mut events: Vec<NewEvent> = keys
+        .iter()
+        .map(|k| NewEvent::new("s", b"x".to_vec()).key(*k))
+        .collect();
+    events.push(NewEvent::new("s", b"keyless".to_vec()));
+    e.stream_publish(events).await.expect("publish");
+    drop(e);
+    let conn = rusqlite::Connection::open(&path).expect("conn");
+    conn.execute_batch(
+        "ALTER TABLE __alkstore_event DROP COLUMN key_hash;
+         UPDATE __alkstore_meta SET value = 10 WHERE key = 'schema_version';",
+    )
+    .expect("downgrade");
+    drop(conn);
+    drop(SqliteEngine::open(SqliteOptions::new(&path)).expect("migrate"));
+    let conn = rusqlite::Connection::open(&path).expect("conn");
+    let rows: Vec<(Option<String>, Option<i64>)> = conn
+        .prepare("SELECT key, key_hash FROM __alkstore_event ORDER BY id")
+        .expect("prepare")
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .expect("query")
+        .collect::<rusqlite::Result<_>>()
+        .expect("rows");
+    assert_eq!(rows.len(), 5);
+    for (key, hash) in &rows {
+        assert_eq!(
+            *hash,
+            key.as_ref().map(|k| hashtextextended(k.as_bytes(), 0)),
+            "{key:?}"
+        );
+    }
+    assert_eq!(bucket_of("customer-42".as_bytes(), 16), 0);
 }

@@ -48,11 +48,13 @@ pub(crate) fn register_functions(conn: &Connection) -> rusqlite::Result<()> {
 }
 
 /// The bucket of an event row `e` in a group of `buckets` buckets: the SQL
-/// both engines share (PostgreSQL's own hash; keyless events by offset).
+/// both engines share (PostgreSQL's own hash; keyless events by offset),
+/// on the key's hash stored at publish (`key_hash`), so a scan hashes
+/// nothing.
 fn bucket_expr(buckets: &str) -> String {
     format!(
         "(CASE WHEN e.key IS NULL THEN e.id % {buckets} \
-         ELSE ((hashtextextended(e.key, 0) % {buckets}) + {buckets}) % {buckets} END)"
+         ELSE ((e.key_hash % {buckets}) + {buckets}) % {buckets} END)"
     )
 }
 

@@ -1,5 +1,6 @@
 //! The stream area on SQLite: its statements.
 
+use alkstore_core::group::hashtextextended;
 use alkstore_core::stream::{
     ConsumerOffset, Event, NewEvent, StreamDriver, StreamInfo, StreamOffsetCommitParams,
     StreamOffsetGetParams, StreamOffsetsParams, StreamPublishParams, StreamReadParams,
@@ -30,20 +31,22 @@ fn insert_text(rows: usize) -> &'static str {
 
 /// `INSERT … VALUES (…), (…)` for `rows` events.
 fn build_insert(rows: usize) -> String {
-    let mut sql =
-        String::from("INSERT INTO __alkstore_event (stream, id, key, payload, created_at) VALUES ");
+    let mut sql = String::from(
+        "INSERT INTO __alkstore_event (stream, id, key, payload, created_at, key_hash) VALUES ",
+    );
     for r in 0..rows {
         if r > 0 {
             sql.push_str(", ");
         }
-        let b = r * 5;
+        let b = r * 6;
         sql.push_str(&format!(
-            "(?{}, ?{}, ?{}, ?{}, ?{})",
+            "(?{}, ?{}, ?{}, ?{}, ?{}, ?{})",
             b + 1,
             b + 2,
             b + 3,
             b + 4,
-            b + 5
+            b + 5,
+            b + 6
         ));
     }
     sql
@@ -73,13 +76,20 @@ pub(crate) fn insert_events(conn: &Connection, events: &[NewEvent], now: i64) ->
         let (chunk, ids) = (&events[at..at + size], &offsets[at..at + size]);
         at += size;
         let mut stmt = conn.prepare_cached(insert_text(size)).map_err(db(op))?;
-        let mut args: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(chunk.len() * 5);
-        for (e, id) in chunk.iter().zip(ids) {
+        // Each keyed event's hash, stored so consumer groups place it in
+        // a bucket without hashing every row they scan.
+        let hashes: Vec<Option<i64>> = chunk
+            .iter()
+            .map(|e| e.key.as_ref().map(|k| hashtextextended(k.as_bytes(), 0)))
+            .collect();
+        let mut args: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(chunk.len() * 6);
+        for ((e, id), hash) in chunk.iter().zip(ids).zip(&hashes) {
             args.push(&e.stream);
             args.push(id);
             args.push(&e.key);
             args.push(&e.payload);
             args.push(&now);
+            args.push(hash);
         }
         stmt.execute(args.as_slice()).map_err(db(op))?;
     }
