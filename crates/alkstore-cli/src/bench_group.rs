@@ -3,7 +3,8 @@
 //!
 //! One line per scenario, machine-readable:
 //! `bench peer=alkstore engine=E scenario=consume_Nw events=N secs=S events_per_s=R`
-//! (from releasing the started workers, each with its store open, until
+//! (1,000,000 events published first, so the figure is the steady rate
+//! rather than start-up; from releasing the started workers, each with its store open, until
 //! every bucket's checkpoint reached its last event: bucket claims
 //! included, process start-up not, as the peers connect before their
 //! clocks start), and
@@ -257,7 +258,7 @@ pub(crate) async fn run(args: GroupBenchArgs) -> Result<()> {
                     .trim_end_matches('w')
                     .parse()
                     .map_err(|_| Error::invalid("scenario", throughput.to_string()))?;
-                let n = scaled(200_000, args.scale);
+                let n = scaled(1_000_000, args.scale);
                 let secs = consume(&fresh.engine, &fresh.url, workers, n).await?;
                 println!(
                     "bench peer=alkstore engine={engine} scenario={throughput} events={n} secs={secs:.3} events_per_s={:.0}",

@@ -228,7 +228,7 @@ fn main() {
             .map_err(|e| e.into())
             .and_then(|rt| {
                 rt.block_on(async {
-                    let group_events = scaled(200_000, s);
+                    let group_events = scaled(1_000_000, s);
                     match peer.as_str() {
                         "redis" => redis_peer::run(&scenarios, counts).await,
                         "nats" => nats_peer::run(&scenarios, counts).await,

@@ -1,7 +1,7 @@
 //! NATS JetStream pull consumers shared by several workers, for comparison
 //! with `alk bench group`.
 //!
-//! - consume_Nw: 200,000 messages pre-filled (untimed); one durable pull
+//! - consume_Nw: 1,000,000 messages pre-filled (untimed); one durable pull
 //!   consumer (explicit acks, ack wait 2 s, up to 20,000 unacked); N tasks
 //!   of this process, each on its own connection, fetch batches of 500 and
 //!   ack each message; timed from the workers' start until all are acked.

@@ -1,6 +1,6 @@
 //! Redis Streams consumer groups, for comparison with `alk bench group`.
 //!
-//! - consume_Nw: 200,000 entries pre-filled (untimed); a group created at
+//! - consume_Nw: 1,000,000 entries pre-filled (untimed); a group created at
 //!   `0`; N consumers (tasks of this process, each on its own connection)
 //!   loop `XREADGROUP GROUP g cN COUNT 500 STREAMS key >` then one `XACK`
 //!   of the batch's ids, until every entry is acked. Timed from the
