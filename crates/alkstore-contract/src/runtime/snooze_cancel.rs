@@ -97,6 +97,45 @@ pub async fn cancelled_running_jobs_are_told_and_recorded<H: RuntimeHarness>(h: 
     assert_eq!(info.last_error.as_deref(), Some("stopped on request"));
 }
 
+/// A handler that throttles through a store-wide rate limit (2 per second)
+/// runs 6 jobs over at least three windows, each once and on its first
+/// attempt (throttled jobs are snoozed, not retried).
+pub async fn throttled_handlers_wait_for_the_next_window<H: RuntimeHarness>(h: &H) {
+    let store = h.store();
+    let q = store.queue("throttled");
+    q.enqueue_batch(0..6u32).await.expect("enqueue");
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let notify = Arc::new(Notify::new());
+    let done = Arc::new(AtomicUsize::new(0));
+    let (s, n, d) = (seen.clone(), notify.clone(), done.clone());
+    let started = tokio::time::Instant::now();
+    Worker::new(store.clone())
+        .queue("throttled", move |job: JobCtx<u32>| {
+            let (s, n, d) = (s.clone(), n.clone(), d.clone());
+            async move {
+                job.throttle("throttled-rl", 2, Duration::from_secs(1))
+                    .await?;
+                s.lock()
+                    .expect("lock")
+                    .push((*job.payload(), job.attempt()));
+                d.fetch_add(1, Ordering::SeqCst);
+                n.notify_one();
+                Ok(())
+            }
+        })
+        .run_until(reached(done.clone(), 6, notify.clone()))
+        .await
+        .expect("run");
+    let mut seen = seen.lock().expect("lock").clone();
+    seen.sort_unstable();
+    assert_eq!(seen, (0..6).map(|i| (i, 1)).collect::<Vec<_>>());
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "6 jobs at 2 per second took {:?}",
+        started.elapsed()
+    );
+}
+
 /// The rows above, for [`contract_suite!`](crate::contract_suite): list each
 /// `pub async fn …<H: RuntimeHarness>` here, next to where it is written.
 #[doc(hidden)]
@@ -106,6 +145,7 @@ macro_rules! __runtime_snooze_cancel {
         $then! { @rows $args runtime::snooze_cancel [
             snoozed_jobs_run_again_without_an_attempt,
             cancelled_running_jobs_are_told_and_recorded,
+            throttled_handlers_wait_for_the_next_window,
         ] }
     };
 }

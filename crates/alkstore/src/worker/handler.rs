@@ -70,6 +70,35 @@ impl<T> JobCtx<T> {
             .map(|_| ())
     }
 
+    /// Throttle this queue's work: admit this job under the store-wide
+    /// limit `name` (at most `limit` per `per`, shared by every worker), or
+    /// snooze it until the window resets (no attempt is used).
+    ///
+    /// ```no_run
+    /// # async fn demo(job: alkstore::JobCtx<String>) -> alkstore::JobResult {
+    /// use std::time::Duration;
+    /// job.throttle("smtp", 50, Duration::from_secs(1)).await?;
+    /// // … send the mail …
+    /// # Ok(()) }
+    /// ```
+    pub async fn throttle(&self, name: &str, limit: u32, per: Duration) -> JobResult {
+        use alkstore_core::{Clock, RateEngine};
+        let d = self
+            .engine
+            .rate_acquire(alkstore_core::rate::RateAcquireParams::new(
+                name, limit, per,
+            ))
+            .await
+            .map_err(JobError::retry)?;
+        if d.admitted {
+            return Ok(());
+        }
+        let wait_ms = d.reset_at_ms - alkstore_core::SystemClock.now_ms();
+        Err(JobError::snooze(Duration::from_millis(
+            u64::try_from(wait_ms).unwrap_or(0).max(1),
+        )))
+    }
+
     /// Extend the claim now (the worker also does this on its own for long
     /// jobs). Returns false when the claim was lost.
     pub async fn heartbeat(&self) -> Result<bool> {
