@@ -415,6 +415,79 @@ fn bench_worker_opts() -> alkstore::WorkerOpts {
     }
 }
 
+/// `wake_latency_xproc`: an idle worker in this process, jobs enqueued one
+/// at a time by another `alk` process; latency from the enqueuer's commit
+/// (and call) to the handler's start, by this host's clock.
+async fn wake_across_processes(target: &Target, samples: usize) -> Result<()> {
+    use alkstore::{JobCtx, Worker};
+    use std::collections::HashMap;
+    use std::io::BufRead;
+    let fresh = target.fresh(103).await?;
+    let store = Store::from_engine(fresh.engine.clone());
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(i64, i64)>();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let worker = tokio::spawn(
+        Worker::new(store.clone())
+            .queue_raw("wake_x", move |job: JobCtx<Vec<u8>>| {
+                let _ = tx.send((job.id(), crate::testworker::unix_us()));
+                async { Ok(()) }
+            })
+            .run_until(async move {
+                let _ = stop_rx.await;
+            }),
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let exe = std::env::current_exe().map_err(|e| alkstore::Error::database("bench", e))?;
+    let url = fresh.url.clone();
+    let lines = tokio::task::spawn_blocking(move || {
+        let out = std::process::Command::new(exe)
+            .args(["--db", &url, "test-enqueue-timed", "--queue", "wake_x"])
+            .args(["--count", &samples.to_string()])
+            .env_remove("DATABASE_URL")
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .map_err(|e| alkstore::Error::database("bench: run the enqueuer", e))?;
+        if !out.status.success() {
+            return Err(alkstore::Error::database("bench", "the enqueuer failed"));
+        }
+        Ok(out.stdout.lines().map_while(std::result::Result::ok).collect::<Vec<String>>())
+    })
+    .await
+    .map_err(join_err)??;
+    let mut started: HashMap<i64, i64> = HashMap::new();
+    while started.len() < lines.len() {
+        let got = tokio::time::timeout(std::time::Duration::from_secs(30), rx.recv()).await;
+        let Ok(Some((id, at))) = got else {
+            return Err(alkstore::Error::database("bench", "jobs from the other process never ran"));
+        };
+        started.insert(id, at);
+    }
+    let _ = stop_tx.send(());
+    worker.await.map_err(join_err)??;
+    let (mut from_commit, mut from_call) = (Vec::new(), Vec::new());
+    for line in &lines {
+        let f: Vec<i64> = line.split(' ').filter_map(|x| x.parse().ok()).collect();
+        if let [id, call, commit] = f[..] {
+            if let Some(at) = started.get(&id) {
+                from_commit.push((at - commit) as f64 / 1e3);
+                from_call.push((at - call) as f64 / 1e3);
+            }
+        }
+    }
+    from_commit.sort_by(f64::total_cmp);
+    from_call.sort_by(f64::total_cmp);
+    println!(
+        "bench peer=alkstore engine={} scenario=wake_latency_xproc samples={} p50_ms_from_commit={:.3} p99_ms_from_commit={:.3} p50_ms_from_call={:.3} p99_ms_from_call={:.3}",
+        target.name(),
+        from_commit.len(),
+        percentile(&from_commit, 0.5),
+        percentile(&from_commit, 0.99),
+        percentile(&from_call, 0.5),
+        percentile(&from_call, 0.99),
+    );
+    fresh.cleanup().await
+}
+
 pub(crate) async fn run_worker(args: WorkerBenchArgs) -> Result<()> {
     use alkstore::{JobCtx, Worker};
     if args.samples == 0 || args.jobs == 0 {
@@ -478,6 +551,8 @@ pub(crate) async fn run_worker(args: WorkerBenchArgs) -> Result<()> {
         percentile(&from_call, 0.99),
     );
     fresh.cleanup().await?;
+
+    wake_across_processes(&target, args.samples).await?;
 
     // Throughput through the runtime: no-op handlers over a full queue.
     let fresh = target.fresh(101).await?;

@@ -163,3 +163,47 @@ fn wait_for_go() -> Result<()> {
     std::io::stdin().read_line(&mut line).map_err(gate)?;
     Ok(())
 }
+
+/// Arguments of `alk test-enqueue-timed`.
+#[derive(Debug, Args)]
+pub(crate) struct TestEnqueueTimedArgs {
+    /// Queue to enqueue on.
+    #[arg(long)]
+    queue: String,
+    /// How many jobs, one at a time.
+    #[arg(long, default_value_t = 200)]
+    count: usize,
+    /// Milliseconds between enqueues (the worker goes idle in between).
+    #[arg(long, default_value_t = 5)]
+    gap_ms: u64,
+}
+
+/// Unix time in microseconds (this host's clock, shared by the processes of
+/// a cross-process benchmark).
+pub(crate) fn unix_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// Enqueue jobs one at a time from this process, printing `id call_us
+/// commit_us` per job (before the call, after it returned), for the
+/// cross-process wake benchmark.
+pub(crate) async fn run_enqueue_timed(db: &str, args: TestEnqueueTimedArgs) -> Result<()> {
+    let store = Store::open(db).await?;
+    let q = store.queue(args.queue);
+    let mut out = std::io::stdout();
+    for _ in 0..args.count {
+        tokio::time::sleep(Duration::from_millis(args.gap_ms)).await;
+        let call = unix_us();
+        let id = q
+            .enqueue_bytes(b"{}".to_vec(), alkstore::EnqueueOpts::default())
+            .await?
+            .id();
+        let commit = unix_us();
+        writeln!(out, "{id} {call} {commit}").map_err(|e| Error::invalid("stdout", e))?;
+    }
+    out.flush().map_err(|e| Error::invalid("stdout", e))?;
+    Ok(())
+}

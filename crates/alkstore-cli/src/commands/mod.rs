@@ -105,6 +105,10 @@ enum Command {
     /// Stops gracefully on SIGTERM or Ctrl-C.
     #[command(name = "test-group-worker", hide = true)]
     TestGroupWorker(crate::testworker::TestGroupWorkerArgs),
+    /// Enqueue jobs one at a time, printing `id call_us commit_us` per job;
+    /// used by the cross-process wake benchmark.
+    #[command(name = "test-enqueue-timed", hide = true)]
+    TestEnqueueTimed(crate::testworker::TestEnqueueTimedArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -150,6 +154,9 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
     }
     if let Command::TestGroupWorker(args) = cli.command {
         return crate::testworker::run_group(&cli.db, args).await;
+    }
+    if let Command::TestEnqueueTimed(args) = cli.command {
+        return crate::testworker::run_enqueue_timed(&cli.db, args).await;
     }
     let as_json = cli.json;
     if let Command::Groups(groups::GroupsCommand::Bucket { buckets, keys }) = &cli.command {
@@ -243,7 +250,8 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         Command::Enqueue(_)
         | Command::Bench(_)
         | Command::TestWorker(_)
-        | Command::TestGroupWorker(_) => Vec::new(),
+        | Command::TestGroupWorker(_)
+        | Command::TestEnqueueTimed(_) => Vec::new(),
     };
     output::emit(&out)
 }
