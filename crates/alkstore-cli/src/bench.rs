@@ -450,7 +450,11 @@ async fn wake_across_processes(target: &Target, samples: usize) -> Result<()> {
         if !out.status.success() {
             return Err(alkstore::Error::database("bench", "the enqueuer failed"));
         }
-        Ok(out.stdout.lines().map_while(std::result::Result::ok).collect::<Vec<String>>())
+        Ok(out
+            .stdout
+            .lines()
+            .map_while(std::result::Result::ok)
+            .collect::<Vec<String>>())
     })
     .await
     .map_err(join_err)??;
@@ -458,7 +462,10 @@ async fn wake_across_processes(target: &Target, samples: usize) -> Result<()> {
     while started.len() < lines.len() {
         let got = tokio::time::timeout(std::time::Duration::from_secs(30), rx.recv()).await;
         let Ok(Some((id, at))) = got else {
-            return Err(alkstore::Error::database("bench", "jobs from the other process never ran"));
+            return Err(alkstore::Error::database(
+                "bench",
+                "jobs from the other process never ran",
+            ));
         };
         started.insert(id, at);
     }
