@@ -56,6 +56,9 @@ case "$peer" in
       --scenario enqueue_single_4tasks --scenario enqueue_batch_100 \
       --scenario claim_ack_single_20k --scenario claim128_batch_ack_100k \
       --scenario end_to_end_1p2c | tee "$out/alk.txt"
+    # The runtime's wake latencies, in-process and from another process
+    # (the throughput lines of `bench worker` have no honker counterpart).
+    "$alk" bench worker --jobs 1000 | grep -E '^#|wake_latency' | tee -a "$out/alk.txt"
     BENCH_SCALE="$scale" "$here/honker/target/release/honker-bench" | tee "$out/peer.txt"
     peers="honker"
     ;;
@@ -109,7 +112,7 @@ esac
 field() { # file peer scenario field [engine] -> value
   local pat="^bench peer=$2 "
   [ -n "${5:-}" ] && pat="$pat(.* )?engine=$5 "
-  grep -E "$pat.*scenario=$3( |\$)" "$1" | sed -nE "s/.*[ ]$4=([0-9.]+).*/\1/p" | head -1
+  { grep -E "$pat.*scenario=$3( |\$)" "$1" || true; } | sed -nE "s/.*[ ]$4=([0-9.]+).*/\1/p" | head -1
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1fx", a / b; else print "-" }'; }
 
@@ -221,18 +224,19 @@ for s in $(grep -E '^bench .*jobs_per_s=' "$out/alk.txt" | sed -E 's/.*scenario=
   echo
 done
 
-if grep -q 'scenario=wake_latency' "$out/alk.txt"; then
+for w in wake_latency wake_latency_xproc; do
+  grep -q "scenario=$w " "$out/alk.txt" || continue
   echo
-  printf '%-26s %14s' "wake latency (ms)" alkstore
+  printf '%-26s %14s' "$w (ms)" alkstore
   for p in $peers; do printf ' %16s %8s' "$p" "alk/peer"; done
   echo
   for f in p50_ms_from_commit p99_ms_from_commit p50_ms_from_call p99_ms_from_call; do
-    a="$(field "$out/alk.txt" alkstore wake_latency "$f")"
+    a="$(field "$out/alk.txt" alkstore "$w" "$f")"
     printf '%-26s %14s' "$f" "$a"
     for p in $peers; do
-      b="$(field "$out/peer.txt" "$p" wake_latency "$f")"
+      b="$(field "$out/peer.txt" "$p" "$w" "$f")"
       if [ -n "$b" ]; then printf ' %16s %8s' "$b" "$(ratio "$a" "$b")"; else printf ' %16s %8s' - -; fi
     done
     echo
   done
-fi
+done

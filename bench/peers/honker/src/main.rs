@@ -370,6 +370,97 @@ fn end_to_end_1p2c(s: f64) -> Res<()> {
     Ok(())
 }
 
+fn unix_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0)
+}
+
+/// The enqueuer of `wake_latency_xproc`, run as a child process
+/// (`honker-bench enqueue-timed PATH COUNT`): one job every 5 ms, printing
+/// `id call_us commit_us` per job.
+fn enqueue_timed(path: &str, count: u64) -> Res<()> {
+    use std::io::Write;
+    let db = Database::open(path)?;
+    let q = db.queue(QUEUE, QueueOpts::default());
+    let mut out = std::io::stdout();
+    for n in 0..count {
+        std::thread::sleep(Duration::from_millis(5));
+        let call = unix_us();
+        let id = q.enqueue(&payload(n), EnqueueOpts::default())?;
+        let commit = unix_us();
+        writeln!(out, "{id} {call} {commit}")?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// `wake_latency_xproc`: an idle honker consumer in this process (claim,
+/// else wait on honker's `update_events`, its 1 ms data_version poll), jobs
+/// enqueued one at a time by another process; latency from the enqueuer's
+/// commit (and call) to the claim returning the job.
+fn wake_latency_xproc(s: f64) -> Res<()> {
+    let samples = scaled(500, s.min(1.0));
+    let tmp = TempDb::new("wake_xproc");
+    let (db, q) = open(&tmp)?;
+    let stop = Arc::new(AtomicU64::new(0));
+    let consumer = {
+        let (db, q, stop) = (db.clone(), q.clone(), stop.clone());
+        std::thread::spawn(move || -> Res<Vec<(i64, i64)>> {
+            let events = db.update_events();
+            let mut seen = Vec::new();
+            while stop.load(Ordering::Acquire) == 0 {
+                match q.claim_one("w")? {
+                    Some(job) => {
+                        seen.push((job.id, unix_us()));
+                        q.ack_batch(&[job.id], "w")?;
+                    }
+                    None => {
+                        let _ = events.recv_timeout(Duration::from_millis(20));
+                    }
+                }
+            }
+            Ok(seen)
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let out = std::process::Command::new(std::env::current_exe()?)
+        .arg("enqueue-timed")
+        .arg(&tmp.path)
+        .arg(samples.to_string())
+        .output()?;
+    if !out.status.success() {
+        return Err("the enqueuer failed".into());
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    stop.store(1, Ordering::Release);
+    let seen: std::collections::HashMap<i64, i64> =
+        consumer.join().map_err(|_| "consumer panicked")??.into_iter().collect();
+    let (mut commit, mut call) = (Vec::new(), Vec::new());
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let f: Vec<i64> = line.split(' ').filter_map(|x| x.parse().ok()).collect();
+        if let [id, c0, c1] = f[..] {
+            if let Some(at) = seen.get(&id) {
+                call.push((at - c0) as f64 / 1e3);
+                commit.push((at - c1) as f64 / 1e3);
+            }
+        }
+    }
+    commit.sort_by(f64::total_cmp);
+    call.sort_by(f64::total_cmp);
+    let pct = |v: &[f64], p: f64| v.get(((v.len() as f64 - 1.0) * p).round() as usize).copied().unwrap_or(f64::NAN);
+    println!(
+        "bench peer=honker scenario=wake_latency_xproc samples={} p50_ms_from_commit={:.3} p99_ms_from_commit={:.3} p50_ms_from_call={:.3} p99_ms_from_call={:.3}",
+        commit.len(),
+        pct(&commit, 0.5),
+        pct(&commit, 0.99),
+        pct(&call, 0.5),
+        pct(&call, 0.99)
+    );
+    Ok(())
+}
+
 fn print_settings() -> Res<()> {
     let tmp = TempDb::new("settings");
     let (db, _q) = open(&tmp)?;
@@ -393,6 +484,15 @@ fn print_settings() -> Res<()> {
 }
 
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("enqueue-timed") {
+        let (path, count) = (args.get(2).cloned().unwrap_or_default(), args.get(3).and_then(|c| c.parse().ok()).unwrap_or(0));
+        if let Err(e) = enqueue_timed(&path, count) {
+            eprintln!("honker-bench: enqueue-timed failed: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     println!("# honker {}", honker_version());
     let s = scale();
     if let Err(e) = print_settings() {
@@ -400,12 +500,13 @@ fn main() {
     }
     eprintln!("honker-bench: BENCH_SCALE={s}");
 
-    let scenarios: [(&str, fn(f64) -> Res<()>); 5] = [
+    let scenarios: [(&str, fn(f64) -> Res<()>); 6] = [
         ("enqueue_single_4tasks", enqueue_single_4tasks),
         ("enqueue_batch_100", enqueue_batch_100),
         ("claim_ack_single_20k", claim_ack_single_20k),
         ("claim128_batch_ack_100k", claim128_batch_ack_100k),
         ("end_to_end_1p2c", end_to_end_1p2c),
+        ("wake_latency_xproc", wake_latency_xproc),
     ];
     // Optional positional args: run only the named scenarios.
     let only: Vec<String> = std::env::args().skip(1).collect();
