@@ -224,6 +224,17 @@ for s in $(grep -E '^bench .*jobs_per_s=' "$out/alk.txt" | sed -E 's/.*scenario=
   echo
 done
 
+if [ "$peer" = honker ]; then
+  # honker's best single-job enqueue is one thread (its 4 threads share one
+  # connection's mutex): alkstore's 4 tasks beside the better of the two.
+  a="$(field "$out/alk.txt" alkstore enqueue_single_4tasks jobs_per_s)"
+  h4="$(field "$out/peer.txt" honker enqueue_single_4tasks jobs_per_s)"
+  h1="$(field "$out/peer.txt" honker enqueue_single_1thread jobs_per_s)"
+  best="$(awk -v x="${h4:-0}" -v y="${h1:-0}" 'BEGIN { print (x > y ? x : y) }')"
+  printf '%-26s %14s %16s %8s  (honker: 4 threads %s, 1 thread %s)\n' "enqueue_single best peer" "$a" "$best" \
+    "$(ratio "${a:-0}" "$best")" "${h4:--}" "${h1:--}"
+fi
+
 for w in wake_latency wake_latency_xproc; do
   grep -q "scenario=$w " "$out/alk.txt" || continue
   echo

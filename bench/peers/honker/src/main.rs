@@ -189,6 +189,26 @@ fn enqueue_single_4tasks(s: f64) -> Res<()> {
     Ok(())
 }
 
+/// One job per call from one thread: honker's fastest single-job enqueue
+/// (its 4-thread run contends for the one connection's mutex).
+fn enqueue_single_1thread(s: f64) -> Res<()> {
+    let name = "enqueue_single_1thread";
+    let total = scaled(20_000, s);
+    let tmp = TempDb::new(name);
+    let (db, q) = open(&tmp)?;
+    let t0 = Instant::now();
+    for k in 0..total {
+        q.enqueue(&payload(k), EnqueueOpts::default())?;
+    }
+    let el = t0.elapsed();
+    let got = live_count(&db)?;
+    if got != total as i64 {
+        return Err(format!("{name}: expected {total} rows, found {got}").into());
+    }
+    report(name, total, el);
+    Ok(())
+}
+
 fn enqueue_batch_100(s: f64) -> Res<()> {
     let name = "enqueue_batch_100";
     let n = scaled(100_000, s);
@@ -500,8 +520,9 @@ fn main() {
     }
     eprintln!("honker-bench: BENCH_SCALE={s}");
 
-    let scenarios: [(&str, fn(f64) -> Res<()>); 6] = [
+    let scenarios: [(&str, fn(f64) -> Res<()>); 7] = [
         ("enqueue_single_4tasks", enqueue_single_4tasks),
+        ("enqueue_single_1thread", enqueue_single_1thread),
         ("enqueue_batch_100", enqueue_batch_100),
         ("claim_ack_single_20k", claim_ack_single_20k),
         ("claim128_batch_ack_100k", claim128_batch_ack_100k),
