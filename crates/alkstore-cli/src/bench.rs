@@ -407,7 +407,7 @@ pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
 /// Run `alk bench worker`.
 /// The worker options the runtime throughput scenarios share (overridable
 /// from the environment for experiments).
-fn bench_worker_opts() -> alkstore::WorkerOpts {
+pub(crate) fn bench_worker_opts() -> alkstore::WorkerOpts {
     alkstore::WorkerOpts {
         max_claim: env_or("ALK_BENCH_CLAIM", 500),
         claimers: env_or("ALK_BENCH_CLAIMERS", 2),

@@ -6,6 +6,7 @@
 mod bench;
 mod bench_group;
 mod bench_lock;
+mod bench_soak;
 mod bench_stream;
 mod commands;
 mod testworker;

@@ -127,6 +127,9 @@ pub(crate) enum BenchCommand {
     Lock(crate::bench_lock::LockBenchArgs),
     /// Schedules: how long after its boundary a job is enqueued.
     Schedule(crate::bench_lock::LockBenchArgs),
+    /// Steady enqueue and work for N minutes: throughput per minute and
+    /// the job table's size, to show decay.
+    Soak(crate::bench_soak::SoakArgs),
 }
 
 /// Run a parsed command line.
@@ -145,6 +148,9 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
     }
     if let Command::Bench(BenchCommand::Lock(args)) = cli.command {
         return crate::bench_lock::run_lock(args).await;
+    }
+    if let Command::Bench(BenchCommand::Soak(args)) = cli.command {
+        return crate::bench_soak::run(args).await;
     }
     if let Command::Bench(BenchCommand::Schedule(args)) = cli.command {
         return crate::bench_lock::run_schedule(args).await;
