@@ -23,7 +23,10 @@ fn scenarios(out: &str) -> Vec<String> {
         .filter(|l| l.starts_with("bench "))
         .map(|l| {
             assert!(
-                l.contains("jobs_per_s=") || l.contains("p50_ms_from_commit="),
+                l.contains("jobs_per_s=")
+                    || l.contains("p50_ms_from_commit=")
+                    || l.contains("cycles_per_s=")
+                    || l.contains("p50_ms="),
                 "{l}"
             );
             l.split_whitespace()
@@ -63,7 +66,28 @@ fn worker_bench_reports_latency_and_throughput() {
     let out = bench(&["worker", "--samples", "5", "--jobs", "500"]);
     assert_eq!(
         scenarios(&out),
-        vec!["wake_latency", "worker_50k", "worker_retry_once"],
+        vec![
+            "wake_latency",
+            "wake_latency_xproc",
+            "worker_50k",
+            "worker_retry_once"
+        ],
+        "{out}"
+    );
+}
+
+#[test]
+fn lock_and_schedule_benches_report_their_scenarios() {
+    let out = bench(&["lock", "--scale", "0.02"]);
+    assert_eq!(
+        scenarios(&out),
+        vec!["lock_uncontended", "lock_8_contenders"],
+        "{out}"
+    );
+    let out = bench(&["schedule", "--scale", "0.2"]);
+    assert_eq!(scenarios(&out), vec!["fire_latency"], "{out}");
+    assert!(
+        out.contains("samples=") && !out.contains("samples=0 "),
         "{out}"
     );
 }

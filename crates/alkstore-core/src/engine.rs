@@ -75,6 +75,17 @@ pub trait Engine: Send + Sync + 'static {
         params: Checked<SweepParams>,
     ) -> impl Future<Output = Result<Option<SweepReport>>> + Send;
 
+    /// Reclaim the space of deleted and updated rows in the store's hot
+    /// tables when it has grown past a threshold (PostgreSQL: `VACUUM
+    /// (SKIP_LOCKED)` of the job table once its dead tuples outnumber
+    /// 50,000 and twice its live ones, so a busy queue stays fast even where
+    /// autovacuum is off or lagging). Returns how many tables it vacuumed;
+    /// engines without dead tuples (SQLite reuses freed pages) do nothing.
+    /// The worker's maintenance-lock holder calls it every few seconds.
+    fn reclaim(&self) -> impl Future<Output = Result<u64>> + Send {
+        async { Ok(0) }
+    }
+
     /// Maintenance on every queue: expire overdue pending jobs, hand expired
     /// claims back (or dead-letter them when out of attempts), and prune dead
     /// letters and kept completed jobs past their retention.

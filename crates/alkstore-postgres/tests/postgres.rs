@@ -433,3 +433,68 @@ async fn one_transaction_publishes_at_most_65536_events() {
     assert!(read.is_empty());
     engine.drop_store().await.expect("drop");
 }
+
+/// `reclaim` leaves a lean job table alone and vacuums one whose dead
+/// tuples pass the threshold (60,000 jobs enqueued and acked here), after
+/// which the dead tuples are gone — whether or not the server's autovacuum
+/// is on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reclaim_vacuums_the_job_table_once_dead_rows_pile_up() {
+    use alkstore_core::{Engine, JobClaimParams};
+    let url = test_db().await;
+    let schema = testing::unique_schema("reclaim");
+    let engine = PgEngine::open(PgOptions::new(url.clone(), schema.clone()))
+        .await
+        .expect("open");
+    assert_eq!(
+        engine.reclaim().await.expect("reclaim"),
+        0,
+        "nothing to reclaim"
+    );
+    for _ in 0..12 {
+        let jobs: Vec<NewJob> = (0..5_000)
+            .map(|_| NewJob::new("q", b"{}".to_vec()))
+            .collect();
+        engine.job_enqueue(jobs).await.expect("enqueue");
+        let got = engine
+            .job_claim(JobClaimParams::new("q", "w", 5_000))
+            .await
+            .expect("claim");
+        engine
+            .job_ack(got.iter().map(|j| j.claim()).collect::<Vec<_>>())
+            .await
+            .expect("ack");
+    }
+    let client = engine.client().await.expect("client");
+    let job = format!(
+        "{}.job",
+        alkstore_postgres::schema::quote_identifier(&schema)
+    );
+    // The statistics reach the shared counters within about a second.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while dead_tuples(&client, &job).await < 50_000 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "dead tuples never counted"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert_eq!(engine.reclaim().await.expect("reclaim"), 1, "vacuumed");
+    assert!(
+        dead_tuples(&client, &job).await < 50_000,
+        "the vacuum cleared them"
+    );
+    drop(client);
+    testing::drop_schema(&url, &schema).await.expect("drop");
+}
+
+async fn dead_tuples(client: &tokio_postgres::Client, table: &str) -> i64 {
+    client
+        .query_one(
+            "SELECT pg_stat_get_dead_tuples($1::text::regclass)",
+            &[&table],
+        )
+        .await
+        .expect("stats")
+        .get(0)
+}

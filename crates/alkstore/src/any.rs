@@ -108,6 +108,15 @@ impl Engine for AnyEngine {
         dispatch!(self.wake_subscribe())
     }
 
+    async fn reclaim(&self) -> Result<u64> {
+        match self {
+            #[cfg(feature = "sqlite")]
+            AnyEngine::Sqlite(e) => e.reclaim().await,
+            #[cfg(feature = "postgres")]
+            AnyEngine::Postgres(e) => e.reclaim().await,
+        }
+    }
+
     async fn sweep_if_due(&self, params: Checked<SweepParams>) -> Result<Option<SweepReport>> {
         match self {
             #[cfg(feature = "sqlite")]

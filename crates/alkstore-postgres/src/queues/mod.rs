@@ -396,6 +396,32 @@ impl Engine for PgEngine {
     async fn sweep_if_due(&self, params: Checked<SweepParams>) -> Result<Option<SweepReport>> {
         self.sweep_if(params.every.map(secs)).await
     }
+
+    async fn reclaim(&self) -> Result<u64> {
+        let op = "reclaim";
+        if self.is_closed() {
+            return Err(Error::Closed);
+        }
+        let client = self.client().await?;
+        // The statistics collector's counts (flushed by backends about once
+        // a second): cheap, and close enough to decide.
+        let row = client
+            .query_one(&self.inner.sql.job_tuples, &[&self.inner.sql.job_table])
+            .await
+            .map_err(db(op))?;
+        let (live, dead): (i64, i64) = (row.get(0), row.get(1));
+        if dead < 50_000 || dead < 2 * live {
+            return Ok(0);
+        }
+        // SKIP_LOCKED: when autovacuum (or another worker) is already at it,
+        // leave it be. VACUUM cannot run inside a transaction: one statement.
+        client
+            .batch_execute(&self.inner.sql.vacuum_job)
+            .await
+            .map_err(db(op))?;
+        tracing::debug!(live, dead, "vacuumed the job table");
+        Ok(1)
+    }
 }
 
 impl PgEngine {

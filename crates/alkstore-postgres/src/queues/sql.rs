@@ -62,6 +62,11 @@ pub(crate) struct Sql {
     pub queue_pause: String,
     pub queue_resume: String,
     pub queue_paused: String,
+    /// The job table's live and dead tuples, as the statistics count them.
+    pub job_tuples: String,
+    /// The job table's quoted, schema-qualified name.
+    pub job_table: String,
+    pub vacuum_job: String,
     pub sweep: String,
     pub sweep_mark: String,
     pub sweep_prune_dead: String,
@@ -328,6 +333,13 @@ impl Sql {
             ),
             queue_resume: format!("DELETE FROM {paused} WHERE queue = $1"),
             queue_paused: format!("SELECT queue FROM {paused} ORDER BY queue"),
+            // The table's quoted name goes in as a parameter, never into a
+            // string literal.
+            job_tuples: "SELECT COALESCE(pg_stat_get_live_tuples($1::text::regclass), 0), \
+                   COALESCE(pg_stat_get_dead_tuples($1::text::regclass), 0)"
+                .to_string(),
+            job_table: job.to_string(),
+            vacuum_job: format!("VACUUM (SKIP_LOCKED) {job}"),
             sweep: rescue(&job, &dead, ""),
             // Claim this interval's sweep: a concurrent sweeper blocks on
             // the row, then re-checks the condition and finds it taken.

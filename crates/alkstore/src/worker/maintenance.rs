@@ -20,6 +20,9 @@ impl Drop for AbortOnDrop {
     }
 }
 
+/// How often the maintenance-lock holder looks for dead rows to reclaim.
+const RECLAIM_EVERY: Duration = Duration::from_secs(5);
+
 /// The lock whose holder runs the store's maintenance sweeps.
 pub(crate) const MAINTENANCE_LOCK: &str = "alkstore.maintenance";
 
@@ -28,11 +31,15 @@ pub(crate) const MAINTENANCE_LOCK: &str = "alkstore.maintenance";
 /// store, elected by whoever takes the lock; another worker takes over
 /// within a lock TTL (three intervals) after the holder stops.
 pub(crate) async fn sweep_loop(engine: AnyEngine, every: Duration) {
-    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    // Looks for bloat this often (a statistics read; a VACUUM only past the
+    // engine's threshold), sweeps every `every`.
+    let look = every.min(RECLAIM_EVERY);
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + look, look);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let lock = crate::lock::Lock::new(engine.clone(), MAINTENANCE_LOCK.into())
         .ttl((every * 3).clamp(Duration::from_secs(1), crate::lock::MAX_LOCK_TTL));
     let mut elected: Option<crate::lock::LockGuard> = None;
+    let mut last_sweep = tokio::time::Instant::now();
     loop {
         tick.tick().await;
         if !elected
@@ -50,6 +57,13 @@ pub(crate) async fn sweep_loop(engine: AnyEngine, every: Duration) {
         if elected.is_none() {
             continue;
         }
+        if let Err(e) = engine.reclaim().await {
+            tracing::warn!(error = %e, "reclaiming dead rows failed");
+        }
+        if last_sweep.elapsed() + look / 2 < every {
+            continue;
+        }
+        last_sweep = tokio::time::Instant::now();
         // Also once per interval for the whole store: a sweep someone ran
         // by hand within it counts.
         match engine.sweep_due(every).await {
