@@ -363,3 +363,35 @@ async fn events_from_before_the_key_hash_get_it_on_migration() {
     }
     assert_eq!(bucket_of("customer-42".as_bytes(), 16), 0);
 }
+
+/// A stored schedule whose spec no longer parses (here: written by hand
+/// with an unknown zone) is skipped; every other schedule still fires.
+#[tokio::test]
+async fn a_schedule_that_no_longer_parses_does_not_stop_the_others() {
+    use alkstore_core::schedule::{ScheduleFireParams, ScheduleSetParams};
+    use alkstore_core::ScheduleEngine;
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("s.db");
+    let clock = alkstore_core::ManualClock::starting_now();
+    let e = SqliteEngine::open(SqliteOptions::new(&path).clock(std::sync::Arc::new(clock.clone())))
+        .expect("open");
+    for name in ["bad", "good"] {
+        e.schedule_set(ScheduleSetParams::new(name, "0 * * * *", "q").tz("UTC"))
+            .await
+            .expect("set");
+    }
+    rusqlite::Connection::open(&path)
+        .expect("conn")
+        .execute(
+            "UPDATE __alkstore_schedule SET tz = 'Gone/Zone' WHERE name = 'bad'",
+            [],
+        )
+        .expect("corrupt");
+    clock.advance(std::time::Duration::from_secs(3_600));
+    let r = e
+        .schedule_fire_due(ScheduleFireParams::default())
+        .await
+        .expect("fire");
+    let fired: Vec<&str> = r.fired.iter().map(|f| f.schedule.as_str()).collect();
+    assert_eq!(fired, ["good"]);
+}

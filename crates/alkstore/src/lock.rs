@@ -75,11 +75,13 @@ impl Lock {
     /// Take the lock if it is free; `None` while someone else (or this
     /// holder) has it.
     pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
+        // The hold is sure for a TTL from before the request was sent.
+        let sent = tokio::time::Instant::now();
         let grant = self
             .engine
             .lock_acquire(LockAcquireParams::new(&self.name, &self.owner, self.ttl))
             .await?;
-        Ok(grant.map(|g| LockGuard::start(self.engine.clone(), g, self.ttl)))
+        Ok(grant.map(|g| LockGuard::start(self.engine.clone(), g, self.ttl, sent)))
     }
 
     /// Take the lock, retrying every `poll` until it is free or `timeout`
@@ -89,7 +91,8 @@ impl Lock {
         timeout: Duration,
         poll: Duration,
     ) -> Result<Option<LockGuard>> {
-        let deadline = tokio::time::Instant::now() + timeout;
+        let now = tokio::time::Instant::now();
+        let deadline = now.checked_add(timeout).unwrap_or(now + MAX_LOCK_TTL);
         loop {
             if let Some(guard) = self.try_acquire().await? {
                 return Ok(Some(guard));
@@ -126,13 +129,19 @@ pub struct LockGuard {
 }
 
 impl LockGuard {
-    fn start(engine: AnyEngine, grant: LockGrant, ttl: Duration) -> LockGuard {
+    fn start(
+        engine: AnyEngine,
+        grant: LockGrant,
+        ttl: Duration,
+        sent: tokio::time::Instant,
+    ) -> LockGuard {
         let (held_tx, held) = watch::channel(true);
         let (stop, stop_rx) = oneshot::channel();
         tokio::spawn(renew_loop(
             engine.clone(),
             grant.clone(),
             ttl,
+            sent + ttl,
             held_tx,
             stop_rx,
         ));
@@ -198,13 +207,14 @@ async fn renew_loop(
     engine: AnyEngine,
     grant: LockGrant,
     ttl: Duration,
+    mut sure_until: tokio::time::Instant,
     held: watch::Sender<bool>,
     mut stop: oneshot::Receiver<Stop>,
 ) {
     let every = ttl / 3;
-    // Held for sure until a TTL after the last renewal that was sent and
-    // succeeded (measured from before it was sent).
-    let mut sure_until = tokio::time::Instant::now() + ttl;
+    // `sure_until`: held for sure until a TTL after the last acquire or
+    // renewal that was sent and succeeded (measured from before it was
+    // sent).
     loop {
         tokio::select! {
             how = &mut stop => {
@@ -222,7 +232,16 @@ async fn renew_loop(
         }
         let sent = tokio::time::Instant::now();
         let renew = LockRenewParams::new(&grant.name, &grant.owner, grant.token, ttl);
-        match engine.lock_renew(renew).await {
+        // A renewal still unanswered when the hold may lapse (a pool
+        // exhausted, a half-open connection) counts as lost: by then
+        // someone else may hold the lock.
+        let answer = tokio::time::timeout_at(sure_until, engine.lock_renew(renew)).await;
+        let Ok(answer) = answer else {
+            tracing::warn!(lock = %grant.name, "lock lost: the renewal did not come back within the TTL");
+            let _ = held.send(false);
+            return;
+        };
+        match answer {
             Ok(LockRenewed::Held(_)) => sure_until = sent + ttl,
             Ok(LockRenewed::NotHeld) => {
                 tracing::warn!(lock = %grant.name, token = grant.token, "lock lost");

@@ -25,7 +25,11 @@ pub(crate) async fn wait(
     job_id: i64,
     timeout: Duration,
 ) -> Result<Option<JobOutput>> {
-    let deadline = tokio::time::Instant::now() + timeout;
+    let now = tokio::time::Instant::now();
+    // A timeout too far to add is as good as forever: a year.
+    let deadline = now
+        .checked_add(timeout)
+        .unwrap_or(now + Duration::from_secs(365 * 86_400));
     let mut announcements = store.listen(RESULTS_CHANNEL).await?;
     let wanted = job_id.to_string();
     loop {

@@ -126,6 +126,7 @@ impl Scheduler {
                             .max(Duration::from_millis(2))
                     }
                 }
+                Err(alkstore_core::Error::Closed) => return Err(alkstore_core::Error::Closed),
                 Err(e) => {
                     tracing::warn!(error = %e, "firing schedules failed; retrying");
                     Duration::from_secs(1).min(self.opts.poll)

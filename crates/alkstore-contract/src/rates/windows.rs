@@ -67,6 +67,24 @@ pub async fn exactly_the_limit_is_admitted_under_8_concurrent_tasks<H: Harness>(
         .expect("acquire");
     assert_eq!((next.admitted, next.remaining), (true, 49), "a new window");
     assert_eq!(next.reset_at_ms, window_end + 3_600_000);
+    // A caller whose clock reading is from the window before (it read the
+    // time, then waited for the row) is refused and resets nothing.
+    h.clock().set_ms(window_end - 1);
+    let late = e
+        .rate_acquire(RateAcquireParams::new("smtp", 50, HOUR))
+        .await
+        .expect("acquire");
+    assert!(!late.admitted, "an older window than the row's");
+    h.clock().set_ms(window_end);
+    let after = e
+        .rate_acquire(RateAcquireParams::new("smtp", 50, HOUR))
+        .await
+        .expect("acquire");
+    assert_eq!(
+        (after.admitted, after.remaining),
+        (true, 48),
+        "the count went on"
+    );
 }
 
 /// An empty name, a limit of 0, a window of 0 or over a day are

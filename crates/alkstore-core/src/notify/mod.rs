@@ -8,7 +8,10 @@
 //! transaction commits.
 //!
 //! PostgreSQL delivers through `LISTEN`/`NOTIFY` (one channel per schema;
-//! the message names its alkstore channel). SQLite keeps recent
+//! the message names its alkstore channel); like `NOTIFY`, identical
+//! notifications (same channel and payload) sent in one transaction arrive
+//! once there, while SQLite delivers each (put a sequence number in the
+//! payload where the count matters). SQLite keeps recent
 //! notifications in a table (pruned after a minute) that listeners read
 //! when the wake machinery says something was committed.
 

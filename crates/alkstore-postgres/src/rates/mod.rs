@@ -1,6 +1,9 @@
 //! Rate limits on PostgreSQL: one statement; the window comes from the
 //! database's clock (`$1` overrides it in tests), and the upsert's row lock
-//! makes concurrent callers count one at a time.
+//! makes concurrent callers count one at a time. A statement's clock is
+//! read before it waits for the row, so callers can reach it out of time
+//! order: only a newer window starts the count again, and a caller from an
+//! older window than the row's is refused.
 
 use alkstore_core::rate::{RateAcquireParams, RateDecision, RateDriver};
 use alkstore_core::{Checked, Error, Result};
@@ -20,7 +23,8 @@ pub(crate) fn acquire_sql(schema: &str) -> String {
              admitted = CASE WHEN r.window_start = excluded.window_start \
                THEN r.admitted + 1 ELSE 1 END, \
              window_start = excluded.window_start \
-           WHERE r.window_start <> excluded.window_start OR r.admitted < $3 \
+           WHERE r.window_start < excluded.window_start \
+             OR (r.window_start = excluded.window_start AND r.admitted < $3) \
            RETURNING admitted) \
          SELECT (SELECT admitted FROM up), (SELECT start FROM w)"
     )

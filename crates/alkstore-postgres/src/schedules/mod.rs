@@ -222,7 +222,16 @@ impl ScheduleDriver for PgEngine {
                 i64,
                 i64,
             ) = (r.get(4), r.get(5), r.get(6), r.get(7), r.get(8));
-            let spec = Spec::parse(&spec, tz.as_deref())?;
+            // A stored spec that no longer parses (a zone removed from the
+            // tz database, a row written by another version) must not stop
+            // every other schedule.
+            let spec = match Spec::parse(&spec, tz.as_deref()) {
+                Ok(spec) => spec,
+                Err(e) => {
+                    tracing::warn!(schedule = %name, error = %e, "skipping a schedule whose spec no longer parses");
+                    continue;
+                }
+            };
             let (boundaries, skipped, next) = due_boundaries(
                 &spec,
                 next_fire_at,

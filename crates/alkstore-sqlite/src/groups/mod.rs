@@ -50,11 +50,13 @@ pub(crate) fn register_functions(conn: &Connection) -> rusqlite::Result<()> {
 /// The bucket of an event row `e` in a group of `buckets` buckets: the SQL
 /// both engines share (PostgreSQL's own hash; keyless events by offset),
 /// on the key's hash stored at publish (`key_hash`), so a scan hashes
-/// nothing.
+/// nothing — or computed, for a row written without it (by an older
+/// process that opened the file before it migrated).
 fn bucket_expr(buckets: &str) -> String {
     format!(
         "(CASE WHEN e.key IS NULL THEN e.id % {buckets} \
-         ELSE ((e.key_hash % {buckets}) + {buckets}) % {buckets} END)"
+         ELSE ((COALESCE(e.key_hash, hashtextextended(e.key, 0)) % {buckets}) + {buckets}) \
+           % {buckets} END)"
     )
 }
 

@@ -26,7 +26,8 @@ impl RateDriver for SqliteEngine {
                            admitted = CASE WHEN window_start = excluded.window_start \
                              THEN admitted + 1 ELSE 1 END, \
                            window_start = excluded.window_start \
-                         WHERE window_start <> excluded.window_start OR admitted < ?3 \
+                         WHERE window_start < excluded.window_start \
+                           OR (window_start = excluded.window_start AND admitted < ?3) \
                          RETURNING admitted",
                     )
                     .and_then(|mut s| {

@@ -177,7 +177,16 @@ impl ScheduleDriver for SqliteEngine {
                     .map_err(db(op))?;
                 let mut report = FireReport::default();
                 for d in due {
-                    let spec = Spec::parse(&d.spec, d.tz.as_deref())?;
+                    // A stored spec that no longer parses (a zone removed from
+                    // the tz database, a row written by another version) must
+                    // not stop every other schedule.
+                    let spec = match Spec::parse(&d.spec, d.tz.as_deref()) {
+                        Ok(spec) => spec,
+                        Err(e) => {
+                            tracing::warn!(schedule = %d.name, error = %e, "skipping a schedule whose spec no longer parses");
+                            continue;
+                        }
+                    };
                     let (boundaries, skipped, next) =
                         due_boundaries(&spec, d.next_fire_at, now, d.max_catch_up);
                     let advanced = st

@@ -93,10 +93,11 @@ impl<T> JobCtx<T> {
         if d.admitted {
             return Ok(());
         }
-        let wait_ms = d.reset_at_ms - alkstore_core::SystemClock.now_ms();
-        Err(JobError::snooze(Duration::from_millis(
-            u64::try_from(wait_ms).unwrap_or(0).max(1),
-        )))
+        // Snoozes are whole seconds: round up, so the job does not come
+        // straight back while the window is still full.
+        let wait_ms = (d.reset_at_ms - alkstore_core::SystemClock.now_ms()).max(1);
+        let wait_s = u64::try_from(wait_ms).unwrap_or(1).div_ceil(1_000);
+        Err(JobError::snooze(Duration::from_secs(wait_s)))
     }
 
     /// Extend the claim now (the worker also does this on its own for long

@@ -36,8 +36,11 @@ pub(crate) async fn sweep_loop(engine: AnyEngine, every: Duration) {
     let look = every.min(RECLAIM_EVERY);
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + look, look);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let lock = crate::lock::Lock::new(engine.clone(), MAINTENANCE_LOCK.into())
-        .ttl((every * 3).clamp(Duration::from_secs(1), crate::lock::MAX_LOCK_TTL));
+    let lock = crate::lock::Lock::new(engine.clone(), MAINTENANCE_LOCK.into()).ttl(
+        every
+            .saturating_mul(3)
+            .clamp(Duration::from_secs(1), crate::lock::MAX_LOCK_TTL),
+    );
     let mut elected: Option<crate::lock::LockGuard> = None;
     let mut last_sweep = tokio::time::Instant::now();
     loop {
