@@ -23,7 +23,7 @@ pub use alkstore_core::schedule::{
     fired_job_key, schedule_not_found, FireReport, Fired, ScheduleFireParams, ScheduleInfo,
     ScheduleNameParams, ScheduleSetParams, Spec, MAX_CATCH_UP,
 };
-use alkstore_core::{Clock, Result, ScheduleEngine, SystemClock};
+use alkstore_core::{Result, ScheduleEngine};
 
 use crate::{AnyEngine, Store};
 
@@ -118,10 +118,9 @@ impl Scheduler {
                     if r.fired.len() >= params.limit as usize {
                         Duration::ZERO
                     } else {
-                        // At least a moment: when this host's clock runs
-                        // ahead of the store's, a boundary it thinks has
-                        // come is not yet due.
-                        until(r.next_due_ms)
+                        // At least a moment, should the store's clock
+                        // step back.
+                        until(r.next_due_ms, r.now_ms)
                             .min(self.opts.poll)
                             .max(Duration::from_millis(2))
                     }
@@ -140,12 +139,13 @@ impl Scheduler {
     }
 }
 
-/// How long until `at_ms` by this host's clock (the store's may differ a
-/// little on PostgreSQL: an early wake finds nothing due and sleeps again).
-fn until(at_ms: Option<i64>) -> Duration {
+/// How long until `at_ms` from `now_ms`, both by the store's clock (a host
+/// whose wall clock differs from the database's neither wakes early and
+/// spins nor fires late).
+fn until(at_ms: Option<i64>, now_ms: i64) -> Duration {
     let Some(at) = at_ms else {
         return Duration::MAX;
     };
-    let ms = at.saturating_sub(SystemClock.now_ms());
+    let ms = at.saturating_sub(now_ms);
     Duration::from_millis(u64::try_from(ms).unwrap_or(0))
 }

@@ -51,4 +51,8 @@ pub struct FireReport {
     /// The earliest next boundary of any active schedule after the call
     /// (unix ms): when a scheduler should look again.
     pub next_due_ms: Option<i64>,
+    /// The store's time at the end of the call (unix ms): a scheduler waits
+    /// `next_due_ms - now_ms` by its own monotonic clock, whatever its
+    /// host's wall clock says.
+    pub now_ms: i64,
 }

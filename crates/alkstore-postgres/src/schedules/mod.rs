@@ -70,7 +70,10 @@ impl ScheduleSql {
                  WHERE s.name = a.name AND s.next_fire_at = a.old \
                  RETURNING s.name"
             ),
-            next_due: format!("SELECT MIN(next_fire_at) FROM {t} WHERE NOT paused"),
+            next_due: format!(
+                "SELECT (SELECT MIN(next_fire_at) FROM {t} WHERE NOT paused), \
+                   COALESCE($1::bigint, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint)"
+            ),
         }
     }
 }
@@ -289,8 +292,12 @@ impl ScheduleDriver for PgEngine {
             }
         }
         tx.commit().await.map_err(db(op))?;
-        let next_due = client.query_one(&sql.next_due, &[]).await.map_err(db(op))?;
+        let next_due = client
+            .query_one(&sql.next_due, &[&self.now_ms_override()])
+            .await
+            .map_err(db(op))?;
         report.next_due_ms = next_due.get(0);
+        report.now_ms = next_due.get(1);
         Ok(report)
     }
 }

@@ -224,6 +224,7 @@ impl ScheduleDriver for SqliteEngine {
                     )
                     .and_then(|mut s| s.query_row([], |r| r.get(0)))
                     .map_err(db(op))?;
+                report.now_ms = st.clock.now_ms();
                 Ok(report)
             })
             .await
