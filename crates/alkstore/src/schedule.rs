@@ -23,7 +23,7 @@ pub use alkstore_core::schedule::{
     fired_job_key, schedule_not_found, FireReport, Fired, ScheduleFireParams, ScheduleInfo,
     ScheduleNameParams, ScheduleSetParams, Spec, MAX_CATCH_UP,
 };
-use alkstore_core::{Result, ScheduleEngine};
+use alkstore_core::{Clock, Result, ScheduleEngine, SystemClock};
 
 use crate::{AnyEngine, Store};
 
@@ -118,11 +118,19 @@ impl Scheduler {
                     if r.fired.len() >= params.limit as usize {
                         Duration::ZERO
                     } else {
-                        // At least a moment, should the store's clock
-                        // step back.
-                        until(r.next_due_ms, r.now_ms)
-                            .min(self.opts.poll)
-                            .max(Duration::from_millis(2))
+                        // By this host's clock (read now: the closest
+                        // wake), unless it runs ahead of the store's and
+                        // woke too early: then by the store's (its time
+                        // was read inside the call, so a millisecond on).
+                        let host = until(r.next_due_ms, SystemClock.now_ms());
+                        let store =
+                            until(r.next_due_ms, r.now_ms).saturating_add(Duration::from_millis(1));
+                        let wait = if r.fired.is_empty() && host.is_zero() {
+                            store
+                        } else {
+                            host.min(store)
+                        };
+                        wait.min(self.opts.poll)
                     }
                 }
                 Err(alkstore_core::Error::Closed) => return Err(alkstore_core::Error::Closed),
@@ -139,9 +147,7 @@ impl Scheduler {
     }
 }
 
-/// How long until `at_ms` from `now_ms`, both by the store's clock (a host
-/// whose wall clock differs from the database's neither wakes early and
-/// spins nor fires late).
+/// How long from `now_ms` until `at_ms` (`MAX` when there is no boundary).
 fn until(at_ms: Option<i64>, now_ms: i64) -> Duration {
     let Some(at) = at_ms else {
         return Duration::MAX;

@@ -117,7 +117,11 @@ pub async fn missed_boundaries_follow_the_catch_up_cap<H: Harness>(h: &H) {
     assert_eq!(boundaries, [first], "the oldest, once");
     assert_eq!(r.skipped, 9);
     assert_eq!(r.next_due_ms, Some(first + 10 * min));
-    assert_eq!(r.now_ms, h.clock().now_ms(), "the store's time, for the wait");
+    assert_eq!(
+        r.now_ms,
+        h.clock().now_ms(),
+        "the store's time, for the wait"
+    );
     e.schedule_set(ScheduleSetParams::new("m", "@every 1m", "late").max_catch_up(3))
         .await
         .expect("raise the cap");
