@@ -11,6 +11,11 @@ pub fn secs(d: Duration) -> i64 {
     i64::try_from(d.as_secs()).unwrap_or(i64::MAX / 4)
 }
 
+/// Whole milliseconds of `d`, saturating (validated durations fit).
+pub fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
 /// Furthest accepted time or duration, in seconds: keeps every stored time
 /// far from `i64` overflow, since engines add to them.
 const FAR_S: i64 = 1 << 40;

@@ -37,7 +37,7 @@ fn validate_ttl(ttl: Duration) -> Result<()> {
 
 /// The TTL in whole milliseconds (validated: 1 ms..=1 day, so it fits).
 pub fn ttl_ms(ttl: Duration) -> i64 {
-    i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX)
+    crate::validate::millis(ttl)
 }
 
 /// Parameters of `group_ensure`: make sure the group's N bucket rows exist.

@@ -54,7 +54,7 @@ impl RateAcquireParams {
 
     /// The window in whole milliseconds (validated to fit).
     pub fn window_ms(&self) -> i64 {
-        i64::try_from(self.per.as_millis()).unwrap_or(i64::MAX)
+        crate::validate::millis(self.per)
     }
 }
 

@@ -69,7 +69,7 @@ impl ResultSaveParams {
 
     /// The TTL in whole milliseconds (validated to fit).
     pub fn ttl_ms(&self) -> i64 {
-        i64::try_from(self.ttl.as_millis()).unwrap_or(i64::MAX)
+        crate::validate::millis(self.ttl)
     }
 }
 

@@ -85,6 +85,44 @@ pub fn fired_job(
     })
 }
 
+/// What firing one due schedule at `now_ms` does: the boundaries to fire,
+/// how many are skipped, the next boundary to store, and the boundary read
+/// (the advance is conditional on it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FirePlan {
+    /// Boundaries to fire, oldest first (at most `max_catch_up`).
+    pub boundaries: Vec<i64>,
+    /// Due boundaries skipped by the catch-up cap.
+    pub skipped: u64,
+    /// The next boundary after `now_ms` (`None`: the spec has none left).
+    pub next: Option<i64>,
+    /// The `next_fire_at` the plan was made from.
+    pub read: i64,
+}
+
+/// Plan firing stored schedule `s` at `now_ms`; `None` (logged) when its
+/// spec no longer parses — a zone removed from the tz database, a row
+/// written by another version — so one bad row cannot stop the others, or
+/// when it has no boundary left. Engines call this inside the transaction
+/// that fires the schedule.
+pub fn plan_fire(s: &ScheduleInfo, now_ms: i64) -> Option<FirePlan> {
+    let read = s.next_fire_at_ms?;
+    let spec = match Spec::parse(&s.spec, s.tz.as_deref()) {
+        Ok(spec) => spec,
+        Err(e) => {
+            tracing::warn!(schedule = %s.name, error = %e, "skipping a schedule whose spec no longer parses");
+            return None;
+        }
+    };
+    let (boundaries, skipped, next) = due_boundaries(&spec, read, now_ms, s.max_catch_up);
+    Some(FirePlan {
+        boundaries,
+        skipped,
+        next,
+        read,
+    })
+}
+
 /// The boundaries of a due schedule to fire at `now_ms` (at most
 /// `max_catch_up`, oldest first, starting at `next_fire_at`), and its next
 /// boundary after `now_ms`. Engines call this inside the transaction that

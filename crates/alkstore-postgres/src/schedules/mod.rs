@@ -5,8 +5,8 @@
 //! the database's clock (`$1` overrides it in tests).
 
 use alkstore_core::schedule::{
-    due_boundaries, fired_job, next_on_pause, next_on_set, schedule_not_found, FireReport, Fired,
-    ScheduleDriver, ScheduleFireParams, ScheduleInfo, ScheduleNameParams, ScheduleSetParams, Spec,
+    fired_job, next_on_pause, next_on_set, plan_fire, schedule_not_found, FireReport, Fired,
+    ScheduleDriver, ScheduleFireParams, ScheduleInfo, ScheduleNameParams, ScheduleSetParams,
 };
 use alkstore_core::{Checked, Enqueued, Error, Result};
 use tokio_postgres::{GenericClient, Row};
@@ -55,9 +55,9 @@ impl ScheduleSql {
                  WHERE name = $1 RETURNING {COLS}"
             ),
             list: format!("SELECT {COLS} FROM {t} ORDER BY name"),
+            // The columns `info` reads, then the store's time.
             due: format!(
-                "SELECT name, spec, tz, queue, payload, priority, max_catch_up, next_fire_at, \
-                   {NOW_MS} FROM {t} WHERE NOT paused AND next_fire_at <= {NOW_MS} \
+                "SELECT {COLS}, {NOW_MS} FROM {t} WHERE NOT paused AND next_fire_at <= {NOW_MS} \
                  ORDER BY next_fire_at LIMIT $2 FOR UPDATE SKIP LOCKED"
             ),
             // Every due schedule's advance in one statement, each
@@ -205,54 +205,18 @@ impl ScheduleDriver for PgEngine {
         let mut report = FireReport::default();
         // Work out every due schedule's boundaries, then advance them all in
         // one statement and insert all their jobs in another.
-        struct Plan {
-            name: String,
-            queue: String,
-            payload: Vec<u8>,
-            priority: i32,
-            boundaries: Vec<i64>,
-            skipped: u64,
-        }
         let mut plans = Vec::with_capacity(due.len());
         let (mut names, mut olds, mut nexts, mut lasts) = (vec![], vec![], vec![], vec![]);
         for r in &due {
-            let (name, spec, tz, queue): (String, String, Option<String>, String) =
-                (r.get(0), r.get(1), r.get(2), r.get(3));
-            let (payload, priority, max_catch_up, next_fire_at, now): (
-                Vec<u8>,
-                i32,
-                i32,
-                i64,
-                i64,
-            ) = (r.get(4), r.get(5), r.get(6), r.get(7), r.get(8));
-            // A stored spec that no longer parses (a zone removed from the
-            // tz database, a row written by another version) must not stop
-            // every other schedule.
-            let spec = match Spec::parse(&spec, tz.as_deref()) {
-                Ok(spec) => spec,
-                Err(e) => {
-                    tracing::warn!(schedule = %name, error = %e, "skipping a schedule whose spec no longer parses");
-                    continue;
-                }
+            let (s, now): (ScheduleInfo, i64) = (info(r), r.get(11));
+            let Some(plan) = plan_fire(&s, now) else {
+                continue;
             };
-            let (boundaries, skipped, next) = due_boundaries(
-                &spec,
-                next_fire_at,
-                now,
-                u32::try_from(max_catch_up).unwrap_or(1),
-            );
-            names.push(name.clone());
-            olds.push(next_fire_at);
-            nexts.push(next);
-            lasts.push(boundaries.last().copied());
-            plans.push(Plan {
-                name,
-                queue,
-                payload,
-                priority,
-                boundaries,
-                skipped,
-            });
+            names.push(s.name.clone());
+            olds.push(plan.read);
+            nexts.push(plan.next);
+            lasts.push(plan.boundaries.last().copied());
+            plans.push((s, plan));
         }
         if !plans.is_empty() {
             let advanced: std::collections::HashSet<String> = tx
@@ -262,30 +226,30 @@ impl ScheduleDriver for PgEngine {
                 .iter()
                 .map(|r| r.get(0))
                 .collect();
-            plans.retain(|p| advanced.contains(&p.name));
+            plans.retain(|(s, _)| advanced.contains(&s.name));
             let jobs: Vec<_> = plans
                 .iter()
-                .flat_map(|p| {
-                    p.boundaries
+                .flat_map(|(s, plan)| {
+                    plan.boundaries
                         .iter()
-                        .map(|b| fired_job(&p.name, &p.queue, &p.payload, p.priority, *b))
+                        .map(|b| fired_job(&s.name, &s.queue, &s.payload, s.priority, *b))
                 })
                 .collect();
             let enqueue = enqueue_text(&self.inner.sql, true);
             let mut ids = insert_jobs(&*tx, enqueue, &self.inner.sql, jobs, self.now_override())
                 .await?
                 .into_iter();
-            for p in plans {
-                report.skipped += p.skipped;
-                for b in p.boundaries {
+            for (s, plan) in plans {
+                report.skipped += plan.skipped;
+                for b in plan.boundaries {
                     let Some(Enqueued::Inserted(job_id) | Enqueued::Duplicate(job_id)) = ids.next()
                     else {
                         return Err(Error::database(op, "fewer job ids than fired boundaries"));
                     };
                     report.fired.push(Fired {
-                        schedule: p.name.clone(),
+                        schedule: s.name.clone(),
                         boundary_ms: b,
-                        queue: p.queue.clone(),
+                        queue: s.queue.clone(),
                         job_id,
                     });
                 }

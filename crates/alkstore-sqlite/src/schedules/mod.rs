@@ -3,8 +3,8 @@
 //! conditional all the same), timed by the engine's clock.
 
 use alkstore_core::schedule::{
-    due_boundaries, fired_job, next_on_pause, next_on_set, schedule_not_found, FireReport, Fired,
-    ScheduleDriver, ScheduleFireParams, ScheduleInfo, ScheduleNameParams, ScheduleSetParams, Spec,
+    fired_job, next_on_pause, next_on_set, plan_fire, schedule_not_found, FireReport, Fired,
+    ScheduleDriver, ScheduleFireParams, ScheduleInfo, ScheduleNameParams, ScheduleSetParams,
 };
 use alkstore_core::{Checked, Enqueued, Result};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -40,18 +40,6 @@ fn get(conn: &Connection, op: &'static str, name: &str) -> Result<Option<Schedul
     .map_err(db(op))
 }
 
-/// A schedule due at `now_ms`, as the fire loop reads it.
-struct Due {
-    name: String,
-    spec: String,
-    tz: Option<String>,
-    queue: String,
-    payload: Vec<u8>,
-    priority: i32,
-    max_catch_up: u32,
-    next_fire_at: i64,
-}
-
 impl ScheduleDriver for SqliteEngine {
     async fn schedule_set(&self, params: Checked<ScheduleSetParams>) -> Result<ScheduleInfo> {
         let p = params.into_inner();
@@ -64,17 +52,19 @@ impl ScheduleDriver for SqliteEngine {
                 let old = get(&st.conn, op, &p.name)?;
                 let next = next_on_set(old.as_ref(), &p, &spec, now);
                 st.conn
-                    .prepare_cached(
+                    .prepare_cached(&format!(
                         "INSERT INTO __alkstore_schedule (name, spec, tz, queue, payload, priority, \
                            max_catch_up, next_fire_at, created_at, updated_at) \
                          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9) \
                          ON CONFLICT (name) DO UPDATE SET spec = excluded.spec, tz = excluded.tz, \
                            queue = excluded.queue, payload = excluded.payload, \
                            priority = excluded.priority, max_catch_up = excluded.max_catch_up, \
-                           next_fire_at = excluded.next_fire_at, updated_at = excluded.updated_at",
-                    )
+                           next_fire_at = excluded.next_fire_at, updated_at = excluded.updated_at \
+                         RETURNING {COLS}"
+                    ))
                     .and_then(|mut s| {
-                        s.execute(params![
+                        s.query_row(
+                            params![
                             p.name,
                             p.spec,
                             p.tz,
@@ -82,12 +72,13 @@ impl ScheduleDriver for SqliteEngine {
                             p.payload,
                             p.priority,
                             p.max_catch_up,
-                            next,
-                            now
-                        ])
+                                next,
+                                now
+                            ],
+                            info,
+                        )
                     })
-                    .map_err(db(op))?;
-                get(&st.conn, op, &p.name)?.ok_or_else(|| schedule_not_found(&p.name))
+                    .map_err(db(op))
             })
             .await
     }
@@ -123,13 +114,12 @@ impl ScheduleDriver for SqliteEngine {
                 }
                 let next = next_on_pause(&old, paused, now)?;
                 st.conn
-                    .prepare_cached(
+                    .prepare_cached(&format!(
                         "UPDATE __alkstore_schedule SET paused = ?2, next_fire_at = ?3, \
-                           updated_at = ?4 WHERE name = ?1",
-                    )
-                    .and_then(|mut s| s.execute(params![p.name, paused, next, now]))
-                    .map_err(db(op))?;
-                get(&st.conn, op, &p.name)?.ok_or_else(|| schedule_not_found(&p.name))
+                           updated_at = ?4 WHERE name = ?1 RETURNING {COLS}"
+                    ))
+                    .and_then(|mut s| s.query_row(params![p.name, paused, next, now], info))
+                    .map_err(db(op))
             })
             .await
     }
@@ -152,43 +142,19 @@ impl ScheduleDriver for SqliteEngine {
             .write("schedule_fire_due", move |st| {
                 let op = "schedule_fire_due";
                 let now = st.clock.now_ms();
-                let due: Vec<Due> = st
+                let due: Vec<ScheduleInfo> = st
                     .conn
-                    .prepare_cached(
-                        "SELECT name, spec, tz, queue, payload, priority, max_catch_up, next_fire_at \
-                         FROM __alkstore_schedule WHERE paused = 0 AND next_fire_at <= ?1 \
-                         ORDER BY next_fire_at LIMIT ?2",
-                    )
-                    .and_then(|mut s| {
-                        s.query_map(params![now, p.limit], |r| {
-                            Ok(Due {
-                                name: r.get(0)?,
-                                spec: r.get(1)?,
-                                tz: r.get(2)?,
-                                queue: r.get(3)?,
-                                payload: r.get(4)?,
-                                priority: r.get(5)?,
-                                max_catch_up: r.get(6)?,
-                                next_fire_at: r.get(7)?,
-                            })
-                        })?
-                        .collect()
-                    })
+                    .prepare_cached(&format!(
+                        "SELECT {COLS} FROM __alkstore_schedule \
+                         WHERE paused = 0 AND next_fire_at <= ?1 ORDER BY next_fire_at LIMIT ?2"
+                    ))
+                    .and_then(|mut s| s.query_map(params![now, p.limit], info)?.collect())
                     .map_err(db(op))?;
                 let mut report = FireReport::default();
                 for d in due {
-                    // A stored spec that no longer parses (a zone removed from
-                    // the tz database, a row written by another version) must
-                    // not stop every other schedule.
-                    let spec = match Spec::parse(&d.spec, d.tz.as_deref()) {
-                        Ok(spec) => spec,
-                        Err(e) => {
-                            tracing::warn!(schedule = %d.name, error = %e, "skipping a schedule whose spec no longer parses");
-                            continue;
-                        }
+                    let Some(plan) = plan_fire(&d, now) else {
+                        continue;
                     };
-                    let (boundaries, skipped, next) =
-                        due_boundaries(&spec, d.next_fire_at, now, d.max_catch_up);
                     let advanced = st
                         .conn
                         .prepare_cached(
@@ -197,14 +163,19 @@ impl ScheduleDriver for SqliteEngine {
                              WHERE name = ?1 AND next_fire_at = ?2",
                         )
                         .and_then(|mut s| {
-                            s.execute(params![d.name, d.next_fire_at, next, boundaries.last()])
+                            s.execute(params![
+                                d.name,
+                                plan.read,
+                                plan.next,
+                                plan.boundaries.last()
+                            ])
                         })
                         .map_err(db(op))?;
                     if advanced == 0 {
                         continue;
                     }
-                    report.skipped += skipped;
-                    for b in boundaries {
+                    report.skipped += plan.skipped;
+                    for b in plan.boundaries {
                         let job = fired_job(&d.name, &d.queue, &d.payload, d.priority, b);
                         let id = match insert_job(&st.conn, &job, now.div_euclid(1_000))? {
                             Enqueued::Inserted(id) | Enqueued::Duplicate(id) => id,
