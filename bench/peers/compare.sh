@@ -2,8 +2,9 @@
 # Print alkstore's benchmarks beside a peer's, scenario by scenario, with the
 # ratio. Both run in this invocation, on this machine, back to back.
 #
-#   bench/peers/compare.sh honker          # SQLite: alkstore vs honker 0.5
-#   bench/peers/compare.sh postgres [URL]  # PostgreSQL: alkstore vs pg-boss, graphile-worker
+#   bench/peers/compare.sh honker          # SQLite: alkstore vs honker 0.5, apalis 1.0
+#   bench/peers/compare.sh postgres [URL]  # PostgreSQL: alkstore vs pg-boss, graphile-worker,
+#                                          # apalis 1.0
 #   bench/peers/compare.sh streams [URL]   # event streams: alkstore (SQLite and
 #                                          # PostgreSQL at URL) vs honker streams,
 #                                          # Redis Streams, NATS JetStream
@@ -14,9 +15,9 @@
 #                                          # alkstore (SQLite, PostgreSQL) vs honker's
 #                                          # locks and scheduler, PostgreSQL advisory locks
 #
-# BENCH_SCALE (default 1.0) scales alkstore's, honker's and the stream peers'
-# event/job counts; BENCH_JOBS and BENCH_SAMPLES set the node peers' job and
-# latency sample counts. URL defaults to $DATABASE_URL, then to
+# BENCH_SCALE (default 1.0) scales alkstore's, honker's, apalis's and the
+# stream peers' event/job counts; BENCH_JOBS and BENCH_SAMPLES set the node
+# peers' job and latency sample counts. URL defaults to $DATABASE_URL, then to
 # postgres://postgres@127.0.0.1:5432/postgres. The streams case needs Redis
 # at 127.0.0.1:6379 (REDIS_URL) and nats-server -js at 127.0.0.1:4222
 # (NATS_URL); a peer that fails shows "-" in the table.
@@ -52,23 +53,31 @@ pg_url() { # [URL] -> the URL to use, with sslmode=disable unless it has an sslm
 case "$peer" in
   honker)
     (cd "$here/honker" && CARGO_TARGET_DIR="$here/honker/target" cargo build --release -q)
+    (cd "$here/apalis" && CARGO_TARGET_DIR="$here/apalis/target" cargo build --release -q)
     "$alk" bench queue --scale "$scale" \
       --scenario enqueue_single_4tasks --scenario enqueue_batch_100 \
       --scenario claim_ack_single_20k --scenario claim128_batch_ack_100k \
       --scenario end_to_end_1p2c | tee "$out/alk.txt"
-    # The runtime's wake latencies, in-process and from another process
-    # (the throughput lines of `bench worker` have no honker counterpart).
-    "$alk" bench worker --jobs 1000 | grep -E '^#|wake_latency' | tee -a "$out/alk.txt"
+    # The runtime: wake latencies in-process and from another process, and
+    # throughput through the Worker beside the raw engine in the same run
+    # (apalis, a worker framework, is compared on worker_50k).
+    "$alk" bench worker --scenario wake_latency --scenario wake_latency_xproc \
+      --scenario raw_claim_ack --scenario worker_50k | tee -a "$out/alk.txt"
     BENCH_SCALE="$scale" "$here/honker/target/release/honker-bench" | tee "$out/peer.txt"
-    peers="honker"
+    BENCH_SCALE="$scale" "$here/apalis/target/release/apalis-bench" sqlite | tee -a "$out/peer.txt" ||
+      echo "apalis-bench sqlite failed (a scenario or all); its missing rows show -" >&2
+    peers="honker apalis"
     ;;
   postgres)
     url="$(pg_url "${2:-}")"
+    (cd "$here/apalis" && CARGO_TARGET_DIR="$here/apalis/target" cargo build --release -q)
     echo "connection: $url (the same for every peer)"
     "$alk" bench queue --on "$url" --scale "$scale" --scenario insert_50k --scenario work_50k | tee "$out/alk.txt"
     "$alk" bench worker --on "$url" | tee -a "$out/alk.txt"
     DATABASE_URL="$url" "$here/node/run.sh" | tee "$out/peer.txt"
-    peers="pg-boss graphile-worker"
+    BENCH_SCALE="$scale" "$here/apalis/target/release/apalis-bench" postgres "$url" | tee -a "$out/peer.txt" ||
+      echo "apalis-bench postgres failed (a scenario or all); its missing rows show -" >&2
+    peers="pg-boss graphile-worker apalis"
     ;;
   streams)
     url="$(pg_url "${2:-}")"
@@ -212,7 +221,7 @@ echo
 printf '%-26s %14s' "throughput (jobs/s)" alkstore
 for p in $peers; do printf ' %16s %8s' "$p" "ratio"; done
 echo
-for s in $(grep -E '^bench .*jobs_per_s=' "$out/alk.txt" | sed -E 's/.*scenario=([^ ]+).*/\1/'); do
+for s in $(grep -E '^bench .* jobs_per_s=' "$out/alk.txt" | sed -E 's/.*scenario=([^ ]+).*/\1/'); do
   a="$(field "$out/alk.txt" alkstore "$s" jobs_per_s)"
   # The runtime's throughput is compared with the peers' worker runs.
   ps="$s"; [ "$s" = "worker_50k" ] && ps="work_50k"
@@ -233,6 +242,11 @@ if [ "$peer" = honker ]; then
   best="$(awk -v x="${h4:-0}" -v y="${h1:-0}" 'BEGIN { print (x > y ? x : y) }')"
   printf '%-26s %14s %16s %8s  (honker: 4 threads %s, 1 thread %s)\n' "enqueue_single best peer" "$a" "$best" \
     "$(ratio "${a:-0}" "$best")" "${h4:--}" "${h1:--}"
+fi
+
+pct="$(field "$out/alk.txt" alkstore worker_vs_raw percent)"
+if [ -n "$pct" ]; then
+  echo "worker_50k through the Worker: ${pct}% of raw_claim_ack (the engine alone, same claim size, same run)"
 fi
 
 for w in wake_latency wake_latency_xproc; do

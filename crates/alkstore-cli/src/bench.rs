@@ -389,9 +389,15 @@ pub(crate) struct WorkerBenchArgs {
     /// Wake-latency samples.
     #[arg(long, default_value_t = 500)]
     samples: usize,
-    /// Jobs for the throughput scenario.
+    /// Jobs for the throughput scenarios.
     #[arg(long, default_value_t = 50_000)]
     jobs: usize,
+    /// Run only these scenarios (repeatable), in the usual order: any of
+    /// wake_latency, wake_latency_xproc, raw_claim_ack, worker_50k,
+    /// worker_retry_once. `worker_vs_raw` is printed when both of its
+    /// throughputs ran.
+    #[arg(long = "scenario")]
+    scenarios: Vec<String>,
 }
 
 pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -404,7 +410,6 @@ pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[i.min(sorted.len() - 1)]
 }
 
-/// Run `alk bench worker`.
 /// The worker options the runtime throughput scenarios share (overridable
 /// from the environment for experiments).
 pub(crate) fn bench_worker_opts() -> alkstore::WorkerOpts {
@@ -495,8 +500,8 @@ async fn wake_across_processes(target: &Target, samples: usize) -> Result<()> {
     fresh.cleanup().await
 }
 
+/// Run `alk bench worker`.
 pub(crate) async fn run_worker(args: WorkerBenchArgs) -> Result<()> {
-    use alkstore::{JobCtx, Worker};
     if args.samples == 0 || args.jobs == 0 {
         return Err(alkstore::Error::invalid(
             "samples/jobs",
@@ -504,13 +509,51 @@ pub(crate) async fn run_worker(args: WorkerBenchArgs) -> Result<()> {
         ));
     }
     let target = Target::parse(&args.on)?;
+    // In the usual order whatever the order asked: the raw baseline runs
+    // before the worker figure it is compared with.
+    let asked = pick_scenarios(&args.scenarios, WORKER_SCENARIOS)?;
+    let scenarios = WORKER_SCENARIOS.iter().filter(|s| asked.contains(s));
     println!(
         "# alkstore {} engine={}",
         env!("CARGO_PKG_VERSION"),
         target.name()
     );
+    let mut raw = None;
+    for name in scenarios {
+        match *name {
+            "wake_latency" => wake_in_process(&target, args.samples).await?,
+            "wake_latency_xproc" => wake_across_processes(&target, args.samples).await?,
+            "raw_claim_ack" => raw = Some(raw_claim_ack(&target, args.jobs).await?),
+            "worker_50k" => {
+                let through_worker = worker_throughput(&target, args.jobs).await?;
+                if let Some(raw) = raw {
+                    println!(
+                        "bench peer=alkstore engine={} scenario=worker_vs_raw worker_jobs_per_s={through_worker:.0} raw_jobs_per_s={raw:.0} percent={:.1}",
+                        target.name(),
+                        100.0 * through_worker / raw
+                    );
+                }
+            }
+            "worker_retry_once" => worker_retry_once(&target, args.jobs).await?,
+            _ => {} // pick_scenarios admits only the names above
+        }
+    }
+    Ok(())
+}
 
-    // Wake latency: an idle worker, one job at a time.
+/// The scenarios of `alk bench worker`, in the order they run.
+const WORKER_SCENARIOS: &[&str] = &[
+    "wake_latency",
+    "wake_latency_xproc",
+    "raw_claim_ack",
+    "worker_50k",
+    "worker_retry_once",
+];
+
+/// `wake_latency`: an idle worker, one job at a time, enqueued in this
+/// process.
+async fn wake_in_process(target: &Target, samples: usize) -> Result<()> {
+    use alkstore::{JobCtx, Worker};
     let fresh = target.fresh(100).await?;
     let store = Store::from_engine(fresh.engine.clone());
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Instant>();
@@ -530,7 +573,7 @@ pub(crate) async fn run_worker(args: WorkerBenchArgs) -> Result<()> {
     // Let the worker reach its idle wait (and PostgreSQL's LISTEN connect).
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     let (mut from_commit, mut from_call) = (Vec::new(), Vec::new());
-    for _ in 0..args.samples {
+    for _ in 0..samples {
         let t0 = Instant::now();
         q.enqueue_bytes(b"{}".to_vec(), alkstore::EnqueueOpts::default())
             .await?;
@@ -551,23 +594,50 @@ pub(crate) async fn run_worker(args: WorkerBenchArgs) -> Result<()> {
     println!(
         "bench peer=alkstore engine={} scenario=wake_latency samples={} p50_ms_from_commit={:.3} p99_ms_from_commit={:.3} p50_ms_from_call={:.3} p99_ms_from_call={:.3}",
         target.name(),
-        args.samples,
+        samples,
         percentile(&from_commit, 0.5),
         percentile(&from_commit, 0.99),
         percentile(&from_call, 0.5),
         percentile(&from_call, 0.99),
     );
+    fresh.cleanup().await
+}
+
+/// `raw_claim_ack`: the engine alone, one task claiming as many jobs at a
+/// time as the runtime does and acking each claim in one call: the ceiling
+/// `worker_50k` is measured against (same queue size, same run).
+async fn raw_claim_ack(target: &Target, jobs: usize) -> Result<f64> {
+    let fresh = target.fresh(104).await?;
+    fill(&fresh.engine, jobs).await?;
+    let start = Instant::now();
+    let done = drain(
+        fresh.engine.clone(),
+        "raw".into(),
+        bench_worker_opts().max_claim,
+    )
+    .await?;
+    let secs = start.elapsed().as_secs_f64();
+    check(done, jobs)?;
+    let rate = jobs as f64 / secs;
+    println!(
+        "bench peer=alkstore engine={} scenario=raw_claim_ack jobs={jobs} secs={secs:.3} jobs_per_s={rate:.0}",
+        target.name(),
+    );
     fresh.cleanup().await?;
+    Ok(rate)
+}
 
-    wake_across_processes(&target, args.samples).await?;
-
+/// `worker_50k`: throughput through the runtime, no-op handlers over a full
+/// queue; returns jobs/s.
+async fn worker_throughput(target: &Target, jobs: usize) -> Result<f64> {
+    use alkstore::{JobCtx, Worker};
     // Throughput through the runtime: no-op handlers over a full queue.
     let fresh = target.fresh(101).await?;
-    fill(&fresh.engine, args.jobs).await?;
+    fill(&fresh.engine, jobs).await?;
     let store = Store::from_engine(fresh.engine.clone());
     let done = Arc::new(AtomicUsize::new(0));
     let notify = Arc::new(tokio::sync::Notify::new());
-    let (d, n, total) = (done.clone(), notify.clone(), args.jobs);
+    let (d, n, total) = (done.clone(), notify.clone(), jobs);
     let start = Instant::now();
     let report = Worker::new(store)
         .queue_raw("bench", move |_job: JobCtx<Vec<u8>>| {
@@ -587,19 +657,23 @@ pub(crate) async fn run_worker(args: WorkerBenchArgs) -> Result<()> {
     let secs = start.elapsed().as_secs_f64();
     check(
         usize::try_from(report.completed).unwrap_or(usize::MAX),
-        args.jobs,
+        jobs,
     )?;
     println!(
         "bench peer=alkstore engine={} scenario=worker_50k jobs={} secs={secs:.3} jobs_per_s={:.0}",
         target.name(),
-        args.jobs,
-        args.jobs as f64 / secs
+        jobs,
+        jobs as f64 / secs
     );
     fresh.cleanup().await?;
+    Ok(jobs as f64 / secs)
+}
 
-    // Failure-heavy throughput: every job fails its first attempt (retried
-    // at once), then succeeds, so half the outcomes are retries.
-    let jobs = (args.jobs / 5).max(1);
+/// `worker_retry_once`: every job fails its first attempt (retried at once),
+/// then succeeds, so half the outcomes are retries.
+async fn worker_retry_once(target: &Target, jobs: usize) -> Result<()> {
+    use alkstore::{JobCtx, Worker};
+    let jobs = (jobs / 5).max(1);
     let fresh = target.fresh(102).await?;
     fill(&fresh.engine, jobs).await?;
     let store = Store::from_engine(fresh.engine.clone());

@@ -99,7 +99,9 @@ pub(crate) async fn sweep_loop(engine: AnyEngine, every: Duration) {
     }
 }
 
-/// Publish the queue's depth by state as gauges every 5 s, starting at once.
+/// Publish the queue's depth by state as gauges every 5 s, the first after
+/// 5 s: the count reads every row of the queue, and at start-up (when a
+/// backlog is largest) it would take a core from the claims for as long.
 pub(crate) async fn depth_reporter(engine: AnyEngine, queue: String) {
     let gauge = |state: &'static str| metrics::gauge!("alkstore_queue_depth", "queue" => queue.clone(), "state" => state);
     let (ready, scheduled, processing, expired_claims, dead) = (
@@ -109,7 +111,8 @@ pub(crate) async fn depth_reporter(engine: AnyEngine, queue: String) {
         gauge("expired_claims"),
         gauge("dead"),
     );
-    let mut tick = tokio::time::interval(Duration::from_secs(5));
+    let every = Duration::from_secs(5);
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
