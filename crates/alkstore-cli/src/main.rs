@@ -9,6 +9,7 @@ mod bench_lock;
 mod bench_soak;
 mod bench_stream;
 mod commands;
+mod serve;
 mod testworker;
 
 use std::process::ExitCode;

@@ -45,7 +45,7 @@ pub use alkstore_core::{
     url::StoreUrl, AttemptError, CancelOutcome, Capabilities, Claim, Clock, DeadListParams,
     DeadSelect, Engine, EnqueueOpts, Enqueued, Error, ErrorKind, Job, JobClaimParams, JobInfo,
     JobListParams, JobRetryParams, JobState, Limits, ManualClock, NewJob, QueueAdmin, QueueEngine,
-    QueueOpts, QueueStats, Result, RetryOutcome, SweepReport, SystemClock,
+    QueueOpts, QueueStats, Result, RetryOutcome, SweepReport, SystemClock, Wake,
 };
 pub use alkstore_core::{
     GroupEngine, LockEngine, NotifyEngine, RateEngine, ResultEngine, ScheduleEngine, StreamEngine,

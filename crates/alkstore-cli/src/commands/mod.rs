@@ -93,6 +93,9 @@ enum Command {
     /// Expire overdue jobs, hand back lapsed claims, prune dead letters and
     /// kept completed jobs past retention.
     Sweep,
+    /// Serve the HTTP API (any language can enqueue, claim, ack, publish,
+    /// read), `/openapi.json` and Prometheus `/metrics`.
+    Serve(crate::serve::ServeArgs),
     /// Run benchmarks; one line of figures per scenario.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -154,6 +157,9 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
     }
     if let Command::Bench(BenchCommand::Schedule(args)) = cli.command {
         return crate::bench_lock::run_schedule(args).await;
+    }
+    if let Command::Serve(args) = cli.command {
+        return crate::serve::run(&cli.db, args).await;
     }
     if let Command::TestWorker(args) = cli.command {
         return crate::testworker::run(&cli.db, args).await;
@@ -255,6 +261,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         .into_bytes(),
         Command::Enqueue(_)
         | Command::Bench(_)
+        | Command::Serve(_)
         | Command::TestWorker(_)
         | Command::TestGroupWorker(_)
         | Command::TestEnqueueTimed(_) => Vec::new(),

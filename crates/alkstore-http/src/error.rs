@@ -1,0 +1,226 @@
+//! Every failure the API reports: one JSON shape, `{"error": {"code",
+//! "field", "message"}}`, with the HTTP status its cause deserves.
+
+use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// An API error: its status and the JSON body that explains it.
+#[derive(Debug, thiserror::Error)]
+#[error("{status}: {body:?}")]
+pub struct ApiError {
+    status: StatusCode,
+    body: ErrorBody,
+}
+
+/// The body of every error response.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorBody {
+    /// What went wrong.
+    pub error: ErrorDetail,
+}
+
+/// What went wrong, for programs (`code`, `field`) and for people
+/// (`message`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// A stable snake_case name: `invalid_input`, `payload_too_large`,
+    /// `not_found`, `unauthorized`, `forbidden`, `busy`, `conflict`,
+    /// `unavailable`, `internal`.
+    pub code: String,
+    /// The request field at fault, when one is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// A sentence saying what is wrong.
+    pub message: String,
+}
+
+impl ApiError {
+    /// An error with this status, code, field and message.
+    pub fn new(
+        status: StatusCode,
+        code: &str,
+        field: Option<&str>,
+        message: impl Into<String>,
+    ) -> ApiError {
+        ApiError {
+            status,
+            body: ErrorBody {
+                error: ErrorDetail {
+                    code: code.to_string(),
+                    field: field.map(str::to_string),
+                    message: message.into(),
+                },
+            },
+        }
+    }
+
+    /// 400: `field` is wrong, and why.
+    pub fn invalid(field: &str, message: impl Into<String>) -> ApiError {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_input",
+            Some(field),
+            message,
+        )
+    }
+
+    /// 404: no such thing.
+    pub fn not_found(what: &str, message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, "not_found", Some(what), message)
+    }
+
+    /// The HTTP status.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, Json(self.body)).into_response()
+    }
+}
+
+impl From<alkstore::Error> for ApiError {
+    fn from(e: alkstore::Error) -> ApiError {
+        use alkstore::ErrorKind as K;
+        let message = e.to_string();
+        let kind = e.kind();
+        let (status, field) = match &e {
+            alkstore::Error::InvalidInput { what, .. } => {
+                (StatusCode::BAD_REQUEST, Some(request_field(what)))
+            }
+            _ => match kind {
+                K::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, Some("payload")),
+                K::NotFound => (StatusCode::NOT_FOUND, None),
+                K::NotHeld => (StatusCode::CONFLICT, Some("token")),
+                K::Busy | K::Conflict => (StatusCode::SERVICE_UNAVAILABLE, None),
+                K::GroupMismatch => (StatusCode::CONFLICT, None),
+                K::Closed | K::Connect => (StatusCode::SERVICE_UNAVAILABLE, None),
+                _ => (StatusCode::INTERNAL_SERVER_ERROR, None),
+            },
+        };
+        if status.is_server_error() {
+            tracing::warn!(error = %message, "request failed");
+        }
+        ApiError::new(status, kind.as_str(), field, message)
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(r: JsonRejection) -> ApiError {
+        let status = r.status();
+        let text = r.body_text();
+        if status == StatusCode::PAYLOAD_TOO_LARGE {
+            return ApiError::new(status, "payload_too_large", Some("body"), text);
+        }
+        // The message names the field: as a path before the error ("jobs[0].
+        // priority: invalid type ..."), or in backticks ("missing field
+        // `worker`", "unknown field `colour`").
+        let field = json_field(&text).unwrap_or("body").to_string();
+        let status = if status == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+            status
+        } else {
+            StatusCode::BAD_REQUEST
+        };
+        ApiError::new(status, "invalid_input", Some(&field), text)
+    }
+}
+
+impl From<PathRejection> for ApiError {
+    fn from(r: PathRejection) -> ApiError {
+        ApiError::invalid("path", r.body_text())
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    fn from(r: QueryRejection) -> ApiError {
+        let text = r.body_text();
+        let field = backticked(&text).unwrap_or("query").to_string();
+        ApiError::invalid(&field, text)
+    }
+}
+
+/// The request field for what the store's validation calls an input (it
+/// names inputs in words, the API in its fields' names).
+fn request_field(what: &str) -> &str {
+    match what {
+        "queue name" => "queue",
+        "worker id" => "worker",
+        "unique key" => "unique_key",
+        "max attempts" => "max_attempts",
+        "delay" | "retry delay" => "delay_ms",
+        "expiry" => "expires_in_ms",
+        "lock ttl" => "ttl_ms",
+        "lock name" | "schedule name" => "name",
+        "schedule spec" => "spec",
+        "stream name" => "stream",
+        "consumer name" => "consumer",
+        "event key" => "key",
+        "group name" => "group",
+        "read limit" | "list limit" | "batch limit" => "limit",
+        other => other,
+    }
+}
+
+/// The field a JSON body error names: the path axum puts before serde's
+/// message, else the first name in backticks.
+fn json_field(text: &str) -> Option<&str> {
+    let detail = text.split_once("target type: ").map_or(text, |(_, d)| d);
+    if let Some((path, _)) = detail.split_once(": ") {
+        let is_path = !path.is_empty()
+            && path
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_.[]".contains(c));
+        if is_path && path != "." {
+            return Some(path);
+        }
+    }
+    backticked(detail)
+}
+
+/// The first `name` in backticks of a serde message.
+fn backticked(text: &str) -> Option<&str> {
+    let start = text.find('`')? + 1;
+    let len = text[start..].find('`')?;
+    Some(&text[start..start + len]).filter(|f| !f.is_empty())
+}
+
+/// What handlers return.
+pub(crate) type ApiResult<T> = std::result::Result<T, ApiError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serde_messages_name_their_field() {
+        assert_eq!(
+            backticked("Failed to deserialize the JSON body into the target type: missing field `worker` at line 1 column 2"),
+            Some("worker")
+        );
+        assert_eq!(backticked("no field here"), None);
+        assert_eq!(
+            json_field("Failed to deserialize the JSON body into the target type: jobs[0].priority: invalid type: string \"x\", expected i32 at line 1 column 30"),
+            Some("jobs[0].priority")
+        );
+        assert_eq!(
+            json_field("Failed to deserialize the JSON body into the target type: unknown field `colour`, expected one of `payload`"),
+            Some("colour")
+        );
+    }
+
+    #[test]
+    fn store_errors_keep_their_kind_and_field() {
+        let e = ApiError::from(alkstore::Error::invalid("limit", "must be at least 1"));
+        assert_eq!(e.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(e.body.error.field.as_deref(), Some("limit"));
+        assert_eq!(e.body.error.code, "invalid_input");
+        let e = ApiError::from(alkstore::Error::PayloadTooLarge { size: 9, limit: 1 });
+        assert_eq!(e.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    }
+}

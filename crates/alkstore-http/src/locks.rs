@@ -1,0 +1,206 @@
+//! Locks over HTTP: acquire, renew, release (owner and fencing token), and
+//! the list of holders.
+
+use std::time::Duration;
+
+use alkstore::prelude::*;
+use alkstore_core::lock::{
+    LockAcquireParams, LockGrant, LockInfo, LockReleaseParams, LockReleased, LockRenewParams,
+    LockRenewed,
+};
+use axum::extract::State;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::error::{ApiResult, ErrorBody};
+use crate::extract::{ApiJson, ApiPath};
+use crate::AppState;
+
+pub(crate) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_locks))
+        .routes(routes!(acquire))
+        .routes(routes!(renew))
+        .routes(routes!(release))
+}
+
+/// A lock and its holder.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LockView {
+    /// Its name.
+    pub name: String,
+    /// Its holder (null once released).
+    pub owner: Option<String>,
+    /// The fencing token of the last grant: grows with every grant.
+    pub token: i64,
+    /// When the hold lapses (unix ms).
+    pub expires_at_ms: i64,
+    /// When it was granted (unix ms).
+    pub acquired_at_ms: i64,
+}
+
+impl From<LockInfo> for LockView {
+    fn from(l: LockInfo) -> Self {
+        LockView {
+            name: l.name,
+            owner: l.owner,
+            token: l.token,
+            expires_at_ms: l.expires_at_ms,
+            acquired_at_ms: l.acquired_at_ms,
+        }
+    }
+}
+
+/// Every lock.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LockList {
+    /// By name.
+    pub locks: Vec<LockView>,
+}
+
+/// Take or renew a lock for a while.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AcquireRequest {
+    /// Who holds it.
+    pub owner: String,
+    /// How long the hold lasts unless renewed, in ms (the store's clock).
+    pub ttl_ms: u64,
+}
+
+/// Renew a held lock.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RenewRequest {
+    /// Who holds it.
+    pub owner: String,
+    /// The token of the grant.
+    pub token: i64,
+    /// The new hold, in ms from now.
+    pub ttl_ms: u64,
+}
+
+/// Release a held lock.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReleaseRequest {
+    /// Who holds it.
+    pub owner: String,
+    /// The token of the grant.
+    pub token: i64,
+}
+
+/// A grant, or why not.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct GrantView {
+    /// True when the caller holds the lock now.
+    pub held: bool,
+    /// The grant's fencing token (pass it to whatever the lock guards).
+    pub token: Option<i64>,
+    /// When the hold lapses (unix ms).
+    pub expires_at_ms: Option<i64>,
+}
+
+impl From<Option<LockGrant>> for GrantView {
+    fn from(g: Option<LockGrant>) -> Self {
+        GrantView {
+            held: g.is_some(),
+            token: g.as_ref().map(|g| g.token),
+            expires_at_ms: g.as_ref().map(|g| g.expires_at_ms),
+        }
+    }
+}
+
+/// Whether a release took effect.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReleasedView {
+    /// False when the caller no longer held it.
+    pub released: bool,
+}
+
+#[utoipa::path(get, path = "/api/v1/locks", tag = "locks",
+    responses((status = 200, description = "Every lock and its holder", body = LockList)))]
+async fn list_locks(State(app): State<AppState>) -> ApiResult<Json<LockList>> {
+    let locks = app.store.engine().lock_list().await?;
+    Ok(Json(LockList {
+        locks: locks.into_iter().map(LockView::from).collect(),
+    }))
+}
+
+#[utoipa::path(post, path = "/api/v1/locks/{name}/acquire", tag = "locks",
+    params(("name" = String, Path, description = "Lock name")),
+    request_body = AcquireRequest,
+    responses((status = 200, description = "Granted, or held by another", body = GrantView),
+        (status = 400, description = "Bad input", body = ErrorBody)))]
+async fn acquire(
+    State(app): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiJson(r): ApiJson<AcquireRequest>,
+) -> ApiResult<Json<GrantView>> {
+    let grant = app
+        .store
+        .engine()
+        .lock_acquire(LockAcquireParams::new(
+            name,
+            r.owner,
+            Duration::from_millis(r.ttl_ms),
+        ))
+        .await?;
+    Ok(Json(grant.into()))
+}
+
+#[utoipa::path(post, path = "/api/v1/locks/{name}/renew", tag = "locks",
+    params(("name" = String, Path, description = "Lock name")),
+    request_body = RenewRequest,
+    responses((status = 200, description = "Renewed, or no longer held", body = GrantView),
+        (status = 400, description = "Bad input", body = ErrorBody)))]
+async fn renew(
+    State(app): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiJson(r): ApiJson<RenewRequest>,
+) -> ApiResult<Json<GrantView>> {
+    let renewed = app
+        .store
+        .engine()
+        .lock_renew(LockRenewParams {
+            name,
+            owner: r.owner,
+            token: r.token,
+            ttl: Duration::from_millis(r.ttl_ms),
+        })
+        .await?;
+    Ok(Json(
+        match renewed {
+            LockRenewed::Held(g) => Some(g),
+            LockRenewed::NotHeld => None,
+        }
+        .into(),
+    ))
+}
+
+#[utoipa::path(post, path = "/api/v1/locks/{name}/release", tag = "locks",
+    params(("name" = String, Path, description = "Lock name")),
+    request_body = ReleaseRequest,
+    responses((status = 200, description = "Released, or no longer held", body = ReleasedView),
+        (status = 400, description = "Bad input", body = ErrorBody)))]
+async fn release(
+    State(app): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiJson(r): ApiJson<ReleaseRequest>,
+) -> ApiResult<Json<ReleasedView>> {
+    let released = app
+        .store
+        .engine()
+        .lock_release(LockReleaseParams {
+            name,
+            owner: r.owner,
+            token: r.token,
+        })
+        .await?;
+    Ok(Json(ReleasedView {
+        released: matches!(released, LockReleased::Released),
+    }))
+}

@@ -1,0 +1,860 @@
+//! Job queues over HTTP: enqueue, claim (long-poll), settle, inspect, and
+//! the dead letters.
+
+use std::time::Duration;
+
+use alkstore::prelude::*;
+use alkstore::{
+    CancelOutcome, Claim, DeadListParams, DeadSelect, EnqueueOpts, Enqueued, Job, JobClaimParams,
+    JobInfo, JobListParams, JobRetryParams, JobState, NewJob, QueueStats, RetryOutcome,
+};
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::payload::{decode, encode};
+use crate::AppState;
+
+/// The longest a claim may wait for a job.
+pub const MAX_WAIT_MS: u64 = 30_000;
+/// The most jobs one claim or one batch enqueue may carry.
+pub const MAX_BATCH: usize = 1_000;
+
+pub(crate) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_queues))
+        .routes(routes!(queue_stats))
+        .routes(routes!(enqueue, list_jobs))
+        .routes(routes!(enqueue_batch))
+        .routes(routes!(claim))
+        .routes(routes!(get_job))
+        .routes(routes!(ack))
+        .routes(routes!(retry))
+        .routes(routes!(fail))
+        .routes(routes!(heartbeat))
+        .routes(routes!(release))
+        .routes(routes!(cancel))
+        .routes(routes!(pause))
+        .routes(routes!(resume))
+        .routes(routes!(dead_list))
+        .routes(routes!(dead_requeue))
+        .routes(routes!(dead_purge))
+}
+
+/// One job to enqueue.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EnqueueRequest {
+    /// Any JSON value; the handler gets it back as enqueued.
+    pub payload: serde_json::Value,
+    /// Higher runs first (default 0).
+    #[serde(default)]
+    pub priority: i32,
+    /// Run no earlier than this many milliseconds from now (whole seconds:
+    /// due times are kept in seconds).
+    pub delay_ms: Option<u64>,
+    /// Run no earlier than this unix time in seconds (wins over `delay_ms`).
+    pub run_at: Option<i64>,
+    /// Attempts allowed before the job is dead (default the queue's, 25).
+    pub max_attempts: Option<u32>,
+    /// Dead as `expired` when not started this many milliseconds after due.
+    pub expires_in_ms: Option<u64>,
+    /// At most one live job per queue with this key: a second enqueue
+    /// returns the first one's id with `duplicate: true`.
+    pub unique_key: Option<String>,
+}
+
+impl EnqueueRequest {
+    fn into_job(self, queue: &str) -> ApiResult<NewJob> {
+        let opts = EnqueueOpts {
+            priority: self.priority,
+            delay: self.delay_ms.map(Duration::from_millis),
+            run_at: self.run_at,
+            max_attempts: self.max_attempts,
+            expires_in: self.expires_in_ms.map(Duration::from_millis),
+            unique_key: self.unique_key,
+        };
+        Ok(NewJob::new(queue, encode(&self.payload)?).with_opts(opts))
+    }
+}
+
+/// Several jobs to enqueue in one transaction.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EnqueueBatchRequest {
+    /// 1 to 1,000 jobs.
+    pub jobs: Vec<EnqueueRequest>,
+}
+
+/// An enqueued job.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EnqueuedJob {
+    /// Its id (the existing job's, for a duplicate).
+    pub id: i64,
+    /// True when a live job with the same unique key was there already.
+    pub duplicate: bool,
+}
+
+impl From<Enqueued> for EnqueuedJob {
+    fn from(e: Enqueued) -> Self {
+        EnqueuedJob {
+            id: e.id(),
+            duplicate: matches!(e, Enqueued::Duplicate(_)),
+        }
+    }
+}
+
+/// The jobs of a batch enqueue, in request order.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EnqueuedJobs {
+    /// One per job asked.
+    pub jobs: Vec<EnqueuedJob>,
+}
+
+/// Claim up to `limit` jobs, waiting up to `wait_ms` for the first.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimRequest {
+    /// Who claims: named in the claim, and needed to settle it.
+    pub worker: String,
+    /// 1 to 1,000 (default 1).
+    pub limit: Option<u32>,
+    /// 0 to 30,000 ms (default 0: answer at once). The wait ends as soon as
+    /// a job is enqueued, in this process or another.
+    pub wait_ms: Option<u64>,
+}
+
+/// A claimed job: run it, then ack, retry or fail it with `worker` and
+/// `token`, and heartbeat it before `claim_expires_at` if it runs long.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ClaimedJob {
+    /// Job id.
+    pub id: i64,
+    /// Its queue.
+    pub queue: String,
+    /// The payload as enqueued (null when it is not JSON; see
+    /// `payload_base64`).
+    pub payload: serde_json::Value,
+    /// The payload's bytes in base64, when they are not JSON (a job
+    /// enqueued by a program that stores raw bytes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payload_base64: Option<String>,
+    /// Priority.
+    pub priority: i64,
+    /// This attempt's number, from 1.
+    pub attempt: u32,
+    /// Attempts allowed.
+    pub max_attempts: u32,
+    /// This claim's token: settle and heartbeat with it.
+    pub token: i64,
+    /// When the claim lapses unless renewed (unix seconds).
+    pub claim_expires_at: i64,
+    /// When the job became due (unix seconds).
+    pub run_at: i64,
+    /// When it was enqueued (unix seconds).
+    pub created_at: i64,
+    /// Its unique key.
+    pub unique_key: Option<String>,
+}
+
+impl From<Job> for ClaimedJob {
+    fn from(j: Job) -> Self {
+        let (payload, payload_base64) = decode(&j.payload);
+        ClaimedJob {
+            id: j.id,
+            queue: j.queue,
+            payload,
+            payload_base64,
+            priority: j.priority,
+            attempt: j.attempt,
+            max_attempts: j.max_attempts,
+            token: j.claim_token,
+            claim_expires_at: j.claim_expires_at,
+            run_at: j.run_at,
+            created_at: j.created_at,
+            unique_key: j.unique_key,
+        }
+    }
+}
+
+/// Claimed jobs (empty when none came within the wait).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ClaimedJobs {
+    /// In claim order: priority, then due time.
+    pub jobs: Vec<ClaimedJob>,
+}
+
+/// The claim a settle or heartbeat acts on.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimRef {
+    /// The worker named in the claim.
+    pub worker: String,
+    /// The claim's token.
+    pub token: i64,
+}
+
+impl ClaimRef {
+    fn claim(self, id: i64) -> Claim {
+        Claim {
+            id,
+            worker: self.worker,
+            token: self.token,
+        }
+    }
+}
+
+/// A failed attempt: retried after a backoff (or `delay_ms`), or dead once
+/// out of attempts.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetryRequest {
+    /// The worker named in the claim.
+    pub worker: String,
+    /// The claim's token.
+    pub token: i64,
+    /// What went wrong (kept on the job).
+    pub error: String,
+    /// Retry after this many milliseconds instead of the queue's backoff.
+    pub delay_ms: Option<u64>,
+}
+
+/// A permanent failure: the job goes to the dead letters now.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FailRequest {
+    /// The worker named in the claim.
+    pub worker: String,
+    /// The claim's token.
+    pub token: i64,
+    /// Why (kept on the dead letter).
+    pub error: String,
+}
+
+/// Whether the call changed the job: false when the claim was no longer
+/// held (it lapsed and the job went back, or another worker has it).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Done {
+    /// True when it took effect.
+    pub done: bool,
+}
+
+/// What a retry did.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RetryResponse {
+    /// `scheduled`, `dead` (out of attempts), `cancelled` (its cancel was
+    /// requested while it ran) or `not_held`.
+    pub outcome: String,
+    /// When it runs again (unix seconds), for `scheduled`.
+    pub run_at: Option<i64>,
+}
+
+/// A heartbeat's answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HeartbeatResponse {
+    /// False when the claim is no longer held: stop working on the job.
+    pub held: bool,
+    /// The claim's new expiry (unix seconds) when held.
+    pub claim_expires_at: Option<i64>,
+}
+
+/// What a cancel did.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CancelResponse {
+    /// `cancelled` (it was waiting: now dead as cancelled), `requested` (it
+    /// is running: its worker is told) or `not_found`.
+    pub outcome: String,
+}
+
+/// Everything known about a job, live or dead.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct JobView {
+    /// Job id.
+    pub id: i64,
+    /// Its queue.
+    pub queue: String,
+    /// `pending`, `processing`, `dead` or `completed`.
+    pub state: String,
+    /// The payload (null when not JSON; see `payload_base64`).
+    pub payload: serde_json::Value,
+    /// The payload's bytes in base64, when they are not JSON.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payload_base64: Option<String>,
+    /// Priority.
+    pub priority: i64,
+    /// Attempts started.
+    pub attempts: u32,
+    /// Attempts allowed.
+    pub max_attempts: u32,
+    /// When it is (or was) due (unix seconds).
+    pub run_at: i64,
+    /// When it was enqueued (unix seconds).
+    pub created_at: i64,
+    /// When a pending job expires (unix seconds).
+    pub expires_at: Option<i64>,
+    /// The last worker to claim it.
+    pub worker: Option<String>,
+    /// When the current or last claim lapses (unix seconds).
+    pub claim_expires_at: Option<i64>,
+    /// Its unique key.
+    pub unique_key: Option<String>,
+    /// The last error recorded.
+    pub last_error: Option<String>,
+    /// Why it died: `failed`, `exhausted`, `expired` or `cancelled`.
+    pub dead_reason: Option<String>,
+    /// When it died, or was acked (completed jobs), in unix seconds.
+    pub died_at: Option<i64>,
+    /// Each failed attempt's error, oldest first.
+    pub errors: Vec<AttemptErrorView>,
+    /// A running job whose cancellation was requested.
+    pub cancel_requested: bool,
+}
+
+/// One failed attempt.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AttemptErrorView {
+    /// The attempt's number.
+    pub attempt: u32,
+    /// When it failed (unix seconds).
+    pub at: i64,
+    /// What the handler reported.
+    pub error: String,
+}
+
+impl From<JobInfo> for JobView {
+    fn from(j: JobInfo) -> Self {
+        let (payload, payload_base64) = decode(&j.payload);
+        JobView {
+            id: j.id,
+            queue: j.queue,
+            state: j.state.as_str().to_string(),
+            payload,
+            payload_base64,
+            priority: j.priority,
+            attempts: j.attempts,
+            max_attempts: j.max_attempts,
+            run_at: j.run_at,
+            created_at: j.created_at,
+            expires_at: j.expires_at,
+            worker: j.worker,
+            claim_expires_at: j.claim_expires_at,
+            unique_key: j.unique_key,
+            last_error: j.last_error,
+            dead_reason: j.dead_reason,
+            died_at: j.died_at,
+            errors: j
+                .errors
+                .into_iter()
+                .map(|e| AttemptErrorView {
+                    attempt: e.attempt,
+                    at: e.at,
+                    error: e.error,
+                })
+                .collect(),
+            cancel_requested: j.cancel_requested,
+        }
+    }
+}
+
+/// A page of jobs.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct JobPage {
+    /// Lowest ids first.
+    pub jobs: Vec<JobView>,
+    /// Pass as `after_id` for the next page (absent on the last).
+    pub next_after_id: Option<i64>,
+}
+
+impl JobPage {
+    fn new(jobs: Vec<JobInfo>, limit: u32) -> JobPage {
+        let full = jobs.len() >= limit as usize;
+        let next_after_id = if full {
+            jobs.last().map(|j| j.id)
+        } else {
+            None
+        };
+        JobPage {
+            jobs: jobs.into_iter().map(JobView::from).collect(),
+            next_after_id,
+        }
+    }
+}
+
+/// A queue's counts.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct QueueView {
+    /// Queue name.
+    pub queue: String,
+    /// Waiting and due now.
+    pub ready: u64,
+    /// Waiting, due later.
+    pub scheduled: u64,
+    /// Claimed, claim valid.
+    pub processing: u64,
+    /// Claimed, claim lapsed (the worker died or hangs).
+    pub expired_claims: u64,
+    /// Past their expiry, about to be dead.
+    pub expired: u64,
+    /// Dead letters.
+    pub dead: u64,
+    /// Acked and kept.
+    pub completed: u64,
+    /// Age in seconds of the oldest ready job.
+    pub oldest_ready_age_s: Option<i64>,
+    /// Paused: nothing is claimed from it.
+    pub paused: bool,
+}
+
+impl QueueView {
+    fn new(s: QueueStats, paused: bool) -> QueueView {
+        QueueView {
+            queue: s.queue,
+            ready: s.ready,
+            scheduled: s.scheduled,
+            processing: s.processing,
+            expired_claims: s.expired_claims,
+            expired: s.expired,
+            dead: s.dead,
+            completed: s.completed,
+            oldest_ready_age_s: s.oldest_ready_age_s,
+            paused,
+        }
+    }
+}
+
+/// Every queue with its counts.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct QueueList {
+    /// By name.
+    pub queues: Vec<QueueView>,
+}
+
+/// Paging through jobs.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct PageQuery {
+    /// Only this state: `pending`, `processing` or `completed` (job
+    /// listing only).
+    pub state: Option<String>,
+    /// Start after this id.
+    pub after_id: Option<i64>,
+    /// 1 to 1,000 (default 100).
+    pub limit: Option<u32>,
+}
+
+/// Which dead letters to requeue or purge.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeadSelectRequest {
+    /// Only these ids (default: every dead letter of the queue).
+    pub ids: Option<Vec<i64>>,
+}
+
+/// How many jobs a call changed.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Count {
+    /// The number changed.
+    pub count: u64,
+}
+
+/// Whether a pause or resume changed anything.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Changed {
+    /// False when the queue was already so.
+    pub changed: bool,
+}
+
+fn page_limit(limit: Option<u32>) -> ApiResult<u32> {
+    let limit = limit.unwrap_or(100);
+    if limit == 0 || limit as usize > MAX_BATCH {
+        return Err(ApiError::invalid("limit", "must be 1 to 1000"));
+    }
+    Ok(limit)
+}
+
+#[utoipa::path(get, path = "/api/v1/queues", tag = "queues",
+    responses((status = 200, description = "Every queue with its counts", body = QueueList)))]
+async fn list_queues(State(app): State<AppState>) -> ApiResult<Json<QueueList>> {
+    let e = app.store.engine();
+    let paused = e.queue_paused().await?;
+    let mut queues = Vec::new();
+    for q in e.queue_list().await? {
+        let is_paused = paused.contains(&q);
+        queues.push(QueueView::new(e.queue_stats(q).await?, is_paused));
+    }
+    Ok(Json(QueueList { queues }))
+}
+
+#[utoipa::path(get, path = "/api/v1/queues/{queue}", tag = "queues",
+    params(("queue" = String, Path, description = "Queue name")),
+    responses((status = 200, description = "The queue's counts", body = QueueView),
+        (status = 404, description = "No such queue", body = ErrorBody)))]
+async fn queue_stats(
+    State(app): State<AppState>,
+    ApiPath(queue): ApiPath<String>,
+) -> ApiResult<Json<QueueView>> {
+    let e = app.store.engine();
+    let stats = e.queue_stats(queue.clone()).await?;
+    let paused = e.queue_paused().await?.contains(&queue);
+    if stats.live() + stats.dead + stats.completed == 0
+        && !paused
+        && !e.queue_list().await?.contains(&queue)
+    {
+        return Err(ApiError::not_found(
+            "queue",
+            format!("no queue {queue:?}: nothing was ever enqueued on it"),
+        ));
+    }
+    Ok(Json(QueueView::new(stats, paused)))
+}
+
+#[utoipa::path(post, path = "/api/v1/queues/{queue}/jobs", tag = "queues",
+    params(("queue" = String, Path, description = "Queue name")),
+    request_body = EnqueueRequest,
+    responses((status = 201, description = "Enqueued", body = EnqueuedJob),
+        (status = 400, description = "Bad input; nothing written", body = ErrorBody),
+        (status = 413, description = "Payload too large; nothing written", body = ErrorBody)))]
+async fn enqueue(
+    State(app): State<AppState>,
+    ApiPath(queue): ApiPath<String>,
+    ApiJson(req): ApiJson<EnqueueRequest>,
+) -> ApiResult<(StatusCode, Json<EnqueuedJob>)> {
+    let job = req.into_job(&queue)?;
+    let out = app.store.engine().job_enqueue(vec![job]).await?;
+    let first = out
+        .into_iter()
+        .next()
+        .ok_or_else(|| ApiError::from(alkstore::Error::database("enqueue", "no id returned")))?;
+    Ok((StatusCode::CREATED, Json(first.into())))
+}
+
+#[utoipa::path(post, path = "/api/v1/queues/{queue}/jobs/batch", tag = "queues",
+    params(("queue" = String, Path, description = "Queue name")),
+    request_body = EnqueueBatchRequest,
+    responses((status = 201, description = "All enqueued, in one transaction", body = EnqueuedJobs),
+        (status = 400, description = "Bad input; nothing written", body = ErrorBody),
+        (status = 413, description = "Payload too large; nothing written", body = ErrorBody)))]
+async fn enqueue_batch(
+    State(app): State<AppState>,
+    ApiPath(queue): ApiPath<String>,
+    ApiJson(req): ApiJson<EnqueueBatchRequest>,
+) -> ApiResult<(StatusCode, Json<EnqueuedJobs>)> {
+    if req.jobs.is_empty() || req.jobs.len() > MAX_BATCH {
+        return Err(ApiError::invalid("jobs", "must hold 1 to 1000 jobs"));
+    }
+    let jobs = req
+        .jobs
+        .into_iter()
+        .map(|j| j.into_job(&queue))
+        .collect::<ApiResult<Vec<_>>>()?;
+    let out = app.store.engine().job_enqueue(jobs).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(EnqueuedJobs {
+            jobs: out.into_iter().map(EnqueuedJob::from).collect(),
+        }),
+    ))
+}
+
+#[utoipa::path(get, path = "/api/v1/queues/{queue}/jobs", tag = "queues",
+    params(("queue" = String, Path, description = "Queue name"), PageQuery),
+    responses((status = 200, description = "A page of the queue's live (or kept) jobs", body = JobPage),
+        (status = 400, description = "Bad input", body = ErrorBody)))]
+async fn list_jobs(
+    State(app): State<AppState>,
+    ApiPath(queue): ApiPath<String>,
+    ApiQuery(q): ApiQuery<PageQuery>,
+) -> ApiResult<Json<JobPage>> {
+    let limit = page_limit(q.limit)?;
+    let state = match q.state.as_deref() {
+        None => None,
+        Some(s) => match JobState::parse(s) {
+            Some(JobState::Dead) | None => {
+                return Err(ApiError::invalid(
+                    "state",
+                    "must be pending, processing or completed (dead letters: /dead)",
+                ))
+            }
+            some => some,
+        },
+    };
+    let jobs = app
+        .store
+        .engine()
+        .job_list(JobListParams {
+            queue: Some(queue),
+            state,
+            after_id: q.after_id,
+            limit,
+        })
+        .await?;
+    Ok(Json(JobPage::new(jobs, limit)))
+}
+
+#[utoipa::path(post, path = "/api/v1/queues/{queue}/claim", tag = "queues",
+    params(("queue" = String, Path, description = "Queue name")),
+    request_body = ClaimRequest,
+    responses((status = 200, description = "Claimed jobs (maybe none)", body = ClaimedJobs),
+        (status = 400, description = "Bad input", body = ErrorBody)))]
+async fn claim(
+    State(app): State<AppState>,
+    ApiPath(queue): ApiPath<String>,
+    ApiJson(req): ApiJson<ClaimRequest>,
+) -> ApiResult<Json<ClaimedJobs>> {
+    let limit = req.limit.unwrap_or(1);
+    if limit == 0 || limit as usize > MAX_BATCH {
+        return Err(ApiError::invalid("limit", "must be 1 to 1000"));
+    }
+    let wait_ms = req.wait_ms.unwrap_or(0);
+    if wait_ms > MAX_WAIT_MS {
+        return Err(ApiError::invalid("wait_ms", "must be 0 to 30000"));
+    }
+    let engine = app.store.engine();
+    let params = JobClaimParams::new(queue.clone(), req.worker, limit);
+    let jobs = crate::wait::poll(
+        engine,
+        Duration::from_millis(wait_ms),
+        |w| w.concerns(&queue),
+        || engine.job_claim(params.clone()),
+    )
+    .await?;
+    Ok(Json(ClaimedJobs {
+        jobs: jobs.into_iter().map(ClaimedJob::from).collect(),
+    }))
+}
+
+#[utoipa::path(get, path = "/api/v1/jobs/{id}", tag = "jobs",
+    params(("id" = i64, Path, description = "Job id")),
+    responses((status = 200, description = "The job", body = JobView),
+        (status = 404, description = "No such job", body = ErrorBody)))]
+async fn get_job(
+    State(app): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult<Json<JobView>> {
+    match app.store.engine().job_get(id).await? {
+        Some(j) => Ok(Json(j.into())),
+        None => Err(ApiError::not_found("id", format!("no job {id}"))),
+    }
+}
+
+#[utoipa::path(post, path = "/api/v1/jobs/{id}/ack", tag = "jobs",
+    params(("id" = i64, Path, description = "Job id")),
+    request_body = ClaimRef,
+    responses((status = 200, description = "Acked, or not held", body = Done),
+        (status = 400, description = "Bad input", body = ErrorBody)))]
+async fn ack(
+    State(app): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(c): ApiJson<ClaimRef>,
+) -> ApiResult<Json<Done>> {
+    let done = app.store.engine().job_ack(vec![c.claim(id)]).await?;
+    Ok(Json(Done {
+        done: done.first().copied().unwrap_or(false),
+    }))
+}
+
+#[utoipa::path(post, path = "/api/v1/jobs/{id}/retry", tag = "jobs",
+    params(("id" = i64, Path, description = "Job id")),
+    request_body = RetryRequest,
+    responses((status = 200, description = "What the retry did", body = RetryResponse),
+        (status = 400, description = "Bad input", body = ErrorBody)))]
+async fn retry(
+    State(app): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(r): ApiJson<RetryRequest>,
+) -> ApiResult<Json<RetryResponse>> {
+    let claim = Claim {
+        id,
+        worker: r.worker,
+        token: r.token,
+    };
+    let outcome = app
+        .store
+        .engine()
+        .job_retry(JobRetryParams {
+            claim,
+            error: r.error,
+            delay: r.delay_ms.map(Duration::from_millis),
+        })
+        .await?;
+    let (outcome, run_at) = match outcome {
+        RetryOutcome::Scheduled(at) => ("scheduled", Some(at)),
+        RetryOutcome::Dead => ("dead", None),
+        RetryOutcome::Cancelled => ("cancelled", None),
+        RetryOutcome::NotHeld => ("not_held", None),
+    };
+    Ok(Json(RetryResponse {
+        outcome: outcome.into(),
+        run_at,
+    }))
+}
+
+#[utoipa::path(post, path = "/api/v1/jobs/{id}/fail", tag = "jobs",
+    params(("id" = i64, Path, description = "Job id")),
+    request_body = FailRequest,
+    responses((status = 200, description = "Dead now, or not held", body = Done),
+        (status = 400, description = "Bad input", body = ErrorBody)))]
+async fn fail(
+    State(app): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(f): ApiJson<FailRequest>,
+) -> ApiResult<Json<Done>> {
+    let claim = Claim {
+        id,
+        worker: f.worker,
+        token: f.token,
+    };
+    let done = app.store.engine().job_fail((claim, f.error)).await?;
+    Ok(Json(Done { done }))
+}
+
+#[utoipa::path(post, path = "/api/v1/jobs/{id}/heartbeat", tag = "jobs",
+    params(("id" = i64, Path, description = "Job id")),
+    request_body = ClaimRef,
+    responses((status = 200, description = "The claim renewed, or not held", body = HeartbeatResponse),
+        (status = 400, description = "Bad input", body = ErrorBody)))]
+async fn heartbeat(
+    State(app): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(c): ApiJson<ClaimRef>,
+) -> ApiResult<Json<HeartbeatResponse>> {
+    let until = app.store.engine().job_heartbeat(c.claim(id)).await?;
+    Ok(Json(HeartbeatResponse {
+        held: until.is_some(),
+        claim_expires_at: until,
+    }))
+}
+
+#[utoipa::path(post, path = "/api/v1/jobs/{id}/release", tag = "jobs",
+    params(("id" = i64, Path, description = "Job id")),
+    request_body = ClaimRef,
+    responses((status = 200, description = "Handed back without using an attempt, or not held", body = Done),
+        (status = 400, description = "Bad input", body = ErrorBody)))]
+async fn release(
+    State(app): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(c): ApiJson<ClaimRef>,
+) -> ApiResult<Json<Done>> {
+    let done = app.store.engine().job_release(c.claim(id)).await?;
+    Ok(Json(Done { done }))
+}
+
+#[utoipa::path(post, path = "/api/v1/jobs/{id}/cancel", tag = "jobs",
+    params(("id" = i64, Path, description = "Job id")),
+    responses((status = 200, description = "What the cancel did", body = CancelResponse)))]
+async fn cancel(
+    State(app): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult<Json<CancelResponse>> {
+    let outcome = match app.store.engine().job_cancel(id).await? {
+        CancelOutcome::Cancelled => "cancelled",
+        CancelOutcome::Requested => "requested",
+        CancelOutcome::NotFound => "not_found",
+    };
+    Ok(Json(CancelResponse {
+        outcome: outcome.into(),
+    }))
+}
+
+#[utoipa::path(post, path = "/api/v1/queues/{queue}/pause", tag = "queues",
+    params(("queue" = String, Path, description = "Queue name")),
+    responses((status = 200, description = "Paused (nothing is claimed from it)", body = Changed),
+        (status = 400, description = "Bad input", body = ErrorBody)))]
+async fn pause(
+    State(app): State<AppState>,
+    ApiPath(queue): ApiPath<String>,
+) -> ApiResult<Json<Changed>> {
+    let changed = app.store.engine().queue_pause(queue.as_str()).await?;
+    Ok(Json(Changed { changed }))
+}
+
+#[utoipa::path(post, path = "/api/v1/queues/{queue}/resume", tag = "queues",
+    params(("queue" = String, Path, description = "Queue name")),
+    responses((status = 200, description = "Resumed", body = Changed),
+        (status = 400, description = "Bad input", body = ErrorBody)))]
+async fn resume(
+    State(app): State<AppState>,
+    ApiPath(queue): ApiPath<String>,
+) -> ApiResult<Json<Changed>> {
+    let changed = app.store.engine().queue_resume(queue.as_str()).await?;
+    Ok(Json(Changed { changed }))
+}
+
+#[utoipa::path(get, path = "/api/v1/queues/{queue}/dead", tag = "dead letters",
+    params(("queue" = String, Path, description = "Queue name"), PageQuery),
+    responses((status = 200, description = "A page of the queue's dead letters", body = JobPage),
+        (status = 400, description = "Bad input", body = ErrorBody)))]
+async fn dead_list(
+    State(app): State<AppState>,
+    ApiPath(queue): ApiPath<String>,
+    ApiQuery(q): ApiQuery<PageQuery>,
+) -> ApiResult<Json<JobPage>> {
+    if q.state.is_some() {
+        return Err(ApiError::invalid(
+            "state",
+            "dead letters have no state filter",
+        ));
+    }
+    let limit = page_limit(q.limit)?;
+    let jobs = app
+        .store
+        .engine()
+        .dead_list(DeadListParams {
+            queue: Some(queue),
+            after_id: q.after_id,
+            limit,
+        })
+        .await?;
+    Ok(Json(JobPage::new(jobs, limit)))
+}
+
+fn dead_select(queue: String, req: Option<DeadSelectRequest>) -> DeadSelect {
+    DeadSelect {
+        queue: Some(queue),
+        ids: req.and_then(|r| r.ids),
+        limit: None,
+    }
+}
+
+#[utoipa::path(post, path = "/api/v1/queues/{queue}/dead/requeue", tag = "dead letters",
+    params(("queue" = String, Path, description = "Queue name")),
+    request_body(content = DeadSelectRequest, description = "Which ones (default all of the queue)"),
+    responses((status = 200, description = "Requeued as fresh jobs", body = Count),
+        (status = 400, description = "Bad input", body = ErrorBody)))]
+async fn dead_requeue(
+    State(app): State<AppState>,
+    ApiPath(queue): ApiPath<String>,
+    ApiJson(req): ApiJson<DeadSelectRequest>,
+) -> ApiResult<Json<Count>> {
+    let count = app
+        .store
+        .engine()
+        .dead_requeue(dead_select(queue, Some(req)))
+        .await?;
+    Ok(Json(Count { count }))
+}
+
+#[utoipa::path(post, path = "/api/v1/queues/{queue}/dead/purge", tag = "dead letters",
+    params(("queue" = String, Path, description = "Queue name")),
+    request_body(content = DeadSelectRequest, description = "Which ones (default all of the queue)"),
+    responses((status = 200, description = "Deleted for good", body = Count),
+        (status = 400, description = "Bad input", body = ErrorBody)))]
+async fn dead_purge(
+    State(app): State<AppState>,
+    ApiPath(queue): ApiPath<String>,
+    ApiJson(req): ApiJson<DeadSelectRequest>,
+) -> ApiResult<Json<Count>> {
+    let count = app
+        .store
+        .engine()
+        .dead_purge(dead_select(queue, Some(req)))
+        .await?;
+    Ok(Json(Count { count }))
+}

@@ -1,0 +1,169 @@
+//! Schedules over HTTP: list with next fire times, set, pause, resume,
+//! remove.
+
+use alkstore::prelude::*;
+use alkstore_core::schedule::{ScheduleInfo, ScheduleSetParams};
+use axum::extract::State;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::error::{ApiResult, ErrorBody};
+use crate::extract::{ApiJson, ApiPath};
+use crate::payload::{decode, encode};
+use crate::AppState;
+
+pub(crate) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_schedules))
+        .routes(routes!(set_schedule, remove_schedule))
+        .routes(routes!(pause_schedule))
+        .routes(routes!(resume_schedule))
+}
+
+/// A schedule.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ScheduleView {
+    /// Its name.
+    pub name: String,
+    /// `@every 30s` or a 5- or 6-field cron pattern.
+    pub spec: String,
+    /// The IANA zone cron patterns are read in (null: UTC).
+    pub tz: Option<String>,
+    /// Where its jobs go.
+    pub queue: String,
+    /// Each job's payload (null when not JSON; see `payload_base64`).
+    pub payload: serde_json::Value,
+    /// The payload's bytes in base64, when they are not JSON.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payload_base64: Option<String>,
+    /// Each job's priority.
+    pub priority: i32,
+    /// Missed boundaries fired at most, oldest first.
+    pub max_catch_up: u32,
+    /// Paused: fires nothing until resumed.
+    pub paused: bool,
+    /// Its next boundary (unix ms; null while paused).
+    pub next_fire_at_ms: Option<i64>,
+    /// The last boundary fired (unix ms).
+    pub last_boundary_ms: Option<i64>,
+}
+
+impl From<ScheduleInfo> for ScheduleView {
+    fn from(s: ScheduleInfo) -> Self {
+        let (payload, payload_base64) = decode(&s.payload);
+        ScheduleView {
+            name: s.name,
+            spec: s.spec,
+            tz: s.tz,
+            queue: s.queue,
+            payload,
+            payload_base64,
+            priority: s.priority,
+            max_catch_up: s.max_catch_up,
+            paused: s.paused,
+            next_fire_at_ms: s.next_fire_at_ms,
+            last_boundary_ms: s.last_boundary_ms,
+        }
+    }
+}
+
+/// Every schedule.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ScheduleList {
+    /// By name.
+    pub schedules: Vec<ScheduleView>,
+}
+
+/// A schedule to create or change.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleRequest {
+    /// `@every <n><s|m|h|d>` or a 5- or 6-field cron pattern.
+    pub spec: String,
+    /// An IANA zone for cron patterns (default UTC).
+    pub tz: Option<String>,
+    /// Where its jobs go.
+    pub queue: String,
+    /// Each job's payload (default null).
+    #[serde(default)]
+    pub payload: serde_json::Value,
+    /// Each job's priority (default 0).
+    #[serde(default)]
+    pub priority: i32,
+    /// Missed boundaries to fire after downtime, oldest first (default 1).
+    pub max_catch_up: Option<u32>,
+}
+
+/// Whether a removal found the schedule.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Removed {
+    /// False when there was no such schedule.
+    pub removed: bool,
+}
+
+#[utoipa::path(get, path = "/api/v1/schedules", tag = "schedules",
+    responses((status = 200, description = "Every schedule with its next fire time", body = ScheduleList)))]
+async fn list_schedules(State(app): State<AppState>) -> ApiResult<Json<ScheduleList>> {
+    let all = app.store.engine().schedule_list().await?;
+    Ok(Json(ScheduleList {
+        schedules: all.into_iter().map(ScheduleView::from).collect(),
+    }))
+}
+
+#[utoipa::path(put, path = "/api/v1/schedules/{name}", tag = "schedules",
+    params(("name" = String, Path, description = "Schedule name")),
+    request_body = ScheduleRequest,
+    responses((status = 200, description = "Created or changed (the same spec keeps its pending boundary)", body = ScheduleView),
+        (status = 400, description = "Bad input (a spec that does not parse, an unknown zone); nothing written", body = ErrorBody)))]
+async fn set_schedule(
+    State(app): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiJson(req): ApiJson<ScheduleRequest>,
+) -> ApiResult<Json<ScheduleView>> {
+    let mut p = ScheduleSetParams::new(name, req.spec, req.queue);
+    p.tz = req.tz;
+    p.payload = encode(&req.payload)?;
+    p.priority = req.priority;
+    if let Some(n) = req.max_catch_up {
+        p.max_catch_up = n;
+    }
+    let s = app.store.engine().schedule_set(p).await?;
+    Ok(Json(s.into()))
+}
+
+#[utoipa::path(delete, path = "/api/v1/schedules/{name}", tag = "schedules",
+    params(("name" = String, Path, description = "Schedule name")),
+    responses((status = 200, description = "Removed, or there was none", body = Removed),
+        (status = 400, description = "Bad input", body = ErrorBody)))]
+async fn remove_schedule(
+    State(app): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+) -> ApiResult<Json<Removed>> {
+    let removed = app.store.engine().schedule_remove(name).await?;
+    Ok(Json(Removed { removed }))
+}
+
+#[utoipa::path(post, path = "/api/v1/schedules/{name}/pause", tag = "schedules",
+    params(("name" = String, Path, description = "Schedule name")),
+    responses((status = 200, description = "Paused", body = ScheduleView),
+        (status = 404, description = "No such schedule", body = ErrorBody)))]
+async fn pause_schedule(
+    State(app): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+) -> ApiResult<Json<ScheduleView>> {
+    Ok(Json(app.store.engine().schedule_pause(name).await?.into()))
+}
+
+#[utoipa::path(post, path = "/api/v1/schedules/{name}/resume", tag = "schedules",
+    params(("name" = String, Path, description = "Schedule name")),
+    responses((status = 200, description = "Resumed from the next boundary", body = ScheduleView),
+        (status = 404, description = "No such schedule", body = ErrorBody)))]
+async fn resume_schedule(
+    State(app): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+) -> ApiResult<Json<ScheduleView>> {
+    Ok(Json(app.store.engine().schedule_resume(name).await?.into()))
+}

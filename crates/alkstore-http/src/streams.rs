@@ -1,0 +1,315 @@
+//! Event streams over HTTP: publish, read (long-poll), consumer offsets,
+//! and the streams' heads and lag.
+
+use std::time::Duration;
+
+use alkstore::prelude::*;
+use alkstore_core::stream::{Event, NewEvent, StreamOffsetCommitParams, StreamReadParams};
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::payload::{decode, encode};
+use crate::queues::{MAX_BATCH, MAX_WAIT_MS};
+use crate::AppState;
+
+pub(crate) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_streams))
+        .routes(routes!(stream_info))
+        .routes(routes!(publish, read))
+        .routes(routes!(offset_get, offset_commit))
+}
+
+/// One event to publish.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PublishEvent {
+    /// Orders and partitions: a consumer group hands all events of one key
+    /// to one member, in order.
+    pub key: Option<String>,
+    /// Any JSON value.
+    pub payload: serde_json::Value,
+}
+
+/// Events to append, all or none.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PublishRequest {
+    /// 1 to 1,000 events.
+    pub events: Vec<PublishEvent>,
+}
+
+/// The published events' offsets, in request order.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Published {
+    /// One per event.
+    pub offsets: Vec<i64>,
+}
+
+/// A stored event.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EventView {
+    /// Its offset (grows with every event of the store).
+    pub offset: i64,
+    /// Its key.
+    pub key: Option<String>,
+    /// The payload (null when not JSON; see `payload_base64`).
+    pub payload: serde_json::Value,
+    /// The payload's bytes in base64, when they are not JSON.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payload_base64: Option<String>,
+    /// When it was published (unix seconds).
+    pub created_at: i64,
+}
+
+impl From<Event> for EventView {
+    fn from(e: Event) -> Self {
+        let (payload, payload_base64) = decode(&e.payload);
+        EventView {
+            offset: e.offset,
+            key: e.key,
+            payload,
+            payload_base64,
+            created_at: e.created_at,
+        }
+    }
+}
+
+/// Events after an offset.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EventPage {
+    /// In offset order.
+    pub events: Vec<EventView>,
+    /// Pass as `after` to read on (the last offset read, or `after` again
+    /// when none came).
+    pub next_after: i64,
+}
+
+/// Which events to read.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct ReadQuery {
+    /// Read after this offset (default 0: from the start).
+    pub after: Option<i64>,
+    /// 1 to 1,000 (default 100).
+    pub limit: Option<u32>,
+    /// Wait up to this many ms (0 to 30,000, default 0) for the first event.
+    pub wait_ms: Option<u64>,
+}
+
+/// A consumer's saved offset.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OffsetView {
+    /// The last offset it handled (null: it never committed).
+    pub offset: Option<i64>,
+}
+
+/// An offset to save.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CommitRequest {
+    /// The last offset handled. A commit below the saved one is ignored
+    /// (offsets never move back); one past the head is refused.
+    pub offset: i64,
+}
+
+/// A consumer and how far behind it is.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ConsumerView {
+    /// Its name.
+    pub consumer: String,
+    /// Its saved offset.
+    pub offset: i64,
+    /// Events after it.
+    pub lag: u64,
+    /// When it last committed (unix seconds).
+    pub updated_at: i64,
+}
+
+/// A stream: its head, size and consumers.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StreamView {
+    /// Its name.
+    pub stream: String,
+    /// The last offset (null when empty).
+    pub head: Option<i64>,
+    /// Events stored.
+    pub events: u64,
+    /// Every consumer with a saved offset, by name.
+    pub consumers: Vec<ConsumerView>,
+}
+
+/// Every stream.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StreamList {
+    /// By name.
+    pub streams: Vec<StreamView>,
+}
+
+async fn view(
+    app: &AppState,
+    stream: String,
+    head: Option<i64>,
+    events: u64,
+) -> ApiResult<StreamView> {
+    let consumers = app
+        .store
+        .engine()
+        .stream_offsets(stream.clone())
+        .await?
+        .into_iter()
+        .map(|c| ConsumerView {
+            consumer: c.consumer,
+            offset: c.offset,
+            lag: c.lag,
+            updated_at: c.updated_at,
+        })
+        .collect();
+    Ok(StreamView {
+        stream,
+        head,
+        events,
+        consumers,
+    })
+}
+
+#[utoipa::path(get, path = "/api/v1/streams", tag = "streams",
+    responses((status = 200, description = "Every stream with its head and consumers", body = StreamList)))]
+async fn list_streams(State(app): State<AppState>) -> ApiResult<Json<StreamList>> {
+    let mut streams = Vec::new();
+    for s in app.store.engine().stream_list().await? {
+        streams.push(view(&app, s.stream, s.head, s.events).await?);
+    }
+    Ok(Json(StreamList { streams }))
+}
+
+#[utoipa::path(get, path = "/api/v1/streams/{stream}", tag = "streams",
+    params(("stream" = String, Path, description = "Stream name")),
+    responses((status = 200, description = "The stream", body = StreamView),
+        (status = 404, description = "No such stream", body = ErrorBody)))]
+async fn stream_info(
+    State(app): State<AppState>,
+    ApiPath(stream): ApiPath<String>,
+) -> ApiResult<Json<StreamView>> {
+    let Some(s) = app
+        .store
+        .engine()
+        .stream_list()
+        .await?
+        .into_iter()
+        .find(|s| s.stream == stream)
+    else {
+        return Err(ApiError::not_found(
+            "stream",
+            format!("no stream {stream:?}: nothing was published to it"),
+        ));
+    };
+    Ok(Json(view(&app, s.stream, s.head, s.events).await?))
+}
+
+#[utoipa::path(post, path = "/api/v1/streams/{stream}/events", tag = "streams",
+    params(("stream" = String, Path, description = "Stream name")),
+    request_body = PublishRequest,
+    responses((status = 201, description = "Appended, all in one transaction", body = Published),
+        (status = 400, description = "Bad input; nothing written", body = ErrorBody),
+        (status = 413, description = "Payload too large; nothing written", body = ErrorBody)))]
+async fn publish(
+    State(app): State<AppState>,
+    ApiPath(stream): ApiPath<String>,
+    ApiJson(req): ApiJson<PublishRequest>,
+) -> ApiResult<(StatusCode, Json<Published>)> {
+    if req.events.is_empty() || req.events.len() > MAX_BATCH {
+        return Err(ApiError::invalid("events", "must hold 1 to 1000 events"));
+    }
+    let events = req
+        .events
+        .into_iter()
+        .map(|e| {
+            let mut ev = NewEvent::new(stream.clone(), encode(&e.payload)?);
+            ev.key = e.key;
+            Ok(ev)
+        })
+        .collect::<ApiResult<Vec<_>>>()?;
+    let offsets = app.store.engine().stream_publish(events).await?;
+    Ok((StatusCode::CREATED, Json(Published { offsets })))
+}
+
+#[utoipa::path(get, path = "/api/v1/streams/{stream}/events", tag = "streams",
+    params(("stream" = String, Path, description = "Stream name"), ReadQuery),
+    responses((status = 200, description = "Events after the offset (maybe none)", body = EventPage),
+        (status = 400, description = "Bad input", body = ErrorBody)))]
+async fn read(
+    State(app): State<AppState>,
+    ApiPath(stream): ApiPath<String>,
+    ApiQuery(q): ApiQuery<ReadQuery>,
+) -> ApiResult<Json<EventPage>> {
+    let after = q.after.unwrap_or(0);
+    let limit = q.limit.unwrap_or(100);
+    if limit == 0 || limit as usize > MAX_BATCH {
+        return Err(ApiError::invalid("limit", "must be 1 to 1000"));
+    }
+    let wait_ms = q.wait_ms.unwrap_or(0);
+    if wait_ms > MAX_WAIT_MS {
+        return Err(ApiError::invalid("wait_ms", "must be 0 to 30000"));
+    }
+    let engine = app.store.engine();
+    let params = StreamReadParams::new(stream.clone(), after, limit);
+    let events = crate::wait::poll(
+        engine,
+        Duration::from_millis(wait_ms),
+        |w| w.concerns_stream(&stream),
+        || engine.stream_read(params.clone()),
+    )
+    .await?;
+    let next_after = events.last().map_or(after, |e| e.offset);
+    Ok(Json(EventPage {
+        events: events.into_iter().map(EventView::from).collect(),
+        next_after,
+    }))
+}
+
+#[utoipa::path(get, path = "/api/v1/streams/{stream}/consumers/{consumer}", tag = "streams",
+    params(("stream" = String, Path, description = "Stream name"),
+        ("consumer" = String, Path, description = "Consumer name")),
+    responses((status = 200, description = "Its saved offset", body = OffsetView),
+        (status = 400, description = "Bad input", body = ErrorBody)))]
+async fn offset_get(
+    State(app): State<AppState>,
+    ApiPath((stream, consumer)): ApiPath<(String, String)>,
+) -> ApiResult<Json<OffsetView>> {
+    let offset = app
+        .store
+        .engine()
+        .stream_offset_get((stream, consumer))
+        .await?;
+    Ok(Json(OffsetView { offset }))
+}
+
+#[utoipa::path(put, path = "/api/v1/streams/{stream}/consumers/{consumer}", tag = "streams",
+    params(("stream" = String, Path, description = "Stream name"),
+        ("consumer" = String, Path, description = "Consumer name")),
+    request_body = CommitRequest,
+    responses((status = 200, description = "The offset saved after the call", body = OffsetView),
+        (status = 400, description = "Bad input (past the head); nothing written", body = ErrorBody)))]
+async fn offset_commit(
+    State(app): State<AppState>,
+    ApiPath((stream, consumer)): ApiPath<(String, String)>,
+    ApiJson(req): ApiJson<CommitRequest>,
+) -> ApiResult<Json<OffsetView>> {
+    let saved = app
+        .store
+        .engine()
+        .stream_offset_commit(StreamOffsetCommitParams::new(stream, consumer, req.offset))
+        .await?;
+    Ok(Json(OffsetView {
+        offset: Some(saved),
+    }))
+}

@@ -1,0 +1,738 @@
+//! The HTTP API on both engines, through the router in-process (no socket):
+//! every route, its bad input, and the guard.
+
+use std::time::{Duration, Instant};
+
+use alkstore::prelude::*;
+use alkstore::Store;
+use alkstore_core::group::GroupEnsureParams;
+use alkstore_http::{router, ServeOptions};
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use axum::Router;
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+use tower::ServiceExt;
+
+/// A router over a fresh store, and how to drop that store.
+struct Api {
+    app: Router,
+    store: Store,
+    cleanup: Option<(String, String)>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Api {
+    async fn sqlite(opts: ServeOptions) -> Api {
+        let dir = tempfile::tempdir().expect("tmp");
+        let url = format!("sqlite://{}", dir.path().join("api.db").display());
+        let store = Store::open(&url).await.expect("open");
+        Api {
+            app: router(store.clone(), opts),
+            store,
+            cleanup: None,
+            _dir: Some(dir),
+        }
+    }
+
+    async fn postgres(opts: ServeOptions) -> Api {
+        use alkstore_postgres::testing;
+        let url = testing::ensure_database(&testing::database_url(), "alkstore_test")
+            .await
+            .expect("postgres");
+        let schema = testing::unique_schema("http");
+        let store = Store::open(&format!("{url}?schema={schema}"))
+            .await
+            .expect("open");
+        Api {
+            app: router(store.clone(), opts),
+            store,
+            cleanup: Some((url, schema)),
+            _dir: None,
+        }
+    }
+
+    async fn done(self) {
+        if let Some((url, schema)) = self.cleanup {
+            alkstore_postgres::testing::drop_schema(&url, &schema)
+                .await
+                .expect("drop");
+        }
+    }
+
+    async fn send(&self, req: Request<Body>) -> (StatusCode, Value) {
+        let res = self.app.clone().oneshot(req).await.expect("infallible");
+        let status = res.status();
+        let bytes = res.into_body().collect().await.expect("body").to_bytes();
+        let value = serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
+        (status, value)
+    }
+
+    async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (StatusCode, Value) {
+        let mut req = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("host", "127.0.0.1:7878");
+        let body = match body {
+            Some(v) => {
+                req = req.header("content-type", "application/json");
+                Body::from(v.to_string())
+            }
+            None => Body::empty(),
+        };
+        self.send(req.body(body).expect("request")).await
+    }
+
+    async fn get(&self, path: &str) -> (StatusCode, Value) {
+        self.call("GET", path, None).await
+    }
+
+    async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        self.call("POST", path, Some(body)).await
+    }
+}
+
+/// The error's field, for asserting which input was at fault.
+fn field(v: &Value) -> &str {
+    v["error"]["field"].as_str().unwrap_or("")
+}
+
+async fn jobs_enqueue_claim_settle_and_inspect(api: Api) {
+    let (s, one) = api
+        .post(
+            "/api/v1/queues/mail/jobs",
+            json!({"payload": {"to": "a@example.com"}, "priority": 5}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{one}");
+    let first = one["id"].as_i64().expect("id");
+    let (s, batch) = api
+        .post(
+            "/api/v1/queues/mail/jobs/batch",
+            json!({"jobs": [{"payload": 2}, {"payload": "three", "unique_key": "k"}]}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{batch}");
+    assert_eq!(batch["jobs"].as_array().map(Vec::len), Some(2));
+    let (_, dup) = api
+        .post(
+            "/api/v1/queues/mail/jobs",
+            json!({"payload": "again", "unique_key": "k"}),
+        )
+        .await;
+    assert_eq!(dup["duplicate"], json!(true));
+    assert_eq!(dup["id"], batch["jobs"][1]["id"]);
+
+    let (s, stats) = api.get("/api/v1/queues/mail").await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(stats["ready"], json!(3));
+    let (_, all) = api.get("/api/v1/queues").await;
+    assert_eq!(all["queues"][0]["queue"], json!("mail"));
+
+    let (s, claimed) = api
+        .post(
+            "/api/v1/queues/mail/claim",
+            json!({"worker": "py-1", "limit": 3}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{claimed}");
+    let jobs = claimed["jobs"].as_array().expect("jobs").clone();
+    assert_eq!(jobs.len(), 3);
+    assert_eq!(jobs[0]["id"].as_i64(), Some(first), "priority first");
+    assert_eq!(jobs[0]["payload"], json!({"to": "a@example.com"}));
+    assert_eq!(jobs[0]["attempt"], json!(1));
+    let claim = |j: &Value| json!({"worker": "py-1", "token": j["token"]});
+
+    let ack = format!("/api/v1/jobs/{}/ack", jobs[0]["id"]);
+    assert_eq!(
+        api.post(&ack, claim(&jobs[0])).await.1,
+        json!({"done": true})
+    );
+    assert_eq!(
+        api.post(&ack, claim(&jobs[0])).await.1,
+        json!({"done": false}),
+        "a second ack finds no claim"
+    );
+    let wrong = json!({"worker": "someone-else", "token": jobs[1]["token"]});
+    let (_, not_held) = api
+        .post(&format!("/api/v1/jobs/{}/ack", jobs[1]["id"]), wrong)
+        .await;
+    assert_eq!(not_held, json!({"done": false}), "only the claimant acks");
+
+    let (_, beat) = api
+        .post(
+            &format!("/api/v1/jobs/{}/heartbeat", jobs[1]["id"]),
+            claim(&jobs[1]),
+        )
+        .await;
+    assert_eq!(beat["held"], json!(true), "{beat}");
+    let mut retry = claim(&jobs[1]);
+    retry["error"] = json!("smtp down");
+    retry["delay_ms"] = json!(60_000);
+    let (_, retried) = api
+        .post(&format!("/api/v1/jobs/{}/retry", jobs[1]["id"]), retry)
+        .await;
+    assert_eq!(retried["outcome"], json!("scheduled"), "{retried}");
+    let (_, info) = api.get(&format!("/api/v1/jobs/{}", jobs[1]["id"])).await;
+    assert_eq!(info["state"], json!("pending"));
+    assert_eq!(info["last_error"], json!("smtp down"));
+    assert_eq!(info["errors"][0]["attempt"], json!(1));
+
+    let mut fail = claim(&jobs[2]);
+    fail["error"] = json!("bad address");
+    let (_, failed) = api
+        .post(&format!("/api/v1/jobs/{}/fail", jobs[2]["id"]), fail)
+        .await;
+    assert_eq!(failed, json!({"done": true}));
+    let (_, dead) = api.get("/api/v1/queues/mail/dead").await;
+    assert_eq!(dead["jobs"][0]["id"], jobs[2]["id"]);
+    assert_eq!(dead["jobs"][0]["dead_reason"], json!("failed"));
+    let (_, requeued) = api
+        .post("/api/v1/queues/mail/dead/requeue", json!({}))
+        .await;
+    assert_eq!(requeued, json!({"count": 1}));
+    let (_, dead) = api.get("/api/v1/queues/mail/dead").await;
+    assert_eq!(dead["jobs"], json!([]));
+
+    // Cancel a waiting job: it is dead as cancelled; then purge it.
+    let (_, pending) = api.get("/api/v1/queues/mail/jobs?state=pending").await;
+    let victim = pending["jobs"][0]["id"].clone();
+    let (_, cancelled) = api
+        .post(&format!("/api/v1/jobs/{victim}/cancel"), json!({}))
+        .await;
+    assert_eq!(cancelled["outcome"], json!("cancelled"));
+    let (_, purged) = api
+        .post(
+            "/api/v1/queues/mail/dead/purge",
+            json!({"ids": [victim.clone()]}),
+        )
+        .await;
+    assert_eq!(purged, json!({"count": 1}));
+    let (s, _) = api.get(&format!("/api/v1/jobs/{victim}")).await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+
+    // Pause: nothing is claimed until resumed.
+    let (_, paused) = api.post("/api/v1/queues/mail/pause", json!({})).await;
+    assert_eq!(paused, json!({"changed": true}));
+    let (_, none) = api
+        .post(
+            "/api/v1/queues/mail/claim",
+            json!({"worker": "w", "limit": 10}),
+        )
+        .await;
+    assert_eq!(none["jobs"], json!([]));
+    assert_eq!(
+        api.get("/api/v1/queues/mail").await.1["paused"],
+        json!(true)
+    );
+    let (_, resumed) = api.post("/api/v1/queues/mail/resume", json!({})).await;
+    assert_eq!(resumed, json!({"changed": true}));
+    let (_, some) = api
+        .post(
+            "/api/v1/queues/mail/claim",
+            json!({"worker": "w", "limit": 10}),
+        )
+        .await;
+    assert!(!some["jobs"].as_array().expect("jobs").is_empty());
+    api.done().await;
+}
+
+async fn a_waiting_claim_gets_a_job_enqueued_after_it_started(api: Api) {
+    let app = api.app.clone();
+    let waiter = tokio::spawn(async move {
+        let started = Instant::now();
+        let req = Request::post("/api/v1/queues/slow/claim")
+            .header("host", "localhost")
+            .header("content-type", "application/json")
+            .body(Body::from(
+                json!({"worker": "w", "wait_ms": 20_000}).to_string(),
+            ))
+            .expect("request");
+        let res = app.oneshot(req).await.expect("infallible");
+        let bytes = res.into_body().collect().await.expect("body").to_bytes();
+        (
+            started.elapsed(),
+            serde_json::from_slice::<Value>(&bytes).expect("json"),
+        )
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (s, _) = api
+        .post("/api/v1/queues/slow/jobs", json!({"payload": "now"}))
+        .await;
+    assert_eq!(s, StatusCode::CREATED);
+    let (took, got) = waiter.await.expect("waiter");
+    assert_eq!(got["jobs"][0]["payload"], json!("now"), "{got}");
+    // Woken by the enqueue, not by the end of its 20 s wait.
+    assert!(took < Duration::from_secs(10), "{took:?}");
+
+    // With nothing to claim, the wait ends empty after about wait_ms.
+    let started = Instant::now();
+    let (_, empty) = api
+        .post(
+            "/api/v1/queues/slow/claim",
+            json!({"worker": "w", "wait_ms": 300}),
+        )
+        .await;
+    assert_eq!(empty["jobs"], json!([]));
+    assert!(started.elapsed() >= Duration::from_millis(290));
+    api.done().await;
+}
+
+async fn bad_input_is_a_4xx_naming_the_field_and_writes_nothing(api: Api) {
+    let cases: Vec<(&str, &str, Value, StatusCode, &str)> = vec![
+        (
+            "POST",
+            "/api/v1/queues/q/jobs",
+            json!({"payload": 1, "priority": "high"}),
+            StatusCode::BAD_REQUEST,
+            "priority",
+        ),
+        (
+            "POST",
+            "/api/v1/queues/q/jobs",
+            json!({"priority": 1}),
+            StatusCode::BAD_REQUEST,
+            "payload",
+        ),
+        (
+            "POST",
+            "/api/v1/queues/q/jobs",
+            json!({"payload": 1, "colour": "red"}),
+            StatusCode::BAD_REQUEST,
+            "colour",
+        ),
+        (
+            "POST",
+            "/api/v1/queues/q/jobs",
+            json!({"payload": 1, "delay_ms": -5}),
+            StatusCode::BAD_REQUEST,
+            "delay_ms",
+        ),
+        (
+            "POST",
+            "/api/v1/queues/q/jobs",
+            json!({"payload": 1, "max_attempts": 0}),
+            StatusCode::BAD_REQUEST,
+            "max_attempts",
+        ),
+        (
+            "POST",
+            "/api/v1/queues/q/jobs/batch",
+            json!({"jobs": []}),
+            StatusCode::BAD_REQUEST,
+            "jobs",
+        ),
+        (
+            "POST",
+            "/api/v1/queues/q/claim",
+            json!({"worker": "w", "limit": 0}),
+            StatusCode::BAD_REQUEST,
+            "limit",
+        ),
+        (
+            "POST",
+            "/api/v1/queues/q/claim",
+            json!({"worker": "w", "wait_ms": 40_000}),
+            StatusCode::BAD_REQUEST,
+            "wait_ms",
+        ),
+        (
+            "POST",
+            "/api/v1/queues/q/claim",
+            json!({"limit": 1}),
+            StatusCode::BAD_REQUEST,
+            "worker",
+        ),
+        (
+            "POST",
+            "/api/v1/jobs/abc/ack",
+            json!({"worker": "w", "token": 1}),
+            StatusCode::BAD_REQUEST,
+            "path",
+        ),
+        (
+            "POST",
+            "/api/v1/streams/s/events",
+            json!({"events": []}),
+            StatusCode::BAD_REQUEST,
+            "events",
+        ),
+        (
+            "PUT",
+            "/api/v1/schedules/t",
+            json!({"spec": "@every 0s", "queue": "q"}),
+            StatusCode::BAD_REQUEST,
+            "spec",
+        ),
+        (
+            "POST",
+            "/api/v1/locks/l/acquire",
+            json!({"owner": "o", "ttl_ms": 0}),
+            StatusCode::BAD_REQUEST,
+            "ttl_ms",
+        ),
+    ];
+    for (method, path, body, want, want_field) in cases {
+        let (s, v) = api.call(method, path, Some(body.clone())).await;
+        assert_eq!(s, want, "{method} {path} {body}: {v}");
+        assert_eq!(field(&v), want_field, "{method} {path} {body}: {v}");
+        assert_eq!(v["error"]["code"], json!("invalid_input"), "{v}");
+    }
+    let long = "q".repeat(300);
+    let (s, v) = api
+        .post(
+            &format!("/api/v1/queues/{long}/jobs"),
+            json!({"payload": 1}),
+        )
+        .await;
+    assert_eq!((s, field(&v)), (StatusCode::BAD_REQUEST, "queue"), "{v}");
+    let (s, v) = api.get("/api/v1/queues/q/jobs?limit=5000").await;
+    assert_eq!((s, field(&v)), (StatusCode::BAD_REQUEST, "limit"), "{v}");
+    let (s, v) = api.get("/api/v1/queues/q/jobs?limit=x").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
+    // Not JSON.
+    let req = Request::post("/api/v1/queues/q/jobs")
+        .header("host", "localhost")
+        .header("content-type", "text/plain")
+        .body(Body::from("payload=1"))
+        .expect("request");
+    assert_eq!(api.send(req).await.0, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    // Over the body limit (1 MiB by default).
+    let big = json!({"payload": "x".repeat(1_100_000)});
+    let (s, v) = api.post("/api/v1/queues/q/jobs", big).await;
+    assert_eq!(s, StatusCode::PAYLOAD_TOO_LARGE, "{v}");
+    // Unknown things.
+    assert_eq!(
+        api.get("/api/v1/queues/nope").await.0,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        api.get("/api/v1/jobs/424242").await.0,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        api.get("/api/v1/streams/nope").await.0,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        api.get("/api/v1/groups/nope").await.0,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        api.get("/api/v1/nothing-here").await.0,
+        StatusCode::NOT_FOUND
+    );
+    // Nothing was written by any of it.
+    assert_eq!(api.get("/api/v1/queues").await.1, json!({"queues": []}));
+    assert_eq!(api.get("/api/v1/streams").await.1, json!({"streams": []}));
+    assert_eq!(
+        api.get("/api/v1/schedules").await.1,
+        json!({"schedules": []})
+    );
+    assert!(api
+        .store
+        .engine()
+        .lock_list()
+        .await
+        .expect("locks")
+        .is_empty());
+    api.done().await;
+}
+
+async fn streams_publish_read_and_commit(api: Api) {
+    let (s, published) = api
+        .post(
+            "/api/v1/streams/orders/events",
+            json!({"events": [{"key": "u1", "payload": {"n": 1}}, {"payload": {"n": 2}}]}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{published}");
+    let offsets: Vec<i64> = published["offsets"]
+        .as_array()
+        .expect("offsets")
+        .iter()
+        .filter_map(Value::as_i64)
+        .collect();
+    assert!(offsets.len() == 2 && offsets[0] < offsets[1]);
+    // Waits: on PostgreSQL a read holds back events while an older
+    // transaction (another test's) may still commit before them.
+    let (_, page) = api
+        .get("/api/v1/streams/orders/events?after=0&limit=2&wait_ms=10000")
+        .await;
+    assert_eq!(page["events"][0]["key"], json!("u1"));
+    assert_eq!(page["events"][1]["payload"], json!({"n": 2}));
+    assert_eq!(page["next_after"].as_i64(), Some(offsets[1]));
+    let (_, page) = api
+        .get(&format!(
+            "/api/v1/streams/orders/events?after={}&wait_ms=10000",
+            offsets[0]
+        ))
+        .await;
+    assert_eq!(page["events"].as_array().map(Vec::len), Some(1));
+
+    let consumer = "/api/v1/streams/orders/consumers/billing";
+    assert_eq!(api.get(consumer).await.1, json!({"offset": null}));
+    let (_, saved) = api
+        .call("PUT", consumer, Some(json!({"offset": offsets[1]})))
+        .await;
+    assert_eq!(saved["offset"].as_i64(), Some(offsets[1]));
+    let (_, kept) = api
+        .call("PUT", consumer, Some(json!({"offset": offsets[0]})))
+        .await;
+    assert_eq!(
+        kept["offset"].as_i64(),
+        Some(offsets[1]),
+        "never moves back"
+    );
+    let (s, v) = api
+        .call(
+            "PUT",
+            consumer,
+            Some(json!({"offset": offsets[1] + 1_000_000})),
+        )
+        .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "past the head: {v}");
+    let (_, info) = api.get("/api/v1/streams/orders").await;
+    assert_eq!(info["head"].as_i64(), Some(offsets[1]));
+    assert_eq!(info["consumers"][0]["consumer"], json!("billing"));
+    assert_eq!(info["consumers"][0]["lag"], json!(0));
+
+    // A long-poll read is woken by a publish.
+    let app = api.app.clone();
+    let after = offsets[1];
+    let reader = tokio::spawn(async move {
+        let req = Request::get(format!(
+            "/api/v1/streams/orders/events?after={after}&wait_ms=20000"
+        ))
+        .header("host", "localhost")
+        .body(Body::empty())
+        .expect("request");
+        let res = app.oneshot(req).await.expect("infallible");
+        let bytes = res.into_body().collect().await.expect("body").to_bytes();
+        serde_json::from_slice::<Value>(&bytes).expect("json")
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    api.post(
+        "/api/v1/streams/orders/events",
+        json!({"events": [{"payload": "late"}]}),
+    )
+    .await;
+    let got = reader.await.expect("reader");
+    assert_eq!(got["events"][0]["payload"], json!("late"), "{got}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    api.done().await;
+}
+
+async fn groups_schedules_and_locks(api: Api) {
+    api.store
+        .engine()
+        .group_ensure(GroupEnsureParams::new("billing", "orders", 4))
+        .await
+        .expect("ensure");
+    let (_, groups) = api.get("/api/v1/groups").await;
+    assert_eq!(groups["groups"][0]["group"], json!("billing"));
+    assert_eq!(groups["groups"][0]["buckets"], json!(4));
+    let (s, status) = api.get("/api/v1/groups/billing").await;
+    assert_eq!(s, StatusCode::OK, "{status}");
+    assert_eq!(status["buckets"].as_array().map(Vec::len), Some(4));
+    assert_eq!(status["buckets"][3]["owner"], json!(null));
+
+    let (s, sched) = api
+        .call(
+            "PUT",
+            "/api/v1/schedules/nightly",
+            Some(json!({"spec": "0 3 * * *", "tz": "Europe/Paris", "queue": "reports", "payload": {"kind": "daily"}})),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{sched}");
+    assert!(sched["next_fire_at_ms"].as_i64().is_some());
+    assert_eq!(sched["payload"], json!({"kind": "daily"}));
+    let (_, paused) = api.post("/api/v1/schedules/nightly/pause", json!({})).await;
+    assert_eq!(paused["paused"], json!(true));
+    let (_, resumed) = api
+        .post("/api/v1/schedules/nightly/resume", json!({}))
+        .await;
+    assert_eq!(resumed["paused"], json!(false));
+    let (_, list) = api.get("/api/v1/schedules").await;
+    assert_eq!(list["schedules"][0]["name"], json!("nightly"));
+    let (s, v) = api.post("/api/v1/schedules/missing/pause", json!({})).await;
+    assert_eq!(s, StatusCode::NOT_FOUND, "{v}");
+    let (_, removed) = api.call("DELETE", "/api/v1/schedules/nightly", None).await;
+    assert_eq!(removed, json!({"removed": true}));
+    let (_, again) = api.call("DELETE", "/api/v1/schedules/nightly", None).await;
+    assert_eq!(again, json!({"removed": false}));
+
+    let (_, a) = api
+        .post(
+            "/api/v1/locks/report/acquire",
+            json!({"owner": "a", "ttl_ms": 30_000}),
+        )
+        .await;
+    assert_eq!(a["held"], json!(true), "{a}");
+    let (_, b) = api
+        .post(
+            "/api/v1/locks/report/acquire",
+            json!({"owner": "b", "ttl_ms": 30_000}),
+        )
+        .await;
+    assert_eq!(b["held"], json!(false), "held by a");
+    let (_, renewed) = api
+        .post(
+            "/api/v1/locks/report/renew",
+            json!({"owner": "a", "token": a["token"], "ttl_ms": 30_000}),
+        )
+        .await;
+    assert_eq!(renewed["token"], a["token"]);
+    let (_, locks) = api.get("/api/v1/locks").await;
+    assert_eq!(locks["locks"][0]["owner"], json!("a"));
+    let release = json!({"owner": "a", "token": a["token"]});
+    let (_, r) = api
+        .post("/api/v1/locks/report/release", release.clone())
+        .await;
+    assert_eq!(r, json!({"released": true}));
+    let (_, r) = api.post("/api/v1/locks/report/release", release).await;
+    assert_eq!(r, json!({"released": false}));
+    let (_, b) = api
+        .post(
+            "/api/v1/locks/report/acquire",
+            json!({"owner": "b", "ttl_ms": 30_000}),
+        )
+        .await;
+    assert!(
+        b["token"].as_i64() > a["token"].as_i64(),
+        "tokens grow: {b}"
+    );
+    api.done().await;
+}
+
+async fn the_token_guards_every_route_and_other_sites_change_nothing(api: Api) {
+    let token = "0123456789abcdef-secret";
+    let req = |auth: Option<&str>, cookie: Option<&str>| {
+        let mut r = Request::get("/api/v1/queues").header("host", "10.0.0.5:7878");
+        if let Some(a) = auth {
+            r = r.header("authorization", a);
+        }
+        if let Some(c) = cookie {
+            r = r.header("cookie", c);
+        }
+        r.body(Body::empty()).expect("request")
+    };
+    let (s, v) = api.send(req(None, None)).await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED, "{v}");
+    assert_eq!(v["error"]["code"], json!("unauthorized"));
+    let wrong = format!("Bearer {token}x");
+    assert_eq!(
+        api.send(req(Some(&wrong), None)).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    let right = format!("Bearer {token}");
+    assert_eq!(api.send(req(Some(&right), None)).await.0, StatusCode::OK);
+    let cookie = format!("alk_token={token}");
+    assert_eq!(api.send(req(None, Some(&cookie))).await.0, StatusCode::OK);
+    assert_eq!(
+        api.send(
+            Request::get("/openapi.json")
+                .header("host", "x")
+                .body(Body::empty())
+                .expect("request")
+        )
+        .await
+        .0,
+        StatusCode::UNAUTHORIZED
+    );
+    // Another site's page cannot enqueue, even with the cookie.
+    let forged = Request::post("/api/v1/queues/q/jobs")
+        .header("host", "10.0.0.5:7878")
+        .header("cookie", &cookie)
+        .header("sec-fetch-site", "cross-site")
+        .header("content-type", "application/json")
+        .body(Body::from(json!({"payload": 1}).to_string()))
+        .expect("request");
+    assert_eq!(api.send(forged).await.0, StatusCode::FORBIDDEN);
+    assert!(api
+        .store
+        .engine()
+        .queue_list()
+        .await
+        .expect("list")
+        .is_empty());
+    api.done().await;
+}
+
+async fn an_unprotected_server_answers_only_to_loopback_names(api: Api) {
+    let rebound = Request::get("/api/v1/queues")
+        .header("host", "attacker.example:7878")
+        .body(Body::empty())
+        .expect("request");
+    assert_eq!(api.send(rebound).await.0, StatusCode::MISDIRECTED_REQUEST);
+    assert_eq!(api.get("/api/v1/queues").await.0, StatusCode::OK);
+    let health = Request::get("/healthz")
+        .header("host", "anything")
+        .body(Body::empty())
+        .expect("request");
+    assert_eq!(api.send(health).await.0, StatusCode::OK);
+    api.done().await;
+}
+
+fn with_token() -> ServeOptions {
+    ServeOptions {
+        token: Some("0123456789abcdef-secret".into()),
+        ..ServeOptions::default()
+    }
+}
+
+macro_rules! on_both_engines {
+    ($($name:ident($opts:expr)),* $(,)?) => {
+        mod sqlite {
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(super::Api::sqlite($opts).await).await;
+                }
+            )*
+        }
+        mod postgres {
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(super::Api::postgres($opts).await).await;
+                }
+            )*
+        }
+    };
+}
+
+on_both_engines!(
+    jobs_enqueue_claim_settle_and_inspect(ServeOptions::default()),
+    a_waiting_claim_gets_a_job_enqueued_after_it_started(ServeOptions::default()),
+    bad_input_is_a_4xx_naming_the_field_and_writes_nothing(ServeOptions::default()),
+    streams_publish_read_and_commit(ServeOptions::default()),
+    groups_schedules_and_locks(ServeOptions::default()),
+    the_token_guards_every_route_and_other_sites_change_nothing(with_token()),
+    an_unprotected_server_answers_only_to_loopback_names(ServeOptions::default()),
+);
+
+#[test]
+fn the_committed_openapi_document_matches_the_routes() {
+    let committed = include_str!("../openapi.json");
+    let generated = alkstore_http::openapi_json();
+    assert!(
+        committed.trim() == generated.trim(),
+        "crates/alkstore-http/openapi.json is stale: regenerate it with `alk serve --print-openapi > crates/alkstore-http/openapi.json`"
+    );
+    let doc: Value = serde_json::from_str(&generated).expect("json");
+    for path in [
+        "/api/v1/queues/{queue}/claim",
+        "/api/v1/jobs/{id}/ack",
+        "/api/v1/streams/{stream}/events",
+        "/api/v1/groups/{group}",
+        "/api/v1/schedules/{name}",
+        "/api/v1/locks/{name}/acquire",
+    ] {
+        assert!(doc["paths"].get(path).is_some(), "{path} documented");
+    }
+}
