@@ -9,6 +9,7 @@ mod bench_lock;
 mod bench_soak;
 mod bench_stream;
 mod commands;
+mod exec_worker;
 mod serve;
 mod testworker;
 

@@ -93,6 +93,9 @@ enum Command {
     /// Expire overdue jobs, hand back lapsed claims, prune dead letters and
     /// kept completed jobs past retention.
     Sweep,
+    /// Work a queue by running a command per job (payload on stdin; exit 0
+    /// acks, anything else retries with stderr as the error).
+    Worker(crate::exec_worker::ExecWorkerArgs),
     /// Serve the HTTP API (any language can enqueue, claim, ack, publish,
     /// read), `/openapi.json` and Prometheus `/metrics`.
     Serve(crate::serve::ServeArgs),
@@ -157,6 +160,9 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
     }
     if let Command::Bench(BenchCommand::Schedule(args)) = cli.command {
         return crate::bench_lock::run_schedule(args).await;
+    }
+    if let Command::Worker(args) = cli.command {
+        return crate::exec_worker::run(&cli.db, args).await;
     }
     if let Command::Serve(args) = cli.command {
         return crate::serve::run(&cli.db, args).await;
@@ -262,6 +268,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         Command::Enqueue(_)
         | Command::Bench(_)
         | Command::Serve(_)
+        | Command::Worker(_)
         | Command::TestWorker(_)
         | Command::TestGroupWorker(_)
         | Command::TestEnqueueTimed(_) => Vec::new(),
