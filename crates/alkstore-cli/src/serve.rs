@@ -19,6 +19,10 @@ pub(crate) struct ServeArgs {
     /// The largest request body accepted, in bytes.
     #[arg(long, default_value_t = 1 << 20)]
     max_body_bytes: usize,
+    /// The longest a claim or read may wait for work (`wait_ms`), in ms
+    /// (at most 30,000).
+    #[arg(long, default_value_t = 30_000)]
+    max_wait_ms: u64,
     /// Print the API's OpenAPI document and exit (it is kept in the
     /// repository as crates/alkstore-http/openapi.json).
     #[arg(long)]
@@ -49,6 +53,7 @@ pub(crate) async fn run(db: &str, args: ServeArgs) -> Result<()> {
         alkstore_http::ServeOptions {
             token: args.token,
             max_body_bytes: args.max_body_bytes,
+            max_wait_ms: args.max_wait_ms,
             prometheus: Some(prometheus),
         },
     );

@@ -56,14 +56,16 @@ pub fn validate_ttl(what: &'static str, ttl: Duration, max: Duration) -> Result<
     Ok(())
 }
 
-/// Reject empty text, text longer than 200 bytes, or text with a NUL byte
+/// Reject empty text, text longer than 200 characters (what JSON Schema's
+/// `maxLength` counts, so the HTTP API's document states the same limit),
+/// or text with a NUL byte
 /// (PostgreSQL cannot store NUL in `TEXT`; SQLite would, so refuse it on both).
 pub fn validate_text(what: &'static str, text: &str) -> Result<()> {
     if text.is_empty() {
         return Err(Error::invalid(what, "must not be empty"));
     }
-    if text.len() > 200 {
-        return Err(Error::invalid(what, "longer than 200 bytes"));
+    if text.chars().count() > 200 {
+        return Err(Error::invalid(what, "longer than 200 characters"));
     }
     if text.contains('\0') {
         return Err(Error::invalid(what, "must not contain a NUL byte"));

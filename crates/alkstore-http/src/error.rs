@@ -121,12 +121,11 @@ impl From<JsonRejection> for ApiError {
         // The message names the field: as a path before the error ("jobs[0].
         // priority: invalid type ..."), or in backticks ("missing field
         // `worker`", "unknown field `colour`").
+        if status == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+            return ApiError::new(status, "invalid_input", Some("content-type"), text);
+        }
         let field = json_field(&text).unwrap_or("body").to_string();
-        let status = if status == StatusCode::UNSUPPORTED_MEDIA_TYPE {
-            status
-        } else {
-            StatusCode::BAD_REQUEST
-        };
+        let status = StatusCode::BAD_REQUEST;
         ApiError::new(status, "invalid_input", Some(&field), text)
     }
 }

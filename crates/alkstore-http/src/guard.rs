@@ -30,7 +30,8 @@ pub(crate) async fn guard(State(app): State<AppState>, req: Request, next: Next)
         .into_response();
     }
     if let Some(token) = &app.token {
-        if !presented(headers).is_some_and(|t| same(t, token.as_ref())) {
+        let by_link = || login_link(&req).is_some_and(|t| same(&t, token.as_ref()));
+        if !presented(headers).is_some_and(|t| same(t, token.as_ref())) && !by_link() {
             return ApiError::new(
                 StatusCode::UNAUTHORIZED,
                 "unauthorized",
@@ -75,6 +76,15 @@ fn presented(headers: &HeaderMap) -> Option<&str> {
         .filter_map(|kv| kv.trim().split_once('='))
         .find(|(k, _)| *k == TOKEN_COOKIE)
         .map(|(_, v)| v)
+}
+
+/// The token of the dashboard's login link, `GET /?token=…`: the one
+/// request whose URL may carry it (`/` keeps it in the cookie and redirects).
+fn login_link(req: &Request) -> Option<String> {
+    if req.method() != Method::GET || req.uri().path() != "/" {
+        return None;
+    }
+    crate::dashboard::query_token(req.uri())
 }
 
 fn changes_something(m: &Method) -> bool {

@@ -16,6 +16,8 @@
 //! token set, each request must carry it; without one, only loopback host
 //! names are answered. Changes requested by another site's page are refused.
 
+mod dashboard;
+mod document;
 mod error;
 mod extract;
 pub mod groups;
@@ -47,6 +49,9 @@ pub struct ServeOptions {
     pub token: Option<String>,
     /// The largest request body accepted (default 1 MiB).
     pub max_body_bytes: usize,
+    /// The longest a claim or read may wait (`wait_ms`; default and most
+    /// 30,000 ms): lower it behind a proxy that cuts idle requests sooner.
+    pub max_wait_ms: u64,
     /// Where `/metrics` renders from (`None`: no Prometheus recorder is
     /// installed and `/metrics` answers 404).
     pub prometheus: Option<metrics_exporter_prometheus::PrometheusHandle>,
@@ -57,6 +62,7 @@ impl Default for ServeOptions {
         ServeOptions {
             token: None,
             max_body_bytes: 1 << 20,
+            max_wait_ms: queues::MAX_WAIT_MS,
             prometheus: None,
         }
     }
@@ -101,6 +107,7 @@ pub(crate) struct AppState {
     pub(crate) store: Store,
     pub(crate) token: Option<std::sync::Arc<str>>,
     pub(crate) prometheus: Option<metrics_exporter_prometheus::PrometheusHandle>,
+    pub(crate) max_wait_ms: u64,
 }
 
 #[derive(OpenApi)]
@@ -139,17 +146,21 @@ fn api_routes() -> OpenApiRouter<AppState> {
 }
 
 /// The OpenAPI document of every API route, generated from the routes
-/// themselves (so it cannot drift from them).
-pub fn openapi() -> utoipa::openapi::OpenApi {
+/// themselves (so it cannot drift from them), as JSON.
+pub fn openapi() -> serde_json::Value {
+    document::complete(&openapi_raw(), queues::MAX_WAIT_MS)
+}
+
+/// The document as the routes declare it, before the shared errors and
+/// limits are added.
+pub(crate) fn openapi_raw() -> utoipa::openapi::OpenApi {
     api_routes().split_for_parts().1
 }
 
 /// The OpenAPI document as pretty JSON, as kept in the repository
 /// (`crates/alkstore-http/openapi.json`).
 pub fn openapi_json() -> String {
-    openapi()
-        .to_pretty_json()
-        .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    serde_json::to_string_pretty(&openapi()).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
 }
 
 /// The whole server: the API, `/openapi.json`, `/metrics`, `/healthz`.
@@ -158,10 +169,10 @@ pub fn router(store: Store, opts: ServeOptions) -> Router {
         store,
         token: opts.token.map(std::sync::Arc::from),
         prometheus: opts.prometheus,
+        max_wait_ms: opts.max_wait_ms.min(queues::MAX_WAIT_MS),
     };
     let (api, doc) = api_routes().split_for_parts();
-    let doc_json = doc
-        .to_pretty_json()
+    let doc_json = serde_json::to_string_pretty(&document::complete(&doc, state.max_wait_ms))
         .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
     let guarded = api
         .route(
@@ -174,6 +185,7 @@ pub fn router(store: Store, opts: ServeOptions) -> Router {
             }),
         )
         .route("/metrics", get(metrics_route::metrics))
+        .merge(dashboard::routes())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             guard::guard,

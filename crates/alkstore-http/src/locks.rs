@@ -66,8 +66,11 @@ pub struct LockList {
 #[serde(deny_unknown_fields)]
 pub struct AcquireRequest {
     /// Who holds it.
+    #[schema(min_length = 1, max_length = 200, pattern = "^[^\\u0000]+$")]
     pub owner: String,
-    /// How long the hold lasts unless renewed, in ms (the store's clock).
+    /// How long the hold lasts unless renewed, in ms (the store's clock;
+    /// 1 ms to a day).
+    #[schema(minimum = 1, maximum = 86_400_000)]
     pub ttl_ms: u64,
 }
 
@@ -76,10 +79,12 @@ pub struct AcquireRequest {
 #[serde(deny_unknown_fields)]
 pub struct RenewRequest {
     /// Who holds it.
+    #[schema(min_length = 1, max_length = 200, pattern = "^[^\\u0000]+$")]
     pub owner: String,
     /// The token of the grant.
     pub token: i64,
-    /// The new hold, in ms from now.
+    /// The new hold, in ms from now (1 ms to a day).
+    #[schema(minimum = 1, maximum = 86_400_000)]
     pub ttl_ms: u64,
 }
 
@@ -88,6 +93,7 @@ pub struct RenewRequest {
 #[serde(deny_unknown_fields)]
 pub struct ReleaseRequest {
     /// Who holds it.
+    #[schema(min_length = 1, max_length = 200, pattern = "^[^\\u0000]+$")]
     pub owner: String,
     /// The token of the grant.
     pub token: i64,

@@ -58,15 +58,21 @@ pub struct EnqueueRequest {
     pub priority: i32,
     /// Run no earlier than this many milliseconds from now (whole seconds:
     /// due times are kept in seconds).
+    #[schema(maximum = 1_099_511_627_776_999_u64)]
     pub delay_ms: Option<u64>,
     /// Run no earlier than this unix time in seconds (wins over `delay_ms`).
+    #[schema(minimum = -1_099_511_627_776_i64, maximum = 1_099_511_627_776_i64)]
     pub run_at: Option<i64>,
     /// Attempts allowed before the job is dead (default the queue's, 25).
-    pub max_attempts: Option<u32>,
-    /// Dead as `expired` when not started this many milliseconds after due.
+    #[schema(minimum = 1)]
+    pub max_attempts: Option<i32>,
+    /// Dead as `expired` when not started this many milliseconds after due
+    /// (at least 1,000).
+    #[schema(minimum = 1000, maximum = 1_099_511_627_776_999_u64)]
     pub expires_in_ms: Option<u64>,
     /// At most one live job per queue with this key: a second enqueue
     /// returns the first one's id with `duplicate: true`.
+    #[schema(min_length = 1, max_length = 200, pattern = "^[^\\u0000]+$")]
     pub unique_key: Option<String>,
 }
 
@@ -76,7 +82,13 @@ impl EnqueueRequest {
             priority: self.priority,
             delay: self.delay_ms.map(Duration::from_millis),
             run_at: self.run_at,
-            max_attempts: self.max_attempts,
+            max_attempts: match self.max_attempts {
+                Some(n) => Some(
+                    u32::try_from(n)
+                        .map_err(|_| ApiError::invalid("max_attempts", "must be at least 1"))?,
+                ),
+                None => None,
+            },
             expires_in: self.expires_in_ms.map(Duration::from_millis),
             unique_key: self.unique_key,
         };
@@ -89,6 +101,8 @@ impl EnqueueRequest {
 #[serde(deny_unknown_fields)]
 pub struct EnqueueBatchRequest {
     /// 1 to 1,000 jobs.
+    #[schema(min_items = 1, max_items = 1000)]
+    #[serde(deserialize_with = "crate::extract::objects")]
     pub jobs: Vec<EnqueueRequest>,
 }
 
@@ -122,11 +136,14 @@ pub struct EnqueuedJobs {
 #[serde(deny_unknown_fields)]
 pub struct ClaimRequest {
     /// Who claims: named in the claim, and needed to settle it.
+    #[schema(min_length = 1, max_length = 200, pattern = "^[^\\u0000]+$")]
     pub worker: String,
     /// 1 to 1,000 (default 1).
+    #[schema(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
     /// 0 to 30,000 ms (default 0: answer at once). The wait ends as soon as
     /// a job is enqueued, in this process or another.
+    #[schema(maximum = 30000)]
     pub wait_ms: Option<u64>,
 }
 
@@ -195,6 +212,7 @@ pub struct ClaimedJobs {
 #[serde(deny_unknown_fields)]
 pub struct ClaimRef {
     /// The worker named in the claim.
+    #[schema(min_length = 1, max_length = 200, pattern = "^[^\\u0000]+$")]
     pub worker: String,
     /// The claim's token.
     pub token: i64,
@@ -216,12 +234,14 @@ impl ClaimRef {
 #[serde(deny_unknown_fields)]
 pub struct RetryRequest {
     /// The worker named in the claim.
+    #[schema(min_length = 1, max_length = 200, pattern = "^[^\\u0000]+$")]
     pub worker: String,
     /// The claim's token.
     pub token: i64,
     /// What went wrong (kept on the job).
     pub error: String,
     /// Retry after this many milliseconds instead of the queue's backoff.
+    #[schema(maximum = 1_099_511_627_776_999_u64)]
     pub delay_ms: Option<u64>,
 }
 
@@ -230,6 +250,7 @@ pub struct RetryRequest {
 #[serde(deny_unknown_fields)]
 pub struct FailRequest {
     /// The worker named in the claim.
+    #[schema(min_length = 1, max_length = 200, pattern = "^[^\\u0000]+$")]
     pub worker: String,
     /// The claim's token.
     pub token: i64,
@@ -442,10 +463,24 @@ pub struct QueueList {
 pub struct PageQuery {
     /// Only this state: `pending`, `processing` or `completed` (job
     /// listing only).
+    #[param(pattern = "^(pending|processing|completed)$")]
     pub state: Option<String>,
     /// Start after this id.
     pub after_id: Option<i64>,
     /// 1 to 1,000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
+    pub limit: Option<u32>,
+}
+
+/// Paging through dead letters.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct DeadPageQuery {
+    /// Start after this id.
+    pub after_id: Option<i64>,
+    /// 1 to 1,000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
 }
 
@@ -471,6 +506,20 @@ pub struct Changed {
     pub changed: bool,
 }
 
+/// A job id from the path: ids are positive.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct JobId(i64);
+
+impl<'de> Deserialize<'de> for JobId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let id = i64::deserialize(d)?;
+        if id < 1 {
+            return Err(serde::de::Error::custom("job ids are positive"));
+        }
+        Ok(JobId(id))
+    }
+}
+
 fn page_limit(limit: Option<u32>) -> ApiResult<u32> {
     let limit = limit.unwrap_or(100);
     if limit == 0 || limit as usize > MAX_BATCH {
@@ -494,8 +543,8 @@ async fn list_queues(State(app): State<AppState>) -> ApiResult<Json<QueueList>> 
 
 #[utoipa::path(get, path = "/api/v1/queues/{queue}", tag = "queues",
     params(("queue" = String, Path, description = "Queue name")),
-    responses((status = 200, description = "The queue's counts", body = QueueView),
-        (status = 404, description = "No such queue", body = ErrorBody)))]
+    responses((status = 200, description = "The queue's counts (queues exist implicitly: one never used, or drained, has zeros)", body = QueueView),
+        (status = 400, description = "Not a valid queue name", body = ErrorBody)))]
 async fn queue_stats(
     State(app): State<AppState>,
     ApiPath(queue): ApiPath<String>,
@@ -503,15 +552,6 @@ async fn queue_stats(
     let e = app.store.engine();
     let stats = e.queue_stats(queue.clone()).await?;
     let paused = e.queue_paused().await?.contains(&queue);
-    if stats.live() + stats.dead + stats.completed == 0
-        && !paused
-        && !e.queue_list().await?.contains(&queue)
-    {
-        return Err(ApiError::not_found(
-            "queue",
-            format!("no queue {queue:?}: nothing was ever enqueued on it"),
-        ));
-    }
     Ok(Json(QueueView::new(stats, paused)))
 }
 
@@ -613,8 +653,11 @@ async fn claim(
         return Err(ApiError::invalid("limit", "must be 1 to 1000"));
     }
     let wait_ms = req.wait_ms.unwrap_or(0);
-    if wait_ms > MAX_WAIT_MS {
-        return Err(ApiError::invalid("wait_ms", "must be 0 to 30000"));
+    if wait_ms > app.max_wait_ms {
+        return Err(ApiError::invalid(
+            "wait_ms",
+            format!("must be 0 to {}", app.max_wait_ms),
+        ));
     }
     let engine = app.store.engine();
     let params = JobClaimParams::new(queue.clone(), req.worker, limit);
@@ -636,7 +679,7 @@ async fn claim(
         (status = 404, description = "No such job", body = ErrorBody)))]
 async fn get_job(
     State(app): State<AppState>,
-    ApiPath(id): ApiPath<i64>,
+    ApiPath(JobId(id)): ApiPath<JobId>,
 ) -> ApiResult<Json<JobView>> {
     match app.store.engine().job_get(id).await? {
         Some(j) => Ok(Json(j.into())),
@@ -651,7 +694,7 @@ async fn get_job(
         (status = 400, description = "Bad input", body = ErrorBody)))]
 async fn ack(
     State(app): State<AppState>,
-    ApiPath(id): ApiPath<i64>,
+    ApiPath(JobId(id)): ApiPath<JobId>,
     ApiJson(c): ApiJson<ClaimRef>,
 ) -> ApiResult<Json<Done>> {
     let done = app.store.engine().job_ack(vec![c.claim(id)]).await?;
@@ -667,7 +710,7 @@ async fn ack(
         (status = 400, description = "Bad input", body = ErrorBody)))]
 async fn retry(
     State(app): State<AppState>,
-    ApiPath(id): ApiPath<i64>,
+    ApiPath(JobId(id)): ApiPath<JobId>,
     ApiJson(r): ApiJson<RetryRequest>,
 ) -> ApiResult<Json<RetryResponse>> {
     let claim = Claim {
@@ -703,7 +746,7 @@ async fn retry(
         (status = 400, description = "Bad input", body = ErrorBody)))]
 async fn fail(
     State(app): State<AppState>,
-    ApiPath(id): ApiPath<i64>,
+    ApiPath(JobId(id)): ApiPath<JobId>,
     ApiJson(f): ApiJson<FailRequest>,
 ) -> ApiResult<Json<Done>> {
     let claim = Claim {
@@ -722,7 +765,7 @@ async fn fail(
         (status = 400, description = "Bad input", body = ErrorBody)))]
 async fn heartbeat(
     State(app): State<AppState>,
-    ApiPath(id): ApiPath<i64>,
+    ApiPath(JobId(id)): ApiPath<JobId>,
     ApiJson(c): ApiJson<ClaimRef>,
 ) -> ApiResult<Json<HeartbeatResponse>> {
     let until = app.store.engine().job_heartbeat(c.claim(id)).await?;
@@ -739,7 +782,7 @@ async fn heartbeat(
         (status = 400, description = "Bad input", body = ErrorBody)))]
 async fn release(
     State(app): State<AppState>,
-    ApiPath(id): ApiPath<i64>,
+    ApiPath(JobId(id)): ApiPath<JobId>,
     ApiJson(c): ApiJson<ClaimRef>,
 ) -> ApiResult<Json<Done>> {
     let done = app.store.engine().job_release(c.claim(id)).await?;
@@ -751,7 +794,7 @@ async fn release(
     responses((status = 200, description = "What the cancel did", body = CancelResponse)))]
 async fn cancel(
     State(app): State<AppState>,
-    ApiPath(id): ApiPath<i64>,
+    ApiPath(JobId(id)): ApiPath<JobId>,
 ) -> ApiResult<Json<CancelResponse>> {
     let outcome = match app.store.engine().job_cancel(id).await? {
         CancelOutcome::Cancelled => "cancelled",
@@ -788,20 +831,14 @@ async fn resume(
 }
 
 #[utoipa::path(get, path = "/api/v1/queues/{queue}/dead", tag = "dead letters",
-    params(("queue" = String, Path, description = "Queue name"), PageQuery),
+    params(("queue" = String, Path, description = "Queue name"), DeadPageQuery),
     responses((status = 200, description = "A page of the queue's dead letters", body = JobPage),
         (status = 400, description = "Bad input", body = ErrorBody)))]
 async fn dead_list(
     State(app): State<AppState>,
     ApiPath(queue): ApiPath<String>,
-    ApiQuery(q): ApiQuery<PageQuery>,
+    ApiQuery(q): ApiQuery<DeadPageQuery>,
 ) -> ApiResult<Json<JobPage>> {
-    if q.state.is_some() {
-        return Err(ApiError::invalid(
-            "state",
-            "dead letters have no state filter",
-        ));
-    }
     let limit = page_limit(q.limit)?;
     let jobs = app
         .store

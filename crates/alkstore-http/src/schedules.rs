@@ -86,6 +86,7 @@ pub struct ScheduleRequest {
     /// An IANA zone for cron patterns (default UTC).
     pub tz: Option<String>,
     /// Where its jobs go.
+    #[schema(min_length = 1, max_length = 200, pattern = "^[^\\u0000]+$")]
     pub queue: String,
     /// Each job's payload (default null).
     #[serde(default)]
@@ -93,7 +94,9 @@ pub struct ScheduleRequest {
     /// Each job's priority (default 0).
     #[serde(default)]
     pub priority: i32,
-    /// Missed boundaries to fire after downtime, oldest first (default 1).
+    /// Missed boundaries to fire after downtime, oldest first (default 1,
+    /// at most 1,000).
+    #[schema(minimum = 1, maximum = 1000)]
     pub max_catch_up: Option<u32>,
 }
 

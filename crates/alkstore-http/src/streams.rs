@@ -16,7 +16,7 @@ use utoipa_axum::routes;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::payload::{decode, encode};
-use crate::queues::{MAX_BATCH, MAX_WAIT_MS};
+use crate::queues::MAX_BATCH;
 use crate::AppState;
 
 pub(crate) fn routes() -> OpenApiRouter<AppState> {
@@ -33,6 +33,7 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
 pub struct PublishEvent {
     /// Orders and partitions: a consumer group hands all events of one key
     /// to one member, in order.
+    #[schema(min_length = 1, max_length = 200, pattern = "^[^\\u0000]+$")]
     pub key: Option<String>,
     /// Any JSON value.
     pub payload: serde_json::Value,
@@ -43,6 +44,8 @@ pub struct PublishEvent {
 #[serde(deny_unknown_fields)]
 pub struct PublishRequest {
     /// 1 to 1,000 events.
+    #[schema(min_items = 1, max_items = 1000)]
+    #[serde(deserialize_with = "crate::extract::objects")]
     pub events: Vec<PublishEvent>,
 }
 
@@ -100,8 +103,10 @@ pub struct ReadQuery {
     /// Read after this offset (default 0: from the start).
     pub after: Option<i64>,
     /// 1 to 1,000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
     /// Wait up to this many ms (0 to 30,000, default 0) for the first event.
+    #[param(maximum = 30000)]
     pub wait_ms: Option<u64>,
 }
 
@@ -257,8 +262,11 @@ async fn read(
         return Err(ApiError::invalid("limit", "must be 1 to 1000"));
     }
     let wait_ms = q.wait_ms.unwrap_or(0);
-    if wait_ms > MAX_WAIT_MS {
-        return Err(ApiError::invalid("wait_ms", "must be 0 to 30000"));
+    if wait_ms > app.max_wait_ms {
+        return Err(ApiError::invalid(
+            "wait_ms",
+            format!("must be 0 to {}", app.max_wait_ms),
+        ));
     }
     let engine = app.store.engine();
     let params = StreamReadParams::new(stream.clone(), after, limit);

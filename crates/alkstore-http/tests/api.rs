@@ -353,6 +353,13 @@ async fn bad_input_is_a_4xx_naming_the_field_and_writes_nothing(api: Api) {
         ),
         (
             "POST",
+            "/api/v1/jobs/0/ack",
+            json!({"worker": "w", "token": 1}),
+            StatusCode::BAD_REQUEST,
+            "path",
+        ),
+        (
+            "POST",
             "/api/v1/streams/s/events",
             json!({"events": []}),
             StatusCode::BAD_REQUEST,
@@ -403,10 +410,14 @@ async fn bad_input_is_a_4xx_naming_the_field_and_writes_nothing(api: Api) {
     let (s, v) = api.post("/api/v1/queues/q/jobs", big).await;
     assert_eq!(s, StatusCode::PAYLOAD_TOO_LARGE, "{v}");
     // Unknown things.
+    // Queues exist implicitly: an unused name reads zeros, a bad one is a 400.
+    let (s, v) = api.get("/api/v1/queues/nope").await;
     assert_eq!(
-        api.get("/api/v1/queues/nope").await.0,
-        StatusCode::NOT_FOUND
+        (s, v["ready"].clone(), v["dead"].clone()),
+        (StatusCode::OK, json!(0), json!(0))
     );
+    let (s, v) = api.get(&format!("/api/v1/queues/{long}")).await;
+    assert_eq!((s, field(&v)), (StatusCode::BAD_REQUEST, "queue"), "{v}");
     assert_eq!(
         api.get("/api/v1/jobs/424242").await.0,
         StatusCode::NOT_FOUND

@@ -196,6 +196,27 @@ pub async fn every_attempt_error_is_kept<H: Harness>(h: &H) {
         .expect("fail"));
     let info = e.job_get(id).await.expect("get").expect("dead");
     assert!(info.errors[0].error.len() <= alkstore_core::queue::MAX_ERROR_BYTES);
+    // A NUL in an error (a program's raw output) is kept as U+FFFD, not
+    // refused: PostgreSQL text cannot hold NUL.
+    let id = enqueue_one(e, job("errs3", "x")).await;
+    let j = claim(e, "errs3", "w", 1).await.remove(0);
+    let retried = e
+        .job_retry(JobRetryParams {
+            claim: j.claim(),
+            error: "bad\0byte".into(),
+            delay: Some(Duration::ZERO),
+        })
+        .await
+        .expect("retry with a NUL");
+    assert!(matches!(retried, RetryOutcome::Scheduled(_)));
+    let j = claim(e, "errs3", "w", 1).await.remove(0);
+    assert!(e
+        .job_fail((j.claim(), "dead\0end".into()))
+        .await
+        .expect("fail with a NUL"));
+    let info = e.job_get(id).await.expect("get").expect("dead");
+    assert_eq!(info.errors[0].error, "bad\u{FFFD}byte");
+    assert_eq!(info.last_error.as_deref(), Some("dead\u{FFFD}end"));
 }
 
 /// Many retries, failures and snoozes recorded in one call behave exactly

@@ -47,7 +47,7 @@ pub struct Notification {
 /// Parameters of `notify`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NotifyParams {
-    /// The channel (non-empty, at most 200 bytes).
+    /// The channel (non-empty, at most 200 characters).
     pub channel: String,
     /// The payload (text, at most [`MAX_NOTIFY_PAYLOAD`] bytes).
     pub payload: String,

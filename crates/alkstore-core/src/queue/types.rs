@@ -105,7 +105,7 @@ impl EnqueueOpts {
 /// against their clock.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewJob {
-    /// Queue name (non-empty, at most 200 bytes).
+    /// Queue name (non-empty, at most 200 characters).
     pub queue: String,
     /// Opaque payload bytes, stored byte for byte.
     pub payload: Vec<u8>,
@@ -347,8 +347,13 @@ pub const MAX_ERROR_BYTES: usize = 4096;
 /// Attempt errors kept per job (the most recent ones).
 pub const MAX_ERRORS_KEPT: usize = 20;
 
-/// Cut `error` to [`MAX_ERROR_BYTES`] on a character boundary.
+/// Cut `error` to [`MAX_ERROR_BYTES`] on a character boundary, with any NUL
+/// replaced by U+FFFD: PostgreSQL cannot store NUL in text, and a failure
+/// report (often a program's raw output) must not be refused for one.
 pub fn truncate_error(mut error: String) -> String {
+    if error.contains('\0') {
+        error = error.replace('\0', "\u{FFFD}");
+    }
     if error.len() > MAX_ERROR_BYTES {
         let mut end = MAX_ERROR_BYTES;
         while !error.is_char_boundary(end) {

@@ -1,0 +1,1259 @@
+// alkstore dashboard: one page that polls the JSON API once a second.
+//
+// No framework and no build step. Views are built as fresh element trees
+// with h() and patched onto the page with morph(), which keeps existing
+// elements (and so a button under the pointer) when only their text
+// changes. Data from the server only ever reaches the page as text
+// (textContent, attribute values): never parsed as markup.
+'use strict';
+(function () {
+  const POLL_MS = 1000;
+  const WINDOW_MS = 5 * 60 * 1000; // the charts' span
+  const GAP_MS = 5000; // a longer gap between samples breaks a chart line
+  const JOBS_PAGE = 50;
+  const DEAD_PAGE = 100;
+  const PALETTE = ['#2f6fde', '#1f9d55', '#d9480f', '#8b5cf6', '#0891b2', '#db2777',
+    '#65a30d', '#b7791f', '#4f46e5', '#0d9488', '#be123c', '#7c3aed'];
+
+  const S = {
+    route: { view: 'queues' },
+    routeKey: '',
+    queues: null, // the last /api/v1/queues answer
+    hist: new Map(), // queue -> samples [{t, ready, processing, dead, done}]
+    metrics: null, // null: not tried; true: /metrics answers; false: 404
+    chartQueue: null,
+    hover: null, // {q, x} while the pointer is over a chart
+    data: null, // the current view's data
+    viewError: null,
+    jobsState: '',
+    cursor: [], // after_id of each page shown before the current one
+    after: null, // after_id of the current page
+    busy: new Set(), // actions in flight
+    owners: new Map(), // group owner -> colour, by first sight
+    clockOffset: 0, // server clock minus this one, ms (from the Date header)
+    lastOk: 0,
+  };
+
+  // ---------------------------------------------------------------- DOM
+
+  function h(tag, attrs, ...kids) {
+    const el = document.createElement(tag);
+    let selected = null;
+    if (attrs) {
+      for (const [k, v] of Object.entries(attrs)) {
+        if (v === null || v === undefined || v === false) continue;
+        if (k === 'text') el.textContent = String(v);
+        else if (k === 'class') el.className = v;
+        else if (k === 'key') el.setAttribute('data-key', String(v));
+        else if (k === 'testid') el.setAttribute('data-testid', v);
+        else if (k === 'style') for (const [p, pv] of Object.entries(v)) el.style.setProperty(p, pv);
+        else if (k === 'selected') selected = String(v);
+        else if (k.startsWith('on')) el[k] = v;
+        else el.setAttribute(k, v === true ? '' : String(v));
+      }
+    }
+    append(el, kids);
+    if (selected !== null) {
+      el.setAttribute('data-selected', selected);
+      el.value = selected;
+    }
+    return el;
+  }
+
+  function append(el, kids) {
+    for (const k of kids) {
+      if (k === null || k === undefined || k === false) continue;
+      if (Array.isArray(k)) append(el, k);
+      else el.appendChild(k instanceof Node ? k : document.createTextNode(String(k)));
+    }
+  }
+
+  const HANDLERS = ['onclick', 'onchange', 'onmousemove', 'onmouseleave'];
+
+  function keyOf(n) {
+    return n.nodeType === 1 ? n.getAttribute('data-key') : null;
+  }
+
+  function sameKind(a, b) {
+    return a.nodeType === b.nodeType && a.nodeName === b.nodeName;
+  }
+
+  // Make `a` (on the page) look like `b` (just built), keeping a's nodes.
+  function morph(a, b) {
+    if (a.nodeType !== 1) {
+      if (a.nodeValue !== b.nodeValue) a.nodeValue = b.nodeValue;
+      return;
+    }
+    for (const ev of HANDLERS) if (a[ev] !== b[ev]) a[ev] = b[ev];
+    if (a.hasAttribute('data-keep')) return; // a canvas we draw on
+    for (const at of Array.from(a.attributes)) {
+      if (at.name !== 'style' && !b.hasAttribute(at.name)) a.removeAttribute(at.name);
+    }
+    for (const at of Array.from(b.attributes)) {
+      if (at.name !== 'style' && a.getAttribute(at.name) !== at.value) a.setAttribute(at.name, at.value);
+    }
+    syncStyle(a, b);
+    morphChildren(a, b);
+    if (a.nodeName === 'SELECT' && b.hasAttribute('data-selected')) {
+      const v = b.getAttribute('data-selected');
+      if (a.value !== v) a.value = v;
+    }
+  }
+
+  function syncStyle(a, b) {
+    const want = new Map();
+    for (let i = 0; i < b.style.length; i++) want.set(b.style[i], b.style.getPropertyValue(b.style[i]));
+    for (let i = a.style.length - 1; i >= 0; i--) if (!want.has(a.style[i])) a.style.removeProperty(a.style[i]);
+    for (const [p, v] of want) if (a.style.getPropertyValue(p) !== v) a.style.setProperty(p, v);
+  }
+
+  function morphChildren(a, b) {
+    const olds = Array.from(a.childNodes);
+    const byKey = new Map();
+    const unkeyed = [];
+    for (const n of olds) {
+      const k = keyOf(n);
+      if (k !== null && !byKey.has(k)) byKey.set(k, n);
+      else unkeyed.push(n);
+    }
+    const used = new Set();
+    let ui = 0;
+    let ref = a.firstChild;
+    for (const nb of Array.from(b.childNodes)) {
+      const k = keyOf(nb);
+      let match = null;
+      if (k !== null) {
+        const c = byKey.get(k);
+        if (c && !used.has(c) && sameKind(c, nb)) match = c;
+      } else {
+        while (ui < unkeyed.length) {
+          const c = unkeyed[ui++];
+          if (sameKind(c, nb) && keyOf(c) === null) { match = c; break; }
+        }
+      }
+      if (match) {
+        used.add(match);
+        morph(match, nb);
+        if (match === ref) ref = ref.nextSibling;
+        else a.insertBefore(match, ref);
+      } else {
+        a.insertBefore(nb, ref);
+        used.add(nb);
+      }
+    }
+    for (const n of olds) if (!used.has(n)) n.remove();
+  }
+
+  // ------------------------------------------------------------ format
+
+  const enc = encodeURIComponent;
+  const nf = new Intl.NumberFormat('en-US');
+  const fmtInt = (n) => (n === null || n === undefined ? '–' : nf.format(n));
+  const now = () => Date.now() + S.clockOffset; // the server's clock, near enough
+
+  function pad2(n) { return String(n).padStart(2, '0'); }
+
+  function fmtTimeMs(ms) {
+    if (ms === null || ms === undefined) return '–';
+    const d = new Date(ms);
+    const today = new Date();
+    const hms = `${pad2(d.getHours())}:${pad2(d.getMinutes())}:${pad2(d.getSeconds())}`;
+    if (d.toDateString() === today.toDateString()) return hms;
+    return `${d.getFullYear()}-${pad2(d.getMonth() + 1)}-${pad2(d.getDate())} ${hms}`;
+  }
+  const fmtTime = (s) => (s === null || s === undefined ? '–' : fmtTimeMs(s * 1000));
+  const isoMs = (ms) => (ms === null || ms === undefined ? null : new Date(ms).toISOString());
+  const iso = (s) => (s === null || s === undefined ? null : isoMs(s * 1000));
+
+  function fmtAge(s) {
+    if (s === null || s === undefined) return '–';
+    s = Math.max(0, Math.round(s));
+    if (s < 60) return `${s}s`;
+    if (s < 3600) return `${Math.floor(s / 60)}m ${pad2(s % 60)}s`;
+    if (s < 86400) return `${Math.floor(s / 3600)}h ${pad2(Math.floor(s / 60) % 60)}m`;
+    return `${Math.floor(s / 86400)}d ${Math.floor(s / 3600) % 24}h`;
+  }
+
+  // A duration in ms, to a tenth of a second under ten seconds.
+  function fmtDur(ms) {
+    const s = Math.abs(ms) / 1000;
+    return s < 10 ? `${s.toFixed(1)}s` : fmtAge(s);
+  }
+
+  function countdown(targetMs) {
+    if (targetMs === null || targetMs === undefined) return '–';
+    const d = targetMs - now();
+    return d >= 0 ? `in ${fmtDur(d)}` : `${fmtDur(d)} ago`;
+  }
+
+  function preview(v, b64) {
+    if (b64) return `base64 ${b64.length > 40 ? b64.slice(0, 40) + '…' : b64}`;
+    let s;
+    try { s = JSON.stringify(v); } catch (e) { s = String(v); }
+    if (s === undefined) s = 'null';
+    return s.length > 80 ? s.slice(0, 80) + '…' : s;
+  }
+
+  function ownerColour(owner) {
+    if (!S.owners.has(owner)) S.owners.set(owner, PALETTE[S.owners.size % PALETTE.length]);
+    return S.owners.get(owner);
+  }
+
+  // --------------------------------------------------------------- API
+
+  class ApiFailure extends Error {
+    constructor(message, status, code) {
+      super(message);
+      this.status = status;
+      this.code = code;
+    }
+  }
+
+  function noteClock(res) {
+    const date = res.headers.get('Date');
+    if (!date) return;
+    const server = Date.parse(date);
+    if (Number.isNaN(server)) return;
+    // The header has whole seconds: trust it only past that.
+    const off = server + 500 - Date.now();
+    S.clockOffset = Math.abs(off) > 1500 ? off : 0;
+  }
+
+  async function api(method, path, body) {
+    const opts = { method, credentials: 'same-origin', cache: 'no-store', headers: { Accept: 'application/json' } };
+    if (method !== 'GET') {
+      opts.headers['Content-Type'] = 'application/json';
+      opts.body = JSON.stringify(body === undefined ? {} : body);
+    }
+    let res;
+    try {
+      res = await fetch(path, opts);
+    } catch (e) {
+      throw new ApiFailure(`the server does not answer (${e.message})`, 0, 'network');
+    }
+    noteClock(res);
+    const text = await res.text();
+    let data = null;
+    try { data = text ? JSON.parse(text) : null; } catch (e) { data = null; }
+    if (!res.ok) {
+      const err = data && data.error;
+      throw new ApiFailure(err && err.message ? err.message : `${res.status} ${res.statusText}`,
+        res.status, err && err.code);
+    }
+    return data;
+  }
+
+  function qs(params) {
+    const p = new URLSearchParams();
+    for (const [k, v] of Object.entries(params)) if (v !== null && v !== undefined && v !== '') p.set(k, String(v));
+    const s = p.toString();
+    return s ? `?${s}` : '';
+  }
+
+  // Prometheus text format: `name{label="value",...} value [timestamp]`.
+  function parseProm(text) {
+    const out = [];
+    for (const line of text.split('\n')) {
+      if (!line || line[0] === '#') continue;
+      const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)/.exec(line);
+      if (!m) continue;
+      const labels = {};
+      if (m[2]) {
+        const re = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
+        let l;
+        while ((l = re.exec(m[2])) !== null) {
+          labels[l[1]] = l[2].replace(/\\(.)/g, (_, c) => (c === 'n' ? '\n' : c));
+        }
+      }
+      out.push({ name: m[1], labels, value: Number(m[3]) });
+    }
+    return out;
+  }
+
+  // completed-job counters by queue (the workers of the serving process).
+  async function scrapeCompleted() {
+    if (S.metrics === false) return null;
+    let res;
+    try {
+      res = await fetch('/metrics', { credentials: 'same-origin', cache: 'no-store' });
+    } catch (e) {
+      return null;
+    }
+    if (res.status === 404) { S.metrics = false; return null; }
+    if (!res.ok) return null;
+    S.metrics = true;
+    const done = new Map();
+    for (const s of parseProm(await res.text())) {
+      if (s.name === 'alkstore_jobs_completed_total' && s.labels.queue !== undefined) {
+        done.set(s.labels.queue, (done.get(s.labels.queue) || 0) + s.value);
+      }
+    }
+    return done;
+  }
+
+  function record(queues, done) {
+    const t = Date.now();
+    for (const q of queues) {
+      let hs = S.hist.get(q.queue);
+      if (!hs) { hs = []; S.hist.set(q.queue, hs); }
+      hs.push({
+        t, ready: q.ready, processing: q.processing, dead: q.dead,
+        done: done && done.has(q.queue) ? done.get(q.queue) : undefined,
+      });
+    }
+    for (const [q, hs] of S.hist) {
+      while (hs.length && hs[0].t < t - WINDOW_MS - 10000) hs.shift();
+      if (!hs.length) S.hist.delete(q);
+    }
+  }
+
+  // -------------------------------------------------------------- poll
+
+  let timer = null;
+  let running = false;
+  let again = false;
+
+  async function tick() {
+    if (running) { again = true; return; }
+    running = true;
+    clearTimeout(timer);
+    const started = performance.now();
+    try {
+      await poll();
+    } finally {
+      running = false;
+      render();
+      if (again) {
+        again = false;
+        timer = setTimeout(tick, 0);
+      } else {
+        timer = setTimeout(tick, Math.max(100, POLL_MS - (performance.now() - started)));
+      }
+    }
+  }
+
+  async function poll() {
+    const key = S.routeKey;
+    const errors = [];
+    const core = Promise.all([api('GET', '/api/v1/queues'), scrapeCompleted()])
+      .then(([list, done]) => {
+        S.queues = list.queues;
+        record(list.queues, done);
+      })
+      .catch((e) => errors.push(e));
+    const view = pollView(key).catch((e) => {
+      if (S.routeKey === key) S.viewError = e;
+      if (!(e.status >= 400 && e.status < 500) || e.status === 401) errors.push(e);
+    });
+    await Promise.all([core, view]);
+    setStatus(errors[0] || null);
+  }
+
+  async function pollView(key) {
+    const r = S.route;
+    let data;
+    switch (r.view) {
+      case 'queue':
+        data = await api('GET', `/api/v1/queues/${enc(r.q)}/jobs` +
+          qs({ limit: JOBS_PAGE, state: S.jobsState, after_id: S.after }));
+        break;
+      case 'job':
+        if (!/^\d+$/.test(r.id)) throw new ApiFailure(`${r.id} is not a job id`, 400, 'invalid_input');
+        data = await api('GET', `/api/v1/jobs/${enc(r.id)}`);
+        break;
+      case 'dead':
+        if (r.q === null) return;
+        data = await api('GET', `/api/v1/queues/${enc(r.q)}/dead` + qs({ limit: DEAD_PAGE, after_id: S.after }));
+        break;
+      case 'streams':
+        data = await api('GET', '/api/v1/streams');
+        break;
+      case 'groups': {
+        const list = await api('GET', '/api/v1/groups');
+        const statuses = await Promise.all(list.groups.map((g) =>
+          api('GET', `/api/v1/groups/${enc(g.group)}`).catch((e) => ({ error: e }))));
+        data = list.groups.map((g, i) => ({ info: g, status: statuses[i] }));
+        break;
+      }
+      case 'schedules':
+        data = await api('GET', '/api/v1/schedules');
+        break;
+      case 'locks':
+        data = await api('GET', '/api/v1/locks');
+        break;
+      default:
+        return;
+    }
+    if (S.routeKey === key) {
+      S.data = data;
+      S.viewError = null;
+    }
+  }
+
+  function setStatus(err) {
+    const el = document.getElementById('status');
+    const text = document.getElementById('status-text');
+    if (err) {
+      el.setAttribute('data-state', 'error');
+      text.textContent = err.status === 401
+        ? 'not signed in: open /?token=<token> once'
+        : `error: ${err.message}`;
+      text.title = err.message;
+    } else {
+      S.lastOk = Date.now();
+      el.setAttribute('data-state', 'ok');
+      text.textContent = `live · ${fmtTimeMs(S.lastOk)}`;
+      text.title = 'Polling the API every second';
+    }
+  }
+
+  let toastTimer = null;
+  function toast(message, isError) {
+    const el = document.getElementById('toast');
+    el.textContent = message;
+    el.className = isError ? 'toast error' : 'toast';
+    el.hidden = false;
+    clearTimeout(toastTimer);
+    toastTimer = setTimeout(() => { el.hidden = true; }, isError ? 6000 : 3000);
+  }
+
+  // Run a change, keep its button disabled meanwhile, then poll at once.
+  async function act(key, done, fn) {
+    if (S.busy.has(key)) return;
+    S.busy.add(key);
+    render();
+    try {
+      const r = await fn();
+      toast(typeof done === 'function' ? done(r) : done);
+    } catch (e) {
+      toast(`Failed: ${e.message}`, true);
+    } finally {
+      S.busy.delete(key);
+      tick();
+    }
+  }
+
+  const plural = (n, one, many) => `${fmtInt(n)} ${n === 1 ? one : many}`;
+
+  function pauseQueue(q, pause) {
+    const verb = pause ? 'pause' : 'resume';
+    return act(`queue:${q}`, pause ? `Paused ${q}` : `Resumed ${q}`,
+      () => api('POST', `/api/v1/queues/${enc(q)}/${verb}`));
+  }
+
+  function deadAction(q, verb, ids) {
+    const all = ids === null;
+    if (all || verb === 'purge') {
+      const what = all ? `every dead letter of ${q}` : `dead letter ${ids[0]}`;
+      const question = verb === 'purge'
+        ? `Delete ${what} for good?`
+        : `Requeue ${what} as fresh jobs?`;
+      if (!window.confirm(question)) return;
+    }
+    const key = all ? `dead:${q}:${verb}:all` : `dead:${q}:${verb}:${ids[0]}`;
+    return act(key, (r) => `${verb === 'purge' ? 'Purged' : 'Requeued'} ${plural(r.count, 'job', 'jobs')}`,
+      async () => {
+        const r = await api('POST', `/api/v1/queues/${enc(q)}/dead/${verb}`, all ? {} : { ids });
+        if (S.route.view === 'dead' && S.route.q === q && S.data && S.data.jobs) {
+          S.data = Object.assign({}, S.data, {
+            jobs: all ? [] : S.data.jobs.filter((j) => !ids.includes(j.id)),
+          });
+        }
+        return r;
+      });
+  }
+
+  // ------------------------------------------------------------ router
+
+  function parseRoute() {
+    const parts = location.hash.replace(/^#\/?/, '').split('/').filter(Boolean).map((p) => {
+      try { return decodeURIComponent(p); } catch (e) { return p; }
+    });
+    const [v, arg] = parts;
+    switch (v) {
+      case 'queues': return arg !== undefined ? { view: 'queue', q: arg } : { view: 'queues' };
+      case 'jobs': return arg !== undefined ? { view: 'job', id: arg } : { view: 'queues' };
+      case 'dead': return { view: 'dead', q: arg !== undefined ? arg : null };
+      case 'streams': case 'groups': case 'schedules': case 'locks': return { view: v };
+      default: return { view: 'queues' };
+    }
+  }
+
+  function onRoute() {
+    S.route = parseRoute();
+    S.routeKey = JSON.stringify(S.route);
+    S.data = null;
+    S.viewError = null;
+    S.cursor = [];
+    S.after = null;
+    S.jobsState = '';
+    if (S.route.view === 'queue') S.chartQueue = S.route.q;
+    render();
+    tick();
+  }
+
+  function page(delta) {
+    if (delta > 0 && S.data && S.data.next_after_id !== undefined && S.data.next_after_id !== null) {
+      S.cursor.push(S.after);
+      S.after = S.data.next_after_id;
+    } else if (delta < 0 && S.cursor.length) {
+      S.after = S.cursor.pop();
+    } else if (delta === 0) {
+      S.cursor = [];
+      S.after = null;
+    } else {
+      return;
+    }
+    S.data = null;
+    render();
+    tick();
+  }
+
+  // ------------------------------------------------------------- views
+
+  const NAV_OF = { queues: 'queues', queue: 'queues', job: 'queues', dead: 'dead' };
+
+  function updateNav() {
+    const active = NAV_OF[S.route.view] || S.route.view;
+    for (const a of document.querySelectorAll('#nav a')) {
+      a.classList.toggle('active', a.getAttribute('data-view') === active);
+    }
+    const badge = document.getElementById('nav-dead-count');
+    const dead = (S.queues || []).reduce((n, q) => n + q.dead, 0);
+    badge.hidden = dead === 0;
+    badge.textContent = fmtInt(dead);
+  }
+
+  function render() {
+    updateNav();
+    let tree;
+    try {
+      tree = renderView();
+    } catch (e) {
+      tree = h('div', { class: 'panel' }, h('div', { class: 'empty', text: `Could not draw this view: ${e.message}` }));
+    }
+    const holder = document.createElement('main');
+    holder.appendChild(h('div', { key: S.routeKey, class: 'page', 'data-view': S.route.view }, tree));
+    morphChildren(document.getElementById('view'), holder);
+    for (const c of document.querySelectorAll('canvas[data-chart]')) drawChart(c, c.getAttribute('data-chart'));
+  }
+
+  function renderView() {
+    switch (S.route.view) {
+      case 'queue': return viewQueue(S.route.q);
+      case 'job': return viewJob(S.route.id);
+      case 'dead': return S.route.q === null ? viewDeadIndex() : viewDead(S.route.q);
+      case 'streams': return viewStreams();
+      case 'groups': return viewGroups();
+      case 'schedules': return viewSchedules();
+      case 'locks': return viewLocks();
+      default: return viewQueues();
+    }
+  }
+
+  function loading() {
+    if (S.viewError) {
+      const e = S.viewError;
+      return h('div', { class: 'panel', testid: 'view-error' },
+        h('div', { class: 'empty', text: e.status === 404 ? `Not found: ${e.message}` : `Error: ${e.message}` }));
+    }
+    return h('div', { class: 'panel' }, h('div', { class: 'empty', text: 'Loading…' }));
+  }
+
+  function num(value, testid, hotWhenPositive) {
+    const cls = value === 0 ? 'num zero' : hotWhenPositive && value > 0 ? 'num hot' : 'num';
+    return h('td', { class: cls, testid, text: fmtInt(value) });
+  }
+
+  function pausedPill(paused) {
+    return paused
+      ? h('span', { class: 'pill paused', text: 'paused' })
+      : h('span', { class: 'pill live', text: 'running' });
+  }
+
+  function pauseButton(q, paused) {
+    const busy = S.busy.has(`queue:${q}`);
+    return paused
+      ? h('button', { testid: 'queue-resume', disabled: busy, onclick: (ev) => { ev.stopPropagation(); pauseQueue(q, false); }, text: 'Resume' })
+      : h('button', { testid: 'queue-pause', disabled: busy, onclick: (ev) => { ev.stopPropagation(); pauseQueue(q, true); }, text: 'Pause' });
+  }
+
+  // 1. Queues: counts and a chart.
+  function viewQueues() {
+    const queues = S.queues;
+    if (queues === null) return loading();
+    if (!S.chartQueue || !queues.some((q) => q.queue === S.chartQueue)) {
+      const busiest = queues.slice().sort((a, b) => (b.ready + b.processing) - (a.ready + a.processing))[0];
+      S.chartQueue = busiest ? busiest.queue : null;
+    }
+    const totals = queues.reduce((t, q) => {
+      t.ready += q.ready; t.processing += q.processing; t.dead += q.dead; t.scheduled += q.scheduled;
+      return t;
+    }, { ready: 0, processing: 0, dead: 0, scheduled: 0 });
+    return [
+      h('div', { class: 'head' },
+        h('h1', { text: 'Queues' }),
+        h('span', { class: 'sub', text: `${plural(queues.length, 'queue', 'queues')} · counts polled every second` })),
+      h('div', { class: 'tiles' },
+        tile('Ready', totals.ready), tile('Scheduled', totals.scheduled),
+        tile('Processing', totals.processing), tile('Dead', totals.dead)),
+      h('div', { class: 'panel' },
+        queues.length === 0
+          ? h('div', { class: 'empty', text: 'No queues yet: enqueue a job with POST /api/v1/queues/{queue}/jobs.' })
+          : h('table', { testid: 'queues-table' },
+            h('thead', null, h('tr', null,
+              h('th', { text: 'Queue' }), h('th', { class: 'num', text: 'Ready' }),
+              h('th', { class: 'num', text: 'Scheduled' }), h('th', { class: 'num', text: 'Processing' }),
+              h('th', { class: 'num', text: 'Expired claims' }), h('th', { class: 'num', text: 'Dead' }),
+              h('th', { class: 'num', text: 'Completed' }), h('th', { class: 'num', text: 'Oldest ready' }),
+              h('th', { text: 'State' }), h('th', null))),
+            h('tbody', null, queues.map(queueRow)))),
+      queues.length ? chartPanel(S.chartQueue, true) : null,
+    ];
+  }
+
+  function tile(k, v) {
+    return h('div', { class: 'tile' }, h('div', { class: 'k', text: k }), h('div', { class: 'v', text: fmtInt(v) }));
+  }
+
+  function queueRow(q) {
+    return h('tr', {
+      key: q.queue, testid: 'queue-row', 'data-queue': q.queue, 'data-paused': String(q.paused),
+      class: q.queue === S.chartQueue ? 'selected' : null,
+      title: 'Click to chart this queue',
+      onclick: (ev) => {
+        if (ev.target.closest('a,button')) return;
+        S.chartQueue = q.queue;
+        render();
+      },
+    },
+    h('td', null, h('a', { class: 'mono', href: `#/queues/${enc(q.queue)}`, text: q.queue })),
+    num(q.ready, 'count-ready'),
+    num(q.scheduled, 'count-scheduled'),
+    num(q.processing, 'count-processing'),
+    num(q.expired_claims, 'count-expired-claims', true),
+    h('td', { class: q.dead > 0 ? 'num hot' : 'num zero', testid: 'count-dead' },
+      q.dead > 0 ? h('a', { href: `#/dead/${enc(q.queue)}`, text: fmtInt(q.dead) }) : '0'),
+    num(q.completed, 'count-completed'),
+    h('td', { class: 'num', testid: 'oldest-ready', text: fmtAge(q.oldest_ready_age_s) }),
+    h('td', { testid: 'queue-state' }, pausedPill(q.paused)),
+    h('td', { class: 'actions' }, pauseButton(q.queue, q.paused)));
+  }
+
+  const SERIES = [
+    { key: 'ready', label: 'ready', colour: '--ready', fill: true },
+    { key: 'processing', label: 'processing', colour: '--processing' },
+    { key: 'dead', label: 'dead', colour: '--dead' },
+  ];
+
+  function chartPanel(q, selector) {
+    const hasRate = hasRateSeries(q);
+    const names = (S.queues || []).map((x) => x.queue);
+    return h('div', { class: 'panel', testid: 'chart-panel' },
+      h('div', { class: 'panel-head' },
+        h('h2', { text: 'Last 5 minutes' }),
+        selector
+          ? h('select', {
+            testid: 'chart-queue', selected: q, 'aria-label': 'Queue to chart',
+            onchange: (ev) => { S.chartQueue = ev.target.value; render(); },
+          }, names.map((n) => h('option', { key: n, value: n, text: n })))
+          : h('span', { class: 'mono', text: q }),
+        h('span', { class: 'spacer' }),
+        h('div', { class: 'legend' },
+          SERIES.map((s) => h('span', { key: s.key }, h('span', { class: 'sw', style: { '--sw': `var(${s.colour})` } }), s.label)),
+          h('span', { key: 'rate', class: hasRate ? null : 'off', title: hasRate ? null : 'no data: see the note below the chart' },
+            h('span', { class: 'sw dash', style: { '--sw': 'var(--rate)' } }),
+            'completed/s (workers in this process)'))),
+      h('div', { class: 'panel-body' },
+        h('div', { class: 'chart-wrap' },
+          h('canvas', { key: `chart:${q}`, 'data-chart': q, 'data-keep': '', testid: 'chart',
+            'aria-label': `Depth of ${q} by state over the last five minutes`,
+            onmousemove: (ev) => {
+              const r = ev.target.getBoundingClientRect();
+              S.hover = { q, x: ev.clientX - r.left };
+              drawChart(ev.target, q);
+            },
+            onmouseleave: (ev) => { S.hover = null; drawChart(ev.target, q); },
+          })),
+        h('div', { class: 'note', testid: 'rate-note', text: rateNote(q, hasRate) })));
+  }
+
+  function hasRateSeries(q) {
+    return S.metrics === true && (S.hist.get(q) || []).some((s) => s.done !== undefined);
+  }
+
+  function rateNote(q, hasRate) {
+    if (S.metrics === false) return 'completed/s: this server has no Prometheus recorder (/metrics answers 404).';
+    if (!hasRate) {
+      return 'completed/s: no worker in the serving process has completed a job of this queue ' +
+        '(alkstore_jobs_completed_total on /metrics counts only its own workers; HTTP acks and other processes are not in it).';
+    }
+    return 'completed/s: from alkstore_jobs_completed_total on /metrics, which counts the jobs completed by workers in the serving process only.';
+  }
+
+  // An axis from 0 in three to five round steps (whole ones for counts).
+  function niceAxis(v, whole) {
+    if (!(v > 0)) v = whole ? 4 : 1;
+    if (whole) v = Math.max(v, 4);
+    const raw = v / 5;
+    const e = Math.pow(10, Math.floor(Math.log10(raw)));
+    let step = 10 * e;
+    for (const m of [1, 2, 2.5, 5, 10]) {
+      if (m * e >= raw && (!whole || Number.isInteger(m * e))) { step = m * e; break; }
+    }
+    if (whole) step = Math.max(1, Math.round(step));
+    return { max: step * Math.ceil(v / step), step };
+  }
+
+  function fmtAxis(v) {
+    if (v >= 1e6) return `${+(v / 1e6).toFixed(1)}M`;
+    if (v >= 1e4) return `${+(v / 1e3).toFixed(1)}k`;
+    if (v >= 100 || Number.isInteger(v)) return nf.format(Math.round(v));
+    return String(+v.toFixed(2));
+  }
+
+  function rates(samples) {
+    const out = [];
+    for (let i = 1; i < samples.length; i++) {
+      const a = samples[i - 1];
+      const b = samples[i];
+      if (a.done === undefined || b.done === undefined) continue;
+      const dt = (b.t - a.t) / 1000;
+      const d = b.done - a.done;
+      if (dt <= 0 || dt * 1000 > GAP_MS || d < 0) continue; // a gap, or a counter reset
+      out.push({ t: b.t, v: d / dt, gapBefore: out.length > 0 && b.t - out[out.length - 1].t > GAP_MS });
+    }
+    return out;
+  }
+
+  function drawChart(canvas, q) {
+    const rect = canvas.getBoundingClientRect();
+    const W = Math.max(1, Math.round(rect.width));
+    const H = Math.max(1, Math.round(rect.height));
+    const dpr = window.devicePixelRatio || 1;
+    if (canvas.width !== Math.round(W * dpr) || canvas.height !== Math.round(H * dpr)) {
+      canvas.width = Math.round(W * dpr);
+      canvas.height = Math.round(H * dpr);
+    }
+    const ctx = canvas.getContext('2d');
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, W, H);
+    const css = getComputedStyle(document.documentElement);
+    const col = (n) => css.getPropertyValue(n).trim() || '#888';
+    const t1 = Date.now();
+    const t0 = t1 - WINDOW_MS;
+    const samples = (S.hist.get(q) || []).filter((s) => s.t >= t0 - GAP_MS);
+    const rs = S.metrics === true ? rates(samples) : [];
+    const showRate = hasRateSeries(q);
+    const pad = { l: 52, r: showRate ? 56 : 16, t: 10, b: 22 };
+    const pw = W - pad.l - pad.r;
+    const ph = H - pad.t - pad.b;
+    if (pw < 10 || ph < 10) return;
+    let top = 0;
+    for (const s of samples) top = Math.max(top, s.ready, s.processing, s.dead);
+    const ay = niceAxis(top, true);
+    const ar = niceAxis(rs.reduce((m, r) => Math.max(m, r.v), 0), false);
+    const maxY = ay.max;
+    const maxR = ar.max;
+    const x = (t) => pad.l + ((t - t0) / WINDOW_MS) * pw;
+    const y = (v) => pad.t + ph - (v / maxY) * ph;
+    const yr = (v) => pad.t + ph - (v / maxR) * ph;
+
+    ctx.font = `11px ${col('--mono')}`;
+    ctx.lineWidth = 1;
+    ctx.strokeStyle = col('--grid');
+    ctx.fillStyle = col('--muted');
+    ctx.textBaseline = 'middle';
+    for (let i = 0; i * ay.step <= maxY + 1e-9; i++) {
+      const yy = Math.round(y(i * ay.step)) + 0.5;
+      ctx.beginPath(); ctx.moveTo(pad.l, yy); ctx.lineTo(pad.l + pw, yy); ctx.stroke();
+      ctx.textAlign = 'right';
+      ctx.fillText(fmtAxis(i * ay.step), pad.l - 8, yy);
+    }
+    if (showRate) {
+      // The rate's own scale on the right, in its colour.
+      ctx.fillStyle = col('--rate');
+      ctx.textAlign = 'left';
+      for (let i = 0; i * ar.step <= maxR + 1e-9; i++) {
+        ctx.fillText(fmtAxis(i * ar.step), pad.l + pw + 8, Math.round(yr(i * ar.step)) + 0.5);
+      }
+      ctx.fillStyle = col('--muted');
+    }
+    ctx.textBaseline = 'top';
+    ctx.textAlign = 'center';
+    for (let m = 5; m >= 0; m--) {
+      const xx = Math.round(x(t1 - m * 60000)) + 0.5;
+      ctx.beginPath(); ctx.moveTo(xx, pad.t); ctx.lineTo(xx, pad.t + ph); ctx.stroke();
+      ctx.fillText(m === 0 ? 'now' : `-${m}m`, Math.min(Math.max(xx, pad.l + 12), pad.l + pw - 12), pad.t + ph + 6);
+    }
+
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(pad.l, pad.t - 1, pw, ph + 2);
+    ctx.clip();
+    const runs = (pts) => {
+      const out = [];
+      let cur = [];
+      for (let i = 0; i < pts.length; i++) {
+        if (i > 0 && pts[i].t - pts[i - 1].t > GAP_MS) { out.push(cur); cur = []; }
+        cur.push(pts[i]);
+      }
+      if (cur.length) out.push(cur);
+      return out;
+    };
+    for (const s of SERIES) {
+      const c = col(s.colour);
+      for (const run of runs(samples)) {
+        ctx.beginPath();
+        run.forEach((p, i) => (i ? ctx.lineTo(x(p.t), y(p[s.key])) : ctx.moveTo(x(p.t), y(p[s.key]))));
+        if (run.length === 1) ctx.lineTo(x(run[0].t) + 1, y(run[0][s.key]));
+        ctx.strokeStyle = c;
+        ctx.lineWidth = 2;
+        ctx.lineJoin = 'round';
+        ctx.stroke();
+        if (s.fill && run.length > 1) {
+          ctx.lineTo(x(run[run.length - 1].t), y(0));
+          ctx.lineTo(x(run[0].t), y(0));
+          ctx.closePath();
+          ctx.globalAlpha = 0.12;
+          ctx.fillStyle = c;
+          ctx.fill();
+          ctx.globalAlpha = 1;
+        }
+      }
+    }
+    if (showRate) {
+      ctx.setLineDash([5, 4]);
+      ctx.strokeStyle = col('--rate');
+      ctx.lineWidth = 2;
+      for (const run of runs(rs)) {
+        ctx.beginPath();
+        run.forEach((p, i) => (i ? ctx.lineTo(x(p.t), yr(p.v)) : ctx.moveTo(x(p.t), yr(p.v))));
+        ctx.stroke();
+      }
+      ctx.setLineDash([]);
+    }
+    ctx.restore();
+
+    if (!samples.length) {
+      ctx.fillStyle = col('--muted');
+      ctx.textAlign = 'center';
+      ctx.textBaseline = 'middle';
+      ctx.fillText('collecting samples…', pad.l + pw / 2, pad.t + ph / 2);
+      return;
+    }
+    // The pointer's crosshair: the nearest sample's values.
+    if (S.hover && S.hover.q === q && S.hover.x >= pad.l && S.hover.x <= pad.l + pw) {
+      const t = t0 + ((S.hover.x - pad.l) / pw) * WINDOW_MS;
+      let best = samples[0];
+      for (const s of samples) if (Math.abs(s.t - t) < Math.abs(best.t - t)) best = s;
+      const xx = Math.round(x(best.t)) + 0.5;
+      ctx.strokeStyle = col('--muted');
+      ctx.lineWidth = 1;
+      ctx.beginPath(); ctx.moveTo(xx, pad.t); ctx.lineTo(xx, pad.t + ph); ctx.stroke();
+      const r = rs.find((p) => p.t === best.t);
+      const lines = [fmtTimeMs(best.t)].concat(SERIES.map((s) => `${s.label} ${fmtInt(best[s.key])}`));
+      if (showRate) lines.push(`completed/s ${r ? r.v.toFixed(1) : '–'}`);
+      const bw = 150;
+      const bh = lines.length * 16 + 8;
+      const bx = xx + 10 + bw > pad.l + pw ? xx - 10 - bw : xx + 10;
+      ctx.fillStyle = col('--panel');
+      ctx.strokeStyle = col('--border');
+      ctx.fillRect(bx, pad.t + 4, bw, bh);
+      ctx.strokeRect(bx + 0.5, pad.t + 4.5, bw, bh);
+      ctx.textAlign = 'left';
+      ctx.textBaseline = 'top';
+      lines.forEach((l, i) => {
+        ctx.fillStyle = i === 0 ? col('--muted') : col('--text');
+        ctx.fillText(l, bx + 8, pad.t + 9 + i * 16);
+      });
+    }
+  }
+
+  function queueOf(name) {
+    return (S.queues || []).find((q) => q.queue === name) || null;
+  }
+
+  // A queue: its counts, chart and jobs.
+  function viewQueue(name) {
+    const q = queueOf(name);
+    const states = [['', 'All'], ['pending', 'Pending'], ['processing', 'Processing'], ['completed', 'Completed']];
+    const jobs = S.data && S.data.jobs;
+    return [
+      h('div', { class: 'crumbs' }, h('a', { href: '#/queues', text: 'Queues' }), ' / ', name),
+      h('div', { class: 'head' },
+        h('h1', { class: 'mono', text: name }),
+        q ? pausedPill(q.paused) : null,
+        h('span', { class: 'spacer' }),
+        q && q.dead > 0 ? h('a', { href: `#/dead/${enc(name)}`, text: `${plural(q.dead, 'dead letter', 'dead letters')} →` }) : null,
+        q ? pauseButton(name, q.paused) : null),
+      q
+        ? h('div', { class: 'tiles', testid: 'queue-tiles' },
+          tile('Ready', q.ready), tile('Scheduled', q.scheduled), tile('Processing', q.processing),
+          tile('Expired claims', q.expired_claims), tile('Dead', q.dead), tile('Completed', q.completed),
+          h('div', { class: 'tile' }, h('div', { class: 'k', text: 'Oldest ready' }), h('div', { class: 'v', text: fmtAge(q.oldest_ready_age_s) })))
+        : h('div', { class: 'panel' }, h('div', { class: 'empty', text: `No queue ${name} in the list (nothing enqueued on it yet).` })),
+      chartPanel(name, false),
+      h('div', { class: 'panel' },
+        h('div', { class: 'panel-head' },
+          h('h2', { text: 'Jobs' }),
+          h('div', { class: 'tabs' }, states.map(([v, label]) => h('button', {
+            key: v || 'all', class: S.jobsState === v ? 'on' : null, text: label,
+            onclick: () => { S.jobsState = v; page(0); },
+          }))),
+          h('span', { class: 'spacer' }),
+          h('span', { class: 'sub', text: 'lowest ids first' }),
+          pager()),
+        jobs === undefined || jobs === null ? loading()
+          : jobs.length === 0 ? h('div', { class: 'empty', text: 'No jobs here.' })
+            : h('table', { testid: 'jobs-table' },
+              h('thead', null, h('tr', null,
+                h('th', { text: 'Id' }), h('th', { text: 'State' }), h('th', { class: 'num', text: 'Priority' }),
+                h('th', { class: 'num', text: 'Attempts' }), h('th', { text: 'Run at' }), h('th', { text: 'Created' }),
+                h('th', { text: 'Worker' }), h('th', { text: 'Payload' }), h('th', { text: 'Last error' }))),
+              h('tbody', null, jobs.map((j) => h('tr', { key: j.id, testid: 'job-row', 'data-job-id': j.id },
+                h('td', null, h('a', { class: 'mono', href: `#/jobs/${j.id}`, testid: 'job-link', text: j.id })),
+                h('td', null, statePill(j)),
+                h('td', { class: 'num', text: j.priority }),
+                h('td', { class: 'num', text: `${j.attempts}/${j.max_attempts}` }),
+                h('td', { title: iso(j.run_at), text: fmtTime(j.run_at) }),
+                h('td', { title: iso(j.created_at), text: fmtTime(j.created_at) }),
+                h('td', { class: 'mono', text: j.worker || '–' }),
+                h('td', { class: 'mono truncate', text: preview(j.payload, j.payload_base64) }),
+                h('td', { class: 'truncate', title: j.last_error, text: j.last_error || '' })))))),
+    ];
+  }
+
+  function pager() {
+    const d = S.data;
+    const hasNext = d && d.next_after_id !== undefined && d.next_after_id !== null;
+    if (!hasNext && !S.cursor.length) return null;
+    return h('span', null,
+      h('button', { disabled: !S.cursor.length, onclick: () => page(-1), text: '← Previous' }),
+      h('button', { disabled: !hasNext, onclick: () => page(1), text: 'Next →' }));
+  }
+
+  function statePill(j) {
+    const cls = { dead: 'pill dead', processing: 'pill processing', completed: 'pill completed' }[j.state] || 'pill';
+    const label = j.state === 'dead' && j.dead_reason ? `dead · ${j.dead_reason}` : j.state;
+    return h('span', { class: cls, testid: 'job-state', 'data-state': j.state, text: label });
+  }
+
+  // 2. A job.
+  function viewJob(id) {
+    const j = S.data;
+    const crumbs = h('div', { class: 'crumbs' }, h('a', { href: '#/queues', text: 'Queues' }), ' / ',
+      j ? h('a', { href: `#/queues/${enc(j.queue)}`, text: j.queue }) : '…', ' / ', `job ${id}`);
+    if (!j) return [crumbs, loading()];
+    const busyCancel = S.busy.has(`cancel:${j.id}`);
+    const rows = [
+      ['Queue', h('a', { class: 'mono', href: `#/queues/${enc(j.queue)}`, text: j.queue })],
+      ['State', statePill(j)],
+      ['Attempts', h('span', { testid: 'job-attempts', text: `${j.attempts} of ${j.max_attempts}` })],
+      ['Priority', String(j.priority)],
+      ['Worker', h('span', { class: 'mono', text: j.worker || '–' })],
+      ['Unique key', h('span', { class: 'mono', text: j.unique_key || '–' })],
+      ['Created', timeCell(j.created_at)],
+      ['Run at', timeCell(j.run_at)],
+      j.state === 'processing' ? ['Claim expires', timeCell(j.claim_expires_at)] : null,
+      ['Expires', timeCell(j.expires_at)],
+      [j.state === 'completed' ? 'Completed at' : 'Died at', timeCell(j.died_at)],
+      ['Cancel requested', j.cancel_requested ? 'yes' : 'no'],
+    ];
+    let payload;
+    if (j.payload_base64) payload = `(not JSON: ${j.payload_base64.length} base64 characters)\n${j.payload_base64}`;
+    else payload = JSON.stringify(j.payload, null, 2);
+    return [
+      crumbs,
+      h('div', { class: 'head' },
+        h('h1', null, 'Job ', h('span', { class: 'mono', testid: 'job-id', text: j.id })),
+        statePill(j),
+        h('span', { class: 'spacer' }),
+        j.state === 'dead'
+          ? h('button', { testid: 'job-requeue', class: 'primary', disabled: S.busy.has(`dead:${j.queue}:requeue:${j.id}`),
+            onclick: () => deadAction(j.queue, 'requeue', [j.id]), text: 'Requeue' })
+          : null,
+        j.state === 'pending' || j.state === 'processing'
+          ? h('button', { testid: 'job-cancel', class: 'danger', disabled: busyCancel || j.cancel_requested,
+            onclick: () => {
+              if (!window.confirm(`Cancel job ${j.id}?`)) return;
+              act(`cancel:${j.id}`, (r) => `Cancel: ${r.outcome}`, () => api('POST', `/api/v1/jobs/${j.id}/cancel`));
+            },
+            text: j.cancel_requested ? 'Cancel requested' : 'Cancel' })
+          : null),
+      h('div', { class: 'cols' },
+        h('div', { class: 'panel' },
+          h('div', { class: 'panel-head' }, h('h2', { text: 'Details' })),
+          h('div', { class: 'panel-body kv', testid: 'job-details' },
+            rows.filter(Boolean).map(([k, v]) => [h('div', { class: 'k', text: k }), h('div', null, v)]))),
+        h('div', { class: 'panel' },
+          h('div', { class: 'panel-head' }, h('h2', { text: 'Payload' })),
+          h('div', { class: 'panel-body' }, h('pre', { class: 'json', testid: 'job-payload', text: payload })))),
+      h('div', { class: 'panel' },
+        h('div', { class: 'panel-head' }, h('h2', { text: 'Errors' }),
+          h('span', { class: 'sub', text: j.errors.length ? plural(j.errors.length, 'failed attempt', 'failed attempts') : '' })),
+        j.last_error
+          ? h('div', { class: 'panel-body' }, h('div', { class: 'k sub', text: 'Last error' }),
+            h('pre', { class: 'json', testid: 'job-last-error', text: j.last_error }))
+          : null,
+        j.errors.length === 0
+          ? h('div', { class: 'empty', text: 'No errors recorded.' })
+          : h('table', { class: 'errors', testid: 'job-errors' },
+            h('thead', null, h('tr', null, h('th', { class: 'num', text: 'Attempt' }), h('th', { text: 'At' }), h('th', { text: 'Error' }))),
+            h('tbody', null, j.errors.map((e, i) => h('tr', { key: i },
+              h('td', { class: 'num', text: e.attempt }),
+              h('td', { title: iso(e.at), text: fmtTime(e.at) }),
+              h('td', null, h('pre', { class: 'json', text: e.error }))))))),
+    ];
+  }
+
+  function timeCell(s) {
+    if (s === null || s === undefined) return '–';
+    return h('span', { title: iso(s) }, fmtTime(s), h('span', { class: 'sub', text: ` (${countdown(s * 1000)})` }));
+  }
+
+  // 3. Dead letters.
+  function viewDeadIndex() {
+    const queues = S.queues;
+    if (queues === null) return loading();
+    const withDead = queues.filter((q) => q.dead > 0);
+    return [
+      h('div', { class: 'head' }, h('h1', { text: 'Dead letters' }),
+        h('span', { class: 'sub', text: 'jobs that failed for good, expired or were cancelled' })),
+      h('div', { class: 'panel' },
+        withDead.length === 0
+          ? h('div', { class: 'empty', testid: 'dead-none', text: 'No dead letters in any queue.' })
+          : h('table', null,
+            h('thead', null, h('tr', null, h('th', { text: 'Queue' }), h('th', { class: 'num', text: 'Dead letters' }))),
+            h('tbody', null, withDead.map((q) => h('tr', { key: q.queue, testid: 'dead-queue-row', 'data-queue': q.queue },
+              h('td', null, h('a', { class: 'mono', href: `#/dead/${enc(q.queue)}`, text: q.queue })),
+              h('td', { class: 'num hot', text: fmtInt(q.dead) })))))),
+    ];
+  }
+
+  function viewDead(name) {
+    const q = queueOf(name);
+    const jobs = S.data && S.data.jobs;
+    const busyAll = S.busy.has(`dead:${name}:requeue:all`) || S.busy.has(`dead:${name}:purge:all`);
+    const none = !q || q.dead === 0;
+    return [
+      h('div', { class: 'crumbs' }, h('a', { href: '#/dead', text: 'Dead letters' }), ' / ', name),
+      h('div', { class: 'head' },
+        h('h1', null, 'Dead letters of ', h('span', { class: 'mono', text: name })),
+        h('span', { class: 'pill dead', testid: 'dead-count', text: fmtInt(q ? q.dead : 0) }),
+        h('span', { class: 'spacer' }),
+        h('button', { testid: 'dead-requeue-all', disabled: busyAll || none, onclick: () => deadAction(name, 'requeue', null), text: 'Requeue all' }),
+        h('button', { testid: 'dead-purge-all', class: 'danger', disabled: busyAll || none, onclick: () => deadAction(name, 'purge', null), text: 'Purge all' })),
+      h('div', { class: 'panel' },
+        h('div', { class: 'panel-head' }, h('h2', { text: 'Lowest ids first' }), h('span', { class: 'spacer' }), pager()),
+        jobs === undefined || jobs === null ? loading()
+          : jobs.length === 0 ? h('div', { class: 'empty', testid: 'dead-empty', text: 'No dead letters in this queue.' })
+            : h('table', { testid: 'dead-table' },
+              h('thead', null, h('tr', null,
+                h('th', { text: 'Id' }), h('th', { text: 'Reason' }), h('th', { class: 'num', text: 'Attempts' }),
+                h('th', { text: 'Died' }), h('th', { text: 'Last error' }), h('th', { text: 'Payload' }), h('th', null))),
+              h('tbody', null, jobs.map((j) => h('tr', { key: j.id, testid: 'dead-row', 'data-job-id': j.id },
+                h('td', null, h('a', { class: 'mono', href: `#/jobs/${j.id}`, text: j.id })),
+                h('td', null, h('span', { class: 'pill dead', text: j.dead_reason || 'dead' })),
+                h('td', { class: 'num', text: `${j.attempts}/${j.max_attempts}` }),
+                h('td', { title: iso(j.died_at), text: fmtTime(j.died_at) }),
+                h('td', { class: 'truncate', title: j.last_error, text: j.last_error || '–' }),
+                h('td', { class: 'mono truncate', text: preview(j.payload, j.payload_base64) }),
+                h('td', { class: 'actions' },
+                  h('button', { testid: 'dead-requeue', disabled: S.busy.has(`dead:${name}:requeue:${j.id}`),
+                    onclick: () => deadAction(name, 'requeue', [j.id]), text: 'Requeue' }),
+                  h('button', { testid: 'dead-purge', class: 'danger', disabled: S.busy.has(`dead:${name}:purge:${j.id}`),
+                    onclick: () => deadAction(name, 'purge', [j.id]), text: 'Purge' }))))))),
+    ];
+  }
+
+  // 4. Streams.
+  function viewStreams() {
+    const d = S.data;
+    if (!d) return loading();
+    const streams = d.streams;
+    return [
+      h('div', { class: 'head' }, h('h1', { text: 'Streams' }),
+        h('span', { class: 'sub', text: 'offsets grow across the whole store; lag counts this stream\u2019s events after a consumer\u2019s offset' })),
+      streams.length === 0
+        ? h('div', { class: 'panel' }, h('div', { class: 'empty', text: 'No streams yet: publish with POST /api/v1/streams/{stream}/events.' }))
+        : streams.map((s) => {
+          const maxLag = s.consumers.reduce((m, c) => Math.max(m, c.lag), 0);
+          return h('div', { class: 'panel', key: s.stream, testid: 'stream', 'data-stream': s.stream },
+            h('div', { class: 'panel-head' },
+              h('h2', { class: 'mono', text: s.stream }),
+              h('span', { class: 'spacer' }),
+              h('span', { class: 'sub' }, 'head ', h('span', { class: 'mono', testid: 'stream-head', text: s.head === null || s.head === undefined ? '–' : s.head })),
+              h('span', { class: 'sub' }, 'events ', h('span', { class: 'mono', testid: 'stream-events', text: fmtInt(s.events) })),
+              h('span', { class: 'sub' }, 'max lag ', h('span', { class: 'mono', text: fmtInt(maxLag) }))),
+            s.consumers.length === 0
+              ? h('div', { class: 'empty', text: 'No consumer has committed an offset.' })
+              : h('table', null,
+                h('thead', null, h('tr', null, h('th', { text: 'Consumer' }), h('th', { class: 'num', text: 'Offset' }),
+                  h('th', { class: 'num', text: 'Lag' }), h('th', { text: 'Last commit' }))),
+                h('tbody', null, s.consumers.map((c) => h('tr', { key: c.consumer, testid: 'consumer-row', 'data-consumer': c.consumer },
+                  h('td', { class: 'mono', text: c.consumer }),
+                  h('td', { class: 'num', testid: 'consumer-offset', text: c.offset }),
+                  h('td', { class: c.lag > 0 ? 'num hot' : 'num zero', testid: 'consumer-lag', text: fmtInt(c.lag) }),
+                  h('td', { title: iso(c.updated_at) }, fmtTime(c.updated_at), h('span', { class: 'sub', text: ` (${countdown(c.updated_at * 1000)})` })))))));
+        }),
+    ];
+  }
+
+  // 5. Consumer groups: who owns which bucket.
+  function viewGroups() {
+    const d = S.data;
+    if (!d) return loading();
+    return [
+      h('div', { class: 'head' }, h('h1', { text: 'Consumer groups' }),
+        h('span', { class: 'sub', text: 'bucket leases: owner, epoch, time left, lag; live' })),
+      d.length === 0
+        ? h('div', { class: 'panel' }, h('div', { class: 'empty', text: 'No consumer groups yet.' }))
+        : d.map(groupPanel),
+    ];
+  }
+
+  function groupPanel({ info, status }) {
+    const head = h('div', { class: 'panel-head' },
+      h('h2', { class: 'mono', text: info.group }),
+      h('span', { class: 'sub' }, 'reads ', h('span', { class: 'mono', text: info.stream })),
+      h('span', { class: 'spacer' }),
+      h('span', { class: 'sub', text: `${plural(info.buckets, 'bucket', 'buckets')} · ${plural(info.live_owners, 'live owner', 'live owners')} · ${plural(info.live_workers, 'live worker', 'live workers')}` }));
+    if (!status || status.error) {
+      return h('div', { class: 'panel', key: info.group }, head,
+        h('div', { class: 'empty', text: `Error: ${status && status.error ? status.error.message : 'no status'}` }));
+    }
+    const t = now();
+    const owned = new Map();
+    let expired = 0;
+    let free = 0;
+    let lag = 0;
+    for (const b of status.buckets) {
+      lag += b.lag;
+      if (b.owner === null || b.owner === undefined) free++;
+      else if (b.expired) expired++;
+      else owned.set(b.owner, (owned.get(b.owner) || 0) + 1);
+    }
+    const owners = Array.from(owned.keys()).sort();
+    for (const o of owners) ownerColour(o);
+    return h('div', { class: 'panel', key: info.group, testid: 'group', 'data-group': info.group },
+      head,
+      h('div', { class: 'panel-body' },
+        h('div', { class: 'owners', testid: 'group-legend' },
+          owners.map((o) => h('span', { key: `o:${o}`, testid: 'group-owner', 'data-owner': o },
+            h('span', { class: 'sw', style: { '--owner': ownerColour(o) } }),
+            h('span', { class: 'mono', text: o }), h('span', { class: 'sub', text: ` · ${plural(owned.get(o), 'bucket', 'buckets')}` }))),
+          expired ? h('span', { key: 'expired' }, h('span', { class: 'sw expired' }), `${fmtInt(expired)} expired`) : null,
+          free ? h('span', { key: 'free' }, h('span', { class: 'sw free' }), `${fmtInt(free)} free`) : null,
+          h('span', { key: 'lag', class: 'sub', text: `total lag ${fmtInt(lag)}` })),
+        h('div', { style: { height: '12px' } }),
+        h('div', { class: 'grid', testid: 'group-grid' }, status.buckets.map((b) => bucketCell(info.group, b, t)))));
+  }
+
+  function bucketCell(group, b, t) {
+    const hasOwner = b.owner !== null && b.owner !== undefined;
+    const cls = !hasOwner ? 'cell free' : b.expired ? 'cell expired' : 'cell';
+    const left = b.expires_at_ms === null || b.expires_at_ms === undefined ? null : b.expires_at_ms - t;
+    let lease;
+    if (!hasOwner) lease = 'no lease';
+    else if (b.expired) lease = left !== null ? `expired ${fmtDur(Math.min(0, left))} ago` : 'expired';
+    else lease = left !== null ? `lease ${fmtDur(Math.max(0, left))}` : 'lease –';
+    return h('div', {
+      key: b.bucket, class: cls, testid: 'group-cell',
+      'data-group': group, 'data-bucket': b.bucket, 'data-owner': hasOwner ? b.owner : '',
+      'data-expired': String(!!b.expired), 'data-epoch': b.epoch,
+      style: hasOwner && !b.expired ? { '--owner': ownerColour(b.owner) } : null,
+      title: `bucket ${b.bucket} · owner ${hasOwner ? b.owner : 'none'} · epoch ${b.epoch} · checkpoint ${b.checkpoint} · lag ${b.lag}` +
+        (b.expires_at_ms ? ` · lease until ${isoMs(b.expires_at_ms)}` : ''),
+    },
+    h('div', { class: 'b', text: `#${b.bucket}` }),
+    b.expired && hasOwner ? h('span', { class: 'flag', text: 'EXPIRED' }) : null,
+    h('div', { class: 'o', testid: 'cell-owner', text: hasOwner ? b.owner : 'free' }),
+    h('div', { class: 'm' },
+      h('div', { text: `epoch ${b.epoch}` }),
+      h('div', { testid: 'cell-lease', text: lease }),
+      h('div', null, 'lag ', h('span', { class: b.lag > 0 ? 'lag-hot' : null, testid: 'cell-lag', text: fmtInt(b.lag) }))));
+  }
+
+  // 6. Schedules.
+  function viewSchedules() {
+    const d = S.data;
+    if (!d) return loading();
+    const list = d.schedules;
+    return [
+      h('div', { class: 'head' }, h('h1', { text: 'Schedules' }),
+        h('span', { class: 'sub', text: 'each boundary enqueues one job on its queue' })),
+      h('div', { class: 'panel' },
+        list.length === 0
+          ? h('div', { class: 'empty', text: 'No schedules: create one with PUT /api/v1/schedules/{name}.' })
+          : h('table', { testid: 'schedules-table' },
+            h('thead', null, h('tr', null,
+              h('th', { text: 'Name' }), h('th', { text: 'Spec' }), h('th', { text: 'Time zone' }), h('th', { text: 'Queue' }),
+              h('th', { text: 'Next fire' }), h('th', { text: 'In' }), h('th', { text: 'Last fired' }), h('th', { text: 'State' }), h('th', null))),
+            h('tbody', null, list.map((s) => {
+              const busy = S.busy.has(`schedule:${s.name}`);
+              const verb = s.paused ? 'resume' : 'pause';
+              return h('tr', { key: s.name, testid: 'schedule-row', 'data-name': s.name, 'data-paused': String(s.paused) },
+                h('td', { class: 'mono', text: s.name }),
+                h('td', { class: 'mono', text: s.spec }),
+                h('td', { text: s.tz || 'UTC' }),
+                h('td', null, h('a', { class: 'mono', href: `#/queues/${enc(s.queue)}`, text: s.queue })),
+                h('td', { title: isoMs(s.next_fire_at_ms), testid: 'schedule-next', text: s.paused ? '–' : fmtTimeMs(s.next_fire_at_ms) }),
+                h('td', { class: 'mono', text: s.paused ? '–' : countdown(s.next_fire_at_ms) }),
+                h('td', { title: isoMs(s.last_boundary_ms), text: fmtTimeMs(s.last_boundary_ms) }),
+                h('td', null, pausedPill(s.paused)),
+                h('td', { class: 'actions' }, h('button', {
+                  testid: `schedule-${verb}`, disabled: busy, text: s.paused ? 'Resume' : 'Pause',
+                  onclick: () => act(`schedule:${s.name}`, `${s.paused ? 'Resumed' : 'Paused'} ${s.name}`,
+                    () => api('POST', `/api/v1/schedules/${enc(s.name)}/${verb}`)),
+                })));
+            })))),
+    ];
+  }
+
+  // 7. Locks.
+  function viewLocks() {
+    const d = S.data;
+    if (!d) return loading();
+    const list = d.locks;
+    const t = now();
+    return [
+      h('div', { class: 'head' }, h('h1', { text: 'Locks' }),
+        h('span', { class: 'sub', text: 'leases with fencing tokens' })),
+      h('div', { class: 'panel' },
+        list.length === 0
+          ? h('div', { class: 'empty', text: 'No locks.' })
+          : h('table', { testid: 'locks-table' },
+            h('thead', null, h('tr', null,
+              h('th', { text: 'Name' }), h('th', { text: 'Owner' }), h('th', { class: 'num', text: 'Token' }),
+              h('th', { text: 'Acquired' }), h('th', { text: 'Expires' }), h('th', { text: 'State' }))),
+            h('tbody', null, list.map((l) => {
+              const held = l.owner !== null && l.owner !== undefined;
+              const live = held && l.expires_at_ms > t;
+              return h('tr', { key: l.name, testid: 'lock-row', 'data-name': l.name },
+                h('td', { class: 'mono', text: l.name }),
+                h('td', { class: 'mono', testid: 'lock-owner', text: held ? l.owner : '–' }),
+                h('td', { class: 'num', testid: 'lock-token', text: l.token }),
+                h('td', { title: isoMs(l.acquired_at_ms), text: fmtTimeMs(l.acquired_at_ms) }),
+                h('td', { title: isoMs(l.expires_at_ms) }, fmtTimeMs(l.expires_at_ms),
+                  h('span', { class: 'sub', text: ` (${countdown(l.expires_at_ms)})` })),
+                h('td', null, !held
+                  ? h('span', { class: 'pill', title: 'released, or lapsed and cleared', text: 'free' })
+                  : live ? h('span', { class: 'pill live', text: 'held' }) : h('span', { class: 'pill dead', text: 'expired' })));
+            })))),
+    ];
+  }
+
+  // -------------------------------------------------------------- start
+
+  // For the browser test: the parts with no server-side twin.
+  window.alkDashboard = Object.freeze({ parseProm, rates, niceAxis });
+
+  window.addEventListener('hashchange', onRoute);
+  window.addEventListener('resize', () => render());
+  // Countdowns move between polls.
+  setInterval(() => {
+    if (['groups', 'schedules', 'locks', 'job'].includes(S.route.view)) render();
+  }, 250);
+  onRoute();
+})();

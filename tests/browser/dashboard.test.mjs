@@ -1,0 +1,443 @@
+// The dashboard of `alk serve` in headless Chromium, against a live server
+// and real group-worker processes. Run by scripts/browser-test, which starts
+// the server and passes:
+//   ALK_URL    the server's base URL (http://127.0.0.1:PORT)
+//   ALK_TOKEN  its --token
+//   ALK_BIN    the alk binary (to start `alk test-group-worker` processes)
+//   ALK_DB     the server's --db URL (the workers share it)
+//   ALK_SCREENSHOT=1  also save docs/dashboard.png (1280x800) under load
+//   ALK_REPO   the repository root (where docs/ is)
+// Every wait is a bounded poll; any failure exits non-zero.
+
+import { chromium } from 'playwright-core';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const need = (name) => {
+  const v = process.env[name];
+  if (!v) {
+    console.error(`browser test: set ${name} (scripts/browser-test does)`);
+    process.exit(2);
+  }
+  return v;
+};
+const BASE = need('ALK_URL').replace(/\/$/, '');
+const TOKEN = need('ALK_TOKEN');
+const ALK = need('ALK_BIN');
+const DB = need('ALK_DB');
+const REPO = process.env.ALK_REPO || path.resolve(here, '..', '..');
+const SCREENSHOT = process.env.ALK_SCREENSHOT === '1';
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const ARTIFACTS = path.join(here, 'artifacts');
+const WAIT_MS = 30_000;
+
+// ------------------------------------------------------------------ helpers
+
+const children = new Set();
+function killAll(signal = 'SIGKILL') {
+  for (const c of children) {
+    try { c.kill(signal); } catch { /* gone */ }
+  }
+}
+process.on('exit', () => killAll());
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.on(sig, () => { killAll(); process.exit(130); });
+}
+
+async function api(method, p, body) {
+  const res = await fetch(BASE + p, {
+    method,
+    headers: {
+      Authorization: `Bearer ${TOKEN}`,
+      ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${text}`);
+  return text ? JSON.parse(text) : null;
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// Poll `probe` (returning {ok, seen}) until ok, or fail after `ms` saying
+// what was awaited and what was last seen.
+async function waitFor(what, probe, ms = WAIT_MS) {
+  const started = Date.now();
+  let seen;
+  for (;;) {
+    try {
+      const r = await probe();
+      seen = r.seen;
+      if (r.ok) return { seen, ms: Date.now() - started };
+    } catch (e) {
+      seen = `error: ${e.message.split('\n')[0]}`;
+    }
+    if (Date.now() - started > ms) {
+      throw new Error(`timed out after ${ms / 1000} s waiting for ${what}; last seen: ${JSON.stringify(seen)}`);
+    }
+    await sleep(200);
+  }
+}
+
+function assert(cond, message) {
+  if (!cond) throw new Error(message);
+}
+
+const text = async (locator) => {
+  if ((await locator.count()) === 0) return null;
+  return (await locator.first().textContent({ timeout: 1000 }))?.trim() ?? null;
+};
+
+const sel = (testid, extra = '') => `[data-testid="${testid}"]${extra}`;
+
+const withoutDatabaseUrl = { ...process.env };
+delete withoutDatabaseUrl.DATABASE_URL;
+
+function groupWorker(name) {
+  const child = spawn(ALK, [
+    '--db', DB, 'test-group-worker',
+    '--group', 'dash', '--stream', 'orders',
+    '--buckets', '8', '--name', name,
+    '--ttl-ms', '2000', '--heartbeat-ms', '300',
+  ], { stdio: ['ignore', 'ignore', 'pipe'], env: withoutDatabaseUrl });
+  let err = '';
+  child.stderr.on('data', (d) => { err = (err + d).slice(-2000); });
+  child.on('exit', () => children.delete(child));
+  child.stderrTail = () => err;
+  children.add(child);
+  return child;
+}
+
+// ------------------------------------------------------------------ browser
+
+const profile = mkdtempSync(path.join(tmpdir(), 'alk-chromium-'));
+const context = await chromium.launchPersistentContext(profile, {
+  executablePath: CHROMIUM,
+  headless: true,
+  args: [
+    '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync',
+  ],
+  viewport: { width: 1280, height: 800 },
+  deviceScaleFactor: 1,
+  colorScheme: 'light',
+});
+const page = context.pages()[0] || (await context.newPage());
+const pageErrors = [];
+const cspErrors = [];
+page.on('pageerror', (e) => pageErrors.push(e.message));
+page.on('console', (m) => {
+  if (m.type() === 'error' && /Content Security Policy/i.test(m.text())) cspErrors.push(m.text());
+});
+
+const results = [];
+async function step(name, fn) {
+  const started = Date.now();
+  try {
+    await fn();
+    results.push({ name, ok: true });
+    console.log(`ok   ${name} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+  } catch (e) {
+    results.push({ name, ok: false });
+    console.log(`FAIL ${name}: ${e.message}`);
+    try {
+      mkdirSync(ARTIFACTS, { recursive: true });
+      const shot = path.join(ARTIFACTS, `${name.replace(/[^a-z0-9]+/gi, '-')}.png`);
+      await page.screenshot({ path: shot });
+      console.log(`     screenshot of the page: ${shot}`);
+    } catch { /* the browser may be gone */ }
+  }
+}
+
+const goto = async (hash) => {
+  await page.goto(`${BASE}/${hash}`);
+  await page.waitForSelector(sel('status', '[data-state="ok"]'), { timeout: WAIT_MS });
+};
+
+// ------------------------------------------------------------------ steps
+
+await step('login: /?token= sets the HttpOnly cookie and redirects to /', async () => {
+  const anon = await fetch(`${BASE}/`, { redirect: 'manual' });
+  assert(anon.status === 401, `GET / without a token: want 401, got ${anon.status}`);
+  const wrong = await fetch(`${BASE}/?token=not-the-token`, { redirect: 'manual' });
+  assert(wrong.status === 401, `GET /?token=wrong: want 401, got ${wrong.status}`);
+  const api401 = await fetch(`${BASE}/api/v1/queues?token=${encodeURIComponent(TOKEN)}`);
+  assert(api401.status === 401, `the API must not take ?token=: got ${api401.status}`);
+
+  const res = await page.goto(`${BASE}/?token=${encodeURIComponent(TOKEN)}`);
+  assert(res && res.status() === 200, `the page after login: status ${res && res.status()}`);
+  assert(page.url() === `${BASE}/`, `redirected to / without the token, got ${page.url()}`);
+  const cookie = (await context.cookies(BASE)).find((c) => c.name === 'alk_token');
+  assert(cookie, 'cookie alk_token is set');
+  assert(cookie.value === TOKEN, 'the cookie holds the token');
+  assert(cookie.httpOnly, 'the cookie is HttpOnly');
+  assert(cookie.sameSite === 'Strict', `the cookie is SameSite=Strict (got ${cookie.sameSite})`);
+  assert(cookie.path === '/', 'the cookie has Path=/');
+  await page.waitForSelector(sel('status', '[data-state="ok"]'), { timeout: WAIT_MS });
+});
+
+await step('queues: the ready count follows enqueues and claims', async () => {
+  const jobs = (n, from) => ({ jobs: Array.from({ length: n }, (_, i) => ({ payload: { to: `user${from + i}@example.com` } })) });
+  await api('POST', '/api/v1/queues/emails/jobs/batch', jobs(5, 0));
+  await goto('#/queues');
+  const row = page.locator(sel('queue-row', '[data-queue="emails"]'));
+  const count = (c) => text(row.locator(sel(c)));
+  await waitFor('emails ready = 5', async () => {
+    const r = await count('count-ready');
+    return { ok: r === '5', seen: r };
+  });
+  await api('POST', '/api/v1/queues/emails/jobs/batch', jobs(3, 5));
+  await waitFor('emails ready = 8 after 3 more enqueues', async () => {
+    const r = await count('count-ready');
+    return { ok: r === '8', seen: r };
+  });
+  const claimed = await api('POST', '/api/v1/queues/emails/claim', { worker: 'browser-test', limit: 2 });
+  assert(claimed.jobs.length === 2, `claimed 2, got ${claimed.jobs.length}`);
+  await waitFor('emails ready = 6, processing = 2 after claiming 2', async () => {
+    const seen = { ready: await count('count-ready'), processing: await count('count-processing') };
+    return { ok: seen.ready === '6' && seen.processing === '2', seen };
+  });
+  for (const j of claimed.jobs) {
+    await api('POST', `/api/v1/jobs/${j.id}/ack`, { worker: 'browser-test', token: j.token });
+  }
+  await waitFor('emails processing = 0 after the acks', async () => {
+    const r = await count('count-processing');
+    return { ok: r === '0', seen: r };
+  });
+  // The chart draws from the polled samples.
+  assert((await page.locator(sel('chart')).count()) === 1, 'a chart on the queues view');
+});
+
+await step('queues: pause and resume from the page', async () => {
+  const row = page.locator(sel('queue-row', '[data-queue="emails"]'));
+  await row.locator(sel('queue-pause')).click();
+  await waitFor('emails shown paused', async () => {
+    const p = await row.getAttribute('data-paused', { timeout: 1000 });
+    return { ok: p === 'true', seen: p };
+  });
+  const q = await api('GET', '/api/v1/queues/emails');
+  assert(q.paused === true, 'the API says emails is paused');
+  await row.locator(sel('queue-resume')).click();
+  await waitFor('emails shown running', async () => {
+    const p = await row.getAttribute('data-paused', { timeout: 1000 });
+    return { ok: p === 'false', seen: p };
+  });
+  assert((await api('GET', '/api/v1/queues/emails')).paused === false, 'the API says emails runs');
+});
+
+await step('dead letters: a failed job is listed, shown in detail, and requeued from the page', async () => {
+  const { id } = await api('POST', '/api/v1/queues/billing/jobs', { payload: { invoice: 42, amount: '19.99' } });
+  const claimed = await api('POST', '/api/v1/queues/billing/claim', { worker: 'browser-test' });
+  assert(claimed.jobs.length === 1 && claimed.jobs[0].id === id, 'claimed the billing job');
+  const done = await api('POST', `/api/v1/jobs/${id}/fail`, { worker: 'browser-test', token: claimed.jobs[0].token, error: 'card declined' });
+  assert(done.done, 'fail took effect');
+
+  await goto('#/dead/billing');
+  const row = page.locator(sel('dead-row', `[data-job-id="${id}"]`));
+  await waitFor(`dead letter ${id} listed`, async () => {
+    const n = await row.count();
+    return { ok: n === 1, seen: `${n} rows` };
+  });
+
+  // Its detail, from the id link.
+  await row.locator(`a[href="#/jobs/${id}"]`).click();
+  await waitFor(`job ${id} detail: state dead, its error and payload`, async () => {
+    const seen = {
+      state: await page.locator(sel('job-state')).first().getAttribute('data-state', { timeout: 1000 }),
+      error: await text(page.locator(sel('job-last-error'))),
+      payload: await text(page.locator(sel('job-payload'))),
+      attempts: await text(page.locator(sel('job-attempts'))),
+    };
+    const ok = seen.state === 'dead' && seen.error === 'card declined' &&
+      /"invoice": 42/.test(seen.payload || '') && /^1 of /.test(seen.attempts || '');
+    return { ok, seen };
+  });
+  assert((await page.locator(`${sel('job-errors')} td`).filter({ hasText: 'card declined' }).count()) === 1,
+    'the errors list has the attempt\'s error');
+
+  await goto('#/dead/billing');
+  await waitFor(`dead letter ${id} listed again`, async () => ({ ok: (await row.count()) === 1, seen: await row.count() }));
+  await row.locator(sel('dead-requeue')).click();
+  await waitFor(`dead letter ${id} gone from the list`, async () => {
+    const n = await row.count();
+    return { ok: n === 0 && (await page.locator(sel('dead-empty')).count()) === 1, seen: `${n} rows` };
+  });
+  const q = await api('GET', '/api/v1/queues/billing');
+  assert(q.dead === 0 && q.ready === 1, `billing after requeue: dead 0, ready 1; got dead ${q.dead}, ready ${q.ready}`);
+});
+
+let alpha = null;
+await step('groups: the bucket grid shows two owners, then the survivor of a SIGKILL', async () => {
+  const events = Array.from({ length: 200 }, (_, i) => ({ key: `customer-${i % 25}`, payload: { order: i } }));
+  await api('POST', '/api/v1/streams/orders/events', { events });
+  alpha = groupWorker('alpha');
+  const beta = groupWorker('beta');
+  await goto('#/groups');
+  const cells = page.locator(sel('group-cell', '[data-group="dash"]'));
+  const grid = async () => cells.evaluateAll((els) => els.map((e) => ({
+    bucket: e.getAttribute('data-bucket'),
+    owner: e.getAttribute('data-owner'),
+    expired: e.getAttribute('data-expired'),
+    shown: e.querySelector('[data-testid="cell-owner"]')?.textContent,
+  })));
+  const summary = (g) => g.map((c) => `${c.bucket}:${c.owner || '-'}${c.expired === 'true' ? '(expired)' : ''}`).join(' ');
+  await waitFor('8 buckets owned by alpha and beta, none expired', async () => {
+    const g = await grid();
+    const owners = new Set(g.map((c) => c.owner));
+    const ok = g.length === 8 && g.every((c) => c.expired === 'false' && c.shown === c.owner) &&
+      owners.size === 2 && owners.has('alpha') && owners.has('beta');
+    return { ok, seen: summary(g) };
+  });
+  const legend = await page.locator(`${sel('group', '[data-group="dash"]')} ${sel('group-owner')}`).evaluateAll((els) => els.map((e) => e.getAttribute('data-owner')));
+  assert(legend.join(',') === 'alpha,beta', `legend lists alpha and beta, got ${legend}`);
+  const alphaColour = await cells.evaluateAll((els) => {
+    const a = els.find((e) => e.getAttribute('data-owner') === 'alpha');
+    const b = els.find((e) => e.getAttribute('data-owner') === 'beta');
+    return [getComputedStyle(a).borderLeftColor, getComputedStyle(b).borderLeftColor];
+  });
+  assert(alphaColour[0] !== alphaColour[1], `owners have distinct colours: ${alphaColour}`);
+
+  beta.kill('SIGKILL');
+  const killedAt = Date.now();
+  let sawExpired = false;
+  const r = await waitFor('all 8 buckets owned by alpha after beta was killed', async () => {
+    const g = await grid();
+    if (g.some((c) => c.expired === 'true' && c.owner === 'beta')) sawExpired = true;
+    const ok = g.length === 8 && g.every((c) => c.owner === 'alpha' && c.expired === 'false' && c.shown === 'alpha');
+    return { ok, seen: summary(g) };
+  });
+  console.log(`     failover shown after ${((Date.now() - killedAt) / 1000).toFixed(1)} s` +
+    `${sawExpired ? ' (beta\'s leases were shown expired meanwhile)' : ''}; ${r.seen}`);
+  const legendAfter = await page.locator(`${sel('group', '[data-group="dash"]')} ${sel('group-owner')}`).evaluateAll((els) => els.map((e) => e.getAttribute('data-owner')));
+  assert(legendAfter.join(',') === 'alpha', `legend lists only alpha, got ${legendAfter}`);
+  if (alpha.exitCode !== null) throw new Error(`alpha exited: ${alpha.stderrTail()}`);
+});
+
+await step('streams, schedules and locks show what the API holds', async () => {
+  // A consumer behind the head.
+  const pub = await api('POST', '/api/v1/streams/audit/events', { events: Array.from({ length: 10 }, (_, i) => ({ payload: { n: i } })) });
+  await api('PUT', `/api/v1/streams/audit/consumers/exporter`, { offset: pub.offsets[3] });
+  await goto('#/streams');
+  const consumer = page.locator(`${sel('stream', '[data-stream="audit"]')} ${sel('consumer-row', '[data-consumer="exporter"]')}`);
+  await waitFor('consumer exporter of audit with lag 6', async () => {
+    const seen = { offset: await text(consumer.locator(sel('consumer-offset'))), lag: await text(consumer.locator(sel('consumer-lag'))) };
+    return { ok: seen.offset === String(pub.offsets[3]) && seen.lag === '6', seen };
+  });
+
+  await api('PUT', '/api/v1/schedules/nightly-report', { spec: '@every 1h', queue: 'reports', payload: { kind: 'nightly' } });
+  await goto('#/schedules');
+  const sched = page.locator(sel('schedule-row', '[data-name="nightly-report"]'));
+  await waitFor('schedule nightly-report listed with a next fire time', async () => {
+    const next = await text(sched.locator(sel('schedule-next')));
+    return { ok: !!next && next !== '–', seen: next };
+  });
+  await sched.locator(sel('schedule-pause')).click();
+  await waitFor('nightly-report shown paused', async () => {
+    const p = await sched.getAttribute('data-paused', { timeout: 1000 });
+    return { ok: p === 'true', seen: p };
+  });
+  const s = (await api('GET', '/api/v1/schedules')).schedules.find((x) => x.name === 'nightly-report');
+  assert(s && s.paused, 'the API says nightly-report is paused');
+  await sched.locator(sel('schedule-resume')).click();
+  await waitFor('nightly-report shown running', async () => {
+    const p = await sched.getAttribute('data-paused', { timeout: 1000 });
+    return { ok: p === 'false', seen: p };
+  });
+
+  const grant = await api('POST', '/api/v1/locks/migrations/acquire', { owner: 'deployer', ttl_ms: 60_000 });
+  assert(grant.held, 'lock granted');
+  await goto('#/locks');
+  const lock = page.locator(sel('lock-row', '[data-name="migrations"]'));
+  await waitFor('lock migrations held by deployer with its token', async () => {
+    const seen = { owner: await text(lock.locator(sel('lock-owner'))), token: await text(lock.locator(sel('lock-token'))) };
+    return { ok: seen.owner === 'deployer' && seen.token === String(grant.token), seen };
+  });
+});
+
+if (SCREENSHOT) {
+  await step('screenshot of the dashboard under load (docs/dashboard.png)', async () => {
+    // Load for a while so the chart has a shape: enqueue in waves, claim
+    // in batches, hold each claim a few rounds, then settle it (a few fail).
+    await goto('#/queues');
+    const queues = ['emails', 'thumbnails', 'webhooks'];
+    const held = [];
+    const stopAt = Date.now() + 40_000;
+    let round = 0;
+    while (Date.now() < stopAt) {
+      round++;
+      const wave = Math.sin(round / 10);
+      for (const [i, q] of queues.entries()) {
+        const n = Math.max(0, Math.round((wave + 1) * (10 - i * 3)));
+        if (n) {
+          await api('POST', `/api/v1/queues/${q}/jobs/batch`, { jobs: Array.from({ length: n }, (_, k) => ({ payload: { round, k } })) });
+        }
+        const c = await api('POST', `/api/v1/queues/${q}/claim`, { worker: `load-${q}`, limit: 12 - i * 3 });
+        for (const j of c.jobs) held.push({ q, j, until: round + 2 + (j.id % 4) });
+      }
+      const due = held.filter((x) => x.until <= round);
+      held.splice(0, held.length, ...held.filter((x) => x.until > round));
+      for (const { q, j } of due) {
+        const body = { worker: `load-${q}`, token: j.token };
+        if (j.id % 23 === 0) {
+          await api('POST', `/api/v1/jobs/${j.id}/fail`, { ...body, error: 'upstream timed out after 30 s' });
+        } else {
+          await api('POST', `/api/v1/jobs/${j.id}/ack`, body);
+        }
+      }
+      await sleep(250);
+    }
+    await page.locator(sel('queue-row', '[data-queue="emails"]')).click({ position: { x: 400, y: 10 } });
+    await sleep(1500);
+    const out = path.join(REPO, 'docs', 'dashboard.png');
+    mkdirSync(path.dirname(out), { recursive: true });
+    await page.screenshot({ path: out });
+    console.log(`     wrote ${out}`);
+  });
+}
+
+await step('the page reads Prometheus text and turns the completed counter into a rate', async () => {
+  const r = await page.evaluate(() => {
+    const d = window.alkDashboard;
+    const text = [
+      '# TYPE alkstore_jobs_completed_total counter',
+      'alkstore_jobs_completed_total{queue="mail"} 120',
+      'alkstore_jobs_completed_total{queue="we\\"ird,q"} 7 1700000000000',
+      'alkstore_queue_depth{queue="mail",state="ready"} 3',
+      'up 1',
+    ].join('\n');
+    const samples = d.parseProm(text);
+    const rates = d.rates([
+      { t: 0, done: 100 }, { t: 1000, done: 110 }, { t: 2000, done: 130 },
+      { t: 3000, done: 5 }, // a restart: no negative rate
+      { t: 4000, done: 9 }, { t: 20000, done: 50 }, // a gap: no rate across it
+    ]);
+    return { samples, rates };
+  });
+  const mail = r.samples.find((s) => s.name === 'alkstore_jobs_completed_total' && s.labels.queue === 'mail');
+  assert(mail && mail.value === 120, `mail counter parsed: ${JSON.stringify(r.samples)}`);
+  const weird = r.samples.find((s) => s.labels.queue === 'we"ird,q');
+  assert(weird && weird.value === 7, `escaped label parsed: ${JSON.stringify(r.samples)}`);
+  assert(r.samples.some((s) => s.name === 'up' && s.value === 1), 'a sample without labels parsed');
+  const rs = r.rates.map((x) => x.v);
+  assert(JSON.stringify(rs) === JSON.stringify([10, 20, 4]), `rates 10, 20, 4 per second; got ${JSON.stringify(rs)}`);
+});
+
+await step('no script errors or CSP violations on the page', async () => {
+  assert(pageErrors.length === 0, `uncaught errors: ${pageErrors.join(' | ')}`);
+  assert(cspErrors.length === 0, `CSP violations: ${cspErrors.join(' | ')}`);
+});
+
+if (alpha) alpha.kill('SIGTERM');
+await context.close();
+rmSync(profile, { recursive: true, force: true });
+killAll();
+
+const passed = results.filter((r) => r.ok).length;
+const failed = results.length - passed;
+console.log(`browser: ${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
