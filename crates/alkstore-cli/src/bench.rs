@@ -162,7 +162,7 @@ async fn enqueue_in_batches(e: &AnyEngine, n: usize, batch: usize) -> Result<()>
 }
 
 /// Fill the queue before a timed drain.
-async fn fill(e: &AnyEngine, n: usize) -> Result<()> {
+pub(crate) async fn fill(e: &AnyEngine, n: usize) -> Result<()> {
     enqueue_in_batches(e, n, 5_000).await
 }
 

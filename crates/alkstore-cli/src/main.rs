@@ -5,10 +5,12 @@
 
 mod bench;
 mod bench_group;
+mod bench_http;
 mod bench_lock;
 mod bench_soak;
 mod bench_stream;
 mod commands;
+mod demo;
 mod exec_worker;
 mod serve;
 mod testworker;

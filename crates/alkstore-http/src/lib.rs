@@ -12,7 +12,7 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Every route but `/healthz` sits behind [`guard`](crate::guard): with a
+//! Every route but `/healthz` sits behind the guard (`src/guard.rs`): with a
 //! token set, each request must carry it; without one, only loopback host
 //! names are answered. Changes requested by another site's page are refused.
 

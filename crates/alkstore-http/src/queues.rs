@@ -35,6 +35,7 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(claim))
         .routes(routes!(get_job))
         .routes(routes!(ack))
+        .routes(routes!(ack_batch))
         .routes(routes!(retry))
         .routes(routes!(fail))
         .routes(routes!(heartbeat))
@@ -226,6 +227,38 @@ impl ClaimRef {
             token: self.token,
         }
     }
+}
+
+/// One claim of a batch ack.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimItem {
+    /// Job id.
+    #[schema(minimum = 1)]
+    pub id: i64,
+    /// The worker named in the claim.
+    #[schema(min_length = 1, max_length = 200, pattern = "^[^\\u0000]+$")]
+    pub worker: String,
+    /// The claim's token.
+    pub token: i64,
+}
+
+/// Claims to ack in one transaction.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AckBatchRequest {
+    /// 1 to 1,000 claims.
+    #[schema(min_items = 1, max_items = 1000)]
+    #[serde(deserialize_with = "crate::extract::objects")]
+    pub claims: Vec<ClaimItem>,
+}
+
+/// Per claim, in request order: whether it was acked (false: no longer
+/// held).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AckBatchResponse {
+    /// One per claim.
+    pub done: Vec<bool>,
 }
 
 /// A failed attempt: retried after a backoff (or `delay_ms`), or dead once
@@ -701,6 +734,35 @@ async fn ack(
     Ok(Json(Done {
         done: done.first().copied().unwrap_or(false),
     }))
+}
+
+#[utoipa::path(post, path = "/api/v1/jobs/ack", tag = "jobs",
+    request_body = AckBatchRequest,
+    responses((status = 200, description = "Each claim acked, or not held", body = AckBatchResponse)))]
+async fn ack_batch(
+    State(app): State<AppState>,
+    ApiJson(req): ApiJson<AckBatchRequest>,
+) -> ApiResult<Json<AckBatchResponse>> {
+    if req.claims.is_empty() || req.claims.len() > MAX_BATCH {
+        return Err(ApiError::invalid("claims", "must hold 1 to 1000 claims"));
+    }
+    if let Some(bad) = req.claims.iter().find(|c| c.id < 1) {
+        return Err(ApiError::invalid(
+            "id",
+            format!("job ids are positive, not {}", bad.id),
+        ));
+    }
+    let claims = req
+        .claims
+        .into_iter()
+        .map(|c| Claim {
+            id: c.id,
+            worker: c.worker,
+            token: c.token,
+        })
+        .collect::<Vec<_>>();
+    let done = app.store.engine().job_ack(claims).await?;
+    Ok(Json(AckBatchResponse { done }))
 }
 
 #[utoipa::path(post, path = "/api/v1/jobs/{id}/retry", tag = "jobs",

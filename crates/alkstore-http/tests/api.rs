@@ -234,7 +234,21 @@ async fn jobs_enqueue_claim_settle_and_inspect(api: Api) {
             json!({"worker": "w", "limit": 10}),
         )
         .await;
-    assert!(!some["jobs"].as_array().expect("jobs").is_empty());
+    let some = some["jobs"].as_array().expect("jobs").clone();
+    assert!(!some.is_empty());
+    // A batch ack: one transaction, one flag per claim in order.
+    let mut claims: Vec<Value> = some
+        .iter()
+        .map(|j| json!({"id": j["id"], "worker": "w", "token": j["token"]}))
+        .collect();
+    claims.push(json!({"id": 987654, "worker": "w", "token": 1}));
+    let (s, acked) = api
+        .post("/api/v1/jobs/ack", json!({"claims": claims}))
+        .await;
+    assert_eq!(s, StatusCode::OK, "{acked}");
+    let mut want = vec![json!(true); some.len()];
+    want.push(json!(false));
+    assert_eq!(acked["done"], Value::Array(want));
     api.done().await;
 }
 

@@ -93,6 +93,10 @@ enum Command {
     /// Expire overdue jobs, hand back lapsed claims, prune dead letters and
     /// kept completed jobs past retention.
     Sweep,
+    /// Everything at once on the default store: workers, a 3-member
+    /// consumer group and a schedule under a realistic load, with the
+    /// dashboard served; then a summary.
+    Demo(crate::demo::DemoArgs),
     /// Work a queue by running a command per job (payload on stdin; exit 0
     /// acks, anything else retries with stderr as the error).
     Worker(crate::exec_worker::ExecWorkerArgs),
@@ -136,6 +140,9 @@ pub(crate) enum BenchCommand {
     /// Steady enqueue and work for N minutes: throughput per minute and
     /// the job table's size, to show decay.
     Soak(crate::bench_soak::SoakArgs),
+    /// The HTTP API from keep-alive clients: enqueue, claim+ack, long-poll
+    /// wake latency.
+    Http(bench::ScenarioArgs),
 }
 
 /// Run a parsed command line.
@@ -155,11 +162,17 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
     if let Command::Bench(BenchCommand::Lock(args)) = cli.command {
         return crate::bench_lock::run_lock(args).await;
     }
+    if let Command::Bench(BenchCommand::Http(args)) = cli.command {
+        return crate::bench_http::run(args).await;
+    }
     if let Command::Bench(BenchCommand::Soak(args)) = cli.command {
         return crate::bench_soak::run(args).await;
     }
     if let Command::Bench(BenchCommand::Schedule(args)) = cli.command {
         return crate::bench_lock::run_schedule(args).await;
+    }
+    if let Command::Demo(args) = cli.command {
+        return crate::demo::run(&cli.db, args).await;
     }
     if let Command::Worker(args) = cli.command {
         return crate::exec_worker::run(&cli.db, args).await;
@@ -269,6 +282,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         | Command::Bench(_)
         | Command::Serve(_)
         | Command::Worker(_)
+        | Command::Demo(_)
         | Command::TestWorker(_)
         | Command::TestGroupWorker(_)
         | Command::TestEnqueueTimed(_) => Vec::new(),
