@@ -109,8 +109,9 @@ pub(crate) async fn run(args: ScenarioArgs) -> Result<()> {
         env!("CARGO_PKG_VERSION"),
         target.name()
     );
-    for name in wanted {
-        let fresh = target.fresh(200).await?;
+    for (i, name) in wanted.into_iter().enumerate() {
+        // A store of its own per scenario (SQLite: one file per number).
+        let fresh = target.fresh(200 + i).await?;
         let store = Store::from_engine(fresh.engine.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
