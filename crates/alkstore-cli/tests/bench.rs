@@ -25,6 +25,7 @@ fn scenarios(out: &str) -> Vec<String> {
             assert!(
                 l.contains("jobs_per_s=")
                     || l.contains("p50_ms_from_commit=")
+                    || l.contains("p50_ms_from_call=")
                     || l.contains("cycles_per_s=")
                     || l.contains("p50_ms="),
                 "{l}"
@@ -69,8 +70,29 @@ fn worker_bench_reports_latency_and_throughput() {
         vec![
             "wake_latency",
             "wake_latency_xproc",
+            "raw_claim_ack",
             "worker_50k",
+            "worker_vs_raw",
             "worker_retry_once"
+        ],
+        "{out}"
+    );
+    assert!(out.contains(" percent="), "{out}");
+    // One scenario asked: that one only (no comparison without its raw run).
+    let out = bench(&["worker", "--jobs", "200", "--scenario", "worker_50k"]);
+    assert_eq!(scenarios(&out), vec!["worker_50k"], "{out}");
+}
+
+#[test]
+fn http_bench_reports_its_scenarios() {
+    let out = bench(&["http", "--scale", "0.02"]);
+    assert_eq!(
+        scenarios(&out),
+        vec![
+            "http_enqueue_4conns",
+            "http_enqueue_batch_100",
+            "http_claim100_batch_ack_4conns",
+            "http_wake_latency"
         ],
         "{out}"
     );
