@@ -110,6 +110,20 @@ pub(crate) struct AppState {
     pub(crate) max_wait_ms: u64,
 }
 
+impl AppState {
+    /// A request's `wait_ms` (default 0), checked against the server's cap.
+    pub(crate) fn wait(&self, wait_ms: Option<u64>) -> Result<std::time::Duration, ApiError> {
+        let wait_ms = wait_ms.unwrap_or(0);
+        if wait_ms > self.max_wait_ms {
+            return Err(ApiError::invalid(
+                "wait_ms",
+                format!("must be 0 to {}", self.max_wait_ms),
+            ));
+        }
+        Ok(std::time::Duration::from_millis(wait_ms))
+    }
+}
+
 #[derive(OpenApi)]
 #[openapi(
     info(

@@ -221,11 +221,7 @@ pub struct ClaimRef {
 
 impl ClaimRef {
     fn claim(self, id: i64) -> Claim {
-        Claim {
-            id,
-            worker: self.worker,
-            token: self.token,
-        }
+        claim_of(id, self.worker, self.token)
     }
 }
 
@@ -553,12 +549,29 @@ impl<'de> Deserialize<'de> for JobId {
     }
 }
 
-fn page_limit(limit: Option<u32>) -> ApiResult<u32> {
-    let limit = limit.unwrap_or(100);
+/// `limit`, or `default` when absent, checked to be 1 to [`MAX_BATCH`].
+pub(crate) fn batch_limit(limit: Option<u32>, default: u32) -> ApiResult<u32> {
+    let limit = limit.unwrap_or(default);
     if limit == 0 || limit as usize > MAX_BATCH {
         return Err(ApiError::invalid("limit", "must be 1 to 1000"));
     }
     Ok(limit)
+}
+
+/// A batch of `n` items named `field` (`jobs`, `events`, `claims`): 1 to
+/// [`MAX_BATCH`].
+pub(crate) fn check_batch(field: &str, n: usize) -> ApiResult<()> {
+    if n == 0 || n > MAX_BATCH {
+        return Err(ApiError::invalid(
+            field,
+            format!("must hold 1 to 1000 {field}"),
+        ));
+    }
+    Ok(())
+}
+
+fn claim_of(id: i64, worker: String, token: i64) -> Claim {
+    Claim { id, worker, token }
 }
 
 #[utoipa::path(get, path = "/api/v1/queues", tag = "queues",
@@ -619,9 +632,7 @@ async fn enqueue_batch(
     ApiPath(queue): ApiPath<String>,
     ApiJson(req): ApiJson<EnqueueBatchRequest>,
 ) -> ApiResult<(StatusCode, Json<EnqueuedJobs>)> {
-    if req.jobs.is_empty() || req.jobs.len() > MAX_BATCH {
-        return Err(ApiError::invalid("jobs", "must hold 1 to 1000 jobs"));
-    }
+    check_batch("jobs", req.jobs.len())?;
     let jobs = req
         .jobs
         .into_iter()
@@ -645,7 +656,7 @@ async fn list_jobs(
     ApiPath(queue): ApiPath<String>,
     ApiQuery(q): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<JobPage>> {
-    let limit = page_limit(q.limit)?;
+    let limit = batch_limit(q.limit, 100)?;
     let state = match q.state.as_deref() {
         None => None,
         Some(s) => match JobState::parse(s) {
@@ -681,22 +692,13 @@ async fn claim(
     ApiPath(queue): ApiPath<String>,
     ApiJson(req): ApiJson<ClaimRequest>,
 ) -> ApiResult<Json<ClaimedJobs>> {
-    let limit = req.limit.unwrap_or(1);
-    if limit == 0 || limit as usize > MAX_BATCH {
-        return Err(ApiError::invalid("limit", "must be 1 to 1000"));
-    }
-    let wait_ms = req.wait_ms.unwrap_or(0);
-    if wait_ms > app.max_wait_ms {
-        return Err(ApiError::invalid(
-            "wait_ms",
-            format!("must be 0 to {}", app.max_wait_ms),
-        ));
-    }
+    let limit = batch_limit(req.limit, 1)?;
+    let wait = app.wait(req.wait_ms)?;
     let engine = app.store.engine();
     let params = JobClaimParams::new(queue.clone(), req.worker, limit);
     let jobs = crate::wait::poll(
         engine,
-        Duration::from_millis(wait_ms),
+        wait,
         |w| w.concerns(&queue),
         || engine.job_claim(params.clone()),
     )
@@ -743,9 +745,7 @@ async fn ack_batch(
     State(app): State<AppState>,
     ApiJson(req): ApiJson<AckBatchRequest>,
 ) -> ApiResult<Json<AckBatchResponse>> {
-    if req.claims.is_empty() || req.claims.len() > MAX_BATCH {
-        return Err(ApiError::invalid("claims", "must hold 1 to 1000 claims"));
-    }
+    check_batch("claims", req.claims.len())?;
     if let Some(bad) = req.claims.iter().find(|c| c.id < 1) {
         return Err(ApiError::invalid(
             "id",
@@ -755,11 +755,7 @@ async fn ack_batch(
     let claims = req
         .claims
         .into_iter()
-        .map(|c| Claim {
-            id: c.id,
-            worker: c.worker,
-            token: c.token,
-        })
+        .map(|c| claim_of(c.id, c.worker, c.token))
         .collect::<Vec<_>>();
     let done = app.store.engine().job_ack(claims).await?;
     Ok(Json(AckBatchResponse { done }))
@@ -775,16 +771,11 @@ async fn retry(
     ApiPath(JobId(id)): ApiPath<JobId>,
     ApiJson(r): ApiJson<RetryRequest>,
 ) -> ApiResult<Json<RetryResponse>> {
-    let claim = Claim {
-        id,
-        worker: r.worker,
-        token: r.token,
-    };
     let outcome = app
         .store
         .engine()
         .job_retry(JobRetryParams {
-            claim,
+            claim: claim_of(id, r.worker, r.token),
             error: r.error,
             delay: r.delay_ms.map(Duration::from_millis),
         })
@@ -811,12 +802,11 @@ async fn fail(
     ApiPath(JobId(id)): ApiPath<JobId>,
     ApiJson(f): ApiJson<FailRequest>,
 ) -> ApiResult<Json<Done>> {
-    let claim = Claim {
-        id,
-        worker: f.worker,
-        token: f.token,
-    };
-    let done = app.store.engine().job_fail((claim, f.error)).await?;
+    let done = app
+        .store
+        .engine()
+        .job_fail((claim_of(id, f.worker, f.token), f.error))
+        .await?;
     Ok(Json(Done { done }))
 }
 
@@ -901,7 +891,7 @@ async fn dead_list(
     ApiPath(queue): ApiPath<String>,
     ApiQuery(q): ApiQuery<DeadPageQuery>,
 ) -> ApiResult<Json<JobPage>> {
-    let limit = page_limit(q.limit)?;
+    let limit = batch_limit(q.limit, 100)?;
     let jobs = app
         .store
         .engine()

@@ -1,8 +1,6 @@
 //! Event streams over HTTP: publish, read (long-poll), consumer offsets,
 //! and the streams' heads and lag.
 
-use std::time::Duration;
-
 use alkstore::prelude::*;
 use alkstore_core::stream::{Event, NewEvent, StreamOffsetCommitParams, StreamReadParams};
 use axum::extract::State;
@@ -16,7 +14,7 @@ use utoipa_axum::routes;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::payload::{decode, encode};
-use crate::queues::MAX_BATCH;
+use crate::queues::{batch_limit, check_batch};
 use crate::AppState;
 
 pub(crate) fn routes() -> OpenApiRouter<AppState> {
@@ -231,9 +229,7 @@ async fn publish(
     ApiPath(stream): ApiPath<String>,
     ApiJson(req): ApiJson<PublishRequest>,
 ) -> ApiResult<(StatusCode, Json<Published>)> {
-    if req.events.is_empty() || req.events.len() > MAX_BATCH {
-        return Err(ApiError::invalid("events", "must hold 1 to 1000 events"));
-    }
+    check_batch("events", req.events.len())?;
     let events = req
         .events
         .into_iter()
@@ -257,22 +253,13 @@ async fn read(
     ApiQuery(q): ApiQuery<ReadQuery>,
 ) -> ApiResult<Json<EventPage>> {
     let after = q.after.unwrap_or(0);
-    let limit = q.limit.unwrap_or(100);
-    if limit == 0 || limit as usize > MAX_BATCH {
-        return Err(ApiError::invalid("limit", "must be 1 to 1000"));
-    }
-    let wait_ms = q.wait_ms.unwrap_or(0);
-    if wait_ms > app.max_wait_ms {
-        return Err(ApiError::invalid(
-            "wait_ms",
-            format!("must be 0 to {}", app.max_wait_ms),
-        ));
-    }
+    let limit = batch_limit(q.limit, 100)?;
+    let wait = app.wait(q.wait_ms)?;
     let engine = app.store.engine();
     let params = StreamReadParams::new(stream.clone(), after, limit);
     let events = crate::wait::poll(
         engine,
-        Duration::from_millis(wait_ms),
+        wait,
         |w| w.concerns_stream(&stream),
         || engine.stream_read(params.clone()),
     )
