@@ -37,8 +37,9 @@ pub use notify::{NotifyDriver, NotifyEngine};
 pub use queue::{
     backoff_delay_s, AttemptError, CancelOutcome, Claim, DeadListParams, DeadSelect, EnqueueOpts,
     Enqueued, Job, JobClaimParams, JobInfo, JobListParams, JobRetryParams, JobState, NewJob,
-    QueueAdmin, QueueDriver, QueueEngine, QueueOpts, QueueStats, RetryOutcome, Settle, Settled,
-    Settlement, SweepReport,
+    QueueAdmin, QueueDriver, QueueEngine, QueueOpts, QueueStats, QueueThroughput,
+    QueueThroughputParams, QueueTotals, RetryOutcome, Settle, Settled, Settlement, SweepReport,
+    ThroughputBucket, THROUGHPUT_BUCKET_S, THROUGHPUT_RETENTION,
 };
 pub use rate::{RateDriver, RateEngine};
 pub use results::{ResultDriver, ResultEngine};

@@ -41,6 +41,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/007_queue_pause.sql"),
     include_str!("../migrations/008_rate_limits.sql"),
     include_str!("../migrations/009_job_results.sql"),
+    include_str!("../migrations/010_queue_throughput.sql"),
 ];
 
 /// The schema version this build writes and understands.
@@ -130,6 +131,8 @@ pub mod tables {
     pub const RATE_LIMIT: &str = "rate_limit";
     /// Saved job results.
     pub const JOB_RESULT: &str = "job_result";
+    /// Jobs finished per queue, in buckets of time.
+    pub const QUEUE_THROUGHPUT: &str = "queue_throughput";
 }
 
 /// The LISTEN/NOTIFY channel of a schema's queues (`alkstore_{schema}`).
@@ -269,6 +272,7 @@ fn render(sql: &str, schema: &str) -> String {
             "queue_pause" => QualifiedTable::new(schema, tables::QUEUE_PAUSE).to_string(),
             "rate_limit" => QualifiedTable::new(schema, tables::RATE_LIMIT).to_string(),
             "job_result" => QualifiedTable::new(schema, tables::JOB_RESULT).to_string(),
+            "queue_throughput" => QualifiedTable::new(schema, tables::QUEUE_THROUGHPUT).to_string(),
             "schema" => quote_identifier(schema),
             _ => match token.strip_prefix("index:") {
                 Some(index) => quote_identifier(&format!("{schema}_{index}")),

@@ -69,6 +69,7 @@ async fn hostile_schema_name_creates_exactly_that_schema() {
             "lock",
             "meta",
             "queue_pause",
+            "queue_throughput",
             "rate_limit",
             "schedule",
             "stream",

@@ -13,7 +13,8 @@ use alkstore_core::notify::{Notification, NotifyDriver, NotifyParams, NotifyPoll
 use alkstore_core::queue::{
     DeadCountParams, DeadPurgeParams, DeadRequeueParams, JobAckParams, JobCancelParams,
     JobCancelRequestsParams, JobEnqueueParams, JobGetParams, JobHeartbeatParams, JobReleaseParams,
-    JobSettleParams, JobUnclaimParams, QueuePauseParams, QueueStatsParams,
+    JobSettleParams, JobUnclaimParams, QueuePauseParams, QueueStatsParams, QueueThroughput,
+    QueueThroughputParams,
 };
 use alkstore_core::rate::{RateAcquireParams, RateDecision, RateDriver};
 use alkstore_core::results::{JobOutput, ResultDriver, ResultGetParams, ResultSaveParams};
@@ -174,6 +175,10 @@ impl QueueDriver for AnyEngine {
 
     async fn queue_stats(&self, p: Checked<QueueStatsParams>) -> Result<QueueStats> {
         drive!(self.queue_stats(p))
+    }
+
+    async fn queue_throughput(&self, p: Checked<QueueThroughputParams>) -> Result<QueueThroughput> {
+        drive!(self.queue_throughput(p))
     }
 
     async fn queue_list(&self) -> Result<Vec<String>> {

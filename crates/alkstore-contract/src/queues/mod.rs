@@ -19,6 +19,7 @@ pub mod outbox;
 pub mod pause;
 pub mod release;
 pub mod retry;
+pub mod throughput;
 pub mod validation;
 pub mod wake;
 
@@ -41,6 +42,7 @@ macro_rules! __queues {
             $crate::__queues_pause!($then, $args);
             $crate::__queues_release!($then, $args);
             $crate::__queues_retry!($then, $args);
+            $crate::__queues_throughput!($then, $args);
             $crate::__queues_validation!($then, $args);
             $crate::__queues_wake!($then, $args);
         } }

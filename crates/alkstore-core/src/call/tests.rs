@@ -9,7 +9,8 @@ use std::sync::Mutex;
 use crate::queue::{
     DeadCountParams, DeadPurgeParams, DeadRequeueParams, JobAckParams, JobCancelParams,
     JobCancelRequestsParams, JobEnqueueParams, JobGetParams, JobHeartbeatParams, JobReleaseParams,
-    JobSettleParams, JobUnclaimParams, QueuePauseParams, QueueStatsParams,
+    JobSettleParams, JobUnclaimParams, QueuePauseParams, QueueStatsParams, QueueThroughput,
+    QueueThroughputParams, THROUGHPUT_RETENTION,
 };
 use crate::{
     CancelOutcome, Capabilities, Checked, Claim, DeadListParams, DeadSelect, Engine, Enqueued,
@@ -17,6 +18,7 @@ use crate::{
     QueueAdmin, QueueEngine, QueueStats, Result, RetryOutcome, Settled, Settlement, SweepParams,
     SweepReport, Wake, WakeHub,
 };
+use std::time::Duration;
 
 /// A driver with no database: it records each call that reaches it and
 /// answers with fixed outcomes.
@@ -139,6 +141,11 @@ impl crate::queue::QueueDriver for Recorder {
         Ok(QueueStats::default())
     }
 
+    async fn queue_throughput(&self, _: Checked<QueueThroughputParams>) -> Result<QueueThroughput> {
+        self.reached("queue_throughput");
+        Ok(QueueThroughput::default())
+    }
+
     async fn queue_list(&self) -> Result<Vec<String>> {
         self.reached("queue_list");
         Ok(Vec::new())
@@ -213,6 +220,19 @@ fn bad_input_never_reaches_the_driver() {
         assert!(d.job_ack(vec![claim(), bad.clone()]).await.is_err());
         assert!(d.job_fail((bad.clone(), "e".to_string())).await.is_err());
         assert!(d.queue_stats("a\0b").await.is_err());
+        for window in [
+            Duration::ZERO,
+            THROUGHPUT_RETENTION + Duration::from_secs(1),
+        ] {
+            let e = d
+                .queue_throughput(QueueThroughputParams::every_queue(window))
+                .await;
+            assert_eq!(e.expect_err("bad window").kind(), ErrorKind::InvalidInput);
+        }
+        let e = d
+            .queue_throughput(QueueThroughputParams::queue("", Duration::from_secs(60)))
+            .await;
+        assert_eq!(e.expect_err("bad queue").kind(), ErrorKind::InvalidInput);
         assert!(d.sweep_due(std::time::Duration::MAX).await.is_err());
     });
     assert_eq!(d.calls(), Vec::<&str>::new(), "nothing reached the driver");

@@ -91,6 +91,12 @@ pub trait QueueDriver: Engine {
         params: Checked<QueueStatsParams>,
     ) -> impl Future<Output = Result<QueueStats>> + Send;
 
+    /// See [`QueueAdmin::queue_throughput`](super::QueueAdmin::queue_throughput).
+    fn queue_throughput(
+        &self,
+        params: Checked<QueueThroughputParams>,
+    ) -> impl Future<Output = Result<QueueThroughput>> + Send;
+
     /// See [`QueueAdmin::queue_list`](super::QueueAdmin::queue_list).
     fn queue_list(&self) -> impl Future<Output = Result<Vec<String>>> + Send;
 

@@ -129,6 +129,15 @@ pub trait QueueAdmin: Engine {
         params: impl Into<QueueStatsParams> + Send,
     ) -> impl Future<Output = Result<QueueStats>> + Send;
 
+    /// Jobs finished per queue: completions and failed attempts in buckets
+    /// of [`THROUGHPUT_BUCKET_S`] seconds over the last `window`, and each
+    /// queue's totals. Counted by the store on every ack, retry and failure,
+    /// so it covers every worker of every process and host.
+    fn queue_throughput(
+        &self,
+        params: QueueThroughputParams,
+    ) -> impl Future<Output = Result<QueueThroughput>> + Send;
+
     /// Names of every queue with live or dead jobs.
     fn queue_list(&self) -> impl Future<Output = Result<Vec<String>>> + Send;
 
@@ -325,6 +334,12 @@ impl<D: QueueDriver> QueueAdmin for D {
     async fn queue_stats(&self, params: impl Into<QueueStatsParams> + Send) -> Result<QueueStats> {
         engine_call!(self, queue_stats, params => QueueStatsParams, |p| {
             QueueDriver::queue_stats(self, p)
+        })
+    }
+
+    async fn queue_throughput(&self, params: QueueThroughputParams) -> Result<QueueThroughput> {
+        engine_call!(self, queue_throughput, params => QueueThroughputParams, |p| {
+            QueueDriver::queue_throughput(self, p)
         })
     }
 

@@ -7,7 +7,7 @@ use crate::validate::{validate_duration, validate_queue_name, validate_worker};
 use crate::Error;
 use crate::{Limits, Result};
 
-use super::types::{Claim, JobState, NewJob};
+use super::types::{Claim, JobState, NewJob, THROUGHPUT_RETENTION};
 
 /// Parameters of a claim.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -320,6 +320,64 @@ impl From<&str> for QueueStatsParams {
     }
 }
 
+/// Parameters of `queue_throughput`: which queue, and how far back.
+///
+/// ```
+/// use std::time::Duration;
+/// use alkstore_core::QueueThroughputParams;
+/// let last_5_min = QueueThroughputParams::every_queue(Duration::from_secs(300));
+/// assert!(last_5_min.queue.is_none());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueThroughputParams {
+    /// One queue, or every queue (`None`).
+    pub queue: Option<String>,
+    /// The span of buckets to return, back from now (1 s up to
+    /// [`THROUGHPUT_RETENTION`]).
+    pub window: Duration,
+}
+
+impl QueueThroughputParams {
+    /// Every queue's buckets over `window`.
+    pub fn every_queue(window: Duration) -> Self {
+        QueueThroughputParams {
+            queue: None,
+            window,
+        }
+    }
+
+    /// One queue's buckets over `window`.
+    pub fn queue(queue: impl Into<String>, window: Duration) -> Self {
+        QueueThroughputParams {
+            queue: Some(queue.into()),
+            window,
+        }
+    }
+
+    /// Validate against the contract.
+    pub fn validate(&self, _limits: &Limits) -> Result<()> {
+        if let Some(q) = &self.queue {
+            validate_queue_name(q)?;
+        }
+        if self.window < Duration::from_secs(1) || self.window > THROUGHPUT_RETENTION {
+            return Err(Error::invalid(
+                "throughput window",
+                format!(
+                    "{:?} is outside 1 s..={} s",
+                    self.window,
+                    THROUGHPUT_RETENTION.as_secs()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The window in whole seconds (at least 1).
+    pub fn window_s(&self) -> i64 {
+        i64::try_from(self.window.as_secs()).unwrap_or(i64::MAX)
+    }
+}
+
 one_value_params! {
     /// Parameters of `queue_pause` and `queue_resume`: the queue.
     QueuePauseParams { queue: String },
@@ -414,6 +472,7 @@ impl_validate!(
     JobCancelParams,
     JobUnclaimParams,
     QueueStatsParams,
+    QueueThroughputParams,
     QueuePauseParams,
     DeadListParams,
     DeadSelect,

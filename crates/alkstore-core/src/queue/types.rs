@@ -510,6 +510,57 @@ pub struct JobInfo {
     pub cancel_requested: bool,
 }
 
+/// The span of one throughput bucket: completions and failures are counted
+/// per queue in buckets of this many seconds of the store's clock.
+pub const THROUGHPUT_BUCKET_S: i64 = 10;
+
+/// How long throughput buckets are kept one by one; the maintenance sweep
+/// folds older ones into each queue's all-time totals.
+pub const THROUGHPUT_RETENTION: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Jobs of one queue finished within one bucket of
+/// [`THROUGHPUT_BUCKET_S`] seconds, whoever finished them (any process,
+/// any host, the HTTP API).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ThroughputBucket {
+    /// Queue name.
+    pub queue: String,
+    /// The bucket's start (unix seconds, a multiple of
+    /// [`THROUGHPUT_BUCKET_S`]).
+    pub start: i64,
+    /// Jobs acked.
+    pub completed: u64,
+    /// Attempts that ended in an error reported by their worker: a retry
+    /// (the job runs again later or goes to dead when out of attempts) or
+    /// a failure (straight to dead). Claims that lapsed are not counted.
+    pub failed: u64,
+}
+
+/// One queue's finished jobs since the store began counting them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueueTotals {
+    /// Queue name.
+    pub queue: String,
+    /// Jobs acked.
+    pub completed: u64,
+    /// Attempts that ended in a retry or a failure.
+    pub failed: u64,
+}
+
+/// What `queue_throughput` returns: recent buckets and all-time totals.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueueThroughput {
+    /// The store's clock when it answered (unix seconds): the last bucket
+    /// may still be filling.
+    pub now: i64,
+    /// Buckets that started within the window, oldest first (then by
+    /// queue); a bucket in which nothing finished is absent.
+    pub buckets: Vec<ThroughputBucket>,
+    /// Every selected queue's totals, by name (monotone: Prometheus
+    /// counters).
+    pub totals: Vec<QueueTotals>,
+}
+
 /// Counts for one queue.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct QueueStats {

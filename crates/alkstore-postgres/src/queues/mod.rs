@@ -12,7 +12,8 @@ use alkstore_core::queue::{secs, truncate_error};
 use alkstore_core::queue::{
     DeadCountParams, DeadPurgeParams, DeadRequeueParams, JobAckParams, JobCancelParams,
     JobCancelRequestsParams, JobEnqueueParams, JobGetParams, JobHeartbeatParams, JobReleaseParams,
-    JobSettleParams, JobUnclaimParams, QueuePauseParams, QueueStatsParams,
+    JobSettleParams, JobUnclaimParams, QueuePauseParams, QueueStatsParams, QueueThroughput,
+    QueueThroughputParams, QueueTotals, ThroughputBucket, THROUGHPUT_RETENTION,
 };
 use alkstore_core::validate::{self, count};
 use alkstore_core::{
@@ -451,6 +452,14 @@ impl PgEngine {
             let stmt = tx.prepare_cached(text).await.map_err(db(op))?;
             pruned[i] = tx.execute(&stmt, &[&now]).await.map_err(db(op))?;
         }
+        let fold = tx
+            .prepare_cached(&sql.sweep_fold_throughput)
+            .await
+            .map_err(db(op))?;
+        let retention = secs(THROUGHPUT_RETENTION);
+        tx.execute(&fold, &[&now, &retention])
+            .await
+            .map_err(db(op))?;
         let trim = tx
             .prepare_cached(&self.inner.stream_sql.sweep_trim)
             .await
@@ -775,6 +784,48 @@ impl QueueDriver for PgEngine {
             completed: n(7),
             oldest_ready_age_s: oldest.map(|t| (db_now - t).max(0)),
             queue,
+        })
+    }
+
+    async fn queue_throughput(
+        &self,
+        params: Checked<QueueThroughputParams>,
+    ) -> Result<QueueThroughput> {
+        let op = "queue_throughput";
+        let window_s = params.window_s();
+        let QueueThroughputParams { queue, .. } = params.into_inner();
+        let now = self.now_override();
+        let sql = &self.inner.sql;
+        let totals = self
+            .query(op, &sql.throughput_totals, &[&now, &queue])
+            .await?;
+        let buckets = self
+            .query(op, &sql.throughput_buckets, &[&now, &window_s, &queue])
+            .await?;
+        Ok(QueueThroughput {
+            now: totals
+                .first()
+                .map(|r| r.get(0))
+                .ok_or_else(|| Error::database(op, "no row"))?,
+            buckets: buckets
+                .iter()
+                .map(|r| ThroughputBucket {
+                    start: r.get(0),
+                    queue: r.get(1),
+                    completed: count(r.get(2)),
+                    failed: count(r.get(3)),
+                })
+                .collect(),
+            totals: totals
+                .iter()
+                .filter_map(|r| {
+                    Some(QueueTotals {
+                        queue: r.get::<_, Option<String>>(1)?,
+                        completed: count(r.get::<_, Option<i64>>(2)?),
+                        failed: count(r.get::<_, Option<i64>>(3)?),
+                    })
+                })
+                .collect(),
         })
     }
 

@@ -4,7 +4,7 @@
 //! fragment falls back to the database clock, so claims and expiries never
 //! depend on a worker host's clock.
 
-use alkstore_core::queue::MAX_ERRORS_KEPT;
+use alkstore_core::queue::{MAX_ERRORS_KEPT, THROUGHPUT_BUCKET_S};
 
 use crate::schema::{quote_identifier, tables, QualifiedTable};
 
@@ -59,6 +59,9 @@ pub(crate) struct Sql {
     pub list_done: String,
     pub stats: String,
     pub queue_list: String,
+    pub throughput_buckets: String,
+    pub throughput_totals: String,
+    pub sweep_fold_throughput: String,
     pub queue_pause: String,
     pub queue_resume: String,
     pub queue_paused: String,
@@ -86,6 +89,28 @@ fn errors_appended(err: &str) -> String {
          || jsonb_build_array(jsonb_build_object('attempt', attempts, 'at', {NOW}, 'error', {err}))"
     )
 }
+
+/// `INSERT INTO queue_throughput …` counting the rows of `from` (a CTE
+/// with a `queue` column) as completed (`kind` = `completed`) or failed
+/// (`failed`) in the current bucket of this connection's shard.
+fn counted(throughput: &QualifiedTable<'_>, from: &str, kind: &str) -> String {
+    let (completed, failed) = match kind {
+        "completed" => ("count(*)", "0"),
+        _ => ("0", "count(*)"),
+    };
+    format!(
+        "INSERT INTO {throughput} (bucket, queue, shard, completed, failed) \
+         SELECT {NOW} / {THROUGHPUT_BUCKET_S} * {THROUGHPUT_BUCKET_S}, queue, \
+           (pg_backend_pid() % {THROUGHPUT_SHARDS})::smallint, {completed}, {failed} \
+         FROM {from} GROUP BY queue \
+         ON CONFLICT (bucket, queue, shard) DO UPDATE \
+         SET completed = {throughput}.completed + excluded.completed, \
+             failed = {throughput}.failed + excluded.failed"
+    )
+}
+
+/// Shards of a throughput bucket (see migration 010).
+const THROUGHPUT_SHARDS: i32 = 16;
 
 /// `INSERT INTO dead … SELECT … FROM {from}`, for a CTE of deleted rows;
 /// `error` (SQL, may be NULL) becomes the last error and joins the list.
@@ -159,6 +184,7 @@ impl Sql {
         let done = QualifiedTable::new(schema, tables::DONE);
         let meta = QualifiedTable::new(schema, tables::META);
         let paused = QualifiedTable::new(schema, tables::QUEUE_PAUSE);
+        let throughput = QualifiedTable::new(schema, tables::QUEUE_THROUGHPUT);
         let unnest = "unnest($2::text[], $3::bytea[], $4::bigint[], $5::bigint[], $6::bigint[], \
               $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], \
               $13::bigint[]) \
@@ -233,12 +259,16 @@ impl Sql {
             // position keeps the plan a primary-key probe per id. Rows of
             // queues that keep completed jobs are left to `ack_kept`.
             ack: format!(
-                "DELETE FROM {job} j \
-                 WHERE j.id = ANY($2::bigint[]) AND j.state = 'processing' AND j.claim_expires_at > {NOW} \
-                   AND j.worker_id = ($3::text[])[array_position($2::bigint[], j.id)] \
-                   AND j.claim_count = ($4::bigint[])[array_position($2::bigint[], j.id)] \
-                   AND j.keep_completed_s IS NULL \
-                 RETURNING j.id"
+                "WITH gone AS ( \
+                   DELETE FROM {job} j \
+                   WHERE j.id = ANY($2::bigint[]) AND j.state = 'processing' AND j.claim_expires_at > {NOW} \
+                     AND j.worker_id = ($3::text[])[array_position($2::bigint[], j.id)] \
+                     AND j.claim_count = ($4::bigint[])[array_position($2::bigint[], j.id)] \
+                     AND j.keep_completed_s IS NULL \
+                   RETURNING j.id, j.queue \
+                 ), counted AS ({}) \
+                 SELECT id FROM gone",
+                counted(&throughput, "gone", "completed")
             ),
             // The ack of rows `ack` left: copied to `done`, then deleted.
             ack_kept: format!(
@@ -252,25 +282,32 @@ impl Sql {
                    INSERT INTO {done} ({MOVE_COLS}, last_error, errors, completed_at) \
                    SELECT {MOVE_COLS}, last_error, errors, {NOW} FROM gone \
                    ON CONFLICT (id) DO UPDATE SET completed_at = excluded.completed_at \
-                 ) \
-                 SELECT id FROM gone"
+                 ), counted AS ({}) \
+                 SELECT id FROM gone",
+                counted(&throughput, "gone", "completed")
             ),
             retry_select: format!(
                 "SELECT attempts, max_attempts, backoff_base_s, {NOW}, cancel_requested FROM {job} \
                  WHERE {HELD} FOR UPDATE"
             ),
             retry_update: format!(
-                "UPDATE {job} SET state = 'pending', run_at = $2, claim_expires_at = NULL, last_error = $3, \
-                   errors = {} \
-                 WHERE id = $4",
-                errors_appended("$3::text")
+                "WITH back AS ( \
+                   UPDATE {job} SET state = 'pending', run_at = $2, claim_expires_at = NULL, last_error = $3, \
+                     errors = {} \
+                   WHERE id = $4 RETURNING queue \
+                 ), counted AS ({}) \
+                 SELECT count(*) FROM back",
+                errors_appended("$3::text"),
+                counted(&throughput, "back", "failed")
             ),
             retry_bury: format!(
-                "WITH gone AS (DELETE FROM {job} WHERE id = $2 RETURNING *) {}",
+                "WITH gone AS (DELETE FROM {job} WHERE id = $2 RETURNING *), counted AS ({}) {}",
+                counted(&throughput, "gone", "failed"),
                 bury(&dead, "gone", "$3::text", EXHAUSTED_OR_CANCELLED)
             ),
             fail: format!(
-                "WITH gone AS (DELETE FROM {job} WHERE {HELD} RETURNING *) {} RETURNING id",
+                "WITH gone AS (DELETE FROM {job} WHERE {HELD} RETURNING *), counted AS ({}) {} RETURNING id",
+                counted(&throughput, "gone", "failed"),
                 bury(&dead, "gone", "$5::text", FAILED_OR_CANCELLED)
             ),
             heartbeat: format!(
@@ -324,7 +361,32 @@ impl Sql {
                  FROM {job} WHERE queue = $2"
             ),
             queue_list: format!(
-                "SELECT queue FROM {job} UNION SELECT queue FROM {dead} UNION SELECT queue FROM {done} ORDER BY 1"
+                "SELECT queue FROM {job} UNION SELECT queue FROM {dead} UNION SELECT queue FROM {done} \
+                 UNION SELECT queue FROM {throughput} WHERE bucket > 0 ORDER BY 1"
+            ),
+            throughput_buckets: format!(
+                "SELECT bucket, queue, sum(completed)::bigint, sum(failed)::bigint FROM {throughput} \
+                 WHERE bucket > {NOW} - $2::bigint AND ($3::text IS NULL OR queue = $3) \
+                 GROUP BY bucket, queue ORDER BY bucket, queue"
+            ),
+            // Always one row at least (the clock's), queue NULL when none.
+            throughput_totals: format!(
+                "SELECT n.now, t.queue, t.completed, t.failed FROM (SELECT {NOW} AS now) n LEFT JOIN ( \
+                   SELECT queue, sum(completed)::bigint AS completed, sum(failed)::bigint AS failed \
+                   FROM {throughput} WHERE $2::text IS NULL OR queue = $2 GROUP BY queue \
+                 ) t ON true ORDER BY t.queue"
+            ),
+            // Buckets past the retention fold into bucket 0, one row per
+            // queue: the totals stay whole, the table stays small.
+            sweep_fold_throughput: format!(
+                "WITH old AS ( \
+                   DELETE FROM {throughput} WHERE bucket > 0 AND bucket <= {NOW} - $2::bigint RETURNING * \
+                 ) \
+                 INSERT INTO {throughput} (bucket, queue, shard, completed, failed) \
+                 SELECT 0, queue, 0, sum(completed), sum(failed) FROM old GROUP BY queue \
+                 ON CONFLICT (bucket, queue, shard) DO UPDATE \
+                 SET completed = {throughput}.completed + excluded.completed, \
+                     failed = {throughput}.failed + excluded.failed"
             ),
             queue_pause: format!(
                 "INSERT INTO {paused} (queue, paused_at) \

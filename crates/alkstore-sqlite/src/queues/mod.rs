@@ -9,7 +9,9 @@ use alkstore_core::queue::{secs, truncate_error};
 use alkstore_core::queue::{
     DeadCountParams, DeadPurgeParams, DeadRequeueParams, JobAckParams, JobCancelParams,
     JobCancelRequestsParams, JobEnqueueParams, JobGetParams, JobHeartbeatParams, JobReleaseParams,
-    JobSettleParams, JobUnclaimParams, QueuePauseParams, QueueStatsParams,
+    JobSettleParams, JobUnclaimParams, QueuePauseParams, QueueStatsParams, QueueThroughput,
+    QueueThroughputParams, QueueTotals, ThroughputBucket, THROUGHPUT_BUCKET_S,
+    THROUGHPUT_RETENTION,
 };
 use alkstore_core::validate::count;
 use alkstore_core::{
@@ -117,6 +119,59 @@ fn move_to_dead(
     Ok(moved as u64)
 }
 
+/// Count `completed` and `failed` jobs of `queue` in the bucket of `now`
+/// (see migration 012), in the caller's transaction.
+fn count_finished(
+    conn: &Connection,
+    op: &'static str,
+    now: i64,
+    queue: &str,
+    completed: u64,
+    failed: u64,
+) -> Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO __alkstore_queue_throughput (bucket, queue, shard, completed, failed) \
+         VALUES (?1, ?2, 0, ?3, ?4) ON CONFLICT (bucket, queue, shard) DO UPDATE \
+         SET completed = completed + excluded.completed, failed = failed + excluded.failed",
+    )
+    .and_then(|mut s| {
+        s.execute(params![
+            now - now.rem_euclid(THROUGHPUT_BUCKET_S),
+            queue,
+            completed,
+            failed
+        ])
+    })
+    .map_err(db(op))?;
+    Ok(())
+}
+
+/// Jobs finished per queue within one write, counted once per queue when
+/// the write ends ([`Finished::record`]).
+#[derive(Default)]
+struct Finished {
+    /// Queue, completed, failed: a batch rarely spans more than one queue.
+    by_queue: Vec<(String, u64, u64)>,
+}
+
+impl Finished {
+    fn add(&mut self, queue: String, completed: u64, failed: u64) {
+        match self.by_queue.iter_mut().find(|(q, _, _)| *q == queue) {
+            Some(entry) => {
+                entry.1 += completed;
+                entry.2 += failed;
+            }
+            None => self.by_queue.push((queue, completed, failed)),
+        }
+    }
+
+    fn record(&self, conn: &Connection, op: &'static str, now: i64) -> Result<()> {
+        self.by_queue
+            .iter()
+            .try_for_each(|(q, c, f)| count_finished(conn, op, now, q, *c, *f))
+    }
+}
+
 /// What one pass over expired rows did.
 #[derive(Default)]
 struct Rescued {
@@ -194,25 +249,31 @@ const HELD: &str = "id = ?1 AND state = 'processing' AND worker_id = ?2 AND clai
 
 /// Retry a held job at `now` (backoff, or dead when out of attempts or
 /// cancelled); shared by `job_retry` and `job_settle`.
-fn retry_in(conn: &Connection, p: JobRetryParams, now: i64) -> Result<RetryOutcome> {
+fn retry_in(
+    conn: &Connection,
+    p: JobRetryParams,
+    now: i64,
+    finished: &mut Finished,
+) -> Result<RetryOutcome> {
     let op = "job_retry";
     let c = &p.claim;
     let error = truncate_error(p.error);
-    let row: Option<(u32, u32, i64, bool)> = conn
+    let row: Option<(u32, u32, i64, bool, String)> = conn
         .prepare_cached(&format!(
-            "SELECT attempts, max_attempts, backoff_base_s, cancel_requested \
+            "SELECT attempts, max_attempts, backoff_base_s, cancel_requested, queue \
              FROM __alkstore_job WHERE {HELD}"
         ))
         .and_then(|mut s| {
             s.query_row(params![c.id, c.worker, c.token, now], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
             })
             .optional()
         })
         .map_err(db(op))?;
-    let Some((attempts, max_attempts, base, cancel_requested)) = row else {
+    let Some((attempts, max_attempts, base, cancel_requested, queue)) = row else {
         return Ok(RetryOutcome::NotHeld);
     };
+    finished.add(queue, 0, 1);
     if cancel_requested || attempts >= max_attempts {
         move_to_dead(
             conn,
@@ -245,8 +306,27 @@ fn retry_in(conn: &Connection, p: JobRetryParams, now: i64) -> Result<RetryOutco
 }
 
 /// Move a held job to dead as `failed` (or `cancelled`); false when not held.
-fn fail_in(conn: &Connection, claim: &Claim, error: String, now: i64) -> Result<bool> {
+fn fail_in(
+    conn: &Connection,
+    claim: &Claim,
+    error: String,
+    now: i64,
+    finished: &mut Finished,
+) -> Result<bool> {
     let error = truncate_error(error);
+    let queue: Option<String> = conn
+        .prepare_cached(&format!("SELECT queue FROM __alkstore_job WHERE {HELD}"))
+        .and_then(|mut s| {
+            s.query_row(params![claim.id, claim.worker, claim.token, now], |r| {
+                r.get(0)
+            })
+            .optional()
+        })
+        .map_err(db("job_fail"))?;
+    let Some(queue) = queue else {
+        return Ok(false);
+    };
+    finished.add(queue, 0, 1);
     let moved = move_to_dead(
         conn,
         "job_fail",
@@ -395,6 +475,7 @@ impl SqliteEngine {
                 let completed_pruned = prune(
                     "DELETE FROM __alkstore_done WHERE completed_at + keep_completed_s <= ?1",
                 )?;
+                fold_throughput(&st.conn, op, now)?;
                 let events_trimmed = crate::streams::trim_retained(&st.conn, op, now)?;
                 Ok(Some(SweepReport {
                     expired: r.expired,
@@ -407,6 +488,28 @@ impl SqliteEngine {
             })
             .await
     }
+}
+
+/// Fold throughput buckets past the retention into bucket 0, one row per
+/// queue: the totals stay whole, the table stays small.
+fn fold_throughput(conn: &Connection, op: &'static str, now: i64) -> Result<()> {
+    let cutoff = now - secs(THROUGHPUT_RETENTION);
+    // `WHERE true`: SQLite's rule for an upsert whose source is a SELECT.
+    conn.prepare_cached(
+        "INSERT INTO __alkstore_queue_throughput (bucket, queue, shard, completed, failed) \
+         SELECT 0, queue, 0, sum(completed), sum(failed) FROM __alkstore_queue_throughput \
+         WHERE bucket > 0 AND bucket <= ?1 GROUP BY queue \
+         ON CONFLICT (bucket, queue, shard) DO UPDATE \
+         SET completed = completed + excluded.completed, failed = failed + excluded.failed",
+    )
+    .and_then(|mut s| s.execute([cutoff]))
+    .map_err(db(op))?;
+    conn.prepare_cached(
+        "DELETE FROM __alkstore_queue_throughput WHERE bucket > 0 AND bucket <= ?1",
+    )
+    .and_then(|mut s| s.execute([cutoff]))
+    .map_err(db(op))?;
+    Ok(())
 }
 
 impl QueueDriver for SqliteEngine {
@@ -484,13 +587,20 @@ impl QueueDriver for SqliteEngine {
                 let mut delete = st
                     .conn
                     .prepare_cached(&format!(
-                        "DELETE FROM __alkstore_job WHERE {HELD} AND keep_completed_s IS NULL"
+                        "DELETE FROM __alkstore_job WHERE {HELD} AND keep_completed_s IS NULL \
+                         RETURNING queue"
                     ))
                     .map_err(db(op))?;
                 let mut acked = Vec::with_capacity(claims.len());
+                let mut finished = Finished::default();
                 for c in &claims {
                     let args = params![c.id, c.worker, c.token, now];
-                    if delete.execute(args).map_err(db(op))? == 1 {
+                    let gone: Option<String> = delete
+                        .query_row(args, |r| r.get(0))
+                        .optional()
+                        .map_err(db(op))?;
+                    if let Some(queue) = gone {
+                        finished.add(queue, 1, 0);
                         acked.push(true);
                         continue;
                     }
@@ -503,13 +613,19 @@ impl QueueDriver for SqliteEngine {
                         .and_then(|mut s| s.execute(args))
                         .map_err(db(op))?;
                     if kept == 1 {
-                        st.conn
-                            .prepare_cached(&format!("DELETE FROM __alkstore_job WHERE {HELD}"))
-                            .and_then(|mut s| s.execute(args))
+                        let queue: String = st
+                            .conn
+                            .prepare_cached(&format!(
+                                "DELETE FROM __alkstore_job WHERE {HELD} RETURNING queue"
+                            ))
+                            .and_then(|mut s| s.query_row(args, |r| r.get(0)))
                             .map_err(db(op))?;
+                        finished.add(queue, 1, 0);
                     }
                     acked.push(kept == 1);
                 }
+                drop(delete);
+                finished.record(&st.conn, op, now)?;
                 Ok(acked)
             })
             .await
@@ -521,18 +637,23 @@ impl QueueDriver for SqliteEngine {
             .writer
             .write("job_settle", move |st| {
                 let now = st.clock.now();
+                let mut finished = Finished::default();
                 let outcomes = batch
                     .into_iter()
                     .map(|s| match s {
-                        Settle::Retry(p) => retry_in(&st.conn, p, now).map(Settled::Retried),
+                        Settle::Retry(p) => {
+                            retry_in(&st.conn, p, now, &mut finished).map(Settled::Retried)
+                        }
                         Settle::Fail { claim, error } => {
-                            fail_in(&st.conn, &claim, error, now).map(Settled::Failed)
+                            fail_in(&st.conn, &claim, error, now, &mut finished)
+                                .map(Settled::Failed)
                         }
                         Settle::Snooze { claim, delay } => {
                             snooze_in(&st.conn, &claim, delay, now).map(Settled::Snoozed)
                         }
                     })
                     .collect::<Result<Vec<_>>>()?;
+                finished.record(&st.conn, "job_settle", now)?;
                 let claimable_now = outcomes.iter().any(|o| match o {
                     Settled::Retried(RetryOutcome::Scheduled(t)) | Settled::Snoozed(Some(t)) => {
                         *t <= now
@@ -761,11 +882,63 @@ impl QueueDriver for SqliteEngine {
         .await
     }
 
+    async fn queue_throughput(
+        &self,
+        params: Checked<QueueThroughputParams>,
+    ) -> Result<QueueThroughput> {
+        let now = self.now();
+        let since = now - params.window_s();
+        let QueueThroughputParams { queue, .. } = params.into_inner();
+        self.read("queue_throughput", move |conn| {
+            let op = "queue_throughput";
+            let buckets = conn
+                .prepare_cached(
+                    "SELECT bucket, queue, completed, failed FROM __alkstore_queue_throughput \
+                     WHERE bucket > ?1 AND (?2 IS NULL OR queue = ?2) ORDER BY bucket, queue",
+                )
+                .and_then(|mut s| {
+                    s.query_map(params![since, queue], |r| {
+                        Ok(ThroughputBucket {
+                            start: r.get(0)?,
+                            queue: r.get(1)?,
+                            completed: count(r.get(2)?),
+                            failed: count(r.get(3)?),
+                        })
+                    })?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+                })
+                .map_err(db(op))?;
+            let totals = conn
+                .prepare_cached(
+                    "SELECT queue, sum(completed), sum(failed) FROM __alkstore_queue_throughput \
+                     WHERE ?1 IS NULL OR queue = ?1 GROUP BY queue ORDER BY queue",
+                )
+                .and_then(|mut s| {
+                    s.query_map(params![queue], |r| {
+                        Ok(QueueTotals {
+                            queue: r.get(0)?,
+                            completed: count(r.get(1)?),
+                            failed: count(r.get(2)?),
+                        })
+                    })?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+                })
+                .map_err(db(op))?;
+            Ok(QueueThroughput {
+                now,
+                buckets,
+                totals,
+            })
+        })
+        .await
+    }
+
     async fn queue_list(&self) -> Result<Vec<String>> {
         self.read("queue_list", |conn| {
             conn.prepare_cached(
                 "SELECT DISTINCT queue FROM __alkstore_job UNION SELECT DISTINCT queue FROM __alkstore_dead \
-                 UNION SELECT DISTINCT queue FROM __alkstore_done ORDER BY 1",
+                 UNION SELECT DISTINCT queue FROM __alkstore_done \
+                 UNION SELECT DISTINCT queue FROM __alkstore_queue_throughput WHERE bucket > 0 ORDER BY 1",
             )
             .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
             .map_err(db("queue_list"))

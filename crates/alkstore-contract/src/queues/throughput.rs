@@ -1,0 +1,212 @@
+//! Throughput: the store counts every ack, retry and failure per queue in
+//! buckets of its clock, whoever finished the job.
+
+use std::time::Duration;
+
+use alkstore_core::{
+    Clock, DeadSelect, Engine, ErrorKind, JobRetryParams, QueueAdmin, QueueEngine, QueueOpts,
+    QueueThroughput, QueueThroughputParams, QueueTotals, ThroughputBucket, THROUGHPUT_BUCKET_S,
+    THROUGHPUT_RETENTION,
+};
+
+use super::support::{claim, enqueue_ids, job, kind, secs};
+use crate::Harness;
+
+fn bucket(queue: &str, start: i64, completed: u64, failed: u64) -> ThroughputBucket {
+    ThroughputBucket {
+        queue: queue.to_string(),
+        start,
+        completed,
+        failed,
+    }
+}
+
+fn totals(queue: &str, completed: u64, failed: u64) -> QueueTotals {
+    QueueTotals {
+        queue: queue.to_string(),
+        completed,
+        failed,
+    }
+}
+
+async fn throughput<E: QueueAdmin>(
+    e: &E,
+    queue: Option<&str>,
+    window: Duration,
+) -> QueueThroughput {
+    e.queue_throughput(QueueThroughputParams {
+        queue: queue.map(str::to_string),
+        window,
+    })
+    .await
+    .expect("throughput")
+}
+
+/// Acks count as completed and retries and failures as failed, in the
+/// bucket of the store's clock, per queue; acks of claims no longer held,
+/// snoozes and releases count nothing.
+pub async fn throughput_counts_each_finished_job<H: Harness>(h: &H) {
+    let e = h.engine();
+    // Start at a bucket's first second, so the steps below stay in it.
+    let now = h.clock().now();
+    h.clock().advance(secs(
+        (THROUGHPUT_BUCKET_S - now.rem_euclid(THROUGHPUT_BUCKET_S)) as u64,
+    ));
+    let b0 = h.clock().now();
+    let kept = QueueOpts {
+        keep_completed: Some(secs(600)),
+        ..QueueOpts::default()
+    };
+    let mut jobs: Vec<_> = (0..6).map(|i| job("tp-a", &i.to_string())).collect();
+    jobs.push(job("tp-a", "kept").with_queue_opts(kept));
+    enqueue_ids(e, jobs).await;
+    enqueue_ids(e, vec![job("tp-b", "1"), job("tp-b", "2")]).await;
+    let a = claim(e, "tp-a", "w", 7).await;
+    assert_eq!(a.len(), 7);
+    // Three acked in one batch (one of a queue that keeps completed jobs),
+    // one retried, one failed, one snoozed, one released.
+    let acked = e
+        .job_ack(vec![a[0].claim(), a[1].claim(), a[6].claim()])
+        .await
+        .expect("ack");
+    assert_eq!(acked, vec![true, true, true]);
+    e.job_retry(JobRetryParams {
+        claim: a[2].claim(),
+        error: "boom".into(),
+        delay: Some(Duration::ZERO),
+    })
+    .await
+    .expect("retry");
+    assert!(e
+        .job_fail((a[3].claim(), "bad".into()))
+        .await
+        .expect("fail"));
+    e.job_snooze((a[4].claim(), secs(1))).await.expect("snooze");
+    assert!(e.job_release(a[5].claim()).await.expect("release"));
+    // No longer held: refused, and not counted.
+    assert_eq!(
+        e.job_ack(vec![a[0].claim()]).await.expect("ack"),
+        vec![false]
+    );
+    assert!(!e
+        .job_fail((a[3].claim(), "again".into()))
+        .await
+        .expect("fail"));
+    for j in claim(e, "tp-b", "w", 2).await {
+        assert_eq!(e.job_ack(vec![j.claim()]).await.expect("ack"), vec![true]);
+    }
+    let got = throughput(e, None, secs(60)).await;
+    assert_eq!(got.now, b0);
+    assert_eq!(
+        got.buckets,
+        vec![bucket("tp-a", b0, 3, 2), bucket("tp-b", b0, 2, 0)]
+    );
+    assert_eq!(got.totals, vec![totals("tp-a", 3, 2), totals("tp-b", 2, 0)]);
+
+    // The next bucket: the retried job runs again and completes.
+    h.clock().advance(secs(THROUGHPUT_BUCKET_S as u64));
+    let again = claim(e, "tp-a", "w", 10).await;
+    let retried = again.iter().find(|j| j.id == a[2].id).expect("retried job");
+    e.job_ack(vec![retried.claim()]).await.expect("ack");
+    let b1 = b0 + THROUGHPUT_BUCKET_S;
+    let one = throughput(e, Some("tp-a"), secs(60)).await;
+    assert_eq!(
+        one.buckets,
+        vec![bucket("tp-a", b0, 3, 2), bucket("tp-a", b1, 1, 0)]
+    );
+    assert_eq!(one.totals, vec![totals("tp-a", 4, 2)]);
+    // A window of one bucket holds only the newest.
+    let last = throughput(e, Some("tp-a"), secs(THROUGHPUT_BUCKET_S as u64)).await;
+    assert_eq!(last.buckets, vec![bucket("tp-a", b1, 1, 0)]);
+    assert_eq!(last.totals, vec![totals("tp-a", 4, 2)]);
+    let none = throughput(e, Some("tp-none"), secs(60)).await;
+    assert!(none.buckets.is_empty() && none.totals.is_empty());
+}
+
+/// Buckets past the retention leave the window and are folded into the
+/// totals by the sweep; the totals never shrink. A drained queue stays in
+/// the queue list while it has recent buckets.
+pub async fn throughput_totals_survive_the_sweep<H: Harness>(h: &H) {
+    let e = h.engine();
+    enqueue_ids(e, vec![job("tp-fold", "1"), job("tp-fold", "2")]).await;
+    let got = claim(e, "tp-fold", "w", 2).await;
+    e.job_ack(vec![got[0].claim()]).await.expect("ack");
+    e.job_fail((got[1].claim(), "x".into()))
+        .await
+        .expect("fail");
+    assert_eq!(
+        e.dead_purge(DeadSelect::queue("tp-fold"))
+            .await
+            .expect("purge"),
+        1
+    );
+    assert!(
+        e.queue_list()
+            .await
+            .expect("list")
+            .contains(&"tp-fold".to_string()),
+        "a queue drained within the hour is still listed"
+    );
+    h.clock()
+        .advance(THROUGHPUT_RETENTION + secs(THROUGHPUT_BUCKET_S as u64));
+    let late = throughput(e, Some("tp-fold"), THROUGHPUT_RETENTION).await;
+    assert!(late.buckets.is_empty(), "{late:?}");
+    assert_eq!(late.totals, vec![totals("tp-fold", 1, 1)]);
+    e.sweep().await.expect("sweep");
+    let folded = throughput(e, Some("tp-fold"), THROUGHPUT_RETENTION).await;
+    assert!(folded.buckets.is_empty());
+    assert_eq!(folded.totals, vec![totals("tp-fold", 1, 1)]);
+    assert!(!e
+        .queue_list()
+        .await
+        .expect("list")
+        .contains(&"tp-fold".to_string()));
+    // Counting goes on on top of the folded totals.
+    enqueue_ids(e, vec![job("tp-fold", "3")]).await;
+    let j = claim(e, "tp-fold", "w", 1).await;
+    e.job_ack(vec![j[0].claim()]).await.expect("ack");
+    e.sweep().await.expect("sweep");
+    let after = throughput(e, Some("tp-fold"), secs(60)).await;
+    assert_eq!(after.totals, vec![totals("tp-fold", 2, 1)]);
+    assert_eq!(after.buckets.len(), 1);
+}
+
+/// A window outside 1 s ..= the retention, or a bad queue name, is refused.
+pub async fn throughput_refuses_bad_input<H: Harness>(h: &H) {
+    let e = h.engine();
+    for window in [
+        Duration::ZERO,
+        Duration::from_millis(999),
+        THROUGHPUT_RETENTION + secs(1),
+    ] {
+        assert_eq!(
+            kind(
+                e.queue_throughput(QueueThroughputParams::every_queue(window))
+                    .await
+            ),
+            ErrorKind::InvalidInput
+        );
+    }
+    assert_eq!(
+        kind(
+            e.queue_throughput(QueueThroughputParams::queue("", secs(60)))
+                .await
+        ),
+        ErrorKind::InvalidInput
+    );
+    assert!(!e.is_closed());
+}
+
+/// The rows above, for [`contract_suite!`](crate::contract_suite): list each
+/// `pub async fn …<H: Harness>` here, next to where it is written.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __queues_throughput {
+    ($then:path, $args:tt) => {
+        $then! { @rows $args queues::throughput [
+            throughput_counts_each_finished_job,
+            throughput_totals_survive_the_sweep,
+            throughput_refuses_bad_input,
+        ] }
+    };
+}
