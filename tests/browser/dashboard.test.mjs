@@ -211,6 +211,15 @@ await step('queues: the ready count follows enqueues and claims', async () => {
   });
   // The chart draws from the polled samples.
   assert((await page.locator(sel('chart')).count()) === 1, 'a chart on the queues view');
+  // The acks came over HTTP, not from a worker of the serving process: the
+  // store counted them, and the queue's page shows its all-time total.
+  await goto('#/queues/emails');
+  await waitFor('emails completed all time = 2 (acked over HTTP)', async () => {
+    const r = await text(page.locator(sel('total-completed')).locator('.v'));
+    return { ok: r === '2', seen: r };
+  });
+  const note = await text(page.locator(sel('rate-note')));
+  assert(note.includes('every worker of every process'), `the rate note says who is counted: ${note}`);
 });
 
 await step('queues: pause and resume from the page', async () => {
@@ -400,31 +409,22 @@ if (SCREENSHOT) {
   });
 }
 
-await step('the page reads Prometheus text and turns the completed counter into a rate', async () => {
-  const r = await page.evaluate(() => {
-    const d = window.alkDashboard;
-    const text = [
-      '# TYPE alkstore_jobs_completed_total counter',
-      'alkstore_jobs_completed_total{queue="mail"} 120',
-      'alkstore_jobs_completed_total{queue="we\\"ird,q"} 7 1700000000000',
-      'alkstore_queue_depth{queue="mail",state="ready"} 3',
-      'up 1',
-    ].join('\n');
-    const samples = d.parseProm(text);
-    const rates = d.rates([
-      { t: 0, done: 100 }, { t: 1000, done: 110 }, { t: 2000, done: 130 },
-      { t: 3000, done: 5 }, // a restart: no negative rate
-      { t: 4000, done: 9 }, { t: 20000, done: 50 }, // a gap: no rate across it
-    ]);
-    return { samples, rates };
-  });
-  const mail = r.samples.find((s) => s.name === 'alkstore_jobs_completed_total' && s.labels.queue === 'mail');
-  assert(mail && mail.value === 120, `mail counter parsed: ${JSON.stringify(r.samples)}`);
-  const weird = r.samples.find((s) => s.labels.queue === 'we"ird,q');
-  assert(weird && weird.value === 7, `escaped label parsed: ${JSON.stringify(r.samples)}`);
-  assert(r.samples.some((s) => s.name === 'up' && s.value === 1), 'a sample without labels parsed');
-  const rs = r.rates.map((x) => x.v);
-  assert(JSON.stringify(rs) === JSON.stringify([10, 20, 4]), `rates 10, 20, 4 per second; got ${JSON.stringify(rs)}`);
+await step('the chart turns the store\'s buckets into per-second rates', async () => {
+  const r = await page.evaluate(() => window.alkDashboard.rates(
+    [{ start: 980, completed: 50, failed: 10 }, { start: 960, completed: 20, failed: 0 }, { start: 1000, completed: 7, failed: 0 }],
+    1004, 10, 1_000_000,
+  ));
+  // 300 s back from 1004: buckets 700 … 990 whole, and 1000 (4 s in) at now.
+  assert(r.length === 31, `31 points; got ${r.length}`);
+  const at = (t) => r.find((p) => p.t === t);
+  const p980 = at(1_000_000 - (1004 - 990) * 1000);
+  assert(p980 && p980.v === 5 && p980.f === 1, `bucket 980: 5/s completed, 1/s failed; got ${JSON.stringify(p980)}`);
+  const p960 = at(1_000_000 - (1004 - 970) * 1000);
+  assert(p960 && p960.v === 2 && p960.f === 0, `bucket 960: 2/s; got ${JSON.stringify(p960)}`);
+  const p970 = at(1_000_000 - (1004 - 980) * 1000);
+  assert(p970 && p970.v === 0, `an absent bucket is 0/s; got ${JSON.stringify(p970)}`);
+  const last = r[r.length - 1];
+  assert(last.t === 1_000_000 && last.v === 7 / 4, `the filling bucket at now: 1.75/s; got ${JSON.stringify(last)}`);
 });
 
 await step('no script errors or CSP violations on the page', async () => {

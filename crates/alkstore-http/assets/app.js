@@ -20,7 +20,7 @@
     routeKey: '',
     queues: null, // the last /api/v1/queues answer
     hist: new Map(), // queue -> samples [{t, ready, processing, dead, done}]
-    metrics: null, // null: not tried; true: /metrics answers; false: 404
+    tp: null, // the store's throughput buckets (fetchThroughput)
     chartQueue: null,
     hover: null, // {q, x} while the pointer is over a chart
     data: null, // the current view's data
@@ -250,55 +250,26 @@
     return s ? `?${s}` : '';
   }
 
-  // Prometheus text format: `name{label="value",...} value [timestamp]`.
-  function parseProm(text) {
-    const out = [];
-    for (const line of text.split('\n')) {
-      if (!line || line[0] === '#') continue;
-      const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)/.exec(line);
-      if (!m) continue;
-      const labels = {};
-      if (m[2]) {
-        const re = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
-        let l;
-        while ((l = re.exec(m[2])) !== null) {
-          labels[l[1]] = l[2].replace(/\\(.)/g, (_, c) => (c === 'n' ? '\n' : c));
-        }
-      }
-      out.push({ name: m[1], labels, value: Number(m[3]) });
+  // Jobs finished per queue, as the store counts them on every ack, retry
+  // and failure (any worker, any process, any HTTP client), in buckets.
+  async function fetchThroughput() {
+    const t = await api('GET', '/api/v1/throughput' + qs({ window_s: WINDOW_MS / 1000 + 60 }));
+    const byQueue = new Map();
+    for (const b of t.buckets) {
+      if (!byQueue.has(b.queue)) byQueue.set(b.queue, []);
+      byQueue.get(b.queue).push(b);
     }
-    return out;
+    // The store's clock beside this page's: bucket times are drawn on the page's.
+    S.tp = { now: t.now, at: Date.now(), bucketS: t.bucket_s, byQueue, totals: new Map(t.totals.map((x) => [x.queue, x])) };
   }
 
-  // completed-job counters by queue (the workers of the serving process).
-  async function scrapeCompleted() {
-    if (S.metrics === false) return null;
-    let res;
-    try {
-      res = await fetch('/metrics', { credentials: 'same-origin', cache: 'no-store' });
-    } catch (e) {
-      return null;
-    }
-    if (res.status === 404) { S.metrics = false; return null; }
-    if (!res.ok) return null;
-    S.metrics = true;
-    const done = new Map();
-    for (const s of parseProm(await res.text())) {
-      if (s.name === 'alkstore_jobs_completed_total' && s.labels.queue !== undefined) {
-        done.set(s.labels.queue, (done.get(s.labels.queue) || 0) + s.value);
-      }
-    }
-    return done;
-  }
-
-  function record(queues, done) {
+  function record(queues) {
     const t = Date.now();
     for (const q of queues) {
       let hs = S.hist.get(q.queue);
       if (!hs) { hs = []; S.hist.set(q.queue, hs); }
       hs.push({
         t, ready: q.ready, processing: q.processing, dead: q.dead,
-        done: done && done.has(q.queue) ? done.get(q.queue) : undefined,
       });
     }
     for (const [q, hs] of S.hist) {
@@ -335,10 +306,10 @@
   async function poll() {
     const key = S.routeKey;
     const errors = [];
-    const core = Promise.all([api('GET', '/api/v1/queues'), scrapeCompleted()])
-      .then(([list, done]) => {
+    const core = Promise.all([api('GET', '/api/v1/queues'), fetchThroughput()])
+      .then(([list]) => {
         S.queues = list.queues;
-        record(list.queues, done);
+        record(list.queues);
       })
       .catch((e) => errors.push(e));
     const view = pollView(key).catch((e) => {
@@ -612,8 +583,14 @@
     ];
   }
 
-  function tile(k, v) {
-    return h('div', { class: 'tile' }, h('div', { class: 'k', text: k }), h('div', { class: 'v', text: fmtInt(v) }));
+  function tile(k, v, testid) {
+    return h('div', { class: 'tile', testid }, h('div', { class: 'k', text: k }), h('div', { class: 'v', text: fmtInt(v) }));
+  }
+
+  // A queue's all-time count of finished jobs (`completed` or `failed`).
+  function totalOf(q, key) {
+    const t = S.tp && S.tp.totals.get(q);
+    return t ? t[key] : 0;
   }
 
   function queueRow(q) {
@@ -661,9 +638,12 @@
         h('span', { class: 'spacer' }),
         h('div', { class: 'legend' },
           SERIES.map((s) => h('span', { key: s.key }, h('span', { class: 'sw', style: { '--sw': `var(${s.colour})` } }), s.label)),
-          h('span', { key: 'rate', class: hasRate ? null : 'off', title: hasRate ? null : 'no data: see the note below the chart' },
+          h('span', { key: 'rate', class: hasRate ? null : 'off' },
             h('span', { class: 'sw dash', style: { '--sw': 'var(--rate)' } }),
-            'completed/s (workers in this process)'))),
+            'completed/s'),
+          h('span', { key: 'failed', class: hasRate ? null : 'off' },
+            h('span', { class: 'sw dash', style: { '--sw': 'var(--dead)' } }),
+            'failed/s'))),
       h('div', { class: 'panel-body' },
         h('div', { class: 'chart-wrap' },
           h('canvas', { key: `chart:${q}`, 'data-chart': q, 'data-keep': '', testid: 'chart',
@@ -678,17 +658,14 @@
         h('div', { class: 'note', testid: 'rate-note', text: rateNote(q, hasRate) })));
   }
 
-  function hasRateSeries(q) {
-    return S.metrics === true && (S.hist.get(q) || []).some((s) => s.done !== undefined);
+  function hasRateSeries() {
+    return S.tp !== null;
   }
 
   function rateNote(q, hasRate) {
-    if (S.metrics === false) return 'completed/s: this server has no Prometheus recorder (/metrics answers 404).';
-    if (!hasRate) {
-      return 'completed/s: no worker in the serving process has completed a job of this queue ' +
-        '(alkstore_jobs_completed_total on /metrics counts only its own workers; HTTP acks and other processes are not in it).';
-    }
-    return 'completed/s: from alkstore_jobs_completed_total on /metrics, which counts the jobs completed by workers in the serving process only.';
+    if (!hasRate) return 'completed/s, failed/s: not read yet.';
+    return 'completed/s and failed/s (right axis): counted by the store on every ack, retry and failure ' +
+      `— every worker of every process and every HTTP client — in ${S.tp.bucketS}-second buckets.`;
   }
 
   // An axis from 0 in three to five round steps (whole ones for counts).
@@ -712,18 +689,28 @@
     return String(+v.toFixed(2));
   }
 
-  function rates(samples) {
+  // Per-second rates from the store's buckets (start, completed, failed;
+  // an absent bucket finished nothing): one point at each bucket's end over
+  // the window, and the bucket still filling at now once 3 s of it passed.
+  // `now` is the store's clock (s), `localNow` the page's at that moment (ms).
+  function rates(buckets, now, bucketS, localNow) {
+    const by = new Map(buckets.map((b) => [b.start, b]));
+    const cur = Math.floor(now / bucketS) * bucketS;
+    const first = Math.floor((now - WINDOW_MS / 1000) / bucketS) * bucketS;
     const out = [];
-    for (let i = 1; i < samples.length; i++) {
-      const a = samples[i - 1];
-      const b = samples[i];
-      if (a.done === undefined || b.done === undefined) continue;
-      const dt = (b.t - a.t) / 1000;
-      const d = b.done - a.done;
-      if (dt <= 0 || dt * 1000 > GAP_MS || d < 0) continue; // a gap, or a counter reset
-      out.push({ t: b.t, v: d / dt, gapBefore: out.length > 0 && b.t - out[out.length - 1].t > GAP_MS });
+    for (let start = first; start <= cur; start += bucketS) {
+      const b = by.get(start) || { completed: 0, failed: 0 };
+      const end = Math.min(start + bucketS, now);
+      const span = end - start;
+      if (span < 3) continue;
+      out.push({ t: localNow - (now - end) * 1000, v: b.completed / span, f: b.failed / span });
     }
     return out;
+  }
+
+  function ratesOf(q) {
+    if (!S.tp) return [];
+    return rates(S.tp.byQueue.get(q) || [], S.tp.now, S.tp.bucketS, S.tp.at);
   }
 
   function drawChart(canvas, q) {
@@ -743,8 +730,8 @@
     const t1 = Date.now();
     const t0 = t1 - WINDOW_MS;
     const samples = (S.hist.get(q) || []).filter((s) => s.t >= t0 - GAP_MS);
-    const rs = S.metrics === true ? rates(samples) : [];
-    const showRate = hasRateSeries(q);
+    const rs = ratesOf(q).filter((r) => r.t >= t0);
+    const showRate = hasRateSeries();
     const pad = { l: 52, r: showRate ? 56 : 16, t: 10, b: 22 };
     const pw = W - pad.l - pad.r;
     const ph = H - pad.t - pad.b;
@@ -752,7 +739,7 @@
     let top = 0;
     for (const s of samples) top = Math.max(top, s.ready, s.processing, s.dead);
     const ay = niceAxis(top, true);
-    const ar = niceAxis(rs.reduce((m, r) => Math.max(m, r.v), 0), false);
+    const ar = niceAxis(rs.reduce((m, r) => Math.max(m, r.v, r.f), 0), false);
     const maxY = ay.max;
     const maxR = ar.max;
     const x = (t) => pad.l + ((t - t0) / WINDOW_MS) * pw;
@@ -823,12 +810,12 @@
       }
     }
     if (showRate) {
-      ctx.setLineDash([5, 4]);
-      ctx.strokeStyle = col('--rate');
       ctx.lineWidth = 2;
-      for (const run of runs(rs)) {
+      for (const [key, colour, dash] of [['f', '--dead', [2, 3]], ['v', '--rate', [5, 4]]]) {
+        ctx.setLineDash(dash);
+        ctx.strokeStyle = col(colour);
         ctx.beginPath();
-        run.forEach((p, i) => (i ? ctx.lineTo(x(p.t), yr(p.v)) : ctx.moveTo(x(p.t), yr(p.v))));
+        rs.forEach((p, i) => (i ? ctx.lineTo(x(p.t), yr(p[key])) : ctx.moveTo(x(p.t), yr(p[key]))));
         ctx.stroke();
       }
       ctx.setLineDash([]);
@@ -851,9 +838,13 @@
       ctx.strokeStyle = col('--muted');
       ctx.lineWidth = 1;
       ctx.beginPath(); ctx.moveTo(xx, pad.t); ctx.lineTo(xx, pad.t + ph); ctx.stroke();
-      const r = rs.find((p) => p.t === best.t);
+      let r = null;
+      for (const p of rs) if (!r || Math.abs(p.t - t) < Math.abs(r.t - t)) r = p;
       const lines = [fmtTimeMs(best.t)].concat(SERIES.map((s) => `${s.label} ${fmtInt(best[s.key])}`));
-      if (showRate) lines.push(`completed/s ${r ? r.v.toFixed(1) : '–'}`);
+      if (showRate) {
+        lines.push(`completed/s ${r ? r.v.toFixed(1) : '–'}`);
+        lines.push(`failed/s ${r ? r.f.toFixed(1) : '–'}`);
+      }
       const bw = 150;
       const bh = lines.length * 16 + 8;
       const bx = xx + 10 + bw > pad.l + pw ? xx - 10 - bw : xx + 10;
@@ -890,7 +881,9 @@
       q
         ? h('div', { class: 'tiles', testid: 'queue-tiles' },
           tile('Ready', q.ready), tile('Scheduled', q.scheduled), tile('Processing', q.processing),
-          tile('Expired claims', q.expired_claims), tile('Dead', q.dead), tile('Completed', q.completed),
+          tile('Expired claims', q.expired_claims), tile('Dead', q.dead), tile('Completed, kept', q.completed),
+          tile('Completed, all time', totalOf(name, 'completed'), 'total-completed'),
+          tile('Failed attempts, all time', totalOf(name, 'failed'), 'total-failed'),
           h('div', { class: 'tile' }, h('div', { class: 'k', text: 'Oldest ready' }), h('div', { class: 'v', text: fmtAge(q.oldest_ready_age_s) })))
         : h('div', { class: 'panel' }, h('div', { class: 'empty', text: `No queue ${name} in the list (nothing enqueued on it yet).` })),
       chartPanel(name, false),
@@ -1247,7 +1240,7 @@
   // -------------------------------------------------------------- start
 
   // For the browser test: the parts with no server-side twin.
-  window.alkDashboard = Object.freeze({ parseProm, rates, niceAxis });
+  window.alkDashboard = Object.freeze({ rates, niceAxis });
 
   window.addEventListener('hashchange', onRoute);
   window.addEventListener('resize', () => render());

@@ -139,7 +139,10 @@ impl From<PathRejection> for ApiError {
 impl From<QueryRejection> for ApiError {
     fn from(r: QueryRejection) -> ApiError {
         let text = r.body_text();
-        let field = backticked(&text).unwrap_or("query").to_string();
+        // "Failed to deserialize query string: window_s: invalid digit …":
+        // the parameter's name leads the detail, as a JSON body's path does.
+        let detail = text.split_once("query string: ").map_or(&*text, |(_, d)| d);
+        let field = json_field(detail).unwrap_or("query").to_string();
         ApiError::invalid(&field, text)
     }
 }
@@ -162,6 +165,7 @@ fn request_field(what: &str) -> &str {
         "event key" => "key",
         "group name" => "group",
         "read limit" | "list limit" | "batch limit" => "limit",
+        "throughput window" => "window_s",
         other => other,
     }
 }

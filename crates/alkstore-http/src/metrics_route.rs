@@ -1,5 +1,6 @@
 //! `/metrics`: the store's state read at scrape time (queue depth by state,
-//! oldest ready age, dead letters, stream lag per consumer, group bucket
+//! oldest ready age, dead letters, jobs finished per queue by every worker,
+//! stream lag per consumer, group bucket
 //! ownership and lag) set as gauges through the `metrics` facade, then
 //! rendered with everything else this process recorded (the runtime's
 //! throughput and failover counters) in Prometheus text format.
@@ -46,6 +47,18 @@ async fn record_store_gauges(app: &AppState) -> alkstore::Result<()> {
         metrics::gauge!("alkstore_queue_dead", "queue" => q.clone()).set(s.dead as f64);
         metrics::gauge!("alkstore_queue_oldest_ready_age_seconds", "queue" => q.clone())
             .set(s.oldest_ready_age_s.unwrap_or(0) as f64);
+    }
+    // The store's own counts of finished jobs, whoever finished them: they
+    // only grow, so they are counters (`rate()` gives throughput).
+    let finished = e
+        .queue_throughput(alkstore::QueueThroughputParams::every_queue(
+            std::time::Duration::from_secs(1),
+        ))
+        .await?;
+    for t in finished.totals {
+        metrics::counter!("alkstore_queue_completed_total", "queue" => t.queue.clone())
+            .absolute(t.completed);
+        metrics::counter!("alkstore_queue_failed_total", "queue" => t.queue).absolute(t.failed);
     }
     for s in e.stream_list().await? {
         if let Some(head) = s.head {

@@ -6,7 +6,8 @@ use std::time::Duration;
 use alkstore::prelude::*;
 use alkstore::{
     CancelOutcome, Claim, DeadListParams, DeadSelect, EnqueueOpts, Enqueued, Job, JobClaimParams,
-    JobInfo, JobListParams, JobRetryParams, JobState, NewJob, QueueStats, RetryOutcome,
+    JobInfo, JobListParams, JobRetryParams, JobState, NewJob, QueueStats, QueueThroughput,
+    QueueThroughputParams, RetryOutcome, THROUGHPUT_BUCKET_S,
 };
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -30,6 +31,7 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_queues))
         .routes(routes!(queue_stats))
+        .routes(routes!(throughput))
         .routes(routes!(enqueue, list_jobs))
         .routes(routes!(enqueue_batch))
         .routes(routes!(claim))
@@ -501,6 +503,86 @@ pub struct PageQuery {
     pub limit: Option<u32>,
 }
 
+/// Which throughput to read.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct ThroughputQuery {
+    /// Only this queue (default: every queue).
+    #[param(min_length = 1, max_length = 200)]
+    pub queue: Option<String>,
+    /// Seconds back from now, 1 to 3,600 (default 300).
+    #[param(minimum = 1, maximum = 3600)]
+    pub window_s: Option<u64>,
+}
+
+/// Jobs of one queue finished within one bucket.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ThroughputBucketView {
+    /// Queue name.
+    pub queue: String,
+    /// The bucket's start (unix seconds, a multiple of `bucket_s`).
+    pub start: i64,
+    /// Jobs acked.
+    pub completed: u64,
+    /// Attempts that ended in a retry or a failure.
+    pub failed: u64,
+}
+
+/// One queue's finished jobs since the store began counting.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct QueueTotalsView {
+    /// Queue name.
+    pub queue: String,
+    /// Jobs acked.
+    pub completed: u64,
+    /// Attempts that ended in a retry or a failure.
+    pub failed: u64,
+}
+
+/// Recent buckets and all-time totals.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ThroughputView {
+    /// The store's clock (unix seconds): the newest bucket may still be
+    /// filling.
+    pub now: i64,
+    /// Seconds per bucket.
+    pub bucket_s: i64,
+    /// Buckets within the window, oldest first, then by queue; a bucket in
+    /// which nothing finished is absent.
+    pub buckets: Vec<ThroughputBucketView>,
+    /// Every selected queue's totals, by name.
+    pub totals: Vec<QueueTotalsView>,
+}
+
+impl From<QueueThroughput> for ThroughputView {
+    fn from(t: QueueThroughput) -> Self {
+        ThroughputView {
+            now: t.now,
+            bucket_s: THROUGHPUT_BUCKET_S,
+            buckets: t
+                .buckets
+                .into_iter()
+                .map(|b| ThroughputBucketView {
+                    queue: b.queue,
+                    start: b.start,
+                    completed: b.completed,
+                    failed: b.failed,
+                })
+                .collect(),
+            totals: t
+                .totals
+                .into_iter()
+                .map(|q| QueueTotalsView {
+                    queue: q.queue,
+                    completed: q.completed,
+                    failed: q.failed,
+                })
+                .collect(),
+        }
+    }
+}
+
 /// Paging through dead letters.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -599,6 +681,26 @@ async fn queue_stats(
     let stats = e.queue_stats(queue.clone()).await?;
     let paused = e.queue_paused().await?.contains(&queue);
     Ok(Json(QueueView::new(stats, paused)))
+}
+
+#[utoipa::path(get, path = "/api/v1/throughput", tag = "queues",
+    params(ThroughputQuery),
+    responses((status = 200, description = "Jobs finished per queue in 10-second buckets over the window, and each queue's totals: counted by the store on every ack, retry and failure, whoever made it (any process, any host, this API)", body = ThroughputView),
+        (status = 400, description = "Bad input", body = ErrorBody)))]
+async fn throughput(
+    State(app): State<AppState>,
+    ApiQuery(q): ApiQuery<ThroughputQuery>,
+) -> ApiResult<Json<ThroughputView>> {
+    let window_s = q.window_s.unwrap_or(300);
+    let got = app
+        .store
+        .engine()
+        .queue_throughput(QueueThroughputParams {
+            queue: q.queue,
+            window: Duration::from_secs(window_s),
+        })
+        .await?;
+    Ok(Json(ThroughputView::from(got)))
 }
 
 #[utoipa::path(post, path = "/api/v1/queues/{queue}/jobs", tag = "queues",

@@ -185,6 +185,23 @@ async fn jobs_enqueue_claim_settle_and_inspect(api: Api) {
         .post(&format!("/api/v1/jobs/{}/fail", jobs[2]["id"]), fail)
         .await;
     assert_eq!(failed, json!({"done": true}));
+    // The store counted the ack, the retry and the failure.
+    let (s, tp) = api.get("/api/v1/throughput?queue=mail&window_s=600").await;
+    assert_eq!(s, StatusCode::OK, "{tp}");
+    assert_eq!(tp["bucket_s"], json!(10));
+    assert_eq!(
+        tp["totals"],
+        json!([{"queue": "mail", "completed": 1, "failed": 2}])
+    );
+    let in_buckets = |k: &str| -> u64 {
+        let buckets = tp["buckets"].as_array().expect("buckets");
+        buckets.iter().filter_map(|b| b[k].as_u64()).sum()
+    };
+    assert_eq!(
+        (in_buckets("completed"), in_buckets("failed")),
+        (1, 2),
+        "{tp}"
+    );
     let (_, dead) = api.get("/api/v1/queues/mail/dead").await;
     assert_eq!(dead["jobs"][0]["id"], jobs[2]["id"]);
     assert_eq!(dead["jobs"][0]["dead_reason"], json!("failed"));
@@ -412,6 +429,20 @@ async fn bad_input_is_a_4xx_naming_the_field_and_writes_nothing(api: Api) {
     assert_eq!((s, field(&v)), (StatusCode::BAD_REQUEST, "limit"), "{v}");
     let (s, v) = api.get("/api/v1/queues/q/jobs?limit=x").await;
     assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
+    for (query, want_field) in [
+        ("window_s=0", "window_s"),
+        ("window_s=3601", "window_s"),
+        ("window_s=-5", "window_s"),
+        ("queue=", "queue"),
+        ("bucket=1", "bucket"),
+    ] {
+        let (s, v) = api.get(&format!("/api/v1/throughput?{query}")).await;
+        assert_eq!(
+            (s, field(&v)),
+            (StatusCode::BAD_REQUEST, want_field),
+            "{query}: {v}"
+        );
+    }
     // Not JSON.
     let req = Request::post("/api/v1/queues/q/jobs")
         .header("host", "localhost")

@@ -84,6 +84,23 @@ async fn metrics_show_depth_lag_ownership_and_the_runtimes_counters() {
         .await
         .expect("worker");
 
+    // Another client (here the engine itself, as another process would)
+    // acks one job and fails one: the store counts both.
+    e.job_enqueue(vec![
+        NewJob::new("other", b"a".to_vec()),
+        NewJob::new("other", b"b".to_vec()),
+    ])
+    .await
+    .expect("enqueue");
+    let got = e
+        .job_claim(alkstore::JobClaimParams::new("other", "elsewhere", 2))
+        .await
+        .expect("claim");
+    e.job_ack(vec![got[0].claim()]).await.expect("ack");
+    e.job_fail((got[1].claim(), "broken".to_string()))
+        .await
+        .expect("fail");
+
     let app = router(
         store,
         ServeOptions {
@@ -126,6 +143,14 @@ async fn metrics_show_depth_lag_ownership_and_the_runtimes_counters() {
         Some(2.0),
         "the runtime's counters render beside the store's gauges: {text}"
     );
+    for (series, want) in [
+        ("alkstore_queue_completed_total{queue=\"fast\"}", 2.0),
+        ("alkstore_queue_completed_total{queue=\"other\"}", 1.0),
+        ("alkstore_queue_failed_total{queue=\"other\"}", 1.0),
+        ("alkstore_queue_failed_total{queue=\"fast\"}", 0.0),
+    ] {
+        assert_eq!(sample(&text, series), Some(want), "{series}: {text}");
+    }
 }
 
 #[tokio::test]

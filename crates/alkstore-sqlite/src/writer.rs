@@ -35,6 +35,8 @@ pub(crate) struct WriterState {
     pub rescues: RescueSchedule,
     /// How long `BEGIN IMMEDIATE` waits for another connection's lock.
     pub busy_timeout: std::time::Duration,
+    /// The queue of each job this writer claimed and has not acked yet.
+    pub queue_of: crate::queues::QueueOfJob,
     /// Set while a group could not begin: its commands fail with this error
     /// instead of running.
     begin_failure: Option<GroupFailure>,
@@ -99,6 +101,7 @@ impl Writer {
                 clock,
                 rescues: RescueSchedule::default(),
                 busy_timeout,
+                queue_of: Default::default(),
                 begin_failure: None,
                 sole_command: false,
                 sole_command_failed: false,

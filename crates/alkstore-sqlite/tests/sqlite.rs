@@ -395,3 +395,49 @@ async fn a_schedule_that_no_longer_parses_does_not_stop_the_others() {
     let fired: Vec<&str> = r.fired.iter().map(|f| f.schedule.as_str()).collect();
     assert_eq!(fired, ["good"]);
 }
+
+/// An ack from another process (another engine on the file) counts the job
+/// for its queue too: the acking engine never saw the claim, so it learns
+/// the queue from the row it deletes.
+#[tokio::test]
+async fn acks_of_jobs_claimed_elsewhere_count_for_their_queue() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("x.db");
+    let claimer = SqliteEngine::open(SqliteOptions::new(&path)).expect("open");
+    let acker = SqliteEngine::open(SqliteOptions::new(&path)).expect("open");
+    claimer
+        .job_enqueue(vec![
+            NewJob::new("a", b"1".to_vec()),
+            NewJob::new("a", b"2".to_vec()),
+            NewJob::new("b", b"3".to_vec()),
+        ])
+        .await
+        .expect("enqueue");
+    let mut claims = Vec::new();
+    for q in ["a", "b"] {
+        let jobs = claimer
+            .job_claim(alkstore_core::JobClaimParams::new(q, "w", 10))
+            .await
+            .expect("claim");
+        claims.extend(jobs.iter().map(|j| j.claim()));
+    }
+    assert_eq!(
+        acker.job_ack(claims.clone()).await.expect("ack"),
+        vec![true; 3]
+    );
+    // The claimer's own ack of the same claims finds nothing and counts
+    // nothing, though it remembers their queues.
+    assert_eq!(claimer.job_ack(claims).await.expect("ack"), vec![false; 3]);
+    let got = claimer
+        .queue_throughput(alkstore_core::QueueThroughputParams::every_queue(
+            std::time::Duration::from_secs(60),
+        ))
+        .await
+        .expect("throughput");
+    let totals: Vec<(String, u64)> = got
+        .totals
+        .iter()
+        .map(|t| (t.queue.clone(), t.completed))
+        .collect();
+    assert_eq!(totals, vec![("a".to_string(), 2), ("b".to_string(), 1)]);
+}

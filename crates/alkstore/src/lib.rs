@@ -45,7 +45,9 @@ pub use alkstore_core::{
     url::StoreUrl, AttemptError, CancelOutcome, Capabilities, Claim, Clock, DeadListParams,
     DeadSelect, Engine, EnqueueOpts, Enqueued, Error, ErrorKind, Job, JobClaimParams, JobInfo,
     JobListParams, JobRetryParams, JobState, Limits, ManualClock, NewJob, QueueAdmin, QueueEngine,
-    QueueOpts, QueueStats, Result, RetryOutcome, SweepReport, SystemClock, Wake,
+    QueueOpts, QueueStats, QueueThroughput, QueueThroughputParams, QueueTotals, Result,
+    RetryOutcome, SweepReport, SystemClock, ThroughputBucket, Wake, THROUGHPUT_BUCKET_S,
+    THROUGHPUT_RETENTION,
 };
 pub use alkstore_core::{
     GroupEngine, LockEngine, NotifyEngine, RateEngine, ResultEngine, ScheduleEngine, StreamEngine,

@@ -3,6 +3,8 @@
 
 mod rows;
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use alkstore_core::queue::{secs, truncate_error};
@@ -151,17 +153,17 @@ fn count_finished(
 #[derive(Default)]
 struct Finished {
     /// Queue, completed, failed: a batch rarely spans more than one queue.
-    by_queue: Vec<(String, u64, u64)>,
+    by_queue: Vec<(Arc<str>, u64, u64)>,
 }
 
 impl Finished {
-    fn add(&mut self, queue: String, completed: u64, failed: u64) {
-        match self.by_queue.iter_mut().find(|(q, _, _)| *q == queue) {
+    fn add(&mut self, queue: &str, completed: u64, failed: u64) {
+        match self.by_queue.iter_mut().find(|(q, _, _)| **q == *queue) {
             Some(entry) => {
                 entry.1 += completed;
                 entry.2 += failed;
             }
-            None => self.by_queue.push((queue, completed, failed)),
+            None => self.by_queue.push((queue.into(), completed, failed)),
         }
     }
 
@@ -169,6 +171,36 @@ impl Finished {
         self.by_queue
             .iter()
             .try_for_each(|(q, c, f)| count_finished(conn, op, now, q, *c, *f))
+    }
+}
+
+/// The queue of each job this writer claimed, until its ack: the ack then
+/// deletes with a plain statement and counts it for that queue, where a
+/// job claimed elsewhere needs `RETURNING queue` (which costs SQLite an
+/// ephemeral table per row: a fifth of the ack path). A job's queue never
+/// changes and ids are never reused (AUTOINCREMENT), so an entry is never
+/// wrong, only possibly stale (a claim that lapsed and was finished
+/// elsewhere): bounded by clearing the map when it grows past its cap.
+#[derive(Default)]
+pub(crate) struct QueueOfJob {
+    by_id: HashMap<i64, Arc<str>>,
+}
+
+impl QueueOfJob {
+    /// More entries than any worker holds claims: past it, start over.
+    const CAP: usize = 1 << 20;
+
+    fn claimed(&mut self, queue: &Arc<str>, jobs: &[Job]) {
+        if self.by_id.len() + jobs.len() > Self::CAP {
+            self.by_id.clear();
+        }
+        for j in jobs {
+            self.by_id.insert(j.id, queue.clone());
+        }
+    }
+
+    fn take(&mut self, id: i64) -> Option<Arc<str>> {
+        self.by_id.remove(&id)
     }
 }
 
@@ -273,7 +305,7 @@ fn retry_in(
     let Some((attempts, max_attempts, base, cancel_requested, queue)) = row else {
         return Ok(RetryOutcome::NotHeld);
     };
-    finished.add(queue, 0, 1);
+    finished.add(&queue, 0, 1);
     if cancel_requested || attempts >= max_attempts {
         move_to_dead(
             conn,
@@ -326,7 +358,7 @@ fn fail_in(
     let Some(queue) = queue else {
         return Ok(false);
     };
-    finished.add(queue, 0, 1);
+    finished.add(&queue, 0, 1);
     let moved = move_to_dead(
         conn,
         "job_fail",
@@ -569,6 +601,9 @@ impl QueueDriver for SqliteEngine {
                     }
                 };
                 jobs.sort_by(Job::claim_order);
+                if !jobs.is_empty() {
+                    st.queue_of.claimed(&Arc::from(p.queue.as_str()), &jobs);
+                }
                 Ok(jobs)
             })
             .await
@@ -584,28 +619,33 @@ impl QueueDriver for SqliteEngine {
                 // The common ack is one plain delete. Only when it finds
                 // nothing (the queue keeps completed jobs, or the claim is
                 // gone) does the row get copied to `done` first.
-                let mut delete = st
-                    .conn
-                    .prepare_cached(&format!(
-                        "DELETE FROM __alkstore_job WHERE {HELD} AND keep_completed_s IS NULL \
-                         RETURNING queue"
-                    ))
-                    .map_err(db(op))?;
+                let delete_sql =
+                    format!("DELETE FROM __alkstore_job WHERE {HELD} AND keep_completed_s IS NULL");
+                let (conn, queue_of) = (&st.conn, &mut st.queue_of);
+                let mut delete = conn.prepare_cached(&delete_sql).map_err(db(op))?;
                 let mut acked = Vec::with_capacity(claims.len());
                 let mut finished = Finished::default();
                 for c in &claims {
                     let args = params![c.id, c.worker, c.token, now];
-                    let gone: Option<String> = delete
-                        .query_row(args, |r| r.get(0))
-                        .optional()
-                        .map_err(db(op))?;
+                    let gone: Option<Arc<str>> = match queue_of.take(c.id) {
+                        Some(queue) => {
+                            let n = delete.execute(args).map_err(db(op))?;
+                            (n == 1).then_some(queue)
+                        }
+                        None => conn
+                            .prepare_cached(&format!("{delete_sql} RETURNING queue"))
+                            .and_then(|mut s| {
+                                s.query_row(args, |r| r.get::<_, String>(0)).optional()
+                            })
+                            .map_err(db(op))?
+                            .map(Arc::from),
+                    };
                     if let Some(queue) = gone {
-                        finished.add(queue, 1, 0);
+                        finished.add(&queue, 1, 0);
                         acked.push(true);
                         continue;
                     }
-                    let kept = st
-                        .conn
+                    let kept = conn
                         .prepare_cached(&format!(
                             "INSERT OR REPLACE INTO __alkstore_done ({MOVE_COLS}, last_error, errors, completed_at) \
                              SELECT {MOVE_COLS}, last_error, errors, ?4 FROM __alkstore_job WHERE {HELD}"
@@ -613,14 +653,13 @@ impl QueueDriver for SqliteEngine {
                         .and_then(|mut s| s.execute(args))
                         .map_err(db(op))?;
                     if kept == 1 {
-                        let queue: String = st
-                            .conn
+                        let queue: String = conn
                             .prepare_cached(&format!(
                                 "DELETE FROM __alkstore_job WHERE {HELD} RETURNING queue"
                             ))
                             .and_then(|mut s| s.query_row(args, |r| r.get(0)))
                             .map_err(db(op))?;
-                        finished.add(queue, 1, 0);
+                        finished.add(&queue, 1, 0);
                     }
                     acked.push(kept == 1);
                 }
