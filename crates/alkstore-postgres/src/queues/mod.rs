@@ -581,6 +581,20 @@ impl QueueDriver for PgEngine {
             // The plain delete first; what it left is either kept by its
             // queue (copied to `done`) or no longer held.
             let mut todo = round;
+            if let [i] = todo[..] {
+                let c = &claims[i];
+                let rows = self
+                    .query_relaxed(
+                        "job_ack",
+                        &self.inner.sql.ack_one,
+                        &[&now, &c.id, &c.worker, &c.token],
+                    )
+                    .await?;
+                if !rows.is_empty() {
+                    flags[i] = true;
+                    todo.clear();
+                }
+            }
             for text in [&self.inner.sql.ack, &self.inner.sql.ack_kept] {
                 if todo.is_empty() {
                     break;

@@ -42,6 +42,7 @@ pub(crate) struct Sql {
     pub rescue: String,
     pub claim: String,
     pub ack: String,
+    pub ack_one: String,
     pub ack_kept: String,
     pub retry_select: String,
     pub retry_update: String,
@@ -264,6 +265,22 @@ impl Sql {
                    WHERE j.id = ANY($2::bigint[]) AND j.state = 'processing' AND j.claim_expires_at > {NOW} \
                      AND j.worker_id = ($3::text[])[array_position($2::bigint[], j.id)] \
                      AND j.claim_count = ($4::bigint[])[array_position($2::bigint[], j.id)] \
+                     AND j.keep_completed_s IS NULL \
+                   RETURNING j.id, j.queue \
+                 ), counted AS ({}) \
+                 SELECT id FROM gone",
+                counted(&throughput, "gone", "completed")
+            ),
+            // `ack` for a single claim, with scalar parameters: PostgreSQL
+            // costs a generic plan of `id = ANY($2)` for ten ids, so it
+            // would plan the array form anew on every call, and planning
+            // this statement takes longer than running it. A scalar probe's
+            // generic plan is as cheap as a custom one, so it is kept.
+            ack_one: format!(
+                "WITH gone AS ( \
+                   DELETE FROM {job} j \
+                   WHERE j.id = $2::bigint AND j.state = 'processing' AND j.claim_expires_at > {NOW} \
+                     AND j.worker_id = $3::text AND j.claim_count = $4::bigint \
                      AND j.keep_completed_s IS NULL \
                    RETURNING j.id, j.queue \
                  ), counted AS ({}) \
