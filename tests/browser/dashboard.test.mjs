@@ -220,6 +220,7 @@ await step('queues: the ready count follows enqueues and claims', async () => {
   });
   const note = await text(page.locator(sel('rate-note')));
   assert(note.includes('every worker of every process'), `the rate note says who is counted: ${note}`);
+  await goto('#/queues');
 });
 
 await step('queues: pause and resume from the page', async () => {
