@@ -14,6 +14,13 @@
 //! saves two thread hand-offs per write, which on small VMs cost more than the
 //! write itself. A leader serves a bounded number of groups, then hands the
 //! rest of the queue to a spawned task so its own caller is not starved.
+//!
+//! A leader on a runtime thread never waits for another connection's lock:
+//! it begins without waiting, and when the file is locked (another process
+//! writes, or a transaction of the caller's own is open elsewhere) it hands
+//! the group to a blocking thread that waits up to the busy timeout. Waiting
+//! on the runtime thread could starve the very task that would release the
+//! lock.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
@@ -150,6 +157,34 @@ impl Writer {
     /// this, and a leader re-checks the queue after unlocking, so a command is
     /// never left without a leader.
     fn lead(self: &Arc<Self>) {
+        // Without a runtime there is no blocking pool to hand waits to.
+        let may_wait = tokio::runtime::Handle::try_current().is_err();
+        self.lead_with(may_wait);
+    }
+
+    /// Run `batch` on this (blocking) thread once the connection is free,
+    /// waiting for another connection's lock if need be; then lead on.
+    fn lead_waiting(self: &Arc<Self>, batch: Vec<Command>) {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let n = batch.len() as u64;
+        if let Group::Ran(committed) = run_group(&mut st, batch, true) {
+            self.count_group(committed, n);
+        }
+        drop(st);
+        self.lead_with(true);
+    }
+
+    fn count_group(&self, committed: bool, commands: u64) {
+        if committed {
+            use std::sync::atomic::Ordering::Relaxed;
+            self.commits.fetch_add(1, Relaxed);
+            self.commands.fetch_add(commands, Relaxed);
+        }
+    }
+
+    /// [`Writer::lead`]; `may_wait`: this thread may block on another
+    /// connection's lock (a blocking thread, or no runtime at all).
+    fn lead_with(self: &Arc<Self>, may_wait: bool) {
         let mut groups = 0;
         loop {
             let mut st = match self.state.try_lock() {
@@ -163,10 +198,17 @@ impl Writer {
                     break;
                 }
                 let n = batch.len() as u64;
-                if run_group(&mut st, batch) {
-                    use std::sync::atomic::Ordering::Relaxed;
-                    self.commits.fetch_add(1, Relaxed);
-                    self.commands.fetch_add(n, Relaxed);
+                match run_group(&mut st, batch, may_wait) {
+                    Group::Ran(committed) => self.count_group(committed, n),
+                    Group::Locked(batch) => {
+                        drop(st);
+                        let me = self.clone();
+                        match tokio::runtime::Handle::try_current() {
+                            Ok(h) => drop(h.spawn_blocking(move || me.lead_waiting(batch))),
+                            Err(_) => me.lead_waiting(batch),
+                        }
+                        return;
+                    }
                 }
                 groups += 1;
                 if groups >= MAX_GROUPS_PER_LEADER {
@@ -180,6 +222,10 @@ impl Writer {
             if groups >= MAX_GROUPS_PER_LEADER {
                 let me = self.clone();
                 match tokio::runtime::Handle::try_current() {
+                    Ok(h) if may_wait => {
+                        h.spawn_blocking(move || me.lead_with(true));
+                        return;
+                    }
                     Ok(h) => {
                         h.spawn(async move { me.lead() });
                         return;
@@ -191,17 +237,48 @@ impl Writer {
     }
 }
 
-/// Run one group transaction; true when it committed.
-fn run_group(st: &mut WriterState, batch: Vec<Command>) -> bool {
+/// What [`run_group`] did with a batch.
+enum Group {
+    /// It ran; true when it committed.
+    Ran(bool),
+    /// Another connection holds the write lock and this thread may not
+    /// wait for it: nothing ran, the batch is handed back.
+    Locked(Vec<Command>),
+}
+
+/// `BEGIN IMMEDIATE`, waiting up to the busy timeout for another
+/// connection's lock only when `may_wait`.
+fn begin(st: &mut WriterState, may_wait: bool) -> rusqlite::Result<()> {
+    if may_wait {
+        return st
+            .conn
+            .prepare_cached("BEGIN IMMEDIATE")
+            .and_then(|mut s| s.execute([]))
+            .map(drop);
+    }
+    st.conn.busy_timeout(std::time::Duration::ZERO)?;
+    let begun = st
+        .conn
+        .prepare_cached("BEGIN IMMEDIATE")
+        .and_then(|mut s| s.execute([]))
+        .map(drop);
+    st.conn.busy_timeout(st.busy_timeout)?;
+    begun
+}
+
+/// Run one group transaction.
+fn run_group(st: &mut WriterState, batch: Vec<Command>, may_wait: bool) -> Group {
     // A previous group may have left a transaction open (a failed ROLLBACK);
     // never build on it.
     if !st.conn.is_autocommit() {
         let _ = st.conn.execute_batch("ROLLBACK");
     }
-    let begin = st
-        .conn
-        .prepare_cached("BEGIN IMMEDIATE")
-        .and_then(|mut s| s.execute([]));
+    let begin = begin(st, may_wait);
+    if let Err(e) = &begin {
+        if !may_wait && crate::is_busy(e) {
+            return Group::Locked(batch);
+        }
+    }
     if let Err(e) = begin {
         // Each command reports why without running (see `in_savepoint`).
         let failure = if crate::is_busy(&e) {
@@ -216,7 +293,7 @@ fn run_group(st: &mut WriterState, batch: Vec<Command>) -> bool {
         for d in delivers {
             d(None);
         }
-        return false;
+        return Group::Ran(false);
     }
     let mut delivers: Vec<Deliver> = Vec::with_capacity(batch.len());
     let mut aborted: Option<String> = None;
@@ -255,7 +332,7 @@ fn run_group(st: &mut WriterState, batch: Vec<Command>) -> bool {
         for d in delivers {
             d(None);
         }
-        return false;
+        return Group::Ran(false);
     }
     let err = match aborted {
         Some(reason) => {
@@ -287,7 +364,7 @@ fn run_group(st: &mut WriterState, batch: Vec<Command>) -> bool {
     for d in delivers {
         d(err.as_ref());
     }
-    committed
+    Group::Ran(committed)
 }
 
 fn in_savepoint<T>(

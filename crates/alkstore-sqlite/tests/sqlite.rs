@@ -117,6 +117,37 @@ async fn a_lock_held_elsewhere_is_a_busy_error() {
         .expect("works once the lock is gone");
 }
 
+/// A write that must wait for another connection's lock waits off the
+/// runtime's threads: on a single-threaded runtime, the task that releases
+/// the lock still runs, and the write then goes through.
+#[tokio::test(flavor = "current_thread")]
+async fn a_write_waiting_for_a_lock_leaves_the_runtime_free() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("held.db");
+    let mut opts = SqliteOptions::new(&path);
+    opts.busy_timeout = std::time::Duration::from_secs(3);
+    let e = SqliteEngine::open(opts).expect("open");
+    let other = rusqlite::Connection::open(&path).expect("conn");
+    other.execute_batch("BEGIN IMMEDIATE").expect("lock");
+    let writer = e.clone();
+    let write = tokio::spawn(async move {
+        writer
+            .job_enqueue(vec![NewJob::new("q", b"x".to_vec())])
+            .await
+    });
+    // The write has begun to wait; this task (on the same thread) must
+    // still run to release the lock.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert!(!write.is_finished(), "the write waits for the lock");
+    other.execute_batch("COMMIT").expect("unlock");
+    let out = write
+        .await
+        .expect("join")
+        .expect("written once the lock is gone");
+    assert_eq!(out.len(), 1);
+    assert_eq!(e.queue_stats("q").await.expect("stats").ready, 1);
+}
+
 /// An in-memory database would be a different, empty database on every
 /// connection: it is refused with a clear error instead of failing later.
 #[test]
