@@ -50,7 +50,7 @@ pub async fn throughput_counts_each_finished_job<H: Harness>(h: &H) {
     // Start at a bucket's first second, so the steps below stay in it.
     let now = h.clock().now();
     h.clock().advance(secs(
-        (THROUGHPUT_BUCKET_S - now.rem_euclid(THROUGHPUT_BUCKET_S)) as u64,
+        (THROUGHPUT_BUCKET_S - now.rem_euclid(THROUGHPUT_BUCKET_S)).unsigned_abs(),
     ));
     let b0 = h.clock().now();
     let kept = QueueOpts {
@@ -104,7 +104,7 @@ pub async fn throughput_counts_each_finished_job<H: Harness>(h: &H) {
     assert_eq!(got.totals, vec![totals("tp-a", 3, 2), totals("tp-b", 2, 0)]);
 
     // The next bucket: the retried job runs again and completes.
-    h.clock().advance(secs(THROUGHPUT_BUCKET_S as u64));
+    h.clock().advance(secs(THROUGHPUT_BUCKET_S.unsigned_abs()));
     let again = claim(e, "tp-a", "w", 10).await;
     let retried = again.iter().find(|j| j.id == a[2].id).expect("retried job");
     e.job_ack(vec![retried.claim()]).await.expect("ack");
@@ -116,7 +116,7 @@ pub async fn throughput_counts_each_finished_job<H: Harness>(h: &H) {
     );
     assert_eq!(one.totals, vec![totals("tp-a", 4, 2)]);
     // A window of one bucket holds only the newest.
-    let last = throughput(e, Some("tp-a"), secs(THROUGHPUT_BUCKET_S as u64)).await;
+    let last = throughput(e, Some("tp-a"), secs(THROUGHPUT_BUCKET_S.unsigned_abs())).await;
     assert_eq!(last.buckets, vec![bucket("tp-a", b1, 1, 0)]);
     assert_eq!(last.totals, vec![totals("tp-a", 4, 2)]);
     let none = throughput(e, Some("tp-none"), secs(60)).await;
@@ -148,7 +148,7 @@ pub async fn throughput_totals_survive_the_sweep<H: Harness>(h: &H) {
         "a queue drained within the hour is still listed"
     );
     h.clock()
-        .advance(THROUGHPUT_RETENTION + secs(THROUGHPUT_BUCKET_S as u64));
+        .advance(THROUGHPUT_RETENTION + secs(THROUGHPUT_BUCKET_S.unsigned_abs()));
     let late = throughput(e, Some("tp-fold"), THROUGHPUT_RETENTION).await;
     assert!(late.buckets.is_empty(), "{late:?}");
     assert_eq!(late.totals, vec![totals("tp-fold", 1, 1)]);
