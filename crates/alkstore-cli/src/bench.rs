@@ -51,6 +51,7 @@ const INSERT_TASKS: usize = 2;
 
 const SCENARIOS: &[&str] = &[
     "enqueue_single_4tasks",
+    "enqueue_single_16tasks",
     "enqueue_batch_100",
     "claim_ack_single_20k",
     "claim128_batch_ack_100k",
@@ -187,27 +188,39 @@ pub(crate) fn scaled(n: usize, scale: f64) -> usize {
     ((n as f64 * scale).round() as usize).max(1)
 }
 
+/// `n` jobs, one per enqueue call, from `callers` concurrent tasks (request
+/// handlers of a web app, each enqueuing its own job).
+async fn enqueue_one_per_call(e: &AnyEngine, n: usize, callers: usize) -> Result<()> {
+    let mut tasks = Vec::new();
+    for t in 0..callers {
+        let e = e.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in (t..n).step_by(callers) {
+                e.job_enqueue(vec![NewJob::new("bench", payload(i))])
+                    .await?;
+            }
+            Ok::<_, alkstore::Error>(())
+        }));
+    }
+    for t in tasks {
+        t.await.map_err(join_err)??;
+    }
+    Ok(())
+}
+
 async fn scenario(name: &str, e: &AnyEngine, scale: f64) -> Result<(usize, f64)> {
     let start;
     let n;
     match name {
-        "enqueue_single_4tasks" => {
+        "enqueue_single_4tasks" | "enqueue_single_16tasks" => {
+            let callers = if name == "enqueue_single_4tasks" {
+                4
+            } else {
+                16
+            };
             n = scaled(20_000, scale);
             start = Instant::now();
-            let mut tasks = Vec::new();
-            for t in 0..4 {
-                let e = e.clone();
-                tasks.push(tokio::spawn(async move {
-                    for i in (t..n).step_by(4) {
-                        e.job_enqueue(vec![NewJob::new("bench", payload(i))])
-                            .await?;
-                    }
-                    Ok::<_, alkstore::Error>(())
-                }));
-            }
-            for t in tasks {
-                t.await.map_err(join_err)??;
-            }
+            enqueue_one_per_call(e, n, callers).await?;
         }
         "enqueue_batch_100" => {
             n = scaled(100_000, scale);

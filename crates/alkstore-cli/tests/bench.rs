@@ -41,7 +41,7 @@ fn scenarios(out: &str) -> Vec<String> {
 #[test]
 fn queue_bench_runs_every_scenario_on_sqlite() {
     let out = bench(&["queue", "--scale", "0.01"]);
-    assert_eq!(scenarios(&out).len(), 7, "{out}");
+    assert_eq!(scenarios(&out).len(), 8, "{out}");
 }
 
 #[test]

@@ -128,9 +128,38 @@ impl Writer {
         T: Send + 'static,
         F: FnOnce(&mut WriterState) -> Result<T> + Send + 'static,
     {
+        self.write_as(op, Atomicity::Savepoint, f).await
+    }
+
+    /// [`Writer::write`] for an `f` that writes with one statement at most:
+    /// SQLite undoes a failed statement by itself and the transaction goes
+    /// on, so `f` needs no savepoint (two statements, and the sub-journal's
+    /// page copies, saved per command).
+    pub(crate) async fn write_one_statement<T, F>(
+        self: &Arc<Self>,
+        op: &'static str,
+        f: F,
+    ) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut WriterState) -> Result<T> + Send + 'static,
+    {
+        self.write_as(op, Atomicity::OneStatement, f).await
+    }
+
+    async fn write_as<T, F>(
+        self: &Arc<Self>,
+        op: &'static str,
+        atomicity: Atomicity,
+        f: F,
+    ) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut WriterState) -> Result<T> + Send + 'static,
+    {
         let (tx, rx) = oneshot::channel::<Result<T>>();
         let cmd: Command = Box::new(move |st: &mut WriterState| {
-            let result = in_savepoint(st, op, f);
+            let result = in_savepoint(st, op, atomicity, f);
             Box::new(move |group_failure: Option<&GroupFailure>| {
                 let result = match group_failure {
                     None => result,
@@ -367,9 +396,20 @@ fn run_group(st: &mut WriterState, batch: Vec<Command>, may_wait: bool) -> Group
     Group::Ran(committed)
 }
 
+/// What undoes a failed command without touching its group's others.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Atomicity {
+    /// A savepoint around the command.
+    Savepoint,
+    /// The command writes with one statement, which SQLite undoes by itself
+    /// when it fails.
+    OneStatement,
+}
+
 fn in_savepoint<T>(
     st: &mut WriterState,
     op: &'static str,
+    atomicity: Atomicity,
     f: impl FnOnce(&mut WriterState) -> Result<T>,
 ) -> Result<T> {
     if let Some(failure) = &st.begin_failure {
@@ -379,6 +419,9 @@ fn in_savepoint<T>(
         let result = f(st);
         st.sole_command_failed = result.is_err();
         return result;
+    }
+    if atomicity == Atomicity::OneStatement {
+        return f(st);
     }
     st.conn
         .prepare_cached("SAVEPOINT alk_cmd")
@@ -450,6 +493,60 @@ mod tests {
             rows.collect::<rusqlite::Result<_>>().expect("collect")
         };
         assert_eq!(rows, vec![2], "only the second command's row stays");
+    }
+
+    /// One-statement commands share a group without savepoints: the one
+    /// whose statement fails (a multi-row insert that breaks a constraint
+    /// on its second row) gets its error, nothing of it stays, and its
+    /// neighbours commit.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[allow(clippy::await_holding_lock)]
+    async fn a_failing_one_statement_command_leaves_its_group_whole() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let conn = Connection::open(dir.path().join("w.db")).expect("open");
+        conn.execute_batch("CREATE TABLE t (x INTEGER UNIQUE)")
+            .expect("table");
+        let w = Writer::new(conn, Arc::new(SystemClock), Duration::from_secs(1));
+        let held = w.state.lock().expect("state");
+        let tasks = ["(1)", "(2), (1)", "(3)"].map(|rows| {
+            let w = w.clone();
+            tokio::spawn(async move {
+                w.write_one_statement("test", move |st| {
+                    st.conn
+                        .execute(&format!("INSERT INTO t VALUES {rows}"), [])
+                        .map(|_| ())
+                        .map_err(|e| Error::database("test", e))
+                })
+                .await
+            })
+        });
+        while w.queue().len() < 3 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        drop(held);
+        w.lead();
+        let results: Vec<bool> = {
+            let mut out = Vec::new();
+            for t in tasks {
+                out.push(t.await.expect("task").is_ok());
+            }
+            out
+        };
+        assert_eq!(results, vec![true, false, true]);
+        let rows: Vec<i64> = {
+            let st = w.state.lock().expect("state");
+            let mut s = st
+                .conn
+                .prepare("SELECT x FROM t ORDER BY x")
+                .expect("select");
+            let rows = s.query_map([], |r| r.get(0)).expect("rows");
+            rows.collect::<rusqlite::Result<_>>().expect("collect")
+        };
+        assert_eq!(
+            rows,
+            vec![1, 3],
+            "the failed statement left no row (not even 2)"
+        );
     }
 
     /// A command that panics fails its group: it reports the panic, every

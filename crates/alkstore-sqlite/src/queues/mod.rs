@@ -24,6 +24,7 @@ use alkstore_core::{
 };
 use rusqlite::{params, Connection, OptionalExtension, ToSql};
 
+use crate::writer::WriterState;
 use crate::{db, SqliteEngine};
 use rows::{claimed, job_info, Source, JOB_COLS, MOVE_COLS};
 
@@ -547,13 +548,18 @@ fn fold_throughput(conn: &Connection, op: &'static str, now: i64) -> Result<()> 
 impl QueueDriver for SqliteEngine {
     async fn job_enqueue(&self, params: Checked<JobEnqueueParams>) -> Result<Vec<Enqueued>> {
         let JobEnqueueParams { jobs } = params.into_inner();
-        self.inner
-            .writer
-            .write("job_enqueue", move |st| {
-                let now = st.clock.now();
-                jobs.iter().map(|j| insert_job(&st.conn, j, now)).collect()
-            })
-            .await
+        let jobs_len = jobs.len();
+        let insert = move |st: &mut WriterState| {
+            let now = st.clock.now();
+            jobs.iter().map(|j| insert_job(&st.conn, j, now)).collect()
+        };
+        let writer = &self.inner.writer;
+        // One job is one INSERT: SQLite's statement atomicity suffices.
+        if jobs_len == 1 {
+            writer.write_one_statement("job_enqueue", insert).await
+        } else {
+            writer.write("job_enqueue", insert).await
+        }
     }
 
     async fn job_claim(&self, params: Checked<JobClaimParams>) -> Result<Vec<Job>> {
