@@ -138,7 +138,9 @@ pub trait QueueAdmin: Engine {
         params: QueueThroughputParams,
     ) -> impl Future<Output = Result<QueueThroughput>> + Send;
 
-    /// Names of every queue with live or dead jobs.
+    /// Names of every queue with live, dead or kept completed jobs, or with
+    /// jobs finished within the last hour (a drained queue stays listed
+    /// while its recent throughput does).
     fn queue_list(&self) -> impl Future<Output = Result<Vec<String>>> + Send;
 
     /// Stop claims from a queue, on every worker of the store: a claim
