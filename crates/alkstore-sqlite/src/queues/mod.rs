@@ -181,15 +181,17 @@ impl Finished {
 /// ephemeral table per row: a fifth of the ack path). A job's queue never
 /// changes and ids are never reused (AUTOINCREMENT), so an entry is never
 /// wrong, only possibly stale (a claim that lapsed and was finished
-/// elsewhere): bounded by clearing the map when it grows past its cap.
+/// elsewhere, or never acked): bounded by clearing the map when it grows
+/// past its cap (about 2 MB).
 #[derive(Default)]
 pub(crate) struct QueueOfJob {
     by_id: HashMap<i64, Arc<str>>,
 }
 
 impl QueueOfJob {
-    /// More entries than any worker holds claims: past it, start over.
-    const CAP: usize = 1 << 20;
+    /// More claims than a worker holds at once: past it, start over (the
+    /// acks of what was forgotten take the `RETURNING` path).
+    const CAP: usize = 1 << 16;
 
     fn claimed(&mut self, queue: &Arc<str>, jobs: &[Job]) {
         if self.by_id.len() + jobs.len() > Self::CAP {
