@@ -138,6 +138,29 @@ pub async fn completed_jobs_are_kept_when_opted_in<H: Harness>(h: &H) {
     assert!(e.job_get(k).await.expect("get").is_none());
 }
 
+/// A job of a queue that keeps completed jobs, acked alone (engines may
+/// take a single-claim path), is kept as completed and counted once.
+pub async fn a_single_ack_keeps_a_completed_job_when_opted_in<H: Harness>(h: &H) {
+    let e = h.engine();
+    let kept = QueueOpts {
+        keep_completed: Some(secs(60)),
+        ..QueueOpts::default()
+    };
+    let id = enqueue_one(e, job("keep1", "alone").with_queue_opts(kept)).await;
+    let got = claim(e, "keep1", "w", 1).await;
+    assert_eq!(
+        e.job_ack(vec![got[0].claim()]).await.expect("ack"),
+        vec![true]
+    );
+    assert_eq!(
+        e.job_ack(vec![got[0].claim()]).await.expect("ack"),
+        vec![false]
+    );
+    let info = e.job_get(id).await.expect("get").expect("kept");
+    assert_eq!(info.state, JobState::Completed);
+    assert_eq!(e.queue_stats("keep1").await.expect("stats").completed, 1);
+}
+
 /// The rows above, for [`contract_suite!`](crate::contract_suite): list each
 /// `pub async fn …<H: Harness>` here, next to where it is written.
 #[doc(hidden)]
@@ -149,6 +172,7 @@ macro_rules! __queues_admin {
             queue_list_names_queues,
             job_list_filters_and_pages,
             completed_jobs_are_kept_when_opted_in,
+            a_single_ack_keeps_a_completed_job_when_opted_in,
         ] }
     };
 }
