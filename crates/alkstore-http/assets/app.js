@@ -624,7 +624,7 @@
   ];
 
   function chartPanel(q, selector) {
-    const hasRate = hasRateSeries(q);
+    const hasRate = hasRateSeries();
     const names = (S.queues || []).map((x) => x.queue);
     return h('div', { class: 'panel', testid: 'chart-panel' },
       h('div', { class: 'panel-head' },
@@ -655,14 +655,14 @@
             },
             onmouseleave: (ev) => { S.hover = null; drawChart(ev.target, q); },
           })),
-        h('div', { class: 'note', testid: 'rate-note', text: rateNote(q, hasRate) })));
+        h('div', { class: 'note', testid: 'rate-note', text: rateNote(hasRate) })));
   }
 
   function hasRateSeries() {
     return S.tp !== null;
   }
 
-  function rateNote(q, hasRate) {
+  function rateNote(hasRate) {
     if (!hasRate) return 'completed/s, failed/s: not read yet.';
     return 'completed/s and failed/s (right axis): counted by the store on every ack, retry and failure ' +
       `— every worker of every process and every HTTP client — in ${S.tp.bucketS}-second buckets.`;

@@ -1006,10 +1006,10 @@ async fn dead_list(
     Ok(Json(JobPage::new(jobs, limit)))
 }
 
-fn dead_select(queue: String, req: Option<DeadSelectRequest>) -> DeadSelect {
+fn dead_select(queue: String, req: DeadSelectRequest) -> DeadSelect {
     DeadSelect {
         queue: Some(queue),
-        ids: req.and_then(|r| r.ids),
+        ids: req.ids,
         limit: None,
     }
 }
@@ -1027,7 +1027,7 @@ async fn dead_requeue(
     let count = app
         .store
         .engine()
-        .dead_requeue(dead_select(queue, Some(req)))
+        .dead_requeue(dead_select(queue, req))
         .await?;
     Ok(Json(Count { count }))
 }
@@ -1045,7 +1045,7 @@ async fn dead_purge(
     let count = app
         .store
         .engine()
-        .dead_purge(dead_select(queue, Some(req)))
+        .dead_purge(dead_select(queue, req))
         .await?;
     Ok(Json(Count { count }))
 }

@@ -581,6 +581,9 @@ impl QueueDriver for PgEngine {
             // The plain delete first; what it left is either kept by its
             // queue (copied to `done`) or no longer held.
             let mut todo = round;
+            // One claim: the scalar statement (see `Sql::ack_one`) stands in
+            // for the plain delete.
+            let one = todo.len() == 1;
             if let [i] = todo[..] {
                 let c = &claims[i];
                 let rows = self
@@ -595,7 +598,8 @@ impl QueueDriver for PgEngine {
                     todo.clear();
                 }
             }
-            for text in [&self.inner.sql.ack, &self.inner.sql.ack_kept] {
+            let texts = [&self.inner.sql.ack, &self.inner.sql.ack_kept];
+            for text in texts.into_iter().skip(usize::from(one)) {
                 if todo.is_empty() {
                     break;
                 }

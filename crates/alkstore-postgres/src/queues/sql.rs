@@ -110,6 +110,18 @@ fn counted(throughput: &QualifiedTable<'_>, from: &str, kind: &str) -> String {
     )
 }
 
+/// Delete the rows matching `held` (over `{job} j`) of queues that do not
+/// keep completed jobs, count them as completed, and return their ids.
+fn ack(job: &QualifiedTable<'_>, throughput: &QualifiedTable<'_>, held: &str) -> String {
+    format!(
+        "WITH gone AS ( \
+           DELETE FROM {job} j WHERE {held} AND j.keep_completed_s IS NULL RETURNING j.id, j.queue \
+         ), counted AS ({}) \
+         SELECT id FROM gone",
+        counted(throughput, "gone", "completed")
+    )
+}
+
 /// Shards of a throughput bucket (see migration 010).
 const THROUGHPUT_SHARDS: i32 = 16;
 
@@ -186,6 +198,15 @@ impl Sql {
         let meta = QualifiedTable::new(schema, tables::META);
         let paused = QualifiedTable::new(schema, tables::QUEUE_PAUSE);
         let throughput = QualifiedTable::new(schema, tables::QUEUE_THROUGHPUT);
+        // Rows held by the claims in arrays `$2` ids, `$3` workers, `$4`
+        // tokens. A join with `unnest` gets poor generic plans (it is
+        // estimated at a handful of rows); matching each row to its claim by
+        // array position keeps the plan a primary-key probe per id.
+        let held_each = format!(
+            "j.id = ANY($2::bigint[]) AND j.state = 'processing' AND j.claim_expires_at > {NOW} \
+             AND j.worker_id = ($3::text[])[array_position($2::bigint[], j.id)] \
+             AND j.claim_count = ($4::bigint[])[array_position($2::bigint[], j.id)]"
+        );
         let unnest = "unnest($2::text[], $3::bytea[], $4::bigint[], $5::bigint[], $6::bigint[], \
               $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], \
               $13::bigint[]) \
@@ -255,46 +276,18 @@ impl Sql {
                  RETURNING j.id, j.payload, j.priority, j.attempts, j.max_attempts, j.claim_expires_at, \
                    j.run_at, j.created_at, j.unique_key, j.claimed_at, j.claim_count"
             ),
-            // A join with `unnest` gets poor generic plans (it is estimated
-            // at a handful of rows); matching each row to its claim by array
-            // position keeps the plan a primary-key probe per id. Rows of
-            // queues that keep completed jobs are left to `ack_kept`.
-            ack: format!(
-                "WITH gone AS ( \
-                   DELETE FROM {job} j \
-                   WHERE j.id = ANY($2::bigint[]) AND j.state = 'processing' AND j.claim_expires_at > {NOW} \
-                     AND j.worker_id = ($3::text[])[array_position($2::bigint[], j.id)] \
-                     AND j.claim_count = ($4::bigint[])[array_position($2::bigint[], j.id)] \
-                     AND j.keep_completed_s IS NULL \
-                   RETURNING j.id, j.queue \
-                 ), counted AS ({}) \
-                 SELECT id FROM gone",
-                counted(&throughput, "gone", "completed")
-            ),
+            // Rows of queues that keep completed jobs are left to `ack_kept`.
+            ack: ack(&job, &throughput, &held_each),
             // `ack` for a single claim, with scalar parameters: PostgreSQL
             // costs a generic plan of `id = ANY($2)` for ten ids, so it
             // would plan the array form anew on every call, and planning
             // this statement takes longer than running it. A scalar probe's
             // generic plan is as cheap as a custom one, so it is kept.
-            ack_one: format!(
-                "WITH gone AS ( \
-                   DELETE FROM {job} j \
-                   WHERE j.id = $2::bigint AND j.state = 'processing' AND j.claim_expires_at > {NOW} \
-                     AND j.worker_id = $3::text AND j.claim_count = $4::bigint \
-                     AND j.keep_completed_s IS NULL \
-                   RETURNING j.id, j.queue \
-                 ), counted AS ({}) \
-                 SELECT id FROM gone",
-                counted(&throughput, "gone", "completed")
-            ),
+            ack_one: ack(&job, &throughput, HELD),
             // The ack of rows `ack` left: copied to `done`, then deleted.
             ack_kept: format!(
                 "WITH gone AS ( \
-                   DELETE FROM {job} j \
-                   WHERE j.id = ANY($2::bigint[]) AND j.state = 'processing' AND j.claim_expires_at > {NOW} \
-                     AND j.worker_id = ($3::text[])[array_position($2::bigint[], j.id)] \
-                     AND j.claim_count = ($4::bigint[])[array_position($2::bigint[], j.id)] \
-                   RETURNING j.* \
+                   DELETE FROM {job} j WHERE {held_each} RETURNING j.* \
                  ), kept AS ( \
                    INSERT INTO {done} ({MOVE_COLS}, last_error, errors, completed_at) \
                    SELECT {MOVE_COLS}, last_error, errors, {NOW} FROM gone \
