@@ -1,9 +1,10 @@
 //! `/metrics`: the store's state read at scrape time (queue depth by state,
 //! oldest ready age, dead letters, jobs finished per queue by every worker,
-//! stream lag per consumer, group bucket
-//! ownership and lag) set as gauges through the `metrics` facade, then
-//! rendered with everything else this process recorded (the runtime's
-//! throughput and failover counters) in Prometheus text format.
+//! stream lag per consumer, group bucket ownership, lag and epoch — the
+//! epoch grows on every change of owner, so lease failovers show as its
+//! increase) set through the `metrics` facade, then rendered with
+//! everything else this process recorded (its workers' job counters and
+//! histograms) in Prometheus text format.
 
 use alkstore::prelude::*;
 use axum::extract::State;
