@@ -437,8 +437,12 @@ async fn one_transaction_publishes_at_most_65536_events() {
 
 /// `reclaim` leaves a lean job table alone and vacuums one whose dead
 /// tuples pass the threshold (60,000 jobs enqueued and acked here), after
-/// which the dead tuples are gone — whether or not the server's autovacuum
-/// is on.
+/// which the dead tuples are gone. Autovacuum is off for this table: were
+/// it to clear the dead tuples between the count and `reclaim`, there would
+/// be nothing left to reclaim. The test waits until the statistics pass the
+/// threshold: claims, acks and enqueues run on different connections, each
+/// flushing its counts on its own schedule, so the live count can lag the
+/// dead one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reclaim_vacuums_the_job_table_once_dead_rows_pile_up() {
     use alkstore_core::{Engine, JobClaimParams};
@@ -452,6 +456,17 @@ async fn reclaim_vacuums_the_job_table_once_dead_rows_pile_up() {
         0,
         "nothing to reclaim"
     );
+    let client = engine.client().await.expect("client");
+    let job = format!(
+        "{}.job",
+        alkstore_postgres::schema::quote_identifier(&schema)
+    );
+    client
+        .batch_execute(&format!(
+            "ALTER TABLE {job} SET (autovacuum_enabled = false)"
+        ))
+        .await
+        .expect("autovacuum off");
     for _ in 0..12 {
         let jobs: Vec<NewJob> = (0..5_000)
             .map(|_| NewJob::new("q", b"{}".to_vec()))
@@ -461,19 +476,20 @@ async fn reclaim_vacuums_the_job_table_once_dead_rows_pile_up() {
             .job_claim(JobClaimParams::new("q", "w", 5_000))
             .await
             .expect("claim");
-        engine
+        let acked = engine
             .job_ack(got.iter().map(|j| j.claim()).collect::<Vec<_>>())
             .await
             .expect("ack");
+        assert!(acked.iter().all(|a| *a), "every claim acked");
     }
-    let client = engine.client().await.expect("client");
-    let job = format!(
-        "{}.job",
-        alkstore_postgres::schema::quote_identifier(&schema)
-    );
-    // The statistics reach the shared counters within about a second.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while dead_tuples(&client, &job).await < 50_000 {
+    // A busy backend flushes its counts about once a second, an idle one
+    // within ten.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    // Reclaim's threshold: 50,000 dead tuples, and twice the live ones.
+    while {
+        let (live, dead) = tuple_counts(&client, &job).await;
+        dead < 50_000 || dead < 2 * live
+    } {
         assert!(
             std::time::Instant::now() < deadline,
             "dead tuples never counted"
@@ -482,20 +498,22 @@ async fn reclaim_vacuums_the_job_table_once_dead_rows_pile_up() {
     }
     assert_eq!(engine.reclaim().await.expect("reclaim"), 1, "vacuumed");
     assert!(
-        dead_tuples(&client, &job).await < 50_000,
+        tuple_counts(&client, &job).await.1 < 50_000,
         "the vacuum cleared them"
     );
     drop(client);
     testing::drop_schema(&url, &schema).await.expect("drop");
 }
 
-async fn dead_tuples(client: &tokio_postgres::Client, table: &str) -> i64 {
-    client
+/// The table's live and dead tuples, as the statistics count them.
+async fn tuple_counts(client: &tokio_postgres::Client, table: &str) -> (i64, i64) {
+    let row = client
         .query_one(
-            "SELECT pg_stat_get_dead_tuples($1::text::regclass)",
+            "SELECT pg_stat_get_live_tuples($1::text::regclass), \
+                    pg_stat_get_dead_tuples($1::text::regclass)",
             &[&table],
         )
         .await
-        .expect("stats")
-        .get(0)
+        .expect("stats");
+    (row.get(0), row.get(1))
 }

@@ -569,9 +569,9 @@ impl QueueDriver for PgEngine {
         let JobAckParams { claims } = params.into_inner();
         let now = self.now_override();
         let mut flags = vec![false; claims.len()];
-        // The statement matches each row to its claim by the id's position,
-        // so one statement takes each id once; a batch that names an id
-        // twice (two claims of one job) takes several rounds.
+        // The statement looks each row's claim up by its id, so one
+        // statement takes each id once; a batch that names an id twice (two
+        // claims of one job) takes several rounds.
         let mut pending: Vec<usize> = (0..claims.len()).collect();
         while !pending.is_empty() {
             let mut seen = HashSet::new();

@@ -199,13 +199,18 @@ impl Sql {
         let paused = QualifiedTable::new(schema, tables::QUEUE_PAUSE);
         let throughput = QualifiedTable::new(schema, tables::QUEUE_THROUGHPUT);
         // Rows held by the claims in arrays `$2` ids, `$3` workers, `$4`
-        // tokens. A join with `unnest` gets poor generic plans (it is
-        // estimated at a handful of rows); matching each row to its claim by
-        // array position keeps the plan a primary-key probe per id.
+        // tokens. `id = ANY($2)` finds the rows; each row's claim is looked
+        // up by its id in a jsonb object built once per statement (a binary
+        // search). Scanning the arrays per row (`array_position`) made a
+        // 500-claim ack take 5 ms instead of 2, a 2,000-claim one 40 ms
+        // instead of 6; a semi-join with `unnest` is as fast only while the
+        // planner hashes it, and with no statistics (a new table) or a
+        // generic plan it re-runs the unnest for every row instead.
         let held_each = format!(
             "j.id = ANY($2::bigint[]) AND j.state = 'processing' AND j.claim_expires_at > {NOW} \
-             AND j.worker_id = ($3::text[])[array_position($2::bigint[], j.id)] \
-             AND j.claim_count = ($4::bigint[])[array_position($2::bigint[], j.id)]"
+             AND (SELECT jsonb_object(array_agg(c.id::text), array_agg(c.token || ' ' || c.worker)) \
+                  FROM unnest($2::bigint[], $3::text[], $4::bigint[]) AS c(id, worker, token)) \
+                 ->> j.id::text = j.claim_count || ' ' || j.worker_id"
         );
         let unnest = "unnest($2::text[], $3::bytea[], $4::bigint[], $5::bigint[], $6::bigint[], \
               $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], \
