@@ -63,7 +63,8 @@ pub(crate) fn is_uniform(jobs: &[NewJob]) -> bool {
         })
 }
 
-/// Insert a uniform batch (see [`is_uniform`]) with the one-array statement.
+/// Insert a uniform batch (see [`is_uniform`]) with the one-array statement
+/// (`Sql::enqueue_uniform`), or one job with `Sql::enqueue_one`.
 async fn insert_uniform<C: GenericClient + Sync>(
     client: &C,
     stmt: &tokio_postgres::Statement,
@@ -73,7 +74,20 @@ async fn insert_uniform<C: GenericClient + Sync>(
     let op = "job_enqueue";
     let n = jobs.len();
     let first = jobs[0].clone();
-    let payloads: Vec<Vec<u8>> = jobs.into_iter().map(|j| j.payload).collect();
+    // One job: `Sql::enqueue_one`, whose payload is a scalar.
+    let payload: Vec<u8>;
+    let payloads: Vec<Vec<u8>>;
+    let payload_param: &(dyn ToSql + Sync) = if n == 1 {
+        payload = jobs
+            .into_iter()
+            .map(|j| j.payload)
+            .next()
+            .unwrap_or_default();
+        &payload
+    } else {
+        payloads = jobs.into_iter().map(|j| j.payload).collect();
+        &payloads
+    };
     let priority = i64::from(first.opts.priority);
     let max_attempts = i64::from(first.max_attempts());
     let expires_in = first.opts.expires_in.map(secs);
@@ -88,7 +102,7 @@ async fn insert_uniform<C: GenericClient + Sync>(
         &first.visibility_timeout_s(),
         &first.backoff_base_s(),
         &first.dead_letter_retention_s(),
-        &payloads,
+        payload_param,
         &first.keep_completed_s(),
     ];
     let rows = client.query(stmt, &params).await.map_err(db(op))?;
@@ -483,8 +497,11 @@ impl QueueDriver for PgEngine {
         let client = self.client().await?;
         let sql = &self.inner.sql;
         let keyed = is_keyed(&jobs);
-        let uniform = is_uniform(&jobs);
-        let text = if uniform {
+        let one = jobs.len() == 1 && !keyed;
+        let uniform = one || is_uniform(&jobs);
+        let text = if one {
+            &sql.enqueue_one
+        } else if uniform {
             &sql.enqueue_uniform
         } else {
             enqueue_text(sql, keyed)

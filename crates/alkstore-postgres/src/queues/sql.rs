@@ -37,6 +37,7 @@ pub(crate) struct Sql {
     pub job_seq: String,
     pub enqueue_plain: String,
     pub enqueue_uniform: String,
+    pub enqueue_one: String,
     pub enqueue_unique: String,
     pub unique_holder: String,
     pub rescue: String,
@@ -243,6 +244,16 @@ impl Sql {
                    $8::bigint, $9::bigint, $10::bigint, NULL::text, $12::bigint \
                  FROM unnest($11::bytea[]) WITH ORDINALITY AS u(payload, ord) ORDER BY ord RETURNING id"
             ),
+            // `enqueue_uniform` for one job, with a scalar payload: a plan
+            // over an array parameter is made anew on every call, this one
+            // is prepared once (the one-job enqueue is the latency case).
+            enqueue_one: format!(
+                "INSERT INTO {job} ({insert_cols}) \
+                 VALUES ($2::text, $11::bytea, $3::bigint, COALESCE($4::bigint, {NOW} + $5::bigint), $6::bigint, {NOW}, \
+                   CASE WHEN $7::bigint IS NULL THEN NULL \
+                     ELSE GREATEST(COALESCE($4::bigint, {NOW} + $5::bigint), {NOW}) + $7::bigint END, \
+                   $8::bigint, $9::bigint, $10::bigint, NULL::text, $12::bigint) RETURNING id"
+            ),
             // With unique keys, ids are drawn first so each input row knows its
             // id; a skipped row reports the live job that holds its key (from
             // this batch or from before it).
@@ -265,6 +276,13 @@ impl Sql {
             ),
             unique_holder: format!("SELECT id FROM {job} WHERE queue = $1 AND unique_key = $2"),
             rescue: rescue(&job, &dead, "queue = $2 AND"),
+            // `LIMIT (SELECT $4)`, not `LIMIT $4`: a custom plan would know
+            // the limit and a generic one not, so the generic plan always
+            // looked costlier and the statement was planned anew on every
+            // call (planning took longer than a one-job claim runs). Unknown
+            // to both, the limit is costed alike, and the server keeps the
+            // generic plan: the claim index's order, as with a known limit
+            // (checked on a million pending jobs in one queue).
             // Ids go through `= ANY(ARRAY(subquery))` rather than a join: the
             // subquery runs once and each id is one primary-key probe. With a
             // join, the generic plan of a prepared statement (LIMIT unknown)
@@ -277,7 +295,7 @@ impl Sql {
                    SELECT id FROM {job} WHERE queue = $2 AND state = 'pending' AND run_at <= {NOW} \
                      AND (expires_at IS NULL OR expires_at > {NOW}) \
                      AND NOT EXISTS (SELECT 1 FROM {paused} WHERE queue = $2) \
-                   ORDER BY priority DESC, run_at, id LIMIT $4 FOR UPDATE SKIP LOCKED)) \
+                   ORDER BY priority DESC, run_at, id LIMIT (SELECT $4::bigint) FOR UPDATE SKIP LOCKED)) \
                  RETURNING j.id, j.payload, j.priority, j.attempts, j.max_attempts, j.claim_expires_at, \
                    j.run_at, j.created_at, j.unique_key, j.claimed_at, j.claim_count"
             ),

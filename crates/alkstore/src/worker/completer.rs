@@ -42,6 +42,19 @@ pub(crate) struct Finished {
 /// Flushes allowed in flight at once.
 const FLUSHES_IN_FLIGHT: usize = 2;
 
+/// The smallest batch that starts a flush while another is in flight.
+const SECOND_FLUSH_MIN: usize = 64;
+
+/// Move what is queued on `rx` into `batch`, up to `max` in all.
+fn take_queued(rx: &mut mpsc::Receiver<Finished>, batch: &mut Vec<Finished>, max: usize) {
+    while batch.len() < max {
+        match rx.try_recv() {
+            Ok(c) => batch.push(c),
+            Err(_) => break,
+        }
+    }
+}
+
 /// The task that records finished jobs, and the sender that feeds it.
 pub(crate) struct Completer {
     tx: mpsc::Sender<Finished>,
@@ -64,14 +77,17 @@ impl Completer {
             while let Some(first) = rx.recv().await {
                 let mut batch = Vec::with_capacity(max_batch);
                 batch.push(first);
-                while batch.len() < max_batch {
-                    match rx.try_recv() {
-                        Ok(c) => batch.push(c),
-                        Err(_) => break,
-                    }
-                }
-                if in_flight.len() >= FLUSHES_IN_FLIGHT {
+                take_queued(&mut rx, &mut batch, max_batch);
+                // A second flush runs beside the first only with a batch
+                // worth a statement of its own; a smaller one waits for the
+                // flush in flight and grows meanwhile. (Under load, handlers
+                // finishing one by one would otherwise keep a connection busy
+                // with one-job acks.) With nothing in flight it goes at once.
+                while in_flight.len() >= FLUSHES_IN_FLIGHT
+                    || (!in_flight.is_empty() && batch.len() < SECOND_FLUSH_MIN)
+                {
                     in_flight.join_next().await;
+                    take_queued(&mut rx, &mut batch, max_batch);
                 }
                 let (engine, stats, counters) = (engine.clone(), stats.clone(), counters.clone());
                 in_flight.spawn(async move { flush(&engine, batch, &stats, &counters).await });
