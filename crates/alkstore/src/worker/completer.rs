@@ -34,7 +34,7 @@ pub(crate) struct Finished {
     pub(crate) claim: Claim,
     pub(crate) settle: Option<Settle>,
     /// Its queue's metrics.
-    pub(crate) qm: QueueMetrics,
+    pub(crate) qm: Arc<QueueMetrics>,
     /// Its `alkstore.job` span, so the outcome is logged inside it.
     pub(crate) span: tracing::Span,
 }

@@ -5,6 +5,7 @@
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use alkstore_core::{Job, JobRetryParams, Settle};
@@ -13,31 +14,29 @@ use tokio::sync::watch;
 use tracing::Instrument;
 
 use super::completer;
-use super::handler::{ErasedHandler, JobError, JobResult};
-use super::inflight::{mark_settled, Running};
-use super::producer::{LoopCtx, QueueMetrics};
+use super::handler::{JobError, JobResult};
+use super::inflight::mark_settled;
+use super::producer::QueueShared;
 
-/// Run `job`'s handler, settle its outcome, and drop the job from `running`.
-pub(crate) async fn run_job(
-    ctx: LoopCtx,
-    handler: ErasedHandler,
-    timeout: Option<Duration>,
-    job: Job,
-    cancelled: watch::Receiver<bool>,
-    running: Running,
-    qm: QueueMetrics,
-) {
+/// Run `job`'s handler, settle its outcome, and drop the job from its
+/// queue's running map.
+pub(crate) async fn run_job(queue: Arc<QueueShared>, job: Job, cancelled: watch::Receiver<bool>) {
+    let (handler, timeout, running, qm) = (
+        queue.spec.handler.clone(),
+        queue.spec.timeout,
+        &queue.running,
+        &queue.qm,
+    );
     let claim = job.claim();
     let span =
         tracing::info_span!("alkstore.job", queue = %job.queue, id = job.id, attempt = job.attempt);
-    let queue = job.queue.clone();
     let last_attempt = job.attempt >= job.max_attempts;
     qm.wait.record((job.claimed_at - job.run_at).max(0) as f64);
     let started = Instant::now();
     // The handler is called inside the future, so a panic while it builds
     // its future is caught like one while it runs. A timeout drops the
     // future; aborting this task (shutdown) cancels it.
-    let engine = ctx.engine.clone();
+    let engine = queue.engine.clone();
     let work = AssertUnwindSafe(
         async move { handler(job, engine, cancelled).await }.instrument(span.clone()),
     )
@@ -69,34 +68,35 @@ pub(crate) async fn run_job(
             delay: after,
         }),
         Outcome::Panicked(msg) => {
-            ctx.counters.panicked.fetch_add(1, Ordering::Relaxed);
+            queue.counters.panicked.fetch_add(1, Ordering::Relaxed);
             span.in_scope(|| tracing::error!(panic = %msg, last_attempt, "handler panicked"));
             retry(format!("handler panicked: {msg}"), None)
         }
         Outcome::TimedOut(limit) => {
-            ctx.counters.timed_out.fetch_add(1, Ordering::Relaxed);
+            queue.counters.timed_out.fetch_add(1, Ordering::Relaxed);
             span.in_scope(|| tracing::warn!(?limit, last_attempt, "handler timed out"));
             retry(format!("handler timed out after {limit:?}"), None)
         }
     };
     // Every outcome goes to the completer, which records it in a batch; from
     // here on the job is never handed back (it would run again).
-    mark_settled(&running, &claim);
+    mark_settled(running, &claim);
+    let key = (claim.id, claim.token);
     // Back-pressure: waits when the completer is behind.
-    let sent = ctx
+    let sent = queue
         .acks
         .send(completer::Finished {
-            claim: claim.clone(),
+            claim,
             settle,
-            qm,
+            qm: qm.clone(),
             span,
         })
         .await;
     if sent.is_err() {
-        tracing::warn!(queue = %queue, "the worker is stopping; this job's outcome was not recorded and it returns when its claim expires");
+        tracing::warn!(queue = %queue.spec.name, "the worker is stopping; this job's outcome was not recorded and it returns when its claim expires");
     }
     if let Ok(mut r) = running.lock() {
-        r.remove(&(claim.id, claim.token));
+        r.remove(&key);
     }
 }
 

@@ -28,7 +28,7 @@ pub(crate) struct InFlight {
     pub(crate) settled: bool,
     /// Tells the handler its job was cancelled (see
     /// [`JobCtx::is_cancelled`](super::JobCtx::is_cancelled)).
-    pub(crate) cancel: Arc<watch::Sender<bool>>,
+    pub(crate) cancel: watch::Sender<bool>,
 }
 
 /// Aborts every job task of a queue when the queue loop goes away, including

@@ -57,13 +57,18 @@ pub(crate) struct QueueMetrics {
     pub(crate) completed: metrics::Counter,
 }
 
-/// What the claim loops of one queue share.
-struct QueueShared {
-    spec: QueueSpec,
+/// What the claim loops and job tasks of one queue share: each job task
+/// holds one reference instead of its own copies.
+pub(crate) struct QueueShared {
+    pub(crate) spec: QueueSpec,
     slots: Arc<Semaphore>,
-    running: Running,
-    qm: QueueMetrics,
+    pub(crate) running: Running,
+    pub(crate) qm: Arc<QueueMetrics>,
     claimed_total: metrics::Counter,
+    pub(crate) engine: AnyEngine,
+    /// Where finished jobs go to be acked in batches.
+    pub(crate) acks: tokio::sync::mpsc::Sender<completer::Finished>,
+    pub(crate) counters: Arc<Counters>,
 }
 
 /// Run one queue until the worker stops: its heartbeat sweeper, depth
@@ -73,7 +78,7 @@ pub(crate) async fn queue_loop(ctx: LoopCtx, spec: QueueSpec) {
     let shared = Arc::new(QueueShared {
         slots: Arc::new(Semaphore::new(spec.concurrency)),
         running: Arc::default(),
-        qm: QueueMetrics {
+        qm: Arc::new(QueueMetrics {
             duration: metrics::histogram!("alkstore_handler_duration_seconds", "queue" => name.clone()),
             wait: metrics::histogram!("alkstore_job_wait_seconds", "queue" => name.clone()),
             retried: metrics::counter!("alkstore_jobs_retried_total", "queue" => name.clone()),
@@ -81,9 +86,12 @@ pub(crate) async fn queue_loop(ctx: LoopCtx, spec: QueueSpec) {
             snoozed: metrics::counter!("alkstore_jobs_snoozed_total", "queue" => name.clone()),
             cancelled: metrics::counter!("alkstore_jobs_cancelled_total", "queue" => name.clone()),
             completed: metrics::counter!("alkstore_jobs_completed_total", "queue" => name.clone()),
-        },
+        }),
         claimed_total: metrics::counter!("alkstore_jobs_claimed_total", "queue" => name.clone()),
         spec,
+        engine: ctx.engine.clone(),
+        acks: ctx.acks.clone(),
+        counters: ctx.counters.clone(),
     });
     let heartbeats = tokio::spawn(heartbeat_sweeper(
         ctx.engine.clone(),
@@ -245,15 +253,7 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>) {
             let (cancel, cancelled) = watch::channel(false);
             // Boxed: the job's future is large, and moving it by value into
             // the task cell costs more than the no-op handlers it runs.
-            let run = Box::pin(run_job(
-                ctx.clone(),
-                spec.handler.clone(),
-                spec.timeout,
-                job,
-                cancelled,
-                shared.running.clone(),
-                shared.qm.clone(),
-            ));
+            let run = Box::pin(run_job(shared.clone(), job, cancelled));
             // The map's lock is taken before the task is spawned and held
             // until the job is registered, so the task's own removal always
             // comes after this insert.
@@ -271,7 +271,7 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>) {
                         length,
                         abort: Some(task.abort_handle()),
                         settled: false,
-                        cancel: Arc::new(cancel),
+                        cancel,
                     },
                 );
             }
