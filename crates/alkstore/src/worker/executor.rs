@@ -10,17 +10,16 @@ use std::time::{Duration, Instant};
 
 use alkstore_core::{Job, JobRetryParams, Settle};
 use futures_util::FutureExt;
-use tokio::sync::watch;
 use tracing::Instrument;
 
 use super::completer;
 use super::handler::{JobError, JobResult};
-use super::inflight::mark_settled;
+use super::inflight::{mark_settled, Cancel};
 use super::producer::QueueShared;
 
 /// Run `job`'s handler, settle its outcome, and drop the job from its
 /// queue's running map.
-pub(crate) async fn run_job(queue: Arc<QueueShared>, job: Job, cancelled: watch::Receiver<bool>) {
+pub(crate) async fn run_job(queue: Arc<QueueShared>, job: Job, cancelled: Cancel) {
     let (handler, timeout, running, qm) = (
         queue.spec.handler.clone(),
         queue.spec.timeout,

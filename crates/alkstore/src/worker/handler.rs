@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use alkstore_core::{Job, QueueEngine, Result};
 use serde::de::DeserializeOwned;
-use tokio::sync::watch;
+
+use super::inflight::Cancel;
 
 use crate::AnyEngine;
 
@@ -18,7 +19,7 @@ pub struct JobCtx<T> {
     job: Job,
     payload: T,
     engine: AnyEngine,
-    cancelled: watch::Receiver<bool>,
+    cancelled: Cancel,
 }
 
 impl<T> JobCtx<T> {
@@ -111,7 +112,7 @@ impl<T> JobCtx<T> {
     /// Stop early and return any error: the job then ends in dead as
     /// `cancelled` (returning `Ok` acks it as done).
     pub fn is_cancelled(&self) -> bool {
-        *self.cancelled.borrow()
+        self.cancelled.is_set()
     }
 
     /// Resolves when this job is cancelled (never, if it is not), for use in
@@ -126,11 +127,7 @@ impl<T> JobCtx<T> {
     /// # }
     /// ```
     pub async fn cancelled(&self) {
-        let mut rx = self.cancelled.clone();
-        if rx.wait_for(|c| *c).await.is_err() {
-            // The worker is gone; nobody will cancel this job any more.
-            std::future::pending::<()>().await;
-        }
+        self.cancelled.wait().await;
     }
 }
 
@@ -206,8 +203,7 @@ pub(crate) type BoxFuture = Pin<Box<dyn Future<Output = JobResult> + Send>>;
 
 /// A handler with its payload type erased: decodes, then calls the user's
 /// function. A payload that does not decode is a permanent failure.
-pub(crate) type ErasedHandler =
-    Arc<dyn Fn(Job, AnyEngine, watch::Receiver<bool>) -> BoxFuture + Send + Sync>;
+pub(crate) type ErasedHandler = Arc<dyn Fn(Job, AnyEngine, Cancel) -> BoxFuture + Send + Sync>;
 
 pub(crate) fn raw<F, Fut>(f: F) -> ErasedHandler
 where

@@ -99,7 +99,7 @@ async fn poll_cancellations(
         .lock()
         .map(|r| {
             r.values()
-                .filter(|f| !f.settled && !*f.cancel.borrow())
+                .filter(|f| !f.settled && !f.cancel.is_set())
                 .map(|f| f.claim.id)
                 .collect()
         })
@@ -117,7 +117,7 @@ async fn poll_cancellations(
         }
         if let Ok(r) = running.lock() {
             for f in r.values().filter(|f| cancelled.contains(&f.claim.id)) {
-                if !f.cancel.send_replace(true) {
+                if !f.cancel.set() {
                     counters.cancelled.fetch_add(1, Ordering::Relaxed);
                     cancelled_total.increment(1);
                     tracing::info!(id = f.claim.id, "job cancelled; telling its handler");

@@ -4,11 +4,12 @@
 //! heartbeat sweeper and the shutdown hand-back.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use alkstore_core::Claim;
-use tokio::sync::watch;
+use tokio::sync::Notify;
 
 /// A job in flight: its claim, when to renew it next, its task, and how to
 /// tell its handler it was cancelled.
@@ -28,7 +29,50 @@ pub(crate) struct InFlight {
     pub(crate) settled: bool,
     /// Tells the handler its job was cancelled (see
     /// [`JobCtx::is_cancelled`](super::JobCtx::is_cancelled)).
-    pub(crate) cancel: watch::Sender<bool>,
+    pub(crate) cancel: Cancel,
+}
+
+/// A running job's cancellation flag: set by the heartbeat sweeper, read
+/// and awaited by the job's handler. (A `watch` channel per job cost more:
+/// dropping one wakes its notifier's every shard.)
+#[derive(Clone, Default)]
+pub(crate) struct Cancel(Arc<CancelState>);
+
+#[derive(Default)]
+struct CancelState {
+    set: AtomicBool,
+    notify: Notify,
+}
+
+impl Cancel {
+    /// Whether the job was cancelled.
+    pub(crate) fn is_set(&self) -> bool {
+        self.0.set.load(Ordering::Acquire)
+    }
+
+    /// Cancel the job; true when it already was.
+    pub(crate) fn set(&self) -> bool {
+        let was = self.0.set.swap(true, Ordering::AcqRel);
+        if !was {
+            self.0.notify.notify_waiters();
+        }
+        was
+    }
+
+    /// Resolves once the job is cancelled (never, if it is not).
+    pub(crate) async fn wait(&self) {
+        loop {
+            let notified = self.0.notify.notified();
+            tokio::pin!(notified);
+            // Registered before the check: a `set` between the check and
+            // the wait still wakes it.
+            notified.as_mut().enable();
+            if self.is_set() {
+                return;
+            }
+            notified.await;
+        }
+    }
 }
 
 /// Aborts every job task of a queue when the queue loop goes away, including

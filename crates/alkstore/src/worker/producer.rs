@@ -16,7 +16,7 @@ use super::builder::{Counters, QueueSpec, WorkerOpts};
 use super::completer;
 use super::executor::run_job;
 use super::heartbeat::{heartbeat_sweeper, next_heartbeat};
-use super::inflight::{AbortJobsOnDrop, InFlight, Running};
+use super::inflight::{AbortJobsOnDrop, Cancel, InFlight, Running};
 use super::maintenance::{depth_reporter, AbortOnDrop};
 use crate::AnyEngine;
 
@@ -250,7 +250,8 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>) {
             ));
             let next_beat = next_heartbeat(length);
             let claim = job.claim();
-            let (cancel, cancelled) = watch::channel(false);
+            let cancel = Cancel::default();
+            let cancelled = cancel.clone();
             // Boxed: the job's future is large, and moving it by value into
             // the task cell costs more than the no-op handlers it runs.
             let run = Box::pin(run_job(shared.clone(), job, cancelled));
