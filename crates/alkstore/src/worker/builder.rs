@@ -325,6 +325,7 @@ impl Worker {
         let counters = Arc::new(Counters::default());
         let completer = Completer::spawn(
             engine.clone(),
+            &self.id,
             self.opts.ack_batch,
             ack_stats.clone(),
             counters.clone(),

@@ -16,6 +16,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::builder::Counters;
+use super::inflight::claim_of;
 use super::producer::QueueMetrics;
 use crate::AnyEngine;
 
@@ -31,7 +32,8 @@ pub(crate) struct AckStats {
 
 /// A finished job: ack it (`settle` is `None`) or record its other outcome.
 pub(crate) struct Finished {
-    pub(crate) claim: Claim,
+    /// Its claim's job id and token (the worker is the completer's).
+    pub(crate) key: (i64, i64),
     pub(crate) settle: Option<Settle>,
     /// Its queue's metrics.
     pub(crate) qm: Arc<QueueMetrics>,
@@ -64,11 +66,13 @@ pub(crate) struct Completer {
 impl Completer {
     pub(crate) fn spawn(
         engine: AnyEngine,
+        worker: &str,
         max_batch: usize,
         stats: Arc<AckStats>,
         counters: Arc<Counters>,
     ) -> Completer {
         let (tx, mut rx) = mpsc::channel::<Finished>(max_batch.max(1) * 4);
+        let worker: Arc<str> = Arc::from(worker);
         let task = tokio::spawn(async move {
             // Up to FLUSHES_IN_FLIGHT batches at once: PostgreSQL runs them on
             // separate connections (and cores); SQLite folds them into one
@@ -89,8 +93,14 @@ impl Completer {
                     in_flight.join_next().await;
                     take_queued(&mut rx, &mut batch, max_batch);
                 }
-                let (engine, stats, counters) = (engine.clone(), stats.clone(), counters.clone());
-                in_flight.spawn(async move { flush(&engine, batch, &stats, &counters).await });
+                let (engine, worker, stats, counters) = (
+                    engine.clone(),
+                    worker.clone(),
+                    stats.clone(),
+                    counters.clone(),
+                );
+                in_flight
+                    .spawn(async move { flush(&engine, &worker, batch, &stats, &counters).await });
             }
             while in_flight.join_next().await.is_some() {}
         });
@@ -110,11 +120,17 @@ impl Completer {
 
 /// Record one batch: the acks in one statement and the other outcomes in
 /// one transaction, side by side.
-async fn flush(engine: &AnyEngine, batch: Vec<Finished>, stats: &AckStats, counters: &Counters) {
+async fn flush(
+    engine: &AnyEngine,
+    worker: &str,
+    batch: Vec<Finished>,
+    stats: &AckStats,
+    counters: &Counters,
+) {
     let (acks, others): (Vec<Finished>, Vec<Finished>) =
         batch.into_iter().partition(|f| f.settle.is_none());
     tokio::join!(
-        flush_acks(engine, acks, stats),
+        flush_acks(engine, worker, acks, stats),
         flush_settles(engine, others, stats, counters)
     );
 }
@@ -140,12 +156,12 @@ where
     None
 }
 
-async fn flush_acks(engine: &AnyEngine, batch: Vec<Finished>, stats: &AckStats) {
+async fn flush_acks(engine: &AnyEngine, worker: &str, batch: Vec<Finished>, stats: &AckStats) {
     if batch.is_empty() {
         return;
     }
     let n = batch.len() as u64;
-    let claims: Vec<Claim> = batch.iter().map(|f| f.claim.clone()).collect();
+    let claims: Vec<Claim> = batch.iter().map(|f| claim_of(worker, f.key)).collect();
     let Some(flags) = with_retries("batch ack", || engine.job_ack(claims.clone())).await else {
         stats.failed.fetch_add(n, Ordering::Relaxed);
         tracing::error!(

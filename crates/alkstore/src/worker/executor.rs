@@ -14,7 +14,7 @@ use tracing::Instrument;
 
 use super::completer;
 use super::handler::{JobError, JobResult};
-use super::inflight::{mark_settled, Cancel};
+use super::inflight::{claim_of, mark_settled, Cancel};
 use super::producer::QueueShared;
 
 /// Run `job`'s handler, settle its outcome, and drop the job from its
@@ -26,7 +26,10 @@ pub(crate) async fn run_job(queue: Arc<QueueShared>, job: Job, cancelled: Cancel
         &queue.running,
         &queue.qm,
     );
-    let claim = job.claim();
+    let key = (job.id, job.claim_token);
+    // Built only for outcomes other than an ack (an ack names its job by
+    // `key`; the completer adds the worker).
+    let claim = || claim_of(&queue.worker, key);
     let span =
         tracing::info_span!("alkstore.job", queue = %job.queue, id = job.id, attempt = job.attempt);
     let last_attempt = job.attempt >= job.max_attempts;
@@ -50,7 +53,7 @@ pub(crate) async fn run_job(queue: Arc<QueueShared>, job: Job, cancelled: Cancel
     qm.duration.record(started.elapsed().as_secs_f64());
     let retry = |error: String, after: Option<Duration>| {
         Some(Settle::Retry(JobRetryParams {
-            claim: claim.clone(),
+            claim: claim(),
             error,
             delay: after,
         }))
@@ -59,11 +62,11 @@ pub(crate) async fn run_job(queue: Arc<QueueShared>, job: Job, cancelled: Cancel
         Outcome::Done => None,
         Outcome::Error(JobError::Retry { error, after }) => retry(error, after),
         Outcome::Error(JobError::Fail(error)) => Some(Settle::Fail {
-            claim: claim.clone(),
+            claim: claim(),
             error,
         }),
         Outcome::Error(JobError::Snooze(after)) => Some(Settle::Snooze {
-            claim: claim.clone(),
+            claim: claim(),
             delay: after,
         }),
         Outcome::Panicked(msg) => {
@@ -79,13 +82,12 @@ pub(crate) async fn run_job(queue: Arc<QueueShared>, job: Job, cancelled: Cancel
     };
     // Every outcome goes to the completer, which records it in a batch; from
     // here on the job is never handed back (it would run again).
-    mark_settled(running, &claim);
-    let key = (claim.id, claim.token);
+    mark_settled(running, key);
     // Back-pressure: waits when the completer is behind.
     let sent = queue
         .acks
         .send(completer::Finished {
-            claim,
+            key,
             settle,
             qm: qm.clone(),
             span,

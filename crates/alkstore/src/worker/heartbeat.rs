@@ -7,10 +7,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use alkstore_core::{Claim, QueueEngine};
+use alkstore_core::QueueEngine;
 
 use super::builder::Counters;
-use super::inflight::Running;
+use super::inflight::{claim_of, Running};
 use crate::AnyEngine;
 
 /// When to renew a claim of `length` taken (or renewed) now: when a third of
@@ -32,6 +32,7 @@ const CANCEL_POLL: Duration = Duration::from_secs(1);
 /// rather than one per job keeps short jobs cheap.
 pub(crate) async fn heartbeat_sweeper(
     engine: AnyEngine,
+    worker: String,
     running: Running,
     counters: Arc<Counters>,
     cancelled_total: metrics::Counter,
@@ -46,19 +47,18 @@ pub(crate) async fn heartbeat_sweeper(
             last_cancel_poll = now;
             poll_cancellations(&engine, &running, &counters, &cancelled_total).await;
         }
-        let due: Vec<Claim> = running
+        let due: Vec<(i64, i64)> = running
             .lock()
             .map(|r| {
-                r.values()
-                    .filter(|f| f.next_beat <= now)
-                    .map(|f| f.claim.clone())
+                r.iter()
+                    .filter(|(_, f)| f.next_beat <= now)
+                    .map(|(k, _)| *k)
                     .collect()
             })
             .unwrap_or_default();
-        for claim in due {
-            let id = claim.id;
-            let key = (claim.id, claim.token);
-            match engine.job_heartbeat(claim).await {
+        for key in due {
+            let id = key.0;
+            match engine.job_heartbeat(claim_of(&worker, key)).await {
                 Ok(Some(_)) => {
                     if let Ok(mut r) = running.lock() {
                         if let Some(f) = r.get_mut(&key) {
@@ -98,9 +98,9 @@ async fn poll_cancellations(
     let ids: Vec<i64> = running
         .lock()
         .map(|r| {
-            r.values()
-                .filter(|f| !f.settled && !f.cancel.is_set())
-                .map(|f| f.claim.id)
+            r.iter()
+                .filter(|(_, f)| !f.settled && !f.cancel.is_set())
+                .map(|(k, _)| k.0)
                 .collect()
         })
         .unwrap_or_default();
@@ -116,11 +116,11 @@ async fn poll_cancellations(
             continue;
         }
         if let Ok(r) = running.lock() {
-            for f in r.values().filter(|f| cancelled.contains(&f.claim.id)) {
+            for ((id, _), f) in r.iter().filter(|(k, _)| cancelled.contains(&k.0)) {
                 if !f.cancel.set() {
                     counters.cancelled.fetch_add(1, Ordering::Relaxed);
                     cancelled_total.increment(1);
-                    tracing::info!(id = f.claim.id, "job cancelled; telling its handler");
+                    tracing::info!(id, "job cancelled; telling its handler");
                 }
             }
         }

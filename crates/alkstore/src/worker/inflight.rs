@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 use alkstore_core::Claim;
 use tokio::sync::Notify;
 
-/// A job in flight: its claim, when to renew it next, its task, and how to
-/// tell its handler it was cancelled.
+/// A job in flight (its claim is its key in [`Running`] and the worker's
+/// id): when to renew its claim next, its task, and how to tell its handler
+/// it was cancelled.
 pub(crate) struct InFlight {
-    pub(crate) claim: Claim,
     /// When to renew the claim, on this host's monotonic clock.
     pub(crate) next_beat: Instant,
     /// The claim's length (the job's visibility timeout).
@@ -96,11 +96,20 @@ impl Drop for AbortJobsOnDrop {
 /// after its claim lapsed is a different entry from the stale run.
 pub(crate) type Running = Arc<Mutex<HashMap<(i64, i64), InFlight>>>;
 
-/// Mark the job of `claim` settled (see [`InFlight::settled`]).
-pub(crate) fn mark_settled(running: &Running, claim: &Claim) {
+/// Mark the job of claim `key` settled (see [`InFlight::settled`]).
+pub(crate) fn mark_settled(running: &Running, key: (i64, i64)) {
     if let Ok(mut r) = running.lock() {
-        if let Some(f) = r.get_mut(&(claim.id, claim.token)) {
+        if let Some(f) = r.get_mut(&key) {
             f.settled = true;
         }
+    }
+}
+
+/// The claim of `worker` with `key` (job id, claim token) in [`Running`].
+pub(crate) fn claim_of(worker: &str, key: (i64, i64)) -> Claim {
+    Claim {
+        id: key.0,
+        worker: worker.to_string(),
+        token: key.1,
     }
 }

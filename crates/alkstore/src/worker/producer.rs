@@ -16,7 +16,7 @@ use super::builder::{Counters, QueueSpec, WorkerOpts};
 use super::completer;
 use super::executor::run_job;
 use super::heartbeat::{heartbeat_sweeper, next_heartbeat};
-use super::inflight::{AbortJobsOnDrop, Cancel, InFlight, Running};
+use super::inflight::{claim_of, AbortJobsOnDrop, Cancel, InFlight, Running};
 use super::maintenance::{depth_reporter, AbortOnDrop};
 use crate::AnyEngine;
 
@@ -69,6 +69,8 @@ pub(crate) struct QueueShared {
     /// Where finished jobs go to be acked in batches.
     pub(crate) acks: tokio::sync::mpsc::Sender<completer::Finished>,
     pub(crate) counters: Arc<Counters>,
+    /// This worker's id, named in its claims.
+    pub(crate) worker: String,
 }
 
 /// Run one queue until the worker stops: its heartbeat sweeper, depth
@@ -92,9 +94,11 @@ pub(crate) async fn queue_loop(ctx: LoopCtx, spec: QueueSpec) {
         engine: ctx.engine.clone(),
         acks: ctx.acks.clone(),
         counters: ctx.counters.clone(),
+        worker: ctx.worker.clone(),
     });
     let heartbeats = tokio::spawn(heartbeat_sweeper(
         ctx.engine.clone(),
+        ctx.worker.clone(),
         shared.running.clone(),
         ctx.counters.clone(),
         shared.qm.cancelled.clone(),
@@ -148,8 +152,8 @@ pub(crate) async fn queue_loop(ctx: LoopCtx, spec: QueueSpec) {
                 .map(|(k, _)| *k)
                 .collect();
             gone.iter()
-                .filter_map(|k| r.remove(k))
-                .map(|f| f.claim)
+                .filter(|k| r.remove(k).is_some())
+                .map(|k| claim_of(&ctx.worker, *k))
                 .collect()
         })
         .unwrap_or_default();
@@ -249,7 +253,6 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>) {
                 (job.claim_expires_at - job.claimed_at).max(1),
             ));
             let next_beat = next_heartbeat(length);
-            let claim = job.claim();
             let cancel = Cancel::default();
             let cancelled = cancel.clone();
             // Boxed: the job's future is large, and moving it by value into
@@ -267,7 +270,6 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>) {
                 r.insert(
                     key,
                     InFlight {
-                        claim,
                         next_beat,
                         length,
                         abort: Some(task.abort_handle()),
