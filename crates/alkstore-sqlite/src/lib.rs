@@ -297,13 +297,14 @@ mod inotify_watch {
     /// file systems that do not report writes).
     const SAFETY_POLL: Duration = Duration::from_millis(250);
 
-    /// Pauses between looks after a WAL write: every 0.1 ms for the first
+    /// Pauses between looks after a WAL write: every 0.05 ms for the first
     /// 1.5 ms (a commit without fsync is visible well within it: a woken
     /// worker's p99 stays under 2 ms), then coarser (about 50 ms in all,
     /// for commits that fsync first).
-    const RECHECK_PAUSES_US: [u64; 30] = [
-        100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 200, 200, 200,
-        200, 200, 500, 500, 1_000, 2_000, 3_000, 5_000, 8_000, 10_000, 10_000, 10_000,
+    const RECHECK_PAUSES_US: [u64; 45] = [
+        50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50,
+        50, 50, 50, 50, 50, 50, 50, 200, 200, 200, 200, 200, 500, 500, 1_000, 2_000, 3_000, 5_000,
+        8_000, 10_000, 10_000, 10_000,
     ];
 
     pub(super) fn run(
