@@ -74,19 +74,11 @@ async fn insert_uniform<C: GenericClient + Sync>(
     let op = "job_enqueue";
     let n = jobs.len();
     let first = jobs[0].clone();
+    let payloads: Vec<Vec<u8>> = jobs.into_iter().map(|j| j.payload).collect();
     // One job: `Sql::enqueue_one`, whose payload is a scalar.
-    let payload: Vec<u8>;
-    let payloads: Vec<Vec<u8>>;
-    let payload_param: &(dyn ToSql + Sync) = if n == 1 {
-        payload = jobs
-            .into_iter()
-            .map(|j| j.payload)
-            .next()
-            .unwrap_or_default();
-        &payload
-    } else {
-        payloads = jobs.into_iter().map(|j| j.payload).collect();
-        &payloads
+    let payload_param: &(dyn ToSql + Sync) = match &payloads[..] {
+        [one] => one,
+        _ => &payloads,
     };
     let priority = i64::from(first.opts.priority);
     let max_attempts = i64::from(first.max_attempts());

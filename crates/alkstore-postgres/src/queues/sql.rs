@@ -123,6 +123,19 @@ fn ack(job: &QualifiedTable<'_>, throughput: &QualifiedTable<'_>, held: &str) ->
     )
 }
 
+/// The inserted row of a job given by the uniform enqueue parameters
+/// (`$2` queue, `$3` priority, `$4` run_at, `$5` delay, `$6` max attempts,
+/// `$7` expires_in, `$8` visibility, `$9` backoff, `$10` retention, `$12`
+/// keep) and `payload` (SQL), in the order of the insert's columns.
+fn uniform_row(payload: &str) -> String {
+    format!(
+        "$2::text, {payload}, $3::bigint, COALESCE($4::bigint, {NOW} + $5::bigint), $6::bigint, {NOW}, \
+         CASE WHEN $7::bigint IS NULL THEN NULL \
+           ELSE GREATEST(COALESCE($4::bigint, {NOW} + $5::bigint), {NOW}) + $7::bigint END, \
+         $8::bigint, $9::bigint, $10::bigint, NULL::text, $12::bigint"
+    )
+}
+
 /// Shards of a throughput bucket (see migration 010).
 const THROUGHPUT_SHARDS: i32 = 16;
 
@@ -237,22 +250,16 @@ impl Sql {
             // A batch whose jobs differ only in payload (the common batch):
             // one array instead of twelve.
             enqueue_uniform: format!(
-                "INSERT INTO {job} ({insert_cols}) \
-                 SELECT $2::text, payload, $3::bigint, COALESCE($4::bigint, {NOW} + $5::bigint), $6::bigint, {NOW}, \
-                   CASE WHEN $7::bigint IS NULL THEN NULL \
-                     ELSE GREATEST(COALESCE($4::bigint, {NOW} + $5::bigint), {NOW}) + $7::bigint END, \
-                   $8::bigint, $9::bigint, $10::bigint, NULL::text, $12::bigint \
-                 FROM unnest($11::bytea[]) WITH ORDINALITY AS u(payload, ord) ORDER BY ord RETURNING id"
+                "INSERT INTO {job} ({insert_cols}) SELECT {} \
+                 FROM unnest($11::bytea[]) WITH ORDINALITY AS u(payload, ord) ORDER BY ord RETURNING id",
+                uniform_row("payload")
             ),
             // `enqueue_uniform` for one job, with a scalar payload: a plan
             // over an array parameter is made anew on every call, this one
             // is prepared once (the one-job enqueue is the latency case).
             enqueue_one: format!(
-                "INSERT INTO {job} ({insert_cols}) \
-                 VALUES ($2::text, $11::bytea, $3::bigint, COALESCE($4::bigint, {NOW} + $5::bigint), $6::bigint, {NOW}, \
-                   CASE WHEN $7::bigint IS NULL THEN NULL \
-                     ELSE GREATEST(COALESCE($4::bigint, {NOW} + $5::bigint), {NOW}) + $7::bigint END, \
-                   $8::bigint, $9::bigint, $10::bigint, NULL::text, $12::bigint) RETURNING id"
+                "INSERT INTO {job} ({insert_cols}) VALUES ({}) RETURNING id",
+                uniform_row("$11::bytea")
             ),
             // With unique keys, ids are drawn first so each input row knows its
             // id; a skipped row reports the live job that holds its key (from

@@ -20,16 +20,11 @@ use super::producer::QueueShared;
 /// Run `job`'s handler, settle its outcome, and drop the job from its
 /// queue's running map.
 pub(crate) async fn run_job(queue: Arc<QueueShared>, job: Job, cancelled: Cancel) {
-    let (handler, timeout, running, qm) = (
-        queue.spec.handler.clone(),
-        queue.spec.timeout,
-        &queue.running,
-        &queue.qm,
-    );
+    let (ctx, running, qm) = (&queue.ctx, &queue.running, &queue.qm);
     let key = (job.id, job.claim_token);
     // Built only for outcomes other than an ack (an ack names its job by
     // `key`; the completer adds the worker).
-    let claim = || claim_of(&queue.worker, key);
+    let claim = || claim_of(&ctx.worker, key);
     let span =
         tracing::info_span!("alkstore.job", queue = %job.queue, id = job.id, attempt = job.attempt);
     let last_attempt = job.attempt >= job.max_attempts;
@@ -41,15 +36,17 @@ pub(crate) async fn run_job(queue: Arc<QueueShared>, job: Job, cancelled: Cancel
     // thousand jobs in flight, a smaller task keeps more of the store's
     // pages in cache. A timeout drops the future; aborting this task
     // (shutdown) cancels it.
-    let engine = queue.engine.clone();
+    let engine = ctx.engine.clone();
     let built = span.in_scope(|| {
-        std::panic::catch_unwind(AssertUnwindSafe(|| handler(job, engine, cancelled)))
+        std::panic::catch_unwind(AssertUnwindSafe(|| {
+            (queue.spec.handler)(job, engine, cancelled)
+        }))
     });
     let outcome = match built {
         Err(panic) => Outcome::from_caught(Err(panic)),
         Ok(fut) => {
             let work = AssertUnwindSafe(fut.instrument(span.clone())).catch_unwind();
-            match timeout {
+            match queue.spec.timeout {
                 // Boxed: its timer would enlarge every job's task.
                 Some(limit) => match Box::pin(tokio::time::timeout(limit, work)).await {
                     Ok(caught) => Outcome::from_caught(caught),
@@ -79,12 +76,12 @@ pub(crate) async fn run_job(queue: Arc<QueueShared>, job: Job, cancelled: Cancel
             delay: after,
         }),
         Outcome::Panicked(msg) => {
-            queue.counters.panicked.fetch_add(1, Ordering::Relaxed);
+            ctx.counters.panicked.fetch_add(1, Ordering::Relaxed);
             span.in_scope(|| tracing::error!(panic = %msg, last_attempt, "handler panicked"));
             retry(format!("handler panicked: {msg}"), None)
         }
         Outcome::TimedOut(limit) => {
-            queue.counters.timed_out.fetch_add(1, Ordering::Relaxed);
+            ctx.counters.timed_out.fetch_add(1, Ordering::Relaxed);
             span.in_scope(|| tracing::warn!(?limit, last_attempt, "handler timed out"));
             retry(format!("handler timed out after {limit:?}"), None)
         }
@@ -101,9 +98,9 @@ pub(crate) async fn run_job(queue: Arc<QueueShared>, job: Job, cancelled: Cancel
     // Back-pressure: waits when the completer is behind. The waiting send
     // is boxed: its future would enlarge every job's task.
     use tokio::sync::mpsc::error::TrySendError;
-    let sent = match queue.acks.try_send(finished) {
+    let sent = match ctx.acks.try_send(finished) {
         Ok(()) => true,
-        Err(TrySendError::Full(finished)) => Box::pin(queue.acks.send(finished)).await.is_ok(),
+        Err(TrySendError::Full(finished)) => Box::pin(ctx.acks.send(finished)).await.is_ok(),
         Err(TrySendError::Closed(_)) => false,
     };
     if !sent {

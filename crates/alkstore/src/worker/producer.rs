@@ -65,12 +65,8 @@ pub(crate) struct QueueShared {
     pub(crate) running: Running,
     pub(crate) qm: Arc<QueueMetrics>,
     claimed_total: metrics::Counter,
-    pub(crate) engine: AnyEngine,
-    /// Where finished jobs go to be acked in batches.
-    pub(crate) acks: tokio::sync::mpsc::Sender<completer::Finished>,
-    pub(crate) counters: Arc<Counters>,
-    /// This worker's id, named in its claims.
-    pub(crate) worker: String,
+    /// The worker's engine, ack sender, counters and id.
+    pub(crate) ctx: LoopCtx,
 }
 
 /// Run one queue until the worker stops: its heartbeat sweeper, depth
@@ -91,10 +87,7 @@ pub(crate) async fn queue_loop(ctx: LoopCtx, spec: QueueSpec) {
         }),
         claimed_total: metrics::counter!("alkstore_jobs_claimed_total", "queue" => name.clone()),
         spec,
-        engine: ctx.engine.clone(),
-        acks: ctx.acks.clone(),
-        counters: ctx.counters.clone(),
-        worker: ctx.worker.clone(),
+        ctx: ctx.clone(),
     });
     let heartbeats = tokio::spawn(heartbeat_sweeper(
         ctx.engine.clone(),
