@@ -6,7 +6,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use alkstore::{AnyEngine, JobClaimParams, NewJob, QueueEngine, Result, Store, StoreUrl};
 use clap::Args;
@@ -80,6 +80,35 @@ impl Fresh {
         }
         Ok(())
     }
+}
+
+/// The SQLite writer's counts so far: group commits, commands run in
+/// them, time spent running them (zeros on PostgreSQL).
+pub(crate) fn writer_counts(e: &AnyEngine) -> (u64, u64, Duration) {
+    match e {
+        AnyEngine::Sqlite(e) => {
+            let (commits, commands) = e.commit_stats();
+            (commits, commands, e.writer_busy())
+        }
+        AnyEngine::Postgres(_) => (0, 0, Duration::ZERO),
+    }
+}
+
+/// The SQLite writer's work since `before` (from [`writer_counts`]) as
+/// ` commits=N commands=M writer_busy_ms=T` for a scenario's line; empty on
+/// PostgreSQL. Commands per commit is group commit at work; busy time
+/// beside the scenario's wall time, how much the one writer was idle.
+pub(crate) fn writer_work_since(e: &AnyEngine, before: (u64, u64, Duration)) -> String {
+    let now = writer_counts(e);
+    if now.0 == 0 {
+        return String::new();
+    }
+    format!(
+        " commits={} commands={} writer_busy_ms={:.1}",
+        now.0 - before.0,
+        now.1 - before.1,
+        now.2.saturating_sub(before.2).as_secs_f64() * 1e3
+    )
 }
 
 /// A schema name for one benchmark scenario, unique to this process and
@@ -208,8 +237,9 @@ async fn enqueue_one_per_call(e: &AnyEngine, n: usize, callers: usize) -> Result
     Ok(())
 }
 
-async fn scenario(name: &str, e: &AnyEngine, scale: f64) -> Result<(usize, f64)> {
+async fn scenario(name: &str, e: &AnyEngine, scale: f64) -> Result<(usize, f64, String)> {
     let start;
+    let before;
     let n;
     match name {
         "enqueue_single_4tasks" | "enqueue_single_16tasks" => {
@@ -219,31 +249,31 @@ async fn scenario(name: &str, e: &AnyEngine, scale: f64) -> Result<(usize, f64)>
                 16
             };
             n = scaled(20_000, scale);
-            start = Instant::now();
+            (start, before) = (Instant::now(), writer_counts(e));
             enqueue_one_per_call(e, n, callers).await?;
         }
         "enqueue_batch_100" => {
             n = scaled(100_000, scale);
-            start = Instant::now();
+            (start, before) = (Instant::now(), writer_counts(e));
             enqueue_in_batches(e, n, 100).await?;
         }
         "claim_ack_single_20k" => {
             n = scaled(20_000, scale);
             fill(e, n).await?;
-            start = Instant::now();
+            (start, before) = (Instant::now(), writer_counts(e));
             let done = drain(e.clone(), "w".into(), 1).await?;
             check(done, n)?;
         }
         "claim128_batch_ack_100k" => {
             n = scaled(100_000, scale);
             fill(e, n).await?;
-            start = Instant::now();
+            (start, before) = (Instant::now(), writer_counts(e));
             let done = drain(e.clone(), "w".into(), 128).await?;
             check(done, n)?;
         }
         "end_to_end_1p2c" => {
             n = scaled(50_000, scale);
-            start = Instant::now();
+            (start, before) = (Instant::now(), writer_counts(e));
             let acked = Arc::new(AtomicUsize::new(0));
             let producer = {
                 let e = e.clone();
@@ -285,7 +315,7 @@ async fn scenario(name: &str, e: &AnyEngine, scale: f64) -> Result<(usize, f64)>
             let tasks_n: usize = env_or("ALK_BENCH_TASKS", INSERT_TASKS);
             let chunks: Vec<Vec<NewJob>> = jobs(0..n).chunks(batch).map(|c| c.to_vec()).collect();
             let queue = Arc::new(std::sync::Mutex::new(chunks));
-            start = Instant::now();
+            (start, before) = (Instant::now(), writer_counts(e));
             let mut tasks = Vec::new();
             for _ in 0..tasks_n {
                 let e = e.clone();
@@ -307,7 +337,7 @@ async fn scenario(name: &str, e: &AnyEngine, scale: f64) -> Result<(usize, f64)>
         "work_50k" => {
             n = scaled(50_000, scale);
             fill(e, n).await?;
-            start = Instant::now();
+            (start, before) = (Instant::now(), writer_counts(e));
             // Claimers and claim size as the peers' high-throughput settings
             // have it (pg-boss: batches of 500; graphile-worker: a local queue).
             let workers: usize = env_or("ALK_BENCH_WORKERS", 4);
@@ -329,7 +359,8 @@ async fn scenario(name: &str, e: &AnyEngine, scale: f64) -> Result<(usize, f64)>
             ))
         }
     }
-    Ok((n, start.elapsed().as_secs_f64()))
+    let secs = start.elapsed().as_secs_f64();
+    Ok((n, secs, writer_work_since(e, before)))
 }
 
 /// A tuning knob from the environment, for exploring settings.
@@ -382,9 +413,9 @@ pub(crate) async fn run_queue(args: QueueBenchArgs) -> Result<()> {
     );
     for (i, name) in wanted.iter().enumerate() {
         let fresh = target.fresh(i).await?;
-        let (n, secs) = scenario(name, &fresh.engine, args.scale).await?;
+        let (n, secs, writer) = scenario(name, &fresh.engine, args.scale).await?;
         println!(
-            "bench peer=alkstore engine={} scenario={name} jobs={n} secs={secs:.3} jobs_per_s={:.0}",
+            "bench peer=alkstore engine={} scenario={name} jobs={n} secs={secs:.3} jobs_per_s={:.0}{writer}",
             target.name(),
             n as f64 / secs
         );
@@ -622,6 +653,7 @@ async fn wake_in_process(target: &Target, samples: usize) -> Result<()> {
 async fn raw_claim_ack(target: &Target, jobs: usize) -> Result<f64> {
     let fresh = target.fresh(104).await?;
     fill(&fresh.engine, jobs).await?;
+    let commits = writer_counts(&fresh.engine);
     let start = Instant::now();
     let done = drain(
         fresh.engine.clone(),
@@ -633,8 +665,9 @@ async fn raw_claim_ack(target: &Target, jobs: usize) -> Result<f64> {
     check(done, jobs)?;
     let rate = jobs as f64 / secs;
     println!(
-        "bench peer=alkstore engine={} scenario=raw_claim_ack jobs={jobs} secs={secs:.3} jobs_per_s={rate:.0}",
+        "bench peer=alkstore engine={} scenario=raw_claim_ack jobs={jobs} secs={secs:.3} jobs_per_s={rate:.0}{}",
         target.name(),
+        writer_work_since(&fresh.engine, commits),
     );
     fresh.cleanup().await?;
     Ok(rate)
@@ -651,6 +684,7 @@ async fn worker_throughput(target: &Target, jobs: usize) -> Result<f64> {
     let done = Arc::new(AtomicUsize::new(0));
     let notify = Arc::new(tokio::sync::Notify::new());
     let (d, n, total) = (done.clone(), notify.clone(), jobs);
+    let commits = writer_counts(&fresh.engine);
     let start = Instant::now();
     let report = Worker::new(store)
         .queue_raw("bench", move |_job: JobCtx<Vec<u8>>| {
@@ -673,10 +707,11 @@ async fn worker_throughput(target: &Target, jobs: usize) -> Result<f64> {
         jobs,
     )?;
     println!(
-        "bench peer=alkstore engine={} scenario=worker_50k jobs={} secs={secs:.3} jobs_per_s={:.0}",
+        "bench peer=alkstore engine={} scenario=worker_50k jobs={} secs={secs:.3} jobs_per_s={:.0}{}",
         target.name(),
         jobs,
-        jobs as f64 / secs
+        jobs as f64 / secs,
+        writer_work_since(&fresh.engine, commits),
     );
     fresh.cleanup().await?;
     Ok(jobs as f64 / secs)

@@ -193,9 +193,15 @@ async fn a_group_survives_a_kill_and_a_join(db: String) {
         lines.len()
     );
     // The buckets lapse at most a TTL after the dead worker's last renewal
-    // (before the kill), and the others look again right then: within the
-    // TTL plus one heartbeat.
-    assert!(failover <= ttl + heartbeat, "failover took {failover:?}");
+    // (a renewal already sent when the kill came may still commit after
+    // it), and the others look again right then; the last of the dead
+    // worker's buckets is claimed a few passes later (one per pass while
+    // ramping), each a round trip on a machine busy with other tests: within
+    // the TTL plus two heartbeats.
+    assert!(
+        failover <= ttl + 2 * heartbeat,
+        "failover took {failover:?}"
+    );
     // A joiner is noticed at the others' next heartbeat; a few to settle.
     assert!(joined <= heartbeat * 5, "the joiner waited {joined:?}");
 }

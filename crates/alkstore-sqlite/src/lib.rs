@@ -196,6 +196,13 @@ impl SqliteEngine {
         (w.commits.load(Relaxed), w.commands.load(Relaxed))
     }
 
+    /// Time the writer has spent running group transactions (begin to
+    /// commit) so far: beside wall time, how busy the one writer was.
+    pub fn writer_busy(&self) -> std::time::Duration {
+        use std::sync::atomic::Ordering::Relaxed;
+        std::time::Duration::from_nanos(self.inner.writer.busy_ns.load(Relaxed))
+    }
+
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.inner.opts.path

@@ -21,6 +21,14 @@
 //! the group to a blocking thread that waits up to the busy timeout. Waiting
 //! on the runtime thread could starve the very task that would release the
 //! lock.
+//!
+//! Nor does it run a long group: when the queued commands write
+//! [`OFF_RUNTIME_ROWS`] rows or more (a big claim or ack), the writer's own
+//! thread leads instead, and goes on leading while commands keep coming. Run
+//! on a runtime thread, such a group holds up every task queued there for
+//! its whole run (a worker's freshly claimed jobs, its acks), and under load
+//! the leadership hops between runtime threads, each group finding SQLite's
+//! pages cold in its core's cache.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
@@ -32,6 +40,11 @@ use tokio::sync::oneshot;
 
 /// Groups a leader commits before handing leadership to a spawned task.
 const MAX_GROUPS_PER_LEADER: usize = 4;
+
+/// Rows the queued commands write (as they declare them) from which a
+/// leader on a runtime thread leaves the group to the writer's own thread:
+/// about a third of a millisecond of work, a few times the hand-off's cost.
+pub(crate) const OFF_RUNTIME_ROWS: usize = 256;
 
 /// State owned by whoever holds the writer lock.
 pub(crate) struct WriterState {
@@ -86,13 +99,39 @@ impl GroupFailure {
 type Deliver = Box<dyn FnOnce(Option<&GroupFailure>) + Send>;
 type Command = Box<dyn FnOnce(&mut WriterState) -> Deliver + Send>;
 
+/// Commands waiting for a leader, and the rows they say they write.
+#[derive(Default)]
+struct Queued {
+    commands: Vec<Command>,
+    rows: usize,
+}
+
+impl Queued {
+    fn take(&mut self) -> Queued {
+        std::mem::take(self)
+    }
+}
+
 /// The write path: a queue of commands and the one write connection.
 pub(crate) struct Writer {
-    queue: Mutex<Vec<Command>>,
+    queue: Mutex<Queued>,
     state: Mutex<WriterState>,
     /// Group transactions committed, and commands run in them.
     pub(crate) commits: std::sync::atomic::AtomicU64,
     pub(crate) commands: std::sync::atomic::AtomicU64,
+    /// Nanoseconds spent running groups (begin to commit).
+    pub(crate) busy_ns: std::sync::atomic::AtomicU64,
+    /// See [`Writer::own_thread`].
+    own_thread: std::sync::OnceLock<Option<std::thread::Thread>>,
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        // Let the writer's own thread see that the engine is gone and end.
+        if let Some(Some(thread)) = self.own_thread.get() {
+            thread.unpark();
+        }
+    }
 }
 
 impl Writer {
@@ -102,7 +141,7 @@ impl Writer {
         busy_timeout: std::time::Duration,
     ) -> Arc<Writer> {
         Arc::new(Writer {
-            queue: Mutex::new(Vec::new()),
+            queue: Mutex::new(Queued::default()),
             state: Mutex::new(WriterState {
                 conn,
                 clock,
@@ -115,10 +154,12 @@ impl Writer {
             }),
             commits: Default::default(),
             commands: Default::default(),
+            busy_ns: Default::default(),
+            own_thread: std::sync::OnceLock::new(),
         })
     }
 
-    fn queue(&self) -> MutexGuard<'_, Vec<Command>> {
+    fn queue(&self) -> MutexGuard<'_, Queued> {
         self.queue.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -128,7 +169,23 @@ impl Writer {
         T: Send + 'static,
         F: FnOnce(&mut WriterState) -> Result<T> + Send + 'static,
     {
-        self.write_as(op, Atomicity::Savepoint, f).await
+        self.write_as(op, Atomicity::Savepoint, 1, f).await
+    }
+
+    /// [`Writer::write`] for an `f` that writes about `rows` rows: a group
+    /// of [`OFF_RUNTIME_ROWS`] or more runs off the runtime's threads (see
+    /// the module's documentation).
+    pub(crate) async fn write_rows<T, F>(
+        self: &Arc<Self>,
+        op: &'static str,
+        rows: usize,
+        f: F,
+    ) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut WriterState) -> Result<T> + Send + 'static,
+    {
+        self.write_as(op, Atomicity::Savepoint, rows, f).await
     }
 
     /// [`Writer::write`] for an `f` that writes with one statement at most:
@@ -144,13 +201,14 @@ impl Writer {
         T: Send + 'static,
         F: FnOnce(&mut WriterState) -> Result<T> + Send + 'static,
     {
-        self.write_as(op, Atomicity::OneStatement, f).await
+        self.write_as(op, Atomicity::OneStatement, 1, f).await
     }
 
     async fn write_as<T, F>(
         self: &Arc<Self>,
         op: &'static str,
         atomicity: Atomicity,
+        rows: usize,
         f: F,
     ) -> Result<T>
     where
@@ -168,7 +226,11 @@ impl Writer {
                 let _ = tx.send(result);
             })
         });
-        self.queue().push(cmd);
+        {
+            let mut queue = self.queue();
+            queue.commands.push(cmd);
+            queue.rows = queue.rows.saturating_add(rows);
+        }
         // Let callers this thread has already woken (typically by the last
         // group's results) queue their commands first, so they share this
         // commit instead of each leading a group of one.
@@ -195,20 +257,52 @@ impl Writer {
     /// waiting for another connection's lock if need be; then lead on.
     fn lead_waiting(self: &Arc<Self>, batch: Vec<Command>) {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let n = batch.len() as u64;
-        if let Group::Ran(committed) = run_group(&mut st, batch, true) {
-            self.count_group(committed, n);
-        }
+        // Ran or refused (it may wait, so it is never handed back).
+        let _ = self.run_counted(&mut st, batch, true);
         drop(st);
         self.lead_with(true);
     }
 
-    fn count_group(&self, committed: bool, commands: u64) {
-        if committed {
-            use std::sync::atomic::Ordering::Relaxed;
-            self.commits.fetch_add(1, Relaxed);
-            self.commands.fetch_add(commands, Relaxed);
+    /// [`run_group`], counted in the writer's statistics.
+    fn run_counted(&self, st: &mut WriterState, batch: Vec<Command>, may_wait: bool) -> Group {
+        use std::sync::atomic::Ordering::Relaxed;
+        let n = batch.len() as u64;
+        let started = std::time::Instant::now();
+        let group = run_group(st, batch, may_wait);
+        if let Group::Ran(committed) = group {
+            let busy = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            self.busy_ns.fetch_add(busy, Relaxed);
+            if committed {
+                self.commits.fetch_add(1, Relaxed);
+                self.commands.fetch_add(n, Relaxed);
+            }
         }
+        group
+    }
+
+    /// The writer's own thread, started the first time a group is handed
+    /// to it (`None` if it could not start). It leads whenever unparked.
+    /// One thread, not the blocking pool's any: the group then finds the
+    /// pages of the last group in its core's cache.
+    fn own_thread(self: &Arc<Self>) -> Option<&std::thread::Thread> {
+        self.own_thread
+            .get_or_init(|| {
+                let writer = Arc::downgrade(self);
+                std::thread::Builder::new()
+                    .name("alkstore-writer".into())
+                    .spawn(move || loop {
+                        std::thread::park();
+                        // Gone once the engine is dropped (which unparks us).
+                        let Some(writer) = writer.upgrade() else {
+                            return;
+                        };
+                        writer.lead_with(true);
+                    })
+                    .map(|t| t.thread().clone())
+                    .map_err(|e| tracing::warn!(error = %e, "cannot start the sqlite writer thread; long groups run on the caller's"))
+                    .ok()
+            })
+            .as_ref()
     }
 
     /// [`Writer::lead`]; `may_wait`: this thread may block on another
@@ -222,13 +316,24 @@ impl Writer {
                 Err(TryLockError::WouldBlock) => return,
             };
             loop {
-                let batch = std::mem::take(&mut *self.queue());
-                if batch.is_empty() {
-                    break;
+                let long = {
+                    let queue = self.queue();
+                    if queue.commands.is_empty() {
+                        break;
+                    }
+                    queue.rows >= OFF_RUNTIME_ROWS
+                };
+                if long && !may_wait && runs_other_tasks() {
+                    if let Some(thread) = self.own_thread() {
+                        // Unlock first: the thread takes the lock to lead.
+                        drop(st);
+                        thread.unpark();
+                        return;
+                    }
                 }
-                let n = batch.len() as u64;
-                match run_group(&mut st, batch, may_wait) {
-                    Group::Ran(committed) => self.count_group(committed, n),
+                let batch = self.queue().take().commands;
+                match self.run_counted(&mut st, batch, may_wait) {
+                    Group::Ran(_) => {}
                     Group::Locked(batch) => {
                         drop(st);
                         let me = self.clone();
@@ -245,7 +350,7 @@ impl Writer {
                 }
             }
             drop(st);
-            if self.queue().is_empty() {
+            if self.queue().commands.is_empty() {
                 return;
             }
             if groups >= MAX_GROUPS_PER_LEADER {
@@ -263,6 +368,20 @@ impl Writer {
                 }
             }
         }
+    }
+}
+
+/// Whether this thread runs other tasks than the caller's: a runtime's
+/// worker thread (the caller is a spawned task) or a current-thread
+/// runtime's one thread. The thread of a multi-thread runtime's `block_on`
+/// runs only the future it was given.
+fn runs_other_tasks() -> bool {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) => {
+            tokio::task::try_id().is_some()
+                || h.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread
+        }
+        Err(_) => false,
     }
 }
 
@@ -520,7 +639,7 @@ mod tests {
                 .await
             })
         });
-        while w.queue().len() < 3 {
+        while w.queue().commands.len() < 3 {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
         drop(held);
@@ -581,7 +700,7 @@ mod tests {
                 .await
             })
         });
-        while w.queue().len() < 3 {
+        while w.queue().commands.len() < 3 {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
         drop(held);
@@ -594,13 +713,102 @@ mod tests {
         assert_eq!(kinds[1], (ErrorKind::Database, true), "{kinds:?}");
         assert_eq!(kinds[0].0, ErrorKind::Conflict, "{kinds:?}");
         assert_eq!(kinds[2].0, ErrorKind::Conflict, "{kinds:?}");
-        let rows: i64 = {
-            let st = w.state.lock().expect("state");
-            st.conn
-                .query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))
-                .expect("count")
-        };
+        let rows = count_rows(&w);
         assert_eq!(rows, 0, "nothing of the group was written");
         w.write("test", insert).await.expect("the writer goes on");
+    }
+
+    /// A long group (its commands declare [`OFF_RUNTIME_ROWS`] rows) runs
+    /// on the writer's own thread, so the runtime's one thread keeps
+    /// running other tasks meanwhile; a short write runs on the caller's
+    /// thread; and the writer's thread ends with the engine.
+    #[tokio::test(flavor = "current_thread")]
+    async fn long_groups_leave_the_runtime_free() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let conn = Connection::open(dir.path().join("w.db")).expect("open");
+        conn.execute_batch("CREATE TABLE t (x INTEGER)")
+            .expect("table");
+        let w = Writer::new(conn, Arc::new(SystemClock), Duration::from_secs(1));
+        let here = std::thread::current().id();
+        let short = w
+            .write("test", |_| Ok(std::thread::current().id()))
+            .await
+            .expect("short write");
+        assert_eq!(short, here, "a short write runs on the caller's thread");
+
+        let ticks = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let ticker = tokio::spawn({
+            let ticks = ticks.clone();
+            async move {
+                loop {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    ticks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+        });
+        let ticks_during = ticks.clone();
+        let (thread, ticked) = w
+            .write_rows("test", OFF_RUNTIME_ROWS, move |st| {
+                st.conn
+                    .execute("INSERT INTO t VALUES (1)", [])
+                    .map_err(|e| Error::database("test", e))?;
+                // A long group: the runtime's thread must stay free.
+                let before = ticks_during.load(std::sync::atomic::Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(200));
+                let after = ticks_during.load(std::sync::atomic::Ordering::Relaxed);
+                Ok((std::thread::current(), after - before))
+            })
+            .await
+            .expect("long write");
+        ticker.abort();
+        assert_ne!(thread.id(), here, "the long group ran off the runtime");
+        assert_eq!(thread.name(), Some("alkstore-writer"));
+        assert!(
+            ticked >= 5,
+            "the runtime ran tasks meanwhile: {ticked} ticks"
+        );
+        let rows = count_rows(&w);
+        assert_eq!(rows, 1, "the long group committed");
+
+        // The thread holds the writer only while leading: once the engine's
+        // last handle is gone, the writer goes and the thread ends.
+        let weak = Arc::downgrade(&w);
+        drop(w);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while weak.strong_count() > 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the writer was dropped"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        while !thread_ended(&thread) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the writer thread ended"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// Rows in the tests' table `t`.
+    fn count_rows(w: &Writer) -> i64 {
+        let st = w.state.lock().expect("state");
+        st.conn
+            .query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))
+            .expect("count")
+    }
+
+    /// Whether no thread of this process has `thread`'s name any more
+    /// (checked through /proc, where names are cut at 15 bytes; elsewhere
+    /// assumed ended).
+    fn thread_ended(thread: &std::thread::Thread) -> bool {
+        let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+            return true;
+        };
+        let name = thread.name().unwrap_or_default();
+        !tasks.flatten().any(|t| {
+            std::fs::read_to_string(t.path().join("comm")).is_ok_and(|comm| comm.trim() == name)
+        })
     }
 }

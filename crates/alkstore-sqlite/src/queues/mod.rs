@@ -560,7 +560,7 @@ impl QueueDriver for SqliteEngine {
         if jobs_len == 1 {
             writer.write_one_statement("job_enqueue", insert).await
         } else {
-            writer.write("job_enqueue", insert).await
+            writer.write_rows("job_enqueue", jobs_len, insert).await
         }
     }
 
@@ -568,7 +568,7 @@ impl QueueDriver for SqliteEngine {
         let p = params.into_inner();
         self.inner
             .writer
-            .write("job_claim", move |st| {
+            .write_rows("job_claim", usize::try_from(p.limit).unwrap_or(usize::MAX), move |st| {
                 let now = st.clock.now();
                 if st.rescues.due(&p.queue, Some(now)) {
                     let r = rescue_expired(&st.conn, "job_claim", Some(&p.queue), now);
@@ -621,7 +621,7 @@ impl QueueDriver for SqliteEngine {
         let JobAckParams { claims } = params.into_inner();
         self.inner
             .writer
-            .write("job_ack", move |st| {
+            .write_rows("job_ack", claims.len(), move |st| {
                 let op = "job_ack";
                 let now = st.clock.now();
                 // The common ack is one plain delete. Only when it finds
@@ -682,7 +682,7 @@ impl QueueDriver for SqliteEngine {
         let JobSettleParams { batch } = params.into_inner();
         self.inner
             .writer
-            .write("job_settle", move |st| {
+            .write_rows("job_settle", batch.len(), move |st| {
                 let now = st.clock.now();
                 let mut finished = Finished::default();
                 let outcomes = batch

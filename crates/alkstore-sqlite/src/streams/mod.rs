@@ -183,7 +183,7 @@ impl StreamDriver for SqliteEngine {
         let StreamPublishParams { events } = params.into_inner();
         self.inner
             .writer
-            .write("stream_publish", move |st| {
+            .write_rows("stream_publish", events.len(), move |st| {
                 insert_events(&st.conn, &events, st.clock.now())
             })
             .await
