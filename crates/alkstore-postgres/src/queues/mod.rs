@@ -613,10 +613,9 @@ impl QueueDriver for PgEngine {
                     break;
                 }
                 let ids: Vec<i64> = todo.iter().map(|&i| claims[i].id).collect();
-                let workers: Vec<&str> = todo.iter().map(|&i| claims[i].worker.as_str()).collect();
-                let tokens: Vec<i64> = todo.iter().map(|&i| claims[i].token).collect();
+                let held = sql::held_claims(todo.iter().map(|&i| &claims[i]));
                 let rows = self
-                    .query_relaxed("job_ack", text, &[&now, &ids, &workers, &tokens])
+                    .query_relaxed("job_ack", text, &[&now, &ids, &held])
                     .await?;
                 let acked: HashSet<i64> = rows.iter().map(|r| r.get(0)).collect();
                 todo.retain(|&i| {

@@ -4,7 +4,7 @@
 //! fragment falls back to the database clock, so claims and expiries never
 //! depend on a worker host's clock.
 
-use alkstore_core::queue::{MAX_ERRORS_KEPT, THROUGHPUT_BUCKET_S};
+use alkstore_core::queue::{Claim, MAX_ERRORS_KEPT, THROUGHPUT_BUCKET_S};
 
 use crate::schema::{quote_identifier, tables, QualifiedTable};
 
@@ -136,6 +136,15 @@ fn uniform_row(payload: &str) -> String {
     )
 }
 
+/// The batch ack's `$3`: each claim as "token worker", the text its row's
+/// `claim_count || ' ' || worker_id` must equal (the token has no space, so
+/// the pair reads back unambiguously).
+pub(crate) fn held_claims<'a>(claims: impl Iterator<Item = &'a Claim>) -> Vec<String> {
+    claims
+        .map(|c| format!("{} {}", c.token, c.worker))
+        .collect()
+}
+
 /// Shards of a throughput bucket (see migration 010).
 const THROUGHPUT_SHARDS: i32 = 16;
 
@@ -212,18 +221,20 @@ impl Sql {
         let meta = QualifiedTable::new(schema, tables::META);
         let paused = QualifiedTable::new(schema, tables::QUEUE_PAUSE);
         let throughput = QualifiedTable::new(schema, tables::QUEUE_THROUGHPUT);
-        // Rows held by the claims in arrays `$2` ids, `$3` workers, `$4`
-        // tokens. `id = ANY($2)` finds the rows; each row's claim is looked
-        // up by its id in a jsonb object built once per statement (a binary
-        // search). Scanning the arrays per row (`array_position`) made a
-        // 500-claim ack take 5 ms instead of 2, a 2,000-claim one 40 ms
-        // instead of 6; a semi-join with `unnest` is as fast only while the
-        // planner hashes it, and with no statistics (a new table) or a
-        // generic plan it re-runs the unnest for every row instead.
+        // Rows held by the claims in arrays `$2` ids and `$3` claims, each
+        // "token worker" (see `held_claims`). `id = ANY($2)` finds the rows;
+        // each row's claim is looked up by its id in a jsonb object built
+        // once per statement from the two arrays (a binary search per row;
+        // built from an `unnest` with two `array_agg`s it took four times as
+        // long, a quarter of a 1,000-claim ack). Scanning the arrays per row
+        // (`array_position`) made a 500-claim ack take 5 ms instead of 2, a
+        // 2,000-claim one 40 ms instead of 6; a semi-join with `unnest` is
+        // as fast only while the planner hashes it, and with no statistics
+        // (a new table) or a generic plan it re-runs the unnest for every
+        // row instead.
         let held_each = format!(
             "j.id = ANY($2::bigint[]) AND j.state = 'processing' AND j.claim_expires_at > {NOW} \
-             AND (SELECT jsonb_object(array_agg(c.id::text), array_agg(c.token || ' ' || c.worker)) \
-                  FROM unnest($2::bigint[], $3::text[], $4::bigint[]) AS c(id, worker, token)) \
+             AND (SELECT jsonb_object($2::bigint[]::text[], $3::text[])) \
                  ->> j.id::text = j.claim_count || ' ' || j.worker_id"
         );
         let unnest = "unnest($2::text[], $3::bytea[], $4::bigint[], $5::bigint[], $6::bigint[], \
