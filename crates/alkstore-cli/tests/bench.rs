@@ -42,6 +42,20 @@ fn scenarios(out: &str) -> Vec<String> {
 fn queue_bench_runs_every_scenario_on_sqlite() {
     let out = bench(&["queue", "--scale", "0.01"]);
     assert_eq!(scenarios(&out).len(), 8, "{out}");
+    // SQLite lines carry the writer's work during the scenario.
+    for line in out.lines().filter(|l| l.starts_with("bench ")) {
+        let commits: u64 = field(line, "commits").parse().expect("commits");
+        let commands: u64 = field(line, "commands").parse().expect("commands");
+        let busy: f64 = field(line, "writer_busy_ms").parse().expect("busy");
+        assert!(commits > 0 && commands >= commits && busy > 0.0, "{line}");
+    }
+}
+
+/// The value of `name=` on a bench line.
+fn field<'a>(line: &'a str, name: &str) -> &'a str {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix(name).and_then(|v| v.strip_prefix('=')))
+        .unwrap_or_else(|| panic!("no {name}= in {line}"))
 }
 
 #[test]
@@ -60,6 +74,10 @@ fn queue_bench_runs_on_postgres() {
         "work_50k",
     ]);
     assert_eq!(scenarios(&out), vec!["insert_50k", "work_50k"], "{out}");
+    assert!(
+        !out.contains("commits="),
+        "no SQLite writer on PostgreSQL: {out}"
+    );
 }
 
 #[test]
