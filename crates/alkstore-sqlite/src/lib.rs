@@ -107,6 +107,8 @@ struct Inner {
     watcher_started: AtomicBool,
     /// Set by `Engine::close`: every later call is `Error::Closed`.
     closed: AtomicBool,
+    /// How many jobs each queue's last claim found.
+    claim_sizes: queues::ClaimSizes,
 }
 
 impl std::fmt::Debug for SqliteEngine {
@@ -165,6 +167,7 @@ impl SqliteEngine {
                 wake: Arc::new(WakeHub::default()),
                 watcher_started: AtomicBool::new(false),
                 closed: AtomicBool::new(false),
+                claim_sizes: Default::default(),
             }),
         })
     }

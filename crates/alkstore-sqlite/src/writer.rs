@@ -311,7 +311,15 @@ impl Writer {
                         let Some(writer) = writer.upgrade() else {
                             return;
                         };
-                        writer.lead_with(true);
+                        // Commands' panics are caught where they run; this
+                        // keeps the thread, which long groups wait for, alive
+                        // should anything else in leading panic.
+                        let led = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                            writer.lead_with(true);
+                        }));
+                        if led.is_err() {
+                            tracing::error!("the sqlite writer thread caught a panic while leading");
+                        }
                     })
                     .map(|t| t.thread().clone())
                     .map_err(|e| tracing::warn!(error = %e, "cannot start the sqlite writer thread; long groups run on the caller's"))

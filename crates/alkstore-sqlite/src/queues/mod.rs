@@ -175,6 +175,32 @@ impl Finished {
     }
 }
 
+/// How many jobs each queue's last claim found: what the next claim of the
+/// queue tells the writer to expect (see `Writer::write_rows`). Only a
+/// hint: wrong, it changes which thread runs the claim, never its result.
+#[derive(Default)]
+pub(crate) struct ClaimSizes(std::sync::Mutex<HashMap<String, usize>>);
+
+impl ClaimSizes {
+    /// Rows a claim of `queue` with `limit` should expect: the last claim's
+    /// count, at most `limit` (a queue never claimed from: `limit`).
+    pub(crate) fn expected(&self, queue: &str, limit: usize) -> usize {
+        let sizes = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        sizes.get(queue).map_or(limit, |&last| last.min(limit))
+    }
+
+    /// A claim of `queue` found `n` jobs.
+    pub(crate) fn found(&self, queue: String, n: usize) {
+        let mut sizes = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        // Bounded like the queues themselves: a store with more queues than
+        // this forgets and starts over (hints only).
+        if sizes.len() >= 4_096 && !sizes.contains_key(&queue) {
+            sizes.clear();
+        }
+        sizes.insert(queue, n);
+    }
+}
+
 /// The queue of each job this writer claimed, until its ack: the ack then
 /// deletes with a plain statement and counts it for that queue, where a
 /// job claimed elsewhere needs `RETURNING queue` (which costs SQLite an
@@ -566,9 +592,17 @@ impl QueueDriver for SqliteEngine {
 
     async fn job_claim(&self, params: Checked<JobClaimParams>) -> Result<Vec<Job>> {
         let p = params.into_inner();
-        self.inner
+        // A claim writes as many rows as it finds, not its limit: expect as
+        // many as this queue's last claim found, so that an idle worker's
+        // claims (one job each, or none) stay short writes on the caller's
+        // thread, and a busy one's go to the writer's own thread.
+        let limit = usize::try_from(p.limit).unwrap_or(usize::MAX);
+        let expected = self.inner.claim_sizes.expected(&p.queue, limit);
+        let queue = p.queue.clone();
+        let jobs = self
+            .inner
             .writer
-            .write_rows("job_claim", usize::try_from(p.limit).unwrap_or(usize::MAX), move |st| {
+            .write_rows("job_claim", expected, move |st| {
                 let now = st.clock.now();
                 if st.rescues.due(&p.queue, Some(now)) {
                     let r = rescue_expired(&st.conn, "job_claim", Some(&p.queue), now);
@@ -614,7 +648,9 @@ impl QueueDriver for SqliteEngine {
                 }
                 Ok(jobs)
             })
-            .await
+            .await?;
+        self.inner.claim_sizes.found(queue, jobs.len());
+        Ok(jobs)
     }
 
     async fn job_ack(&self, params: Checked<JobAckParams>) -> Result<Vec<bool>> {
@@ -1171,5 +1207,31 @@ fn selected_dead_ids(conn: &Connection, sel: &DeadSelect, requeueable: bool) -> 
             }
             Ok(out)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ClaimSizes;
+
+    /// A claim expects what its queue's last claim found, never more than
+    /// its limit; a queue never claimed from, its limit; queues apart.
+    #[test]
+    fn claims_expect_what_their_queue_last_found() {
+        let sizes = ClaimSizes::default();
+        assert_eq!(sizes.expected("a", 500), 500);
+        sizes.found("a".into(), 1);
+        sizes.found("b".into(), 400);
+        assert_eq!(sizes.expected("a", 500), 1);
+        assert_eq!(sizes.expected("b", 500), 400);
+        assert_eq!(sizes.expected("b", 100), 100);
+        sizes.found("a".into(), 0);
+        assert_eq!(sizes.expected("a", 500), 0);
+        // Past its bound the map starts over rather than growing.
+        for q in 0..5_000 {
+            sizes.found(format!("q{q}"), 7);
+        }
+        assert!(sizes.0.lock().expect("sizes").len() <= 4_096);
+        assert_eq!(sizes.expected("q4999", 500), 7);
     }
 }
