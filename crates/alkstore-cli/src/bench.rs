@@ -83,14 +83,15 @@ impl Fresh {
 }
 
 /// The SQLite writer's counts so far: group commits, commands run in
-/// them, time spent running them (zeros on PostgreSQL).
-pub(crate) fn writer_counts(e: &AnyEngine) -> (u64, u64, Duration) {
+/// them, time spent running them (`None` on PostgreSQL, which has no one
+/// writer).
+pub(crate) fn writer_counts(e: &AnyEngine) -> Option<(u64, u64, Duration)> {
     match e {
         AnyEngine::Sqlite(e) => {
             let (commits, commands) = e.commit_stats();
-            (commits, commands, e.writer_busy())
+            Some((commits, commands, e.writer_busy()))
         }
-        AnyEngine::Postgres(_) => (0, 0, Duration::ZERO),
+        AnyEngine::Postgres(_) => None,
     }
 }
 
@@ -98,11 +99,10 @@ pub(crate) fn writer_counts(e: &AnyEngine) -> (u64, u64, Duration) {
 /// ` commits=N commands=M writer_busy_ms=T` for a scenario's line; empty on
 /// PostgreSQL. Commands per commit is group commit at work; busy time
 /// beside the scenario's wall time, how much the one writer was idle.
-pub(crate) fn writer_work_since(e: &AnyEngine, before: (u64, u64, Duration)) -> String {
-    let now = writer_counts(e);
-    if now.0 == 0 {
+pub(crate) fn writer_work_since(e: &AnyEngine, before: Option<(u64, u64, Duration)>) -> String {
+    let (Some(now), Some(before)) = (writer_counts(e), before) else {
         return String::new();
-    }
+    };
     format!(
         " commits={} commands={} writer_busy_ms={:.1}",
         now.0 - before.0,

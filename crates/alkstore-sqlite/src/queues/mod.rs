@@ -190,14 +190,18 @@ impl ClaimSizes {
     }
 
     /// A claim of `queue` found `n` jobs.
-    pub(crate) fn found(&self, queue: String, n: usize) {
+    pub(crate) fn found(&self, queue: &str, n: usize) {
         let mut sizes = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(last) = sizes.get_mut(queue) {
+            *last = n;
+            return;
+        }
         // Bounded like the queues themselves: a store with more queues than
         // this forgets and starts over (hints only).
-        if sizes.len() >= 4_096 && !sizes.contains_key(&queue) {
+        if sizes.len() >= 4_096 {
             sizes.clear();
         }
-        sizes.insert(queue, n);
+        sizes.insert(queue.to_owned(), n);
     }
 }
 
@@ -598,9 +602,8 @@ impl QueueDriver for SqliteEngine {
         // thread, and a busy one's go to the writer's own thread.
         let limit = usize::try_from(p.limit).unwrap_or(usize::MAX);
         let expected = self.inner.claim_sizes.expected(&p.queue, limit);
-        let queue = p.queue.clone();
-        let jobs = self
-            .inner
+        let inner = self.inner.clone();
+        self.inner
             .writer
             .write_rows("job_claim", expected, move |st| {
                 let now = st.clock.now();
@@ -646,11 +649,10 @@ impl QueueDriver for SqliteEngine {
                 if !jobs.is_empty() {
                     st.queue_of.claimed(&Arc::from(p.queue.as_str()), &jobs);
                 }
+                inner.claim_sizes.found(&p.queue, jobs.len());
                 Ok(jobs)
             })
-            .await?;
-        self.inner.claim_sizes.found(queue, jobs.len());
-        Ok(jobs)
+            .await
     }
 
     async fn job_ack(&self, params: Checked<JobAckParams>) -> Result<Vec<bool>> {
@@ -1220,16 +1222,16 @@ mod tests {
     fn claims_expect_what_their_queue_last_found() {
         let sizes = ClaimSizes::default();
         assert_eq!(sizes.expected("a", 500), 500);
-        sizes.found("a".into(), 1);
-        sizes.found("b".into(), 400);
+        sizes.found("a", 1);
+        sizes.found("b", 400);
         assert_eq!(sizes.expected("a", 500), 1);
         assert_eq!(sizes.expected("b", 500), 400);
         assert_eq!(sizes.expected("b", 100), 100);
-        sizes.found("a".into(), 0);
+        sizes.found("a", 0);
         assert_eq!(sizes.expected("a", 500), 0);
         // Past its bound the map starts over rather than growing.
         for q in 0..5_000 {
-            sizes.found(format!("q{q}"), 7);
+            sizes.found(&format!("q{q}"), 7);
         }
         assert!(sizes.0.lock().expect("sizes").len() <= 4_096);
         assert_eq!(sizes.expected("q4999", 500), 7);
