@@ -707,10 +707,11 @@ async fn worker_throughput(target: &Target, jobs: usize) -> Result<f64> {
         jobs,
     )?;
     println!(
-        "bench peer=alkstore engine={} scenario=worker_50k jobs={} secs={secs:.3} jobs_per_s={:.0}{}",
+        "bench peer=alkstore engine={} scenario=worker_50k jobs={} secs={secs:.3} jobs_per_s={:.0} claims={}{}",
         target.name(),
         jobs,
         jobs as f64 / secs,
+        report.claims,
         writer_work_since(&fresh.engine, commits),
     );
     fresh.cleanup().await?;

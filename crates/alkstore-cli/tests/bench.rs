@@ -99,6 +99,14 @@ fn worker_bench_reports_latency_and_throughput() {
     // One scenario asked: that one only (no comparison without its raw run).
     let out = bench(&["worker", "--jobs", "200", "--scenario", "worker_50k"]);
     assert_eq!(scenarios(&out), vec!["worker_50k"], "{out}");
+    // The Worker's claims (round trips) beside its jobs: at least one, at
+    // most one per job.
+    let claims: u64 = out
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("claims="))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no claims= in {out}"));
+    assert!((1..=200).contains(&claims), "{out}");
 }
 
 #[test]

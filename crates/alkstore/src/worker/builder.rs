@@ -69,6 +69,9 @@ pub(crate) struct QueueSpec {
 pub struct WorkerReport {
     /// Jobs claimed.
     pub claimed: u64,
+    /// Claims that found jobs (store round trips): `claimed / claims` is
+    /// the mean claim size.
+    pub claims: u64,
     /// Jobs acked.
     pub completed: u64,
     /// Attempts that failed and were rescheduled.
@@ -94,6 +97,7 @@ pub struct WorkerReport {
 #[derive(Default)]
 pub(crate) struct Counters {
     pub(crate) claimed: AtomicU64,
+    pub(crate) claims: AtomicU64,
     pub(crate) retried: AtomicU64,
     pub(crate) dead: AtomicU64,
     pub(crate) panicked: AtomicU64,
@@ -366,6 +370,7 @@ impl Worker {
         }
         Ok(WorkerReport {
             claimed: counters.claimed.load(Ordering::Relaxed),
+            claims: counters.claims.load(Ordering::Relaxed),
             completed: ack_stats.acked.load(Ordering::Relaxed),
             retried: counters.retried.load(Ordering::Relaxed),
             dead: counters.dead.load(Ordering::Relaxed),

@@ -65,6 +65,8 @@ pub(crate) struct QueueShared {
     pub(crate) running: Running,
     pub(crate) qm: Arc<QueueMetrics>,
     claimed_total: metrics::Counter,
+    /// How many claim loops share the slots.
+    claimers: usize,
     /// The worker's engine, ack sender, counters and id.
     pub(crate) ctx: LoopCtx,
 }
@@ -73,6 +75,14 @@ pub(crate) struct QueueShared {
 /// reporter and claim loops; then the graceful shutdown of its jobs.
 pub(crate) async fn queue_loop(ctx: LoopCtx, spec: QueueSpec) {
     let name = spec.name.clone();
+    // Several claim loops per queue keep a claim in flight while another's
+    // rows are being written; each reserves its handler slots before it
+    // claims, so together they never claim more than the queue can run.
+    let claimers = if spec.concurrency >= 2 * CLAIMERS_MIN_SLOTS {
+        ctx.opts.claimers.max(1)
+    } else {
+        1
+    };
     let shared = Arc::new(QueueShared {
         slots: Arc::new(Semaphore::new(spec.concurrency)),
         running: Arc::default(),
@@ -86,6 +96,7 @@ pub(crate) async fn queue_loop(ctx: LoopCtx, spec: QueueSpec) {
             completed: metrics::counter!("alkstore_jobs_completed_total", "queue" => name.clone()),
         }),
         claimed_total: metrics::counter!("alkstore_jobs_claimed_total", "queue" => name.clone()),
+        claimers,
         spec,
         ctx: ctx.clone(),
     });
@@ -99,14 +110,6 @@ pub(crate) async fn queue_loop(ctx: LoopCtx, spec: QueueSpec) {
     let _heartbeats_guard = AbortOnDrop(heartbeats.abort_handle());
     let depth = tokio::spawn(depth_reporter(ctx.engine.clone(), name.clone()));
     let _depth_guard = AbortOnDrop(depth.abort_handle());
-    // Several claim loops per queue keep a claim in flight while another's
-    // rows are being written; each reserves its handler slots before it
-    // claims, so together they never claim more than the queue can run.
-    let claimers = if shared.spec.concurrency >= 2 * CLAIMERS_MIN_SLOTS {
-        ctx.opts.claimers.max(1)
-    } else {
-        1
-    };
     let mut loops = JoinSet::new();
     for _ in 0..claimers {
         loops.spawn(claim_loop(ctx.clone(), shared.clone()));
@@ -175,23 +178,24 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>) {
     let mut hints = ctx.engine.wake_subscribe();
     let mut error_backoff = Duration::from_millis(50);
     let name: Arc<str> = Arc::from(spec.name.as_str());
+    let most = ctx.opts.max_claim as usize;
+    // This loop's even share of the slots: what it waits for when there is
+    // a backlog.
+    let share = (spec.concurrency / shared.claimers).clamp(1, most);
+    // Whether the last claim found as many jobs as it asked for (a backlog),
+    // and how long it took.
+    let mut backlog = false;
+    let mut last_claim = Duration::ZERO;
     loop {
         if *ctx.stop.borrow() {
             break;
         }
-        let free = shared
-            .slots
-            .available_permits()
-            .min(ctx.opts.max_claim as usize);
-        let reserved = if free == 0 {
-            None
-        } else {
-            shared
-                .slots
-                .clone()
-                .try_acquire_many_owned(u32::try_from(free).unwrap_or(u32::MAX))
-                .ok()
-        };
+        // With a backlog, slots come free job by job as handlers finish:
+        // claiming whatever is free at once would make many small claims,
+        // each a round trip and a statement. Wait for this loop's share
+        // instead, up to about as long as a claim takes.
+        let fill = backlog.then(|| (share, last_claim.clamp(FILL_WAIT_MIN, FILL_WAIT_MAX)));
+        let reserved = reserve(&shared.slots, most, fill).await;
         let Some(mut reserved) = reserved else {
             tokio::select! {
                 permit = shared.slots.acquire() => drop(permit),
@@ -202,14 +206,18 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>) {
         // Hints sent before this claim are answered by it; only later ones
         // should wake the loop after an empty claim.
         while hints.try_recv().is_ok() {}
+        let asked = reserved.num_permits();
+        let started = tokio::time::Instant::now();
         let claimed = ctx
             .engine
             .job_claim(JobClaimParams::new(
                 spec.name.clone(),
                 ctx.worker.clone(),
-                u32::try_from(reserved.num_permits()).unwrap_or(u32::MAX),
+                u32::try_from(asked).unwrap_or(u32::MAX),
             ))
             .await;
+        last_claim = started.elapsed();
+        backlog = claimed.as_ref().is_ok_and(|jobs| jobs.len() == asked);
         let jobs = match claimed {
             Ok(jobs) => {
                 error_backoff = Duration::from_millis(50);
@@ -234,6 +242,7 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>) {
         ctx.counters
             .claimed
             .fetch_add(jobs.len() as u64, Ordering::Relaxed);
+        ctx.counters.claims.fetch_add(1, Ordering::Relaxed);
         shared.claimed_total.increment(jobs.len() as u64);
         for job in jobs {
             let Some(permit) = reserved.split(1) else {
@@ -278,6 +287,46 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>) {
     }
 }
 
+/// Bounds of a claim loop's wait for its share of slots (see `claim_loop`).
+const FILL_WAIT_MIN: Duration = Duration::from_micros(200);
+const FILL_WAIT_MAX: Duration = Duration::from_millis(5);
+
+/// Reserve handler slots for a claim: up to `most` of the free ones or,
+/// given `fill` (a share and a wait) while fewer than half the share are
+/// free, the whole share once it comes free, or what is free when the wait
+/// is over.
+async fn reserve(
+    slots: &Arc<Semaphore>,
+    most: usize,
+    fill: Option<(usize, Duration)>,
+) -> Option<tokio::sync::OwnedSemaphorePermit> {
+    let free = slots.available_permits().min(most);
+    match fill {
+        Some((share, wait)) if free < share / 2 => {
+            let whole = slots
+                .clone()
+                .acquire_many_owned(u32::try_from(share).unwrap_or(u32::MAX));
+            match tokio::time::timeout(wait, whole).await {
+                Ok(Ok(permits)) => Some(permits),
+                _ => take_free(slots, share),
+            }
+        }
+        _ => take_free(slots, free),
+    }
+}
+
+/// Reserve up to `n` of the free slots, none if none is free.
+fn take_free(slots: &Arc<Semaphore>, n: usize) -> Option<tokio::sync::OwnedSemaphorePermit> {
+    let n = n.min(slots.available_permits());
+    if n == 0 {
+        return None;
+    }
+    slots
+        .clone()
+        .try_acquire_many_owned(u32::try_from(n).unwrap_or(u32::MAX))
+        .ok()
+}
+
 /// Sleep until a hint for this queue (or word that hints were missed), just
 /// after the next whole second (delayed jobs and expired claims come due on
 /// whole seconds) or `poll_interval`, whichever is sooner, or shutdown.
@@ -302,5 +351,67 @@ async fn wait_for_work(
             _ = &mut poll => return,
             _ = ctx.stop.changed() => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 200 slots, all but 10 held by running jobs, one permit each.
+    fn busy() -> (Arc<Semaphore>, Vec<tokio::sync::OwnedSemaphorePermit>) {
+        let slots = Arc::new(Semaphore::new(200));
+        let running = (0..190)
+            .map(|_| slots.clone().try_acquire_owned().expect("free"))
+            .collect();
+        (slots, running)
+    }
+
+    /// Jobs finishing one by one: drop the first `n` permits, yielding
+    /// between them.
+    fn finish(mut running: Vec<tokio::sync::OwnedSemaphorePermit>, n: usize) -> JoinSet<()> {
+        let mut set = JoinSet::new();
+        set.spawn(async move {
+            for p in running.drain(..n) {
+                drop(p);
+                tokio::task::yield_now().await;
+            }
+            // The rest keep running past the test's waits.
+            tokio::time::sleep(Duration::from_secs(60)).await;
+        });
+        set
+    }
+
+    #[tokio::test]
+    async fn without_a_backlog_a_claim_takes_what_is_free() {
+        let (slots, running) = busy();
+        let _jobs = finish(running, 90);
+        let got = reserve(&slots, 500, None).await.expect("some free");
+        assert_eq!(got.num_permits(), 10);
+    }
+
+    #[tokio::test]
+    async fn with_a_backlog_a_claim_waits_for_its_share() {
+        let (slots, running) = busy();
+        let _jobs = finish(running, 90);
+        // A wait no run of this test reaches: the share comes free first.
+        let fill = Some((100, Duration::from_secs(30)));
+        let got = reserve(&slots, 500, fill).await.expect("the share");
+        assert_eq!(got.num_permits(), 100);
+    }
+
+    #[tokio::test]
+    async fn a_share_that_does_not_come_free_in_time_is_not_waited_for() {
+        let (slots, running) = busy();
+        let _jobs = finish(running, 30);
+        let fill = Some((100, Duration::from_millis(50)));
+        let got = reserve(&slots, 500, fill).await.expect("what came free");
+        assert_eq!(got.num_permits(), 40, "10 free and 30 finished");
+        // With half the share free, a claim takes it without waiting.
+        drop(got);
+        let got = reserve(&slots, 500, Some((80, Duration::from_secs(30))))
+            .await
+            .expect("free");
+        assert_eq!(got.num_permits(), 40);
     }
 }
