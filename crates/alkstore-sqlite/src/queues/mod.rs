@@ -26,7 +26,7 @@ use rusqlite::{params, Connection, OptionalExtension, ToSql};
 
 use crate::writer::WriterState;
 use crate::{db, SqliteEngine};
-use rows::{claimed, job_info, Source, JOB_COLS, MOVE_COLS};
+use rows::{job_info, ClaimedRows, Source, JOB_COLS, MOVE_COLS};
 
 /// Insert one validated job at `now`. Shared by the engine and the outbox.
 pub(crate) fn insert_job(conn: &Connection, job: &NewJob, now: i64) -> Result<Enqueued> {
@@ -223,12 +223,12 @@ impl QueueOfJob {
     /// acks of what was forgotten take the `RETURNING` path).
     const CAP: usize = 1 << 16;
 
-    fn claimed(&mut self, queue: &Arc<str>, jobs: &[Job]) {
-        if self.by_id.len() + jobs.len() > Self::CAP {
+    fn claimed(&mut self, queue: &Arc<str>, ids: impl ExactSizeIterator<Item = i64>) {
+        if self.by_id.len() + ids.len() > Self::CAP {
             self.by_id.clear();
         }
-        for j in jobs {
-            self.by_id.insert(j.id, queue.clone());
+        for id in ids {
+            self.by_id.insert(id, queue.clone());
         }
     }
 
@@ -634,25 +634,23 @@ impl QueueDriver for SqliteEngine {
                     )
                     .map_err(db("job_claim"))?;
                 let rows = stmt
-                    .query_map(params![p.worker, now, p.queue, p.limit], |r| {
-                        claimed(r, &p.queue, &p.worker)
-                    })
-                    .and_then(|rows| rows.collect::<rusqlite::Result<Vec<Job>>>());
-                let mut jobs = match rows {
-                    Ok(jobs) => jobs,
+                    .query(params![p.worker, now, p.queue, p.limit])
+                    .and_then(ClaimedRows::read);
+                let rows = match rows {
+                    Ok(rows) => rows,
                     Err(e) => {
                         st.rescues.forget(&p.queue);
                         return Err(db("job_claim")(e));
                     }
                 };
-                jobs.sort_by(Job::claim_order);
-                if !jobs.is_empty() {
-                    st.queue_of.claimed(&Arc::from(p.queue.as_str()), &jobs);
+                if rows.len() > 0 {
+                    st.queue_of.claimed(&Arc::from(p.queue.as_str()), rows.ids());
                 }
-                inner.claim_sizes.found(&p.queue, jobs.len());
-                Ok(jobs)
+                inner.claim_sizes.found(&p.queue, rows.len());
+                Ok((rows, p))
             })
             .await
+            .map(|(rows, p)| rows.into_jobs(&p.queue, &p.worker))
     }
 
     async fn job_ack(&self, params: Checked<JobAckParams>) -> Result<Vec<bool>> {
@@ -711,9 +709,12 @@ impl QueueDriver for SqliteEngine {
                 }
                 drop(delete);
                 finished.record(&st.conn, op, now)?;
-                Ok(acked)
+                // The claims go back to be freed where they were made (see
+                // `ClaimedRows`).
+                Ok((acked, claims))
             })
             .await
+            .map(|(acked, _claims)| acked)
     }
 
     async fn job_settle(&self, params: Checked<JobSettleParams>) -> Result<Settlement> {
