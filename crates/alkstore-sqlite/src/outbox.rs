@@ -29,7 +29,9 @@ impl SqliteEngine {
     /// ```
     pub fn job_enqueue_in(&self, conn: &Connection, job: NewJob) -> Result<Enqueued> {
         job.validate(self.limits())?;
-        insert_job(conn, &job, self.now())
+        // One id reserved per job: this connection keeps no block between
+        // calls (its transaction may roll back, taking the reservation).
+        insert_job(conn, &job, self.now(), &mut None, 1)
     }
 
     /// Publish `events` on the caller's connection, usually inside the

@@ -22,6 +22,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/010_job_results.sql"),
     include_str!("../migrations/011_event_key_hash.sql"),
     include_str!("../migrations/012_queue_throughput.sql"),
+    include_str!("../migrations/013_job_ids.sql"),
 ];
 
 /// Read the recorded schema version (`None` for a file alkstore never wrote).

@@ -60,6 +60,8 @@ pub(crate) struct WriterState {
     pub busy_timeout: std::time::Duration,
     /// The queue of each job this writer claimed and has not acked yet.
     pub queue_of: crate::queues::QueueOfJob,
+    /// Ids this writer reserved for new jobs.
+    pub job_ids: Option<crate::queues::JobIds>,
     /// Set while a group could not begin: its commands fail with this error
     /// instead of running.
     begin_failure: Option<GroupFailure>,
@@ -68,6 +70,16 @@ pub(crate) struct WriterState {
     sole_command: bool,
     /// Set when that sole command failed: roll back instead of committing.
     sole_command_failed: bool,
+}
+
+impl WriterState {
+    /// Forget what a rolled-back transaction may have written: rescue
+    /// bookkeeping, and ids reserved for new jobs (another connection could
+    /// reserve them again).
+    fn forget_rolled_back(&mut self) {
+        self.rescues.clear();
+        self.job_ids = None;
+    }
 }
 
 /// Why a group transaction failed: could not begin, was aborted, or could
@@ -152,6 +164,7 @@ impl Writer {
                 rescues: RescueSchedule::default(),
                 busy_timeout,
                 queue_of: Default::default(),
+                job_ids: None,
                 begin_failure: None,
                 sole_command: false,
                 sole_command_failed: false,
@@ -450,6 +463,7 @@ fn run_group(st: &mut WriterState, batch: Vec<Command>, may_wait: bool) -> Group
     // never build on it.
     if !st.conn.is_autocommit() {
         let _ = st.conn.execute_batch("ROLLBACK");
+        st.forget_rolled_back();
     }
     let begin = begin(st, may_wait);
     if let Err(e) = &begin {
@@ -506,7 +520,7 @@ fn run_group(st: &mut WriterState, batch: Vec<Command>, may_wait: bool) -> Group
     if sole_failed && aborted.is_none() {
         // Its own error is what its caller gets; nothing of it stays.
         let _ = st.conn.execute_batch("ROLLBACK");
-        st.rescues.clear();
+        st.forget_rolled_back();
         for d in delivers {
             d(None);
         }
@@ -515,7 +529,7 @@ fn run_group(st: &mut WriterState, batch: Vec<Command>, may_wait: bool) -> Group
     let err = match aborted {
         Some(reason) => {
             let _ = st.conn.execute_batch("ROLLBACK");
-            st.rescues.clear();
+            st.forget_rolled_back();
             Some(GroupFailure::GroupAborted(reason))
         }
         None => {
@@ -528,7 +542,7 @@ fn run_group(st: &mut WriterState, batch: Vec<Command>, may_wait: bool) -> Group
                 Err(e) => {
                     let _ = st.conn.execute_batch("ROLLBACK");
                     // Rescue bookkeeping may describe rolled-back work.
-                    st.rescues.clear();
+                    st.forget_rolled_back();
                     Some(if crate::is_busy(&e) {
                         GroupFailure::Busy(st.busy_timeout.as_secs().max(1))
                     } else {
@@ -588,6 +602,8 @@ fn in_savepoint<T>(
         .and_then(|mut s| s.execute([]))
         .map_err(|e| Error::database(op, e));
     if result.is_err() {
+        // The command's writes are undone, a reservation of ids with them.
+        st.job_ids = None;
         // ROLLBACK TO keeps the savepoint open; release it too.
         let _ = st
             .conn

@@ -472,3 +472,133 @@ async fn acks_of_jobs_claimed_elsewhere_count_for_their_queue() {
         .collect();
     assert_eq!(totals, vec![("a".to_string(), 2), ("b".to_string(), 1)]);
 }
+
+/// The id of the job enqueued first, acking it so that no row holds it.
+async fn enqueue_and_ack(e: &SqliteEngine, queue: &str) -> i64 {
+    use alkstore_core::JobClaimParams;
+    let id = e
+        .job_enqueue(vec![NewJob::new(queue, b"x".to_vec())])
+        .await
+        .expect("enqueue")[0]
+        .id();
+    let j = e
+        .job_claim(JobClaimParams::new(queue, "w", 1))
+        .await
+        .expect("claim")
+        .remove(0);
+    assert_eq!(j.id, id);
+    assert_eq!(e.job_ack(vec![j.claim()]).await.expect("ack"), vec![true]);
+    id
+}
+
+/// Job ids come from blocks the engine reserves (migration 013): after the
+/// newest job is acked, a reopened file (a restart, or a crash after the
+/// commit) hands out higher ids; two engines on one file never hand out the
+/// same id and their ids rise in commit order; the outbox takes its own.
+#[tokio::test]
+async fn job_ids_are_never_reused_across_engines_and_restarts() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("ids.db");
+    let a = SqliteEngine::open(SqliteOptions::new(&path)).expect("open");
+    let first = enqueue_and_ack(&a, "q").await;
+    drop(a);
+    let a = SqliteEngine::open(SqliteOptions::new(&path)).expect("reopen");
+    let b = SqliteEngine::open(SqliteOptions::new(&path)).expect("second engine");
+    let mut last = first;
+    for round in 0..3 {
+        for e in [&a, &b] {
+            let id = enqueue_and_ack(e, "q").await;
+            assert!(id > last, "round {round}: {id} after {last}");
+            last = id;
+        }
+    }
+    let conn = rusqlite::Connection::open(&path).expect("app connection");
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .expect("busy timeout");
+    let outboxed = a
+        .job_enqueue_in(&conn, NewJob::new("q", b"o".to_vec()))
+        .expect("outbox")
+        .id();
+    assert!(outboxed > last, "{outboxed} after {last}");
+    let after = enqueue_and_ack(&b, "other").await;
+    assert!(after > outboxed, "{after} after {outboxed}");
+}
+
+/// A command that reserved ids and then failed rolls its reservation back:
+/// the engine must forget those ids, or it would hand them out again after
+/// a restart, when the file no longer records them (here a job made
+/// invalid by an application trigger fails its batch, the first
+/// reservation's).
+#[tokio::test]
+async fn ids_reserved_by_a_failed_batch_are_not_handed_out() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("rollback.db");
+    let e = SqliteEngine::open(SqliteOptions::new(&path)).expect("open");
+    rusqlite::Connection::open(&path)
+        .expect("conn")
+        .execute_batch(
+            "CREATE TRIGGER refuse BEFORE INSERT ON __alkstore_job WHEN new.queue = 'bad' \
+             BEGIN SELECT RAISE(ABORT, 'refused'); END",
+        )
+        .expect("trigger");
+    let failed = e
+        .job_enqueue(vec![
+            NewJob::new("q", b"x".to_vec()),
+            NewJob::new("bad", b"x".to_vec()),
+        ])
+        .await;
+    assert!(failed.is_err(), "{failed:?}");
+    let id = enqueue_and_ack(&e, "q").await;
+    drop(e);
+    let e = SqliteEngine::open(SqliteOptions::new(&path)).expect("reopen");
+    let next = enqueue_and_ack(&e, "q").await;
+    assert!(next > id, "{next} after {id}");
+}
+
+/// A file written with AUTOINCREMENT ids (schema 12) keeps its counter
+/// through migration 013: the newest job was acked, and the next id is
+/// still above it.
+#[tokio::test]
+async fn ids_continue_above_an_autoincrement_counter() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("v12.db");
+    drop(SqliteEngine::open(SqliteOptions::new(&path)).expect("open"));
+    // Turn the file back into version 12: a job table with AUTOINCREMENT
+    // whose counter (5000) is above every row (the newest ones were acked),
+    // and further above them than a block of reserved ids reaches.
+    let conn = rusqlite::Connection::open(&path).expect("conn");
+    conn.execute_batch(
+        "DROP TABLE __alkstore_job;
+         CREATE TABLE __alkstore_job (id INTEGER PRIMARY KEY AUTOINCREMENT, queue TEXT NOT NULL,
+           state TEXT NOT NULL DEFAULT 'pending', payload BLOB NOT NULL,
+           priority INTEGER NOT NULL DEFAULT 0, run_at INTEGER NOT NULL,
+           attempts INTEGER NOT NULL DEFAULT 0, max_attempts INTEGER NOT NULL, worker_id TEXT,
+           claimed_at INTEGER, claim_expires_at INTEGER, created_at INTEGER NOT NULL,
+           expires_at INTEGER, visibility_timeout_s INTEGER NOT NULL,
+           backoff_base_s INTEGER NOT NULL, dead_letter_retention_s INTEGER, unique_key TEXT,
+           last_error TEXT, claim_count INTEGER NOT NULL DEFAULT 0,
+           cancel_requested INTEGER NOT NULL DEFAULT 0, keep_completed_s INTEGER, errors TEXT);
+         INSERT INTO __alkstore_job (id, queue, payload, run_at, max_attempts, created_at,
+           visibility_timeout_s, backoff_base_s) VALUES (7, 'q', x'00', 0, 3, 0, 300, 5);
+         UPDATE sqlite_sequence SET seq = 5000 WHERE name = '__alkstore_job';
+         INSERT INTO sqlite_sequence (name, seq) SELECT '__alkstore_job', 5000
+           WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = '__alkstore_job');
+         DELETE FROM __alkstore_meta WHERE key = 'job_id_high';
+         UPDATE __alkstore_meta SET value = 12 WHERE key = 'schema_version';",
+    )
+    .expect("downgrade");
+    drop(conn);
+    let e = SqliteEngine::open(SqliteOptions::new(&path)).expect("migrate");
+    let kept = e
+        .job_get(7)
+        .await
+        .expect("get")
+        .expect("the old job is kept");
+    assert_eq!(kept.queue, "q");
+    let id = e
+        .job_enqueue(vec![NewJob::new("q", b"new".to_vec())])
+        .await
+        .expect("enqueue")[0]
+        .id();
+    assert!(id > 5000, "{id} reuses an id at or below the counter");
+}

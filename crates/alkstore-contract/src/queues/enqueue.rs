@@ -7,7 +7,7 @@ use alkstore_core::{
     QueueEngine, QueueOpts, RetryOutcome,
 };
 
-use super::support::{claim, enqueue_one, job, kind, live_count, secs};
+use super::support::{claim, enqueue_ids, enqueue_one, job, kind, live_count, secs};
 use crate::Harness;
 
 /// An enqueued job can be read back, pending, with its options stamped.
@@ -202,6 +202,37 @@ pub async fn batch_stamps_every_option<H: Harness>(h: &H) {
     assert_eq!(kept.state, JobState::Dead);
 }
 
+/// Ids rise and are never handed out twice: not after the newest job is
+/// acked or dead-lettered (its id must not come back while it names a dead
+/// letter, and a stale claim on it must not match a new job), not within a
+/// batch, and a requeued dead letter keeps its own.
+pub async fn job_ids_rise_and_are_never_reused<H: Harness>(h: &H) {
+    use alkstore_core::DeadSelect;
+    let e = h.engine();
+    let acked = enqueue_one(e, job("ids", "a")).await;
+    let a = claim(e, "ids", "w", 1).await.remove(0);
+    assert_eq!(e.job_ack(vec![a.claim()]).await.expect("ack"), vec![true]);
+    let dead = enqueue_one(e, job("ids", "b")).await;
+    assert!(dead > acked, "{dead} after the acked {acked}");
+    let b = claim(e, "ids", "w", 1).await.remove(0);
+    assert!(e.job_fail((b.claim(), "x".into())).await.expect("fail"));
+    let batch = enqueue_ids(e, vec![job("ids", "c"), job("ids", "d"), job("ids", "e")]).await;
+    assert!(batch[0] > dead, "{batch:?} after the dead {dead}");
+    assert!(batch.windows(2).all(|w| w[0] < w[1]), "{batch:?}");
+    // A stale claim on the acked job matches nothing new.
+    assert_eq!(e.job_ack(vec![a.claim()]).await.expect("ack"), vec![false]);
+    assert_eq!(
+        e.dead_requeue(DeadSelect::ids(vec![dead]))
+            .await
+            .expect("requeue"),
+        1
+    );
+    let back = e.job_get(dead).await.expect("get").expect("live again");
+    assert_eq!((back.id, back.payload.as_slice()), (dead, &b"b"[..]));
+    let last = enqueue_one(e, job("ids", "f")).await;
+    assert!(last > batch[2], "{last} after {batch:?}");
+}
+
 /// The rows above, for [`contract_suite!`](crate::contract_suite): list each
 /// `pub async fn …<H: Harness>` here, next to where it is written.
 #[doc(hidden)]
@@ -214,6 +245,7 @@ macro_rules! __queues_enqueue {
             batch_enqueue_is_all_or_nothing,
             unique_key_allows_one_live_job,
             batch_stamps_every_option,
+            job_ids_rise_and_are_never_reused,
         ] }
     };
 }

@@ -28,16 +28,87 @@ use crate::writer::WriterState;
 use crate::{db, SqliteEngine};
 use rows::{job_info, ClaimedRows, Source, JOB_COLS, MOVE_COLS};
 
-/// Insert one validated job at `now`. Shared by the engine and the outbox.
-pub(crate) fn insert_job(conn: &Connection, job: &NewJob, now: i64) -> Result<Enqueued> {
+/// Ids reserved for new jobs by one connection: `next..=last`, reserved
+/// when `PRAGMA data_version` read `data_version` (see [`JobIds::next`]).
+/// The writer keeps its block across commits; a rollback that may have
+/// undone the reservation drops it (`WriterState::forget_reservations`).
+#[derive(Debug)]
+pub(crate) struct JobIds {
+    next: i64,
+    last: i64,
+    data_version: i64,
+}
+
+/// Ids the writer reserves at a time: one write of `__alkstore_meta` per
+/// this many enqueued jobs (migration 013 says why).
+pub(crate) const JOB_ID_BLOCK: i64 = 1024;
+
+impl JobIds {
+    /// The id the next job inserted on `conn` gets, reserving `block` ids
+    /// first when `ids` holds none left, or when another connection has
+    /// committed since they were reserved (its jobs' ids are above ours:
+    /// taking a new block keeps ids rising in commit order across
+    /// processes). The reservation raises 'job_id_high' past every id in
+    /// the job, dead and done tables too, so a lost or hand-edited counter
+    /// never hands out an id in use. Call [`JobIds::taken`] once it is used.
+    pub(crate) fn next(
+        ids: &mut Option<JobIds>,
+        conn: &Connection,
+        block: i64,
+    ) -> rusqlite::Result<i64> {
+        let data_version: i64 = conn
+            .prepare_cached("PRAGMA data_version")?
+            .query_row([], |r| r.get(0))?;
+        if let Some(held) = ids {
+            if held.data_version == data_version && held.next <= held.last {
+                return Ok(held.next);
+            }
+        }
+        let last: i64 = conn
+            .prepare_cached(
+                "INSERT INTO __alkstore_meta (key, value) \
+                 SELECT 'job_id_high', max(COALESCE((SELECT max(id) FROM __alkstore_job), 0), \
+                   COALESCE((SELECT max(id) FROM __alkstore_dead), 0), \
+                   COALESCE((SELECT max(id) FROM __alkstore_done), 0)) + ?1 WHERE true \
+                 ON CONFLICT (key) DO UPDATE SET value = max(value + ?1, excluded.value) \
+                 RETURNING value",
+            )?
+            .query_row([block], |r| r.get(0))?;
+        let next = last - block + 1;
+        *ids = Some(JobIds {
+            next,
+            last,
+            data_version,
+        });
+        Ok(next)
+    }
+
+    /// The id [`JobIds::next`] gave was used.
+    pub(crate) fn taken(ids: &mut Option<JobIds>) {
+        if let Some(held) = ids {
+            held.next += 1;
+        }
+    }
+}
+
+/// Insert one validated job at `now`, its id from `ids` (reserving `block`
+/// ids when it has none left). Shared by the engine and the outbox.
+pub(crate) fn insert_job(
+    conn: &Connection,
+    job: &NewJob,
+    now: i64,
+    ids: &mut Option<JobIds>,
+    block: i64,
+) -> Result<Enqueued> {
     let op = "job_enqueue";
     let (run_at, expires_at) = job.times(now);
+    let id = JobIds::next(ids, conn, block).map_err(db(op))?;
     let mut stmt = conn
         .prepare_cached(
             "INSERT INTO __alkstore_job (queue, payload, priority, run_at, max_attempts, created_at, \
                expires_at, visibility_timeout_s, backoff_base_s, dead_letter_retention_s, unique_key, \
-               keep_completed_s) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
+               keep_completed_s, id) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) \
              ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL DO NOTHING",
         )
         .map_err(db(op))?;
@@ -55,10 +126,12 @@ pub(crate) fn insert_job(conn: &Connection, job: &NewJob, now: i64) -> Result<En
             job.dead_letter_retention_s(),
             job.opts.unique_key,
             job.keep_completed_s(),
+            id,
         ])
         .map_err(db(op))?;
     if inserted == 1 {
-        return Ok(Enqueued::Inserted(conn.last_insert_rowid()));
+        JobIds::taken(ids);
+        return Ok(Enqueued::Inserted(id));
     }
     let id: i64 = conn
         .prepare_cached("SELECT id FROM __alkstore_job WHERE queue = ?1 AND unique_key = ?2")
@@ -583,7 +656,10 @@ impl QueueDriver for SqliteEngine {
         let jobs_len = jobs.len();
         let insert = move |st: &mut WriterState| {
             let now = st.clock.now();
-            jobs.iter().map(|j| insert_job(&st.conn, j, now)).collect()
+            let (conn, ids) = (&st.conn, &mut st.job_ids);
+            jobs.iter()
+                .map(|j| insert_job(conn, j, now, ids, JOB_ID_BLOCK))
+                .collect()
         };
         let writer = &self.inner.writer;
         // One job is one INSERT: SQLite's statement atomicity suffices.

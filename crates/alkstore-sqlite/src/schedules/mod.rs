@@ -9,7 +9,7 @@ use alkstore_core::schedule::{
 use alkstore_core::{Checked, Enqueued, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::queues::insert_job;
+use crate::queues::{insert_job, JOB_ID_BLOCK};
 use crate::{db, SqliteEngine};
 
 /// The columns [`info`] reads, in its order.
@@ -177,7 +177,9 @@ impl ScheduleDriver for SqliteEngine {
                     report.skipped += plan.skipped;
                     for b in plan.boundaries {
                         let job = fired_job(&d.name, &d.queue, &d.payload, d.priority, b);
-                        let id = match insert_job(&st.conn, &job, now.div_euclid(1_000))? {
+                        let at = now.div_euclid(1_000);
+                        let (conn, ids) = (&st.conn, &mut st.job_ids);
+                        let id = match insert_job(conn, &job, at, ids, JOB_ID_BLOCK)? {
                             Enqueued::Inserted(id) | Enqueued::Duplicate(id) => id,
                         };
                         report.fired.push(Fired {
