@@ -517,3 +517,103 @@ async fn tuple_counts(client: &tokio_postgres::Client, table: &str) -> (i64, i64
         .expect("stats");
     (row.get(0), row.get(1))
 }
+
+/// Wait up to 10 s for wake hints naming each of `queues`, in any order.
+async fn woken(
+    rx: &mut tokio::sync::broadcast::Receiver<alkstore_core::Wake>,
+    queues: &[&str],
+) -> bool {
+    let mut missing: std::collections::HashSet<&str> = queues.iter().copied().collect();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !missing.is_empty() {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Ok(alkstore_core::Wake::Queue(q))) => {
+                missing.remove(&*q);
+            }
+            Ok(Ok(_)) => {}
+            Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => {}
+            Ok(Err(_)) | Err(_) => return false,
+        }
+    }
+    true
+}
+
+/// Every statement that inserts jobs wakes their queues' workers in other
+/// processes (here another engine on the schema, through its LISTEN
+/// connection): a one-job enqueue, a uniform batch, a batch over two queues,
+/// a batch with unique keys, a dead-letter requeue and the outbox.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_insert_path_wakes_other_processes() {
+    use alkstore_core::{DeadSelect, EnqueueOpts, JobClaimParams, Wake};
+    let url = test_db().await;
+    let schema = testing::unique_schema("wakes");
+    let writer = PgEngine::open(PgOptions::new(url.clone(), schema.clone()))
+        .await
+        .expect("open");
+    let other = PgEngine::open(PgOptions::new(url.clone(), schema.clone()))
+        .await
+        .expect("second engine");
+    let mut rx = other.wake_subscribe();
+    // The listener announces itself once it is listening.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !matches!(
+        tokio::time::timeout_at(deadline, rx.recv()).await,
+        Ok(Ok(Wake::All))
+    ) {
+        assert!(tokio::time::Instant::now() < deadline, "never listening");
+    }
+    let job = |q: &str| NewJob::new(q, b"x".to_vec());
+    writer.job_enqueue(vec![job("one")]).await.expect("one");
+    assert!(woken(&mut rx, &["one"]).await, "one-job enqueue");
+    writer
+        .job_enqueue(vec![job("uniform"), job("uniform")])
+        .await
+        .expect("uniform");
+    assert!(woken(&mut rx, &["uniform"]).await, "uniform batch");
+    writer
+        .job_enqueue(vec![
+            job("mixed-a"),
+            job("mixed-b").with_opts(EnqueueOpts::default().priority(2)),
+        ])
+        .await
+        .expect("mixed");
+    assert!(
+        woken(&mut rx, &["mixed-a", "mixed-b"]).await,
+        "batch over two queues"
+    );
+    writer
+        .job_enqueue(vec![
+            job("keyed").with_opts(EnqueueOpts::default().unique_key("k")),
+            job("keyed"),
+        ])
+        .await
+        .expect("keyed");
+    assert!(woken(&mut rx, &["keyed"]).await, "batch with unique keys");
+    let claimed = writer
+        .job_claim(JobClaimParams::new("one", "w", 1))
+        .await
+        .expect("claim")
+        .remove(0);
+    assert!(writer
+        .job_fail((claimed.claim(), "x".into()))
+        .await
+        .expect("fail"));
+    while rx.try_recv().is_ok() {}
+    assert_eq!(
+        writer
+            .dead_requeue(DeadSelect::ids(vec![claimed.id]))
+            .await
+            .expect("requeue"),
+        1
+    );
+    assert!(woken(&mut rx, &["one"]).await, "dead-letter requeue");
+    let client = writer.client().await.expect("client");
+    writer
+        .job_enqueue_in(&**client, job("outbox"))
+        .await
+        .expect("outbox");
+    assert!(woken(&mut rx, &["outbox"]).await, "outbox");
+    drop(client);
+    drop((writer, other));
+    testing::drop_schema(&url, &schema).await.expect("drop");
+}
