@@ -72,6 +72,9 @@ pub struct WorkerReport {
     /// Claims that found jobs (store round trips): `claimed / claims` is
     /// the mean claim size.
     pub claims: u64,
+    /// Claims that found nothing (after a wake hint, a poll, or a rival
+    /// worker taking the jobs first).
+    pub empty_claims: u64,
     /// Jobs acked.
     pub completed: u64,
     /// Attempts that failed and were rescheduled.
@@ -98,6 +101,7 @@ pub struct WorkerReport {
 pub(crate) struct Counters {
     pub(crate) claimed: AtomicU64,
     pub(crate) claims: AtomicU64,
+    pub(crate) empty_claims: AtomicU64,
     pub(crate) retried: AtomicU64,
     pub(crate) dead: AtomicU64,
     pub(crate) panicked: AtomicU64,
@@ -371,6 +375,7 @@ impl Worker {
         Ok(WorkerReport {
             claimed: counters.claimed.load(Ordering::Relaxed),
             claims: counters.claims.load(Ordering::Relaxed),
+            empty_claims: counters.empty_claims.load(Ordering::Relaxed),
             completed: ack_stats.acked.load(Ordering::Relaxed),
             retried: counters.retried.load(Ordering::Relaxed),
             dead: counters.dead.load(Ordering::Relaxed),

@@ -67,6 +67,9 @@ pub(crate) struct QueueShared {
     claimed_total: metrics::Counter,
     /// How many claim loops share the slots.
     claimers: usize,
+    /// Told when a claim came back full (a backlog): the claim loops other
+    /// than the first wait for it when the queue runs dry.
+    backlog: tokio::sync::Notify,
     /// The worker's engine, ack sender, counters and id.
     pub(crate) ctx: LoopCtx,
 }
@@ -97,6 +100,7 @@ pub(crate) async fn queue_loop(ctx: LoopCtx, spec: QueueSpec) {
         }),
         claimed_total: metrics::counter!("alkstore_jobs_claimed_total", "queue" => name.clone()),
         claimers,
+        backlog: tokio::sync::Notify::new(),
         spec,
         ctx: ctx.clone(),
     });
@@ -111,8 +115,8 @@ pub(crate) async fn queue_loop(ctx: LoopCtx, spec: QueueSpec) {
     let depth = tokio::spawn(depth_reporter(ctx.engine.clone(), name.clone()));
     let _depth_guard = AbortOnDrop(depth.abort_handle());
     let mut loops = JoinSet::new();
-    for _ in 0..claimers {
-        loops.spawn(claim_loop(ctx.clone(), shared.clone()));
+    for n in 0..claimers {
+        loops.spawn(claim_loop(ctx.clone(), shared.clone(), n == 0));
     }
     let _abort_jobs = AbortJobsOnDrop(shared.running.clone());
     while loops.join_next().await.is_some() {}
@@ -172,8 +176,12 @@ pub(crate) async fn queue_loop(ctx: LoopCtx, spec: QueueSpec) {
 const CLAIMERS_MIN_SLOTS: usize = 64;
 
 /// Claim jobs into this loop's share of the queue's free handler slots and
-/// spawn a task per job, until the worker stops.
-async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>) {
+/// spawn a task per job, until the worker stops. When the queue runs dry
+/// (a claim finds fewer jobs than it asked for), the `lead` loop waits for
+/// a wake hint or the next poll; the others wait until a claim comes back
+/// full. Every loop answering every hint made each job enqueued on an idle
+/// queue cost one claim per loop, all but one of them empty.
+async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>, lead: bool) {
     let spec = &shared.spec;
     let mut hints = ctx.engine.wake_subscribe();
     let mut error_backoff = Duration::from_millis(50);
@@ -218,6 +226,9 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>) {
             .await;
         last_claim = started.elapsed();
         backlog = claimed.as_ref().is_ok_and(|jobs| jobs.len() == asked);
+        if backlog && shared.claimers > 1 {
+            shared.backlog.notify_waiters();
+        }
         let jobs = match claimed {
             Ok(jobs) => {
                 error_backoff = Duration::from_millis(50);
@@ -235,8 +246,9 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>) {
             }
         };
         if jobs.is_empty() {
+            ctx.counters.empty_claims.fetch_add(1, Ordering::Relaxed);
             drop(reserved);
-            wait_for_work(&mut ctx, &mut hints, &name).await;
+            idle(&mut ctx, &shared, lead, &mut hints, &name).await;
             continue;
         }
         ctx.counters
@@ -284,6 +296,28 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>) {
         }
         // Reserved slots left unused (fewer jobs than slots) are freed here.
         drop(reserved);
+        if !backlog {
+            // The claim took every due job: another now would find none
+            // (jobs committed since sent hints, which end the wait at once).
+            idle(&mut ctx, &shared, lead, &mut hints, &name).await;
+        }
+    }
+}
+
+/// A claim loop's wait once its queue ran dry (see [`claim_loop`]).
+async fn idle(
+    ctx: &mut LoopCtx,
+    shared: &QueueShared,
+    lead: bool,
+    hints: &mut broadcast::Receiver<alkstore_core::Wake>,
+    queue: &str,
+) {
+    if lead {
+        return wait_for_work(ctx, hints, queue).await;
+    }
+    tokio::select! {
+        _ = shared.backlog.notified() => {}
+        _ = ctx.stop.changed() => {}
     }
 }
 
