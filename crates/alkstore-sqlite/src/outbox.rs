@@ -31,7 +31,25 @@ impl SqliteEngine {
         job.validate(self.limits())?;
         // One id reserved per job: this connection keeps no block between
         // calls (its transaction may roll back, taking the reservation).
-        insert_job(conn, &job, self.now(), &mut None, 1)
+        // The reservation and the insert commit together, as
+        // `stream_publish_in`'s counter and events do: outside a
+        // transaction, a reservation committed alone would let a writer
+        // reserve above it and commit a higher id first.
+        let op = "job_enqueue";
+        conn.execute_batch("SAVEPOINT alkstore_enqueue")
+            .map_err(crate::db(op))?;
+        match insert_job(conn, &job, self.now(), &mut None, 1) {
+            Ok(out) => {
+                conn.execute_batch("RELEASE alkstore_enqueue")
+                    .map_err(crate::db(op))?;
+                Ok(out)
+            }
+            Err(e) => {
+                let _ =
+                    conn.execute_batch("ROLLBACK TO alkstore_enqueue; RELEASE alkstore_enqueue");
+                Err(e)
+            }
+        }
     }
 
     /// Publish `events` on the caller's connection, usually inside the

@@ -602,3 +602,42 @@ async fn ids_continue_above_an_autoincrement_counter() {
         .id();
     assert!(id > 5000, "{id} reuses an id at or below the counter");
 }
+
+/// The outbox enqueue outside a transaction reserves its id and inserts the
+/// job in one savepoint: they commit together or not at all (a reservation
+/// committed alone would let a writer reserve above it and commit a higher
+/// id first). Here an application trigger refuses the job, and the counter
+/// is left as it was.
+#[tokio::test]
+async fn an_outbox_enqueue_reserves_its_id_only_with_its_job() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("outbox-ids.db");
+    let engine = SqliteEngine::open(SqliteOptions::new(&path)).expect("open");
+    enqueue_and_ack(&engine, "q").await;
+    let conn = rusqlite::Connection::open(&path).expect("app connection");
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .expect("busy timeout");
+    conn.execute_batch(
+        "CREATE TRIGGER refuse BEFORE INSERT ON __alkstore_job WHEN new.queue = 'bad' \
+         BEGIN SELECT RAISE(ABORT, 'refused'); END",
+    )
+    .expect("trigger");
+    let high = |conn: &rusqlite::Connection| -> i64 {
+        conn.query_row(
+            "SELECT value FROM __alkstore_meta WHERE key = 'job_id_high'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("counter")
+    };
+    let before = high(&conn);
+    let refused = engine.job_enqueue_in(&conn, NewJob::new("bad", b"x".to_vec()));
+    assert!(refused.is_err(), "{refused:?}");
+    assert!(conn.is_autocommit(), "no transaction left open");
+    assert_eq!(high(&conn), before, "the reservation went with the job");
+    let id = engine
+        .job_enqueue_in(&conn, NewJob::new("q", b"x".to_vec()))
+        .expect("outbox")
+        .id();
+    assert_eq!(high(&conn), id, "one id reserved, and used");
+}

@@ -31,7 +31,7 @@ use rows::{job_info, ClaimedRows, Source, JOB_COLS, MOVE_COLS};
 /// Ids reserved for new jobs by one connection: `next..=last`, reserved
 /// when `PRAGMA data_version` read `data_version` (see [`JobIds::next`]).
 /// The writer keeps its block across commits; a rollback that may have
-/// undone the reservation drops it (`WriterState::forget_reservations`).
+/// undone the reservation drops it (`WriterState::forget_rolled_back`).
 #[derive(Debug)]
 pub(crate) struct JobIds {
     next: i64,
@@ -282,7 +282,7 @@ impl ClaimSizes {
 /// deletes with a plain statement and counts it for that queue, where a
 /// job claimed elsewhere needs `RETURNING queue` (which costs SQLite an
 /// ephemeral table per row: a fifth of the ack path). A job's queue never
-/// changes and ids are never reused (AUTOINCREMENT), so an entry is never
+/// changes and ids are never reused (see [`JobIds`]), so an entry is never
 /// wrong, only possibly stale (a claim that lapsed and was finished
 /// elsewhere, or never acked): bounded by clearing the map when it grows
 /// past its cap (about 2 MB).
@@ -662,7 +662,10 @@ impl QueueDriver for SqliteEngine {
                 .collect()
         };
         let writer = &self.inner.writer;
-        // One job is one INSERT: SQLite's statement atomicity suffices.
+        // One job is one INSERT (after, at times, the reservation of a
+        // block of ids): SQLite's statement atomicity suffices. A failed
+        // INSERT leaves the reservation in the group, which is harmless: the
+        // block in memory is the one the file records.
         if jobs_len == 1 {
             writer.write_one_statement("job_enqueue", insert).await
         } else {
