@@ -35,21 +35,9 @@ impl SqliteEngine {
         // `stream_publish_in`'s counter and events do: outside a
         // transaction, a reservation committed alone would let a writer
         // reserve above it and commit a higher id first.
-        let op = "job_enqueue";
-        conn.execute_batch("SAVEPOINT alkstore_enqueue")
-            .map_err(crate::db(op))?;
-        match insert_job(conn, &job, self.now(), &mut None, 1) {
-            Ok(out) => {
-                conn.execute_batch("RELEASE alkstore_enqueue")
-                    .map_err(crate::db(op))?;
-                Ok(out)
-            }
-            Err(e) => {
-                let _ =
-                    conn.execute_batch("ROLLBACK TO alkstore_enqueue; RELEASE alkstore_enqueue");
-                Err(e)
-            }
-        }
+        all_or_none(conn, "job_enqueue", || {
+            insert_job(conn, &job, self.now(), &mut None, 1)
+        })
     }
 
     /// Publish `events` on the caller's connection, usually inside the
@@ -75,21 +63,9 @@ impl SqliteEngine {
         // The counter bump and the inserts must commit together: a counter
         // committed alone could let another publisher's later offset become
         // readable first.
-        let op = "stream_publish";
-        conn.execute_batch("SAVEPOINT alkstore_publish")
-            .map_err(crate::db(op))?;
-        match insert_events(conn, &events.events, self.now()) {
-            Ok(offsets) => {
-                conn.execute_batch("RELEASE alkstore_publish")
-                    .map_err(crate::db(op))?;
-                Ok(offsets)
-            }
-            Err(e) => {
-                let _ =
-                    conn.execute_batch("ROLLBACK TO alkstore_publish; RELEASE alkstore_publish");
-                Err(e)
-            }
-        }
+        all_or_none(conn, "stream_publish", || {
+            insert_events(conn, &events.events, self.now())
+        })
     }
 
     /// Send a notification on the caller's connection, usually inside the
@@ -108,5 +84,24 @@ impl SqliteEngine {
     pub fn notify_in(&self, conn: &Connection, channel: &str, payload: &str) -> Result<()> {
         alkstore_core::notify::validate_notify(channel, payload)?;
         crate::notify::insert(conn, channel, payload, self.inner.clock.now_ms())
+    }
+}
+
+/// Run `f`'s writes on `conn` in a savepoint: kept when it succeeds, undone
+/// when it fails. Inside the caller's transaction they then commit with it;
+/// outside one, together on their own.
+fn all_or_none<T>(conn: &Connection, op: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    conn.execute_batch("SAVEPOINT alkstore_outbox")
+        .map_err(crate::db(op))?;
+    match f() {
+        Ok(out) => {
+            conn.execute_batch("RELEASE alkstore_outbox")
+                .map_err(crate::db(op))?;
+            Ok(out)
+        }
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK TO alkstore_outbox; RELEASE alkstore_outbox");
+            Err(e)
+        }
     }
 }
