@@ -213,7 +213,7 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>, lead: bool) {
         };
         // Hints sent before this claim are answered by it; only later ones
         // should wake the loop after an empty claim.
-        while hints.try_recv().is_ok() {}
+        while let Ok(_) | Err(broadcast::error::TryRecvError::Lagged(_)) = hints.try_recv() {}
         let asked = reserved.num_permits();
         let started = tokio::time::Instant::now();
         let claimed = ctx
@@ -225,7 +225,11 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>, lead: bool) {
             ))
             .await;
         last_claim = started.elapsed();
-        backlog = claimed.as_ref().is_ok_and(|jobs| jobs.len() == asked);
+        // Full: the queue may hold more. A backlog: full, and worth another
+        // loop's claim (a claim of the one slot that came free is full
+        // too, with long handlers and a trickle of jobs).
+        let full = claimed.as_ref().is_ok_and(|jobs| jobs.len() == asked);
+        backlog = full && asked >= (share / 2).max(1);
         if backlog && shared.claimers > 1 {
             shared.backlog.notify_waiters();
         }
@@ -296,7 +300,7 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>, lead: bool) {
         }
         // Reserved slots left unused (fewer jobs than slots) are freed here.
         drop(reserved);
-        if !backlog {
+        if !full {
             // The claim took every due job: another now would find none
             // (jobs committed since sent hints, which end the wait at once).
             idle(&mut ctx, &shared, lead, &mut hints, &name).await;
@@ -313,10 +317,16 @@ async fn idle(
     queue: &str,
 ) {
     if lead {
-        return wait_for_work(ctx, hints, queue).await;
+        // A backlog another loop found (jobs that sent no hint this loop
+        // saw, e.g. claims another process rolled back) ends it too.
+        tokio::select! {
+            () = wait_for_work(ctx, hints, queue) => {}
+            () = shared.backlog.notified() => {}
+        }
+        return;
     }
     tokio::select! {
-        _ = shared.backlog.notified() => {}
+        () = shared.backlog.notified() => {}
         _ = ctx.stop.changed() => {}
     }
 }
