@@ -487,6 +487,15 @@ fn run_group(st: &mut WriterState, batch: Vec<Command>, may_wait: bool) -> Group
         }
         return Group::Ran(false);
     }
+    // Ids reserved before another connection committed are below that
+    // connection's: take a new block (checked once a group, not per job).
+    if st
+        .job_ids
+        .as_ref()
+        .is_some_and(|ids| !ids.still_current(&st.conn))
+    {
+        st.job_ids = None;
+    }
     let mut delivers: Vec<Deliver> = Vec::with_capacity(batch.len());
     let mut aborted: Option<String> = None;
     // A command alone in its group skips its savepoint (two statements and

@@ -29,9 +29,12 @@ use crate::{db, SqliteEngine};
 use rows::{job_info, ClaimedRows, Source, JOB_COLS, MOVE_COLS};
 
 /// Ids reserved for new jobs by one connection: `next..=last`, reserved
-/// when `PRAGMA data_version` read `data_version` (see [`JobIds::next`]).
-/// The writer keeps its block across commits; a rollback that may have
-/// undone the reservation drops it (`WriterState::forget_rolled_back`).
+/// when `PRAGMA data_version` read `data_version`. The writer keeps its
+/// block across commits, and drops it when a group finds that another
+/// connection has committed since (its jobs' ids are above ours: a new
+/// block keeps ids rising in commit order across processes; see
+/// [`JobIds::still_current`]) or when a rollback may have undone the
+/// reservation (`WriterState::forget_rolled_back`).
 #[derive(Debug)]
 pub(crate) struct JobIds {
     next: i64,
@@ -45,25 +48,21 @@ pub(crate) const JOB_ID_BLOCK: i64 = 1024;
 
 impl JobIds {
     /// The id the next job inserted on `conn` gets, reserving `block` ids
-    /// first when `ids` holds none left, or when another connection has
-    /// committed since they were reserved (its jobs' ids are above ours:
-    /// taking a new block keeps ids rising in commit order across
-    /// processes). The reservation raises 'job_id_high' past every id in
-    /// the job, dead and done tables too, so a lost or hand-edited counter
-    /// never hands out an id in use. Call [`JobIds::taken`] once it is used.
+    /// first when `ids` holds none left. The reservation raises
+    /// 'job_id_high' past every id in the job, dead and done tables too, so
+    /// a lost or hand-edited counter never hands out an id in use. Call
+    /// [`JobIds::taken`] once it is used.
     pub(crate) fn next(
         ids: &mut Option<JobIds>,
         conn: &Connection,
         block: i64,
     ) -> rusqlite::Result<i64> {
-        let data_version: i64 = conn
-            .prepare_cached("PRAGMA data_version")?
-            .query_row([], |r| r.get(0))?;
         if let Some(held) = ids {
-            if held.data_version == data_version && held.next <= held.last {
+            if held.next <= held.last {
                 return Ok(held.next);
             }
         }
+        let data_version = data_version(conn)?;
         let last: i64 = conn
             .prepare_cached(
                 "INSERT INTO __alkstore_meta (key, value) \
@@ -83,12 +82,25 @@ impl JobIds {
         Ok(next)
     }
 
+    /// Whether no other connection has committed since this block was
+    /// reserved (a failed check counts as a commit).
+    pub(crate) fn still_current(&self, conn: &Connection) -> bool {
+        data_version(conn).is_ok_and(|v| v == self.data_version)
+    }
+
     /// The id [`JobIds::next`] gave was used.
     pub(crate) fn taken(ids: &mut Option<JobIds>) {
         if let Some(held) = ids {
             held.next += 1;
         }
     }
+}
+
+/// `PRAGMA data_version` on `conn`: it changes when another connection
+/// commits.
+fn data_version(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.prepare_cached("PRAGMA data_version")?
+        .query_row([], |r| r.get(0))
 }
 
 /// Insert one validated job at `now`, its id from `ids` (reserving `block`

@@ -133,13 +133,6 @@ impl ClaimedRows {
                 unique_key,
             });
         }
-        // Claim order, as `Job::claim_order` has it.
-        out.rows.sort_by(|a, b| {
-            b.priority
-                .cmp(&a.priority)
-                .then(a.run_at.cmp(&b.run_at))
-                .then(a.id.cmp(&b.id))
-        });
         Ok(out)
     }
 
@@ -161,7 +154,8 @@ impl ClaimedRows {
     /// The jobs, claimed from `queue` by `worker`, in claim order.
     pub(crate) fn into_jobs(self, queue: &str, worker: &str) -> Vec<Job> {
         let bytes = &self.bytes;
-        self.rows
+        let mut jobs: Vec<Job> = self
+            .rows
             .into_iter()
             .map(|r| Job {
                 id: r.id,
@@ -181,6 +175,8 @@ impl ClaimedRows {
                 queue: queue.to_string(),
                 worker: worker.to_string(),
             })
-            .collect()
+            .collect();
+        jobs.sort_by(Job::claim_order);
+        jobs
     }
 }
