@@ -157,14 +157,15 @@ impl SqliteEngine {
         }
         schema::migrate(&conn)?;
         let clock: Arc<dyn Clock> = opts.clock.clone().unwrap_or_else(|| Arc::new(SystemClock));
-        let writer = writer::Writer::new(conn, clock.clone(), opts.busy_timeout);
+        let wake = Arc::new(WakeHub::default());
+        let writer = writer::Writer::new(conn, clock.clone(), opts.busy_timeout, wake.clone());
         Ok(SqliteEngine {
             inner: Arc::new(Inner {
                 writer,
                 readers: Mutex::new(Vec::new()),
                 opts,
                 clock,
-                wake: Arc::new(WakeHub::default()),
+                wake,
                 watcher_started: AtomicBool::new(false),
                 closed: AtomicBool::new(false),
                 claim_sizes: Default::default(),
@@ -181,9 +182,10 @@ impl SqliteEngine {
         if !self.inner.watcher_started.swap(true, Ordering::SeqCst) {
             let hub = Arc::downgrade(&self.inner.wake);
             let opts = self.inner.opts.clone();
+            let activity = self.inner.writer.activity();
             let spawned = std::thread::Builder::new()
                 .name("alkstore-sqlite-watch".into())
-                .spawn(move || watch_data_version(opts, hub));
+                .spawn(move || watch_data_version(opts, hub, activity));
             if let Err(e) = spawned {
                 tracing::warn!(error = %e, "cannot start the data_version watcher; relying on polls");
             }
@@ -244,8 +246,13 @@ impl SqliteEngine {
 /// `PRAGMA data_version` changes whenever another connection commits. On
 /// Linux the watcher sleeps until inotify reports a write to the `-wal` file
 /// (no CPU while idle); elsewhere, or if inotify is unavailable, it polls the
-/// pragma every millisecond while anyone listens.
-fn watch_data_version(opts: SqliteOptions, hub: std::sync::Weak<WakeHub>) {
+/// pragma every millisecond while anyone listens. It never looks while a
+/// group of this engine's writer runs ([`writer::GroupActivity`]).
+fn watch_data_version(
+    opts: SqliteOptions,
+    hub: std::sync::Weak<WakeHub>,
+    activity: Arc<writer::GroupActivity>,
+) {
     let conn = match open_connection(&opts) {
         Ok(c) => c,
         Err(e) => {
@@ -255,7 +262,7 @@ fn watch_data_version(opts: SqliteOptions, hub: std::sync::Weak<WakeHub>) {
     };
     let mut last = data_version(&conn);
     #[cfg(target_os = "linux")]
-    match inotify_watch::run(&conn, &opts, &hub, &mut last) {
+    match inotify_watch::run(&conn, &opts, &hub, &activity, &mut last) {
         Ok(()) => return,
         Err(e) => tracing::info!(error = %e, "inotify unavailable; polling data_version instead"),
     }
@@ -266,16 +273,11 @@ fn watch_data_version(opts: SqliteOptions, hub: std::sync::Weak<WakeHub>) {
             std::thread::sleep(Duration::from_millis(50));
             continue;
         }
+        activity.wait_for_end(GROUP_WAIT_LIMIT);
         changed(&conn, &mut last, &hub);
         drop(hub);
         std::thread::sleep(Duration::from_millis(1));
     }
-}
-
-fn data_version(conn: &Connection) -> Option<i64> {
-    conn.prepare_cached("PRAGMA data_version")
-        .and_then(|mut s| s.query_row([], |r| r.get(0)))
-        .ok()
 }
 
 /// Hint everyone when `data_version` moved; true when it did.
@@ -287,6 +289,18 @@ fn changed(conn: &Connection, last: &mut Option<i64>, hub: &WakeHub) -> bool {
         return true;
     }
     false
+}
+
+/// Longest the watcher waits for a group of this engine's writer to end
+/// before looking anyway (it wakes at the end; this bounds a lost wake-up).
+const GROUP_WAIT_LIMIT: Duration = Duration::from_millis(50);
+
+/// `PRAGMA data_version` on `conn` (`None` if it could not be read): it
+/// changes whenever another connection commits.
+pub(crate) fn data_version(conn: &Connection) -> Option<i64> {
+    conn.prepare_cached("PRAGMA data_version")
+        .and_then(|mut s| s.query_row([], |r| r.get(0)))
+        .ok()
 }
 
 #[cfg(target_os = "linux")]
@@ -301,7 +315,8 @@ mod inotify_watch {
     use inotify::{Inotify, WatchMask};
     use rusqlite::Connection;
 
-    use super::{changed, SqliteOptions};
+    use super::{changed, SqliteOptions, GROUP_WAIT_LIMIT};
+    use crate::writer::GroupActivity;
 
     /// Longest wait without an event before looking anyway (a safety net for
     /// file systems that do not report writes).
@@ -321,6 +336,7 @@ mod inotify_watch {
         conn: &Connection,
         opts: &SqliteOptions,
         hub: &Weak<WakeHub>,
+        activity: &GroupActivity,
         last: &mut Option<i64>,
     ) -> std::io::Result<()> {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -375,7 +391,15 @@ mod inotify_watch {
                 // synchronous=full after an fsync): look again on a backoff
                 // for up to ~50 ms. Blocking sleeps: this thread runs nothing
                 // else, and tokio's timer only resolves whole milliseconds.
+                let begun = activity.begun();
                 for pause_us in RECHECK_PAUSES_US {
+                    // The write may be a group of our own writer's: no other
+                    // connection commits until it ends.
+                    activity.wait_for_end(GROUP_WAIT_LIMIT);
+                    // A group began since the write: it looked at its start.
+                    if activity.begun() != begun {
+                        break;
+                    }
                     if changed(conn, last, &h) {
                         break;
                     }

@@ -641,3 +641,69 @@ async fn an_outbox_enqueue_reserves_its_id_only_with_its_job() {
         .id();
     assert_eq!(high(&conn), id, "one id reserved, and used");
 }
+
+/// Every `Wake::All` hint that arrives within `within`.
+async fn all_hints(
+    rx: &mut tokio::sync::broadcast::Receiver<alkstore_core::Wake>,
+    within: std::time::Duration,
+) -> usize {
+    let deadline = tokio::time::Instant::now() + within;
+    let mut all = 0;
+    while let Ok(got) = tokio::time::timeout_at(deadline, rx.recv()).await {
+        match got {
+            Ok(alkstore_core::Wake::All) => all += 1,
+            Ok(_) => {}
+            // A lag counts as nothing seen: the assertions below fail only
+            // on hints seen.
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+        }
+    }
+    all
+}
+
+/// Commits by other connections wake every listener, whether the engine's
+/// writer is idle (the watcher sees them) or busy (the watcher waits for
+/// its groups to end, and each group looks at its start).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_connections_commits_wake_listeners_while_the_engine_writes() {
+    use std::time::Duration;
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("x.db");
+    let e = SqliteEngine::open(SqliteOptions::new(&path)).expect("open");
+    let mut rx = e.wake_hints();
+    e.job_enqueue(vec![NewJob::new("q", b"first".to_vec())])
+        .await
+        .expect("enqueue");
+    // Let the watcher start, then forget what came before.
+    all_hints(&mut rx, Duration::from_millis(200)).await;
+    let other = rusqlite::Connection::open(&path).expect("conn");
+    other
+        .execute_batch("CREATE TABLE app (x); INSERT INTO app VALUES (1);")
+        .expect("app commit");
+    assert!(
+        all_hints(&mut rx, Duration::from_millis(500)).await >= 1,
+        "another connection's commit woke nobody while the engine was idle"
+    );
+    // The engine writes all the time; another connection commits between.
+    let writer = {
+        let e = e.clone();
+        tokio::spawn(async move {
+            for i in 0..400u32 {
+                e.job_enqueue(vec![NewJob::new("q", i.to_le_bytes().to_vec())])
+                    .await
+                    .expect("enqueue");
+            }
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    while rx.try_recv().is_ok() {}
+    other
+        .execute("INSERT INTO app VALUES (2)", [])
+        .expect("app commit");
+    assert!(
+        all_hints(&mut rx, Duration::from_millis(500)).await >= 1,
+        "another connection's commit woke nobody while the engine wrote"
+    );
+    writer.await.expect("writer task");
+}

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use alkstore_core::{Engine, QueueAdmin, QueueEngine};
+use alkstore_core::Engine;
 use tokio::time::Instant;
 
 use super::support::{enqueue_one, job};
@@ -33,12 +33,13 @@ pub(crate) async fn hint_by(
 }
 
 /// Wait up to 10 s for the engine's commit watcher to report a commit by
-/// another connection (the engine's own writer is one, seen from the
-/// watcher) with a bare [`Wake::All`](alkstore_core::Wake::All): proof that
-/// it is watching. Each quiet 100 ms commits one more probe job, on a queue
-/// of its own, for the watcher to see.
-async fn watcher_reports_commits<E: QueueEngine + QueueAdmin>(
-    e: &E,
+/// another connection with a bare [`Wake::All`](alkstore_core::Wake::All):
+/// proof that it is watching. Each quiet 100 ms commits one more probe job
+/// through the caller's own connection (the outbox), on a queue of its own,
+/// for the watcher to see. (The engine's own commits are not reported: they
+/// hint their queues themselves.)
+async fn watcher_reports_commits<H: Harness>(
+    h: &H,
     rx: &mut tokio::sync::broadcast::Receiver<alkstore_core::Wake>,
 ) -> bool {
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -50,7 +51,9 @@ async fn watcher_reports_commits<E: QueueEngine + QueueAdmin>(
         if Instant::now() >= deadline {
             return false;
         }
-        enqueue_one(e, job("wake-probe", "x")).await;
+        h.outbox_enqueue(job("wake-probe", "x"), true)
+            .await
+            .expect("outbox probe");
     }
 }
 
@@ -85,7 +88,7 @@ pub async fn wake_hints_follow_commits<H: Harness>(h: &H) {
         // Wait for the watcher to show it is watching, then forget older
         // hints.
         assert!(
-            watcher_reports_commits(e, &mut rx).await,
+            watcher_reports_commits(h, &mut rx).await,
             "the commit watcher never became ready"
         );
         while rx.try_recv().is_ok() {}

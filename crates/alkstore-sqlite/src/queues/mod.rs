@@ -33,7 +33,7 @@ use rows::{job_info, ClaimedRows, Source, JOB_COLS, MOVE_COLS};
 /// block across commits, and drops it when a group finds that another
 /// connection has committed since (its jobs' ids are above ours: a new
 /// block keeps ids rising in commit order across processes; see
-/// [`JobIds::still_current`]) or when a rollback may have undone the
+/// [`JobIds::still_current_at`]) or when a rollback may have undone the
 /// reservation (`WriterState::forget_rolled_back`).
 #[derive(Debug)]
 pub(crate) struct JobIds {
@@ -83,9 +83,10 @@ impl JobIds {
     }
 
     /// Whether no other connection has committed since this block was
-    /// reserved (a failed check counts as a commit).
-    pub(crate) fn still_current(&self, conn: &Connection) -> bool {
-        data_version(conn).is_ok_and(|v| v == self.data_version)
+    /// reserved, given `PRAGMA data_version` now (`None`: it could not be
+    /// read, which counts as a commit).
+    pub(crate) fn still_current_at(&self, version: Option<i64>) -> bool {
+        version == Some(self.data_version)
     }
 
     /// The id [`JobIds::next`] gave was used.
