@@ -250,8 +250,10 @@ if [ "$peer" = honker ]; then
 fi
 
 pct="$(field "$out/alk.txt" alkstore worker_vs_raw percent)"
+rounds="$(field "$out/alk.txt" alkstore worker_vs_raw rounds)"
 if [ -n "$pct" ]; then
-  echo "worker_50k through the Worker: ${pct}% of raw_claim_ack (the engine alone, same claim size, same run)"
+  echo "worker_50k through the Worker: ${pct}% of raw_claim_ack (the engine alone, same claim size, same run;" \
+    "median of ${rounds:-1} alternating rounds; alkstore's throughput rows above are those rounds' medians)"
 fi
 
 for w in wake_latency wake_latency_xproc; do

@@ -442,6 +442,12 @@ pub(crate) struct WorkerBenchArgs {
     /// throughputs ran.
     #[arg(long = "scenario")]
     scenarios: Vec<String>,
+    /// Rounds of raw_claim_ack and worker_50k, alternating: each round is
+    /// printed (`scenario=worker_50k.round2`), then the medians under the
+    /// scenarios' own names, and worker_vs_raw as the median of the rounds'
+    /// ratios (a pair of runs side by side shares the machine's mood).
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
 }
 
 pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -546,9 +552,9 @@ async fn wake_across_processes(target: &Target, samples: usize) -> Result<()> {
 
 /// Run `alk bench worker`.
 pub(crate) async fn run_worker(args: WorkerBenchArgs) -> Result<()> {
-    if args.samples == 0 || args.jobs == 0 {
+    if args.samples == 0 || args.jobs == 0 || args.rounds == 0 {
         return Err(alkstore::Error::invalid(
-            "samples/jobs",
+            "samples/jobs/rounds",
             "must be at least 1",
         ));
     }
@@ -562,25 +568,84 @@ pub(crate) async fn run_worker(args: WorkerBenchArgs) -> Result<()> {
         env!("CARGO_PKG_VERSION"),
         target.name()
     );
-    let mut raw = None;
+    let (raw, worker) = (
+        asked.contains(&"raw_claim_ack"),
+        asked.contains(&"worker_50k"),
+    );
     for name in scenarios {
         match *name {
             "wake_latency" => wake_in_process(&target, args.samples).await?,
             "wake_latency_xproc" => wake_across_processes(&target, args.samples).await?,
-            "raw_claim_ack" => raw = Some(raw_claim_ack(&target, args.jobs).await?),
-            "worker_50k" => {
-                let through_worker = worker_throughput(&target, args.jobs).await?;
-                if let Some(raw) = raw {
-                    println!(
-                        "bench peer=alkstore engine={} scenario=worker_vs_raw worker_jobs_per_s={through_worker:.0} raw_jobs_per_s={raw:.0} percent={:.1}",
-                        target.name(),
-                        100.0 * through_worker / raw
-                    );
-                }
+            // Both in one place: their rounds alternate.
+            "raw_claim_ack" => {
+                throughput_rounds(&target, args.jobs, args.rounds, raw, worker).await?
+            }
+            "worker_50k" if !raw => {
+                throughput_rounds(&target, args.jobs, args.rounds, false, true).await?
             }
             "worker_retry_once" => worker_retry_once(&target, args.jobs).await?,
             _ => {} // pick_scenarios admits only the names above
         }
+    }
+    Ok(())
+}
+
+/// `raw_claim_ack` and `worker_50k` (those asked) in `rounds` alternating
+/// rounds; with more than one, their medians and the median of the rounds'
+/// ratios (`worker_vs_raw`).
+async fn throughput_rounds(
+    target: &Target,
+    jobs: usize,
+    rounds: usize,
+    raw: bool,
+    worker: bool,
+) -> Result<()> {
+    let (mut raws, mut workers, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 1..=rounds {
+        let label = |name: &str| {
+            if rounds == 1 {
+                name.to_string()
+            } else {
+                format!("{name}.round{round}")
+            }
+        };
+        let r = match raw {
+            true => Some(raw_claim_ack(target, jobs, &label("raw_claim_ack")).await?),
+            false => None,
+        };
+        let w = match worker {
+            true => Some(worker_throughput(target, jobs, &label("worker_50k")).await?),
+            false => None,
+        };
+        raws.extend(r);
+        workers.extend(w);
+        if let (Some(r), Some(w)) = (r, w) {
+            ratios.push(100.0 * w / r);
+        }
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        percentile(&v, 0.5)
+    };
+    let (raw_median, worker_median) = (median(raws.clone()), median(workers.clone()));
+    let engine = target.name();
+    if rounds > 1 {
+        for (name, values, m) in [
+            ("raw_claim_ack", &raws, raw_median),
+            ("worker_50k", &workers, worker_median),
+        ] {
+            if !values.is_empty() {
+                println!(
+                    "bench peer=alkstore engine={engine} scenario={name} jobs={jobs} rounds={rounds} jobs_per_s={m:.0} (median)"
+                );
+            }
+        }
+    }
+    if !ratios.is_empty() {
+        println!(
+            "bench peer=alkstore engine={engine} scenario=worker_vs_raw worker_jobs_per_s={worker_median:.0} raw_jobs_per_s={raw_median:.0} percent={:.1} rounds={rounds}",
+            median(ratios)
+        );
     }
     Ok(())
 }
@@ -650,7 +715,7 @@ async fn wake_in_process(target: &Target, samples: usize) -> Result<()> {
 /// `raw_claim_ack`: the engine alone, one task claiming as many jobs at a
 /// time as the runtime does and acking each claim in one call: the ceiling
 /// `worker_50k` is measured against (same queue size, same run).
-async fn raw_claim_ack(target: &Target, jobs: usize) -> Result<f64> {
+async fn raw_claim_ack(target: &Target, jobs: usize, label: &str) -> Result<f64> {
     let fresh = target.fresh(104).await?;
     fill(&fresh.engine, jobs).await?;
     let commits = writer_counts(&fresh.engine);
@@ -665,7 +730,7 @@ async fn raw_claim_ack(target: &Target, jobs: usize) -> Result<f64> {
     check(done, jobs)?;
     let rate = jobs as f64 / secs;
     println!(
-        "bench peer=alkstore engine={} scenario=raw_claim_ack jobs={jobs} secs={secs:.3} jobs_per_s={rate:.0}{}",
+        "bench peer=alkstore engine={} scenario={label} jobs={jobs} secs={secs:.3} jobs_per_s={rate:.0}{}",
         target.name(),
         writer_work_since(&fresh.engine, commits),
     );
@@ -675,7 +740,7 @@ async fn raw_claim_ack(target: &Target, jobs: usize) -> Result<f64> {
 
 /// `worker_50k`: throughput through the runtime, no-op handlers over a full
 /// queue; returns jobs/s.
-async fn worker_throughput(target: &Target, jobs: usize) -> Result<f64> {
+async fn worker_throughput(target: &Target, jobs: usize, label: &str) -> Result<f64> {
     use alkstore::{JobCtx, Worker};
     // Throughput through the runtime: no-op handlers over a full queue.
     let fresh = target.fresh(101).await?;
@@ -707,7 +772,7 @@ async fn worker_throughput(target: &Target, jobs: usize) -> Result<f64> {
         jobs,
     )?;
     println!(
-        "bench peer=alkstore engine={} scenario=worker_50k jobs={} secs={secs:.3} jobs_per_s={:.0} claims={}{}",
+        "bench peer=alkstore engine={} scenario={label} jobs={} secs={secs:.3} jobs_per_s={:.0} claims={}{}",
         target.name(),
         jobs,
         jobs as f64 / secs,

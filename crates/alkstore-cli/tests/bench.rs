@@ -88,6 +88,12 @@ fn worker_bench_reports_latency_and_throughput() {
         vec![
             "wake_latency",
             "wake_latency_xproc",
+            "raw_claim_ack.round1",
+            "worker_50k.round1",
+            "raw_claim_ack.round2",
+            "worker_50k.round2",
+            "raw_claim_ack.round3",
+            "worker_50k.round3",
             "raw_claim_ack",
             "worker_50k",
             "worker_vs_raw",
@@ -96,8 +102,32 @@ fn worker_bench_reports_latency_and_throughput() {
         "{out}"
     );
     assert!(out.contains(" percent="), "{out}");
+    // The figure under a scenario's own name is its rounds' median.
+    for name in ["raw_claim_ack", "worker_50k"] {
+        let rate = |scenario: &str| -> u64 {
+            out.lines()
+                .find(|l| l.contains(&format!(" scenario={scenario} ")))
+                .and_then(|l| {
+                    l.split_whitespace()
+                        .find_map(|w| w.strip_prefix("jobs_per_s="))
+                })
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("no jobs_per_s for {scenario} in {out}"))
+        };
+        let mut rounds: Vec<u64> = (1..=3).map(|r| rate(&format!("{name}.round{r}"))).collect();
+        rounds.sort_unstable();
+        assert_eq!(rate(name), rounds[1], "{name} is not the median: {out}");
+    }
     // One scenario asked: that one only (no comparison without its raw run).
-    let out = bench(&["worker", "--jobs", "200", "--scenario", "worker_50k"]);
+    let out = bench(&[
+        "worker",
+        "--jobs",
+        "200",
+        "--rounds",
+        "1",
+        "--scenario",
+        "worker_50k",
+    ]);
     assert_eq!(scenarios(&out), vec!["worker_50k"], "{out}");
     // The Worker's claims (round trips) beside its jobs: at least one, at
     // most one per job.
