@@ -88,19 +88,23 @@ pub(crate) async fn run_job(queue: Arc<QueueShared>, job: Job, cancelled: Cancel
     };
     // Every outcome goes to the completer, which records it in a batch; from
     // here on the job is never handed back (it would run again).
-    mark_settled(running, key);
     let finished = completer::Finished {
         key,
         settle,
         qm: qm.clone(),
         span,
     };
-    // Back-pressure: waits when the completer is behind. The waiting send
-    // is boxed: its future would enlarge every job's task.
+    // Back-pressure: waits when the completer is behind, the job marked
+    // settled meanwhile. Sent at once (no await before the removal below),
+    // it needs no mark. The waiting send is boxed: its future would enlarge
+    // every job's task.
     use tokio::sync::mpsc::error::TrySendError;
     let sent = match ctx.acks.try_send(finished) {
         Ok(()) => true,
-        Err(TrySendError::Full(finished)) => Box::pin(ctx.acks.send(finished)).await.is_ok(),
+        Err(TrySendError::Full(finished)) => {
+            mark_settled(running, key);
+            Box::pin(ctx.acks.send(finished)).await.is_ok()
+        }
         Err(TrySendError::Closed(_)) => false,
     };
     if !sent {

@@ -13,14 +13,14 @@ use super::builder::Counters;
 use super::inflight::{claim_of, Running};
 use crate::AnyEngine;
 
-/// When to renew a claim of `length` taken (or renewed) now: when a third of
+/// When to renew a claim of `length` taken (or renewed) at `now`: when a third of
 /// its length (at least a second) plus one more second is left, the extra
 /// second because claims are stamped in whole seconds and may have started
 /// late in one. Measured on this host's monotonic clock, so a host whose wall
 /// clock is off never misses a renewal.
-pub(crate) fn next_heartbeat(length: Duration) -> Instant {
+pub(crate) fn next_heartbeat(now: Instant, length: Duration) -> Instant {
     let lead = (length / 3).max(Duration::from_secs(1)) + Duration::from_secs(1);
-    Instant::now() + length.saturating_sub(lead)
+    now + length.saturating_sub(lead)
 }
 
 /// How often a worker asks which of its running jobs were cancelled.
@@ -62,7 +62,7 @@ pub(crate) async fn heartbeat_sweeper(
                 Ok(Some(_)) => {
                     if let Ok(mut r) = running.lock() {
                         if let Some(f) = r.get_mut(&key) {
-                            f.next_beat = next_heartbeat(f.length);
+                            f.next_beat = next_heartbeat(Instant::now(), f.length);
                         }
                     }
                 }

@@ -260,43 +260,60 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>, lead: bool) {
             .fetch_add(jobs.len() as u64, Ordering::Relaxed);
         ctx.counters.claims.fetch_add(1, Ordering::Relaxed);
         shared.claimed_total.increment(jobs.len() as u64);
-        for job in jobs {
-            let Some(permit) = reserved.split(1) else {
-                // Cannot happen (we claimed at most what we reserved).
-                let _ = ctx.engine.job_release(job.claim()).await;
-                continue;
-            };
-            let key = (job.id, job.claim_token);
-            let length = Duration::from_secs(alkstore_core::validate::count(
-                (job.claim_expires_at - job.claimed_at).max(1),
-            ));
-            let next_beat = next_heartbeat(length);
-            let cancel = Cancel::default();
-            let cancelled = cancel.clone();
-            // Boxed: the job's future is large, and moving it by value into
-            // the task cell costs more than the no-op handlers it runs.
-            let run = Box::pin(run_job(shared.clone(), job, cancelled));
-            // The map's lock is taken before the task is spawned and held
-            // until the job is registered, so the task's own removal always
-            // comes after this insert.
-            let mut guard = shared.running.lock().ok();
-            let task = tokio::spawn(async move {
-                run.await;
-                drop(permit);
-            });
-            if let Some(r) = guard.as_mut() {
+        // One clock read and two locks of the running map per claim, not
+        // per job: the jobs are registered before their tasks exist (so a
+        // task's own removal always comes after), and their tasks' abort
+        // handles added once all are spawned (a task that has finished by
+        // then has removed its entry; nothing else reads the map's
+        // entries until this loop ends or the next heartbeat sweep, which
+        // does not need them).
+        let now = std::time::Instant::now();
+        let mut starts = Vec::with_capacity(jobs.len());
+        if let Ok(mut r) = shared.running.lock() {
+            for job in &jobs {
+                let length = Duration::from_secs(alkstore_core::validate::count(
+                    (job.claim_expires_at - job.claimed_at).max(1),
+                ));
+                let cancel = Cancel::default();
+                starts.push(cancel.clone());
                 r.insert(
-                    key,
+                    (job.id, job.claim_token),
                     InFlight {
-                        next_beat,
+                        next_beat: next_heartbeat(now, length),
                         length,
-                        abort: Some(task.abort_handle()),
+                        abort: None,
                         settled: false,
                         cancel,
                     },
                 );
             }
-            drop(guard);
+        }
+        let mut tasks = Vec::with_capacity(jobs.len());
+        for (job, cancelled) in jobs.into_iter().zip(starts) {
+            let Some(permit) = reserved.split(1) else {
+                // Cannot happen (we claimed at most what we reserved).
+                if let Ok(mut r) = shared.running.lock() {
+                    r.remove(&(job.id, job.claim_token));
+                }
+                let _ = ctx.engine.job_release(job.claim()).await;
+                continue;
+            };
+            let key = (job.id, job.claim_token);
+            // Boxed: the job's future is large, and moving it by value into
+            // the task cell costs more than the no-op handlers it runs.
+            let run = Box::pin(run_job(shared.clone(), job, cancelled));
+            let task = tokio::spawn(async move {
+                run.await;
+                drop(permit);
+            });
+            tasks.push((key, task.abort_handle()));
+        }
+        if let Ok(mut r) = shared.running.lock() {
+            for (key, abort) in tasks {
+                if let Some(f) = r.get_mut(&key) {
+                    f.abort = Some(abort);
+                }
+            }
         }
         // Reserved slots left unused (fewer jobs than slots) are freed here.
         drop(reserved);
