@@ -366,24 +366,31 @@ mod inotify_watch {
                 None => true,
             };
             loop {
-                let mut look = tokio::select! {
+                // `wrote`: the WAL was written (a commit may be on its way);
+                // a safety tick alone looks once.
+                let (tick, mut wrote) = tokio::select! {
                     ev = events.next() => match ev {
-                        Some(Ok(e)) => relevant(&e),
+                        Some(Ok(e)) => (false, relevant(&e)),
                         Some(Err(e)) => return Err(e),
                         None => return Ok(()),
                     },
-                    _ = safety.tick() => true,
+                    _ = safety.tick() => (true, false),
                 };
                 while let Some(Some(ev)) = events.next().now_or_never() {
                     match ev {
-                        Ok(e) => look |= relevant(&e),
+                        Ok(e) => wrote |= relevant(&e),
                         Err(e) => return Err(e),
                     }
                 }
                 let Some(h) = hub.upgrade() else {
                     return Ok(());
                 };
-                if !look || !h.has_listeners() {
+                if !h.has_listeners() || !(tick || wrote) {
+                    continue;
+                }
+                if !wrote {
+                    activity.wait_for_end(GROUP_WAIT_LIMIT);
+                    changed(conn, last, &h);
                     continue;
                 }
                 // The WAL write comes before the commit becomes visible (the
