@@ -168,8 +168,9 @@ pub(crate) struct Writer {
 /// other connection can commit (the group holds SQLite's write lock), and
 /// the group looked at the start for commits made before it. So the watcher
 /// waits for the group's end instead of looking again and again while it
-/// runs: those looks took the `-shm` locks the group needs and preempted it
-/// on small machines (a Worker over a backlog ran 15 % faster without them).
+/// runs: those looks took the `-shm` locks the group needs and competed
+/// with it for the CPU on small machines (the watcher spent 160–185 ms of
+/// CPU per 400,000 jobs through a Worker; waiting, 25–42 ms).
 #[derive(Default)]
 pub(crate) struct GroupActivity {
     running: std::sync::atomic::AtomicBool,
