@@ -34,9 +34,13 @@ pub(crate) struct InFlight {
 
 /// A running job's cancellation flag: set by the heartbeat sweeper, read
 /// and awaited by the job's handler. (A `watch` channel per job cost more:
-/// dropping one wakes its notifier's every shard.)
-#[derive(Clone, Default)]
-pub(crate) struct Cancel(Arc<CancelState>);
+/// dropping one wakes its notifier's every shard.) The flags of one claim's
+/// jobs share one allocation ([`Cancel::for_claim`]).
+#[derive(Clone)]
+pub(crate) struct Cancel {
+    claim: Arc<[CancelState]>,
+    index: usize,
+}
 
 #[derive(Default)]
 struct CancelState {
@@ -45,16 +49,31 @@ struct CancelState {
 }
 
 impl Cancel {
+    /// One flag for each of a claim's `jobs` jobs.
+    pub(crate) fn for_claim(jobs: usize) -> Vec<Cancel> {
+        let claim: Arc<[CancelState]> = (0..jobs).map(|_| CancelState::default()).collect();
+        (0..jobs)
+            .map(|index| Cancel {
+                claim: claim.clone(),
+                index,
+            })
+            .collect()
+    }
+
+    fn state(&self) -> &CancelState {
+        &self.claim[self.index]
+    }
+
     /// Whether the job was cancelled.
     pub(crate) fn is_set(&self) -> bool {
-        self.0.set.load(Ordering::Acquire)
+        self.state().set.load(Ordering::Acquire)
     }
 
     /// Cancel the job; true when it already was.
     pub(crate) fn set(&self) -> bool {
-        let was = self.0.set.swap(true, Ordering::AcqRel);
+        let was = self.state().set.swap(true, Ordering::AcqRel);
         if !was {
-            self.0.notify.notify_waiters();
+            self.state().notify.notify_waiters();
         }
         was
     }
@@ -62,7 +81,7 @@ impl Cancel {
     /// Resolves once the job is cancelled (never, if it is not).
     pub(crate) async fn wait(&self) {
         loop {
-            let notified = self.0.notify.notified();
+            let notified = self.state().notify.notified();
             tokio::pin!(notified);
             // Registered before the check: a `set` between the check and
             // the wait still wakes it.

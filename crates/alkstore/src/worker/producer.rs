@@ -268,14 +268,13 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>, lead: bool) {
         // entries until this loop ends or the next heartbeat sweep, which
         // does not need them).
         let now = std::time::Instant::now();
-        let mut starts = Vec::with_capacity(jobs.len());
+        let starts = Cancel::for_claim(jobs.len());
         if let Ok(mut r) = shared.running.lock() {
-            for job in &jobs {
+            for (job, cancel) in jobs.iter().zip(&starts) {
                 let length = Duration::from_secs(alkstore_core::validate::count(
                     (job.claim_expires_at - job.claimed_at).max(1),
                 ));
-                let cancel = Cancel::default();
-                starts.push(cancel.clone());
+                let cancel = cancel.clone();
                 r.insert(
                     (job.id, job.claim_token),
                     InFlight {
