@@ -42,6 +42,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/008_rate_limits.sql"),
     include_str!("../migrations/009_job_results.sql"),
     include_str!("../migrations/010_queue_throughput.sql"),
+    include_str!("../migrations/011_inline_notify.sql"),
 ];
 
 /// The schema version this build writes and understands.

@@ -619,6 +619,21 @@ async fn every_insert_path_wakes_other_processes() {
         .await
         .expect("outbox");
     assert!(woken(&mut rx, &["outbox"]).await, "outbox");
+    // The statements notify by themselves (schema 11 dropped the trigger
+    // that did it, which would now notify twice).
+    let job_table = format!(
+        "{}.job",
+        alkstore_postgres::schema::quote_identifier(&schema)
+    );
+    let triggers: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_trigger WHERE tgrelid = $1::text::regclass AND NOT tgisinternal",
+            &[&job_table],
+        )
+        .await
+        .expect("triggers")
+        .get(0);
+    assert_eq!(triggers, 0, "the job table still has a trigger");
     drop(client);
     drop((writer, other));
     testing::drop_schema(&url, &schema).await.expect("drop");

@@ -70,6 +70,7 @@ async fn insert_uniform<C: GenericClient + Sync>(
     stmt: &tokio_postgres::Statement,
     jobs: Vec<NewJob>,
     now: Option<i64>,
+    channel: &str,
 ) -> Result<Vec<Enqueued>> {
     let op = "job_enqueue";
     let n = jobs.len();
@@ -83,7 +84,7 @@ async fn insert_uniform<C: GenericClient + Sync>(
     let priority = i64::from(first.opts.priority);
     let max_attempts = i64::from(first.max_attempts());
     let expires_in = first.opts.expires_in.map(secs);
-    let params: [&(dyn ToSql + Sync); 12] = [
+    let params: [&(dyn ToSql + Sync); 13] = [
         &now,
         &first.queue,
         &priority,
@@ -96,6 +97,7 @@ async fn insert_uniform<C: GenericClient + Sync>(
         &first.dead_letter_retention_s(),
         payload_param,
         &first.keep_completed_s(),
+        &channel,
     ];
     let rows = client.query(stmt, &params).await.map_err(db(op))?;
     inserted_in_order(&rows, n)
@@ -144,10 +146,12 @@ where
         &c.keep,
     ];
     if !keyed {
+        params.push(&sql.channel);
         let rows = client.query(stmt, &params).await.map_err(db(op))?;
         return inserted_in_order(&rows, n);
     }
     params.push(&sql.job_seq);
+    params.push(&sql.channel);
     let rows = client.query(stmt, &params).await.map_err(db(op))?;
     let mut out = Vec::with_capacity(n);
     for (i, r) in rows.iter().enumerate() {
@@ -503,7 +507,7 @@ impl QueueDriver for PgEngine {
             .await
             .map_err(db("job_enqueue"))?;
         let out = if uniform {
-            insert_uniform(&**client, &stmt, jobs, self.now_override()).await?
+            insert_uniform(&**client, &stmt, jobs, self.now_override(), &sql.channel).await?
         } else if keyed {
             // Keyed batches may need a second statement (see `insert_jobs`):
             // one transaction keeps the batch all or nothing. A holder that
@@ -911,7 +915,7 @@ impl QueueDriver for PgEngine {
         self.execute(
             "dead_requeue",
             &self.inner.sql.dead_requeue,
-            &[&now, &sel.queue, &sel.ids, &limit],
+            &[&now, &sel.queue, &sel.ids, &limit, &self.inner.sql.channel],
         )
         .await
     }
