@@ -65,8 +65,8 @@ pub(crate) struct WriterState {
     /// Listeners to hint when a group finds that another connection has
     /// committed since the last group.
     hub: Arc<WakeHub>,
-    /// `PRAGMA data_version` on this connection at the last group's start:
-    /// it changes only when another connection commits.
+    /// `PRAGMA data_version` on this connection at the last group's start
+    /// (see [`WriterState::others_committed`]).
     others_version: Option<i64>,
     /// Whether a group is running, for the commit watcher.
     activity: Arc<GroupActivity>,
@@ -81,15 +81,14 @@ pub(crate) struct WriterState {
 }
 
 impl WriterState {
-    /// Look for commits by other connections since the last look (this
-    /// connection's `PRAGMA data_version` moves only for those). Returns
-    /// the version read, and whether there were any (or the version could
-    /// not be read): then the caller hints every listener.
-    fn look_for_others(&mut self) -> (Option<i64>, bool) {
+    /// Whether another connection has committed since the last look (this
+    /// connection's `PRAGMA data_version` moves only for those), or the
+    /// version could not be read.
+    fn others_committed(&mut self) -> bool {
         let version = crate::data_version(&self.conn);
         let moved = version.is_none() || version != self.others_version;
         self.others_version = version;
-        (version, moved)
+        moved
     }
 
     /// Forget what a rolled-back transaction may have written: rescue
@@ -587,19 +586,12 @@ fn run_group(st: &mut WriterState, batch: Vec<Command>, may_wait: bool) -> Group
         }
         return Group::Ran(false);
     }
-    // Another connection committed since the last look: hint listeners
-    // (the watcher leaves commits made before a group to this look, see
-    // `GroupActivity`). Ids reserved before that commit are below the other
-    // connection's: take a new block. Once a group, not per job.
-    let (version, moved) = st.look_for_others();
-    if moved {
+    // Another connection committed since the last group began: hint
+    // listeners (the watcher leaves commits made before a group to this
+    // look, see `GroupActivity`); and ids reserved since are below that
+    // connection's, so take a new block. Once a group, not per job.
+    if st.others_committed() {
         st.hub.all();
-    }
-    if st
-        .job_ids
-        .as_ref()
-        .is_some_and(|ids| !ids.still_current_at(version))
-    {
         st.job_ids = None;
     }
     st.activity.begin();

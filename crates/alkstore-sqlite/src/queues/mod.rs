@@ -28,18 +28,17 @@ use crate::writer::WriterState;
 use crate::{db, SqliteEngine};
 use rows::{job_info, ClaimedRows, Source, JOB_COLS, MOVE_COLS};
 
-/// Ids reserved for new jobs by one connection: `next..=last`, reserved
-/// when `PRAGMA data_version` read `data_version`. The writer keeps its
-/// block across commits, and drops it when a group finds that another
-/// connection has committed since (its jobs' ids are above ours: a new
-/// block keeps ids rising in commit order across processes; see
-/// [`JobIds::still_current_at`]) or when a rollback may have undone the
-/// reservation (`WriterState::forget_rolled_back`).
+/// Ids reserved for new jobs by one connection: `next..=last`. The writer
+/// keeps its block across commits, and drops it when a group finds at its
+/// start that another connection has committed since the last group's
+/// start (its jobs' ids are above ours: a new block keeps ids rising in
+/// commit order across processes; no other connection commits between a
+/// group's start and its reservation) or when a rollback may have undone
+/// the reservation (`WriterState::forget_rolled_back`).
 #[derive(Debug)]
 pub(crate) struct JobIds {
     next: i64,
     last: i64,
-    data_version: i64,
 }
 
 /// Ids the writer reserves at a time: one write of `__alkstore_meta` per
@@ -62,7 +61,6 @@ impl JobIds {
                 return Ok(held.next);
             }
         }
-        let data_version = data_version(conn)?;
         let last: i64 = conn
             .prepare_cached(
                 "INSERT INTO __alkstore_meta (key, value) \
@@ -74,19 +72,8 @@ impl JobIds {
             )?
             .query_row([block], |r| r.get(0))?;
         let next = last - block + 1;
-        *ids = Some(JobIds {
-            next,
-            last,
-            data_version,
-        });
+        *ids = Some(JobIds { next, last });
         Ok(next)
-    }
-
-    /// Whether no other connection has committed since this block was
-    /// reserved, given `PRAGMA data_version` now (`None`: it could not be
-    /// read, which counts as a commit).
-    pub(crate) fn still_current_at(&self, version: Option<i64>) -> bool {
-        version == Some(self.data_version)
     }
 
     /// The id [`JobIds::next`] gave was used.
@@ -95,13 +82,6 @@ impl JobIds {
             held.next += 1;
         }
     }
-}
-
-/// `PRAGMA data_version` on `conn`: it changes when another connection
-/// commits.
-fn data_version(conn: &Connection) -> rusqlite::Result<i64> {
-    conn.prepare_cached("PRAGMA data_version")?
-        .query_row([], |r| r.get(0))
 }
 
 /// Insert one validated job at `now`, its id from `ids` (reserving `block`
