@@ -15,6 +15,11 @@
 #                                          # alkstore (SQLite, PostgreSQL) vs honker's
 #                                          # locks and scheduler, PostgreSQL advisory locks
 #
+# The queue cases (honker, postgres) run in COMPARE_ROUNDS rounds (default
+# 3): each round runs alkstore's scenarios and then every peer's, so all of
+# them meet the machine in the same minutes (its speed drifts by 20-50 %
+# over minutes), and the tables show each side's median over the rounds.
+#
 # BENCH_SCALE (default 1.0) scales alkstore's, honker's, apalis's and the
 # stream peers' event/job counts; BENCH_JOBS and BENCH_SAMPLES set the node
 # peers' job and latency sample counts. URL defaults to $DATABASE_URL, then to
@@ -27,6 +32,8 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 peer="${1:-honker}"
 scale="${BENCH_SCALE:-1.0}"
+rounds="${COMPARE_ROUNDS:-3}"
+case "$rounds" in '' | *[!0-9]* | 0) echo "COMPARE_ROUNDS must be a positive integer" >&2; exit 2 ;; esac
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 
@@ -54,18 +61,23 @@ case "$peer" in
   honker)
     (cd "$here/honker" && CARGO_TARGET_DIR="$here/honker/target" cargo build --release -q)
     (cd "$here/apalis" && CARGO_TARGET_DIR="$here/apalis/target" cargo build --release -q)
-    "$alk" bench queue --scale "$scale" \
-      --scenario enqueue_single_4tasks --scenario enqueue_single_16tasks --scenario enqueue_batch_100 \
-      --scenario claim_ack_single_20k --scenario claim128_batch_ack_100k \
-      --scenario end_to_end_1p2c | tee "$out/alk.txt"
-    # The runtime: wake latencies in-process and from another process, and
-    # throughput through the Worker beside the raw engine in the same run
-    # (apalis, a worker framework, is compared on worker_50k).
-    "$alk" bench worker --scenario wake_latency --scenario wake_latency_xproc \
-      --scenario raw_claim_ack --scenario worker_50k | tee -a "$out/alk.txt"
-    BENCH_SCALE="$scale" "$here/honker/target/release/honker-bench" | tee "$out/peer.txt"
-    BENCH_SCALE="$scale" "$here/apalis/target/release/apalis-bench" sqlite | tee -a "$out/peer.txt" ||
-      echo "apalis-bench sqlite failed (a scenario or all); its missing rows show -" >&2
+    : >"$out/alk.txt"
+    : >"$out/peer.txt"
+    for r in $(seq 1 "$rounds"); do
+      echo "# round $r of $rounds"
+      "$alk" bench queue --scale "$scale" \
+        --scenario enqueue_single_4tasks --scenario enqueue_single_16tasks --scenario enqueue_batch_100 \
+        --scenario claim_ack_single_20k --scenario claim128_batch_ack_100k \
+        --scenario end_to_end_1p2c | tee -a "$out/alk.txt"
+      # The runtime: wake latencies in-process and from another process, and
+      # throughput through the Worker beside the raw engine in the same run
+      # (apalis, a worker framework, is compared on worker_50k).
+      "$alk" bench worker --rounds 1 --scenario wake_latency --scenario wake_latency_xproc \
+        --scenario raw_claim_ack --scenario worker_50k | tee -a "$out/alk.txt"
+      BENCH_SCALE="$scale" "$here/honker/target/release/honker-bench" | tee -a "$out/peer.txt"
+      BENCH_SCALE="$scale" "$here/apalis/target/release/apalis-bench" sqlite | tee -a "$out/peer.txt" ||
+        echo "apalis-bench sqlite failed (a scenario or all); its missing rows show -" >&2
+    done
     peers="honker apalis"
     ;;
   postgres)
@@ -76,11 +88,16 @@ case "$peer" in
     # create (zero-fill) new 16 MB WAL segment files, a cost that would fall
     # on whoever runs first (12 % of the server's samples in one such run).
     "$alk" bench queue --on "$url" --scale "$scale" --scenario insert_50k --scenario work_50k > /dev/null
-    "$alk" bench queue --on "$url" --scale "$scale" --scenario insert_50k --scenario work_50k | tee "$out/alk.txt"
-    "$alk" bench worker --on "$url" | tee -a "$out/alk.txt"
-    DATABASE_URL="$url" "$here/node/run.sh" | tee "$out/peer.txt"
-    BENCH_SCALE="$scale" "$here/apalis/target/release/apalis-bench" postgres "$url" | tee -a "$out/peer.txt" ||
-      echo "apalis-bench postgres failed (a scenario or all); its missing rows show -" >&2
+    : >"$out/alk.txt"
+    : >"$out/peer.txt"
+    for r in $(seq 1 "$rounds"); do
+      echo "# round $r of $rounds"
+      "$alk" bench queue --on "$url" --scale "$scale" --scenario insert_50k --scenario work_50k | tee -a "$out/alk.txt"
+      "$alk" bench worker --on "$url" --rounds 1 | tee -a "$out/alk.txt"
+      DATABASE_URL="$url" "$here/node/run.sh" | tee -a "$out/peer.txt"
+      BENCH_SCALE="$scale" "$here/apalis/target/release/apalis-bench" postgres "$url" | tee -a "$out/peer.txt" ||
+        echo "apalis-bench postgres failed (a scenario or all); its missing rows show -" >&2
+    done
     peers="pg-boss graphile-worker apalis"
     ;;
   streams)
@@ -122,12 +139,17 @@ case "$peer" in
   *) echo "usage: $0 honker | postgres [URL] | streams [URL] | groups [URL] | locks [URL]" >&2; exit 2 ;;
 esac
 
-field() { # file peer scenario field [engine] -> value
+field() { # file peer scenario field [engine] -> value: the median over the rows (rounds)
   local pat="^bench peer=$2 "
   [ -n "${5:-}" ] && pat="$pat(.* )?engine=$5 "
-  { grep -E "$pat.*scenario=$3( |\$)" "$1" || true; } | sed -nE "s/.*[ ]$4=([0-9.]+).*/\1/p" | head -1
+  { grep -E "$pat.*scenario=$3( |\$)" "$1" || true; } | sed -nE "s/.*[ ]$4=([0-9.]+).*/\1/p" | sort -g |
+    awk '{ v[NR] = $1 } END { if (NR == 0) exit; m = int((NR + 1) / 2)
+      if (NR % 2) print v[m]; else { x = (v[m] + v[m + 1]) / 2
+        print (v[m] ~ /\./ ? sprintf("%.3f", x) : sprintf("%.0f", x)) } }'
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1fx", a / b; else print "-" }'; }
+ratio() { # two digits below 1x (latency ratios are read against 0.5x)
+  awk -v a="$1" -v b="$2" 'BEGIN { if (b <= 0) { print "-"; exit } r = a / b; printf (r < 1 ? "%.2fx" : "%.1fx"), r }'
+}
 
 if [ "$peer" = groups ]; then
   # Throughput rows: events/s (higher is better); failover and rebalance:
@@ -227,7 +249,8 @@ for p in $peers; do printf ' %16s %8s' "$p" "ratio"; done
 echo
 # A scenario's rounds (`worker_50k.round2`) are in the output above; the
 # table shows their median, under the scenario's own name.
-for s in $(grep -E '^bench .* jobs_per_s=' "$out/alk.txt" | sed -E 's/.*scenario=([^ ]+).*/\1/' | grep -v '\.round'); do
+for s in $(grep -E '^bench .* jobs_per_s=' "$out/alk.txt" | sed -E 's/.*scenario=([^ ]+).*/\1/' |
+  grep -v '\.round' | awk '!seen[$0]++'); do
   a="$(field "$out/alk.txt" alkstore "$s" jobs_per_s)"
   # The runtime's throughput is compared with the peers' worker runs.
   ps="$s"; [ "$s" = "worker_50k" ] && ps="work_50k"
@@ -256,11 +279,15 @@ if [ "$peer" = honker ]; then
 fi
 
 pct="$(field "$out/alk.txt" alkstore worker_vs_raw percent)"
-rounds="$(field "$out/alk.txt" alkstore worker_vs_raw rounds)"
 if [ -n "$pct" ]; then
-  echo "worker_50k through the Worker: ${pct}% of raw_claim_ack (the engine alone, same claim size, same run;" \
-    "median of ${rounds:-1} alternating rounds; alkstore's throughput rows above are those rounds' medians)"
+  echo "worker_50k through the Worker: ${pct}% of raw_claim_ack (the engine alone, same claim size, same round;" \
+    "median over the rounds)"
 fi
+case "$peer" in
+  honker | postgres)
+    echo "Every figure in these tables is the median over $rounds rounds; each round ran alkstore's scenarios," \
+      "then each peer's (COMPARE_ROUNDS sets the count)." ;;
+esac
 
 for w in wake_latency wake_latency_xproc; do
   grep -q "scenario=$w " "$out/alk.txt" || continue
