@@ -7,6 +7,14 @@
 //! then `bench … scenario=soak_summary first_jobs_per_s=… last_jobs_per_s=… last_over_first=…`
 //! (the job table's and its indexes' sizes on PostgreSQL; the database
 //! file's size, as `table_bytes`, on SQLite).
+//!
+//! On PostgreSQL each minute also prints the work the server did per job:
+//! `buffers_per_job` (the job table's and its indexes' buffer reads, vacuums
+//! included, from `pg_statio_user_tables`) and `wal_bytes_per_job` (from
+//! `pg_stat_wal`), and the summary compares the last minute's with the
+//! first's. Throughput follows the machine's speed, which on a shared host
+//! drifts by tens of percent over minutes; these counts do not, so decay
+//! from dead tuples and index bloat shows in them whatever the host does.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -54,6 +62,57 @@ async fn sizes(e: &AnyEngine) -> Result<(i64, i64)> {
             Ok((i64::try_from(file + wal).unwrap_or(i64::MAX), 0))
         }
     }
+}
+
+/// The server's work on the store so far, on PostgreSQL: buffer reads of
+/// the job table and its indexes, and WAL bytes written (by the whole
+/// server: the soak is its only writer).
+#[derive(Debug, Clone, Copy, Default)]
+struct ServerWork {
+    buffers: i64,
+    wal_bytes: i64,
+}
+
+impl ServerWork {
+    /// `(buffers, wal bytes)` per job between `self` and the later `now`.
+    fn per_job(self, now: ServerWork, jobs: u64) -> (f64, f64) {
+        let jobs = jobs.max(1) as f64;
+        (
+            (now.buffers - self.buffers) as f64 / jobs,
+            (now.wal_bytes - self.wal_bytes) as f64 / jobs,
+        )
+    }
+}
+
+/// [`ServerWork`] of the store behind `e`; `None` on SQLite.
+async fn server_work(e: &AnyEngine) -> Result<Option<ServerWork>> {
+    let AnyEngine::Postgres(pg) = e else {
+        return Ok(None);
+    };
+    let client = pg.client().await?;
+    // Each statement outside a transaction reads fresh statistics (backends
+    // flush theirs at least once a second while busy).
+    let row = client
+        .query_one(
+            "SELECT (COALESCE(heap_blks_hit, 0) + COALESCE(heap_blks_read, 0) \
+                   + COALESCE(idx_blks_hit, 0) + COALESCE(idx_blks_read, 0))::bigint, \
+               (SELECT wal_bytes FROM pg_stat_wal)::bigint \
+             FROM pg_statio_user_tables WHERE relid = format('%I.job', $1::text)::regclass",
+            &[&pg.schema()],
+        )
+        .await
+        .map_err(|e| alkstore::Error::database("bench soak server work", e))?;
+    Ok(Some(ServerWork {
+        buffers: row.get(0),
+        wal_bytes: row.get(1),
+    }))
+}
+
+/// ` buffers_per_job=… wal_bytes_per_job=…` (empty on SQLite).
+fn work_fields(per_job: Option<(f64, f64)>) -> String {
+    per_job.map_or_else(String::new, |(b, w)| {
+        format!(" buffers_per_job={b:.2} wal_bytes_per_job={w:.0}")
+    })
 }
 
 /// Run `alk bench soak`.
@@ -112,6 +171,8 @@ pub(crate) async fn run(args: SoakArgs) -> Result<()> {
             }),
     );
     let (t0, i0) = sizes(&fresh.engine).await?;
+    let mut work_before = server_work(&fresh.engine).await?;
+    let mut works = Vec::new();
     println!(
         "bench peer=alkstore engine={engine} scenario=soak minute=0 jobs=0 jobs_per_s=0 table_bytes={t0} index_bytes={i0}"
     );
@@ -125,12 +186,20 @@ pub(crate) async fn run(args: SoakArgs) -> Result<()> {
     for minute in 1..=args.minutes {
         tick.tick().await;
         let now = done.load(Ordering::Relaxed);
-        let rate = (now - last) as f64 / 60.0;
+        let finished = now - last;
+        let rate = finished as f64 / 60.0;
         last = now;
         rates.push(rate);
         let (t, i) = sizes(&fresh.engine).await?;
+        let work_now = server_work(&fresh.engine).await?;
+        let per_job = work_before
+            .zip(work_now)
+            .map(|(before, after)| before.per_job(after, finished));
+        work_before = work_now;
+        works.push(per_job);
         println!(
-            "bench peer=alkstore engine={engine} scenario=soak minute={minute} jobs={now} jobs_per_s={rate:.0} table_bytes={t} index_bytes={i}"
+            "bench peer=alkstore engine={engine} scenario=soak minute={minute} jobs={now} jobs_per_s={rate:.0} table_bytes={t} index_bytes={i}{}",
+            work_fields(per_job)
         );
     }
     let _ = stop_tx.send(true);
@@ -140,8 +209,18 @@ pub(crate) async fn run(args: SoakArgs) -> Result<()> {
         rates.first().copied().unwrap_or(0.0),
         rates.last().copied().unwrap_or(0.0),
     );
+    // The server's work per job, last minute over first (above 1: decay).
+    let work_summary = match (works.first().copied().flatten(), works.last().copied().flatten()) {
+        (Some((b0, w0)), Some((b1, w1))) if b0 > 0.0 && w0 > 0.0 => format!(
+            " first_buffers_per_job={b0:.2} last_buffers_per_job={b1:.2} buffers_last_over_first={:.3} \
+             first_wal_bytes_per_job={w0:.0} last_wal_bytes_per_job={w1:.0} wal_last_over_first={:.3}",
+            b1 / b0,
+            w1 / w0
+        ),
+        _ => String::new(),
+    };
     println!(
-        "bench peer=alkstore engine={engine} scenario=soak_summary minutes={} jobs={} first_jobs_per_s={first:.0} last_jobs_per_s={last:.0} last_over_first={:.3} secs={:.0}",
+        "bench peer=alkstore engine={engine} scenario=soak_summary minutes={} jobs={} first_jobs_per_s={first:.0} last_jobs_per_s={last:.0} last_over_first={:.3}{work_summary} secs={:.0}",
         args.minutes,
         done.load(Ordering::Relaxed),
         if first > 0.0 { last / first } else { 0.0 },
