@@ -15,7 +15,7 @@
 //! in modules by area (`queues`, `runtime`, …). Each test tears its harness
 //! down even when the row panics, then fails with the row's panic.
 //!
-//! ```ignore
+//! ```text
 //! async fn harness(name: &'static str) -> MyHarness { /* fresh store */ }
 //! async fn runtime_harness(name: &'static str) -> MyRuntime { /* fresh store */ }
 //! alkstore_contract::contract_suite!(crate::harness, runtime = crate::runtime_harness);
