@@ -61,8 +61,6 @@ case "$peer" in
   honker)
     (cd "$here/honker" && CARGO_TARGET_DIR="$here/honker/target" cargo build --release -q)
     (cd "$here/apalis" && CARGO_TARGET_DIR="$here/apalis/target" cargo build --release -q)
-    : >"$out/alk.txt"
-    : >"$out/peer.txt"
     for r in $(seq 1 "$rounds"); do
       echo "# round $r of $rounds"
       "$alk" bench queue --scale "$scale" \
@@ -88,8 +86,6 @@ case "$peer" in
     # create (zero-fill) new 16 MB WAL segment files, a cost that would fall
     # on whoever runs first (12 % of the server's samples in one such run).
     "$alk" bench queue --on "$url" --scale "$scale" --scenario insert_50k --scenario work_50k > /dev/null
-    : >"$out/alk.txt"
-    : >"$out/peer.txt"
     for r in $(seq 1 "$rounds"); do
       echo "# round $r of $rounds"
       "$alk" bench queue --on "$url" --scale "$scale" --scenario insert_50k --scenario work_50k | tee -a "$out/alk.txt"

@@ -78,7 +78,7 @@ async fn sizes(e: &AnyEngine) -> Result<(i64, i64)> {
 /// The server's work on the store so far, on PostgreSQL: buffer reads of
 /// the job table and its indexes, and WAL bytes written (by the whole
 /// server: the soak is its only writer).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 struct ServerWork {
     buffers: i64,
     wal_bytes: i64,
@@ -263,8 +263,8 @@ pub(crate) async fn run(args: SoakArgs) -> Result<()> {
     println!(
         "bench peer=alkstore engine={engine} scenario=soak minute=0 jobs=0 jobs_per_s=0 table_bytes={t0} index_bytes={i0}"
     );
-    // Per minute: jobs/s, the server's work per job, and jobs/s on a fresh
-    // store right after (0 without references).
+    // Per minute: jobs/s, the server's work per job (PostgreSQL), and jobs/s
+    // over a fresh store's right after (with references).
     let mut rates = Vec::new();
     let mut works = Vec::new();
     let mut references = Vec::new();
@@ -289,8 +289,9 @@ pub(crate) async fn run(args: SoakArgs) -> Result<()> {
             let n = 500 + usize::try_from(minute).unwrap_or(0);
             let r = fresh_rate(&target, n, args.backlog, args.reference_secs).await?;
             load.resume();
-            references.push(over(rate, r));
-            format!(" fresh_jobs_per_s={r:.0} vs_fresh={:.3}", over(rate, r))
+            let vs_fresh = over(rate, r);
+            references.push(vs_fresh);
+            format!(" fresh_jobs_per_s={r:.0} vs_fresh={vs_fresh:.3}")
         } else {
             String::new()
         };
