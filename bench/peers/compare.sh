@@ -18,7 +18,8 @@
 # The queue cases (honker, postgres) run in COMPARE_ROUNDS rounds (default
 # 3): each round runs alkstore's scenarios and then every peer's, so all of
 # them meet the machine in the same minutes (its speed drifts by 20-50 %
-# over minutes), and the tables show each side's median over the rounds.
+# over minutes), and the tables show each side's median over the rounds;
+# below them, each throughput ratio round by round.
 #
 # BENCH_SCALE (default 1.0) scales alkstore's, honker's, apalis's and the
 # stream peers' event/job counts; BENCH_JOBS and BENCH_SAMPLES set the node
@@ -135,10 +136,13 @@ case "$peer" in
   *) echo "usage: $0 honker | postgres [URL] | streams [URL] | groups [URL] | locks [URL]" >&2; exit 2 ;;
 esac
 
-field() { # file peer scenario field [engine] -> value: the median over the rows (rounds)
+values() { # file peer scenario field [engine] -> every row's value, in the order the rounds ran
   local pat="^bench peer=$2 "
   [ -n "${5:-}" ] && pat="$pat(.* )?engine=$5 "
-  { grep -E "$pat.*scenario=$3( |\$)" "$1" || true; } | sed -nE "s/.*[ ]$4=([0-9.]+).*/\1/p" | sort -g |
+  { grep -E "$pat.*scenario=$3( |\$)" "$1" || true; } | sed -nE "s/.*[ ]$4=([0-9.]+).*/\1/p"
+}
+field() { # file peer scenario field [engine] -> value: the median over the rows (rounds)
+  values "$@" | sort -g |
     awk '{ v[NR] = $1 } END { if (NR == 0) exit; m = int((NR + 1) / 2)
       if (NR % 2) print v[m]; else { x = (v[m] + v[m + 1]) / 2
         print (v[m] ~ /\./ ? sprintf("%.3f", x) : sprintf("%.0f", x)) } }'
@@ -257,6 +261,27 @@ for s in $(grep -E '^bench .* jobs_per_s=' "$out/alk.txt" | sed -E 's/.*scenario
   done
   echo
 done
+
+if [ "$rounds" -gt 1 ]; then
+  # The same ratios round by round: alkstore's figure over the peer's from
+  # the same round (minutes apart, not tens of minutes), to show how far the
+  # machine's drift moves a ratio. The table above is what counts.
+  echo
+  echo "per round (alkstore over the peer in the same round; the table above is the median of each side)"
+  for s in $(grep -E '^bench .* jobs_per_s=' "$out/alk.txt" | sed -E 's/.*scenario=([^ ]+).*/\1/' |
+    grep -v '\.round' | awk '!seen[$0]++'); do
+    ps="$s"; [ "$s" = "worker_50k" ] && ps="work_50k"
+    line=""
+    for p in $peers; do
+      per="$(paste -d ' ' <(values "$out/alk.txt" alkstore "$s" jobs_per_s) \
+        <(values "$out/peer.txt" "$p" "$ps" jobs_per_s) |
+        awk -v n="$rounds" 'NF == 2 && $2 > 0 { printf " %.2f", $1 / $2; k++ } END { if (k != n) exit 1 }')" ||
+        continue
+      line="$line  $p:$per"
+    done
+    [ -n "$line" ] && printf '%-26s%s\n' "$s" "$line"
+  done
+fi
 
 if [ "$peer" = honker ]; then
   # honker's best single-job enqueue is one thread (its 4 threads share one
