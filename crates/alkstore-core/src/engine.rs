@@ -81,7 +81,7 @@ pub trait Engine: Send + Sync + 'static {
     /// 50,000 and twice its live ones, so a busy queue stays fast even where
     /// autovacuum is off or lagging). Returns how many tables it vacuumed;
     /// engines without dead tuples (SQLite reuses freed pages) do nothing.
-    /// The worker's maintenance-lock holder calls it every few seconds.
+    /// The worker's maintenance-lock holder calls it every second.
     fn reclaim(&self) -> impl Future<Output = Result<u64>> + Send {
         async { Ok(0) }
     }
