@@ -17,7 +17,7 @@
 //! | `alkstore_jobs_cancelled_total` | counter | running jobs whose handler was told to stop |
 //! | `alkstore_handler_duration_seconds` | histogram | handler run time |
 //! | `alkstore_job_wait_seconds` | histogram | due → claimed (whole seconds, the engine's clock) |
-//! | `alkstore_queue_depth` | gauge | jobs by `state` (`ready`, `scheduled`, `processing`, `expired_claims`, `dead`), every 5 s |
+//! | `alkstore_queue_depth` | gauge | jobs by `state` (`ready`, `scheduled`, `processing`, `expired_claims`, `dead`), every 5 s, or 50 times as long as the count took when that is longer |
 //!
 //! # Spans and logs
 //!
