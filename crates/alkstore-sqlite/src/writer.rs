@@ -379,21 +379,22 @@ impl Writer {
         self.lead_with(true);
     }
 
-    /// [`run_group`], counted in the writer's statistics.
+    /// [`run_group`], counted in the writer's statistics before its
+    /// callers get their results, so a caller that reads the counts once its
+    /// call returned finds its group in them.
     fn run_counted(&self, st: &mut WriterState, batch: Vec<Command>, may_wait: bool) -> Group {
         use std::sync::atomic::Ordering::Relaxed;
         let n = batch.len() as u64;
         let started = std::time::Instant::now();
-        let group = run_group(st, batch, may_wait);
-        if let Group::Ran(committed) = group {
+        let count = |committed: bool| {
             let busy = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
             self.busy_ns.fetch_add(busy, Relaxed);
             if committed {
                 self.commits.fetch_add(1, Relaxed);
                 self.commands.fetch_add(n, Relaxed);
             }
-        }
-        group
+        };
+        run_group(st, batch, may_wait, &count)
     }
 
     /// Run `batch`, which found the file locked by another connection, on
@@ -479,7 +480,7 @@ impl Writer {
                     },
                 };
                 match self.run_counted(&mut st, batch, may_wait) {
-                    Group::Ran(_) => {}
+                    Group::Ran => {}
                     Group::Locked(batch) => {
                         drop(st);
                         self.wait_elsewhere(batch);
@@ -529,8 +530,8 @@ fn runs_other_tasks() -> bool {
 
 /// What [`run_group`] did with a batch.
 enum Group {
-    /// It ran; true when it committed.
-    Ran(bool),
+    /// It ran (committed or not: `count` was told which).
+    Ran,
     /// Another connection holds the write lock and this thread may not
     /// wait for it: nothing ran, the batch is handed back.
     Locked(Vec<Command>),
@@ -557,7 +558,14 @@ fn begin(st: &mut WriterState, may_wait: bool) -> rusqlite::Result<()> {
 }
 
 /// Run one group transaction.
-fn run_group(st: &mut WriterState, batch: Vec<Command>, may_wait: bool) -> Group {
+/// `count` is told whether the group committed once it ran, before its
+/// callers get their results (not when the file was locked: `Locked`).
+fn run_group(
+    st: &mut WriterState,
+    batch: Vec<Command>,
+    may_wait: bool,
+    count: &dyn Fn(bool),
+) -> Group {
     // A previous group may have left a transaction open (a failed ROLLBACK);
     // never build on it.
     if !st.conn.is_autocommit() {
@@ -581,10 +589,11 @@ fn run_group(st: &mut WriterState, batch: Vec<Command>, may_wait: bool) -> Group
         st.begin_failure = Some(failure);
         let delivers: Vec<Deliver> = batch.into_iter().map(|cmd| cmd(st)).collect();
         st.begin_failure = None;
+        count(false);
         for d in delivers {
             d(None);
         }
-        return Group::Ran(false);
+        return Group::Ran;
     }
     // Another connection committed since the last group began: hint
     // listeners (the watcher leaves commits made before a group to this
@@ -595,13 +604,13 @@ fn run_group(st: &mut WriterState, batch: Vec<Command>, may_wait: bool) -> Group
         st.job_ids = None;
     }
     st.activity.begin();
-    let group = run_begun(st, batch);
+    let group = run_begun(st, batch, count);
     st.activity.end();
     group
 }
 
 /// [`run_group`] once its transaction has begun.
-fn run_begun(st: &mut WriterState, batch: Vec<Command>) -> Group {
+fn run_begun(st: &mut WriterState, batch: Vec<Command>, count: &dyn Fn(bool)) -> Group {
     let mut delivers: Vec<Deliver> = Vec::with_capacity(batch.len());
     let mut aborted: Option<String> = None;
     // A command alone in its group skips its savepoint (two statements and
@@ -636,10 +645,11 @@ fn run_begun(st: &mut WriterState, batch: Vec<Command>) -> Group {
         // Its own error is what its caller gets; nothing of it stays.
         let _ = st.conn.execute_batch("ROLLBACK");
         st.forget_rolled_back();
+        count(false);
         for d in delivers {
             d(None);
         }
-        return Group::Ran(false);
+        return Group::Ran;
     }
     let err = match aborted {
         Some(reason) => {
@@ -668,10 +678,11 @@ fn run_begun(st: &mut WriterState, batch: Vec<Command>) -> Group {
         }
     };
     let committed = err.is_none();
+    count(committed);
     for d in delivers {
         d(err.as_ref());
     }
-    Group::Ran(committed)
+    Group::Ran
 }
 
 /// What undoes a failed command without touching its group's others.
