@@ -249,8 +249,9 @@ for p in $peers; do printf ' %16s %8s' "$p" "ratio"; done
 echo
 # A scenario's rounds (`worker_50k.round2`) are in the output above; the
 # table shows their median, under the scenario's own name.
-for s in $(grep -E '^bench .* jobs_per_s=' "$out/alk.txt" | sed -E 's/.*scenario=([^ ]+).*/\1/' |
-  grep -v '\.round' | awk '!seen[$0]++'); do
+scenarios="$(grep -E '^bench .* jobs_per_s=' "$out/alk.txt" | sed -E 's/.*scenario=([^ ]+).*/\1/' |
+  grep -v '\.round' | awk '!seen[$0]++')"
+for s in $scenarios; do
   a="$(field "$out/alk.txt" alkstore "$s" jobs_per_s)"
   # The runtime's throughput is compared with the peers' worker runs.
   ps="$s"; [ "$s" = "worker_50k" ] && ps="work_50k"
@@ -268,8 +269,7 @@ if [ "$rounds" -gt 1 ]; then
   # machine's drift moves a ratio. The table above is what counts.
   echo
   echo "per round (alkstore over the peer in the same round; the table above is the median of each side)"
-  for s in $(grep -E '^bench .* jobs_per_s=' "$out/alk.txt" | sed -E 's/.*scenario=([^ ]+).*/\1/' |
-    grep -v '\.round' | awk '!seen[$0]++'); do
+  for s in $scenarios; do
     ps="$s"; [ "$s" = "worker_50k" ] && ps="work_50k"
     line=""
     for p in $peers; do

@@ -312,8 +312,8 @@ pub(crate) async fn run(args: SoakArgs) -> Result<()> {
         (Some((b0, w0)), Some((b1, w1))) if b0 > 0.0 && w0 > 0.0 => format!(
             " first_buffers_per_job={b0:.2} last_buffers_per_job={b1:.2} buffers_last_over_first={:.3} \
              first_wal_bytes_per_job={w0:.0} last_wal_bytes_per_job={w1:.0} wal_last_over_first={:.3}",
-            b1 / b0,
-            w1 / w0
+            over(b1, b0),
+            over(w1, w0)
         ),
         _ => String::new(),
     };
@@ -321,7 +321,7 @@ pub(crate) async fn run(args: SoakArgs) -> Result<()> {
     let reference_summary = match (references.first(), references.last()) {
         (Some(&a), Some(&b)) if a > 0.0 => format!(
             " first_vs_fresh={a:.3} last_vs_fresh={b:.3} vs_fresh_last_over_first={:.3}",
-            b / a
+            over(b, a)
         ),
         _ => String::new(),
     };

@@ -62,7 +62,7 @@ pub(crate) async fn sweep_loop(engine: AnyEngine, every: Duration) {
             .as_ref()
             .is_some_and(crate::lock::LockGuard::is_held)
         {
-            if last_try.elapsed() + look / 2 < elect {
+            if !due(last_try, elect, look) {
                 continue;
             }
             last_try = tokio::time::Instant::now();
@@ -80,7 +80,7 @@ pub(crate) async fn sweep_loop(engine: AnyEngine, every: Duration) {
         if let Err(e) = engine.reclaim().await {
             tracing::warn!(error = %e, "reclaiming dead rows failed");
         }
-        if last_sweep.elapsed() + look / 2 < every {
+        if !due(last_sweep, every, look) {
             continue;
         }
         last_sweep = tokio::time::Instant::now();
@@ -114,6 +114,12 @@ pub(crate) async fn sweep_loop(engine: AnyEngine, every: Duration) {
             Err(e) => tracing::warn!(error = %e, "maintenance sweep failed"),
         }
     }
+}
+
+/// Whether `period` has passed since `last`, to the nearest tick of the
+/// loop that asks (`tick` long).
+fn due(last: tokio::time::Instant, period: Duration, tick: Duration) -> bool {
+    last.elapsed() + tick / 2 >= period
 }
 
 /// Publish the queue's depth by state as gauges every 5 s, the first after
