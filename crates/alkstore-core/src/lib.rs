@@ -36,10 +36,11 @@ pub use lock::{LockDriver, LockEngine};
 pub use notify::{NotifyDriver, NotifyEngine};
 pub use queue::{
     backoff_delay_s, AttemptError, CancelOutcome, Claim, DeadListParams, DeadSelect, EnqueueOpts,
-    Enqueued, Job, JobClaimParams, JobInfo, JobListParams, JobRetryParams, JobState, NewJob,
-    QueueAdmin, QueueDriver, QueueEngine, QueueOpts, QueueStats, QueueThroughput,
-    QueueThroughputParams, QueueTotals, RetryOutcome, Settle, Settled, Settlement, SweepReport,
-    ThroughputBucket, THROUGHPUT_BUCKET_S, THROUGHPUT_RETENTION,
+    Enqueued, EnqueuedClaimed, Job, JobClaimParams, JobEnqueueClaimedParams, JobInfo,
+    JobListParams, JobRetryParams, JobState, NewJob, QueueAdmin, QueueDriver, QueueEngine,
+    QueueOpts, QueueStats, QueueThroughput, QueueThroughputParams, QueueTotals, RetryOutcome,
+    Settle, Settled, Settlement, SweepReport, ThroughputBucket, THROUGHPUT_BUCKET_S,
+    THROUGHPUT_RETENTION,
 };
 pub use rate::{RateDriver, RateEngine};
 pub use results::{ResultDriver, ResultEngine};
@@ -55,4 +56,4 @@ pub mod prelude {
         ResultEngine, ScheduleEngine, StreamEngine,
     };
 }
-pub use wake::{Wake, WakeHub};
+pub use wake::{Offer, Taker, Takers, Wake, WakeHub};

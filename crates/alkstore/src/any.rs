@@ -11,10 +11,10 @@ use alkstore_core::lock::{
 };
 use alkstore_core::notify::{Notification, NotifyDriver, NotifyParams, NotifyPollParams};
 use alkstore_core::queue::{
-    DeadCountParams, DeadPurgeParams, DeadRequeueParams, JobAckParams, JobCancelParams,
-    JobCancelRequestsParams, JobEnqueueParams, JobGetParams, JobHeartbeatParams, JobReleaseParams,
-    JobSettleParams, JobUnclaimParams, QueuePauseParams, QueueStatsParams, QueueThroughput,
-    QueueThroughputParams,
+    DeadCountParams, DeadPurgeParams, DeadRequeueParams, EnqueuedClaimed, JobAckParams,
+    JobCancelParams, JobCancelRequestsParams, JobEnqueueClaimedParams, JobEnqueueParams,
+    JobGetParams, JobHeartbeatParams, JobReleaseParams, JobSettleParams, JobUnclaimParams,
+    QueuePauseParams, QueueStatsParams, QueueThroughput, QueueThroughputParams,
 };
 use alkstore_core::rate::{RateAcquireParams, RateDecision, RateDriver};
 use alkstore_core::results::{JobOutput, ResultDriver, ResultGetParams, ResultSaveParams};
@@ -131,6 +131,13 @@ impl Engine for AnyEngine {
 impl QueueDriver for AnyEngine {
     async fn job_enqueue(&self, p: Checked<JobEnqueueParams>) -> Result<Vec<Enqueued>> {
         drive!(self.job_enqueue(p))
+    }
+
+    async fn job_enqueue_claimed(
+        &self,
+        p: Checked<JobEnqueueClaimedParams>,
+    ) -> Result<EnqueuedClaimed> {
+        drive!(self.job_enqueue_claimed(p))
     }
 
     async fn job_claim(&self, p: Checked<JobClaimParams>) -> Result<Vec<Job>> {

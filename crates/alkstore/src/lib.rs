@@ -43,11 +43,11 @@ pub use alkstore_core::rate;
 pub use alkstore_core::url;
 pub use alkstore_core::{
     url::StoreUrl, AttemptError, CancelOutcome, Capabilities, Claim, Clock, DeadListParams,
-    DeadSelect, Engine, EnqueueOpts, Enqueued, Error, ErrorKind, Job, JobClaimParams, JobInfo,
-    JobListParams, JobRetryParams, JobState, Limits, ManualClock, NewJob, QueueAdmin, QueueEngine,
-    QueueOpts, QueueStats, QueueThroughput, QueueThroughputParams, QueueTotals, Result,
-    RetryOutcome, SweepReport, SystemClock, ThroughputBucket, Wake, THROUGHPUT_BUCKET_S,
-    THROUGHPUT_RETENTION,
+    DeadSelect, Engine, EnqueueOpts, Enqueued, EnqueuedClaimed, Error, ErrorKind, Job,
+    JobClaimParams, JobEnqueueClaimedParams, JobInfo, JobListParams, JobRetryParams, JobState,
+    Limits, ManualClock, NewJob, QueueAdmin, QueueEngine, QueueOpts, QueueStats, QueueThroughput,
+    QueueThroughputParams, QueueTotals, Result, RetryOutcome, SweepReport, SystemClock,
+    ThroughputBucket, Wake, THROUGHPUT_BUCKET_S, THROUGHPUT_RETENTION,
 };
 pub use alkstore_core::{
     GroupEngine, LockEngine, NotifyEngine, RateEngine, ResultEngine, ScheduleEngine, StreamEngine,

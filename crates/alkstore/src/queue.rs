@@ -1,11 +1,12 @@
 use alkstore_core::{
-    CancelOutcome, Claim, EnqueueOpts, Enqueued, Error, Job, JobClaimParams, JobInfo,
-    JobRetryParams, NewJob, QueueAdmin, QueueEngine, QueueOpts, QueueStats, Result, RetryOutcome,
+    CancelOutcome, Claim, Engine, EnqueueOpts, Enqueued, Error, Job, JobClaimParams,
+    JobEnqueueClaimedParams, JobInfo, JobRetryParams, NewJob, QueueAdmin, QueueEngine, QueueOpts,
+    QueueStats, Result, RetryOutcome, Taker,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::Store;
+use crate::{AnyEngine, Store};
 
 /// A handle to one queue: enqueue serde payloads, claim, ack.
 #[derive(Debug, Clone)]
@@ -20,6 +21,28 @@ fn encode<T: Serialize + ?Sized>(payload: &T) -> Result<Vec<u8>> {
         direction: "encoding",
         source: e.into(),
     })
+}
+
+/// Enqueue `job` claimed for the waiting worker `taker` and give it over;
+/// a job left pending (its queue paused, another due job ahead of it) is
+/// woken for as usual, and one the worker no longer waits for is handed
+/// back. On a task of its own, so that a caller that stops waiting cannot
+/// leave a claimed job with nobody to run it until its claim expires.
+async fn hand_off(engine: AnyEngine, job: NewJob, taker: Taker) -> Result<Enqueued> {
+    let task = tokio::spawn(async move {
+        let params = JobEnqueueClaimedParams::new(job, taker.worker());
+        let out = engine.job_enqueue_claimed(params).await?;
+        if let Some(job) = out.claimed {
+            if let Some(job) = taker.give(job) {
+                if let Err(e) = engine.job_release(job.claim()).await {
+                    tracing::warn!(error = %e, job = job.id, "could not hand back a job its idle worker stopped waiting for; it returns when its claim expires");
+                }
+            }
+        }
+        Ok(out.enqueued)
+    });
+    task.await
+        .map_err(|e| Error::database("job_enqueue", e.to_string()))?
 }
 
 impl Queue {
@@ -61,12 +84,21 @@ impl Queue {
     }
 
     /// Enqueue raw bytes with options.
+    ///
+    /// A job due now, with no unique key, goes straight to an idle worker
+    /// of this process when one waits for the queue: inserted already
+    /// claimed for it (see [`QueueEngine::job_enqueue_claimed`]), it starts
+    /// without the worker's claim round trip.
     pub async fn enqueue_bytes(&self, payload: Vec<u8>, opts: EnqueueOpts) -> Result<Enqueued> {
-        let mut out = self
-            .store
-            .engine()
-            .job_enqueue(vec![self.new_job(payload, opts)])
-            .await?;
+        let job = self.new_job(payload, opts);
+        let engine = self.store.engine();
+        let due_now = job.opts.run_at.is_none() && job.opts.delay.is_none_or(|d| d.is_zero());
+        if due_now && job.opts.unique_key.is_none() {
+            if let Some(taker) = engine.wake_hub().takers().take(&job.queue) {
+                return hand_off(engine.clone(), job, taker).await;
+            }
+        }
+        let mut out = engine.job_enqueue(vec![job]).await?;
         out.pop()
             .ok_or_else(|| Error::database("job_enqueue", "the engine returned no outcome"))
     }
@@ -175,5 +207,59 @@ impl JobExt for Job {
             direction: "decoding",
             source: e.into(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A worker that stops waiting after its offer was taken (shutdown)
+    /// does not strand the job claimed for it: the job is handed back,
+    /// pending with its attempt given back, and anyone can claim it.
+    #[tokio::test]
+    async fn a_job_for_a_worker_that_stopped_waiting_is_handed_back() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let url = format!("sqlite://{}", dir.path().join("t.db").display());
+        let store = Store::open(&url).await.expect("open");
+        let queue = store.queue("mail");
+        let takers = store.engine().wake_hub().takers();
+        let waiting = takers.offer("mail", "gone");
+        let taker = takers.take("mail").expect("the offer");
+        assert_eq!(takers.waiting("mail"), 0);
+        drop(waiting);
+        let job = NewJob::new("mail", b"1".to_vec());
+        let id = hand_off(store.engine().clone(), job, taker)
+            .await
+            .expect("enqueue")
+            .id();
+        let stats = queue.stats().await.expect("stats");
+        assert_eq!((stats.ready, stats.processing), (1, 0));
+        let again = queue.claim("w2", 10).await.expect("claim");
+        assert_eq!((again.len(), again[0].id, again[0].attempt), (1, id, 1));
+    }
+
+    /// Offers whose worker stopped waiting are skipped, and an enqueue
+    /// with nobody waiting takes the usual path.
+    #[tokio::test]
+    async fn offers_of_workers_that_stopped_waiting_are_skipped() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let url = format!("sqlite://{}", dir.path().join("t.db").display());
+        let store = Store::open(&url).await.expect("open");
+        let takers = store.engine().wake_hub().takers();
+        drop(takers.offer("mail", "a"));
+        let live = takers.offer("mail", "b");
+        drop(takers.offer("mail", "c"));
+        assert_eq!(takers.waiting("mail"), 1);
+        assert_eq!(takers.take("mail").expect("b").worker(), "b");
+        assert!(takers.take("mail").is_none());
+        assert!(!takers.withdraw(&live), "taken: its taker answers");
+        let mut kept = takers.offer("mail", "d");
+        assert!(takers.withdraw(&kept), "not taken");
+        assert!(takers.take("mail").is_none());
+        drop(live);
+        assert_eq!(kept.given().await, None, "a withdrawn offer gets nothing");
+        store.queue("mail").enqueue(&1).await.expect("enqueue");
+        assert_eq!(store.queue("mail").stats().await.expect("stats").ready, 1);
     }
 }

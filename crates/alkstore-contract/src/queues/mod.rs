@@ -14,6 +14,7 @@ pub mod concurrency;
 pub mod dead;
 pub mod enqueue;
 pub mod expiry;
+pub mod handoff;
 pub mod lifecycle;
 pub mod outbox;
 pub mod pause;
@@ -37,6 +38,7 @@ macro_rules! __queues {
             $crate::__queues_dead!($then, $args);
             $crate::__queues_enqueue!($then, $args);
             $crate::__queues_expiry!($then, $args);
+            $crate::__queues_handoff!($then, $args);
             $crate::__queues_lifecycle!($then, $args);
             $crate::__queues_outbox!($then, $args);
             $crate::__queues_pause!($then, $args);

@@ -14,6 +14,7 @@ pub mod concurrency;
 pub mod failures;
 pub mod groups;
 pub mod handlers;
+pub mod handoff;
 pub mod heartbeats;
 pub mod listeners;
 pub mod locks;
@@ -32,6 +33,7 @@ macro_rules! __runtime {
             $crate::__runtime_concurrency!($then, $args);
             $crate::__runtime_failures!($then, $args);
             $crate::__runtime_groups!($then, $args);
+            $crate::__runtime_handoff!($then, $args);
             $crate::__runtime_handlers!($then, $args);
             $crate::__runtime_heartbeats!($then, $args);
             $crate::__runtime_listeners!($then, $args);

@@ -7,10 +7,11 @@ use std::sync::Mutex;
 // Not `QueueDriver`: its methods share the public traits' names, so the
 // calls below resolve to the wrapper. The impl names it in full.
 use crate::queue::{
-    DeadCountParams, DeadPurgeParams, DeadRequeueParams, JobAckParams, JobCancelParams,
-    JobCancelRequestsParams, JobEnqueueParams, JobGetParams, JobHeartbeatParams, JobReleaseParams,
-    JobSettleParams, JobUnclaimParams, QueuePauseParams, QueueStatsParams, QueueThroughput,
-    QueueThroughputParams, THROUGHPUT_RETENTION,
+    DeadCountParams, DeadPurgeParams, DeadRequeueParams, EnqueuedClaimed, JobAckParams,
+    JobCancelParams, JobCancelRequestsParams, JobEnqueueClaimedParams, JobEnqueueParams,
+    JobGetParams, JobHeartbeatParams, JobReleaseParams, JobSettleParams, JobUnclaimParams,
+    QueuePauseParams, QueueStatsParams, QueueThroughput, QueueThroughputParams,
+    THROUGHPUT_RETENTION,
 };
 use crate::{
     CancelOutcome, Capabilities, Checked, Claim, DeadListParams, DeadSelect, Engine, Enqueued,
@@ -84,6 +85,17 @@ impl crate::queue::QueueDriver for Recorder {
     async fn job_enqueue(&self, p: Checked<JobEnqueueParams>) -> Result<Vec<Enqueued>> {
         self.reached("job_enqueue");
         Ok(p.jobs.iter().map(|_| Enqueued::Inserted(1)).collect())
+    }
+
+    async fn job_enqueue_claimed(
+        &self,
+        _: Checked<JobEnqueueClaimedParams>,
+    ) -> Result<EnqueuedClaimed> {
+        self.reached("job_enqueue_claimed");
+        Ok(EnqueuedClaimed {
+            enqueued: Enqueued::Inserted(1),
+            claimed: None,
+        })
     }
 
     async fn job_claim(&self, _: Checked<JobClaimParams>) -> Result<Vec<Job>> {

@@ -24,6 +24,14 @@ pub trait QueueDriver: Engine {
         params: Checked<JobEnqueueParams>,
     ) -> impl Future<Output = Result<Vec<Enqueued>>> + Send;
 
+    /// See [`QueueEngine::job_enqueue_claimed`](super::QueueEngine::job_enqueue_claimed):
+    /// the insert and the claim in one statement or transaction; the
+    /// wrapper sends the wake hint of a job left pending.
+    fn job_enqueue_claimed(
+        &self,
+        params: Checked<JobEnqueueClaimedParams>,
+    ) -> impl Future<Output = Result<EnqueuedClaimed>> + Send;
+
     /// See [`QueueEngine::job_claim`](super::QueueEngine::job_claim).
     fn job_claim(
         &self,

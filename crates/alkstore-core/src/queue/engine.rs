@@ -31,6 +31,30 @@ pub trait QueueEngine: Engine {
         params: impl Into<JobEnqueueParams> + Send,
     ) -> impl Future<Output = Result<Vec<Enqueued>>> + Send;
 
+    /// Enqueue one job and, when nothing is ahead of it (it is due now, has
+    /// no unique key, its queue is not paused, no other due job of the
+    /// queue is pending), claim
+    /// it for `worker` in the same write, as `job_claim` would: the
+    /// in-process hand-off from an enqueue call to an idle worker, which
+    /// saves the claim's round trip. A job left pending is woken for like
+    /// any enqueued job.
+    ///
+    /// ```
+    /// # async fn f(e: &impl alkstore_core::QueueEngine) -> alkstore_core::Result<()> {
+    /// use alkstore_core::{JobEnqueueClaimedParams, NewJob};
+    /// let out = e
+    ///     .job_enqueue_claimed(JobEnqueueClaimedParams::new(NewJob::new("mail", b"{}".to_vec()), "w1"))
+    ///     .await?;
+    /// if let Some(job) = out.claimed {
+    ///     e.job_ack(vec![job.claim()]).await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    fn job_enqueue_claimed(
+        &self,
+        params: JobEnqueueClaimedParams,
+    ) -> impl Future<Output = Result<EnqueuedClaimed>> + Send;
+
     /// Claim up to `limit` due jobs (priority DESC, run_at, id). Expired claims
     /// are handed out again; an expired claim on its last attempt goes to dead.
     fn job_claim(&self, params: JobClaimParams) -> impl Future<Output = Result<Vec<Job>>> + Send;
@@ -214,6 +238,20 @@ impl<D: QueueDriver> QueueEngine for D {
             let out = QueueDriver::job_enqueue(self, p).await?;
             for q in &queues {
                 self.wake_hub().queue(q);
+            }
+            Ok(out)
+        })
+    }
+
+    async fn job_enqueue_claimed(
+        &self,
+        params: JobEnqueueClaimedParams,
+    ) -> Result<EnqueuedClaimed> {
+        engine_call!(self, job_enqueue_claimed, params => JobEnqueueClaimedParams, |p| async move {
+            let queue = p.job.queue.clone();
+            let out = QueueDriver::job_enqueue_claimed(self, p).await?;
+            if out.claimed.is_none() {
+                self.wake_hub().queue(&queue);
             }
             Ok(out)
         })

@@ -44,6 +44,32 @@ impl JobClaimParams {
     }
 }
 
+/// Parameters of `job_enqueue_claimed`: one job, and the worker to claim it
+/// for when nothing is ahead of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobEnqueueClaimedParams {
+    /// The job.
+    pub job: NewJob,
+    /// Who claims it (recorded on the row, as by a claim).
+    pub worker: String,
+}
+
+impl JobEnqueueClaimedParams {
+    /// Enqueue `job`, claimed for `worker` when it can be.
+    pub fn new(job: NewJob, worker: impl Into<String>) -> Self {
+        JobEnqueueClaimedParams {
+            job,
+            worker: worker.into(),
+        }
+    }
+
+    /// Validate against the contract and `limits`.
+    pub fn validate(&self, limits: &Limits) -> Result<()> {
+        NewJob::validate_batch(std::slice::from_ref(&self.job), limits)?;
+        validate_worker(&self.worker)
+    }
+}
+
 /// Parameters of a retry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobRetryParams {
@@ -458,6 +484,7 @@ macro_rules! impl_validate {
 
 impl_validate!(
     JobEnqueueParams,
+    JobEnqueueClaimedParams,
     JobClaimParams,
     JobAckParams,
     JobRetryParams,

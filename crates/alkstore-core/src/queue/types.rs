@@ -264,6 +264,17 @@ impl Enqueued {
     }
 }
 
+/// The result of `job_enqueue_claimed`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnqueuedClaimed {
+    /// The enqueue's outcome, as `job_enqueue` would give it.
+    pub enqueued: Enqueued,
+    /// The new job, claimed for the worker; `None` when it was left pending
+    /// (not due yet, a duplicate, its queue paused, or another due job ahead
+    /// of it), in which case wake hints went out as for any enqueue.
+    pub claimed: Option<Job>,
+}
+
 /// A claimed job, handed to exactly one worker until its claim expires.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Job {

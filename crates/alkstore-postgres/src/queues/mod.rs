@@ -10,10 +10,11 @@ use std::time::Duration;
 
 use alkstore_core::queue::{secs, truncate_error};
 use alkstore_core::queue::{
-    DeadCountParams, DeadPurgeParams, DeadRequeueParams, JobAckParams, JobCancelParams,
-    JobCancelRequestsParams, JobEnqueueParams, JobGetParams, JobHeartbeatParams, JobReleaseParams,
-    JobSettleParams, JobUnclaimParams, QueuePauseParams, QueueStatsParams, QueueThroughput,
-    QueueThroughputParams, QueueTotals, ThroughputBucket, THROUGHPUT_RETENTION,
+    DeadCountParams, DeadPurgeParams, DeadRequeueParams, EnqueuedClaimed, JobAckParams,
+    JobCancelParams, JobCancelRequestsParams, JobEnqueueClaimedParams, JobEnqueueParams,
+    JobGetParams, JobHeartbeatParams, JobReleaseParams, JobSettleParams, JobUnclaimParams,
+    QueuePauseParams, QueueStatsParams, QueueThroughput, QueueThroughputParams, QueueTotals,
+    ThroughputBucket, THROUGHPUT_RETENTION,
 };
 use alkstore_core::validate::{self, count};
 use alkstore_core::{
@@ -63,6 +64,59 @@ pub(crate) fn is_uniform(jobs: &[NewJob]) -> bool {
         })
 }
 
+/// The scalar parameters of `Sql::enqueue_one` and `Sql::enqueue_uniform`
+/// (`$1`–`$13`), drawn from one job; `Sql::enqueue_claimed` adds `$14`.
+struct OneRow<'a> {
+    job: &'a NewJob,
+    priority: i64,
+    max_attempts: i64,
+    expires_in: Option<i64>,
+    delay: i64,
+    visibility: i64,
+    backoff: i64,
+    retention: Option<i64>,
+    keep: Option<i64>,
+}
+
+impl<'a> OneRow<'a> {
+    fn of(job: &'a NewJob) -> Self {
+        OneRow {
+            job,
+            priority: i64::from(job.opts.priority),
+            max_attempts: i64::from(job.max_attempts()),
+            expires_in: job.opts.expires_in.map(secs),
+            delay: job.delay_s(),
+            visibility: job.visibility_timeout_s(),
+            backoff: job.backoff_base_s(),
+            retention: job.dead_letter_retention_s(),
+            keep: job.keep_completed_s(),
+        }
+    }
+
+    fn params<'b>(
+        &'b self,
+        now: &'b Option<i64>,
+        payload: &'b (dyn ToSql + Sync),
+        channel: &'b &'b str,
+    ) -> [&'b (dyn ToSql + Sync); 13] {
+        [
+            now,
+            &self.job.queue,
+            &self.priority,
+            &self.job.opts.run_at,
+            &self.delay,
+            &self.max_attempts,
+            &self.expires_in,
+            &self.visibility,
+            &self.backoff,
+            &self.retention,
+            payload,
+            &self.keep,
+            channel,
+        ]
+    }
+}
+
 /// Insert a uniform batch (see [`is_uniform`]) with the one-array statement
 /// (`Sql::enqueue_uniform`), or one job with `Sql::enqueue_one`.
 async fn insert_uniform<C: GenericClient + Sync>(
@@ -81,24 +135,8 @@ async fn insert_uniform<C: GenericClient + Sync>(
         [one] => one,
         _ => &payloads,
     };
-    let priority = i64::from(first.opts.priority);
-    let max_attempts = i64::from(first.max_attempts());
-    let expires_in = first.opts.expires_in.map(secs);
-    let params: [&(dyn ToSql + Sync); 13] = [
-        &now,
-        &first.queue,
-        &priority,
-        &first.opts.run_at,
-        &first.delay_s(),
-        &max_attempts,
-        &expires_in,
-        &first.visibility_timeout_s(),
-        &first.backoff_base_s(),
-        &first.dead_letter_retention_s(),
-        payload_param,
-        &first.keep_completed_s(),
-        &channel,
-    ];
+    let row = OneRow::of(&first);
+    let params = row.params(&now, payload_param, &channel);
     let rows = client.query(stmt, &params).await.map_err(db(op))?;
     inserted_in_order(&rows, n)
 }
@@ -532,6 +570,43 @@ impl QueueDriver for PgEngine {
             insert_jobs(&**client, &stmt, sql, jobs, self.now_override()).await?
         };
         Ok(out)
+    }
+
+    async fn job_enqueue_claimed(
+        &self,
+        params: Checked<JobEnqueueClaimedParams>,
+    ) -> Result<EnqueuedClaimed> {
+        let op = "job_enqueue_claimed";
+        let JobEnqueueClaimedParams { job, worker } = params.into_inner();
+        if job.opts.unique_key.is_some() {
+            // A keyed job may be a duplicate: the keyed insert, left pending.
+            let plain = Checked::new(vec![job], self.limits())?;
+            let enqueued = QueueDriver::job_enqueue(self, plain)
+                .await?
+                .pop()
+                .ok_or_else(|| Error::database(op, "the insert returned no id"))?;
+            return Ok(EnqueuedClaimed {
+                enqueued,
+                claimed: None,
+            });
+        }
+        let client = self.client().await?;
+        let sql = &self.inner.sql;
+        let stmt = client
+            .prepare_cached(&sql.enqueue_claimed)
+            .await
+            .map_err(db(op))?;
+        let now = self.now_override();
+        let channel = sql.channel.as_str();
+        let one = OneRow::of(&job);
+        let mut params = one.params(&now, &job.payload, &channel).to_vec();
+        params.push(&worker);
+        let row = client.query_one(&stmt, &params).await.map_err(db(op))?;
+        let is_claimed: bool = row.get(11);
+        Ok(EnqueuedClaimed {
+            enqueued: Enqueued::Inserted(row.get(0)),
+            claimed: is_claimed.then(|| claimed(&row, &job.queue, &worker)),
+        })
     }
 
     async fn job_claim(&self, params: Checked<JobClaimParams>) -> Result<Vec<Job>> {

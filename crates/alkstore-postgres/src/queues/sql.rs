@@ -43,6 +43,7 @@ pub(crate) struct Sql {
     pub enqueue_plain: String,
     pub enqueue_uniform: String,
     pub enqueue_one: String,
+    pub enqueue_claimed: String,
     pub enqueue_unique: String,
     pub unique_holder: String,
     pub rescue: String,
@@ -315,6 +316,32 @@ impl Sql {
             enqueue_one: format!(
                 "WITH ins AS (INSERT INTO {job} ({insert_cols}) VALUES ({}) RETURNING id) \
                  SELECT id, (SELECT pg_notify($13, $2::text)) FROM ins",
+                uniform_row("$11::bytea")
+            ),
+            // `enqueue_one` (parameters alike, `$14` the worker), the row
+            // inserted already claimed when nothing is ahead of it: due now,
+            // its queue not paused, no other due job pending (which a claim
+            // would take first). A claimed row sends no NOTIFY: nobody else
+            // should claim. The pending check walks the claim index's head,
+            // short on the idle queue this is for.
+            enqueue_claimed: format!(
+                "WITH free AS ( \
+                   SELECT COALESCE($4::bigint, {NOW} + $5::bigint) <= {NOW} \
+                     AND NOT EXISTS (SELECT 1 FROM {paused} WHERE queue = $2) \
+                     AND NOT EXISTS (SELECT 1 FROM {job} WHERE queue = $2 AND state = 'pending' \
+                       AND run_at <= {NOW} AND (expires_at IS NULL OR expires_at > {NOW})) AS ok \
+                 ), ins AS ( \
+                   INSERT INTO {job} ({insert_cols}, state, attempts, claim_count, worker_id, \
+                     claimed_at, claim_expires_at) \
+                   SELECT {}, CASE WHEN ok THEN 'processing' ELSE 'pending' END, ok::int, ok::int, \
+                     CASE WHEN ok THEN $14::text END, CASE WHEN ok THEN {NOW} END, \
+                     CASE WHEN ok THEN {NOW} + $8::bigint END \
+                   FROM free \
+                   RETURNING id, payload, priority, attempts, max_attempts, claim_expires_at, run_at, \
+                     created_at, unique_key, claimed_at, claim_count, state = 'processing' AS claimed \
+                 ) \
+                 SELECT ins.*, CASE WHEN NOT ins.claimed THEN (SELECT pg_notify($13, $2::text)) END \
+                 FROM ins",
                 uniform_row("$11::bytea")
             ),
             // With unique keys, ids are drawn first so each input row knows its

@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use alkstore_core::queue::{secs, truncate_error};
 use alkstore_core::queue::{
-    DeadCountParams, DeadPurgeParams, DeadRequeueParams, JobAckParams, JobCancelParams,
-    JobCancelRequestsParams, JobEnqueueParams, JobGetParams, JobHeartbeatParams, JobReleaseParams,
-    JobSettleParams, JobUnclaimParams, QueuePauseParams, QueueStatsParams, QueueThroughput,
-    QueueThroughputParams, QueueTotals, ThroughputBucket, THROUGHPUT_BUCKET_S,
-    THROUGHPUT_RETENTION,
+    DeadCountParams, DeadPurgeParams, DeadRequeueParams, EnqueuedClaimed, JobAckParams,
+    JobCancelParams, JobCancelRequestsParams, JobEnqueueClaimedParams, JobEnqueueParams,
+    JobGetParams, JobHeartbeatParams, JobReleaseParams, JobSettleParams, JobUnclaimParams,
+    QueuePauseParams, QueueStatsParams, QueueThroughput, QueueThroughputParams, QueueTotals,
+    ThroughputBucket, THROUGHPUT_BUCKET_S, THROUGHPUT_RETENTION,
 };
 use alkstore_core::validate::count;
 use alkstore_core::{
@@ -664,6 +664,57 @@ impl QueueDriver for SqliteEngine {
         } else {
             writer.write_rows("job_enqueue", jobs_len, insert).await
         }
+    }
+
+    async fn job_enqueue_claimed(
+        &self,
+        params: Checked<JobEnqueueClaimedParams>,
+    ) -> Result<EnqueuedClaimed> {
+        let op = "job_enqueue_claimed";
+        let JobEnqueueClaimedParams { job, worker } = params.into_inner();
+        // The insert, then the claim of the new row alone when nothing is
+        // ahead of it (see `QueueDriver::job_enqueue_claimed`): one
+        // savepoint, so both or neither.
+        let (enqueued, rows, job, worker) = self
+            .inner
+            .writer
+            .write_rows(op, 1, move |st| {
+                let now = st.clock.now();
+                let enqueued = insert_job(&st.conn, &job, now, &mut st.job_ids, JOB_ID_BLOCK)?;
+                // A keyed job (maybe a duplicate) is left pending.
+                let id = match enqueued {
+                    Enqueued::Inserted(id) if job.opts.unique_key.is_none() => id,
+                    _ => return Ok((enqueued, ClaimedRows::default(), job, worker)),
+                };
+                let rows = st
+                    .conn
+                    .prepare_cached(
+                        "UPDATE __alkstore_job SET state = 'processing', attempts = attempts + 1, \
+                           claim_count = claim_count + 1, worker_id = ?1, claimed_at = ?2, \
+                           claim_expires_at = ?2 + visibility_timeout_s \
+                         WHERE id = ?3 AND run_at <= ?2 \
+                           AND NOT EXISTS (SELECT 1 FROM __alkstore_queue_pause WHERE queue = ?4) \
+                           AND NOT EXISTS (SELECT 1 FROM __alkstore_job WHERE queue = ?4 \
+                             AND state = 'pending' AND run_at <= ?2 AND id <> ?3 \
+                             AND (expires_at IS NULL OR expires_at > ?2)) \
+                         RETURNING id, payload, priority, attempts, max_attempts, claim_expires_at, \
+                           run_at, created_at, unique_key, claimed_at, claim_count",
+                    )
+                    .and_then(|mut s| {
+                        s.query(params![worker, now, id, job.queue])
+                            .and_then(ClaimedRows::read)
+                    })
+                    .map_err(db(op))?;
+                if rows.len() > 0 {
+                    st.queue_of.claimed(&Arc::from(job.queue.as_str()), rows.ids());
+                }
+                Ok((enqueued, rows, job, worker))
+            })
+            .await?;
+        Ok(EnqueuedClaimed {
+            enqueued,
+            claimed: rows.into_jobs(&job.queue, &worker).pop(),
+        })
     }
 
     async fn job_claim(&self, params: Checked<JobClaimParams>) -> Result<Vec<Job>> {

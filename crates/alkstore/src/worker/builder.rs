@@ -75,6 +75,10 @@ pub struct WorkerReport {
     /// Claims that found nothing (after a wake hint, a poll, or a rival
     /// worker taking the jobs first).
     pub empty_claims: u64,
+    /// Jobs an enqueue call of this process gave straight to an idle claim
+    /// loop, inserted already claimed (counted in `claimed` too, not in
+    /// `claims`).
+    pub handed_off: u64,
     /// Jobs acked.
     pub completed: u64,
     /// Attempts that failed and were rescheduled.
@@ -102,6 +106,7 @@ pub(crate) struct Counters {
     pub(crate) claimed: AtomicU64,
     pub(crate) claims: AtomicU64,
     pub(crate) empty_claims: AtomicU64,
+    pub(crate) handed_off: AtomicU64,
     pub(crate) retried: AtomicU64,
     pub(crate) dead: AtomicU64,
     pub(crate) panicked: AtomicU64,
@@ -376,6 +381,7 @@ impl Worker {
             claimed: counters.claimed.load(Ordering::Relaxed),
             claims: counters.claims.load(Ordering::Relaxed),
             empty_claims: counters.empty_claims.load(Ordering::Relaxed),
+            handed_off: counters.handed_off.load(Ordering::Relaxed),
             completed: ack_stats.acked.load(Ordering::Relaxed),
             retried: counters.retried.load(Ordering::Relaxed),
             dead: counters.dead.load(Ordering::Relaxed),

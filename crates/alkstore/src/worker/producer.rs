@@ -255,65 +255,8 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>, lead: bool) {
             idle(&mut ctx, &shared, lead, &mut hints, &name).await;
             continue;
         }
-        ctx.counters
-            .claimed
-            .fetch_add(jobs.len() as u64, Ordering::Relaxed);
         ctx.counters.claims.fetch_add(1, Ordering::Relaxed);
-        shared.claimed_total.increment(jobs.len() as u64);
-        // One clock read and two locks of the running map per claim, not
-        // per job: the jobs are registered before their tasks exist (so a
-        // task's own removal always comes after), and their tasks' abort
-        // handles added once all are spawned (a task that has finished by
-        // then has removed its entry; nothing else reads the map's
-        // entries until this loop ends or the next heartbeat sweep, which
-        // does not need them).
-        let now = std::time::Instant::now();
-        let starts = Cancel::for_claim(jobs.len());
-        if let Ok(mut r) = shared.running.lock() {
-            for (job, cancel) in jobs.iter().zip(&starts) {
-                let length = Duration::from_secs(alkstore_core::validate::count(
-                    (job.claim_expires_at - job.claimed_at).max(1),
-                ));
-                let cancel = cancel.clone();
-                r.insert(
-                    (job.id, job.claim_token),
-                    InFlight {
-                        next_beat: next_heartbeat(now, length),
-                        length,
-                        abort: None,
-                        settled: false,
-                        cancel,
-                    },
-                );
-            }
-        }
-        let mut tasks = Vec::with_capacity(jobs.len());
-        for (job, cancelled) in jobs.into_iter().zip(starts) {
-            let Some(permit) = reserved.split(1) else {
-                // Cannot happen (we claimed at most what we reserved).
-                if let Ok(mut r) = shared.running.lock() {
-                    r.remove(&(job.id, job.claim_token));
-                }
-                let _ = ctx.engine.job_release(job.claim()).await;
-                continue;
-            };
-            let key = (job.id, job.claim_token);
-            // Boxed: the job's future is large, and moving it by value into
-            // the task cell costs more than the no-op handlers it runs.
-            let run = Box::pin(run_job(shared.clone(), job, cancelled));
-            let task = tokio::spawn(async move {
-                run.await;
-                drop(permit);
-            });
-            tasks.push((key, task.abort_handle()));
-        }
-        if let Ok(mut r) = shared.running.lock() {
-            for (key, abort) in tasks {
-                if let Some(f) = r.get_mut(&key) {
-                    f.abort = Some(abort);
-                }
-            }
-        }
+        start_jobs(&ctx, &shared, jobs, &mut reserved).await;
         // Reserved slots left unused (fewer jobs than slots) are freed here.
         drop(reserved);
         if !full {
@@ -324,22 +267,135 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>, lead: bool) {
     }
 }
 
+/// Start claimed jobs: register each in the running map (heartbeats,
+/// cancellation, shutdown) and spawn its task with one of the `reserved`
+/// slots.
+async fn start_jobs(
+    ctx: &LoopCtx,
+    shared: &Arc<QueueShared>,
+    jobs: Vec<alkstore_core::Job>,
+    reserved: &mut tokio::sync::OwnedSemaphorePermit,
+) {
+    ctx.counters
+        .claimed
+        .fetch_add(jobs.len() as u64, Ordering::Relaxed);
+    shared.claimed_total.increment(jobs.len() as u64);
+    // One clock read and two locks of the running map per claim, not
+    // per job: the jobs are registered before their tasks exist (so a
+    // task's own removal always comes after), and their tasks' abort
+    // handles added once all are spawned (a task that has finished by
+    // then has removed its entry; nothing else reads the map's
+    // entries until this loop ends or the next heartbeat sweep, which
+    // does not need them).
+    let now = std::time::Instant::now();
+    let starts = Cancel::for_claim(jobs.len());
+    if let Ok(mut r) = shared.running.lock() {
+        for (job, cancel) in jobs.iter().zip(&starts) {
+            let length = Duration::from_secs(alkstore_core::validate::count(
+                (job.claim_expires_at - job.claimed_at).max(1),
+            ));
+            let cancel = cancel.clone();
+            r.insert(
+                (job.id, job.claim_token),
+                InFlight {
+                    next_beat: next_heartbeat(now, length),
+                    length,
+                    abort: None,
+                    settled: false,
+                    cancel,
+                },
+            );
+        }
+    }
+    let mut tasks = Vec::with_capacity(jobs.len());
+    for (job, cancelled) in jobs.into_iter().zip(starts) {
+        let Some(permit) = reserved.split(1) else {
+            // Cannot happen (we claimed at most what we reserved).
+            if let Ok(mut r) = shared.running.lock() {
+                r.remove(&(job.id, job.claim_token));
+            }
+            let _ = ctx.engine.job_release(job.claim()).await;
+            continue;
+        };
+        let key = (job.id, job.claim_token);
+        // Boxed: the job's future is large, and moving it by value into
+        // the task cell costs more than the no-op handlers it runs.
+        let run = Box::pin(run_job(shared.clone(), job, cancelled));
+        let task = tokio::spawn(async move {
+            run.await;
+            drop(permit);
+        });
+        tasks.push((key, task.abort_handle()));
+    }
+    if let Ok(mut r) = shared.running.lock() {
+        for (key, abort) in tasks {
+            if let Some(f) = r.get_mut(&key) {
+                f.abort = Some(abort);
+            }
+        }
+    }
+}
+
 /// A claim loop's wait once its queue ran dry (see [`claim_loop`]).
+///
+/// The lead loop also offers one free handler slot to this process's
+/// enqueue calls ([`Takers`](alkstore_core::Takers)): a job given to it
+/// starts at once, and the wait goes on.
 async fn idle(
     ctx: &mut LoopCtx,
-    shared: &QueueShared,
+    shared: &Arc<QueueShared>,
     lead: bool,
     hints: &mut broadcast::Receiver<alkstore_core::Wake>,
     queue: &str,
 ) {
     if lead {
-        // A backlog another loop found (jobs that sent no hint this loop
-        // saw, e.g. claims another process rolled back) ends it too.
-        tokio::select! {
-            () = wait_for_work(ctx, hints, queue) => {}
-            () = shared.backlog.notified() => {}
+        let engine = ctx.engine.clone();
+        let takers = engine.wake_hub().takers();
+        loop {
+            let mut offer = shared
+                .slots
+                .clone()
+                .try_acquire_owned()
+                .ok()
+                .map(|slot| (slot, takers.offer(queue, &ctx.worker)));
+            let given = async {
+                match &mut offer {
+                    Some((_, o)) => Some(o.given().await),
+                    None => std::future::pending().await,
+                }
+            };
+            // A backlog another loop found (jobs that sent no hint this loop
+            // saw, e.g. claims another process rolled back) ends it too.
+            let given = tokio::select! {
+                () = wait_for_work(ctx, hints, queue) => None,
+                () = shared.backlog.notified() => None,
+                given = given => given,
+            };
+            let Some((mut slot, o)) = offer else { return };
+            let woken = given.is_none();
+            let job = match given {
+                Some(Some(job)) => job,
+                // Taken by an enqueue whose job stayed pending: claim it.
+                Some(None) => return,
+                // Woken: take the offer back, or, when an enqueue call took
+                // it meanwhile, wait for what it sends.
+                None => {
+                    if takers.withdraw(&o) {
+                        return;
+                    }
+                    let mut o = o;
+                    match o.given().await {
+                        Some(job) => job,
+                        None => return,
+                    }
+                }
+            };
+            ctx.counters.handed_off.fetch_add(1, Ordering::Relaxed);
+            start_jobs(ctx, shared, vec![job], &mut slot).await;
+            if woken {
+                return;
+            }
         }
-        return;
     }
     tokio::select! {
         () = shared.backlog.notified() => {}
