@@ -3,13 +3,18 @@
 //! timeouts, retries, snoozes, cooperative cancel, panic isolation and
 //! graceful shutdown.
 //!
+//! A job that this process enqueues (one at a time, due now) while a queue's
+//! worker idles goes straight to that worker, inserted already claimed for
+//! it (see [`Queue::enqueue_bytes`](crate::Queue::enqueue_bytes) and
+//! [`WorkerReport::handed_off`]).
+//!
 //! # Metrics
 //!
 //! Through the [`metrics`] facade; every one is labelled `queue`:
 //!
 //! | name | kind | what |
 //! |---|---|---|
-//! | `alkstore_jobs_claimed_total` | counter | jobs claimed |
+//! | `alkstore_jobs_claimed_total` | counter | jobs claimed (handed-off jobs included) |
 //! | `alkstore_jobs_completed_total` | counter | jobs acked (their handler returned `Ok`) |
 //! | `alkstore_jobs_retried_total` | counter | failed attempts rescheduled |
 //! | `alkstore_jobs_dead_total` | counter | jobs dead-lettered (failed, out of attempts, cancelled) |
