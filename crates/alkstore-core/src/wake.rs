@@ -148,7 +148,8 @@ impl Taker {
     }
 
     /// Give the worker its claimed job; the job back when the worker is
-    /// gone (its offer dropped without being withdrawn).
+    /// gone (its offer dropped without being withdrawn), for the caller to
+    /// release.
     pub fn give(self, job: Job) -> Option<Job> {
         self.tx.send(job).err()
     }

@@ -270,8 +270,9 @@ pub struct EnqueuedClaimed {
     /// The enqueue's outcome, as `job_enqueue` would give it.
     pub enqueued: Enqueued,
     /// The new job, claimed for the worker; `None` when it was left pending
-    /// (not due yet, a duplicate, its queue paused, or another due job ahead
-    /// of it), in which case wake hints went out as for any enqueue.
+    /// (not due yet, it has a unique key, its queue is paused, or another due
+    /// job is ahead of it), in which case wake hints went out as for any
+    /// enqueue.
     pub claimed: Option<Job>,
 }
 

@@ -322,8 +322,9 @@ impl Sql {
             // inserted already claimed when nothing is ahead of it: due now,
             // its queue not paused, no other due job pending (which a claim
             // would take first). A claimed row sends no NOTIFY: nobody else
-            // should claim. The pending check walks the claim index's head,
-            // short on the idle queue this is for.
+            // should claim. The pending check walks the claim index from
+            // the queue's head as the claim it replaces would (past the
+            // queue's scheduled jobs when none is due).
             enqueue_claimed: format!(
                 "WITH free AS ( \
                    SELECT COALESCE($4::bigint, {NOW} + $5::bigint) <= {NOW} \
