@@ -371,7 +371,9 @@ async fn idle(
                 () = shared.backlog.notified() => None,
                 given = given => given,
             };
-            let Some((mut slot, o)) = offer else { return };
+            let Some((mut slot, mut o)) = offer else {
+                return;
+            };
             let woken = given.is_none();
             let job = match given {
                 Some(Some(job)) => job,
@@ -383,7 +385,6 @@ async fn idle(
                     if takers.withdraw(&o) {
                         return;
                     }
-                    let mut o = o;
                     match o.given().await {
                         Some(job) => job,
                         None => return,
