@@ -182,6 +182,13 @@ pub trait RuntimeHarness: Send + Sync + Sized + 'static {
         commit: bool,
     ) -> impl Future<Output = Result<()>> + Send;
 
+    /// As [`Harness::publish_held`]: on another connection, publish `events`
+    /// in a transaction kept open until the returned handle ends it.
+    fn publish_held(
+        &self,
+        events: Vec<NewEvent>,
+    ) -> impl Future<Output = Result<HeldPublish>> + Send;
+
     /// Drop whatever the harness created. Runs after every row, whether it
     /// passed or panicked.
     fn teardown(self) -> impl Future<Output = ()> + Send;

@@ -77,23 +77,7 @@ impl Harness for PgHarness {
     }
 
     async fn publish_held(&self, events: Vec<NewEvent>) -> Result<HeldPublish> {
-        let (mut client, driver) = self.app_connection().await?;
-        let engine = self.engine.clone();
-        let (published_tx, published) = tokio::sync::oneshot::channel();
-        let (end, decision) = tokio::sync::oneshot::channel::<bool>();
-        let done = tokio::spawn(async move {
-            let tx = client.transaction().await.map_err(outbox_err)?;
-            let offsets = engine.stream_publish_in(&tx, events).await?;
-            let _ = published_tx.send(offsets);
-            finish_tx(tx, decision.await.unwrap_or(false)).await?;
-            drop(client);
-            let _ = driver.await;
-            Ok(())
-        });
-        let offsets = published
-            .await
-            .map_err(|_| Error::database("held publish", "the publisher failed"))?;
-        Ok(HeldPublish::new(offsets, end, done))
+        publish_held(&self.url, self.engine.clone(), events).await
     }
 
     fn foreign_hints_name_queue(&self) -> bool {
@@ -114,6 +98,30 @@ fn orders_table(schema: &str) -> String {
 
 fn outbox_err(e: tokio_postgres::Error) -> Error {
     Error::database("outbox test", e)
+}
+
+/// On an application connection of its own, publish `events` in a
+/// transaction kept open until the handle ends it.
+async fn publish_held(url: &str, engine: PgEngine, events: Vec<NewEvent>) -> Result<HeldPublish> {
+    let (mut client, conn) = tokio_postgres::connect(url, NoTls)
+        .await
+        .map_err(outbox_err)?;
+    let driver = tokio::spawn(conn);
+    let (published_tx, published) = tokio::sync::oneshot::channel();
+    let (end, decision) = tokio::sync::oneshot::channel::<bool>();
+    let done = tokio::spawn(async move {
+        let tx = client.transaction().await.map_err(outbox_err)?;
+        let offsets = engine.stream_publish_in(&tx, events).await?;
+        let _ = published_tx.send(offsets);
+        finish_tx(tx, decision.await.unwrap_or(false)).await?;
+        drop(client);
+        let _ = driver.await;
+        Ok(())
+    });
+    let offsets = published
+        .await
+        .map_err(|_| Error::database("held publish", "the publisher failed"))?;
+    Ok(HeldPublish::new(offsets, end, done))
 }
 
 /// Commit or roll back the application's transaction.
@@ -197,6 +205,11 @@ impl RuntimeHarness for PgRuntime {
         drop(client);
         let _ = driver.await;
         Ok(())
+    }
+
+    async fn publish_held(&self, events: Vec<NewEvent>) -> Result<HeldPublish> {
+        let engine = self.store.postgres().expect("a PostgreSQL store").clone();
+        publish_held(&self.url, engine, events).await
     }
 
     async fn teardown(self) {

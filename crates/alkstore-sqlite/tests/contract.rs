@@ -85,29 +85,33 @@ impl Harness for SqliteHarness {
     }
 
     async fn publish_held(&self, events: Vec<NewEvent>) -> Result<HeldPublish> {
-        let path = self.engine.path().to_path_buf();
-        let engine = self.engine.clone();
-        let (published_tx, published) = tokio::sync::oneshot::channel();
-        let (end, decision) = tokio::sync::oneshot::channel::<bool>();
-        let done = tokio::task::spawn_blocking(move || {
-            let db = |e: rusqlite::Error| Error::database("held publish", e);
-            let mut conn = open_app_connection(&path).map_err(db)?;
-            let tx = conn.transaction().map_err(db)?;
-            let offsets = engine.stream_publish_in(&tx, events)?;
-            let _ = published_tx.send(offsets);
-            if decision.blocking_recv().unwrap_or(false) {
-                tx.commit().map_err(db)
-            } else {
-                tx.rollback().map_err(db)
-            }
-        });
-        let offsets = published
-            .await
-            .map_err(|_| Error::database("held publish", "the publisher failed"))?;
-        Ok(HeldPublish::new(offsets, end, done))
+        publish_held(self.engine.clone(), events).await
     }
 
     async fn teardown(self) {}
+}
+
+/// On an application connection of its own, publish `events` in a
+/// transaction kept open until the handle ends it.
+async fn publish_held(engine: SqliteEngine, events: Vec<NewEvent>) -> Result<HeldPublish> {
+    let (published_tx, published) = tokio::sync::oneshot::channel();
+    let (end, decision) = tokio::sync::oneshot::channel::<bool>();
+    let done = tokio::task::spawn_blocking(move || {
+        let db = |e: rusqlite::Error| Error::database("held publish", e);
+        let mut conn = open_app_connection(engine.path()).map_err(db)?;
+        let tx = conn.transaction().map_err(db)?;
+        let offsets = engine.stream_publish_in(&tx, events)?;
+        let _ = published_tx.send(offsets);
+        if decision.blocking_recv().unwrap_or(false) {
+            tx.commit().map_err(db)
+        } else {
+            tx.rollback().map_err(db)
+        }
+    });
+    let offsets = published
+        .await
+        .map_err(|_| Error::database("held publish", "the publisher failed"))?;
+    Ok(HeldPublish::new(offsets, end, done))
 }
 
 /// The application's own connection to the store's file, with the table
@@ -162,6 +166,11 @@ impl RuntimeHarness for SqliteRuntime {
         })
         .await
         .map_err(|e| Error::database("notify test", e.to_string()))?
+    }
+
+    async fn publish_held(&self, events: Vec<NewEvent>) -> Result<HeldPublish> {
+        let engine = self.store.sqlite().expect("a SQLite store").clone();
+        publish_held(engine, events).await
     }
 
     async fn teardown(self) {}

@@ -6,11 +6,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use alkstore::group::{GroupEvent, GroupOpts, GroupReport};
+use alkstore::group::{GroupError, GroupEvent, GroupOpts, GroupReport};
 use alkstore::stream::OnError;
 use alkstore::GroupEngine;
+use alkstore_core::stream::NewEvent;
+use alkstore_core::Engine;
 use tokio::sync::Notify;
 
+use super::support::settled_hints;
 use crate::RuntimeHarness;
 
 /// Short leases, so the rows see failover and rebalancing in seconds.
@@ -133,6 +136,35 @@ async fn until_owned(
     }
 }
 
+/// A worker of group `g` on `orders` with `buckets` and `opts`, running
+/// `handler` on a task of its own until the returned sender fires (or is
+/// dropped).
+fn spawn_worker<F, Fut, E>(
+    store: &alkstore::Store,
+    buckets: u32,
+    opts: GroupOpts,
+    handler: F,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Result<GroupReport, GroupError>>,
+)
+where
+    F: Fn(GroupEvent) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<(), E>> + Send + 'static,
+    E: Into<alkstore_core::BoxError> + Send + 'static,
+{
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let run = store
+        .group("g")
+        .stream("orders")
+        .buckets(buckets)
+        .opts(opts)
+        .run(handler, async move {
+            let _ = stop_rx.await;
+        });
+    (stop_tx, tokio::spawn(run))
+}
+
 /// Each key's offsets, per run of one worker on one bucket lease, must
 /// grow: order within a key holds inside every owner's run.
 fn assert_key_order(handled: &[Handled]) {
@@ -155,17 +187,7 @@ pub async fn a_group_worker_handles_every_event_in_key_order<H: RuntimeHarness>(
     let store = h.store().clone();
     let mut offsets: BTreeSet<i64> = publish(&store, 0, 100, 7).await.into_iter().collect();
     let log = Log::default();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let run = tokio::spawn(
-        store
-            .group("g")
-            .stream("orders")
-            .buckets(4)
-            .opts(quick())
-            .run(log.handler("a"), async move {
-                let _ = stop_rx.await;
-            }),
-    );
+    let (stop_tx, run) = spawn_worker(&store, 4, quick(), log.handler("a"));
     offsets.extend(publish(&store, 100, 100, 7).await);
     log.until_all(&offsets).await;
     let _ = stop_tx.send(());
@@ -189,6 +211,71 @@ pub async fn a_group_worker_handles_every_event_in_key_order<H: RuntimeHarness>(
             .unwrap_or(0);
         assert_eq!((b.checkpoint, b.lag), (last, 0), "bucket {}", b.bucket);
     }
+}
+
+/// A worker that starts while the stream's newest events are held back (an
+/// older transaction still open: PostgreSQL) handles them soon after that
+/// transaction ends, though nothing hints it then: the hold-up ends in a
+/// rollback, the events' own hints went out before the worker started, and
+/// the safety poll is an hour. (On SQLite the later publish waits for the
+/// held transaction's write lock, so the row holds trivially.)
+pub async fn a_group_worker_reads_events_held_back_when_it_began<H: RuntimeHarness>(h: &H) {
+    let store = h.store().clone();
+    let _hints = settled_hints(&store).await;
+    let held = h
+        .publish_held(vec![NewEvent::new("orders", b"rolled-back".to_vec())])
+        .await
+        .expect("held publish");
+    let later = tokio::spawn({
+        let store = store.clone();
+        async move { publish(&store, 0, 6, 3).await }
+    });
+    let concurrent = store.engine().capabilities().multi_host;
+    let mut offsets = BTreeSet::new();
+    let mut later = Some(later);
+    if let Some(publisher) = later.take_if(|_| concurrent) {
+        // Committed (and hinted) before the worker exists, but held back.
+        offsets.extend(publisher.await.expect("later publisher"));
+        assert_eq!(
+            store
+                .stream("orders")
+                .stats()
+                .await
+                .expect("stats")
+                .held_back,
+            6
+        );
+    }
+    let log = Log::default();
+    let (stop_tx, run) = spawn_worker(
+        &store,
+        2,
+        GroupOpts {
+            poll_interval: Duration::from_secs(3600),
+            ..quick()
+        },
+        log.handler("a"),
+    );
+    if concurrent {
+        // (On SQLite taking buckets waits for the held transaction's lock.)
+        until_owned(&store, "the worker takes both buckets", |o| {
+            o.values().sum::<usize>() == 2
+        })
+        .await;
+    }
+    // Let its first reads find nothing.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    held.finish(false)
+        .await
+        .expect("roll back the held publish");
+    if let Some(publisher) = later {
+        offsets.extend(publisher.await.expect("later publisher"));
+    }
+    log.until_all(&offsets).await;
+    let _ = stop_tx.send(());
+    let report: GroupReport = run.await.expect("task").expect("run");
+    assert_eq!(report.handled, 6);
+    assert_eq!(log.all().len(), 6, "each event once");
 }
 
 /// A second worker joining gets its share without anyone dying (the first
@@ -285,17 +372,7 @@ pub async fn failing_group_events_are_dead_lettered_and_the_bucket_goes_on<H: Ru
         .await
         .expect("publish");
     let log = Log::default();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let run = tokio::spawn(
-        store
-            .group("g")
-            .stream("orders")
-            .buckets(2)
-            .opts(quick())
-            .run(log.handler("a"), async move {
-                let _ = stop_rx.await;
-            }),
-    );
+    let (stop_tx, run) = spawn_worker(&store, 2, quick(), log.handler("a"));
     log.until_all(&[before, after].into_iter().collect()).await;
     let _ = stop_tx.send(());
     let report = run.await.expect("task").expect("run");
@@ -349,17 +426,7 @@ pub async fn requeued_group_dead_letters_run_again<H: RuntimeHarness>(h: &H) {
             })
         }
     };
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let run = tokio::spawn(
-        store
-            .group("g")
-            .stream("orders")
-            .buckets(2)
-            .opts(quick())
-            .run(handler, async move {
-                let _ = stop_rx.await;
-            }),
-    );
+    let (stop_tx, run) = spawn_worker(&store, 2, quick(), handler);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while store
         .group("g")
@@ -452,6 +519,7 @@ macro_rules! __runtime_groups {
     ($then:path, $args:tt) => {
         $then! { @rows $args runtime::groups [
             a_group_worker_handles_every_event_in_key_order,
+            a_group_worker_reads_events_held_back_when_it_began,
             group_buckets_rebalance_on_join_and_fail_over_on_death,
             failing_group_events_are_dead_lettered_and_the_bucket_goes_on,
             bad_group_options_are_refused,

@@ -5,8 +5,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use alkstore::stream::{Event, OnError, StartAt, SubscribeError, SubscribeOpts};
+use alkstore_core::stream::NewEvent;
+use alkstore_core::Engine;
 use tokio::sync::Notify;
 
+use super::support::settled_hints;
 use crate::streams::settle;
 use crate::RuntimeHarness;
 
@@ -129,6 +132,71 @@ pub async fn subscriber_replays_then_follows_live<H: RuntimeHarness>(h: &H) {
         ["next-0", "next-1"],
         "resumed after the saved offset"
     );
+}
+
+/// A subscriber that starts while the stream's newest events are held back
+/// (an older transaction still open: PostgreSQL) reads them soon after that
+/// transaction ends, though nothing hints it then: the hold-up ends in a
+/// rollback, and the events' own hints went out before it started. The
+/// safety poll is set to an hour, so only the subscriber's own follow-up
+/// reads can find them. (On SQLite the later publish waits for the held
+/// transaction's write lock and commits after it, so the row holds
+/// trivially; it is kept so both engines answer the same question.)
+pub async fn subscriber_start_reads_events_held_back_when_it_began<H: RuntimeHarness>(h: &H) {
+    let _hints = settled_hints(h.store()).await;
+    let stream = h.store().stream("late");
+    let held = h
+        .publish_held(vec![NewEvent::new("late", b"rolled-back".to_vec())])
+        .await
+        .expect("held publish");
+    let later = tokio::spawn({
+        let stream = stream.clone();
+        async move { stream.publish_batch(batch("after-", 2)).await }
+    });
+    let concurrent = h.store().engine().capabilities().multi_host;
+    let mut later = Some(later);
+    if let Some(publisher) = later.take_if(|_| concurrent) {
+        // Committed (and hinted) before the subscriber exists, but held
+        // back behind the open transaction.
+        publisher
+            .await
+            .expect("later publisher")
+            .expect("later publish");
+        assert_eq!(
+            stream.stats().await.expect("stats").held_back,
+            2,
+            "the later events wait behind the open transaction"
+        );
+    }
+    let seen = Seen::default();
+    let opts = SubscribeOpts {
+        poll_interval: Duration::from_secs(3600),
+        ..SubscribeOpts::default()
+    };
+    let run = stream
+        .subscribe("late-reader")
+        .opts(opts)
+        .run(seen.handler(), {
+            let seen = seen.clone();
+            async move { seen.until(2).await }
+        });
+    let end_hold = async {
+        // Let the subscriber's first read find nothing.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        held.finish(false)
+            .await
+            .expect("roll back the held publish");
+        if let Some(publisher) = later {
+            publisher
+                .await
+                .expect("later publisher")
+                .expect("later publish");
+        }
+    };
+    let (report, ()) = tokio::join!(run, end_hold);
+    let report = report.expect("run");
+    assert_eq!(seen.list(), ["after-0", "after-1"]);
+    assert_eq!(report.handled, 2);
 }
 
 /// A failing event is retried per the policy, then the subscriber stops
@@ -311,6 +379,7 @@ macro_rules! __runtime_subscribers {
     ($then:path, $args:tt) => {
         $then! { @rows $args runtime::subscribers [
             subscriber_replays_then_follows_live,
+            subscriber_start_reads_events_held_back_when_it_began,
             subscriber_retries_then_stops_without_skipping,
             subscriber_can_start_at_the_head,
             a_head_start_is_saved_so_a_failure_resumes_there,

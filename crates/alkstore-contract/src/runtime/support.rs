@@ -49,3 +49,26 @@ pub(crate) async fn job(store: &alkstore::Store, id: i64) -> alkstore::JobInfo {
         .expect("get")
         .unwrap_or_else(|| panic!("job {id} is gone"))
 }
+
+/// Start the store's wake hints and let them settle: where the engine's
+/// listener is a connection of its own (PostgreSQL), wait for its
+/// announcement (one [`Wake::All`](alkstore_core::Wake::All) once it
+/// listens), so that the hints a row sees afterwards are only the ones it
+/// causes. Keep the receiver while the row runs.
+pub(crate) async fn settled_hints(
+    store: &alkstore::Store,
+) -> tokio::sync::broadcast::Receiver<alkstore_core::Wake> {
+    use alkstore_core::Engine;
+    let mut hints = store.engine().wake_subscribe();
+    if store.engine().capabilities().multi_host {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        assert!(
+            crate::queues::wake::hint_by(&mut hints, deadline, |w| {
+                *w == alkstore_core::Wake::All
+            })
+            .await,
+            "the engine's listener never announced itself"
+        );
+    }
+    hints
+}

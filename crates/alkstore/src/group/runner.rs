@@ -19,7 +19,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::JoinHandle;
 
-use crate::stream::OnError;
+use crate::stream::{follow_up_start, hint_follow_up, OnError};
 use crate::{AnyEngine, Store};
 
 /// One event handed to a group's handler, with the lease it is handled
@@ -540,8 +540,10 @@ async fn read_page(
 async fn fetch<F>(s: Arc<Shared<F>>, mut stop: watch::Receiver<bool>) {
     let mut hints = s.engine.wake_subscribe();
     let mut failures = 0u32;
-    // After a hint: the next short wait, and when the hint came.
-    let mut hinted: Option<(Duration, Instant)> = None;
+    // Short follow-up reads after a hint, a new bucket, the first read and
+    // any full page (see the subscriber's): the next short wait, and since
+    // when.
+    let mut hinted: Option<(Duration, Instant)> = Some(follow_up_start());
     // A page read ahead: its buckets, its start, the read.
     type Ahead = (Vec<u32>, i64, JoinHandle<Result<Vec<BucketEvent>, Error>>);
     let mut ahead: Option<Ahead> = None;
@@ -637,6 +639,7 @@ async fn fetch<F>(s: Arc<Shared<F>>, mut stop: watch::Receiver<bool>) {
                 }
             }
             if !caught_up {
+                hinted = Some(follow_up_start());
                 continue;
             }
             let queues: Vec<mpsc::Sender<Fed>> = lock(&s.fetch)
@@ -649,13 +652,12 @@ async fn fetch<F>(s: Arc<Shared<F>>, mut stop: watch::Receiver<bool>) {
             redeliver(&s).await;
         }
         // Caught up (or nothing owned): wait for a commit to the stream, a
-        // new bucket, the safety poll or the stop. After a hint, look again
-        // soon, backing off, for a few seconds: its event may still be held
-        // back by an older open transaction (PostgreSQL).
+        // new bucket, the safety poll or the stop. After a hint (or a new
+        // bucket, the start, a full page), look again soon, backing off, for
+        // a few seconds: its event may still be held back by an older open
+        // transaction (PostgreSQL).
         let wait = match hinted {
-            Some((next, since))
-                if since.elapsed() < crate::stream::hint_follow_up(s.opts.poll_interval) =>
-            {
+            Some((next, since)) if since.elapsed() < hint_follow_up(s.opts.poll_interval) => {
                 hinted = Some(((next * 2).min(Duration::from_millis(200)), since));
                 next
             }
@@ -670,10 +672,13 @@ async fn fetch<F>(s: Arc<Shared<F>>, mut stop: watch::Receiver<bool>) {
             tokio::select! {
                 biased;
                 _ = stop.changed() => return,
-                () = s.added.notified() => break,
+                () = s.added.notified() => {
+                    hinted = Some(follow_up_start());
+                    break;
+                }
                 hint = hints.recv() => match hint {
                     Ok(w) if w.concerns_stream(&s.stream) => {
-                        hinted = Some((Duration::from_millis(5), Instant::now()));
+                        hinted = Some(follow_up_start());
                         break;
                     }
                     Ok(_) => {}

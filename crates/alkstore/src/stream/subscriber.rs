@@ -199,6 +199,12 @@ pub(crate) fn hint_follow_up(poll_interval: Duration) -> Duration {
     poll_interval.min(Duration::from_secs(5))
 }
 
+/// A new run of follow-up reads (see [`hint_follow_up`]): the first after
+/// 5 ms, from now.
+pub(crate) fn follow_up_start() -> (Duration, Instant) {
+    (Duration::from_millis(5), Instant::now())
+}
+
 /// One run's state.
 struct Run<'a> {
     stream: &'a Stream,
@@ -246,9 +252,12 @@ impl Run<'_> {
             }
         };
         let mut shutdown = std::pin::pin!(shutdown.fuse());
-        // After a hint whose read found nothing: the next short wait, and
-        // when the hint came.
-        let mut retry: Option<(Duration, Instant)> = None;
+        // Short follow-up reads after a hint, and after the first read and
+        // any full batch: the newest events may still be held back behind
+        // an older open transaction (PostgreSQL), and a subscriber that
+        // starts, or catches up, after their hints went out gets no other
+        // wake-up than its poll. The next short wait, and since when.
+        let mut retry: Option<(Duration, Instant)> = Some(follow_up_start());
         loop {
             let events = engine
                 .stream_read(StreamReadParams::new(
@@ -273,7 +282,7 @@ impl Run<'_> {
                 }
             }
             if !caught_up {
-                retry = None;
+                retry = Some(follow_up_start());
                 continue;
             }
             self.save().await?;
@@ -303,7 +312,7 @@ impl Run<'_> {
                     hint = hints.recv() => match hint {
                         Ok(w) if w.concerns_stream(&name) => {
                             if retry.is_none() {
-                                retry = Some((Duration::from_millis(5), Instant::now()));
+                                retry = Some(follow_up_start());
                             }
                             break;
                         }
