@@ -306,14 +306,16 @@ pub(crate) fn data_version(conn: &Connection) -> Option<i64> {
 #[cfg(target_os = "linux")]
 mod inotify_watch {
     use std::ffi::OsString;
+    use std::io::ErrorKind;
+    use std::num::NonZeroU64;
     use std::path::Path;
     use std::sync::Weak;
-    use std::time::Duration;
+    use std::time::{Duration, Instant};
 
     use alkstore_core::WakeHub;
-    use futures_util::{FutureExt, StreamExt};
     use inotify::{Inotify, WatchMask};
     use rusqlite::Connection;
+    use rustix::event::{PollFd, PollFlags, Timespec};
 
     use super::{changed, SqliteOptions, GROUP_WAIT_LIMIT};
     use crate::writer::GroupActivity;
@@ -325,12 +327,53 @@ mod inotify_watch {
     /// Pauses between looks after a WAL write: every 0.05 ms for the first
     /// 1.5 ms (a commit without fsync is visible well within it: a woken
     /// worker's p99 stays under 2 ms), then coarser (about 50 ms in all,
-    /// for commits that fsync first).
+    /// for commits that fsync first). Blocking sleeps, on a timer slack of
+    /// 1 µs (see `run`).
     const RECHECK_PAUSES_US: [u64; 45] = [
         50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50,
         50, 50, 50, 50, 50, 50, 50, 200, 200, 200, 200, 200, 500, 500, 1_000, 2_000, 3_000, 5_000,
         8_000, 10_000, 10_000, 10_000,
     ];
+
+    /// The directory's inotify watch, and which events are writes to the WAL.
+    struct WalEvents {
+        inotify: Inotify,
+        wal: OsString,
+        buffer: [u8; 4096],
+    }
+
+    impl WalEvents {
+        /// Wait up to `timeout` for events; then read them all. Whether one
+        /// was a write to the WAL, or the queue overflowed (look then too).
+        fn wait(&mut self, timeout: Duration) -> std::io::Result<bool> {
+            let timeout = Timespec::try_from(timeout).unwrap_or(Timespec {
+                tv_sec: 1,
+                tv_nsec: 0,
+            });
+            let mut fds = [PollFd::new(&self.inotify, PollFlags::IN)];
+            match rustix::event::poll(&mut fds, Some(&timeout)) {
+                Ok(0) => return Ok(false),
+                Ok(_) => {}
+                Err(rustix::io::Errno::INTR) => return Ok(false),
+                Err(e) => return Err(e.into()),
+            }
+            let mut wrote = false;
+            loop {
+                match self.inotify.read_events(&mut self.buffer) {
+                    Ok(events) => {
+                        for e in events {
+                            wrote |= match e.name {
+                                Some(name) => name == self.wal.as_os_str(),
+                                None => true,
+                            };
+                        }
+                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(wrote),
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+    }
 
     pub(super) fn run(
         conn: &Connection,
@@ -339,81 +382,63 @@ mod inotify_watch {
         activity: &GroupActivity,
         last: &mut Option<i64>,
     ) -> std::io::Result<()> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_io()
-            .enable_time()
-            .build()?;
-        rt.block_on(async {
-            let inotify = Inotify::init()?;
-            let dir = opts
-                .path
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            inotify
-                .watches()
-                .add(dir, WatchMask::MODIFY | WatchMask::CREATE)?;
-            let mut wal = OsString::from(opts.path.file_name().unwrap_or_default());
-            wal.push("-wal");
-            let mut buffer = [0u8; 4096];
-            let mut events = inotify.into_event_stream(&mut buffer)?;
-            let mut safety = tokio::time::interval(SAFETY_POLL);
-            safety.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            // A batch of events counts if any of them is a write to the WAL,
-            // or has no name (a queue overflow): then look.
-            let relevant = |e: &inotify::EventOwned| match &e.name {
-                Some(name) => name.as_os_str() == wal.as_os_str(),
-                None => true,
-            };
-            loop {
-                // `wrote`: the WAL was written (a commit may be on its way);
-                // a safety tick alone looks once.
-                let (tick, mut wrote) = tokio::select! {
-                    ev = events.next() => match ev {
-                        Some(Ok(e)) => (false, relevant(&e)),
-                        Some(Err(e)) => return Err(e),
-                        None => return Ok(()),
-                    },
-                    _ = safety.tick() => (true, false),
-                };
-                while let Some(Some(ev)) = events.next().now_or_never() {
-                    match ev {
-                        Ok(e) => wrote |= relevant(&e),
-                        Err(e) => return Err(e),
-                    }
-                }
-                let Some(h) = hub.upgrade() else {
-                    return Ok(());
-                };
-                if !h.has_listeners() || !(tick || wrote) {
-                    continue;
-                }
-                if !wrote {
-                    activity.wait_for_end(GROUP_WAIT_LIMIT);
-                    changed(conn, last, &h);
-                    continue;
-                }
-                // The WAL write comes before the commit becomes visible (the
-                // shared-memory index is updated after it, and with
-                // synchronous=full after an fsync): look again on a backoff
-                // for up to ~50 ms. Blocking sleeps: this thread runs nothing
-                // else, and tokio's timer only resolves whole milliseconds.
-                let begun = activity.begun();
-                for pause_us in RECHECK_PAUSES_US {
-                    // The write may be a group of our own writer's: no other
-                    // connection commits until it ends.
-                    activity.wait_for_end(GROUP_WAIT_LIMIT);
-                    // A group began since the write: it looked at its start.
-                    if activity.begun() != begun {
-                        break;
-                    }
-                    if changed(conn, last, &h) {
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_micros(pause_us));
-                }
+        // The pauses below are tens of microseconds: without this, Linux
+        // stretches each sleep by up to 50 µs (the default timer slack).
+        let _ = rustix::thread::set_current_timer_slack(NonZeroU64::new(1_000));
+        let inotify = Inotify::init()?;
+        let dir = opts
+            .path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        inotify
+            .watches()
+            .add(dir, WatchMask::MODIFY | WatchMask::CREATE)?;
+        let mut wal = OsString::from(opts.path.file_name().unwrap_or_default());
+        wal.push("-wal");
+        let mut events = WalEvents {
+            inotify,
+            wal,
+            buffer: [0u8; 4096],
+        };
+        let mut safety_at = Instant::now() + SAFETY_POLL;
+        loop {
+            let wrote = events.wait(safety_at.saturating_duration_since(Instant::now()))?;
+            let tick = Instant::now() >= safety_at;
+            if tick {
+                safety_at = Instant::now() + SAFETY_POLL;
             }
-        })
+            let Some(h) = hub.upgrade() else {
+                return Ok(());
+            };
+            if !h.has_listeners() || !(tick || wrote) {
+                continue;
+            }
+            if !wrote {
+                activity.wait_for_end(GROUP_WAIT_LIMIT);
+                changed(conn, last, &h);
+                continue;
+            }
+            // The WAL write comes before the commit becomes visible (the
+            // shared-memory index is updated after it, and with
+            // synchronous=full after an fsync): look, then again after each
+            // pause, for up to ~50 ms. (Writes meanwhile wait in the queue,
+            // and the next turn of the outer loop looks again.)
+            let begun = activity.begun();
+            for pause_us in RECHECK_PAUSES_US {
+                // The write may be a group of our own writer's: no other
+                // connection commits until it ends.
+                activity.wait_for_end(GROUP_WAIT_LIMIT);
+                // A group began since the write: it looked at its start.
+                if activity.begun() != begun {
+                    break;
+                }
+                if changed(conn, last, &h) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_micros(pause_us));
+            }
+        }
     }
 }
 
