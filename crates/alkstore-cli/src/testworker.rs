@@ -189,11 +189,13 @@ pub(crate) fn unix_us() -> i64 {
 
 /// Enqueue jobs one at a time from this process, printing `id call_us
 /// commit_us` per job (before the call, after it returned), for the
-/// cross-process wake benchmark.
+/// cross-process wake benchmark. The lines go out once all jobs are in: a
+/// line per job would wake the measuring process's pipe reader at the
+/// moment its worker wakes for the job.
 pub(crate) async fn run_enqueue_timed(db: &str, args: TestEnqueueTimedArgs) -> Result<()> {
     let store = Store::open(db).await?;
     let q = store.queue(args.queue);
-    let mut out = std::io::stdout();
+    let mut lines = Vec::with_capacity(args.count);
     for _ in 0..args.count {
         tokio::time::sleep(Duration::from_millis(args.gap_ms)).await;
         let call = unix_us();
@@ -202,6 +204,10 @@ pub(crate) async fn run_enqueue_timed(db: &str, args: TestEnqueueTimedArgs) -> R
             .await?
             .id();
         let commit = unix_us();
+        lines.push((id, call, commit));
+    }
+    let mut out = std::io::stdout().lock();
+    for (id, call, commit) in lines {
         writeln!(out, "{id} {call} {commit}").map_err(|e| Error::invalid("stdout", e))?;
     }
     out.flush().map_err(|e| Error::invalid("stdout", e))?;

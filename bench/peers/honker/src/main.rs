@@ -399,17 +399,23 @@ fn unix_us() -> i64 {
 
 /// The enqueuer of `wake_latency_xproc`, run as a child process
 /// (`honker-bench enqueue-timed PATH COUNT`): one job every 5 ms, printing
-/// `id call_us commit_us` per job.
+/// `id call_us commit_us` per job once all are in (as alkstore's enqueuer:
+/// a line per job would wake the measuring process's pipe reader just as
+/// its consumer wakes).
 fn enqueue_timed(path: &str, count: u64) -> Res<()> {
     use std::io::Write;
     let db = Database::open(path)?;
     let q = db.queue(QUEUE, QueueOpts::default());
-    let mut out = std::io::stdout();
+    let mut lines = Vec::new();
     for n in 0..count {
         std::thread::sleep(Duration::from_millis(5));
         let call = unix_us();
         let id = q.enqueue(&payload(n), EnqueueOpts::default())?;
         let commit = unix_us();
+        lines.push((id, call, commit));
+    }
+    let mut out = std::io::stdout().lock();
+    for (id, call, commit) in lines {
         writeln!(out, "{id} {call} {commit}")?;
     }
     out.flush()?;
