@@ -404,9 +404,10 @@ mod inotify_watch {
         let mut safety_at = Instant::now() + SAFETY_POLL;
         loop {
             let wrote = events.wait(safety_at.saturating_duration_since(Instant::now()))?;
-            let tick = Instant::now() >= safety_at;
+            let now = Instant::now();
+            let tick = now >= safety_at;
             if tick {
-                safety_at = Instant::now() + SAFETY_POLL;
+                safety_at = now + SAFETY_POLL;
             }
             let Some(h) = hub.upgrade() else {
                 return Ok(());

@@ -19,7 +19,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::JoinHandle;
 
-use crate::stream::{follow_up_start, hint_follow_up, OnError};
+use crate::stream::{FollowUps, OnError};
 use crate::{AnyEngine, Store};
 
 /// One event handed to a group's handler, with the lease it is handled
@@ -540,10 +540,9 @@ async fn read_page(
 async fn fetch<F>(s: Arc<Shared<F>>, mut stop: watch::Receiver<bool>) {
     let mut hints = s.engine.wake_subscribe();
     let mut failures = 0u32;
-    // Short follow-up reads after a hint, a new bucket, the first read and
-    // any full page (see the subscriber's): the next short wait, and since
-    // when.
-    let mut hinted: Option<(Duration, Instant)> = Some(follow_up_start());
+    // Follow-up reads after the first read, any full page, a hint and a new
+    // bucket.
+    let mut follow_ups = FollowUps::started();
     // A page read ahead: its buckets, its start, the read.
     type Ahead = (Vec<u32>, i64, JoinHandle<Result<Vec<BucketEvent>, Error>>);
     let mut ahead: Option<Ahead> = None;
@@ -639,7 +638,7 @@ async fn fetch<F>(s: Arc<Shared<F>>, mut stop: watch::Receiver<bool>) {
                 }
             }
             if !caught_up {
-                hinted = Some(follow_up_start());
+                follow_ups.start();
                 continue;
             }
             let queues: Vec<mpsc::Sender<Fed>> = lock(&s.fetch)
@@ -652,20 +651,9 @@ async fn fetch<F>(s: Arc<Shared<F>>, mut stop: watch::Receiver<bool>) {
             redeliver(&s).await;
         }
         // Caught up (or nothing owned): wait for a commit to the stream, a
-        // new bucket, the safety poll or the stop. After a hint (or a new
-        // bucket, the start, a full page), look again soon, backing off, for
-        // a few seconds: its event may still be held back by an older open
-        // transaction (PostgreSQL).
-        let wait = match hinted {
-            Some((next, since)) if since.elapsed() < hint_follow_up(s.opts.poll_interval) => {
-                hinted = Some(((next * 2).min(Duration::from_millis(200)), since));
-                next
-            }
-            _ => {
-                hinted = None;
-                s.opts.poll_interval
-            }
-        };
+        // new bucket, the safety poll or the stop; sooner while follow-ups
+        // run (see `FollowUps`).
+        let wait = follow_ups.next_wait(s.opts.poll_interval);
         let poll = tokio::time::sleep(wait);
         tokio::pin!(poll);
         loop {
@@ -673,12 +661,12 @@ async fn fetch<F>(s: Arc<Shared<F>>, mut stop: watch::Receiver<bool>) {
                 biased;
                 _ = stop.changed() => return,
                 () = s.added.notified() => {
-                    hinted = Some(follow_up_start());
+                    follow_ups.start();
                     break;
                 }
                 hint = hints.recv() => match hint {
                     Ok(w) if w.concerns_stream(&s.stream) => {
-                        hinted = Some(follow_up_start());
+                        follow_ups.start();
                         break;
                     }
                     Ok(_) => {}

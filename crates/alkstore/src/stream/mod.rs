@@ -12,7 +12,7 @@ pub use alkstore_core::stream::{
     ConsumerOffset, Event, NewEvent, StreamInfo, StreamOffsetCommitParams, StreamReadParams,
     StreamRetentionParams, StreamStats, StreamTrimParams,
 };
-pub(crate) use subscriber::{follow_up_start, hint_follow_up};
+pub(crate) use subscriber::FollowUps;
 pub use subscriber::{
     OnError, StartAt, SubscribeError, SubscribeOpts, SubscribeReport, Subscriber,
 };

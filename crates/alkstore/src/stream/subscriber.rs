@@ -194,15 +194,52 @@ impl Subscriber {
     }
 }
 
-/// How long reads follow up a hint (see `Run::follow`).
-pub(crate) fn hint_follow_up(poll_interval: Duration) -> Duration {
-    poll_interval.min(Duration::from_secs(5))
+/// A reader's short follow-up reads (subscribers, group workers): after a
+/// hint, its start, a full page or a new bucket, the newest events may
+/// still be held back by an older open transaction (PostgreSQL), and no
+/// other wake-up may come for them before the poll. So it looks again
+/// soon, backing off from 5 to 200 ms, for up to 5 s (at most the poll),
+/// then leaves it to the next hint or the poll.
+#[derive(Debug)]
+pub(crate) struct FollowUps {
+    /// The next short wait, and since when follow-ups run; `None`: none do.
+    next: Option<(Duration, Instant)>,
 }
 
-/// A new run of follow-up reads (see [`hint_follow_up`]): the first after
-/// 5 ms, from now.
-pub(crate) fn follow_up_start() -> (Duration, Instant) {
-    (Duration::from_millis(5), Instant::now())
+impl FollowUps {
+    /// Follow-ups running from now (a reader starts with them).
+    pub(crate) fn started() -> Self {
+        let mut f = FollowUps { next: None };
+        f.start();
+        f
+    }
+
+    /// Start them again from now.
+    pub(crate) fn start(&mut self) {
+        self.next = Some((Duration::from_millis(5), Instant::now()));
+    }
+
+    /// Start them unless they are running.
+    pub(crate) fn start_unless_running(&mut self) {
+        if self.next.is_none() {
+            self.start();
+        }
+    }
+
+    /// How long to wait before the next read: the next short wait while
+    /// follow-ups run, else `poll_interval`.
+    pub(crate) fn next_wait(&mut self, poll_interval: Duration) -> Duration {
+        match self.next {
+            Some((next, since)) if since.elapsed() < poll_interval.min(Duration::from_secs(5)) => {
+                self.next = Some(((next * 2).min(Duration::from_millis(200)), since));
+                next
+            }
+            _ => {
+                self.next = None;
+                poll_interval
+            }
+        }
+    }
 }
 
 /// One run's state.
@@ -252,12 +289,8 @@ impl Run<'_> {
             }
         };
         let mut shutdown = std::pin::pin!(shutdown.fuse());
-        // Short follow-up reads after a hint, and after the first read and
-        // any full batch: the newest events may still be held back behind
-        // an older open transaction (PostgreSQL), and a subscriber that
-        // starts, or catches up, after their hints went out gets no other
-        // wake-up than its poll. The next short wait, and since when.
-        let mut retry: Option<(Duration, Instant)> = Some(follow_up_start());
+        // Follow-up reads after the first read, any full page and a hint.
+        let mut follow_ups = FollowUps::started();
         loop {
             let events = engine
                 .stream_read(StreamReadParams::new(
@@ -282,26 +315,13 @@ impl Run<'_> {
                 }
             }
             if !caught_up {
-                retry = Some(follow_up_start());
+                follow_ups.start();
                 continue;
             }
             self.save().await?;
-            // A hint's event may still be held back by an older, still-open
-            // transaction (PostgreSQL), whether or not this read found
-            // others: look again soon, backing off, for a few seconds after
-            // the hint, then leave it to the next hint or the safety poll.
-            let wait = match retry {
-                Some((next, since))
-                    if since.elapsed() < hint_follow_up(self.opts.poll_interval) =>
-                {
-                    retry = Some(((next * 2).min(Duration::from_millis(200)), since));
-                    next
-                }
-                _ => {
-                    retry = None;
-                    self.opts.poll_interval
-                }
-            };
+            // A hint's event may still be held back whether or not this read
+            // found others (see `FollowUps`).
+            let wait = follow_ups.next_wait(self.opts.poll_interval);
             // Wait for a hint about this stream, the wait above, or shutdown.
             let poll = tokio::time::sleep(wait);
             tokio::pin!(poll);
@@ -311,9 +331,7 @@ impl Run<'_> {
                     () = &mut shutdown => return Ok(()),
                     hint = hints.recv() => match hint {
                         Ok(w) if w.concerns_stream(&name) => {
-                            if retry.is_none() {
-                                retry = Some(follow_up_start());
-                            }
+                            follow_ups.start_unless_running();
                             break;
                         }
                         Ok(_) => continue,
