@@ -13,7 +13,12 @@
 //! Leading on the caller's own thread (instead of a dedicated writer thread)
 //! saves two thread hand-offs per write, which on small VMs cost more than the
 //! write itself. A leader serves a bounded number of groups, then hands the
-//! rest of the queue to a spawned task so its own caller is not starved.
+//! rest of the queue to a spawned task so its own caller is not starved. It
+//! hands over sooner when fewer commands wait than its last group ran: the
+//! callers that group woke are queued on the leader's thread and cannot
+//! queue their next commands while it leads, so the spawned task, queued
+//! behind them, leads a full group where the leader would have led a few
+//! (4 callers: 1.8 commands per commit before, 2.6 after).
 //!
 //! A leader on a runtime thread never waits for another connection's lock:
 //! it begins without waiting, and when the file is locked (another process
@@ -447,7 +452,11 @@ impl Writer {
         let mut groups = 0;
         // Long groups go to the writer's own thread from a thread that runs
         // other tasks (see the module's documentation).
-        let hand_long_groups_off = !may_wait && runs_other_tasks();
+        let shared_runtime = match may_wait {
+            true => None,
+            false => shared_runtime(),
+        };
+        let hand_long_groups_off = shared_runtime.is_some();
         loop {
             let mut st = match self.state.try_lock() {
                 Ok(st) => st,
@@ -479,6 +488,7 @@ impl Writer {
                         None => self.queue().take().commands,
                     },
                 };
+                let ran = batch.len();
                 match self.run_counted(&mut st, batch, may_wait) {
                     Group::Ran => {}
                     Group::Locked(batch) => {
@@ -488,6 +498,19 @@ impl Writer {
                     }
                 }
                 groups += 1;
+                // Fewer commands queued than the group just run: its callers,
+                // woken onto this thread, have not queued their next ones
+                // yet, and cannot while this thread leads. Lead from a task
+                // queued behind them instead, so they share its commit.
+                if let Some(runtime) = &shared_runtime {
+                    let queued = self.queue().commands.len();
+                    if queued > 0 && queued < ran {
+                        drop(st);
+                        let me = self.clone();
+                        runtime.spawn(async move { me.lead() });
+                        return;
+                    }
+                }
                 if groups >= MAX_GROUPS_PER_LEADER {
                     break;
                 }
@@ -514,18 +537,15 @@ impl Writer {
     }
 }
 
-/// Whether this thread runs other tasks than the caller's: a runtime's
-/// worker thread (the caller is a spawned task) or a current-thread
-/// runtime's one thread. The thread of a multi-thread runtime's `block_on`
-/// runs only the future it was given.
-fn runs_other_tasks() -> bool {
-    match tokio::runtime::Handle::try_current() {
-        Ok(h) => {
-            tokio::task::try_id().is_some()
-                || h.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread
-        }
-        Err(_) => false,
-    }
+/// The runtime of this thread if the thread runs other tasks than the
+/// caller's: a runtime's worker thread (the caller is a spawned task) or a
+/// current-thread runtime's one thread. The thread of a multi-thread
+/// runtime's `block_on` runs only the future it was given.
+fn shared_runtime() -> Option<tokio::runtime::Handle> {
+    let h = tokio::runtime::Handle::try_current().ok()?;
+    let shared = tokio::task::try_id().is_some()
+        || h.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread;
+    shared.then_some(h)
 }
 
 /// What [`run_group`] did with a batch.
@@ -809,20 +829,23 @@ mod tests {
             Arc::default(),
         );
         let held = w.state.lock().expect("state");
-        let tasks = ["(1)", "(2), (1)", "(3)"].map(|rows| {
-            let w = w.clone();
-            tokio::spawn(async move {
-                w.write_one_statement("test", move |st| {
+        let mut tasks = Vec::new();
+        // Queued one after another, in this order (spawned at once, the
+        // tasks could queue theirs in any order).
+        for rows in ["(1)", "(2), (1)", "(3)"] {
+            let w2 = w.clone();
+            tasks.push(tokio::spawn(async move {
+                w2.write_one_statement("test", move |st| {
                     st.conn
                         .execute(&format!("INSERT INTO t VALUES {rows}"), [])
                         .map(|_| ())
                         .map_err(|e| Error::database("test", e))
                 })
                 .await
-            })
-        });
-        while w.queue().commands.len() < 3 {
-            tokio::time::sleep(Duration::from_millis(1)).await;
+            }));
+            while w.queue().commands.len() < tasks.len() {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
         }
         drop(held);
         w.lead();
