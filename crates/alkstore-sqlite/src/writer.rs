@@ -8,7 +8,8 @@
 //! none), commits once, and only then hands each caller its result. Callers
 //! that arrive while a leader is busy just wait for their result, and share
 //! the leader's next commit. A caller yields once before trying to lead, so
-//! callers its thread has just woken queue first and share that commit.
+//! callers its thread has just woken queue first and share that commit, and
+//! up to twice more while fewer commands wait than the last group ran.
 //!
 //! Leading on the caller's own thread (instead of a dedicated writer thread)
 //! saves two thread hand-offs per write, which on small VMs cost more than the
@@ -160,6 +161,8 @@ pub(crate) struct Writer {
     pub(crate) commands: std::sync::atomic::AtomicU64,
     /// Nanoseconds spent running groups (begin to commit).
     pub(crate) busy_ns: std::sync::atomic::AtomicU64,
+    /// Commands in the last group run.
+    last_group: std::sync::atomic::AtomicUsize,
     /// See [`Writer::own_thread`].
     own_thread: std::sync::OnceLock<Option<std::thread::Thread>>,
     /// Whether a group is running (see [`GroupActivity`]).
@@ -271,6 +274,7 @@ impl Writer {
             commits: Default::default(),
             commands: Default::default(),
             busy_ns: Default::default(),
+            last_group: Default::default(),
             own_thread: std::sync::OnceLock::new(),
         })
     }
@@ -356,6 +360,18 @@ impl Writer {
         // group's results) queue their commands first, so they share this
         // commit instead of each leading a group of one.
         tokio::task::yield_now().await;
+        // Fewer commands queued than the last group ran: its other callers
+        // (on another runtime thread, say) are about to queue theirs. Yield
+        // a little longer, so this caller shares their commit instead of
+        // leading a group of its own (a lone caller never waits here).
+        let mut more = 0;
+        while more < 2
+            && self.queue().commands.len()
+                < self.last_group.load(std::sync::atomic::Ordering::Relaxed)
+        {
+            tokio::task::yield_now().await;
+            more += 1;
+        }
         self.lead();
         rx.await
             // Every command run or refused delivers a result; only one that
@@ -390,6 +406,7 @@ impl Writer {
     fn run_counted(&self, st: &mut WriterState, batch: Vec<Command>, may_wait: bool) -> Group {
         use std::sync::atomic::Ordering::Relaxed;
         let n = batch.len() as u64;
+        self.last_group.store(batch.len(), Relaxed);
         let started = std::time::Instant::now();
         let count = |committed: bool| {
             let busy = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
