@@ -312,6 +312,37 @@ pub async fn settle_records_many_outcomes_in_one_call<H: Harness>(h: &H) {
         vec![true],
         "the stale claim's retry changed nothing"
     );
+    // One claim settled twice in a batch: the second sees the first done.
+    enqueue_ids(e, vec![job("settle", "4").with_queue_opts(quick.clone())]).await;
+    let again = claim(e, "settle", "w", 1).await;
+    let again = again.first().expect("the new job is due").claim();
+    let now = h.clock().now();
+    let twice = e
+        .job_settle(vec![
+            Settle::Retry(JobRetryParams {
+                claim: again.clone(),
+                error: "once".into(),
+                delay: Some(secs(5)),
+            }),
+            Settle::Fail {
+                claim: again.clone(),
+                error: "twice".into(),
+            },
+        ])
+        .await
+        .expect("settle twice");
+    assert_eq!(
+        twice,
+        vec![
+            Settled::Retried(RetryOutcome::Scheduled(now + 5)),
+            Settled::Failed(false),
+        ]
+    );
+    let after = e.job_get(again.id).await.expect("get").expect("live");
+    assert_eq!(
+        (after.state, after.last_error.as_deref()),
+        (JobState::Pending, Some("once"))
+    );
     assert_eq!(e.job_settle(Vec::new()).await.expect("empty"), Vec::new());
 }
 

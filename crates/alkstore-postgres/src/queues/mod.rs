@@ -352,6 +352,62 @@ async fn retry_in(
     Ok((outcome, Some(db_now)))
 }
 
+/// One outcome of a settle batch, in its transaction; and whether it made
+/// its job claimable now.
+async fn settle_in(
+    tx: &deadpool_postgres::Transaction<'_>,
+    sql: &Sql,
+    schema: &str,
+    now: Option<i64>,
+    settle: Settle,
+) -> Result<(Settled, bool)> {
+    Ok(match settle {
+        Settle::Retry(p) => {
+            let (outcome, db_now) = retry_in(tx, sql, now, p).await?;
+            let due_now = matches!(outcome, RetryOutcome::Scheduled(t) if Some(t) <= db_now);
+            (Settled::Retried(outcome), due_now)
+        }
+        Settle::Fail { claim, error } => (
+            Settled::Failed(fail_in(tx, sql, now, &claim, error).await?),
+            false,
+        ),
+        Settle::Snooze { claim, delay } => {
+            let due = snooze_in(tx, sql, schema, now, &claim, delay).await?;
+            // Due at the database's now plus the delay: now when zero.
+            let due_now = due.is_some() && delay.is_zero();
+            (Settled::Snoozed(due), due_now)
+        }
+    })
+}
+
+/// Prepare (or find cached) the statements `batch` uses, once each, before
+/// its outcomes run at once: each would otherwise prepare its own copy
+/// while the connection's cache is cold.
+async fn prepare_settle_statements(
+    tx: &deadpool_postgres::Transaction<'_>,
+    sql: &Sql,
+    batch: &[Settle],
+) -> Result<()> {
+    let op = "job_settle";
+    let mut texts: Vec<&str> = Vec::new();
+    for s in batch {
+        let needs: &[&str] = match s {
+            Settle::Retry(_) => &[&sql.retry_select, &sql.retry_update, &sql.retry_bury],
+            Settle::Fail { .. } => &[&sql.fail],
+            Settle::Snooze { .. } => &[&sql.hand_back],
+        };
+        for text in needs {
+            if !texts.contains(text) {
+                texts.push(text);
+            }
+        }
+    }
+    for text in texts {
+        tx.prepare_cached(text).await.map_err(db(op))?;
+    }
+    Ok(())
+}
+
 /// Move a held job to dead as `failed` on `client` (a connection or the
 /// settle batch's transaction); false when the claim is not held.
 async fn fail_in(
@@ -736,30 +792,35 @@ impl QueueDriver for PgEngine {
         let mut client = self.client().await?;
         // One transaction, one WAL flush for the whole batch.
         let tx = client.transaction().await.map_err(db(op))?;
-        let mut outcomes = Vec::with_capacity(batch.len());
-        let mut claimable_now = false;
-        for s in batch {
-            outcomes.push(match s {
-                Settle::Retry(p) => {
-                    let (outcome, db_now) = retry_in(&tx, sql, now, p).await?;
-                    claimable_now |=
-                        matches!(outcome, RetryOutcome::Scheduled(t) if Some(t) <= db_now);
-                    Settled::Retried(outcome)
-                }
-                Settle::Fail { claim, error } => {
-                    Settled::Failed(fail_in(&tx, sql, now, &claim, error).await?)
-                }
-                Settle::Snooze { claim, delay } => {
-                    let due = snooze_in(&tx, sql, self.schema(), now, &claim, delay).await?;
-                    // Due at the database's now plus the delay: now when zero.
-                    claimable_now |= due.is_some() && delay.is_zero();
-                    Settled::Snoozed(due)
-                }
-            });
-        }
+        let schema = self.schema();
+        // Outcomes for different jobs are independent: run them at once,
+        // so the connection pipelines their statements (a round trip per
+        // step of the batch, not per statement: a retry is two). Each job's
+        // own statements still run in order. Two outcomes for one job run
+        // one after the other, as the second must see what the first did.
+        let distinct = {
+            let mut seen = HashSet::with_capacity(batch.len());
+            batch.iter().all(|s| seen.insert(s.claim().id))
+        };
+        let settled: Vec<(Settled, bool)> = if distinct {
+            prepare_settle_statements(&tx, sql, &batch).await?;
+            futures_util::future::try_join_all(
+                batch
+                    .into_iter()
+                    .map(|s| settle_in(&tx, sql, schema, now, s)),
+            )
+            .await?
+        } else {
+            let mut settled = Vec::with_capacity(batch.len());
+            for s in batch {
+                settled.push(settle_in(&tx, sql, schema, now, s).await?);
+            }
+            settled
+        };
         tx.commit().await.map_err(db(op))?;
+        let claimable_now = settled.iter().any(|(_, now)| *now);
         Ok(Settlement {
-            outcomes,
+            outcomes: settled.into_iter().map(|(outcome, _)| outcome).collect(),
             claimable_now,
         })
     }
