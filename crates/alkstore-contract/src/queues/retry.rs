@@ -343,6 +343,72 @@ pub async fn settle_records_many_outcomes_in_one_call<H: Harness>(h: &H) {
         (after.state, after.last_error.as_deref()),
         (JobState::Pending, Some("once"))
     );
+    // Retries in one batch that end differently: out of attempts, cancelled
+    // while running, and scheduled by the queue's backoff.
+    let ends = enqueue_ids(
+        e,
+        vec![
+            job("settle_ends", "out").with_opts(EnqueueOpts::default().max_attempts(1)),
+            job("settle_ends", "cancelled").with_queue_opts(quick.clone()),
+            job("settle_ends", "backoff").with_queue_opts(quick.clone()),
+        ],
+    )
+    .await;
+    let running = claim(e, "settle_ends", "w", 3).await;
+    let held = |id: i64| {
+        running
+            .iter()
+            .find(|j| j.id == id)
+            .expect("claimed")
+            .claim()
+    };
+    e.job_cancel(ends[1]).await.expect("cancel a running job");
+    let now = h.clock().now();
+    let retry = |id: i64, error: &str| {
+        Settle::Retry(JobRetryParams {
+            claim: held(id),
+            error: error.into(),
+            delay: None,
+        })
+    };
+    let out = e
+        .job_settle(vec![
+            retry(ends[0], "e0"),
+            retry(ends[1], "e1"),
+            retry(ends[2], "e2"),
+        ])
+        .await
+        .expect("settle the ends");
+    let Settled::Retried(RetryOutcome::Scheduled(due)) = out[2] else {
+        panic!("the third is scheduled: {out:?}");
+    };
+    assert_eq!(
+        out[..2],
+        [
+            Settled::Retried(RetryOutcome::Dead),
+            Settled::Retried(RetryOutcome::Cancelled),
+        ]
+    );
+    // The queue's backoff: its base (10 s) for a first attempt, plus up to
+    // a quarter of jitter.
+    assert!((now + 10..=now + 12).contains(&due), "due {due}, now {now}");
+    for (i, reason) in [(0, "exhausted"), (1, "cancelled")] {
+        let info = e.job_get(ends[i]).await.expect("get").expect("dead");
+        assert_eq!(
+            (info.state, info.dead_reason.as_deref(), info.last_error),
+            (JobState::Dead, Some(reason), Some(format!("e{i}")))
+        );
+        assert_eq!(info.errors.len(), 1, "{:?}", info.errors);
+        assert_eq!(
+            (info.errors[0].attempt, info.errors[0].error.as_str()),
+            (1, format!("e{i}").as_str())
+        );
+    }
+    let back = e.job_get(ends[2]).await.expect("get").expect("live");
+    assert_eq!(
+        (back.state, back.run_at, back.attempts, back.errors.len()),
+        (JobState::Pending, due, 1, 1)
+    );
     assert_eq!(e.job_settle(Vec::new()).await.expect("empty"), Vec::new());
 }
 

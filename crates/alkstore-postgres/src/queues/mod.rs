@@ -4,7 +4,7 @@
 mod rows;
 pub(crate) mod sql;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use std::time::Duration;
 
@@ -380,9 +380,93 @@ async fn settle_in(
     })
 }
 
-/// Prepare (or find cached) the statements `batch` uses, once each, before
-/// its outcomes run at once: each would otherwise prepare its own copy
-/// while the connection's cache is cold.
+/// A settle batch's retries, of distinct jobs, in three statements: lock
+/// and read the held rows, then schedule some and bury the rest (both
+/// pipelined). Each comes out as its single `retry_in` would have it, with
+/// whether it is due now.
+async fn retry_many_in(
+    tx: &deadpool_postgres::Transaction<'_>,
+    sql: &Sql,
+    now: Option<i64>,
+    retries: Vec<JobRetryParams>,
+) -> Result<Vec<(RetryOutcome, bool)>> {
+    let op = "job_retry";
+    if retries.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<i64> = retries.iter().map(|p| p.claim.id).collect();
+    let held = sql::held_claims(retries.iter().map(|p| &p.claim));
+    let select = tx
+        .prepare_cached(&sql.retry_many_select)
+        .await
+        .map_err(db(op))?;
+    let rows = tx
+        .query(&select, &[&now, &ids, &held])
+        .await
+        .map_err(db(op))?;
+    // id -> (attempts, max_attempts, backoff base, database now, cancel requested)
+    let found: HashMap<i64, (i64, i64, i64, i64, bool)> = rows
+        .iter()
+        .map(|r| (r.get(0), (r.get(1), r.get(2), r.get(3), r.get(4), r.get(5))))
+        .collect();
+    let (mut back_ids, mut back_due, mut back_errors) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut dead_ids, mut dead_errors) = (Vec::new(), Vec::new());
+    let mut outcomes = Vec::with_capacity(retries.len());
+    for p in retries {
+        let id = p.claim.id;
+        let Some(&(attempts, max_attempts, base, db_now, cancel_requested)) = found.get(&id) else {
+            outcomes.push((RetryOutcome::NotHeld, false));
+            continue;
+        };
+        let error = truncate_error(p.error);
+        if cancel_requested || attempts >= max_attempts {
+            dead_ids.push(id);
+            dead_errors.push(error);
+            outcomes.push(match cancel_requested {
+                true => (RetryOutcome::Cancelled, false),
+                false => (RetryOutcome::Dead, false),
+            });
+        } else {
+            let delay = match p.delay {
+                Some(d) => secs(d),
+                None => backoff_delay_s(base, validate::attempts(attempts), id),
+            };
+            let run_at = db_now + delay;
+            back_ids.push(id);
+            back_due.push(run_at);
+            back_errors.push(error);
+            outcomes.push((RetryOutcome::Scheduled(run_at), run_at <= db_now));
+        }
+    }
+    // Both pipelined; a statement with no rows to write is not sent.
+    let (back, dead): (&[&(dyn ToSql + Sync)], &[&(dyn ToSql + Sync)]) = (
+        &[&now, &back_ids, &back_due, &back_errors],
+        &[&now, &dead_ids, &dead_errors],
+    );
+    let schedule = execute_if(tx, !back_ids.is_empty(), &sql.retry_many_update, back);
+    let bury = execute_if(tx, !dead_ids.is_empty(), &sql.retry_many_bury, dead);
+    futures_util::future::try_join(schedule, bury).await?;
+    Ok(outcomes)
+}
+
+/// Run the retry statement `text` with `params` when `needed`.
+async fn execute_if(
+    tx: &deadpool_postgres::Transaction<'_>,
+    needed: bool,
+    text: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> Result<()> {
+    if !needed {
+        return Ok(());
+    }
+    let op = "job_retry";
+    let stmt = tx.prepare_cached(text).await.map_err(db(op))?;
+    tx.execute(&stmt, params).await.map(drop).map_err(db(op))
+}
+
+/// Prepare (or find cached) the statements `batch` uses when its jobs are
+/// distinct, once each, before its outcomes run at once: each would
+/// otherwise prepare its own copy while the connection's cache is cold.
 async fn prepare_settle_statements(
     tx: &deadpool_postgres::Transaction<'_>,
     sql: &Sql,
@@ -392,7 +476,11 @@ async fn prepare_settle_statements(
     let mut texts: Vec<&str> = Vec::new();
     for s in batch {
         let needs: &[&str] = match s {
-            Settle::Retry(_) => &[&sql.retry_select, &sql.retry_update, &sql.retry_bury],
+            Settle::Retry(_) => &[
+                &sql.retry_many_select,
+                &sql.retry_many_update,
+                &sql.retry_many_bury,
+            ],
             Settle::Fail { .. } => &[&sql.fail],
             Settle::Snooze { .. } => &[&sql.hand_back],
         };
@@ -804,12 +892,39 @@ impl QueueDriver for PgEngine {
         };
         let settled: Vec<(Settled, bool)> = if distinct {
             prepare_settle_statements(&tx, sql, &batch).await?;
-            futures_util::future::try_join_all(
-                batch
-                    .into_iter()
-                    .map(|s| settle_in(&tx, sql, schema, now, s)),
+            // The retries as a set (three statements for all of them),
+            // the failures and snoozes one statement each, all pipelined.
+            let (mut retries, mut retry_at, mut others, mut other_at) =
+                (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            for (i, s) in batch.into_iter().enumerate() {
+                match s {
+                    Settle::Retry(p) => {
+                        retries.push(p);
+                        retry_at.push(i);
+                    }
+                    other => {
+                        others.push(settle_in(&tx, sql, schema, now, other));
+                        other_at.push(i);
+                    }
+                }
+            }
+            let n = retry_at.len() + other_at.len();
+            let (retried, others) = futures_util::future::try_join(
+                retry_many_in(&tx, sql, now, retries),
+                futures_util::future::try_join_all(others),
             )
-            .await?
+            .await?;
+            let mut slots: Vec<Option<(Settled, bool)>> = (0..n).map(|_| None).collect();
+            for (i, (outcome, due_now)) in retry_at.into_iter().zip(retried) {
+                slots[i] = Some((Settled::Retried(outcome), due_now));
+            }
+            for (i, done) in other_at.into_iter().zip(others) {
+                slots[i] = Some(done);
+            }
+            slots
+                .into_iter()
+                .map(|s| s.ok_or_else(|| Error::database(op, "a settle outcome went missing")))
+                .collect::<Result<_>>()?
         } else {
             let mut settled = Vec::with_capacity(batch.len());
             for s in batch {

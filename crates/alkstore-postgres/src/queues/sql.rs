@@ -54,6 +54,9 @@ pub(crate) struct Sql {
     pub retry_select: String,
     pub retry_update: String,
     pub retry_bury: String,
+    pub retry_many_select: String,
+    pub retry_many_update: String,
+    pub retry_many_bury: String,
     pub fail: String,
     pub heartbeat: String,
     pub hand_back: String,
@@ -430,6 +433,34 @@ impl Sql {
                 "WITH gone AS (DELETE FROM {job} WHERE id = $2 RETURNING *), counted AS ({}) {}",
                 counted(&throughput, "gone", "failed"),
                 bury(&dead, "gone", "$3::text", EXHAUSTED_OR_CANCELLED)
+            ),
+            // A settle batch's retries, three statements for the batch:
+            // lock and read the held rows (`$2` ids, `$3` claims as in
+            // `ack`), then schedule some (`$2` ids, `$3` run_at, `$4`
+            // errors) and bury the rest (`$2` ids, `$3` errors).
+            retry_many_select: format!(
+                "SELECT j.id, j.attempts, j.max_attempts, j.backoff_base_s, {NOW}, j.cancel_requested \
+                 FROM {job} j WHERE {held_each} FOR UPDATE"
+            ),
+            retry_many_update: format!(
+                "WITH u AS ( \
+                   SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::text[]) AS u(id, due, err) \
+                 ), back AS ( \
+                   UPDATE {job} j SET state = 'pending', run_at = u.due, claim_expires_at = NULL, \
+                     last_error = u.err, errors = {} \
+                   FROM u WHERE j.id = u.id RETURNING j.queue \
+                 ), counted AS ({}) \
+                 SELECT count(*) FROM back",
+                errors_appended("u.err"),
+                counted(&throughput, "back", "failed")
+            ),
+            retry_many_bury: format!(
+                "WITH gone AS ( \
+                   DELETE FROM {job} j USING unnest($2::bigint[], $3::text[]) AS u(id, err) \
+                   WHERE j.id = u.id RETURNING j.*, u.err AS retry_error \
+                 ), counted AS ({}) {}",
+                counted(&throughput, "gone", "failed"),
+                bury(&dead, "gone", "retry_error", EXHAUSTED_OR_CANCELLED)
             ),
             fail: format!(
                 "WITH gone AS (DELETE FROM {job} WHERE {HELD} RETURNING *), counted AS ({}) {} RETURNING id",
