@@ -14,12 +14,14 @@
 //! Leading on the caller's own thread (instead of a dedicated writer thread)
 //! saves two thread hand-offs per write, which on small VMs cost more than the
 //! write itself. A leader serves a bounded number of groups, then hands the
-//! rest of the queue to a spawned task so its own caller is not starved. It
-//! hands over sooner when fewer commands wait than its last group ran: the
-//! callers that group woke are queued on the leader's thread and cannot
-//! queue their next commands while it leads, so the spawned task, queued
-//! behind them, leads a full group where the leader would have led a few
-//! (4 callers: 1.8 commands per commit before, 2.6 after).
+//! rest of the queue to a spawned task so its own caller is not starved. On
+//! a multi-thread runtime's worker it hands over sooner, when commands wait
+//! but fewer than its last group ran: the callers that group woke are
+//! queued on the leader's thread and cannot queue their next commands while
+//! it leads, so the spawned task yields to them first and then leads a full
+//! group where the leader would have led a few (4 callers: 1.8 commands
+//! per commit before, 2.1 to 2.6 after). A spawned leader dropped unrun
+//! (its runtime shutting down) wakes the writer's own thread to lead.
 //!
 //! A leader on a runtime thread never waits for another connection's lock:
 //! it begins without waiting, and when the file is locked (another process
@@ -382,8 +384,8 @@ impl Writer {
     }
 
     /// Drain the queue if nobody else is. Whoever pushes a command then calls
-    /// this, and a leader re-checks the queue after unlocking, so a command is
-    /// never left without a leader.
+    /// this, and a leader re-checks the queue after unlocking or hands it to
+    /// a [`SpawnedLead`], so a command is never left without a leader.
     fn lead(self: &Arc<Self>) {
         // Without a runtime there is no blocking pool to hand waits to.
         let may_wait = tokio::runtime::Handle::try_current().is_err();
@@ -518,13 +520,21 @@ impl Writer {
                 // Fewer commands queued than the group just run: its callers,
                 // woken onto this thread, have not queued their next ones
                 // yet, and cannot while this thread leads. Lead from a task
-                // queued behind them instead, so they share its commit.
+                // that yields to them first instead, so they share its
+                // commit. Only from a multi-thread runtime's worker: a
+                // current-thread runtime may stop being driven (its
+                // `block_on` returned) and leave the task unrun.
                 if let Some(runtime) = &shared_runtime {
                     let queued = self.queue().commands.len();
-                    if queued > 0 && queued < ran {
+                    let multi_thread =
+                        runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread;
+                    if multi_thread && queued > 0 && queued < ran {
                         drop(st);
-                        let me = self.clone();
-                        runtime.spawn(async move { me.lead() });
+                        let next = SpawnedLead(Some(self.clone()));
+                        runtime.spawn(async move {
+                            tokio::task::yield_now().await;
+                            next.lead();
+                        });
                         return;
                     }
                 }
@@ -537,18 +547,51 @@ impl Writer {
                 return;
             }
             if groups >= MAX_GROUPS_PER_LEADER {
-                let me = self.clone();
+                let next = SpawnedLead(Some(self.clone()));
                 match tokio::runtime::Handle::try_current() {
                     Ok(h) if may_wait => {
-                        h.spawn_blocking(move || me.lead_with(true));
+                        h.spawn_blocking(move || next.lead_waiting());
                         return;
                     }
                     Ok(h) => {
-                        h.spawn(async move { me.lead() });
+                        h.spawn(async move { next.lead() });
                         return;
                     }
                     Err(_) => groups = 0,
                 }
+            }
+        }
+    }
+}
+
+/// Leadership handed to a spawned task. Should the task be dropped unrun
+/// (its runtime is shutting down), the writer's own thread leads instead,
+/// so the queued commands still get a leader.
+struct SpawnedLead(Option<Arc<Writer>>);
+
+impl SpawnedLead {
+    /// Lead on a runtime thread.
+    fn lead(mut self) {
+        if let Some(w) = self.0.take() {
+            w.lead();
+        }
+    }
+
+    /// Lead on a blocking thread, which may wait for another connection.
+    fn lead_waiting(mut self) {
+        if let Some(w) = self.0.take() {
+            w.lead_with(true);
+        }
+    }
+}
+
+impl Drop for SpawnedLead {
+    fn drop(&mut self) {
+        if let Some(w) = self.0.take() {
+            match w.own_thread() {
+                Some(thread) => thread.unpark(),
+                // No thread of its own: lead here, which may wait.
+                None => w.lead_with(true),
             }
         }
     }

@@ -306,8 +306,9 @@ impl PgEngine {
 }
 
 /// Retry a held job inside `tx` (backoff, or dead when out of attempts or
-/// cancelled); shared by `job_retry` and `job_settle`. Also returns the
-/// database's time when the claim was held.
+/// cancelled), for a settle batch's lone retry (`job_retry` is one) or one
+/// of a batch that settles a claim twice. Also returns the database's time
+/// when the claim was held.
 async fn retry_in(
     tx: &deadpool_postgres::Transaction<'_>,
     sql: &Sql,
@@ -449,6 +450,21 @@ async fn retry_many_in(
     Ok(outcomes)
 }
 
+/// The results of a settle batch's pipelined statements, or the error that
+/// ended the transaction: once one statement fails, PostgreSQL answers the
+/// statements after it with 25P02 ("current transaction is aborted"), which
+/// says nothing of the cause.
+fn first_cause<A, B>(a: Result<A>, mut b: Vec<Result<B>>) -> Result<(A, Vec<B>)> {
+    let aborted = |e: &Error| e.to_string().contains("SQLSTATE 25P02");
+    if !matches!(&a, Err(e) if !aborted(e)) {
+        if let Some(i) = b.iter().position(|r| matches!(r, Err(e) if !aborted(e))) {
+            b.swap_remove(i)?;
+        }
+    }
+    let a = a?;
+    Ok((a, b.into_iter().collect::<Result<_>>()?))
+}
+
 /// Run the retry statement `text` with `params` when `needed`.
 async fn execute_if(
     tx: &deadpool_postgres::Transaction<'_>,
@@ -471,16 +487,18 @@ async fn prepare_settle_statements(
     tx: &deadpool_postgres::Transaction<'_>,
     sql: &Sql,
     batch: &[Settle],
+    retries_as_set: bool,
 ) -> Result<()> {
     let op = "job_settle";
     let mut texts: Vec<&str> = Vec::new();
     for s in batch {
         let needs: &[&str] = match s {
-            Settle::Retry(_) => &[
+            Settle::Retry(_) if retries_as_set => &[
                 &sql.retry_many_select,
                 &sql.retry_many_update,
                 &sql.retry_many_bury,
             ],
+            Settle::Retry(_) => &[&sql.retry_select, &sql.retry_update, &sql.retry_bury],
             Settle::Fail { .. } => &[&sql.fail],
             Settle::Snooze { .. } => &[&sql.hand_back],
         };
@@ -891,14 +909,20 @@ impl QueueDriver for PgEngine {
             batch.iter().all(|s| seen.insert(s.claim().id))
         };
         let settled: Vec<(Settled, bool)> = if distinct {
-            prepare_settle_statements(&tx, sql, &batch).await?;
-            // The retries as a set (three statements for all of them),
-            // the failures and snoozes one statement each, all pipelined.
+            // Two retries or more as a set (three statements for all of
+            // them); a lone retry, the failures and the snoozes a statement
+            // or two each, with scalar parameters. All pipelined.
+            let as_set = batch
+                .iter()
+                .filter(|s| matches!(s, Settle::Retry(_)))
+                .count()
+                >= 2;
+            prepare_settle_statements(&tx, sql, &batch, as_set).await?;
             let (mut retries, mut retry_at, mut others, mut other_at) =
                 (Vec::new(), Vec::new(), Vec::new(), Vec::new());
             for (i, s) in batch.into_iter().enumerate() {
                 match s {
-                    Settle::Retry(p) => {
+                    Settle::Retry(p) if as_set => {
                         retries.push(p);
                         retry_at.push(i);
                     }
@@ -909,11 +933,12 @@ impl QueueDriver for PgEngine {
                 }
             }
             let n = retry_at.len() + other_at.len();
-            let (retried, others) = futures_util::future::try_join(
+            let (retried, others) = futures_util::future::join(
                 retry_many_in(&tx, sql, now, retries),
-                futures_util::future::try_join_all(others),
+                futures_util::future::join_all(others),
             )
-            .await?;
+            .await;
+            let (retried, others) = first_cause(retried, others)?;
             let mut slots: Vec<Option<(Settled, bool)>> = (0..n).map(|_| None).collect();
             for (i, (outcome, due_now)) in retry_at.into_iter().zip(retried) {
                 slots[i] = Some((Settled::Retried(outcome), due_now));
@@ -1192,5 +1217,40 @@ impl QueueDriver for PgEngine {
             )
             .await?;
         Ok(rows.first().map(|r| count(r.get(0))).unwrap_or(0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_cause;
+    use alkstore_core::Error;
+
+    fn aborted() -> Error {
+        Error::database(
+            "job_settle",
+            "current transaction is aborted (SQLSTATE 25P02)",
+        )
+    }
+
+    fn cause() -> Error {
+        Error::database("job_fail", "deadlock detected (SQLSTATE 40P01)")
+    }
+
+    /// A settle batch reports the statement that failed, not the ones
+    /// PostgreSQL refused after it, wherever each stands in the batch.
+    #[test]
+    fn first_cause_reports_the_failure_not_the_aborted_statements() {
+        let is_cause = |r: Result<(), Error>| r.expect_err("fails").to_string().contains("40P01");
+        assert!(is_cause(
+            first_cause(Err::<(), _>(aborted()), vec![Ok(1), Err(cause())]).map(drop)
+        ));
+        assert!(is_cause(
+            first_cause(Err::<(), _>(cause()), vec![Err::<(), _>(aborted())]).map(drop)
+        ));
+        assert!(is_cause(
+            first_cause(Ok(()), vec![Err::<(), _>(aborted()), Err(cause())]).map(drop)
+        ));
+        let fine = first_cause(Ok(7), vec![Ok(1), Ok(2)]).expect("no error");
+        assert_eq!(fine, (7, vec![1, 2]));
     }
 }
