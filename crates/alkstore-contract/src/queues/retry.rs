@@ -351,10 +351,11 @@ pub async fn settle_records_many_outcomes_in_one_call<H: Harness>(h: &H) {
             job("settle_ends", "out").with_opts(EnqueueOpts::default().max_attempts(1)),
             job("settle_ends", "cancelled").with_queue_opts(quick.clone()),
             job("settle_ends", "backoff").with_queue_opts(quick.clone()),
+            job("settle_ends", "delayed").with_queue_opts(quick.clone()),
         ],
     )
     .await;
-    let running = claim(e, "settle_ends", "w", 3).await;
+    let running = claim(e, "settle_ends", "w", 4).await;
     let held = |id: i64| {
         running
             .iter()
@@ -376,6 +377,11 @@ pub async fn settle_records_many_outcomes_in_one_call<H: Harness>(h: &H) {
             retry(ends[0], "e0"),
             retry(ends[1], "e1"),
             retry(ends[2], "e2"),
+            Settle::Retry(JobRetryParams {
+                claim: held(ends[3]),
+                error: "e3".into(),
+                delay: Some(secs(3)),
+            }),
         ])
         .await
         .expect("settle the ends");
@@ -383,10 +389,11 @@ pub async fn settle_records_many_outcomes_in_one_call<H: Harness>(h: &H) {
         panic!("the third is scheduled: {out:?}");
     };
     assert_eq!(
-        out[..2],
+        [&out[..2], &out[3..]].concat(),
         [
             Settled::Retried(RetryOutcome::Dead),
             Settled::Retried(RetryOutcome::Cancelled),
+            Settled::Retried(RetryOutcome::Scheduled(now + 3)),
         ]
     );
     // The queue's backoff: its base (10 s) for a first attempt, plus up to
@@ -404,11 +411,15 @@ pub async fn settle_records_many_outcomes_in_one_call<H: Harness>(h: &H) {
             (1, format!("e{i}").as_str())
         );
     }
-    let back = e.job_get(ends[2]).await.expect("get").expect("live");
-    assert_eq!(
-        (back.state, back.run_at, back.attempts, back.errors.len()),
-        (JobState::Pending, due, 1, 1)
-    );
+    // Each scheduled row has its own due time and error.
+    for (i, due) in [(2, due), (3, now + 3)] {
+        let back = e.job_get(ends[i]).await.expect("get").expect("live");
+        assert_eq!(
+            (back.state, back.run_at, back.attempts, back.errors.len()),
+            (JobState::Pending, due, 1, 1)
+        );
+        assert_eq!(back.last_error, Some(format!("e{i}")));
+    }
     assert_eq!(e.job_settle(Vec::new()).await.expect("empty"), Vec::new());
 }
 
