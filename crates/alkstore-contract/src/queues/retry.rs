@@ -219,6 +219,15 @@ pub async fn every_attempt_error_is_kept<H: Harness>(h: &H) {
     assert_eq!(info.last_error.as_deref(), Some("dead\u{FFFD}end"));
 }
 
+/// A retry outcome for a settle batch.
+fn retry(claim: Claim, error: &str, delay: Option<Duration>) -> Settle {
+    Settle::Retry(JobRetryParams {
+        claim,
+        error: error.into(),
+        delay,
+    })
+}
+
 /// Many retries, failures and snoozes recorded in one call behave exactly
 /// as the single calls do, in the order given; a claim no longer held is
 /// reported, not applied; invalid input anywhere rejects the whole batch.
@@ -260,11 +269,7 @@ pub async fn settle_records_many_outcomes_in_one_call<H: Harness>(h: &H) {
     let now = h.clock().now();
     let out = e
         .job_settle(vec![
-            Settle::Retry(JobRetryParams {
-                claim: held(ids[0]),
-                error: "again".into(),
-                delay: Some(secs(5)),
-            }),
+            retry(held(ids[0]), "again", Some(secs(5))),
             Settle::Fail {
                 claim: held(ids[1]),
                 error: "never".into(),
@@ -273,11 +278,7 @@ pub async fn settle_records_many_outcomes_in_one_call<H: Harness>(h: &H) {
                 claim: held(ids[2]),
                 delay: secs(30),
             },
-            Settle::Retry(JobRetryParams {
-                claim: stale,
-                error: "stale".into(),
-                delay: None,
-            }),
+            retry(stale, "stale", None),
         ])
         .await
         .expect("settle");
@@ -319,11 +320,7 @@ pub async fn settle_records_many_outcomes_in_one_call<H: Harness>(h: &H) {
     let now = h.clock().now();
     let twice = e
         .job_settle(vec![
-            Settle::Retry(JobRetryParams {
-                claim: again.clone(),
-                error: "once".into(),
-                delay: Some(secs(5)),
-            }),
+            retry(again.clone(), "once", Some(secs(5))),
             Settle::Fail {
                 claim: again.clone(),
                 error: "twice".into(),
@@ -365,23 +362,12 @@ pub async fn settle_records_many_outcomes_in_one_call<H: Harness>(h: &H) {
     };
     e.job_cancel(ends[1]).await.expect("cancel a running job");
     let now = h.clock().now();
-    let retry = |id: i64, error: &str| {
-        Settle::Retry(JobRetryParams {
-            claim: held(id),
-            error: error.into(),
-            delay: None,
-        })
-    };
     let out = e
         .job_settle(vec![
-            retry(ends[0], "e0"),
-            retry(ends[1], "e1"),
-            retry(ends[2], "e2"),
-            Settle::Retry(JobRetryParams {
-                claim: held(ends[3]),
-                error: "e3".into(),
-                delay: Some(secs(3)),
-            }),
+            retry(held(ends[0]), "e0", None),
+            retry(held(ends[1]), "e1", None),
+            retry(held(ends[2]), "e2", None),
+            retry(held(ends[3]), "e3", Some(secs(3))),
         ])
         .await
         .expect("settle the ends");

@@ -9,11 +9,10 @@ use std::time::Duration;
 use alkstore::group::{GroupError, GroupEvent, GroupOpts, GroupReport};
 use alkstore::stream::OnError;
 use alkstore::GroupEngine;
-use alkstore_core::stream::NewEvent;
 use alkstore_core::Engine;
 use tokio::sync::Notify;
 
-use super::support::settled_hints;
+use super::support::HeldBack;
 use crate::RuntimeHarness;
 
 /// Short leases, so the rows see failover and rebalancing in seconds.
@@ -221,31 +220,11 @@ pub async fn a_group_worker_handles_every_event_in_key_order<H: RuntimeHarness>(
 /// held transaction's write lock, so the row holds trivially.)
 pub async fn a_group_worker_reads_events_held_back_when_it_began<H: RuntimeHarness>(h: &H) {
     let store = h.store().clone();
-    let _hints = settled_hints(&store).await;
-    let held = h
-        .publish_held(vec![NewEvent::new("orders", b"rolled-back".to_vec())])
-        .await
-        .expect("held publish");
-    let later = tokio::spawn({
+    let held = HeldBack::begin(h, "orders", {
         let store = store.clone();
         async move { publish(&store, 0, 6, 3).await }
-    });
-    let concurrent = store.engine().capabilities().multi_host;
-    let mut offsets = BTreeSet::new();
-    let mut later = Some(later);
-    if let Some(publisher) = later.take_if(|_| concurrent) {
-        // Committed (and hinted) before the worker exists, but held back.
-        offsets.extend(publisher.await.expect("later publisher"));
-        assert_eq!(
-            store
-                .stream("orders")
-                .stats()
-                .await
-                .expect("stats")
-                .held_back,
-            6
-        );
-    }
+    })
+    .await;
     let log = Log::default();
     let (stop_tx, run) = spawn_worker(
         &store,
@@ -256,21 +235,14 @@ pub async fn a_group_worker_reads_events_held_back_when_it_began<H: RuntimeHarne
         },
         log.handler("a"),
     );
-    if concurrent {
+    if store.engine().capabilities().multi_host {
         // (On SQLite taking buckets waits for the held transaction's lock.)
         until_owned(&store, "the worker takes both buckets", |o| {
             o.values().sum::<usize>() == 2
         })
         .await;
     }
-    // Let its first reads find nothing.
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    held.finish(false)
-        .await
-        .expect("roll back the held publish");
-    if let Some(publisher) = later {
-        offsets.extend(publisher.await.expect("later publisher"));
-    }
+    let offsets: BTreeSet<i64> = held.release().await.into_iter().collect();
     log.until_all(&offsets).await;
     let _ = stop_tx.send(());
     let report: GroupReport = run.await.expect("task").expect("run");

@@ -5,11 +5,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use alkstore::stream::{Event, OnError, StartAt, SubscribeError, SubscribeOpts};
-use alkstore_core::stream::NewEvent;
-use alkstore_core::Engine;
 use tokio::sync::Notify;
 
-use super::support::settled_hints;
+use super::support::HeldBack;
 use crate::streams::settle;
 use crate::RuntimeHarness;
 
@@ -143,31 +141,17 @@ pub async fn subscriber_replays_then_follows_live<H: RuntimeHarness>(h: &H) {
 /// transaction's write lock and commits after it, so the row holds
 /// trivially; it is kept so both engines answer the same question.)
 pub async fn subscriber_start_reads_events_held_back_when_it_began<H: RuntimeHarness>(h: &H) {
-    let _hints = settled_hints(h.store()).await;
     let stream = h.store().stream("late");
-    let held = h
-        .publish_held(vec![NewEvent::new("late", b"rolled-back".to_vec())])
-        .await
-        .expect("held publish");
-    let later = tokio::spawn({
+    let held = HeldBack::begin(h, "late", {
         let stream = stream.clone();
-        async move { stream.publish_batch(batch("after-", 2)).await }
-    });
-    let concurrent = h.store().engine().capabilities().multi_host;
-    let mut later = Some(later);
-    if let Some(publisher) = later.take_if(|_| concurrent) {
-        // Committed (and hinted) before the subscriber exists, but held
-        // back behind the open transaction.
-        publisher
-            .await
-            .expect("later publisher")
-            .expect("later publish");
-        assert_eq!(
-            stream.stats().await.expect("stats").held_back,
-            2,
-            "the later events wait behind the open transaction"
-        );
-    }
+        async move {
+            stream
+                .publish_batch(batch("after-", 2))
+                .await
+                .expect("later publish")
+        }
+    })
+    .await;
     let seen = Seen::default();
     let opts = SubscribeOpts {
         poll_interval: Duration::from_secs(3600),
@@ -180,20 +164,7 @@ pub async fn subscriber_start_reads_events_held_back_when_it_began<H: RuntimeHar
             let seen = seen.clone();
             async move { seen.until(2).await }
         });
-    let end_hold = async {
-        // Let the subscriber's first read find nothing.
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        held.finish(false)
-            .await
-            .expect("roll back the held publish");
-        if let Some(publisher) = later {
-            publisher
-                .await
-                .expect("later publisher")
-                .expect("later publish");
-        }
-    };
-    let (report, ()) = tokio::join!(run, end_hold);
+    let (report, _) = tokio::join!(run, held.release());
     let report = report.expect("run");
     assert_eq!(seen.list(), ["after-0", "after-1"]);
     assert_eq!(report.handled, 2);

@@ -326,31 +326,58 @@ async fn retry_in(
     let Some(row) = row else {
         return Ok((RetryOutcome::NotHeld, None));
     };
-    let (attempts, max_attempts, base, db_now, cancel_requested): (i64, i64, i64, i64, bool) =
-        (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4));
-    let outcome = if cancel_requested || attempts >= max_attempts {
-        let bury = tx.prepare_cached(&sql.retry_bury).await.map_err(db(op))?;
-        tx.execute(&bury, &[&now, &id, &error])
-            .await
-            .map_err(db(op))?;
-        if cancel_requested {
-            RetryOutcome::Cancelled
-        } else {
-            RetryOutcome::Dead
-        }
-    } else {
-        let delay = match p.delay {
-            Some(d) => secs(d),
-            None => backoff_delay_s(base, validate::attempts(attempts), id),
-        };
-        let run_at = db_now + delay;
-        let update = tx.prepare_cached(&sql.retry_update).await.map_err(db(op))?;
-        tx.execute(&update, &[&now, &run_at, &error, &id])
-            .await
-            .map_err(db(op))?;
-        RetryOutcome::Scheduled(run_at)
+    let held = HeldForRetry {
+        attempts: row.get(0),
+        max_attempts: row.get(1),
+        backoff_base_s: row.get(2),
+        db_now: row.get(3),
+        cancel_requested: row.get(4),
     };
-    Ok((outcome, Some(db_now)))
+    let outcome = held.outcome(id, p.delay);
+    match outcome {
+        RetryOutcome::Scheduled(run_at) => {
+            let update = tx.prepare_cached(&sql.retry_update).await.map_err(db(op))?;
+            tx.execute(&update, &[&now, &run_at, &error, &id])
+                .await
+                .map_err(db(op))?;
+        }
+        _ => {
+            let bury = tx.prepare_cached(&sql.retry_bury).await.map_err(db(op))?;
+            tx.execute(&bury, &[&now, &id, &error])
+                .await
+                .map_err(db(op))?;
+        }
+    }
+    Ok((outcome, Some(held.db_now)))
+}
+
+/// A held job's row as a retry reads it (`retry_select`, `retry_many_select`).
+#[derive(Clone, Copy)]
+struct HeldForRetry {
+    attempts: i64,
+    max_attempts: i64,
+    backoff_base_s: i64,
+    /// The database's time when the claim was found held.
+    db_now: i64,
+    cancel_requested: bool,
+}
+
+impl HeldForRetry {
+    /// What retrying job `id` does: to dead when cancelled or out of
+    /// attempts, else scheduled after `delay` (or the queue's backoff).
+    fn outcome(&self, id: i64, delay: Option<Duration>) -> RetryOutcome {
+        if self.cancel_requested {
+            return RetryOutcome::Cancelled;
+        }
+        if self.attempts >= self.max_attempts {
+            return RetryOutcome::Dead;
+        }
+        let delay = match delay {
+            Some(d) => secs(d),
+            None => backoff_delay_s(self.backoff_base_s, validate::attempts(self.attempts), id),
+        };
+        RetryOutcome::Scheduled(self.db_now + delay)
+    }
 }
 
 /// One outcome of a settle batch, in its transaction; and whether it made
@@ -405,39 +432,45 @@ async fn retry_many_in(
         .query(&select, &[&now, &ids, &held])
         .await
         .map_err(db(op))?;
-    // id -> (attempts, max_attempts, backoff base, database now, cancel requested)
-    let found: HashMap<i64, (i64, i64, i64, i64, bool)> = rows
+    let found: HashMap<i64, HeldForRetry> = rows
         .iter()
-        .map(|r| (r.get(0), (r.get(1), r.get(2), r.get(3), r.get(4), r.get(5))))
+        .map(|r| {
+            let held = HeldForRetry {
+                attempts: r.get(1),
+                max_attempts: r.get(2),
+                backoff_base_s: r.get(3),
+                db_now: r.get(4),
+                cancel_requested: r.get(5),
+            };
+            (r.get(0), held)
+        })
         .collect();
     let (mut back_ids, mut back_due, mut back_errors) = (Vec::new(), Vec::new(), Vec::new());
     let (mut dead_ids, mut dead_errors) = (Vec::new(), Vec::new());
     let mut outcomes = Vec::with_capacity(retries.len());
     for p in retries {
         let id = p.claim.id;
-        let Some(&(attempts, max_attempts, base, db_now, cancel_requested)) = found.get(&id) else {
+        let Some(held) = found.get(&id) else {
             outcomes.push((RetryOutcome::NotHeld, false));
             continue;
         };
         let error = truncate_error(p.error);
-        if cancel_requested || attempts >= max_attempts {
-            dead_ids.push(id);
-            dead_errors.push(error);
-            outcomes.push(match cancel_requested {
-                true => (RetryOutcome::Cancelled, false),
-                false => (RetryOutcome::Dead, false),
-            });
-        } else {
-            let delay = match p.delay {
-                Some(d) => secs(d),
-                None => backoff_delay_s(base, validate::attempts(attempts), id),
-            };
-            let run_at = db_now + delay;
-            back_ids.push(id);
-            back_due.push(run_at);
-            back_errors.push(error);
-            outcomes.push((RetryOutcome::Scheduled(run_at), run_at <= db_now));
+        let outcome = held.outcome(id, p.delay);
+        match outcome {
+            RetryOutcome::Scheduled(run_at) => {
+                back_ids.push(id);
+                back_due.push(run_at);
+                back_errors.push(error);
+            }
+            _ => {
+                dead_ids.push(id);
+                dead_errors.push(error);
+            }
         }
+        outcomes.push((
+            outcome,
+            matches!(outcome, RetryOutcome::Scheduled(t) if t <= held.db_now),
+        ));
     }
     // Both pipelined; a statement with no rows to write is not sent.
     let (back, dead): (&[&(dyn ToSql + Sync)], &[&(dyn ToSql + Sync)]) = (
