@@ -135,12 +135,6 @@ struct Shared<F> {
     worker: Arc<str>,
     opts: GroupOpts,
     handler: F,
-    /// Until when this worker's leases are surely valid, by this host's
-    /// monotonic clock: the start of the last successful renewal plus the
-    /// TTL (the database computed its expiry later than that start).
-    /// Handlers stop past it, so a worker whose renewals fail stops before
-    /// anyone can take its buckets over.
-    valid_until: watch::Receiver<Instant>,
     /// The owned buckets the fetcher feeds: how far each was fetched, and
     /// its handler's queue.
     fetch: Mutex<BTreeMap<u32, FetchSlot>>,
@@ -177,6 +171,14 @@ struct HandlerEnd {
 struct Owned {
     epoch: i64,
     stop: watch::Sender<bool>,
+    /// Until when this lease is surely valid, by this host's monotonic
+    /// clock: the start of the claim or of the last renewal that returned
+    /// it (same epoch) plus the TTL; the database computed its expiry later
+    /// than that start. Its handler starts nothing past it, so a worker
+    /// whose renewals fail, or that was frozen past its TTL, runs no event
+    /// that the bucket's next owner may run too. Only a renewal that still
+    /// returns the lease extends it: a lease lost meanwhile stays lapsed.
+    valid_until: watch::Sender<Instant>,
     task: JoinHandle<HandlerEnd>,
 }
 
@@ -216,6 +218,30 @@ impl GroupRunner {
     /// Run `handler` over this worker's share of the group's buckets until
     /// `shutdown` resolves; then checkpoint and release every bucket at
     /// once, so the others take them over without waiting for the TTL.
+    ///
+    /// # What a handler is promised
+    ///
+    /// - Every event of the stream reaches the handler at least once, with
+    ///   the bucket and the lease epoch it runs under. After a crash or a
+    ///   lost lease, a bucket's events since its last checkpoint run again
+    ///   under the next lease (maybe on another worker).
+    /// - No handler call *starts* once its lease may have lapsed: right
+    ///   before every call (first run, retry, requeued dead letter) the
+    ///   bucket's task checks that the lease is still surely valid by this
+    ///   host's monotonic clock (the start of the claim or renewal plus the
+    ///   TTL, which comes before the database's expiry as long as the two
+    ///   clocks run at the same rate), and stops instead, dropping what the
+    ///   reader had queued for it. So a worker that was frozen (SIGSTOP, a
+    ///   paused VM) or cut off from the database past its TTL starts nothing
+    ///   more on that bucket once it runs again; within one lease, calls run
+    ///   one at a time in offset order.
+    /// - A call already *running* when the lease lapses is not interrupted:
+    ///   a slow handler, or a pause that lands inside it, can still be
+    ///   running (and writing) after the bucket's next holder started, and
+    ///   that holder may run the same event again. The checkpoint and the
+    ///   dead letters are fenced by the epoch; the handler's own writes are
+    ///   not. Keep handler calls well below the TTL, and make their effects
+    ///   idempotent (keyed by the event's offset) or ordered by the epoch.
     pub async fn run<F, Fut, E>(
         self,
         handler: F,
@@ -236,7 +262,6 @@ impl GroupRunner {
             ))
             .await?;
         let worker: Arc<str> = self.worker.unwrap_or_else(unique_worker_id).into();
-        let (valid_tx, valid_rx) = watch::channel(Instant::now());
         let shared = Arc::new(Shared {
             engine: engine.clone(),
             group: self.group.clone(),
@@ -244,7 +269,6 @@ impl GroupRunner {
             worker: worker.clone(),
             opts: self.opts.clone(),
             handler,
-            valid_until: valid_rx,
             fetch: Mutex::new(BTreeMap::new()),
             added: Notify::new(),
         });
@@ -254,7 +278,7 @@ impl GroupRunner {
             shared,
             buckets: BTreeMap::new(),
             report: GroupReport::default(),
-            valid_tx,
+            valid_until: Instant::now(),
             last_live: 0,
             settle_until: Instant::now() + self.opts.heartbeat,
         };
@@ -291,7 +315,9 @@ struct Coordinator<F> {
     shared: Arc<Shared<F>>,
     buckets: BTreeMap<u32, Owned>,
     report: GroupReport,
-    valid_tx: watch::Sender<Instant>,
+    /// Until when every lease of the last renewal is surely valid (see
+    /// [`Owned::valid_until`]).
+    valid_until: Instant,
     /// Live workers at the last pass.
     last_live: u32,
     /// Until when passes come quickly: for a heartbeat after this worker
@@ -350,7 +376,7 @@ where
             Ok(r) => r,
             Err(e) if is_transient(&e) => {
                 tracing::warn!(group = %s.group, error = %e, "group renewal failed; retrying next heartbeat");
-                if *s.valid_until.borrow() <= Instant::now() {
+                if self.valid_until <= Instant::now() {
                     // The leases may have lapsed: stop handling at once.
                     self.stop_all().await;
                 }
@@ -358,7 +384,7 @@ where
             }
             Err(e) => return Err(e.into()),
         };
-        self.valid_tx.send_replace(started + s.opts.ttl);
+        self.valid_until = started + s.opts.ttl;
         // A millisecond past the lapse, so the claim finds it lapsed.
         let next_lapse = renewal
             .next_lapse_in_ms
@@ -378,10 +404,15 @@ where
             self.report.lost += 1;
             self.stop(bucket).await;
         }
-        // Held without a handler (its handler ended on a store error): start one.
         for lease in held.values() {
-            if !self.buckets.contains_key(&lease.bucket) {
-                self.start(lease.clone());
+            match self.buckets.get(&lease.bucket) {
+                // Still held under the epoch its handler runs: extended.
+                Some(owned) => {
+                    owned.valid_until.send_replace(self.valid_until);
+                }
+                // Held without a handler (its handler ended on a store
+                // error, or stopped at its lease's lapse): start one.
+                None => self.start(lease.clone(), self.valid_until),
             }
         }
         let live = renewal.live_workers.max(1);
@@ -392,6 +423,7 @@ where
         let fair = renewal.buckets.div_ceil(live) as usize;
         let mine = held.len();
         if mine < fair {
+            let claimed = Instant::now();
             let taken = s
                 .engine
                 .group_claim(GroupClaimParams::new(
@@ -407,7 +439,7 @@ where
                     for lease in leases {
                         tracing::info!(group = %s.group, bucket = lease.bucket, epoch = lease.epoch, "bucket claimed");
                         self.report.claimed += 1;
-                        self.start(lease);
+                        self.start(lease, claimed + s.opts.ttl);
                     }
                     return Ok((got && mine + 1 < fair, next_lapse));
                 }
@@ -436,10 +468,12 @@ where
         Ok((false, next_lapse))
     }
 
-    /// Start handling a newly held bucket: its handler task, and a slot the
-    /// fetcher feeds from the bucket's checkpoint on.
-    fn start(&mut self, lease: BucketLease) {
+    /// Start handling a newly held bucket, surely valid until
+    /// `valid_until`: its handler task, and a slot the fetcher feeds from
+    /// the bucket's checkpoint on.
+    fn start(&mut self, lease: BucketLease, valid_until: Instant) {
         let (stop_tx, stop_rx) = watch::channel(false);
+        let (valid_tx, valid_rx) = watch::channel(valid_until);
         let (queue, fed) = mpsc::channel(self.shared.opts.batch.max(1) as usize);
         lock(&self.shared.fetch).insert(
             lease.bucket,
@@ -450,12 +484,19 @@ where
         );
         let bucket = lease.bucket;
         let epoch = lease.epoch;
-        let task = tokio::spawn(handle_bucket(self.shared.clone(), lease, fed, stop_rx));
+        let task = tokio::spawn(handle_bucket(
+            self.shared.clone(),
+            lease,
+            fed,
+            stop_rx,
+            valid_rx,
+        ));
         self.buckets.insert(
             bucket,
             Owned {
                 epoch,
                 stop: stop_tx,
+                valid_until: valid_tx,
                 task,
             },
         );
@@ -716,12 +757,14 @@ async fn redeliver<F>(s: &Shared<F>) {
 
 /// One owned bucket's handler: runs the handler on the bucket's events in
 /// offset order and checkpoints under the lease's epoch; until told to
-/// stop, the lease is found gone, or the leases may have lapsed.
+/// stop, the lease is found gone, or the lease may have lapsed (its
+/// `valid_until` passed).
 async fn handle_bucket<F, Fut, E>(
     s: Arc<Shared<F>>,
     lease: BucketLease,
     mut fed: mpsc::Receiver<Fed>,
     mut stop: watch::Receiver<bool>,
+    valid_until: watch::Receiver<Instant>,
 ) -> HandlerEnd
 where
     F: Fn(GroupEvent) -> Fut + Send + Sync + 'static,
@@ -736,9 +779,13 @@ where
         saved: lease.checkpoint,
         unsaved: 0,
         last_save: Instant::now(),
+        valid_until,
         end: HandlerEnd::default(),
     };
     h.follow(&mut fed, &mut stop).await;
+    // Whatever the fetcher queued is not run here (the bucket's next
+    // holder, maybe this worker again, reads it from the checkpoint).
+    drop(fed);
     if !h.end.lost {
         // Hand the bucket over where it stands (a fenced save changes
         // nothing, and is only logged).
@@ -764,6 +811,8 @@ struct BucketHandler<'a, F> {
     saved: i64,
     unsaved: u32,
     last_save: Instant,
+    /// The lease's [`Owned::valid_until`].
+    valid_until: watch::Receiver<Instant>,
     end: HandlerEnd,
 }
 
@@ -773,8 +822,9 @@ where
     Fut: Future<Output = Result<(), E>> + Send + 'static,
     E: Into<BoxError> + Send + 'static,
 {
+    /// Told to stop, or the lease may have lapsed: start nothing more.
     fn stopping(&self, stop: &watch::Receiver<bool>) -> bool {
-        *stop.borrow() || *self.s.valid_until.borrow() <= Instant::now()
+        *stop.borrow() || *self.valid_until.borrow() <= Instant::now()
     }
 
     async fn follow(&mut self, fed: &mut mpsc::Receiver<Fed>, stop: &mut watch::Receiver<bool>) {
@@ -842,7 +892,11 @@ where
         let event = dead.event();
         let offset = event.offset;
         let outcome = match self.run_handler(&event, stop).await {
-            Ran::Stopped => return false,
+            Ran::Stopped => {
+                // Taken (its mark cleared) but not run: it stays dead.
+                tracing::warn!(group = %s.group, bucket = self.bucket, offset, "requeued dead letter not run: the bucket's lease lapsed or it is stopping; requeue it again");
+                return false;
+            }
             Ran::Ok => {
                 s.engine
                     .group_dead_resolve(GroupDeadResolveParams {
@@ -887,6 +941,13 @@ where
         };
         let mut run = 0;
         loop {
+            // Checked right before every run (a first run, a retry or a
+            // requeued dead letter): the task may have waited, or its
+            // process been frozen, past the lease's lapse since it last
+            // looked, and the bucket's next holder may run this event now.
+            if self.stopping(stop) {
+                return Ran::Stopped;
+            }
             run += 1;
             let delivery = GroupEvent {
                 event: event.clone(),
@@ -910,9 +971,6 @@ where
                     }
                 }
                 () = tokio::time::sleep(backoff) => {}
-            }
-            if self.stopping(stop) {
-                return Ran::Stopped;
             }
             backoff = (backoff * 2).min(Duration::from_secs(60));
         }
@@ -1000,5 +1058,142 @@ where
                 false
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the test handler ran: offsets, in order.
+    type Ran = Arc<Mutex<Vec<i64>>>;
+
+    fn event(offset: i64) -> Event {
+        Event {
+            offset,
+            stream: "s".into(),
+            key: Some("k".into()),
+            payload: b"x".to_vec(),
+            created_at: 0,
+        }
+    }
+
+    /// A bucket handler task of worker "w" on bucket 0 (epoch 1) over a
+    /// fresh SQLite store, its handler recording what it ran; the test
+    /// controls its queue, its stop and its lease's `valid_until`.
+    struct Rig {
+        _dir: tempfile::TempDir,
+        ran: Ran,
+        handled: Arc<Notify>,
+        queue: mpsc::Sender<Fed>,
+        _stop: watch::Sender<bool>,
+        valid: watch::Sender<Instant>,
+        task: JoinHandle<HandlerEnd>,
+    }
+
+    async fn rig() -> Rig {
+        let dir = tempfile::tempdir().expect("tmp");
+        let url = format!("sqlite://{}", dir.path().join("t.db").display());
+        let store = Store::open(&url).await.expect("open");
+        let ran: Ran = Arc::default();
+        let handled = Arc::new(Notify::new());
+        let handler = {
+            let (ran, handled) = (ran.clone(), handled.clone());
+            move |e: GroupEvent| {
+                lock(&ran).push(e.event.offset);
+                handled.notify_one();
+                std::future::ready(Ok::<(), std::io::Error>(()))
+            }
+        };
+        let (valid, valid_rx) = watch::channel(Instant::now() + Duration::from_secs(3600));
+        let shared = Arc::new(Shared {
+            engine: store.engine().clone(),
+            group: "g".into(),
+            stream: "s".into(),
+            worker: "w".into(),
+            opts: GroupOpts {
+                commit_interval: Duration::from_secs(3600),
+                ..GroupOpts::default()
+            },
+            handler,
+            fetch: Mutex::new(BTreeMap::new()),
+            added: Notify::new(),
+        });
+        let lease = BucketLease {
+            bucket: 0,
+            epoch: 1,
+            checkpoint: 0,
+            expires_at_ms: 0,
+        };
+        let (queue, fed) = mpsc::channel(8);
+        let (stop, stop_rx) = watch::channel(false);
+        let task = tokio::spawn(handle_bucket(shared, lease, fed, stop_rx, valid_rx));
+        Rig {
+            _dir: dir,
+            ran,
+            handled,
+            queue,
+            _stop: stop,
+            valid,
+            task,
+        }
+    }
+
+    impl Rig {
+        /// Hand the task event 1 and wait until it ran: the task is then
+        /// parked on its queue again (one thread: it ran on until it
+        /// waited), its lease valid.
+        async fn parked_after_one(&self) {
+            self.queue.send(Fed::Event(event(1))).await.expect("send");
+            self.handled.notified().await;
+            assert_eq!(*lock(&self.ran), [1]);
+        }
+
+        /// The lease lapses while the task waits (the process was frozen
+        /// past its TTL, or its renewals failed).
+        fn lapse(&self) {
+            self.valid.send_replace(Instant::now());
+        }
+
+        /// Wait for the task to end; what its handler ran.
+        async fn end(self) -> Vec<i64> {
+            let end = self.task.await.expect("task");
+            assert_eq!(end.handled, 1, "{end:?}");
+            let ran = lock(&self.ran).clone();
+            ran
+        }
+    }
+
+    /// An event queued after the lease's `valid_until` passed is not
+    /// handled: the task stops, dropping it (the next owner handles it).
+    #[tokio::test]
+    async fn a_lapsed_lease_handles_no_queued_event() {
+        let rig = rig().await;
+        rig.parked_after_one().await;
+        rig.lapse();
+        rig.queue.send(Fed::Event(event(2))).await.expect("send");
+        assert_eq!(rig.end().await, [1]);
+    }
+
+    /// Nor does it run a requeued dead letter handed to it after that.
+    #[tokio::test]
+    async fn a_lapsed_lease_runs_no_requeued_dead_letter() {
+        let rig = rig().await;
+        rig.parked_after_one().await;
+        rig.lapse();
+        let dead = GroupDead {
+            offset: 2,
+            bucket: 0,
+            stream: "s".into(),
+            key: Some("k".into()),
+            payload: b"x".to_vec(),
+            error: "e".into(),
+            attempts: 1,
+            failed_at: 0,
+            created_at: 0,
+            requeued: false,
+        };
+        rig.queue.send(Fed::Redeliver(dead)).await.expect("send");
+        assert_eq!(rig.end().await, [1]);
     }
 }
