@@ -442,22 +442,83 @@ pub async fn requeued_group_dead_letters_run_again<H: RuntimeHarness>(h: &H) {
 }
 
 /// Bad options are refused before anything is written: a heartbeat not
-/// below the TTL, a bucket count of 0, and another N for an existing group.
+/// below the TTL, a TTL over the cap, a batch of 0 or above the page cap
+/// (every read would be refused, the worker's buckets stalled), a poll
+/// interval or retry count of 0, an empty worker id, a bucket count of 0,
+/// and another N for an existing group.
 pub async fn bad_group_options_are_refused<H: RuntimeHarness>(h: &H) {
     let store = h.store().clone();
     let log = Log::default();
-    let opts = GroupOpts {
-        heartbeat: Duration::from_secs(30),
-        ..GroupOpts::default()
-    };
-    let err = store
-        .group("g")
-        .stream("orders")
-        .opts(opts)
-        .run(log.handler("a"), std::future::ready(()))
-        .await
-        .expect_err("heartbeat = ttl");
-    assert!(err.to_string().contains("heartbeat"), "{err}");
+    // (options, with an empty worker id, what the error names)
+    let bad: [(GroupOpts, bool, &str); 7] = [
+        (
+            GroupOpts {
+                heartbeat: Duration::from_secs(30),
+                ..GroupOpts::default()
+            },
+            false,
+            "heartbeat",
+        ),
+        (
+            GroupOpts {
+                ttl: Duration::from_secs(2 * 86_400),
+                ..GroupOpts::default()
+            },
+            false,
+            "ttl",
+        ),
+        (
+            GroupOpts {
+                batch: 0,
+                ..GroupOpts::default()
+            },
+            false,
+            "batch",
+        ),
+        (
+            GroupOpts {
+                batch: 20_000,
+                ..GroupOpts::default()
+            },
+            false,
+            "batch",
+        ),
+        (
+            GroupOpts {
+                poll_interval: Duration::ZERO,
+                ..GroupOpts::default()
+            },
+            false,
+            "poll_interval",
+        ),
+        (
+            GroupOpts {
+                on_error: OnError::Retry {
+                    attempts: 0,
+                    backoff: Duration::ZERO,
+                },
+                ..GroupOpts::default()
+            },
+            false,
+            "attempts",
+        ),
+        (GroupOpts::default(), true, "worker id"),
+    ];
+    for (opts, empty_worker, what) in bad {
+        let mut runner = store.group("g").stream("orders").opts(opts);
+        if empty_worker {
+            runner = runner.worker_id("");
+        }
+        let err = runner
+            .run(log.handler("a"), std::future::ready(()))
+            .await
+            .expect_err(what);
+        assert!(err.to_string().contains(what), "{what}: {err}");
+        assert!(
+            store.group("g").status().await.is_err(),
+            "{what}: nothing created"
+        );
+    }
     let err = store
         .group("g")
         .stream("orders")

@@ -7,13 +7,15 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use alkstore_core::group::MAX_LEASE_TTL;
 use alkstore_core::group::{
     BucketEvent, BucketLease, GroupCheckpointParams, GroupClaimParams, GroupDead,
     GroupDeadAddParams, GroupDeadResolveParams, GroupDeadTakeParams, GroupEnsureParams,
     GroupLeaveParams, GroupReadParams, GroupReleaseParams, GroupRenewParams,
 };
 use alkstore_core::stream::Event;
-use alkstore_core::{BoxError, Engine, Error, ErrorKind, GroupEngine};
+use alkstore_core::validate::{validate_duration, validate_ttl};
+use alkstore_core::{BoxError, Engine, Error, ErrorKind, GroupEngine, Limits, Validate};
 use futures_util::FutureExt;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{mpsc, watch, Notify};
@@ -36,27 +38,31 @@ pub struct GroupEvent {
     pub worker: Arc<str>,
 }
 
-/// How a [`GroupRunner`] leases, reads and checkpoints.
+/// How a [`GroupRunner`] leases, reads and checkpoints. `run` refuses
+/// options outside the ranges below before it writes anything.
 #[derive(Debug, Clone)]
 pub struct GroupOpts {
-    /// How long a lease lasts unless renewed (default 30 s): a dead
-    /// worker's buckets move after at most this plus one heartbeat.
+    /// How long a lease lasts unless renewed (default 30 s; 1 ms..=1 day):
+    /// a dead worker's buckets move after at most this plus one heartbeat.
     pub ttl: Duration,
     /// How often leases are renewed and shares rebalanced (default 10 s;
     /// must be below `ttl`).
     pub heartbeat: Duration,
-    /// Events read per query (default 500).
+    /// Events read per query (default 2,000; at most the store's
+    /// [`Limits::max_page`], 10,000 by default).
     pub batch: u32,
-    /// Checkpoint a bucket after this many handled events (default 1,000)
-    /// …
+    /// Checkpoint a bucket after this many handled events (default 1,000;
+    /// at least 1) …
     pub commit_every: u32,
     /// … or this long after its last checkpoint (default 1 s), whichever
     /// comes first; and when caught up, and when the bucket is given up.
     pub commit_interval: Duration,
-    /// Re-read a caught-up bucket this often without a wake hint (1 s).
+    /// Re-read a caught-up bucket this often without a wake hint (1 s;
+    /// above zero).
     pub poll_interval: Duration,
     /// How often a failing event runs before it goes to the group's dead
-    /// letters (with its error) and the bucket goes on.
+    /// letters (with its error) and the bucket goes on (retry attempts: at
+    /// least 1).
     pub on_error: OnError,
 }
 
@@ -75,7 +81,13 @@ impl Default for GroupOpts {
 }
 
 impl GroupOpts {
-    fn validate(&self) -> Result<(), Error> {
+    /// Refuse options a worker could not run with, against the store's
+    /// `limits`: a TTL outside 1 ms..=[`MAX_LEASE_TTL`], a heartbeat not
+    /// between zero and the TTL, a batch outside `1..=max_page` (every
+    /// read would be refused), a `commit_every` or a retry count of 0, a
+    /// poll interval of 0 (the reader would spin), a duration too far out.
+    fn validate(&self, limits: &Limits) -> Result<(), Error> {
+        validate_ttl("group ttl", self.ttl, MAX_LEASE_TTL)?;
         if self.heartbeat.is_zero() || self.heartbeat >= self.ttl {
             return Err(Error::invalid(
                 "group heartbeat",
@@ -85,8 +97,23 @@ impl GroupOpts {
                 ),
             ));
         }
+        limits.check_page("group batch", self.batch)?;
         if self.commit_every == 0 {
             return Err(Error::invalid("commit_every", "must be at least 1"));
+        }
+        validate_duration("group commit_interval", Some(self.commit_interval))?;
+        validate_duration("group poll_interval", Some(self.poll_interval))?;
+        if self.poll_interval.is_zero() {
+            return Err(Error::invalid("group poll_interval", "must be above zero"));
+        }
+        if let OnError::Retry { attempts, backoff } = self.on_error {
+            if attempts == 0 {
+                return Err(Error::invalid(
+                    "group on_error",
+                    "retry attempts must be at least 1 (runs in all, the first included)",
+                ));
+            }
+            validate_duration("group retry backoff", Some(backoff))?;
         }
         Ok(())
     }
@@ -252,16 +279,17 @@ impl GroupRunner {
         Fut: Future<Output = Result<(), E>> + Send + 'static,
         E: Into<BoxError> + Send + 'static,
     {
-        self.opts.validate()?;
         let engine = self.store.engine().clone();
-        engine
-            .group_ensure(GroupEnsureParams::new(
-                self.group.clone(),
-                self.stream.clone(),
-                self.buckets,
-            ))
-            .await?;
         let worker: Arc<str> = self.worker.unwrap_or_else(unique_worker_id).into();
+        // Everything checked before anything is written: the options, and
+        // the names and worker id every call of the run will carry.
+        let limits = engine.limits();
+        self.opts.validate(limits)?;
+        let ensure = GroupEnsureParams::new(self.group.clone(), self.stream.clone(), self.buckets);
+        ensure.validate_params(limits)?;
+        GroupRenewParams::new(self.group.clone(), &*worker, self.opts.ttl)
+            .validate_params(limits)?;
+        engine.group_ensure(ensure).await?;
         let shared = Arc::new(Shared {
             engine: engine.clone(),
             group: self.group.clone(),
@@ -972,7 +1000,7 @@ where
                 }
                 () = tokio::time::sleep(backoff) => {}
             }
-            backoff = (backoff * 2).min(Duration::from_secs(60));
+            backoff = backoff.saturating_mul(2).min(Duration::from_secs(60));
         }
     }
 
