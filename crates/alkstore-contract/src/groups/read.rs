@@ -6,7 +6,7 @@ use alkstore_core::group::{
     bucket_of, bucket_of_offset, GroupCheckpointParams, GroupReadParams, GroupStatusParams,
 };
 use alkstore_core::stream::{Event, NewEvent};
-use alkstore_core::{GroupEngine, StreamEngine};
+use alkstore_core::{ErrorKind, GroupEngine, StreamEngine};
 
 use super::support::{claim, ensure};
 use crate::streams::settle;
@@ -54,7 +54,7 @@ async fn publish_mixed<E: StreamEngine>(e: &E) -> Vec<i64> {
 /// Reading every bucket gives every event of the stream exactly once, each
 /// bucket in offset order; a keyed event sits in PostgreSQL's
 /// `hashtextextended` bucket of its key (so one key, one bucket), a keyless
-/// one in `offset % N`.
+/// one in `offset % N`. A bucket outside `0..N` is refused.
 pub async fn buckets_partition_the_stream_by_key<H: Harness>(h: &H) {
     let e = h.engine();
     let offsets = publish_mixed(e).await;
@@ -76,11 +76,16 @@ pub async fn buckets_partition_the_stream_by_key<H: Harness>(h: &H) {
     assert_eq!(seen, offsets.iter().copied().collect::<BTreeSet<_>>());
     let tail = read_bucket(e, bucket_of(b"k3", 4), offsets[3]).await;
     assert!(tail.iter().all(|ev| ev.offset > offsets[3]));
-    assert!(e
-        .group_read(GroupReadParams::new("g", 4, 0, 10))
-        .await
-        .expect("no such bucket")
-        .is_empty());
+    // A bucket outside 0..N holds nothing: refused, not an empty page
+    // (alone, or among buckets that exist).
+    for wanted in [vec![4], vec![1, 4]] {
+        let err = e
+            .group_read(GroupReadParams::buckets("g", wanted.clone(), 0, 10))
+            .await
+            .expect_err("no such bucket");
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{wanted:?}: {err}");
+        assert!(err.to_string().contains("0..4"), "{err}");
+    }
     // Several buckets in one read: their events, in offset order, each
     // with its bucket.
     let two = e

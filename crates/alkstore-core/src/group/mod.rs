@@ -33,6 +33,18 @@ pub fn fenced(group: &str, bucket: u32, epoch: i64) -> crate::Error {
     }
 }
 
+/// Refuse a read of a bucket outside the group's `0..buckets` (no event
+/// is ever in it: an empty page would hide the caller's mistake).
+pub fn check_buckets(group: &str, wanted: &[u32], buckets: u32) -> Result<()> {
+    match wanted.iter().find(|b| **b >= buckets) {
+        Some(b) => Err(crate::Error::invalid(
+            "bucket",
+            format!("{b} is outside 0..{buckets} of group {group:?}"),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The most buckets a group may have: each bucket is a lease row, a
 /// checkpoint and a reader, and a worker renews all of its leases every
 /// heartbeat.

@@ -215,20 +215,26 @@ impl GroupDriver for PgEngine {
                 &[&p.group, &buckets, &p.after, &i64::from(p.limit)],
             )
             .await?;
-        let Some(first) = rows.first() else {
+        // Always a row: the group's N (NULL: no such group), then the
+        // page's events, if any (a lone row without one: an empty page).
+        let Some(n) = rows.first().and_then(|r| r.get::<_, Option<i32>>(0)) else {
             return Ok(Vec::new());
         };
-        let stream: std::sync::Arc<str> = first.get::<_, &str>(0).into();
+        alkstore_core::group::check_buckets(&p.group, &p.buckets, small(n))?;
+        let Some(stream) = rows.first().and_then(|r| r.get::<_, Option<&str>>(1)) else {
+            return Ok(Vec::new());
+        };
+        let stream: std::sync::Arc<str> = stream.into();
         Ok(rows
             .iter()
             .map(|r| BucketEvent {
-                bucket: small(r.get(5)),
+                bucket: small(r.get(6)),
                 event: Event {
-                    offset: r.get(1),
+                    offset: r.get(2),
                     stream: stream.clone(),
-                    key: r.get(2),
-                    payload: r.get(3),
-                    created_at: r.get(4),
+                    key: r.get(3),
+                    payload: r.get(4),
+                    created_at: r.get(5),
                 },
             })
             .collect())

@@ -134,9 +134,14 @@ impl GroupSql {
                    (SELECT checkpoint FROM up) FROM g"
             ),
             // A function that rules out bitmap scans (migration 004).
+            // The group's N first (NULL: no such group), then its page
+            // (none when a wanted bucket is outside 0..N: refused).
             read: format!(
-                "SELECT stream, id, key, payload, created_at, bucket \
-                 FROM {}.read_group($1, $2::int[], $3, $4)",
+                "SELECT n.buckets, r.stream, r.id, r.key, r.payload, r.created_at, r.bucket \
+                 FROM (SELECT max(g.buckets) AS buckets FROM {gb} g WHERE g.group_name = $1) n \
+                 LEFT JOIN LATERAL (SELECT * FROM {}.read_group($1, $2::int[], $3, $4) \
+                   WHERE NOT EXISTS (SELECT 1 FROM unnest($2::int[]) w WHERE w >= n.buckets)) r \
+                 ON true",
                 quote_identifier(schema)
             ),
             status: status(&bucket_expr("g.buckets::bigint"), &event, &gb, true),

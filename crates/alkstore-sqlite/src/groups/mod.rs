@@ -351,6 +351,7 @@ impl GroupDriver for SqliteEngine {
             let Some((stream, buckets)) = group_row(conn, op, &p.group)? else {
                 return Ok(Vec::new());
             };
+            alkstore_core::group::check_buckets(&p.group, &p.buckets, buckets)?;
             // The wanted buckets as a JSON array, unpacked by json_each: one
             // statement whatever their number.
             let wanted = format!(
