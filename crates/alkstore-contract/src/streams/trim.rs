@@ -52,7 +52,8 @@ pub async fn trim_before_an_offset<H: Harness>(h: &H) {
     );
 }
 
-/// Trim by age, and per-stream retention applied by the maintenance sweep.
+/// Trim by age (at least 1 s, as retention), and per-stream retention
+/// applied by the maintenance sweep.
 pub async fn trim_by_age_and_by_retention<H: Harness>(h: &H) {
     let e = h.engine();
     publish_one(e, "s", "old-1").await;
@@ -65,6 +66,32 @@ pub async fn trim_by_age_and_by_retention<H: Harness>(h: &H) {
         .await
         .expect("trim by age");
     assert_eq!(trimmed, 2);
+    assert_eq!(payloads(&read_all(e, "s", 0).await), ["new"]);
+    // An age under a second is refused, as a retention under a second is
+    // (it would delete every event); nothing is deleted.
+    for age in [Duration::ZERO, Duration::from_millis(999)] {
+        let err = e
+            .stream_trim(StreamTrimParams::older_than("s", age))
+            .await
+            .expect_err("under 1 s");
+        assert_eq!(
+            err.kind(),
+            alkstore_core::ErrorKind::InvalidInput,
+            "{age:?}: {err}"
+        );
+        let err = e
+            .stream_retention_set(StreamRetentionParams {
+                stream: "s".into(),
+                max_age: Some(age),
+            })
+            .await
+            .expect_err("under 1 s");
+        assert_eq!(
+            err.kind(),
+            alkstore_core::ErrorKind::InvalidInput,
+            "{age:?}: {err}"
+        );
+    }
     assert_eq!(payloads(&read_all(e, "s", 0).await), ["new"]);
 
     e.stream_retention_set(StreamRetentionParams {

@@ -165,7 +165,8 @@ pub struct StreamTrimParams {
     pub stream: String,
     /// Delete events with an offset below this (at most the head + 1).
     pub before: Option<i64>,
-    /// Delete events published longer ago than this.
+    /// Delete events published longer ago than this (at least 1 s, as
+    /// [`StreamRetentionParams::max_age`]).
     pub older_than: Option<Duration>,
 }
 
@@ -193,6 +194,11 @@ impl Validate for StreamTrimParams {
     fn validate_params(&self, _limits: &Limits) -> Result<()> {
         validate_stream_name(&self.stream)?;
         validate_duration("trim age", self.older_than)?;
+        // As a retention's max age: under a second would delete every
+        // event (trim before the head + 1 says that on purpose).
+        if self.older_than.is_some_and(|d| d.as_secs() == 0) {
+            return Err(Error::invalid("trim age", "must be at least 1 s"));
+        }
         if self.before.is_none() && self.older_than.is_none() {
             return Err(Error::invalid(
                 "trim",
