@@ -581,23 +581,94 @@ async fn cancel_pending_and_running_jobs() {
     assert!(stderr(&out).contains("live job"), "{out:?}");
 }
 
+/// `alk streams`: a refused publish creates no store; `tail
+/// --commit-every 0` is refused (as the library refuses it); a trim age
+/// under 1 s is refused as `retain` refuses one (either would delete every
+/// event); stats of a stream nobody used says there is no such stream.
+#[tokio::test(flavor = "multi_thread")]
+async fn streams_commands_refuse_bad_input_clearly() {
+    let (dir, db) = temp_db();
+    let path = dir.path().join("cli.db");
+    for (args, says) in [
+        (&["streams", "publish", "", "{}"][..], "invalid stream name"),
+        (
+            &["streams", "publish", "s", "{}", "--key", ""],
+            "invalid event key",
+        ),
+        (&["streams", "publish", "s", "{not json"], "invalid payload"),
+    ] {
+        let out = alk(&db, args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+        assert!(!path.exists(), "{args:?} created {}", path.display());
+    }
+    let offset = alk_json(&db, &["streams", "publish", "s", "{}"])["offset"]
+        .as_i64()
+        .expect("offset");
+
+    let out = alk(&db, &["streams", "stats", "nope"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        stderr(&out).contains("stream \"nope\" not found"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stdout(&out).is_empty(), "{}", stdout(&out));
+    let stats = alk_json(&db, &["streams", "stats", "s"]);
+    assert_eq!(stats["head"].as_i64(), Some(offset), "{stats}");
+
+    for age in ["0s", "500ms"] {
+        let out = alk(&db, &["streams", "trim", "s", "--older-than", age]);
+        assert_eq!(out.status.code(), Some(1), "{age}: {out:?}");
+        assert!(
+            stderr(&out).contains("invalid trim age: must be at least 1 s"),
+            "{age}: {}",
+            stderr(&out)
+        );
+    }
+    let store = Store::open(&db).await.expect("open");
+    let err = store
+        .stream("s")
+        .retain(Some(Duration::ZERO))
+        .await
+        .expect_err("retain 0s");
+    assert!(err.to_string().contains("at least 1 s"), "{err}");
+    let stats = alk_json(&db, &["streams", "stats", "s"]);
+    assert_eq!(
+        stats["events"].as_u64(),
+        Some(1),
+        "nothing trimmed: {stats}"
+    );
+
+    let out = alk(
+        &db,
+        &[
+            "streams",
+            "tail",
+            "s",
+            "--consumer",
+            "c",
+            "--commit-every",
+            "0",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(stderr(&out).contains("--commit-every"), "{}", stderr(&out));
+    assert!(stdout(&out).is_empty(), "{}", stdout(&out));
+    let offsets = alk_json(&db, &["streams", "offsets", "s"]);
+    assert_eq!(offsets, serde_json::json!([]), "nothing read or saved");
+}
+
 /// `alk groups bucket` answers "where does this key go?" without a store,
 /// with PostgreSQL's bucket expression (values read off PostgreSQL 15:
-/// `(((hashtextextended(k, 0) % 16) + 16) % 16)`), and refuses N = 0.
+/// `(((hashtextextended(k, 0) % 16) + 16) % 16)`), and refuses N = 0 and
+/// a key that cannot be published (as `streams publish` refuses it).
 #[test]
 fn groups_bucket_prints_each_keys_bucket_without_a_store() {
     let (dir, db) = temp_db();
     let rows = alk_json(
         &db,
-        &[
-            "groups",
-            "bucket",
-            "--buckets",
-            "16",
-            "customer-42",
-            "a",
-            "",
-        ],
+        &["groups", "bucket", "--buckets", "16", "customer-42", "a"],
     );
     let buckets: Vec<(String, u64)> = rows
         .as_array()
@@ -612,12 +683,18 @@ fn groups_bucket_prints_each_keys_bucket_without_a_store() {
         .collect();
     assert_eq!(
         buckets,
-        vec![
-            ("customer-42".to_string(), 0),
-            ("a".to_string(), 1),
-            (String::new(), 13)
-        ]
+        vec![("customer-42".to_string(), 0), ("a".to_string(), 1)]
     );
+    for key in [String::new(), "k".repeat(201)] {
+        let refused = alk(&db, &["groups", "bucket", "--buckets", "16", "a", &key]);
+        assert_eq!(refused.status.code(), Some(1), "{key:?}: {refused:?}");
+        assert!(
+            stderr(&refused).contains("invalid event key"),
+            "{}",
+            stderr(&refused)
+        );
+        assert!(stdout(&refused).is_empty(), "{}", stdout(&refused));
+    }
     let text = stdout(&alk(&db, &["groups", "bucket", "--buckets", "16", "a"]));
     assert!(
         text.lines()

@@ -5,6 +5,7 @@ use alkstore::group::{
     bucket_of, hashtextextended, GroupDeadListParams, GroupDeadRequeueParams, GroupResizeParams,
     GroupStatus, MAX_BUCKETS,
 };
+use alkstore::stream::validate_key;
 use alkstore::{GroupEngine, Result, Store};
 use clap::Subcommand;
 use serde_json::{json, Value};
@@ -22,7 +23,7 @@ pub(super) enum GroupsCommand {
         /// The group's bucket count N.
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_BUCKETS)))]
         buckets: u32,
-        /// Event keys.
+        /// Event keys (each one a key `streams publish --key` accepts).
         #[arg(required = true)]
         keys: Vec<String>,
     },
@@ -67,8 +68,14 @@ pub(super) enum GroupsCommand {
     },
 }
 
-/// `alk groups bucket`: one line (or JSON object) per key.
-pub(super) fn bucket(buckets: u32, keys: &[String], as_json: bool) -> String {
+/// `alk groups bucket`: one line (or JSON object) per key; a key that
+/// cannot be published is refused, as `streams publish` refuses it.
+pub(super) fn bucket(buckets: u32, keys: &[String], as_json: bool) -> Result<String> {
+    keys.iter().try_for_each(|k| validate_key(k))?;
+    Ok(bucket_text(buckets, keys, as_json))
+}
+
+fn bucket_text(buckets: u32, keys: &[String], as_json: bool) -> String {
     if as_json {
         let rows: Vec<_> = keys
             .iter()
@@ -151,7 +158,7 @@ fn status_table(s: &GroupStatus) -> String {
 pub(super) async fn run(store: &Store, cmd: GroupsCommand, as_json: bool) -> Result<String> {
     let e = store.engine();
     Ok(match cmd {
-        GroupsCommand::Bucket { buckets, keys } => bucket(buckets, &keys, as_json),
+        GroupsCommand::Bucket { buckets, keys } => bucket(buckets, &keys, as_json)?,
         GroupsCommand::List => {
             let groups = e.group_list().await?;
             if as_json {

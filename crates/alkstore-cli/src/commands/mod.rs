@@ -191,7 +191,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
     }
     let as_json = cli.json;
     if let Command::Groups(groups::GroupsCommand::Bucket { buckets, keys }) = &cli.command {
-        return output::emit(groups::bucket(*buckets, keys, as_json).as_bytes());
+        return output::emit(groups::bucket(*buckets, keys, as_json)?.as_bytes());
     }
     if let Command::Enqueue(args) = cli.command {
         // Read and check the payload before the store is opened (or created).
@@ -199,14 +199,19 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         let store = Store::open(&cli.db).await?;
         return output::emit(enqueue::run(&store, job, as_json).await?.as_bytes());
     }
-    // Only `init`, `enqueue` and `streams publish` create a store; every
-    // other command works on one that exists, and says so when there is none.
+    if let Command::Streams(streams::StreamsCommand::Publish(args)) = cli.command {
+        // Likewise: a refused event creates no store.
+        let event = streams::prepare(args)?;
+        let store = Store::open(&cli.db).await?;
+        return output::emit(streams::publish(&store, event, as_json).await?.as_bytes());
+    }
+    // Only `init`, `enqueue`, `streams publish` and `schedules add` create a
+    // store; every other command works on one that exists, and says so
+    // when there is none.
     let opts = StoreOptions {
         existing_only: !matches!(
             cli.command,
-            Command::Init
-                | Command::Streams(streams::StreamsCommand::Publish(_))
-                | Command::Schedules(schedules::SchedulesCommand::Add(_))
+            Command::Init | Command::Schedules(schedules::SchedulesCommand::Add(_))
         ),
         ..StoreOptions::default()
     };

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use alkstore::stream::{Event, OnError, SubscribeOpts};
-use alkstore::{Engine, Error, Result, Store, StreamEngine};
+use alkstore::stream::{Event, NewEvent, OnError, SubscribeOpts};
+use alkstore::{Engine, Error, Result, Store, StoreOptions, StreamEngine};
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 
@@ -65,9 +65,9 @@ pub(super) struct TailArgs {
     /// offset as events are printed (and on exit).
     #[arg(long)]
     consumer: Option<String>,
-    /// With --consumer: save the offset after this many events (and every
-    /// second, when caught up and on exit).
-    #[arg(long, default_value_t = 1000)]
+    /// With --consumer: save the offset after this many events (at least
+    /// 1; and every second, when caught up and on exit).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
     commit_every: u32,
     /// Without --follow or --consumer: print at most this many events.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
@@ -82,7 +82,8 @@ pub(super) struct TrimArgs {
     /// Delete events with an offset below this.
     #[arg(long, value_name = "OFFSET")]
     before: Option<i64>,
-    /// Delete events published longer ago than this (`7d`, `12h`, `30m`).
+    /// Delete events published longer ago than this (`7d`, `12h`, `30m`;
+    /// at least `1s`, as a stream's retention).
     #[arg(long, value_name = "AGE", value_parser = humantime::parse_duration)]
     older_than: Option<Duration>,
 }
@@ -115,7 +116,30 @@ fn event_line(e: &Event, as_json: bool) -> String {
     )
 }
 
-/// Run a streams command that ends (everything but `tail`).
+/// `alk streams publish`'s event, read and checked before the store is
+/// opened (or created).
+pub(super) fn prepare(a: PublishArgs) -> Result<NewEvent> {
+    let mut event = NewEvent::new(a.stream, payload(&a.payload)?);
+    event.key = a.key;
+    event.validate(&StoreOptions::default().limits)?;
+    Ok(event)
+}
+
+/// `alk streams publish`: append the prepared event; its offset.
+pub(super) async fn publish(store: &Store, event: NewEvent, as_json: bool) -> Result<String> {
+    let stream = event.stream.clone();
+    let offset = store
+        .stream(stream.clone())
+        .publish(event.key.as_deref(), event.payload)
+        .await?;
+    Ok(if as_json {
+        json_text(&json!({ "stream": stream, "offset": offset }))
+    } else {
+        format!("{offset}\n")
+    })
+}
+
+/// Run a streams command that ends (everything but `publish` and `tail`).
 pub(super) async fn run(store: &Store, cmd: StreamsCommand, as_json: bool) -> Result<String> {
     let e = store.engine();
     Ok(match cmd {
@@ -139,18 +163,6 @@ pub(super) async fn run(store: &Store, cmd: StreamsCommand, as_json: bool) -> Re
                     ));
                 }
                 out
-            }
-        }
-        StreamsCommand::Publish(a) => {
-            let bytes = payload(&a.payload)?;
-            let offset = store
-                .stream(a.stream.clone())
-                .publish(a.key.as_deref(), bytes)
-                .await?;
-            if as_json {
-                json_text(&json!({ "stream": a.stream, "offset": offset }))
-            } else {
-                format!("{offset}\n")
             }
         }
         StreamsCommand::Offsets { stream } => {
@@ -185,6 +197,17 @@ pub(super) async fn run(store: &Store, cmd: StreamsCommand, as_json: bool) -> Re
         }
         StreamsCommand::Stats { stream } => {
             let s = e.stream_stats(stream.as_str()).await?;
+            // Empty stats are also what a stream never used gets: say so.
+            if s.head.is_none()
+                && s.consumers.is_empty()
+                && s.max_age_s.is_none()
+                && !e.stream_list().await?.iter().any(|i| i.stream == stream)
+            {
+                return Err(Error::NotFound {
+                    what: format!("stream {stream:?}"),
+                    detail: "nothing was published to it and no consumer reads it".into(),
+                });
+            }
             if as_json {
                 json_text(&json!({
                     "stream": s.stream,
@@ -239,7 +262,7 @@ pub(super) async fn run(store: &Store, cmd: StreamsCommand, as_json: bool) -> Re
                 format!("deleted {deleted} events from {}\n", a.stream)
             }
         }
-        StreamsCommand::Tail(_) => String::new(),
+        StreamsCommand::Publish(_) | StreamsCommand::Tail(_) => String::new(),
     })
 }
 
@@ -263,7 +286,7 @@ pub(super) async fn tail(store: &Store, a: TailArgs, as_json: bool) -> Result<()
     let stream = store.stream(a.stream.clone());
     if let Some(consumer) = &a.consumer {
         let opts = SubscribeOpts {
-            commit_every: a.commit_every.max(1),
+            commit_every: a.commit_every,
             on_error: OnError::Stop,
             ..SubscribeOpts::default()
         };

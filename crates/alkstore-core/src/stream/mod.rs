@@ -46,6 +46,12 @@ pub fn trim_past_head(before: i64, stream: &str, head: i64) -> crate::Error {
     )
 }
 
+/// Reject an event key that cannot be published: empty, oversized or
+/// NUL-containing (also what `alk groups bucket` refuses).
+pub fn validate_key(key: &str) -> Result<()> {
+    validate_text("event key", key)
+}
+
 /// Reject empty, oversized or NUL-containing consumer names.
 pub fn validate_consumer(consumer: &str) -> Result<()> {
     validate_text("consumer name", consumer)

@@ -1,9 +1,8 @@
 //! The value shapes of streams.
 
-use crate::validate::validate_text;
 use crate::{Error, Limits, Result};
 
-use super::validate_stream_name;
+use super::{validate_key, validate_stream_name};
 
 /// An event to publish.
 ///
@@ -43,7 +42,7 @@ impl NewEvent {
     pub fn validate(&self, limits: &Limits) -> Result<()> {
         validate_stream_name(&self.stream)?;
         if let Some(k) = &self.key {
-            validate_text("event key", k)?;
+            validate_key(k)?;
         }
         if self.payload.len() > limits.max_payload_bytes {
             return Err(Error::PayloadTooLarge {

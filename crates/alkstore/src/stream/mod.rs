@@ -9,8 +9,8 @@ use alkstore_core::{Result, StreamEngine};
 use crate::Store;
 
 pub use alkstore_core::stream::{
-    ConsumerOffset, Event, NewEvent, StreamInfo, StreamOffsetCommitParams, StreamReadParams,
-    StreamRetentionParams, StreamStats, StreamTrimParams,
+    validate_key, ConsumerOffset, Event, NewEvent, StreamInfo, StreamOffsetCommitParams,
+    StreamReadParams, StreamRetentionParams, StreamStats, StreamTrimParams,
 };
 pub(crate) use subscriber::FollowUps;
 pub use subscriber::{
@@ -117,7 +117,8 @@ impl Stream {
             .await
     }
 
-    /// Delete events published longer ago than `age`; returns how many.
+    /// Delete events published longer ago than `age` (at least 1 s, as
+    /// [`retain`](Stream::retain)); returns how many.
     pub async fn trim_older_than(&self, age: std::time::Duration) -> Result<u64> {
         self.store
             .engine()
@@ -125,8 +126,8 @@ impl Stream {
             .await
     }
 
-    /// Keep events at most `max_age` (maintenance sweeps trim the rest);
-    /// `None` keeps them until trimmed by hand.
+    /// Keep events at most `max_age` (at least 1 s; maintenance sweeps
+    /// trim the rest); `None` keeps them until trimmed by hand.
     pub async fn retain(&self, max_age: Option<std::time::Duration>) -> Result<()> {
         self.store
             .engine()
