@@ -5,6 +5,8 @@
 //! within every lease; no lease (bucket, epoch) was ever used by two
 //! workers; the dead worker's buckets moved within the TTL plus a
 //! heartbeat or two; the joiner got at least `floor(16 / 4)` buckets.
+//! And a worker frozen (SIGSTOP) past its TTL runs nothing of the
+//! buckets' new owner once it thaws.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -23,6 +25,12 @@ const TTL_MS: u64 = 2_000;
 const HEARTBEAT_MS: u64 = 300;
 
 fn spawn_worker(db: &str, name: &str, log: &Path) -> Child {
+    spawn_worker_with(db, name, log, BUCKETS, HEARTBEAT_MS)
+}
+
+/// A worker of group `proj` with `buckets` buckets, a TTL of `TTL_MS` and
+/// this heartbeat.
+fn spawn_worker_with(db: &str, name: &str, log: &Path, buckets: u32, heartbeat_ms: u64) -> Child {
     Command::new(env!("CARGO_BIN_EXE_alk"))
         .args([
             "--db",
@@ -33,9 +41,9 @@ fn spawn_worker(db: &str, name: &str, log: &Path) -> Child {
             "--stream",
             "orders",
         ])
-        .args(["--buckets", &BUCKETS.to_string(), "--name", name])
+        .args(["--buckets", &buckets.to_string(), "--name", name])
         .args(["--ttl-ms", &TTL_MS.to_string()])
-        .args(["--heartbeat-ms", &HEARTBEAT_MS.to_string(), "--log"])
+        .args(["--heartbeat-ms", &heartbeat_ms.to_string(), "--log"])
         .arg(log)
         .env_remove("DATABASE_URL")
         .stdout(Stdio::null())
@@ -204,6 +212,164 @@ async fn a_group_survives_a_kill_and_a_join(db: String) {
     );
     // A joiner is noticed at the others' next heartbeat; a few to settle.
     assert!(joined <= heartbeat * 5, "the joiner waited {joined:?}");
+}
+
+/// Wait until the logs hold every offset of `wanted` (fails after 60 s).
+async fn until_logged(logs: &[PathBuf], wanted: &BTreeSet<i64>, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let seen: BTreeSet<i64> = read_logs(logs).iter().map(|l| l.3).collect();
+        let missing = wanted.difference(&seen).count();
+        if missing == 0 {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{what}: {missing} never handled");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Publish 40 keyed events on `orders`; their offsets.
+async fn publish_40(store: &Store, from: usize) -> BTreeSet<i64> {
+    let batch =
+        (from..from + 40).map(|i| (Some(format!("k{}", i % 8)), i.to_string().into_bytes()));
+    store
+        .stream("orders")
+        .publish_batch(batch)
+        .await
+        .expect("publish")
+        .into_iter()
+        .collect()
+}
+
+/// Send `signal` (`STOP`, `CONT`) to `child`.
+fn signal(child: &Child, signal: &str) {
+    let sent = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(child.id().to_string())
+        .status()
+        .expect("kill");
+    assert!(sent.success(), "kill -{signal}");
+}
+
+/// A child process killed (thawed first) if the test fails while it runs.
+struct Reaped(Option<Child>);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            signal(&child, "CONT");
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Reaped {
+    fn child(&self) -> &Child {
+        self.0.as_ref().expect("running")
+    }
+
+    /// Stop it gracefully (SIGTERM).
+    fn terminate(mut self) {
+        if let Some(child) = self.0.take() {
+            terminate(child);
+        }
+    }
+}
+
+/// Worker z takes all 4 buckets and catches up, then is frozen (SIGSTOP)
+/// past its TTL; y takes the buckets over and handles 40 new events; z is
+/// thawed. z must not run any of those events under its old leases (its
+/// fetcher may have them queued, or read them as it thaws, and a renewal
+/// may come back first): whatever z runs afterwards runs under a lease it
+/// claimed after the thaw. Ordering and epochs only, no timing.
+async fn a_frozen_worker_runs_nothing_after_its_lease(db: String) {
+    const N: u32 = 4;
+    let dir = tempfile::tempdir().expect("tmp");
+    let store = Store::open(&db).await.expect("open");
+    let log = |name: &str| dir.path().join(format!("{name}.log"));
+    let logs: Vec<PathBuf> = ["z", "y"].iter().map(|n| log(n)).collect();
+    let z = Reaped(Some(spawn_worker_with(&db, "z", &log("z"), N, 500)));
+    until(
+        &store,
+        "z takes every bucket",
+        Duration::from_secs(30),
+        |o| o.get("z") == Some(&(N as usize)),
+    )
+    .await;
+    let before = publish_40(&store, 0).await;
+    until_logged(&logs, &before, "z catches up").await;
+    let z_epochs: BTreeMap<u32, i64> = store
+        .group("proj")
+        .status()
+        .await
+        .expect("status")
+        .buckets
+        .iter()
+        .map(|b| (b.bucket, b.epoch))
+        .collect();
+
+    signal(z.child(), "STOP");
+    let y = Reaped(Some(spawn_worker_with(&db, "y", &log("y"), N, 500)));
+    until(&store, "y takes over", Duration::from_secs(60), |o| {
+        o.get("y") == Some(&(N as usize))
+    })
+    .await;
+    let during = publish_40(&store, 40).await;
+    until_logged(&logs, &during, "y handles what was published").await;
+    signal(z.child(), "CONT");
+    // z comes back: y makes room and z claims its share anew, so it has
+    // run whatever it was going to run on thawing.
+    until(&store, "z rejoins", Duration::from_secs(60), |o| {
+        o.get("z").is_some_and(|n| *n > 0)
+    })
+    .await;
+    y.terminate();
+    z.terminate();
+
+    let lines = read_logs(&logs);
+    let stale: Vec<&Line> = lines
+        .iter()
+        .filter(|(w, bucket, epoch, offset, _)| {
+            w == "z" && during.contains(offset) && *epoch <= z_epochs[bucket]
+        })
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "z ran events of y's leases under its lapsed ones ({z_epochs:?}): {stale:?}"
+    );
+    let mut users: BTreeMap<(u32, i64), BTreeSet<&str>> = BTreeMap::new();
+    for (w, bucket, epoch, _, _) in &lines {
+        users
+            .entry((*bucket, *epoch))
+            .or_default()
+            .insert(w.as_str());
+    }
+    assert!(
+        users.values().all(|w| w.len() == 1),
+        "a lease used by two workers: {users:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_frozen_worker_runs_nothing_after_its_lease() {
+    let dir = tempfile::tempdir().expect("tmp");
+    a_frozen_worker_runs_nothing_after_its_lease(format!(
+        "sqlite://{}",
+        dir.path().join("g.db").display()
+    ))
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_frozen_worker_runs_nothing_after_its_lease() {
+    use alkstore_postgres::testing;
+    let url = testing::ensure_database(&testing::database_url(), "alkstore_test")
+        .await
+        .expect("postgres");
+    let schema = testing::unique_schema("groupfreeze");
+    a_frozen_worker_runs_nothing_after_its_lease(format!("{url}?schema={schema}")).await;
+    testing::drop_schema(&url, &schema).await.expect("drop");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
