@@ -162,7 +162,11 @@ fn processes() -> Vec<(i32, i32, Vec<String>)> {
         return found;
     };
     for entry in dir.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|p| p.parse::<i32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
             continue;
         };
         let (Ok(stat), Ok(cmdline)) = (
@@ -197,7 +201,8 @@ fn leftovers(seconds: &str, group: Option<i32>) -> Vec<(i32, i32, Vec<String>)> 
     processes()
         .into_iter()
         .filter(|(_, pgrp, args)| {
-            Some(*pgrp) == group || (args.len() == 2 && args[0].ends_with("sleep") && args[1] == seconds)
+            Some(*pgrp) == group
+                || (args.len() == 2 && args[0].ends_with("sleep") && args[1] == seconds)
         })
         .collect()
 }
@@ -235,10 +240,7 @@ async fn commands_stop_with_their_process_group(db: String, tag: u8) {
     let pids = dir.path().join("pids.txt");
     // A duration no other test's command sleeps.
     let seconds = format!("97.{tag}{}", std::process::id());
-    let script = format!(
-        "echo $$ >> {}; sleep {seconds}; echo done",
-        pids.display()
-    );
+    let script = format!("echo $$ >> {}; sleep {seconds}; echo done", pids.display());
     let store = Store::open(&db).await.expect("open");
     let once = EnqueueOpts::default().max_attempts(1);
     let e = store.engine();
@@ -251,7 +253,15 @@ async fn commands_stop_with_their_process_group(db: String, tag: u8) {
     // Past its timeout: dead as timed out, nothing of it left running.
     let (worker, text) = spawn_worker(
         &db,
-        &["--queue", "slow", "--exec", &script, "--timeout", "2s", "--verbose"],
+        &[
+            "--queue",
+            "slow",
+            "--exec",
+            &script,
+            "--timeout",
+            "2s",
+            "--verbose",
+        ],
     );
     wait_until("the command started", async || {
         !leftovers(&seconds, None).is_empty()
@@ -286,7 +296,14 @@ async fn commands_stop_with_their_process_group(db: String, tag: u8) {
         .id();
     let (worker, text) = spawn_worker(
         &db,
-        &["--queue", "slow", "--exec", &script, "--shutdown-timeout", "1s"],
+        &[
+            "--queue",
+            "slow",
+            "--exec",
+            &script,
+            "--shutdown-timeout",
+            "1s",
+        ],
     );
     wait_until("the command started", async || {
         !leftovers(&seconds, None).is_empty()

@@ -205,8 +205,14 @@ mod tests {
 
     #[test]
     fn millisecond_times_become_unix_seconds() {
-        assert_eq!(unix_seconds_from_ms(1_714_564_800_000), serde_json::json!(1_714_564_800));
-        assert_eq!(unix_seconds_from_ms(1_714_564_800_250), serde_json::json!(1_714_564_800.25));
+        assert_eq!(
+            unix_seconds_from_ms(1_714_564_800_000),
+            serde_json::json!(1_714_564_800)
+        );
+        assert_eq!(
+            unix_seconds_from_ms(1_714_564_800_250),
+            serde_json::json!(1_714_564_800.25)
+        );
     }
 
     #[test]
