@@ -921,3 +921,84 @@ fn queues_pause_and_resume() {
     assert!(!bad.status.success());
     assert!(stderr(&bad).contains("queue name"), "{}", stderr(&bad));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stats_show_paused_queues_and_unknown_queues_are_named() {
+    let (_dir, db) = temp_db();
+    enqueue(&db, "mail", &[]);
+    // A queue whose only job finished still exists (its throughput).
+    enqueue(&db, "done", &[]);
+    {
+        let store = Store::open(&db).await.expect("open");
+        let q = store.queue("done");
+        let jobs = q.claim("test", 10).await.expect("claim");
+        assert_eq!(jobs.len(), 1);
+        q.ack(vec![jobs[0].claim()]).await.expect("ack");
+    }
+    let unknown = "no such queue yet";
+    let paused = alk(&db, &["queues", "pause", "idle"]);
+    assert!(paused.status.success(), "{paused:?}");
+    assert!(stderr(&paused).contains(unknown), "{}", stderr(&paused));
+    let again = alk(&db, &["queues", "pause", "idle"]);
+    assert!(!stderr(&again).contains(unknown), "{}", stderr(&again));
+
+    let rows = alk_json(&db, &["stats"]);
+    let flags: Vec<(String, bool)> = rows
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|r| {
+            (
+                r["queue"].as_str().expect("queue").to_string(),
+                r["paused"].as_bool().expect("paused"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        flags,
+        vec![
+            ("done".to_string(), false),
+            ("idle".to_string(), true),
+            ("mail".to_string(), false)
+        ]
+    );
+    let table = stdout(&alk(&db, &["stats"]));
+    assert!(
+        table.lines().next().unwrap_or("").ends_with("paused"),
+        "{table}"
+    );
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("idle ") && l.ends_with("yes")),
+        "{table}"
+    );
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("mail ") && l.ends_with("no")),
+        "{table}"
+    );
+
+    for args in [
+        &["stats", "nosuch"][..],
+        &["stats", "nosuch", "--json"],
+        &["jobs", "--queue", "nosuch"],
+        &["jobs", "--queue", "nosuch", "--json"],
+    ] {
+        let out = alk(&db, args);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        assert!(stderr(&out).contains(unknown), "{args:?}: {out:?}");
+    }
+    for args in [
+        &["stats", "mail"][..],
+        &["stats", "done"],
+        &["stats", "idle"],
+        &["jobs", "--queue", "mail"],
+        &["jobs", "--queue", "done"],
+    ] {
+        let out = alk(&db, args);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        assert!(!stderr(&out).contains(unknown), "{args:?}: {out:?}");
+    }
+}

@@ -85,7 +85,10 @@ enum Command {
     /// Schedules: list, add, remove, pause, resume, and run a scheduler.
     #[command(subcommand)]
     Schedules(schedules::SchedulesCommand),
-    /// Counts per queue (all queues when none is named).
+    /// Counts per queue (all queues when none is named), and whether each
+    /// is paused. A queue exists once it holds jobs (live, dead or kept
+    /// completed), has finished one, or is paused; any other name gets a
+    /// "no such queue yet" note on stderr.
     Stats {
         /// Queue name.
         queue: Option<String>,
@@ -225,7 +228,21 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
             }
         }
         .into_bytes(),
-        Command::Jobs(a) => job::list(e, a, as_json).await?.into_bytes(),
+        Command::Jobs(a) => {
+            let queue = a.queue.clone();
+            let text = job::list(e, a, as_json).await?;
+            // Only an empty listing (`[]`, or the table's header alone) can
+            // be of a queue that does not exist.
+            let empty = if as_json {
+                text.trim() == "[]"
+            } else {
+                text.lines().count() <= 1
+            };
+            if let (Some(q), true) = (queue, empty) {
+                queues::note_if_unknown(e, &q, None).await?;
+            }
+            text.into_bytes()
+        }
         Command::Job(a) => job::run(e, a, as_json).await?,
         Command::Cancel { id } => {
             let outcome = match e.job_cancel(id).await? {
@@ -254,18 +271,30 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         Command::Queues(cmd) => queues::run(&store, cmd, as_json).await?.into_bytes(),
         Command::Schedules(cmd) => schedules::run(&store, cmd, as_json).await?.into_bytes(),
         Command::Stats { queue } => {
+            let paused = e.queue_paused().await?;
+            let named = queue.is_some();
             let queues = match queue {
                 Some(q) => vec![q],
-                None => e.queue_list().await?,
+                None => {
+                    // A paused queue shows even while it holds nothing.
+                    let mut all = e.queue_list().await?;
+                    all.extend(paused.iter().cloned());
+                    all.sort();
+                    all.dedup();
+                    all
+                }
             };
             let mut stats = Vec::with_capacity(queues.len());
             for q in queues {
                 stats.push(e.queue_stats(q).await?);
             }
+            if let (true, Some(s)) = (named, stats.first()) {
+                queues::note_if_unknown(e, &s.queue, Some(s)).await?;
+            }
             if as_json {
-                json_text(&output::stats_json(&stats))
+                json_text(&output::stats_json(&stats, &paused))
             } else {
-                output::stats_table(&stats)
+                output::stats_table(&stats, &paused)
             }
         }
         .into_bytes(),
