@@ -812,6 +812,18 @@ async fn locks_list_shows_holders_and_tokens() {
             ),
         ]
     );
+    // Times in --json are unix seconds (milliseconds as a fraction).
+    let listed = alk_json(&db, &["locks", "list"]);
+    let nightly = &listed[1];
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs_f64();
+    let expires = nightly["expires_at"].as_f64().expect("expires_at");
+    let acquired = nightly["acquired_at"].as_f64().expect("acquired_at");
+    assert!((expires - acquired - 600.0).abs() < 1.0, "{nightly}");
+    assert!((acquired - now).abs() < 60.0, "{nightly}");
+    assert!(nightly.get("expires_at_ms").is_none(), "{nightly}");
     let text = stdout(&alk(&db, &["locks", "list"]));
     assert!(
         text.lines()
@@ -875,7 +887,30 @@ fn schedules_add_list_pause_resume_remove_and_bad_specs() {
     );
     assert_eq!(added["tz"], "Europe/Paris");
     assert_eq!(added["paused"], false);
-    assert!(added["next_fire_at_ms"].as_i64().is_some());
+    // Times in --json are unix seconds, like every other command's.
+    let next = added["next_fire_at"].as_f64().expect("next_fire_at");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs_f64();
+    assert!(next > now && next < now + 2.0 * 86_400.0, "{added}");
+    assert!(added.get("next_fire_at_ms").is_none(), "{added}");
+    // Without --payload, jobs carry JSON's null, which a JSON handler
+    // decodes (an empty payload would not).
+    let bare = alk_json(
+        &db,
+        &[
+            "schedules",
+            "add",
+            "bare",
+            "--spec",
+            "@every 1h",
+            "--queue",
+            "q",
+        ],
+    );
+    assert_eq!(bare["payload"], "null", "{bare}");
+    assert!(alk(&db, &["schedules", "remove", "bare"]).status.success());
     let paused = alk_json(&db, &["schedules", "pause", "daily"]);
     assert_eq!(paused["paused"], true);
     let text = stdout(&alk(&db, &["schedules", "list"]));

@@ -34,8 +34,10 @@ pub(crate) struct Cli {
         default_value = "sqlite://alkstore.db"
     )]
     db: String,
-    /// Print one JSON document (an array for listings) with times as unix
-    /// seconds, instead of tables.
+    /// Print one JSON document (an array for listings) instead of tables.
+    /// Every time in it is unix seconds, a JSON number (where the store
+    /// keeps milliseconds, as for locks and schedules, with a fraction:
+    /// `1714564800.25`).
     #[arg(long, global = true)]
     json: bool,
     #[command(subcommand)]
