@@ -1037,3 +1037,37 @@ async fn stats_show_paused_queues_and_unknown_queues_are_named() {
         assert!(!stderr(&out).contains(unknown), "{args:?}: {out:?}");
     }
 }
+
+/// Every duration flag takes one syntax: a number with a unit, or plain
+/// seconds.
+#[test]
+fn duration_flags_take_units_or_plain_seconds() {
+    let (_dir, db) = temp_db();
+    for (delay, secs) in [("5m", 300), ("1h 30m", 5400), ("90", 90)] {
+        let id = enqueue(&db, "later", &["--delay", delay]);
+        let job = alk_json(&db, &["job", &id.to_string()]);
+        let run_at = job["run_at"].as_i64().expect("run_at");
+        let created = job["created_at"].as_i64().expect("created_at");
+        assert!(
+            (secs - 1..=secs + 1).contains(&(run_at - created)),
+            "--delay {delay}: {job}"
+        );
+    }
+    let bad = alk(&db, &["enqueue", "later", "{}", "--delay", "5 parsecs"]);
+    assert!(!bad.status.success());
+    assert!(stderr(&bad).contains("plain seconds"), "{}", stderr(&bad));
+    let bad = alk(
+        &db,
+        &[
+            "worker",
+            "--queue",
+            "q",
+            "--exec",
+            "true",
+            "--timeout",
+            "soon",
+        ],
+    );
+    assert!(!bad.status.success());
+    assert!(stderr(&bad).contains("plain seconds"), "{}", stderr(&bad));
+}
