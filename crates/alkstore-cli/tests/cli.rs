@@ -1071,3 +1071,12 @@ fn duration_flags_take_units_or_plain_seconds() {
     assert!(!bad.status.success());
     assert!(stderr(&bad).contains("plain seconds"), "{}", stderr(&bad));
 }
+
+/// SQLite hands out job ids in blocks of 1,024 per process: where ids are
+/// listed, the help says why they jump.
+#[test]
+fn jobs_help_explains_id_jumps() {
+    let (_dir, db) = temp_db();
+    let help = stdout(&alk(&db, &["jobs", "--help"]));
+    assert!(help.contains("blocks of 1,024"), "{help}");
+}

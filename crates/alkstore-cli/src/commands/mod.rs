@@ -58,6 +58,10 @@ enum Command {
     /// Enqueue one job.
     Enqueue(enqueue::EnqueueArgs),
     /// List live jobs (or kept completed ones with --state completed).
+    ///
+    /// Job ids only rise, but are not dense: on SQLite each process takes
+    /// ids in blocks of 1,024, so jobs enqueued by different processes
+    /// jump by up to 1,024.
     Jobs(job::ListArgs),
     /// Show one job, live, dead or completed (`alk job ID`), or release a
     /// processing one (`alk job release ID`).
@@ -88,9 +92,11 @@ enum Command {
     #[command(subcommand)]
     Schedules(schedules::SchedulesCommand),
     /// Counts per queue (all queues when none is named), and whether each
-    /// is paused. A queue exists once it holds jobs (live, dead or kept
-    /// completed), has finished one, or is paused; any other name gets a
-    /// "no such queue yet" note on stderr.
+    /// is paused.
+    ///
+    /// A queue exists once it holds jobs (live, dead or kept completed),
+    /// has finished one, or is paused; any other name gets a "no such
+    /// queue yet" note on stderr.
     Stats {
         /// Queue name.
         queue: Option<String>,
