@@ -250,25 +250,22 @@ async fn commands_stop_with_their_process_group(db: String, tag: u8) {
         .expect("enqueue")[0]
         .id();
 
+    // A worker running `script`, once the job's command runs: the worker,
+    // its stderr, and the command's process group.
+    let start = async |flags: &[&str]| {
+        let _ = std::fs::remove_file(&pids);
+        let mut args = vec!["--queue", "slow", "--exec", &script];
+        args.extend_from_slice(flags);
+        let (worker, text) = spawn_worker(&db, &args);
+        wait_until("the command started", async || {
+            !leftovers(&seconds, None).is_empty() && recorded_group(&pids).is_some()
+        })
+        .await;
+        (worker, text, recorded_group(&pids))
+    };
+
     // Past its timeout: dead as timed out, nothing of it left running.
-    let (worker, text) = spawn_worker(
-        &db,
-        &[
-            "--queue",
-            "slow",
-            "--exec",
-            &script,
-            "--timeout",
-            "2s",
-            "--verbose",
-        ],
-    );
-    wait_until("the command started", async || {
-        !leftovers(&seconds, None).is_empty()
-    })
-    .await;
-    let group = recorded_group(&pids);
-    assert!(group.is_some(), "the command wrote its pid");
+    let (worker, text, group) = start(&["--timeout", "2s", "--verbose"]).await;
     wait_until("the timed-out job died", async || {
         e.queue_stats("slow").await.expect("stats").dead == 1
     })
@@ -288,28 +285,12 @@ async fn commands_stop_with_their_process_group(db: String, tag: u8) {
 
     // Running at shutdown: stopped after --shutdown-timeout, its job
     // pending again with its attempt not counted.
-    let _ = std::fs::remove_file(&pids);
     let held = e
         .job_enqueue(vec![NewJob::new("slow", b"2".to_vec())])
         .await
         .expect("enqueue")[0]
         .id();
-    let (worker, text) = spawn_worker(
-        &db,
-        &[
-            "--queue",
-            "slow",
-            "--exec",
-            &script,
-            "--shutdown-timeout",
-            "1s",
-        ],
-    );
-    wait_until("the command started", async || {
-        !leftovers(&seconds, None).is_empty()
-    })
-    .await;
-    let group = recorded_group(&pids);
+    let (worker, text, group) = start(&["--shutdown-timeout", "1s"]).await;
     let said = stop_worker(worker, &text);
     assert_no_leftovers(&seconds, group, "after the worker stopped").await;
     assert!(
