@@ -63,6 +63,14 @@ fn enqueue(db: &str, queue: &str, flags: &[&str]) -> i64 {
     alk_json(db, &args)["id"].as_i64().expect("id")
 }
 
+/// Now in unix seconds, as `--json` gives times.
+fn now_secs() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs_f64()
+}
+
 fn temp_db() -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().expect("tmp");
     let db = format!("sqlite://{}", dir.path().join("cli.db").display());
@@ -815,10 +823,7 @@ async fn locks_list_shows_holders_and_tokens() {
     // Times in --json are unix seconds (milliseconds as a fraction).
     let listed = alk_json(&db, &["locks", "list"]);
     let nightly = &listed[1];
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_secs_f64();
+    let now = now_secs();
     let expires = nightly["expires_at"].as_f64().expect("expires_at");
     let acquired = nightly["acquired_at"].as_f64().expect("acquired_at");
     assert!((expires - acquired - 600.0).abs() < 1.0, "{nightly}");
@@ -889,10 +894,7 @@ fn schedules_add_list_pause_resume_remove_and_bad_specs() {
     assert_eq!(added["paused"], false);
     // Times in --json are unix seconds, like every other command's.
     let next = added["next_fire_at"].as_f64().expect("next_fire_at");
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_secs_f64();
+    let now = now_secs();
     assert!(next > now && next < now + 2.0 * 86_400.0, "{added}");
     assert!(added.get("next_fire_at_ms").is_none(), "{added}");
     // Without --payload, jobs carry JSON's null, which a JSON handler
