@@ -231,8 +231,8 @@ async fn assert_no_leftovers(seconds: &str, group: Option<i32>, when: &str) {
     }
 }
 
-/// A command past `--timeout` and one still running at shutdown are
-/// stopped with everything they started (`sleep` is a child of `sh` here,
+/// A command past `--timeout`, one still running at shutdown and one whose
+/// job is cancelled are stopped with everything they started (`sleep` is a child of `sh` here,
 /// in the same process group) before their jobs are dead-lettered or
 /// handed back; the summary counts every outcome.
 async fn commands_stop_with_their_process_group(db: String, tag: u8) {
@@ -300,6 +300,25 @@ async fn commands_stop_with_their_process_group(db: String, tag: u8) {
     let job = e.job_get(held).await.expect("get").expect("live");
     assert_eq!(job.state, JobState::Pending, "{job:?}");
     assert_eq!(job.attempts, 0, "{job:?}");
+
+    // Cancelled while it runs (`alk cancel`): stopped the same way, the
+    // job dead as cancelled.
+    let (worker, text, group) = start(&[]).await;
+    assert_eq!(
+        e.job_cancel(held).await.expect("cancel"),
+        alkstore::CancelOutcome::Requested
+    );
+    wait_until("the cancelled job died", async || {
+        e.job_get(held)
+            .await
+            .expect("get")
+            .is_some_and(|j| j.state == JobState::Dead)
+    })
+    .await;
+    assert_no_leftovers(&seconds, group, "after the cancel").await;
+    let job = e.job_get(held).await.expect("get").expect("dead");
+    assert_eq!(job.dead_reason.as_deref(), Some("cancelled"), "{job:?}");
+    stop_worker(worker, &text);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
