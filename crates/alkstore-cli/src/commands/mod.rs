@@ -110,6 +110,14 @@ enum Command {
     Demo(crate::demo::DemoArgs),
     /// Work a queue by running a command per job (payload on stdin; exit 0
     /// acks, anything else retries with stderr as the error).
+    ///
+    /// Each command runs in a process group of its own. Past --timeout,
+    /// when its job is cancelled, and at SIGTERM or Ctrl-C once
+    /// --shutdown-timeout has passed, the whole group gets SIGTERM, then
+    /// SIGKILL 5 s later; only once none of it is left is the job retried,
+    /// dead-lettered or handed back. On stopping, the worker says how many
+    /// jobs completed, were retried, died, timed out (each also counted as
+    /// retried or dead) and were handed back.
     Worker(crate::exec_worker::ExecWorkerArgs),
     /// Serve the HTTP API (any language can enqueue, claim, ack, publish,
     /// read), `/openapi.json` and Prometheus `/metrics`.
