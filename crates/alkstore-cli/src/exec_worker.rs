@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use alkstore::{
-    JobCtx, JobError, JobResult, QueueAdmin, Result, Store, Worker, WorkerOpts, WorkerReport,
+    Error, JobCtx, JobError, JobResult, QueueAdmin, Result, Store, Worker, WorkerOpts, WorkerReport,
 };
 use clap::Args;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -64,6 +64,10 @@ const KILL_GRACE: Duration = Duration::from_secs(5);
 /// cannot ignore it; this only bounds a wait on a stuck kernel call).
 const KILL_WAIT: Duration = Duration::from_secs(2);
 
+/// The longest `--timeout` or `--shutdown-timeout` (the runtime's deadlines
+/// add to them).
+const LONGEST_WAIT: Duration = Duration::from_secs(365 * 86_400);
+
 /// What every job's handler shares.
 struct Shared {
     command: String,
@@ -81,6 +85,14 @@ struct Shared {
 /// Work the queue until SIGTERM or Ctrl-C; running commands get
 /// `--shutdown-timeout` to finish.
 pub(crate) async fn run(db: &str, args: ExecWorkerArgs) -> Result<()> {
+    for (flag, value) in [
+        ("--timeout", args.timeout),
+        ("--shutdown-timeout", args.shutdown_timeout),
+    ] {
+        if value > LONGEST_WAIT {
+            return Err(Error::invalid(flag, "at most 365 days"));
+        }
+    }
     let store = Store::open(db).await?;
     let queue = args.queue.clone();
     eprintln!(

@@ -1072,6 +1072,24 @@ fn duration_flags_take_units_or_plain_seconds() {
     );
     assert!(!bad.status.success());
     assert!(stderr(&bad).contains("plain seconds"), "{}", stderr(&bad));
+    let long = alk(
+        &db,
+        &[
+            "worker",
+            "--queue",
+            "q",
+            "--exec",
+            "true",
+            "--timeout",
+            "400d",
+        ],
+    );
+    assert!(!long.status.success());
+    assert!(
+        stderr(&long).contains("at most 365 days"),
+        "{}",
+        stderr(&long)
+    );
 }
 
 /// SQLite hands out job ids in blocks of 1,024 per process: where ids are
