@@ -1,9 +1,11 @@
 //! `alk demo`: everything at once on one store, in one process. A worker
 //! pool works two queues (some jobs fail once and are retried, a few die),
 //! a 3-member consumer group reads an order stream, a schedule fires every
-//! 5 s; a realistic load is enqueued and published behind a progress bar
-//! while the dashboard is served; then a summary of what ran. It ends by
-//! itself unless `--serve` keeps the dashboard up.
+//! 5 s; a realistic load is enqueued and published at a steady rate for
+//! `--duration` (a minute by default, long enough to watch the dashboard;
+//! Ctrl-C stops it early) behind a progress bar while the dashboard is
+//! served; then a summary of what ran. It ends by itself unless `--serve`
+//! keeps the dashboard up.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -26,9 +28,15 @@ pub(crate) struct DemoArgs {
     /// when this one is busy).
     #[arg(long, default_value = "127.0.0.1:7878")]
     listen: SocketAddr,
-    /// Jobs to enqueue; as many order events are published.
+    /// Jobs to enqueue, spread evenly over `--duration`; as many order
+    /// events are published.
     #[arg(long, default_value_t = 20_000)]
     jobs: usize,
+    /// How long the load runs (Ctrl-C stops it early): `60s`, `5m`, or
+    /// plain seconds.
+    #[arg(long, value_name = "DURATION", default_value = "60s",
+          value_parser = crate::commands::text::parse_duration)]
+    duration: Duration,
 }
 
 /// The queues the demo's workers run, with their concurrency.
@@ -64,8 +72,26 @@ pub(crate) async fn run(db: &str, args: DemoArgs) -> Result<()> {
         },
     );
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    // Ctrl-C or SIGTERM: end the load early (and `--serve`'s wait). Polled
+    // once here, so its handlers are in place before the URL is printed.
+    let (interrupt_tx, interrupted) = watch::channel(false);
+    let mut signal = Box::pin(alkstore::shutdown_signal());
+    tokio::select! {
+        biased;
+        () = &mut signal => { let _ = interrupt_tx.send(true); }
+        () = std::future::ready(()) => {}
+    }
+    tokio::spawn(async move {
+        signal.await;
+        let _ = interrupt_tx.send(true);
+    });
     println!("alk demo on {db}");
     println!("dashboard: http://{addr}/");
+    println!(
+        "load: {} jobs and as many events over {} (Ctrl-C stops early)",
+        args.jobs,
+        humantime::format_duration(args.duration)
+    );
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let stopped = move || {
@@ -111,8 +137,8 @@ pub(crate) async fn run(db: &str, args: DemoArgs) -> Result<()> {
     let scheduler = tokio::spawn(Scheduler::new(store.clone()).run_until(stopped()));
 
     let started = Instant::now();
-    load(&store, args.jobs).await?;
-    settle(&store, args.jobs).await?;
+    let jobs = load(&store, args.jobs, args.duration, interrupted.clone()).await?;
+    settle(&store, jobs).await?;
     let elapsed = started.elapsed();
 
     let _ = stop_tx.send(true);
@@ -126,11 +152,12 @@ pub(crate) async fn run(db: &str, args: DemoArgs) -> Result<()> {
         );
     }
     let fired = scheduler.await.map_err(crate::bench::join_err)??.fired;
-    summary(&store, &report, &group_reports, fired, elapsed, args.jobs).await?;
+    summary(&store, &report, &group_reports, fired, elapsed, jobs).await?;
 
-    if args.serve {
+    if args.serve && !*interrupted.borrow() {
         println!("serving the dashboard at http://{addr}/ until Ctrl-C");
-        alkstore::shutdown_signal().await;
+        let mut interrupted = interrupted;
+        let _ = interrupted.wait_for(|i| *i).await;
     }
     server.abort();
     Ok(())
@@ -181,37 +208,58 @@ fn bar(len: u64, what: &str) -> ProgressBar {
     bar
 }
 
+/// How often the load enqueues and publishes what has come due.
+const LOAD_TICK: Duration = Duration::from_millis(100);
+
 /// Enqueue `jobs` jobs (7 in 10 emails, the rest thumbnails) and publish as
-/// many orders from 200 customers, in batches of 200, alternating.
-async fn load(store: &Store, jobs: usize) -> Result<()> {
+/// many orders from 200 customers, at a steady rate over `duration` (each
+/// tick what has come due, in batches of at most 200, alternating), until
+/// done or `interrupted`; returns how many jobs (and orders) went in.
+async fn load(
+    store: &Store,
+    jobs: usize,
+    duration: Duration,
+    mut interrupted: watch::Receiver<bool>,
+) -> Result<usize> {
     let bar = bar(2 * jobs as u64, "enqueue");
     let orders = store.stream("orders");
+    let started = Instant::now();
+    let mut tick = tokio::time::interval(LOAD_TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut i = 0;
     while i < jobs {
-        let end = (i + 200).min(jobs);
-        let batch: Vec<NewJob> = (i..end)
-            .map(|n| {
-                let queue = if n % 10 < 7 { "emails" } else { "thumbnails" };
-                let payload = format!(r#"{{"n": {n}, "to": "user{}@example.com"}}"#, n % 1000);
-                NewJob::new(queue, payload.into_bytes())
-            })
-            .collect();
-        store.engine().job_enqueue(batch).await?;
-        orders
-            .publish_batch((i..end).map(|n| {
-                (
-                    Some(format!("customer-{}", n % 200)),
-                    format!(r#"{{"order": {n}, "amount": {}}}"#, 10 + n % 90).into_bytes(),
-                )
-            }))
-            .await?;
-        bar.inc(2 * (end - i) as u64);
-        i = end;
-        // Spread the load a little, so the dashboard's charts show it move.
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = interrupted.wait_for(|i| *i) => break,
+        }
+        // Due by now: the share of `duration` elapsed (all once it has).
+        let elapsed = started.elapsed().as_millis();
+        let due = usize::try_from(jobs as u128 * elapsed / duration.as_millis().max(1))
+            .map_or(jobs, |due| due.min(jobs));
+        while i < due {
+            let end = (i + 200).min(due);
+            let batch: Vec<NewJob> = (i..end)
+                .map(|n| {
+                    let queue = if n % 10 < 7 { "emails" } else { "thumbnails" };
+                    let payload = format!(r#"{{"n": {n}, "to": "user{}@example.com"}}"#, n % 1000);
+                    NewJob::new(queue, payload.into_bytes())
+                })
+                .collect();
+            store.engine().job_enqueue(batch).await?;
+            orders
+                .publish_batch((i..end).map(|n| {
+                    (
+                        Some(format!("customer-{}", n % 200)),
+                        format!(r#"{{"order": {n}, "amount": {}}}"#, 10 + n % 90).into_bytes(),
+                    )
+                }))
+                .await?;
+            bar.inc(2 * (end - i) as u64);
+            i = end;
+        }
     }
     bar.finish();
-    Ok(())
+    Ok(i)
 }
 
 /// Wait until the jobs and the group's lag are worked off.

@@ -63,6 +63,14 @@ fn enqueue(db: &str, queue: &str, flags: &[&str]) -> i64 {
     alk_json(db, &args)["id"].as_i64().expect("id")
 }
 
+/// Now in unix seconds, as `--json` gives times.
+fn now_secs() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs_f64()
+}
+
 fn temp_db() -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().expect("tmp");
     let db = format!("sqlite://{}", dir.path().join("cli.db").display());
@@ -889,6 +897,15 @@ async fn locks_list_shows_holders_and_tokens() {
             ),
         ]
     );
+    // Times in --json are unix seconds (milliseconds as a fraction).
+    let listed = alk_json(&db, &["locks", "list"]);
+    let nightly = &listed[1];
+    let now = now_secs();
+    let expires = nightly["expires_at"].as_f64().expect("expires_at");
+    let acquired = nightly["acquired_at"].as_f64().expect("acquired_at");
+    assert!((expires - acquired - 600.0).abs() < 1.0, "{nightly}");
+    assert!((acquired - now).abs() < 60.0, "{nightly}");
+    assert!(nightly.get("expires_at_ms").is_none(), "{nightly}");
     let text = stdout(&alk(&db, &["locks", "list"]));
     assert!(
         text.lines()
@@ -952,7 +969,27 @@ fn schedules_add_list_pause_resume_remove_and_bad_specs() {
     );
     assert_eq!(added["tz"], "Europe/Paris");
     assert_eq!(added["paused"], false);
-    assert!(added["next_fire_at_ms"].as_i64().is_some());
+    // Times in --json are unix seconds, like every other command's.
+    let next = added["next_fire_at"].as_f64().expect("next_fire_at");
+    let now = now_secs();
+    assert!(next > now && next < now + 2.0 * 86_400.0, "{added}");
+    assert!(added.get("next_fire_at_ms").is_none(), "{added}");
+    // Without --payload, jobs carry JSON's null, which a JSON handler
+    // decodes (an empty payload would not).
+    let bare = alk_json(
+        &db,
+        &[
+            "schedules",
+            "add",
+            "bare",
+            "--spec",
+            "@every 1h",
+            "--queue",
+            "q",
+        ],
+    );
+    assert_eq!(bare["payload"], "null", "{bare}");
+    assert!(alk(&db, &["schedules", "remove", "bare"]).status.success());
     let paused = alk_json(&db, &["schedules", "pause", "daily"]);
     assert_eq!(paused["paused"], true);
     let text = stdout(&alk(&db, &["schedules", "list"]));
@@ -997,4 +1034,146 @@ fn queues_pause_and_resume() {
     let bad = alk(&db, &["queues", "pause", ""]);
     assert!(!bad.status.success());
     assert!(stderr(&bad).contains("queue name"), "{}", stderr(&bad));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stats_show_paused_queues_and_unknown_queues_are_named() {
+    let (_dir, db) = temp_db();
+    enqueue(&db, "mail", &[]);
+    // A queue whose only job finished still exists (its throughput).
+    enqueue(&db, "done", &[]);
+    {
+        let store = Store::open(&db).await.expect("open");
+        let q = store.queue("done");
+        let jobs = q.claim("test", 10).await.expect("claim");
+        assert_eq!(jobs.len(), 1);
+        q.ack(vec![jobs[0].claim()]).await.expect("ack");
+    }
+    let unknown = "no such queue yet";
+    let paused = alk(&db, &["queues", "pause", "idle"]);
+    assert!(paused.status.success(), "{paused:?}");
+    assert!(stderr(&paused).contains(unknown), "{}", stderr(&paused));
+    let again = alk(&db, &["queues", "pause", "idle"]);
+    assert!(!stderr(&again).contains(unknown), "{}", stderr(&again));
+
+    let rows = alk_json(&db, &["stats"]);
+    let flags: Vec<(String, bool)> = rows
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|r| {
+            (
+                r["queue"].as_str().expect("queue").to_string(),
+                r["paused"].as_bool().expect("paused"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        flags,
+        vec![
+            ("done".to_string(), false),
+            ("idle".to_string(), true),
+            ("mail".to_string(), false)
+        ]
+    );
+    let table = stdout(&alk(&db, &["stats"]));
+    assert!(
+        table.lines().next().unwrap_or("").ends_with("paused"),
+        "{table}"
+    );
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("idle ") && l.ends_with("yes")),
+        "{table}"
+    );
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("mail ") && l.ends_with("no")),
+        "{table}"
+    );
+
+    for args in [
+        &["stats", "nosuch"][..],
+        &["stats", "nosuch", "--json"],
+        &["jobs", "--queue", "nosuch"],
+        &["jobs", "--queue", "nosuch", "--json"],
+    ] {
+        let out = alk(&db, args);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        assert!(stderr(&out).contains(unknown), "{args:?}: {out:?}");
+    }
+    for args in [
+        &["stats", "mail"][..],
+        &["stats", "done"],
+        &["stats", "idle"],
+        &["jobs", "--queue", "mail"],
+        &["jobs", "--queue", "done"],
+    ] {
+        let out = alk(&db, args);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        assert!(!stderr(&out).contains(unknown), "{args:?}: {out:?}");
+    }
+}
+
+/// Every duration flag takes one syntax: a number with a unit, or plain
+/// seconds.
+#[test]
+fn duration_flags_take_units_or_plain_seconds() {
+    let (_dir, db) = temp_db();
+    for (delay, secs) in [("5m", 300), ("1h 30m", 5400), ("90", 90)] {
+        let id = enqueue(&db, "later", &["--delay", delay]);
+        let job = alk_json(&db, &["job", &id.to_string()]);
+        let run_at = job["run_at"].as_i64().expect("run_at");
+        let created = job["created_at"].as_i64().expect("created_at");
+        assert!(
+            (secs - 1..=secs + 1).contains(&(run_at - created)),
+            "--delay {delay}: {job}"
+        );
+    }
+    let bad = alk(&db, &["enqueue", "later", "{}", "--delay", "5 parsecs"]);
+    assert!(!bad.status.success());
+    assert!(stderr(&bad).contains("plain seconds"), "{}", stderr(&bad));
+    let bad = alk(
+        &db,
+        &[
+            "worker",
+            "--queue",
+            "q",
+            "--exec",
+            "true",
+            "--timeout",
+            "soon",
+        ],
+    );
+    assert!(!bad.status.success());
+    assert!(stderr(&bad).contains("plain seconds"), "{}", stderr(&bad));
+    let long = alk(
+        &db,
+        &[
+            "worker",
+            "--queue",
+            "q",
+            "--exec",
+            "true",
+            "--timeout",
+            "400d",
+        ],
+    );
+    assert!(!long.status.success());
+    assert!(
+        stderr(&long).contains("at most 365 days"),
+        "{}",
+        stderr(&long)
+    );
+}
+
+/// SQLite hands out job ids in blocks of 1,024 per process: where ids are
+/// listed, the help says why they jump.
+#[test]
+fn jobs_help_explains_id_jumps() {
+    let (_dir, db) = temp_db();
+    let help = stdout(&alk(&db, &["jobs", "--help"]));
+    assert!(help.contains("blocks of 1,024"), "{help}");
 }

@@ -1,11 +1,15 @@
-//! `alk demo` runs everything on a fresh SQLite file and reports what ran.
+//! `alk demo` runs everything on a fresh SQLite file and reports what ran:
+//! its load spread over `--duration`, or cut short by Ctrl-C.
 
-use std::process::Command;
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 #[test]
 fn the_demo_works_its_load_and_summarises_it() {
     let dir = tempfile::tempdir().expect("tmp");
     let db = format!("sqlite://{}", dir.path().join("demo.db").display());
+    let started = Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_alk"))
         .args([
             "--db",
@@ -13,12 +17,16 @@ fn the_demo_works_its_load_and_summarises_it() {
             "demo",
             "--jobs",
             "600",
+            "--duration",
+            "3s",
             "--listen",
             "127.0.0.1:0",
         ])
         .env_remove("DATABASE_URL")
         .output()
         .expect("run alk demo");
+    // The load is spread over the duration, not enqueued at once.
+    assert!(started.elapsed() >= Duration::from_secs(3), "{out:?}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -45,4 +53,70 @@ fn the_demo_works_its_load_and_summarises_it() {
     assert!(completed + dead >= 600, "{stdout}");
     assert!(dead >= 1, "an email to a missing mailbox dies: {stdout}");
     assert!(stdout.contains("retried"), "{stdout}");
+}
+
+/// Ctrl-C ends a long demo early, with the summary of what ran.
+#[test]
+fn ctrl_c_ends_the_demo_early_with_a_summary() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = format!("sqlite://{}", dir.path().join("demo.db").display());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_alk"))
+        .args([
+            "--db",
+            &db,
+            "demo",
+            "--duration",
+            "10m",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .env_remove("DATABASE_URL")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run alk demo");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut chunk = [0u8; 1024];
+        while let Ok(n) = stdout.read(&mut chunk) {
+            if n == 0 || tx.send(chunk[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = String::new();
+    let read = |seen: &mut String, until: Instant| {
+        while let Ok(bytes) = rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
+            seen.push_str(&String::from_utf8_lossy(&bytes));
+            if seen.contains("took ") {
+                break;
+            }
+        }
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !seen.contains("Ctrl-C stops early") && Instant::now() < deadline {
+        read(&mut seen, Instant::now() + Duration::from_millis(100));
+    }
+    assert!(seen.contains("over 10m"), "{seen}");
+    let _ = Command::new("kill")
+        .arg("-INT")
+        .arg(child.id().to_string())
+        .status();
+    read(&mut seen, Instant::now() + Duration::from_secs(30));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            break Some(status);
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.is_some_and(|s| s.success()), "{status:?}: {seen}");
+    assert!(seen.contains("jobs:     "), "{seen}");
+    assert!(seen.contains("orders consumed by group billing"), "{seen}");
 }

@@ -1,8 +1,11 @@
 //! `alk worker --exec`: a shell command per job, on both engines. Exit 0
 //! acks, a non-zero exit retries with stderr as the error, a command past
-//! the timeout is killed.
+//! the timeout is killed; a command's whole process group is stopped at its
+//! timeout and at shutdown, before its job is settled or handed back.
 
-use std::process::{Command, Stdio};
+use std::io::Read;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use alkstore::{EnqueueOpts, JobState, NewJob, QueueAdmin, QueueEngine, Store};
@@ -98,4 +101,265 @@ async fn postgres_exec_workers_ack_retry_and_time_out() {
     let schema = testing::unique_schema("execworker");
     commands_ack_retry_and_time_out(format!("{url}?schema={schema}")).await;
     testing::drop_schema(&url, &schema).await.expect("drop");
+}
+
+/// `alk worker` on `db` with `args`, its stderr collected as it comes.
+fn spawn_worker(db: &str, args: &[&str]) -> (Child, Arc<Mutex<String>>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_alk"))
+        .args(["--db", db, "worker"])
+        .args(args)
+        .env_remove("DATABASE_URL")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn alk worker");
+    let text = Arc::new(Mutex::new(String::new()));
+    let mut stderr = child.stderr.take().expect("stderr");
+    let sink = text.clone();
+    std::thread::spawn(move || {
+        let mut chunk = [0u8; 1024];
+        while let Ok(n) = stderr.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            if let Ok(mut t) = sink.lock() {
+                t.push_str(&String::from_utf8_lossy(&chunk[..n]));
+            }
+        }
+    });
+    (child, text)
+}
+
+/// Wait (up to 30 s) until `f` holds.
+async fn wait_until(what: &str, mut f: impl AsyncFnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !f().await {
+        assert!(Instant::now() < deadline, "timed out waiting: {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// What `alk worker` wrote to stderr so far.
+fn said(text: &Arc<Mutex<String>>) -> String {
+    text.lock().map(|t| t.clone()).unwrap_or_default()
+}
+
+/// SIGTERM the worker, wait for it to exit, return its whole stderr.
+fn stop_worker(child: Child, text: &Arc<Mutex<String>>) -> String {
+    terminate(child);
+    // The reader thread sees the pipe close right after the exit.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !said(text).contains("stopped;") && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    said(text)
+}
+
+/// Live (not zombie) processes: their pid, process group and arguments.
+fn processes() -> Vec<(i32, i32, Vec<String>)> {
+    let mut found = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let (Ok(stat), Ok(cmdline)) = (
+            std::fs::read_to_string(format!("/proc/{pid}/stat")),
+            std::fs::read(format!("/proc/{pid}/cmdline")),
+        ) else {
+            continue;
+        };
+        // `pid (comm) state ppid pgrp …`; comm may hold spaces.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.first() == Some(&"Z") {
+            continue;
+        }
+        let Some(pgrp) = fields.get(2).and_then(|g| g.parse().ok()) else {
+            continue;
+        };
+        let args = cmdline
+            .split(|b| *b == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        found.push((pid, pgrp, args));
+    }
+    found
+}
+
+/// Live processes running `sleep SECONDS`, or in process group `group`.
+fn leftovers(seconds: &str, group: Option<i32>) -> Vec<(i32, i32, Vec<String>)> {
+    processes()
+        .into_iter()
+        .filter(|(_, pgrp, args)| {
+            Some(*pgrp) == group
+                || (args.len() == 2 && args[0].ends_with("sleep") && args[1] == seconds)
+        })
+        .collect()
+}
+
+/// The process group the command recorded (`echo $$`: `sh` leads it).
+fn recorded_group(file: &std::path::Path) -> Option<i32> {
+    std::fs::read_to_string(file)
+        .ok()
+        .and_then(|s| s.lines().last().and_then(|l| l.trim().parse().ok()))
+}
+
+/// Wait (up to 10 s) until neither `sleep SECONDS` nor any process of
+/// `group` is left; panic naming what is.
+async fn assert_no_leftovers(seconds: &str, group: Option<i32>, when: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = leftovers(seconds, group);
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{when}: the command's processes survive: {left:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A command past `--timeout`, one still running at shutdown and one whose
+/// job is cancelled are stopped with everything they started (`sleep` is a child of `sh` here,
+/// in the same process group) before their jobs are dead-lettered or
+/// handed back; the summary counts every outcome.
+async fn commands_stop_with_their_process_group(db: String, tag: u8) {
+    let dir = tempfile::tempdir().expect("tmp");
+    let pids = dir.path().join("pids.txt");
+    // A duration no other test's command sleeps.
+    let seconds = format!("97.{tag}{}", std::process::id());
+    let script = format!("echo $$ >> {}; sleep {seconds}; echo done", pids.display());
+    let store = Store::open(&db).await.expect("open");
+    let once = EnqueueOpts::default().max_attempts(1);
+    let e = store.engine();
+    let timed = e
+        .job_enqueue(vec![NewJob::new("slow", b"1".to_vec()).with_opts(once)])
+        .await
+        .expect("enqueue")[0]
+        .id();
+
+    // A worker running `script`, once the job's command runs: the worker,
+    // its stderr, and the command's process group.
+    let start = async |flags: &[&str]| {
+        let _ = std::fs::remove_file(&pids);
+        let mut args = vec!["--queue", "slow", "--exec", &script];
+        args.extend_from_slice(flags);
+        let (worker, text) = spawn_worker(&db, &args);
+        wait_until("the command started", async || {
+            !leftovers(&seconds, None).is_empty() && recorded_group(&pids).is_some()
+        })
+        .await;
+        (worker, text, recorded_group(&pids))
+    };
+
+    // Past its timeout: dead as timed out, nothing of it left running.
+    let (worker, text, group) = start(&["--timeout", "2s", "--verbose"]).await;
+    wait_until("the timed-out job died", async || {
+        e.queue_stats("slow").await.expect("stats").dead == 1
+    })
+    .await;
+    assert_no_leftovers(&seconds, group, "after the timeout").await;
+    let said = stop_worker(worker, &text);
+    assert!(
+        said.contains(&format!(
+            "job {timed} attempt 1/1: timed out after 2s; dead (last attempt)"
+        )),
+        "{said}"
+    );
+    assert!(
+        said.contains("stopped; 0 completed, 0 retried, 1 dead, 1 timed out, 0 handed back"),
+        "{said}"
+    );
+
+    // Running at shutdown: stopped after --shutdown-timeout, its job
+    // pending again with its attempt not counted.
+    let held = e
+        .job_enqueue(vec![NewJob::new("slow", b"2".to_vec())])
+        .await
+        .expect("enqueue")[0]
+        .id();
+    let (worker, text, group) = start(&["--shutdown-timeout", "1s"]).await;
+    let said = stop_worker(worker, &text);
+    assert_no_leftovers(&seconds, group, "after the worker stopped").await;
+    assert!(
+        said.contains("stopped; 0 completed, 0 retried, 0 dead, 0 timed out, 1 handed back"),
+        "{said}"
+    );
+    let job = e.job_get(held).await.expect("get").expect("live");
+    assert_eq!(job.state, JobState::Pending, "{job:?}");
+    assert_eq!(job.attempts, 0, "{job:?}");
+
+    // Cancelled while it runs (`alk cancel`): stopped the same way, the
+    // job dead as cancelled.
+    let (worker, text, group) = start(&[]).await;
+    assert_eq!(
+        e.job_cancel(held).await.expect("cancel"),
+        alkstore::CancelOutcome::Requested
+    );
+    wait_until("the cancelled job died", async || {
+        e.job_get(held)
+            .await
+            .expect("get")
+            .is_some_and(|j| j.state == JobState::Dead)
+    })
+    .await;
+    assert_no_leftovers(&seconds, group, "after the cancel").await;
+    let job = e.job_get(held).await.expect("get").expect("dead");
+    assert_eq!(job.dead_reason.as_deref(), Some("cancelled"), "{job:?}");
+    stop_worker(worker, &text);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_commands_stop_with_their_process_group() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = format!("sqlite://{}", dir.path().join("w.db").display());
+    commands_stop_with_their_process_group(db, 1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_commands_stop_with_their_process_group() {
+    use alkstore_postgres::testing;
+    let url = testing::ensure_database(&testing::database_url(), "alkstore_test")
+        .await
+        .expect("postgres");
+    let schema = testing::unique_schema("execgroup");
+    commands_stop_with_their_process_group(format!("{url}?schema={schema}"), 2).await;
+    testing::drop_schema(&url, &schema).await.expect("drop");
+}
+
+/// A worker started on a paused queue says so; zero handler slots are
+/// refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_queue_is_named_and_zero_concurrency_refused() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = format!("sqlite://{}", dir.path().join("w.db").display());
+    let store = Store::open(&db).await.expect("open");
+    store.engine().queue_pause("held").await.expect("pause");
+    let (worker, text) = spawn_worker(&db, &["--queue", "held", "--exec", "true"]);
+    wait_until("the worker names the pause", async || {
+        said(&text).contains("queue \"held\" is paused")
+    })
+    .await;
+    stop_worker(worker, &text);
+    let out = Command::new(env!("CARGO_BIN_EXE_alk"))
+        .args(["--db", &db, "worker", "--queue", "held", "--exec", "true"])
+        .args(["--concurrency", "0"])
+        .env_remove("DATABASE_URL")
+        .output()
+        .expect("run alk worker");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--concurrency"), "{err}");
 }

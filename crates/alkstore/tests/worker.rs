@@ -55,6 +55,58 @@ async fn settings_for_unknown_queues_are_errors() {
     assert!(fine.is_ok(), "{fine:?}");
 }
 
+/// Records every event's level and fields (`INFO message=… queue=held`).
+struct Capture(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl tracing::Subscriber for Capture {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        struct Fields(String);
+        impl tracing::field::Visit for Fields {
+            fn record_debug(&mut self, f: &tracing::field::Field, v: &dyn std::fmt::Debug) {
+                self.0.push_str(&format!(" {}={v:?}", f.name()));
+            }
+        }
+        let mut fields = Fields(event.metadata().level().to_string());
+        event.record(&mut fields);
+        if let Ok(mut events) = self.0.lock() {
+            events.push(fields.0);
+        }
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+/// A worker started on a paused queue says so once, at INFO (it would
+/// otherwise sit idle without a word); its other queues are not named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_on_a_paused_queue_says_so_once() {
+    let f = Fixture::sqlite().await;
+    f.store.engine().queue_pause("held").await.expect("pause");
+    let events = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let _capture = tracing::subscriber::set_default(Capture(events.clone()));
+    Worker::new(f.store.clone())
+        .queue("held", |_job: JobCtx<u32>| async { Ok(()) })
+        .queue("open", |_job: JobCtx<u32>| async { Ok(()) })
+        .run_until(async {})
+        .await
+        .expect("run");
+    let events = events.lock().expect("events").clone();
+    let paused: Vec<&String> = events.iter().filter(|e| e.contains("paused")).collect();
+    assert_eq!(paused.len(), 1, "{events:#?}");
+    assert!(
+        paused[0].starts_with("INFO") && paused[0].contains("queue=held"),
+        "{paused:?}"
+    );
+}
+
 mod maintenance {
     use super::*;
 

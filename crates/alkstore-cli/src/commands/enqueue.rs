@@ -21,9 +21,10 @@ pub(super) struct EnqueueArgs {
     /// Higher runs first (negative runs later).
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     priority: i32,
-    /// Seconds to wait before the job is due.
-    #[arg(long, value_name = "SECONDS")]
-    delay: Option<u64>,
+    /// How long to wait before the job is due: `90`, `90s`, `5m`, `1h 30m`,
+    /// `7d` (a plain number is seconds).
+    #[arg(long, value_name = "DURATION", value_parser = super::text::parse_duration)]
+    delay: Option<Duration>,
     /// Deduplicate on this key among live jobs of the queue.
     #[arg(long)]
     unique_key: Option<String>,
@@ -101,7 +102,7 @@ pub(super) fn prepare(a: EnqueueArgs) -> Result<Prepared> {
     let payload = payload(&a.payload)?;
     let mut opts = EnqueueOpts::default().priority(a.priority);
     if let Some(d) = a.delay {
-        opts = opts.delay(Duration::from_secs(d));
+        opts = opts.delay(d);
     }
     if let Some(k) = a.unique_key {
         opts = opts.unique_key(k);

@@ -13,7 +13,7 @@ use super::text::now;
 pub(super) struct ListArgs {
     /// Only this queue.
     #[arg(long)]
-    queue: Option<String>,
+    pub(super) queue: Option<String>,
     /// Only this state (default: pending and processing).
     #[arg(long, value_enum)]
     state: Option<ListState>,

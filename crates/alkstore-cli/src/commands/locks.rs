@@ -6,7 +6,7 @@ use clap::Subcommand;
 use serde_json::{json, Value};
 
 use super::output::json_text;
-use super::text::{now, relative, shorten};
+use super::text::{now, relative, shorten, unix_seconds_from_ms};
 
 /// `alk locks` subcommands.
 #[derive(Debug, Subcommand)]
@@ -32,8 +32,8 @@ pub(crate) async fn run(store: &Store, cmd: LocksCommand, as_json: bool) -> Resu
                                 "owner": l.owner,
                                 "held": l.owner.is_some(),
                                 "token": l.token,
-                                "acquired_at_ms": l.acquired_at_ms,
-                                "expires_at_ms": l.expires_at_ms,
+                                "acquired_at": unix_seconds_from_ms(l.acquired_at_ms),
+                                "expires_at": unix_seconds_from_ms(l.expires_at_ms),
                             })
                         })
                         .collect(),

@@ -34,8 +34,10 @@ pub(crate) struct Cli {
         default_value = "sqlite://alkstore.db"
     )]
     db: String,
-    /// Print one JSON document (an array for listings) with times as unix
-    /// seconds, instead of tables.
+    /// Print one JSON document (an array for listings) instead of tables.
+    /// Every time in it is unix seconds, a JSON number (where the store
+    /// keeps milliseconds, as for locks and schedules, with a fraction:
+    /// `1714564800.25`).
     #[arg(long, global = true)]
     json: bool,
     #[command(subcommand)]
@@ -56,6 +58,10 @@ enum Command {
     /// Enqueue one job.
     Enqueue(enqueue::EnqueueArgs),
     /// List live jobs (or kept completed ones with --state completed).
+    ///
+    /// Job ids only rise, but are not dense: on SQLite each process takes
+    /// ids in blocks of 1,024, so jobs enqueued by different processes
+    /// jump by up to 1,024.
     Jobs(job::ListArgs),
     /// Show one job, live, dead or completed (`alk job ID`), or release a
     /// processing one (`alk job release ID`).
@@ -85,7 +91,12 @@ enum Command {
     /// Schedules: list, add, remove, pause, resume, and run a scheduler.
     #[command(subcommand)]
     Schedules(schedules::SchedulesCommand),
-    /// Counts per queue (all queues when none is named).
+    /// Counts per queue (all queues when none is named), and whether each
+    /// is paused.
+    ///
+    /// A queue exists once it holds jobs (live, dead or kept completed),
+    /// has finished one, or is paused; any other name gets a "no such
+    /// queue yet" note on stderr.
     Stats {
         /// Queue name.
         queue: Option<String>,
@@ -99,6 +110,14 @@ enum Command {
     Demo(crate::demo::DemoArgs),
     /// Work a queue by running a command per job (payload on stdin; exit 0
     /// acks, anything else retries with stderr as the error).
+    ///
+    /// Each command runs in a process group of its own. Past --timeout,
+    /// when its job is cancelled, and at SIGTERM or Ctrl-C once
+    /// --shutdown-timeout has passed, the whole group gets SIGTERM, then
+    /// SIGKILL 5 s later; only once none of it is left is the job retried,
+    /// dead-lettered or handed back. On stopping, the worker says how many
+    /// jobs completed, were retried, died, timed out (each also counted as
+    /// retried or dead) and were handed back.
     Worker(crate::exec_worker::ExecWorkerArgs),
     /// Serve the HTTP API (any language can enqueue, claim, ack, publish,
     /// read), `/openapi.json` and Prometheus `/metrics`.
@@ -230,7 +249,21 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
             }
         }
         .into_bytes(),
-        Command::Jobs(a) => job::list(e, a, as_json).await?.into_bytes(),
+        Command::Jobs(a) => {
+            let queue = a.queue.clone();
+            let text = job::list(e, a, as_json).await?;
+            // Only an empty listing (`[]`, or the table's header alone) can
+            // be of a queue that does not exist.
+            let empty = if as_json {
+                text.trim() == "[]"
+            } else {
+                text.lines().count() <= 1
+            };
+            if let (Some(q), true) = (queue, empty) {
+                queues::note_if_unknown(e, &q, None).await?;
+            }
+            text.into_bytes()
+        }
         Command::Job(a) => job::run(e, a, as_json).await?,
         Command::Cancel { id } => {
             let outcome = match e.job_cancel(id).await? {
@@ -259,18 +292,30 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         Command::Queues(cmd) => queues::run(&store, cmd, as_json).await?.into_bytes(),
         Command::Schedules(cmd) => schedules::run(&store, cmd, as_json).await?.into_bytes(),
         Command::Stats { queue } => {
+            let paused = e.queue_paused().await?;
+            let named = queue.is_some();
             let queues = match queue {
                 Some(q) => vec![q],
-                None => e.queue_list().await?,
+                None => {
+                    // A paused queue shows even while it holds nothing.
+                    let mut all = e.queue_list().await?;
+                    all.extend(paused.iter().cloned());
+                    all.sort();
+                    all.dedup();
+                    all
+                }
             };
             let mut stats = Vec::with_capacity(queues.len());
             for q in queues {
                 stats.push(e.queue_stats(q).await?);
             }
+            if let (true, Some(s)) = (named, stats.first()) {
+                queues::note_if_unknown(e, &s.queue, Some(s)).await?;
+            }
             if as_json {
-                json_text(&output::stats_json(&stats))
+                json_text(&output::stats_json(&stats, &paused))
             } else {
-                output::stats_table(&stats)
+                output::stats_table(&stats, &paused)
             }
         }
         .into_bytes(),

@@ -221,14 +221,16 @@ pub(crate) fn job_detail(j: &JobInfo, now: i64) -> String {
     out
 }
 
-/// Queue counts as one JSON array (one object per queue, raw numbers).
-pub(crate) fn stats_json(stats: &[QueueStats]) -> Value {
+/// Queue counts as one JSON array (one object per queue, raw numbers),
+/// each saying whether its queue is one of the `paused`.
+pub(crate) fn stats_json(stats: &[QueueStats], paused: &[String]) -> Value {
     Value::Array(
         stats
             .iter()
             .map(|s| {
                 json!({
                     "queue": s.queue,
+                    "paused": paused.contains(&s.queue),
                     "ready": s.ready,
                     "scheduled": s.scheduled,
                     "processing": s.processing,
@@ -243,14 +245,14 @@ pub(crate) fn stats_json(stats: &[QueueStats]) -> Value {
     )
 }
 
-/// Queue counts as a table.
-pub(crate) fn stats_table(stats: &[QueueStats]) -> String {
+/// Queue counts as a table; the last column says which are `paused`.
+pub(crate) fn stats_table(stats: &[QueueStats], paused: &[String]) -> String {
     let mut out = String::new();
-    let row = |out: &mut String, cells: [&str; 9]| {
-        let [q, ready, sched, proc_, claims, expired, dead, done, oldest] = cells;
+    let row = |out: &mut String, cells: [&str; 10]| {
+        let [q, ready, sched, proc_, claims, expired, dead, done, oldest, pause] = cells;
         outln!(
             out,
-            "{q:<24} {ready:>9} {sched:>9} {proc_:>10} {claims:>14} {expired:>7} {dead:>8} {done:>9} {oldest:>12}"
+            "{q:<24} {ready:>9} {sched:>9} {proc_:>10} {claims:>14} {expired:>7} {dead:>8} {done:>9} {oldest:>12} {pause:>6}"
         );
     };
     row(
@@ -265,6 +267,7 @@ pub(crate) fn stats_table(stats: &[QueueStats]) -> String {
             "dead",
             "completed",
             "oldest_ready",
+            "paused",
         ],
     );
     for s in stats {
@@ -282,6 +285,11 @@ pub(crate) fn stats_table(stats: &[QueueStats]) -> String {
                 &n(s.dead),
                 &n(s.completed),
                 &oldest,
+                if paused.contains(&s.queue) {
+                    "yes"
+                } else {
+                    "no"
+                },
             ],
         );
     }

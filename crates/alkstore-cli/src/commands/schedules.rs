@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 
 use super::output::json_text;
-use super::text::{now, payload_preview, relative, shorten};
+use super::text::{now, payload_preview, relative, shorten, unix_seconds_from_ms};
 
 /// `alk schedules …`.
 #[derive(Debug, Subcommand)]
@@ -49,8 +49,9 @@ pub(super) struct AddArgs {
     /// IANA time zone for cron (default UTC).
     #[arg(long)]
     tz: Option<String>,
-    /// Every job's payload (text).
-    #[arg(long, default_value = "")]
+    /// Every job's payload (text; default `null`, JSON's null, which a
+    /// JSON handler decodes: an empty payload would not).
+    #[arg(long, default_value = "null")]
     payload: String,
     /// Every job's priority.
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
@@ -70,8 +71,8 @@ fn schedule_json(s: &ScheduleInfo) -> Value {
         "priority": s.priority,
         "max_catch_up": s.max_catch_up,
         "paused": s.paused,
-        "next_fire_at_ms": s.next_fire_at_ms,
-        "last_boundary_ms": s.last_boundary_ms,
+        "next_fire_at": s.next_fire_at_ms.map(unix_seconds_from_ms),
+        "last_boundary": s.last_boundary_ms.map(unix_seconds_from_ms),
     })
 }
 

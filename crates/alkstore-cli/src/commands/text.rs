@@ -45,6 +45,31 @@ pub(crate) fn duration(secs: i64) -> String {
     }
 }
 
+/// What every duration flag of `alk` takes, for its `--help`.
+pub(crate) const DURATION_HELP: &str =
+    "a number with a unit (`90s`, `5m`, `1h 30m`, `7d`, `250ms`), or plain seconds (`90`)";
+
+/// Parse a duration flag: plain seconds (`90`) or a number with a unit
+/// (`90s`, `5m`, `1h 30m`, `7d`, `250ms`; humantime's syntax). Every
+/// duration flag of `alk` takes this one syntax.
+pub(crate) fn parse_duration(text: &str) -> std::result::Result<std::time::Duration, String> {
+    let text = text.trim();
+    if let Ok(secs) = text.parse::<u64>() {
+        return Ok(std::time::Duration::from_secs(secs));
+    }
+    humantime::parse_duration(text).map_err(|e| format!("{e}; expected {DURATION_HELP}"))
+}
+
+/// A unix time in milliseconds as unix seconds, the unit of every time in
+/// `--json` output (a fraction keeps the milliseconds: `1714564800.25`).
+pub(crate) fn unix_seconds_from_ms(ms: i64) -> serde_json::Value {
+    if ms % 1000 == 0 {
+        serde_json::Value::from(ms / 1000)
+    } else {
+        serde_json::Value::from(ms as f64 / 1000.0)
+    }
+}
+
 /// `unix` relative to `now`: `in 5m 3s`, `3s ago`, or `now`.
 pub(crate) fn relative(unix: i64, now: i64) -> String {
     let diff = unix.saturating_sub(now);
@@ -163,6 +188,31 @@ mod tests {
         assert_eq!(duration(300), "5m");
         assert_eq!(duration(86_400 + 59), "1d");
         assert_eq!(duration(0), "0s");
+    }
+
+    #[test]
+    fn durations_take_units_or_plain_seconds() {
+        use std::time::Duration;
+        assert_eq!(parse_duration("300"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("1h 30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("7d"), Ok(Duration::from_secs(7 * 86_400)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        let bad = parse_duration("5 parsecs").expect_err("unknown unit");
+        assert!(bad.contains("plain seconds"), "{bad}");
+        assert!(parse_duration("-5").is_err());
+    }
+
+    #[test]
+    fn millisecond_times_become_unix_seconds() {
+        assert_eq!(
+            unix_seconds_from_ms(1_714_564_800_000),
+            serde_json::json!(1_714_564_800)
+        );
+        assert_eq!(
+            unix_seconds_from_ms(1_714_564_800_250),
+            serde_json::json!(1_714_564_800.25)
+        );
     }
 
     #[test]

@@ -163,6 +163,25 @@ pub(crate) fn default_worker_id() -> String {
     format!("{host}-{}-{nanos:08x}", std::process::id())
 }
 
+/// Say once, at INFO, which of the worker's queues are paused: it claims
+/// nothing from them until they are resumed (a worker that sits idle for
+/// that reason would otherwise look stuck). A failed look-up only skips the
+/// note.
+async fn log_paused(engine: &crate::AnyEngine, queues: &[QueueSpec]) {
+    use alkstore_core::QueueAdmin;
+    match engine.queue_paused().await {
+        Ok(paused) => {
+            for q in queues.iter().filter(|q| paused.contains(&q.name)) {
+                tracing::info!(
+                    queue = %q.name,
+                    "queue is paused: this worker claims nothing from it until it is resumed"
+                );
+            }
+        }
+        Err(e) => tracing::debug!(error = %e, "could not read the paused queues"),
+    }
+}
+
 /// Most handler slots per queue (far below the semaphore's limit, and what
 /// shutdown can count in one `u32`).
 const MAX_CONCURRENCY: usize = 1_000_000;
@@ -334,6 +353,7 @@ impl Worker {
             alkstore_core::queue::validate_queue_name(&q.name)?;
         }
         let engine = self.store.engine().clone();
+        log_paused(&engine, &self.queues).await;
         let ack_stats = Arc::new(AckStats::default());
         let counters = Arc::new(Counters::default());
         let completer = Completer::spawn(

@@ -28,7 +28,9 @@
 //!
 //! Each handler runs in an `alkstore.job` span (`queue`, `id`, `attempt`).
 //! A dead-lettered job is logged at WARN with its reason; a retry at INFO
-//! (only when the job really is rescheduled); a panic at ERROR.
+//! (only when the job really is rescheduled); a panic at ERROR. A queue
+//! that is paused when the worker starts is named once at INFO (the worker
+//! claims nothing from it until it is resumed).
 //!
 //! ```no_run
 //! # async fn demo() -> alkstore::Result<()> {
