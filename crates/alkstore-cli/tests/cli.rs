@@ -796,6 +796,13 @@ async fn groups_list_status_dead_and_resize() {
         buckets.iter().all(|b| b["owner"].is_null()),
         "released on shutdown"
     );
+    // Times in --json are unix seconds, named without a unit.
+    assert!(
+        buckets
+            .iter()
+            .all(|b| b.get("lease_expires_at").is_some() && b.get("lease_expires_at_ms").is_none()),
+        "{status}"
+    );
     let checkpoints: Vec<i64> = buckets
         .iter()
         .map(|b| b["checkpoint"].as_i64().expect("cp"))
@@ -921,7 +928,7 @@ async fn locks_list_shows_holders_and_tokens() {
 
 #[test]
 fn schedules_add_list_pause_resume_remove_and_bad_specs() {
-    let (_dir, db) = temp_db();
+    let (dir, db) = temp_db();
     for (spec, says) in [
         ("@every 0s", "positive"),
         ("@every 5x", "unknown unit"),
@@ -934,6 +941,11 @@ fn schedules_add_list_pause_resume_remove_and_bad_specs() {
         );
         assert!(!out.status.success(), "{spec}");
         assert!(stderr(&out).contains(says), "{spec}: {}", stderr(&out));
+        // Checked before the store is opened: a refused spec creates no file.
+        assert!(
+            !dir.path().join("cli.db").exists(),
+            "{spec} created a store"
+        );
     }
     let out = alk(
         &db,
@@ -950,6 +962,11 @@ fn schedules_add_list_pause_resume_remove_and_bad_specs() {
         ],
     );
     assert!(stderr(&out).contains("IANA"), "{}", stderr(&out));
+    assert!(
+        !dir.path().join("cli.db").exists(),
+        "a bad zone created a store"
+    );
+    assert!(alk(&db, &["init"]).status.success());
     assert_eq!(alk_json(&db, &["schedules", "list"]), serde_json::json!([]));
     let added = alk_json(
         &db,

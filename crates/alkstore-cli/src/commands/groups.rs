@@ -11,7 +11,7 @@ use clap::Subcommand;
 use serde_json::{json, Value};
 
 use super::output::json_text;
-use super::text::{now, payload_preview, payload_text, relative, shorten};
+use super::text::{now, payload_preview, payload_text, relative, shorten, unix_seconds_from_ms};
 
 /// `alk groups …`.
 #[derive(Debug, Subcommand)]
@@ -113,7 +113,7 @@ fn status_json(s: &GroupStatus) -> Value {
             "bucket": b.bucket,
             "owner": b.owner,
             "epoch": b.epoch,
-            "lease_expires_at_ms": b.expires_at_ms,
+            "lease_expires_at": b.expires_at_ms.map(unix_seconds_from_ms),
             "expired": b.expired,
             "checkpoint": b.checkpoint,
             "lag": b.lag,

@@ -224,14 +224,17 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         let store = Store::open(&cli.db).await?;
         return output::emit(streams::publish(&store, event, as_json).await?.as_bytes());
     }
+    if let Command::Schedules(schedules::SchedulesCommand::Add(args)) = cli.command {
+        // Likewise: a refused spec creates no store.
+        let params = schedules::prepare(args)?;
+        let store = Store::open(&cli.db).await?;
+        return output::emit(schedules::add(&store, params, as_json).await?.as_bytes());
+    }
     // Only `init`, `enqueue`, `streams publish` and `schedules add` create a
     // store; every other command works on one that exists, and says so
     // when there is none.
     let opts = StoreOptions {
-        existing_only: !matches!(
-            cli.command,
-            Command::Init | Command::Schedules(schedules::SchedulesCommand::Add(_))
-        ),
+        existing_only: !matches!(cli.command, Command::Init),
         ..StoreOptions::default()
     };
     let store = Store::open_with(&cli.db, opts).await?;

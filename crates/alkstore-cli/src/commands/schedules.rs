@@ -1,7 +1,7 @@
 //! `alk schedules …`: register, inspect, pause and run schedules.
 
 use alkstore::schedule::{ScheduleInfo, ScheduleSetParams, Scheduler};
-use alkstore::{Result, ScheduleEngine, Store};
+use alkstore::{Result, ScheduleEngine, Store, StoreOptions};
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 
@@ -113,6 +113,25 @@ fn one(s: &ScheduleInfo, as_json: bool) -> String {
     }
 }
 
+/// `alk schedules add`'s parameters, checked before the store is opened
+/// (or created): a refused spec leaves no new store file behind.
+pub(super) fn prepare(a: AddArgs) -> Result<ScheduleSetParams> {
+    let mut params = ScheduleSetParams::new(a.name, a.spec, a.queue)
+        .payload(a.payload.into_bytes())
+        .priority(a.priority)
+        .max_catch_up(a.catch_up);
+    if let Some(tz) = a.tz {
+        params = params.tz(tz);
+    }
+    params.validate(&StoreOptions::default().limits)?;
+    Ok(params)
+}
+
+/// `alk schedules add`: register the prepared schedule; the text to print.
+pub(super) async fn add(store: &Store, params: ScheduleSetParams, as_json: bool) -> Result<String> {
+    Ok(one(&store.engine().schedule_set(params).await?, as_json))
+}
+
 /// Run an `alk schedules` subcommand; the text to print.
 pub(super) async fn run(store: &Store, cmd: SchedulesCommand, as_json: bool) -> Result<String> {
     let e = store.engine();
@@ -125,16 +144,7 @@ pub(super) async fn run(store: &Store, cmd: SchedulesCommand, as_json: bool) -> 
                 schedules_table(&list)
             }
         }
-        SchedulesCommand::Add(a) => {
-            let mut params = ScheduleSetParams::new(a.name, a.spec, a.queue)
-                .payload(a.payload.into_bytes())
-                .priority(a.priority)
-                .max_catch_up(a.catch_up);
-            if let Some(tz) = a.tz {
-                params = params.tz(tz);
-            }
-            one(&e.schedule_set(params).await?, as_json)
-        }
+        SchedulesCommand::Add(a) => add(store, prepare(a)?, as_json).await?,
         SchedulesCommand::Remove { name } => {
             let removed = e.schedule_remove(name.as_str()).await?;
             if !removed {

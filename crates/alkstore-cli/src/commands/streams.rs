@@ -82,9 +82,9 @@ pub(super) struct TrimArgs {
     /// Delete events with an offset below this.
     #[arg(long, value_name = "OFFSET")]
     before: Option<i64>,
-    /// Delete events published longer ago than this (`7d`, `12h`, `30m`;
+    /// Delete events published longer ago than this (`7d`, `12h`, `30m`, or plain seconds;
     /// at least `1s`, as a stream's retention).
-    #[arg(long, value_name = "AGE", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "AGE", value_parser = super::text::parse_duration)]
     older_than: Option<Duration>,
 }
 

@@ -86,6 +86,14 @@ impl ScheduleSetParams {
 
 impl Validate for ScheduleSetParams {
     fn validate_params(&self, limits: &Limits) -> Result<()> {
+        self.validate(limits)
+    }
+}
+
+impl ScheduleSetParams {
+    /// Validate against the contract (a caller can check before it opens
+    /// a store, as `alk schedules add` does).
+    pub fn validate(&self, limits: &Limits) -> Result<()> {
         validate_schedule_name(&self.name)?;
         validate_queue_name(&self.queue)?;
         self.parsed()?;
