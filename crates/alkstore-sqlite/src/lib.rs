@@ -461,9 +461,9 @@ pub(crate) fn open_connection(opts: &SqliteOptions) -> Result<Connection> {
     if opts.create {
         flags |= OpenFlags::SQLITE_OPEN_CREATE;
     }
-    let conn = Connection::open_with_flags(&opts.path, flags).map_err(|e| Error::Connect {
-        source: format!("{}: {e}", opts.path.display()).into(),
-    })?;
+    let target = || format!("SQLite file {}", opts.path.display());
+    let conn =
+        Connection::open_with_flags(&opts.path, flags).map_err(|e| Error::connect(target(), e))?;
     let sync = if opts.synchronous_full {
         "FULL"
     } else {
@@ -486,12 +486,9 @@ pub(crate) fn open_connection(opts: &SqliteOptions) -> Result<Connection> {
     conn.execute_batch(&format!(
         "PRAGMA journal_mode=WAL; PRAGMA synchronous={sync}; PRAGMA busy_timeout={busy_ms}; PRAGMA temp_store=MEMORY; PRAGMA wal_autocheckpoint=10000; PRAGMA cache_size=-65536;"
     ))
-    .map_err(|e| Error::Connect {
-        source: format!("{}: {e}", opts.path.display()).into(),
-    })?;
-    groups::register_functions(&conn).map_err(|e| Error::Connect {
-        source: format!("{}: registering SQL functions: {e}", opts.path.display()).into(),
-    })?;
+    .map_err(|e| Error::connect(target(), e))?;
+    groups::register_functions(&conn)
+        .map_err(|e| Error::connect(target(), format!("registering SQL functions: {e}")))?;
     conn.set_prepared_statement_cache_capacity(64);
     Ok(conn)
 }

@@ -171,3 +171,53 @@ async fn postgres_url_can_turn_relaxed_commits_off() {
     assert_eq!(bad.expect_err("bad flag").kind(), ErrorKind::InvalidUrl);
     testing::drop_schema(&url, &schema).await.expect("drop");
 }
+
+/// An error and its sources, one line each, as `alk` prints them.
+fn error_lines(e: &alkstore::Error) -> Vec<String> {
+    let mut out = vec![e.to_string()];
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        out.push(s.to_string());
+        source = s.source();
+    }
+    out
+}
+
+/// A refused connection names what it tried (host:port, database, user),
+/// never the password, and says its cause once.
+#[tokio::test]
+async fn connect_errors_name_the_target_once_without_the_password() {
+    let err = Store::open("postgres://u:secret@127.0.0.1:1/db?connect_timeout=5")
+        .await
+        .expect_err("nothing listens on port 1");
+    assert_eq!(err.kind(), ErrorKind::Connect, "{err}");
+    let lines = error_lines(&err);
+    let text = lines.join("\n");
+    assert!(text.contains("127.0.0.1:1"), "names host:port: {text}");
+    assert!(text.contains("\"db\""), "names the database: {text}");
+    assert!(!text.contains("secret"), "no password: {text}");
+    assert!(text.to_lowercase().contains("refused"), "says why: {text}");
+    for (i, line) in lines.iter().enumerate() {
+        for later in &lines[i + 1..] {
+            assert!(!line.contains(later.as_str()), "repeated cause: {text}");
+        }
+    }
+    let parts: Vec<&str> = lines[0].split(": ").collect();
+    for (i, part) in parts.iter().enumerate() {
+        assert!(!parts[i + 1..].contains(part), "repeated cause: {text}");
+    }
+
+    let dir = tempfile::tempdir().expect("tmp");
+    let missing = dir.path().join("no/such/dir/x.db");
+    let err = Store::open(&format!("sqlite://{}", missing.display()))
+        .await
+        .expect_err("no directory");
+    assert_eq!(err.kind(), ErrorKind::Connect, "{err}");
+    let sqlite_lines = error_lines(&err);
+    let text = sqlite_lines.join("\n");
+    assert!(
+        text.contains(&missing.display().to_string()),
+        "names the file: {text}"
+    );
+    assert_eq!(sqlite_lines.len(), 1, "{text}");
+}
