@@ -10,6 +10,14 @@
 //! `__alkstore_` so they can share a database file with the application's
 //! own tables; the schema comes from the numbered files in `migrations/`.
 //!
+//! Times (claims and their expiry, lock TTLs, lease expiry, schedules,
+//! rate windows) come from the engine's clock: the system clock of the
+//! process making the call (unless a test injects one). Every process on a
+//! file reads the same clock because they share its host (WAL works only
+//! between processes of one host); PostgreSQL uses
+//! the database server's clock instead, since its workers run on many
+//! hosts.
+//!
 //! `:memory:` opens an in-memory store instead: a database of this process
 //! alone that every connection of the engine shares (SQLite's `memdb`
 //! VFS) and that no other `open` sees; see [`SqliteOptions::new`].

@@ -781,3 +781,37 @@ async fn other_connections_commits_wake_listeners_while_the_engine_writes() {
     );
     writer.await.expect("writer task");
 }
+
+/// What the rate limit promises across processes sharing a file (engines
+/// on one file stand in for them): never more than the limit per window
+/// in total. (No share per engine is promised; see `alkstore_core::rate`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_limits_hold_across_engines_on_one_file() {
+    use alkstore_core::rate::RateAcquireParams;
+    use alkstore_core::RateEngine;
+    use std::time::Duration;
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("rates.db");
+    let mut tasks = Vec::new();
+    for _ in 0..4 {
+        let engine = SqliteEngine::open(SqliteOptions::new(&path)).expect("open");
+        for _ in 0..4 {
+            let e = engine.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut admitted = 0;
+                for _ in 0..30 {
+                    let p = RateAcquireParams::new("smtp", 50, Duration::from_secs(86_400));
+                    if e.rate_acquire(p).await.expect("acquire").admitted {
+                        admitted += 1;
+                    }
+                }
+                admitted
+            }));
+        }
+    }
+    let mut total = 0;
+    for t in tasks {
+        total += t.await.expect("task");
+    }
+    assert_eq!(total, 50, "exactly the limit, over every engine");
+}
