@@ -97,7 +97,8 @@ impl SqliteOptions {
     /// cannot keep a WAL in memory): reads wait while a write transaction
     /// is open, so a transaction of your own on it (the outbox, opened
     /// with [`SqliteEngine::path`], which names it as a URI) holds up every
-    /// reader until it ends. `synchronous` does not apply. Other in-memory
+    /// reader until it ends. It holds at most 1 GiB (SQLite's `memdb`
+    /// default; past it writes fail). `synchronous` does not apply. Other in-memory
     /// or URI forms (`file:…`, an empty path) are refused.
     pub fn new(path: impl AsRef<Path>) -> Self {
         SqliteOptions {
