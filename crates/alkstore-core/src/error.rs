@@ -45,12 +45,16 @@ pub enum Error {
         /// Newest version this build understands.
         supported: i64,
     },
-    /// The database could not be reached or refused the login.
-    #[error("cannot connect to the database: {source}")]
+    /// The database could not be reached or refused the login. One line:
+    /// what was connected to (never a password) and why, the driver's
+    /// chain of causes folded in once (build it with [`Error::connect`]).
+    #[error("cannot connect to {target}: {cause}")]
     Connect {
-        /// The driver's error.
-        #[source]
-        source: BoxError,
+        /// What was connected to: `PostgreSQL at host:port (database "d",
+        /// user "u")`, `SQLite file path`, or `the database` when unknown.
+        target: String,
+        /// The driver's error and its causes, each once, joined by `: `.
+        cause: String,
     },
     /// A statement failed inside the database.
     #[error("database error during {op}: {source}")]
@@ -216,11 +220,74 @@ impl Error {
         }
     }
 
+    /// [`Error::Connect`] to `target` (never give it a password), with
+    /// `cause` and its chain of sources folded into one line: each error's
+    /// text once, a source whose text its parent already shows skipped.
+    pub fn connect(target: impl Into<String>, cause: impl Into<BoxError>) -> Self {
+        let cause: BoxError = cause.into();
+        let mut text = cause.to_string();
+        let mut source = cause.source();
+        while let Some(s) = source {
+            let part = s.to_string();
+            if !part.is_empty() && !text.contains(&part) {
+                text.push_str(": ");
+                text.push_str(&part);
+            }
+            source = s.source();
+        }
+        Error::Connect {
+            target: target.into(),
+            cause: text,
+        }
+    }
+
     /// Shorthand for [`Error::Database`] from any driver error.
     pub fn database(op: &'static str, source: impl Into<BoxError>) -> Self {
         Error::Database {
             op,
             source: source.into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error with a message and an optional source.
+    #[derive(Debug)]
+    struct Layer(&'static str, Option<Box<Layer>>);
+
+    impl fmt::Display for Layer {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for Layer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|l| l as _)
+        }
+    }
+
+    #[test]
+    fn connect_errors_name_the_target_and_each_cause_once() {
+        let refused = Layer("Connection refused (os error 111)", None);
+        let driver = Layer("error connecting to server", Some(Box::new(refused)));
+        let err = Error::connect("PostgreSQL at 127.0.0.1:1", driver);
+        assert_eq!(
+            err.to_string(),
+            "cannot connect to PostgreSQL at 127.0.0.1:1: error connecting to server: Connection refused (os error 111)"
+        );
+        assert!(std::error::Error::source(&err).is_none(), "no line repeats");
+        assert_eq!(err.kind(), ErrorKind::Connect);
+
+        // A driver that already shows its cause does not show it twice.
+        let inner = Layer("timed out", None);
+        let outer = Layer("handshake failed: timed out", Some(Box::new(inner)));
+        assert_eq!(
+            Error::connect("x", outer).to_string(),
+            "cannot connect to x: handshake failed: timed out"
+        );
     }
 }

@@ -8,9 +8,12 @@ use crate::{Error, Result};
 /// A parsed store URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreUrl {
-    /// An embedded SQLite file.
+    /// An embedded SQLite file, or with `sqlite://:memory:` an in-memory
+    /// store of this process that vanishes with its last connection (see
+    /// the SQLite engine's `SqliteOptions::new`).
     Sqlite {
-        /// File path (relative paths are relative to the working directory).
+        /// File path (relative paths are relative to the working
+        /// directory), or `:memory:`.
         path: String,
         /// `synchronous=full` asks SQLite to fsync every commit (default
         /// `normal`: durable across process crashes, not power loss).
@@ -64,11 +67,11 @@ impl StoreUrl {
             if path.is_empty() {
                 return Err(bad("missing file path (sqlite://path/to/file.db)"));
             }
-            if path == ":memory:" || path.starts_with("file:") {
+            if path.starts_with("file:") {
                 // Each connection (writer, readers, watcher) would open its
-                // own empty database.
+                // own database.
                 return Err(bad(
-                    "in-memory and URI databases are not supported; use a file path (a temporary file for tests)",
+                    "URI databases are not supported; use a file path, or sqlite://:memory: for an in-memory store",
                 ));
             }
             let mut synchronous_full = false;
@@ -428,6 +431,13 @@ mod tests {
                 synchronous_full: true
             })
         );
+        assert_eq!(
+            StoreUrl::parse("sqlite://:memory:").ok(),
+            Some(StoreUrl::Sqlite {
+                path: ":memory:".into(),
+                synchronous_full: false
+            })
+        );
         let u = StoreUrl::parse("postgres://a:b@h:5/d?sslmode=disable&schema=x%22%3B%20DROP").ok();
         assert_eq!(
             u,
@@ -461,7 +471,6 @@ mod tests {
             "postgres://h/d?schema=a&schema=b",
             "postgres://h/d?sslmode=disable&sslmode=require",
             "sqlite://a.db?synchronous=full&synchronous=normal",
-            "sqlite://:memory:",
             "sqlite://file::memory:?cache=shared",
             "postgres://h/d?sslmode=bogus",
             "postgres://h/d?sslmode=verify_full",

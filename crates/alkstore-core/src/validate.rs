@@ -56,16 +56,29 @@ pub fn validate_ttl(what: &'static str, ttl: Duration, max: Duration) -> Result<
     Ok(())
 }
 
-/// Reject empty text, text longer than 200 characters (what JSON Schema's
-/// `maxLength` counts, so the HTTP API's document states the same limit),
-/// or text with a NUL byte
-/// (PostgreSQL cannot store NUL in `TEXT`; SQLite would, so refuse it on both).
+/// The most bytes (of UTF-8) a name may have: see [`validate_text`].
+pub const NAME_MAX_BYTES: usize = 200;
+
+/// The one rule for every name, key and worker id (queues, streams,
+/// consumers, groups, schedules, locks, channels, rate limits, unique keys,
+/// event keys, worker ids): non-empty, at most [`NAME_MAX_BYTES`] (200)
+/// **bytes** of UTF-8, and no NUL byte (PostgreSQL cannot store NUL in
+/// `TEXT`; SQLite would, so both refuse it). Nothing else is refused: any
+/// other character, spaces, `/` and control characters included, is
+/// stored as given, so a client that puts a name in a URL path must
+/// percent-encode it.
 pub fn validate_text(what: &'static str, text: &str) -> Result<()> {
     if text.is_empty() {
         return Err(Error::invalid(what, "must not be empty"));
     }
-    if text.chars().count() > 200 {
-        return Err(Error::invalid(what, "longer than 200 characters"));
+    if text.len() > NAME_MAX_BYTES {
+        return Err(Error::invalid(
+            what,
+            format!(
+                "{} bytes of UTF-8, more than the {NAME_MAX_BYTES} allowed",
+                text.len()
+            ),
+        ));
     }
     if text.contains('\0') {
         return Err(Error::invalid(what, "must not contain a NUL byte"));

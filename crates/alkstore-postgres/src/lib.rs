@@ -129,6 +129,8 @@ struct Inner {
     closed: AtomicBool,
     /// How the LISTEN connection connects: the pools' config and connector.
     listen_connect: (tokio_postgres::Config, tls::Connector),
+    /// What the engine connects to, for connection errors (no password).
+    target: String,
 }
 
 impl std::fmt::Debug for PgEngine {
@@ -166,14 +168,16 @@ impl PgEngine {
         relaxed_config.options(format!("{base_options} -c synchronous_commit=off").trim());
         // The relaxed pool takes half of the connection budget.
         let relaxed_size = (opts.pool_size / 2).max(1);
+        let target = tls::target(&config);
         let listen_connect = (config.clone(), connector.clone());
         let pool = build_pool(
             config,
             connector.clone(),
             opts.pool_size.saturating_sub(relaxed_size).max(1),
+            &target,
         )?;
         {
-            let mut client = checkout(&pool).await?;
+            let mut client = checkout(&pool, &target).await?;
             if !opts.create && !schema::exists(&client, &opts.schema).await? {
                 return Err(Error::NoStore {
                     url: mask_password(&opts.conninfo),
@@ -183,10 +187,10 @@ impl PgEngine {
             schema::bootstrap(&mut client, &opts.schema).await?;
         }
         let relaxed_pool = if opts.relaxed_commits {
-            let relaxed = build_pool(relaxed_config, connector, relaxed_size)?;
+            let relaxed = build_pool(relaxed_config, connector, relaxed_size, &target)?;
             // A pooler that refuses startup options (PgBouncer by default)
             // would fail every claim later: find out now and fall back.
-            match checkout(&relaxed).await {
+            match checkout(&relaxed, &target).await {
                 Ok(_) => Some(relaxed),
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot open a synchronous_commit=off connection; claims and acks will commit durably");
@@ -214,6 +218,7 @@ impl PgEngine {
                 listening: Arc::new(tokio::sync::watch::channel(false).0),
                 closed: AtomicBool::new(false),
                 listen_connect,
+                target,
             }),
         };
         Ok(engine)
@@ -258,14 +263,14 @@ impl PgEngine {
 
     /// A pooled connection, for tests and tools that need raw SQL.
     pub async fn client(&self) -> Result<deadpool_postgres::Object> {
-        checkout(&self.inner.pool).await
+        checkout(&self.inner.pool, &self.inner.target).await
     }
 
     /// A connection whose commits skip the WAL-flush wait, when
     /// `relaxed_commits` is on (otherwise an ordinary one).
     pub(crate) async fn relaxed_client(&self) -> Result<deadpool_postgres::Object> {
         match &self.inner.relaxed_pool {
-            Some(pool) => checkout(pool).await,
+            Some(pool) => checkout(pool, &self.inner.target).await,
             None => self.client().await,
         }
     }
@@ -297,7 +302,12 @@ impl PgEngine {
     }
 }
 
-fn build_pool(config: tokio_postgres::Config, tls: tls::Connector, size: usize) -> Result<Pool> {
+fn build_pool(
+    config: tokio_postgres::Config,
+    tls: tls::Connector,
+    size: usize,
+    target: &str,
+) -> Result<Pool> {
     let manager = Manager::from_config(
         config,
         tls,
@@ -311,16 +321,15 @@ fn build_pool(config: tokio_postgres::Config, tls: tls::Connector, size: usize) 
         .wait_timeout(Some(Duration::from_secs(30)))
         .create_timeout(Some(Duration::from_secs(15)))
         .build()
-        .map_err(|e| Error::Connect { source: e.into() })
+        .map_err(|e| Error::connect(target, e))
 }
 
-async fn checkout(pool: &Pool) -> Result<deadpool_postgres::Object> {
+/// A pooled connection; a failure to make one names `target`.
+async fn checkout(pool: &Pool, target: &str) -> Result<deadpool_postgres::Object> {
     pool.get().await.map_err(|e| match e {
-        deadpool_postgres::PoolError::Backend(e) => Error::Connect { source: e.into() },
+        deadpool_postgres::PoolError::Backend(e) => Error::connect(target, e),
         deadpool_postgres::PoolError::Closed => Error::Closed,
-        other => Error::Connect {
-            source: other.into(),
-        },
+        other => Error::connect(target, other),
     })
 }
 
@@ -328,7 +337,7 @@ async fn checkout(pool: &Pool) -> Result<deadpool_postgres::Object> {
 pub(crate) fn db(op: &'static str) -> impl Fn(tokio_postgres::Error) -> Error {
     move |e| {
         if e.is_closed() {
-            return Error::Connect { source: e.into() };
+            return Error::connect("the database", e);
         }
         // The driver's own text for a server error is just "db error": say
         // what the server said, and its SQLSTATE.

@@ -57,6 +57,43 @@ pub(crate) fn prepare(conninfo: &str) -> Result<(tokio_postgres::Config, Connect
     Ok((config, connector))
 }
 
+/// What a connection made with `config` reaches, for error messages (no
+/// password): `PostgreSQL at h:5432 (database "d", user "u")`.
+pub(crate) fn target(config: &tokio_postgres::Config) -> String {
+    use tokio_postgres::config::Host;
+    let ports = config.get_ports();
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .map(|(i, host)| {
+            let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+            match host {
+                Host::Tcp(name) if name.contains(':') => format!("[{name}]:{port}"),
+                Host::Tcp(name) => format!("{name}:{port}"),
+                #[cfg(unix)]
+                Host::Unix(dir) => format!("{}/.s.PGSQL.{port}", dir.display()),
+            }
+        })
+        .collect();
+    let mut text = if hosts.is_empty() {
+        "PostgreSQL (no host given)".to_string()
+    } else {
+        format!("PostgreSQL at {}", hosts.join(", "))
+    };
+    let mut about = Vec::new();
+    if let Some(db) = config.get_dbname() {
+        about.push(format!("database {db:?}"));
+    }
+    if let Some(user) = config.get_user() {
+        about.push(format!("user {user:?}"));
+    }
+    if !about.is_empty() {
+        text.push_str(&format!(" ({})", about.join(", ")));
+    }
+    text
+}
+
 /// Connect once, outside any pool, and drive the connection on a task.
 pub(crate) async fn connect(
     conninfo: &str,
@@ -68,7 +105,7 @@ pub(crate) async fn connect(
     let (client, conn) = config
         .connect(connector)
         .await
-        .map_err(|e| Error::Connect { source: e.into() })?;
+        .map_err(|e| Error::connect(target(&config), e))?;
     Ok((client, tokio::spawn(conn)))
 }
 
@@ -104,7 +141,7 @@ fn connector(tls: &PgTls) -> Result<Connector> {
     }
     let connector = builder
         .build()
-        .map_err(|e| Error::Connect { source: e.into() })?;
+        .map_err(|e| Error::connect("PostgreSQL (setting up TLS)", e))?;
     Ok(postgres_native_tls::MakeTlsConnector::new(connector))
 }
 

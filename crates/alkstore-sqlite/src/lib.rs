@@ -10,6 +10,18 @@
 //! `__alkstore_` so they can share a database file with the application's
 //! own tables; the schema comes from the numbered files in `migrations/`.
 //!
+//! Times (claims and their expiry, lock TTLs, lease expiry, schedules,
+//! rate windows) come from the engine's clock: the system clock of the
+//! process making the call (unless a test injects one). Every process on a
+//! file reads the same clock because they share its host (WAL works only
+//! between processes of one host); PostgreSQL uses
+//! the database server's clock instead, since its workers run on many
+//! hosts.
+//!
+//! `:memory:` opens an in-memory store instead: a database of this process
+//! alone that every connection of the engine shares (SQLite's `memdb`
+//! VFS) and that no other `open` sees; see [`SqliteOptions::new`].
+//!
 //! Commits by other processes wake workers through `PRAGMA data_version`:
 //! on Linux a watcher thread sleeps until inotify reports a write to the
 //! `-wal` file; elsewhere it polls the pragma every millisecond while anyone
@@ -73,6 +85,21 @@ pub struct SqliteOptions {
 
 impl SqliteOptions {
     /// Defaults for the file at `path`.
+    ///
+    /// The path `:memory:` (`sqlite://:memory:` as a store URL) opens an
+    /// in-memory store instead, for tests and throw-away work: nothing is
+    /// written to disk, and it vanishes when the last connection to it
+    /// closes, that is when the last clone of the engine (or of the
+    /// `Store` over it) is dropped (its watcher thread, if a worker or
+    /// subscriber started one, lets go within about 50 ms). Each `open`
+    /// of `:memory:` is a database of its own, seen only through that
+    /// engine and its clones, in this process only. It runs without WAL (SQLite
+    /// cannot keep a WAL in memory): reads wait while a write transaction
+    /// is open, so a transaction of your own on it (the outbox, opened
+    /// with [`SqliteEngine::path`], which names it as a URI) holds up every
+    /// reader until it ends. It holds at most 1 GiB (SQLite's `memdb`
+    /// default; past it writes fail). `synchronous` does not apply. Other in-memory
+    /// or URI forms (`file:…`, an empty path) are refused.
     pub fn new(path: impl AsRef<Path>) -> Self {
         SqliteOptions {
             path: path.as_ref().to_path_buf(),
@@ -124,12 +151,21 @@ impl SqliteEngine {
     /// [`Error::SchemaTooNew`] when a newer alkstore wrote the file.
     pub fn open(mut opts: SqliteOptions) -> Result<Self> {
         let shown = opts.path.display().to_string();
-        if is_in_memory(&shown) {
+        let in_memory = shown == MEMORY;
+        if in_memory {
+            if !opts.create {
+                return Err(Error::NoStore {
+                    url: format!("sqlite://{MEMORY}"),
+                    reason: "a new in-memory database holds no store until one is created".into(),
+                });
+            }
+            opts.path = PathBuf::from(memory_uri());
+        } else if is_in_memory(&shown) {
             // Every connection (writer, readers, watcher) would open its own
             // empty database.
             return Err(Error::invalid(
                 "sqlite path",
-                "in-memory databases are not supported (each connection would see its own empty database); use a file, e.g. in a temporary directory",
+                "in-memory databases other than \":memory:\" are not supported (each connection would see its own empty database); use \":memory:\" or a file",
             ));
         }
         if !opts.create {
@@ -152,7 +188,11 @@ impl SqliteEngine {
         // Later connections (readers, the watcher) and the watcher's `-wal`
         // name must mean this file even if the working directory changes or
         // the path is a symlink.
-        if let Ok(canonical) = std::fs::canonicalize(&opts.path) {
+        let canonical = match in_memory {
+            true => None,
+            false => std::fs::canonicalize(&opts.path).ok(),
+        };
+        if let Some(canonical) = canonical {
             opts.path = canonical;
         }
         schema::migrate(&conn)?;
@@ -208,7 +248,9 @@ impl SqliteEngine {
         std::time::Duration::from_nanos(self.inner.writer.busy_ns.load(Relaxed))
     }
 
-    /// The database file.
+    /// The database file; for an in-memory store, the URI that names its
+    /// database (`file:/alkstore-mem-…?vfs=memdb`: open it with
+    /// `SQLITE_OPEN_URI`, as rusqlite's `Connection::open` does).
     pub fn path(&self) -> &Path {
         &self.inner.opts.path
     }
@@ -261,10 +303,15 @@ fn watch_data_version(
         }
     };
     let mut last = data_version(&conn);
+    // An in-memory store has no `-wal` file to watch: poll.
     #[cfg(target_os = "linux")]
-    match inotify_watch::run(&conn, &opts, &hub, &activity, &mut last) {
-        Ok(()) => return,
-        Err(e) => tracing::info!(error = %e, "inotify unavailable; polling data_version instead"),
+    if !is_memory_uri(&opts.path) {
+        match inotify_watch::run(&conn, &opts, &hub, &activity, &mut last) {
+            Ok(()) => return,
+            Err(e) => {
+                tracing::info!(error = %e, "inotify unavailable; polling data_version instead")
+            }
+        }
     }
     loop {
         let Some(hub) = hub.upgrade() else { return };
@@ -443,6 +490,28 @@ mod inotify_watch {
     }
 }
 
+/// The path that asks for an in-memory store (see [`SqliteOptions::new`]).
+const MEMORY: &str = ":memory:";
+
+/// A name for a new in-memory database, unique in this process: SQLite's
+/// `memdb` VFS shares a database between every connection that opens the
+/// same name starting with `/`, and frees it when the last one closes.
+fn memory_uri() -> String {
+    use std::sync::atomic::AtomicU64;
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    format!(
+        "file:/alkstore-mem-{}-{}?vfs=memdb",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Whether `path` is a name [`memory_uri`] made.
+fn is_memory_uri(path: &Path) -> bool {
+    path.to_str()
+        .is_some_and(|p| p.starts_with("file:/alkstore-mem-") && p.ends_with("?vfs=memdb"))
+}
+
 /// Whether a SQLite path names an in-memory database.
 fn is_in_memory(path: &str) -> bool {
     path == ":memory:"
@@ -461,9 +530,9 @@ pub(crate) fn open_connection(opts: &SqliteOptions) -> Result<Connection> {
     if opts.create {
         flags |= OpenFlags::SQLITE_OPEN_CREATE;
     }
-    let conn = Connection::open_with_flags(&opts.path, flags).map_err(|e| Error::Connect {
-        source: format!("{}: {e}", opts.path.display()).into(),
-    })?;
+    let target = || format!("SQLite file {}", opts.path.display());
+    let conn =
+        Connection::open_with_flags(&opts.path, flags).map_err(|e| Error::connect(target(), e))?;
     let sync = if opts.synchronous_full {
         "FULL"
     } else {
@@ -483,15 +552,19 @@ pub(crate) fn open_connection(opts: &SqliteOptions) -> Result<Connection> {
     //   under a steady write load than the default 1,000.
     // cache_size=-65536 (64 MiB per connection): the claim index and hot
     //   rows of a large backlog stay in memory.
+    // In memory (no WAL there): the rollback journal in memory too, and
+    // nothing to sync.
+    let journal = if is_memory_uri(&opts.path) {
+        "journal_mode=MEMORY; PRAGMA synchronous=OFF"
+    } else {
+        &format!("journal_mode=WAL; PRAGMA synchronous={sync}")
+    };
     conn.execute_batch(&format!(
-        "PRAGMA journal_mode=WAL; PRAGMA synchronous={sync}; PRAGMA busy_timeout={busy_ms}; PRAGMA temp_store=MEMORY; PRAGMA wal_autocheckpoint=10000; PRAGMA cache_size=-65536;"
+        "PRAGMA {journal}; PRAGMA busy_timeout={busy_ms}; PRAGMA temp_store=MEMORY; PRAGMA wal_autocheckpoint=10000; PRAGMA cache_size=-65536;"
     ))
-    .map_err(|e| Error::Connect {
-        source: format!("{}: {e}", opts.path.display()).into(),
-    })?;
-    groups::register_functions(&conn).map_err(|e| Error::Connect {
-        source: format!("{}: registering SQL functions: {e}", opts.path.display()).into(),
-    })?;
+    .map_err(|e| Error::connect(target(), e))?;
+    groups::register_functions(&conn)
+        .map_err(|e| Error::connect(target(), format!("registering SQL functions: {e}")))?;
     conn.set_prepared_statement_cache_capacity(64);
     Ok(conn)
 }

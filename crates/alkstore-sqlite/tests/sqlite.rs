@@ -151,16 +151,90 @@ async fn a_write_waiting_for_a_lock_leaves_the_runtime_free() {
 /// An in-memory database would be a different, empty database on every
 /// connection: it is refused with a clear error instead of failing later.
 #[test]
-fn in_memory_databases_are_refused() {
-    for path in [
-        ":memory:",
-        "file::memory:?cache=shared",
-        "file:x?mode=memory",
-    ] {
+fn other_in_memory_forms_are_refused() {
+    for path in ["", "file::memory:?cache=shared", "file:x?mode=memory"] {
         let err = SqliteEngine::open(SqliteOptions::new(path)).expect_err(path);
         assert_eq!(err.kind(), ErrorKind::InvalidInput, "{path}: {err}");
-        assert!(err.to_string().contains("in-memory"), "{err}");
+        assert!(err.to_string().contains(":memory:"), "{err}");
     }
+    let mut existing_only = SqliteOptions::new(":memory:");
+    existing_only.create = false;
+    let err = SqliteEngine::open(existing_only).expect_err("a new one is empty");
+    assert_eq!(err.kind(), ErrorKind::NoStore, "{err}");
+}
+
+/// `:memory:` is one database shared by every connection of the engine
+/// (writer, readers): what one writes the others read; each open is a
+/// database of its own; and it leaves no file behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_stores_are_shared_by_the_engine_and_apart_from_each_other() {
+    use alkstore_core::stream::{NewEvent, StreamReadParams};
+    use alkstore_core::{JobClaimParams, QueueAdmin, QueueEngine, StreamEngine};
+    let cwd = std::env::current_dir().expect("cwd");
+    let before: Vec<_> = std::fs::read_dir(&cwd).expect("ls").collect();
+    let a = SqliteEngine::open(SqliteOptions::new(":memory:")).expect("open a");
+    let b = SqliteEngine::open(SqliteOptions::new(":memory:")).expect("open b");
+    assert_ne!(a.path(), b.path());
+    a.job_enqueue(vec![NewJob::new("q", b"1".to_vec())])
+        .await
+        .expect("enqueue");
+    // Reads on pooled read connections see the writer's commit.
+    let again = a.clone();
+    let stats = tokio::spawn(async move { again.queue_stats("q").await })
+        .await
+        .expect("join")
+        .expect("stats");
+    assert_eq!(stats.ready, 1);
+    assert_eq!(b.queue_stats("q").await.expect("stats b").ready, 0, "apart");
+    let jobs = a
+        .job_claim(JobClaimParams::new("q", "w", 10))
+        .await
+        .expect("claim");
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(
+        a.job_ack(vec![jobs[0].claim()]).await.expect("ack"),
+        vec![true]
+    );
+    let offsets = a
+        .stream_publish(NewEvent::new("s", b"e".to_vec()))
+        .await
+        .expect("publish");
+    let events = a
+        .stream_read(StreamReadParams::new("s", 0, 10))
+        .await
+        .expect("read");
+    assert_eq!(events.iter().map(|e| e.offset).collect::<Vec<_>>(), offsets);
+    assert!(b
+        .stream_read(StreamReadParams::new("s", 0, 10))
+        .await
+        .expect("read b")
+        .is_empty());
+
+    // Many readers and the writer at once: nothing fails for a lock.
+    let mut tasks = Vec::new();
+    for i in 0..8 {
+        let e = a.clone();
+        tasks.push(tokio::spawn(async move {
+            for j in 0..50 {
+                let job = NewJob::new("many", format!("{i}-{j}").into_bytes());
+                e.job_enqueue(vec![job]).await.expect("enqueue");
+                e.queue_stats("many").await.expect("stats");
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("task");
+    }
+    assert_eq!(a.queue_stats("many").await.expect("stats").ready, 400);
+
+    // A dropped store is gone: a new open starts empty.
+    let path = a.path().to_path_buf();
+    drop(a);
+    let c = SqliteEngine::open(SqliteOptions::new(":memory:")).expect("open c");
+    assert_ne!(c.path(), path);
+    assert_eq!(c.queue_stats("many").await.expect("stats").ready, 0);
+    let after: Vec<_> = std::fs::read_dir(&cwd).expect("ls").collect();
+    assert_eq!(before.len(), after.len(), "no file in {}", cwd.display());
 }
 
 /// Opening with `create: false` (read-only tools) never creates a file or
@@ -706,4 +780,38 @@ async fn other_connections_commits_wake_listeners_while_the_engine_writes() {
         "another connection's commit woke nobody while the engine wrote"
     );
     writer.await.expect("writer task");
+}
+
+/// What the rate limit promises across processes sharing a file (engines
+/// on one file stand in for them): never more than the limit per window
+/// in total. (No share per engine is promised; see `alkstore_core::rate`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_limits_hold_across_engines_on_one_file() {
+    use alkstore_core::rate::RateAcquireParams;
+    use alkstore_core::RateEngine;
+    use std::time::Duration;
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("rates.db");
+    let mut tasks = Vec::new();
+    for _ in 0..4 {
+        let engine = SqliteEngine::open(SqliteOptions::new(&path)).expect("open");
+        for _ in 0..4 {
+            let e = engine.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut admitted = 0;
+                for _ in 0..30 {
+                    let p = RateAcquireParams::new("smtp", 50, Duration::from_secs(86_400));
+                    if e.rate_acquire(p).await.expect("acquire").admitted {
+                        admitted += 1;
+                    }
+                }
+                admitted
+            }));
+        }
+    }
+    let mut total = 0;
+    for t in tasks {
+        total += t.await.expect("task");
+    }
+    assert_eq!(total, 50, "exactly the limit, over every engine");
 }

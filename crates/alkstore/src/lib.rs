@@ -26,6 +26,17 @@
 //! emails.ack(jobs.iter().map(|j| j.claim()).collect()).await?;
 //! # Ok(()) }
 //! ```
+//!
+//! # Names
+//!
+//! Every name (queue, stream, consumer, group, schedule, lock, channel,
+//! rate limit) and every unique key, event key and worker id is non-empty,
+//! at most 200 **bytes** of UTF-8 (`"é"` counts 2), and holds no NUL byte;
+//! anything else fails with [`ErrorKind::InvalidInput`] before anything is
+//! written. No other character is refused (spaces, `/`, `%` and control
+//! characters are stored as given), so a client that puts a name in an
+//! HTTP path (`alk serve`'s API) must percent-encode it. See
+//! [`validate_text`](alkstore_core::validate::validate_text).
 
 mod any;
 pub mod group;
@@ -60,6 +71,17 @@ pub use worker::{JobCtx, JobError, JobResult, Worker, WorkerOpts, WorkerReport};
 
 /// Resolves on SIGTERM (what Docker, Kubernetes and systemd send) or Ctrl-C:
 /// pass it to [`Worker::run_until`] for a graceful shutdown.
+///
+/// It takes over both signals for the whole process, from its first poll
+/// on: once it listens, SIGTERM and Ctrl-C no longer end the process, and
+/// the first of them is consumed here (it resolves this future, and every
+/// other `shutdown_signal()` future listening at that moment). A second
+/// signal is not turned back into the default "exit now". If the
+/// application handles signals itself, do not use this: pass your own
+/// future instead, for example one that waits on a
+/// [`tokio::sync::watch`] or `CancellationToken` your handler fires, so
+/// one handler decides and every worker, subscriber and group runner stops
+/// on it.
 ///
 /// ```no_run
 /// # async fn demo(worker: alkstore::Worker) -> alkstore::Result<()> {

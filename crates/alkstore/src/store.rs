@@ -31,6 +31,12 @@ impl Store {
     /// PostgreSQL URLs also take libpq's
     /// `sslmode=disable|prefer|require|verify-ca|verify-full` and
     /// `sslrootcert=PATH` (TLS needs the default `tls` feature).
+    ///
+    /// `sqlite://:memory:` opens an in-memory store (for tests): no file,
+    /// a database of its own per `open`, shared by this `Store`'s clones in
+    /// this process only, and gone when the last clone is dropped (when
+    /// its last connection closes). It runs without WAL: see
+    /// `alkstore::sqlite::SqliteOptions::new`.
     pub async fn open(url: &str) -> Result<Store> {
         Self::open_with(url, StoreOptions::default()).await
     }

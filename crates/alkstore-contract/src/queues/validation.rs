@@ -2,9 +2,10 @@
 
 use std::time::Duration;
 
+use alkstore_core::stream::NewEvent;
 use alkstore_core::{
     Claim, DeadListParams, EnqueueOpts, ErrorKind, JobClaimParams, JobRetryParams, NewJob,
-    QueueAdmin, QueueEngine, QueueOpts, RetryOutcome,
+    QueueAdmin, QueueEngine, QueueOpts, RetryOutcome, StreamEngine,
 };
 
 use super::support::{claim, enqueue_one, job, kind, live_count, secs};
@@ -111,6 +112,56 @@ pub async fn nul_bytes_are_rejected<H: Harness>(h: &H) {
     assert_eq!(e.job_ack(vec![j.claim()]).await.expect("ack"), vec![true]);
 }
 
+/// Names are limited in bytes of UTF-8, not characters: 100 × "é" (200
+/// bytes) is a name, 150 × "é" (150 characters, 300 bytes) is not, for a
+/// queue, a unique key, a worker and a stream alike. Any other character
+/// (spaces, `/`, `%`, control characters) is kept as given.
+pub async fn names_are_limited_to_200_bytes<H: Harness>(h: &H) {
+    let e = h.engine();
+    let fits = "é".repeat(100);
+    let long = "é".repeat(150);
+    assert_eq!((fits.len(), long.chars().count()), (200, 150));
+    let over = format!("{}x", "é".repeat(100));
+    for name in [long.as_str(), over.as_str()] {
+        let err = e
+            .job_enqueue(vec![job(name, "x")])
+            .await
+            .expect_err("more than 200 bytes");
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+        assert!(err.to_string().contains("200"), "names the limit: {err}");
+        let keyed = job("bytes", "x").with_opts(EnqueueOpts::default().unique_key(name));
+        assert_eq!(
+            kind(e.job_enqueue(vec![keyed]).await),
+            ErrorKind::InvalidInput
+        );
+        assert_eq!(
+            kind(e.job_claim(JobClaimParams::new("bytes", name, 1)).await),
+            ErrorKind::InvalidInput
+        );
+        assert_eq!(
+            kind(e.stream_publish(NewEvent::new(name, b"x".to_vec())).await),
+            ErrorKind::InvalidInput
+        );
+    }
+    assert_eq!(live_count(e, "bytes").await, 0, "nothing was written");
+
+    let odd = "a b/c%2F\u{1}\té";
+    for name in [fits.as_str(), odd] {
+        let keyed = job(name, "x").with_opts(EnqueueOpts::default().unique_key(name));
+        enqueue_one(e, keyed).await;
+        let got = claim(e, name, &fits, 1).await;
+        assert_eq!(got.len(), 1, "{name:?}");
+        assert_eq!(got[0].queue, name);
+        assert_eq!(
+            e.job_ack(vec![got[0].claim()]).await.expect("ack"),
+            vec![true]
+        );
+        e.stream_publish(NewEvent::new(name, b"x".to_vec()))
+            .await
+            .expect("a 200-byte stream name");
+    }
+}
+
 /// Every delay goes through one validation: enqueue, retry and snooze refuse
 /// the same out-of-range value, and a refused call changes nothing.
 pub async fn every_delay_has_one_limit<H: Harness>(h: &H) {
@@ -152,6 +203,7 @@ macro_rules! __queues_validation {
         $then! { @rows $args queues::validation [
             bad_input_is_rejected_and_writes_nothing,
             nul_bytes_are_rejected,
+            names_are_limited_to_200_bytes,
             every_delay_has_one_limit,
         ] }
     };

@@ -5,10 +5,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use alkstore::{Engine, JobCtx, QueueAdmin, Worker};
+use alkstore::{Engine, JobCtx, JobState, QueueAdmin, Worker};
 use tokio::sync::Notify;
 
-use super::support::reached;
+use super::support::{job, reached};
 use crate::RuntimeHarness;
 
 /// Resolves once a worker waits for a job of `queue`; fails after 30 s.
@@ -18,6 +18,23 @@ async fn until_waiting(store: &alkstore::Store, queue: &str) {
         assert!(
             tokio::time::Instant::now() < deadline,
             "no worker came to wait for {queue}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// The queue's stats once no job of it is processing (acks on their way
+/// have landed); fails after 30 s.
+async fn until_none_processing(queue: &alkstore::Queue) -> alkstore::QueueStats {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let stats = queue.stats().await.expect("stats");
+        if stats.processing == 0 {
+            return stats;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "a job stayed processing: {stats:?}"
         );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
@@ -47,9 +64,17 @@ pub async fn an_idle_worker_takes_jobs_straight_from_enqueue_calls<H: RuntimeHar
             // The worker woke (its offer was taken) and found nothing to
             // claim: the job waits for the queue to resume.
             until_waiting(&store, "direct").await;
-            let stats = queue.stats().await.expect("stats");
+            assert_eq!(
+                job(&store, held.id()).await.state,
+                JobState::Pending,
+                "paused: the job is not claimed"
+            );
+            // The third job ran, but its ack may still be on its way (the
+            // completer batches acks): wait for it, not for time.
+            let stats = until_none_processing(&queue).await;
             assert_eq!((stats.ready, stats.processing), (1, 0), "paused");
             assert_eq!(count.load(Ordering::SeqCst), 3);
+            assert_eq!(job(&store, held.id()).await.state, JobState::Pending);
             assert!(store.engine().queue_resume("direct").await.expect("resume"));
             reached(count.clone(), 4, notify.clone()).await;
             held.id()

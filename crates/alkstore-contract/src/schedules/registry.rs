@@ -82,7 +82,8 @@ pub async fn schedules_register_change_pause_resume_and_remove<H: Harness>(h: &H
 
 /// Invalid specs, unknown zones, empty names and queues, a catch-up of 0
 /// and a fire limit of 0 are `InvalidInput` whose message names the
-/// problem; no schedule appears.
+/// problem (a cron field out of range: which field, and what it takes); no
+/// schedule appears.
 pub async fn bad_schedule_input_is_refused_and_writes_nothing<H: Harness>(h: &H) {
     let e = h.engine();
     let cases = [
@@ -95,10 +96,25 @@ pub async fn bad_schedule_input_is_refused_and_writes_nothing<H: Harness>(h: &H)
             ScheduleSetParams::new("s", "* * * * * * *", "q"),
             "7 fields",
         ),
-        (ScheduleSetParams::new("s", "61 * * * *", "q"), "61"),
+        (
+            ScheduleSetParams::new("s", "61 * * * *", "q"),
+            "the minute field (field 1) is \"61\"",
+        ),
+        (
+            ScheduleSetParams::new("s", "61 * * * *", "q"),
+            "the minute takes 0-59",
+        ),
         (
             ScheduleSetParams::new("s", "0 0 31 13 *", "q"),
-            "schedule spec",
+            "the month takes 1-12",
+        ),
+        (
+            ScheduleSetParams::new("s", "60 0 * * * *", "q"),
+            "the second takes 0-59",
+        ),
+        (
+            ScheduleSetParams::new("s", "0 0 * * 8", "q"),
+            "the day of week takes 0-7",
         ),
         (
             ScheduleSetParams::new("s", "0 9 * * *", "q").tz("Mars/Olympus"),

@@ -47,7 +47,8 @@ pub struct Notification {
 /// Parameters of `notify`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NotifyParams {
-    /// The channel (non-empty, at most 200 characters).
+    /// The channel (a name: non-empty, at most 200 bytes, no NUL; see
+    /// [`validate_text`]).
     pub channel: String,
     /// The payload (text, at most [`MAX_NOTIFY_PAYLOAD`] bytes).
     pub payload: String,

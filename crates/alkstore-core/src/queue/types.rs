@@ -105,7 +105,8 @@ impl EnqueueOpts {
 /// against their clock.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewJob {
-    /// Queue name (non-empty, at most 200 characters).
+    /// Queue name (non-empty, at most 200 bytes of UTF-8, no NUL: see
+    /// [`validate_text`](crate::validate::validate_text)).
     pub queue: String,
     /// Opaque payload bytes, stored byte for byte.
     pub payload: Vec<u8>,

@@ -14,7 +14,9 @@ use super::{RateAcquireParams, RateDecision};
 pub trait RateEngine: Engine {
     /// Admit one call of `name` if fewer than `limit` were admitted in the
     /// current window; never more than `limit` per window, under any
-    /// concurrency. A refusal counts nothing.
+    /// concurrency. A refusal counts nothing. First come, first served:
+    /// no caller or process is promised a share or a turn (see the
+    /// [module](super) docs).
     fn rate_acquire(
         &self,
         params: RateAcquireParams,

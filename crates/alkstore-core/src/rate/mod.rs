@@ -9,6 +9,27 @@
 //!
 //! Throttling a queue: call it in the handler and snooze the job until the
 //! window resets when it is refused.
+//!
+//! # What it promises, and what not
+//!
+//! Promised: at most `limit` admissions per window of `name`, counted
+//! over every caller of every process of the store. Windows are cut by the
+//! store's clock: the database server's on PostgreSQL, the calling
+//! process's system clock on SQLite (the processes that share a SQLite
+//! file share its host, so they read one clock).
+//!
+//! Not promised: any share per caller or per process, or any order among
+//! callers. A call is admitted or refused at once; nothing waits in a
+//! queue, and a refused call is not remembered, so the next window's
+//! admissions go to whichever calls reach the database first. On SQLite the
+//! processes take the file's write lock in no particular order (SQLite's
+//! busy wait, not a queue), and a process whose writer is committing
+//! carries its own waiting callers in the same transaction, so one process
+//! can take most or all of a window while another gets nothing (in one
+//! test, one of four processes took 179 of 220 admissions and another
+//! none); tasks of one process share it just as unevenly. Where shares
+//! matter, give each process or caller its own name with its own part of
+//! the limit.
 
 mod driver;
 mod engine;

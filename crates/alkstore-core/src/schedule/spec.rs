@@ -96,12 +96,7 @@ impl Spec {
                 ));
             }
         }
-        let cron = CronParser::builder()
-            .seconds(Seconds::Optional)
-            .year(Year::Disallowed)
-            .build()
-            .parse(text)
-            .map_err(|e| invalid(spec, e))?;
+        let cron = parse_cron(text).map_err(|e| invalid(spec, cron_error(text, e)))?;
         let parsed = Spec {
             kind: Kind::Cron(Box::new(cron), zone),
         };
@@ -133,6 +128,56 @@ impl Spec {
             }
         }
     }
+}
+
+/// `text` through `croner`: 5 or 6 fields (seconds first), or a nickname.
+fn parse_cron(text: &str) -> std::result::Result<Cron, croner::errors::CronError> {
+    CronParser::builder()
+        .seconds(Seconds::Optional)
+        .year(Year::Disallowed)
+        .build()
+        .parse(text)
+}
+
+/// Each cron field's name and what it takes, in order (5 fields: minute
+/// first; 6 fields: second first).
+const CRON_FIELDS: [(&str, &str); 6] = [
+    ("second", "0-59"),
+    ("minute", "0-59"),
+    ("hour", "0-23"),
+    ("day of month", "1-31 (or L, or nW)"),
+    ("month", "1-12 or JAN-DEC"),
+    (
+        "day of week",
+        "0-7 (0 and 7 are Sunday) or SUN-SAT (or nL, n#k)",
+    ),
+];
+
+/// `croner`'s error for `text`, naming the first field that is wrong on
+/// its own (every other field set to `*`) and what that field takes.
+fn cron_error(text: &str, err: croner::errors::CronError) -> String {
+    let fields: Vec<&str> = text.split_whitespace().collect();
+    let names = &CRON_FIELDS[CRON_FIELDS.len() - fields.len().min(CRON_FIELDS.len())..];
+    for (i, (field, (name, takes))) in fields.iter().zip(names).enumerate() {
+        let alone: Vec<&str> = (0..fields.len())
+            .map(|j| if j == i { *field } else { "*" })
+            .collect();
+        if let Err(e) = parse_cron(&alone.join(" ")) {
+            return format!(
+                "the {name} field (field {}) is {field:?}: {}; the {name} takes {takes}",
+                i + 1,
+                croner_reason(&e)
+            );
+        }
+    }
+    croner_reason(&err)
+}
+
+/// `croner`'s message without its "Component error: " prefix and final dot.
+fn croner_reason(e: &croner::errors::CronError) -> String {
+    let text = e.to_string();
+    let text = text.strip_prefix("Component error: ").unwrap_or(&text);
+    text.trim_end_matches('.').to_string()
 }
 
 /// `@every`'s argument: ` <n><unit>` → milliseconds.
@@ -272,6 +317,50 @@ mod tests {
         assert!(refused("* * * 13 *", None).contains("schedule spec"));
         assert!(refused("0 0 30 2 *", None).contains("never matches"));
         assert!(refused("0 9 * * *", Some("Mars/Olympus")).contains("IANA"));
+    }
+
+    #[test]
+    fn out_of_range_cron_fields_are_named_with_their_range() {
+        for (spec, field, range) in [
+            ("61 * * * *", "the minute field (field 1) is \"61\"", "0-59"),
+            ("* 24 * * *", "the hour field (field 2) is \"24\"", "0-23"),
+            (
+                "0 0 32 * *",
+                "the day of month field (field 3) is \"32\"",
+                "1-31",
+            ),
+            ("0 0 1 13 *", "the month field (field 4) is \"13\"", "1-12"),
+            (
+                "0 0 * * 8",
+                "the day of week field (field 5) is \"8\"",
+                "0-7",
+            ),
+            (
+                "0 0 * * 1-9",
+                "the day of week field (field 5) is \"1-9\"",
+                "0-7",
+            ),
+            (
+                "60 0 0 * * *",
+                "the second field (field 1) is \"60\"",
+                "0-59",
+            ),
+            (
+                "0 61 0 * * *",
+                "the minute field (field 2) is \"61\"",
+                "0-59",
+            ),
+            (
+                "*/5 0 * * MON-FRI,X",
+                "the day of week field (field 5)",
+                "SUN-SAT",
+            ),
+        ] {
+            let text = refused(spec, None);
+            assert!(text.contains(field), "{spec}: {text}");
+            assert!(text.contains(range), "{spec}: {text}");
+            assert!(!text.contains("Component error"), "{spec}: {text}");
+        }
     }
 
     proptest! {

@@ -76,9 +76,10 @@ impl NotifyDriver for PgEngine {
         if came_up == Ok(true) {
             Ok(())
         } else {
-            Err(Error::Connect {
-                source: "the LISTEN connection did not come up within 10 s".into(),
-            })
+            Err(Error::connect(
+                self.inner.target.clone(),
+                "the LISTEN connection did not come up within 10 s",
+            ))
         }
     }
 
