@@ -14,10 +14,10 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::error::{ApiResult, ErrorBody};
+use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::payload::decode;
-use crate::queues::{batch_limit, Count};
+use crate::queues::{batch_limit, Count, MAX_BATCH};
 use crate::AppState;
 
 pub(crate) fn routes() -> OpenApiRouter<AppState> {
@@ -215,9 +215,26 @@ pub struct GroupDeadQuery {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GroupDeadSelectRequest {
-    /// Only these offsets (default: every dead letter of the group).
+    /// Only these offsets, at most 1,000 (absent: every dead letter of the
+    /// group; an empty list: none).
     #[schema(max_items = 1000)]
     pub offsets: Option<Vec<i64>>,
+}
+
+impl GroupDeadSelectRequest {
+    /// The offsets for the store (empty: all of the group's), or `None`
+    /// when the request names none.
+    fn offsets(self) -> ApiResult<Option<Vec<i64>>> {
+        match self.offsets {
+            None => Ok(Some(Vec::new())),
+            Some(o) if o.is_empty() => Ok(None),
+            Some(o) if o.len() > MAX_BATCH => Err(ApiError::invalid(
+                "offsets",
+                format!("at most {MAX_BATCH} offsets in one call"),
+            )),
+            Some(o) => Ok(Some(o)),
+        }
+    }
 }
 
 /// List a group's dead letters.
@@ -266,7 +283,9 @@ async fn group_dead_requeue(
     ApiPath(group): ApiPath<String>,
     ApiJson(req): ApiJson<GroupDeadSelectRequest>,
 ) -> ApiResult<Json<Count>> {
-    let offsets = req.offsets.unwrap_or_default();
+    let Some(offsets) = req.offsets()? else {
+        return Ok(Json(Count { count: 0 }));
+    };
     let count = app
         .store
         .engine()
@@ -289,7 +308,9 @@ async fn group_dead_purge(
     ApiPath(group): ApiPath<String>,
     ApiJson(req): ApiJson<GroupDeadSelectRequest>,
 ) -> ApiResult<Json<Count>> {
-    let offsets = req.offsets.unwrap_or_default();
+    let Some(offsets) = req.offsets()? else {
+        return Ok(Json(Count { count: 0 }));
+    };
     let count = app
         .store
         .engine()

@@ -917,6 +917,18 @@ async fn group_dead_letters_list_requeue_and_purge(api: Api) {
         )
         .await;
     assert_eq!(purged, json!({"count": 1}));
+    let (_, none) = api
+        .post("/api/v1/groups/billing/dead/purge", json!({"offsets": []}))
+        .await;
+    assert_eq!(none, json!({"count": 0}), "an empty list names none");
+    let many: Vec<i64> = (1..=1001).collect();
+    let (s, v) = api
+        .post(
+            "/api/v1/groups/billing/dead/purge",
+            json!({"offsets": many}),
+        )
+        .await;
+    assert_eq!((s, field(&v)), (StatusCode::BAD_REQUEST, "offsets"), "{v}");
     let (_, purged) = api
         .post("/api/v1/groups/billing/dead/purge", json!({}))
         .await;
