@@ -1123,7 +1123,7 @@
                 h('td', { class: 'num', text: fmtInt(d.attempts) }),
                 h('td', { title: iso(d.failed_at), text: fmtTime(d.failed_at) }),
                 h('td', { class: 'truncate', title: d.error, text: d.error }),
-                h('td', { class: 'mono truncate', text: preview(d.payload, d.payload_base64) }),
+                h('td', { class: 'mono truncate', testid: 'group-dead-payload', text: preview(d.payload, d.payload_base64) }),
                 h('td', { class: 'actions' },
                   d.requeued ? h('span', { class: 'pill', title: 'waiting for the worker holding its bucket', text: 'requeued' }) : null,
                   h('button', { testid: 'group-dead-requeue', disabled: d.requeued || S.busy.has(`gdead:${name}:requeue:${d.offset}`),
