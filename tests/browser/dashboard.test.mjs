@@ -578,7 +578,6 @@ await step('at 800 px wide the dead-letter badge is fully visible', async () => 
       out.noSideScroll = document.documentElement.scrollWidth <= innerWidth;
       return out;
     });
-    if (process.env.ALK_SHOT_800) await page.screenshot({ path: path.join(ARTIFACTS, 'at-800.png') });
     assert(seen.inViewport && seen.clippedBy === null && seen.onTop && seen.noSideScroll && seen.textFits,
       `the badge is within the window, unclipped and on top: ${JSON.stringify(seen)}`);
   } finally {
