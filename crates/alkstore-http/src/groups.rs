@@ -4,8 +4,8 @@
 
 use alkstore::prelude::*;
 use alkstore_core::group::{
-    BucketStatus, GroupDead, GroupDeadListParams, GroupDeadPurgeParams, GroupDeadRequeueParams,
-    GroupInfo,
+    validate_group_name, BucketStatus, GroupDead, GroupDeadListParams, GroupDeadPurgeParams,
+    GroupDeadRequeueParams, GroupInfo,
 };
 use axum::extract::State;
 use axum::Json;
@@ -283,6 +283,7 @@ async fn group_dead_requeue(
     ApiPath(group): ApiPath<String>,
     ApiJson(req): ApiJson<GroupDeadSelectRequest>,
 ) -> ApiResult<Json<Count>> {
+    validate_group_name(&group)?;
     let Some(offsets) = req.offsets()? else {
         return Ok(Json(Count { count: 0 }));
     };
@@ -308,6 +309,7 @@ async fn group_dead_purge(
     ApiPath(group): ApiPath<String>,
     ApiJson(req): ApiJson<GroupDeadSelectRequest>,
 ) -> ApiResult<Json<Count>> {
+    validate_group_name(&group)?;
     let Some(offsets) = req.offsets()? else {
         return Ok(Json(Count { count: 0 }));
     };

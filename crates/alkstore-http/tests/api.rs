@@ -921,6 +921,9 @@ async fn group_dead_letters_list_requeue_and_purge(api: Api) {
         .post("/api/v1/groups/billing/dead/purge", json!({"offsets": []}))
         .await;
     assert_eq!(none, json!({"count": 0}), "an empty list names none");
+    let long = format!("/api/v1/groups/{}/dead/purge", "g".repeat(201));
+    let (s, v) = api.post(&long, json!({"offsets": []})).await;
+    assert_eq!((s, field(&v)), (StatusCode::BAD_REQUEST, "group"), "{v}");
     let many: Vec<i64> = (1..=1001).collect();
     let (s, v) = api
         .post(
