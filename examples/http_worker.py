@@ -9,12 +9,17 @@ standard library only.
 
 Set ALK_URL (default http://127.0.0.1:7878) and, for a server started with
 --token, ALK_TOKEN.
+
+Queue names are taken as they are (any text up to 200 bytes), so every name
+goes into a URL path percent-encoded (`path_part`): a name with a space, a
+slash or a `?` would otherwise reach another route, or none.
 """
 
 import json
 import os
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 
 URL = os.environ.get("ALK_URL", "http://127.0.0.1:7878").rstrip("/")
@@ -32,6 +37,11 @@ class ApiError(Exception):
         self.field = err.get("field")
 
 
+def path_part(name):
+    """A name as one URL path segment: every reserved character encoded."""
+    return urllib.parse.quote(name, safe="")
+
+
 def call(method, path, body=None, timeout=60):
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(URL + path, data=data, method=method)
@@ -47,17 +57,17 @@ def call(method, path, body=None, timeout=60):
 
 
 def enqueue(queue, payload, **opts):
-    return call("POST", f"/api/v1/queues/{queue}/jobs", {"payload": payload, **opts})
+    return call("POST", f"/api/v1/queues/{path_part(queue)}/jobs", {"payload": payload, **opts})
 
 
 def enqueue_batch(queue, payloads):
     jobs = [{"payload": p} for p in payloads]
-    return call("POST", f"/api/v1/queues/{queue}/jobs/batch", {"jobs": jobs})["jobs"]
+    return call("POST", f"/api/v1/queues/{path_part(queue)}/jobs/batch", {"jobs": jobs})["jobs"]
 
 
 def claim(queue, worker, limit=10, wait_ms=5000):
     body = {"worker": worker, "limit": limit, "wait_ms": wait_ms}
-    return call("POST", f"/api/v1/queues/{queue}/claim", body)["jobs"]
+    return call("POST", f"/api/v1/queues/{path_part(queue)}/claim", body)["jobs"]
 
 
 def ack(job, worker):
@@ -88,13 +98,18 @@ def work(queue, handler, worker=None, stop=lambda: False):
     return done
 
 
+def stats(queue):
+    return call("GET", f"/api/v1/queues/{path_part(queue)}")
+
+
 def demo():
-    queue = "py-demo"
+    # A name with a space, a slash, `?`, `#` and `%`: it works only encoded.
+    queue = "py demo: bad queue name!/?#%"
     ids = [j["id"] for j in enqueue_batch(queue, [{"n": i, "flaky": i % 5 == 0} for i in range(50)])]
     assert len(ids) == 50, ids
     # A bad request says which field is wrong.
     try:
-        call("POST", f"/api/v1/queues/{queue}/claim", {"worker": "py", "limit": 0})
+        call("POST", f"/api/v1/queues/{path_part(queue)}/claim", {"worker": "py", "limit": 0})
         raise SystemExit("limit 0 was accepted")
     except ApiError as e:
         assert e.status == 400 and e.field == "limit", e
@@ -106,13 +121,19 @@ def demo():
         seen.add(payload["n"])
 
     def stop():
-        stats = call("GET", f"/api/v1/queues/{queue}")
-        return len(seen) == 50 and stats["ready"] + stats["scheduled"] + stats["processing"] == 0
+        s = stats(queue)
+        return len(seen) == 50 and s["ready"] + s["scheduled"] + s["processing"] == 0
 
     work(queue, handler, stop=stop)
-    stats = call("GET", f"/api/v1/queues/{queue}")
-    assert stats["dead"] == 0, stats
-    print(f"python worker: 50 jobs done over HTTP, 10 of them after one retry; queue {stats}")
+    s = stats(queue)
+    assert s["dead"] == 0 and s["queue"] == queue, s
+    # A queue nothing was enqueued on is 404 (not zeros).
+    try:
+        stats(queue + " (never used)")
+        raise SystemExit("an unused queue read as existing")
+    except ApiError as e:
+        assert e.status == 404 and e.code == "not_found", e
+    print(f"python worker: 50 jobs done over HTTP, 10 of them after one retry; queue {s}")
 
 
 def main(argv):

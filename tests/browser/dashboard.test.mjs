@@ -98,12 +98,13 @@ const sel = (testid, extra = '') => `[data-testid="${testid}"]${extra}`;
 const withoutDatabaseUrl = { ...process.env };
 delete withoutDatabaseUrl.DATABASE_URL;
 
-function groupWorker(name) {
+function groupWorker(name, { group = 'dash', stream = 'orders', buckets = 8, extra = [] } = {}) {
   const child = spawn(ALK, [
     '--db', DB, 'test-group-worker',
-    '--group', 'dash', '--stream', 'orders',
-    '--buckets', '8', '--name', name,
+    '--group', group, '--stream', stream,
+    '--buckets', String(buckets), '--name', name,
     '--ttl-ms', '2000', '--heartbeat-ms', '300',
+    ...extra,
   ], { stdio: ['ignore', 'ignore', 'pipe'], env: withoutDatabaseUrl });
   let err = '';
   child.stderr.on('data', (d) => { err = (err + d).slice(-2000); });
@@ -281,6 +282,128 @@ await step('dead letters: a failed job is listed, shown in detail, and requeued 
   assert(q.dead === 0 && q.ready === 1, `billing after requeue: dead 0, ready 1; got dead ${q.dead}, ready ${q.ready}`);
 });
 
+// Accept the next window.confirm() (playwright dismisses dialogs unless told).
+const acceptNextDialog = () => page.once('dialog', (d) => d.accept());
+
+// The nav's dead-letter badge as a number (0 when hidden).
+const badgeCount = async () => {
+  const b = page.locator('#nav-dead-count');
+  if (await b.isHidden()) return 0;
+  return Number((await b.textContent()).replace(/,/g, ''));
+};
+
+await step('dead letters: a consumer group\'s are counted in the badge, listed, requeued and purged', async () => {
+  // A worker whose handler fails every event keyed "poison": one run each,
+  // then the group's dead letters.
+  const poisoned = groupWorker('poisoned', { group: 'ledger-dash', stream: 'ledger', buckets: 2, extra: ['--fail-key', 'poison'] });
+  const pub = await api('POST', '/api/v1/streams/ledger/events', { events: [
+    { key: 'poison', payload: { entry: 1 } }, { key: 'fine', payload: { entry: 2 } }, { key: 'poison', payload: { entry: 3 } },
+  ] });
+  const deadOf = async () => ((await api('GET', '/api/v1/groups')).groups.find((g) => g.group === 'ledger-dash') || {}).dead;
+  await waitFor('2 dead letters in group ledger-dash', async () => {
+    const n = await deadOf();
+    return { ok: n === 2, seen: n };
+  });
+  const queuesDead = (await api('GET', '/api/v1/queues')).queues.reduce((n, q) => n + q.dead, 0);
+  await goto('#/dead');
+  const row = page.locator(sel('dead-group-row', '[data-group="ledger-dash"]'));
+  await waitFor('group ledger-dash listed with 2 dead letters, and the badge counts them', async () => {
+    const seen = { count: await text(row.locator(sel('dead-group-count'))), badge: await badgeCount() };
+    return { ok: seen.count === '2' && seen.badge === queuesDead + 2, seen };
+  });
+  await row.locator('a').click();
+  const rows = page.locator(sel('group-dead-row'));
+  await waitFor('both dead letters listed, lowest offset first', async () => {
+    const offsets = await rows.evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-offset'))));
+    return { ok: offsets.join() === [pub.offsets[0], pub.offsets[2]].join(), seen: offsets };
+  });
+  const first = page.locator(sel('group-dead-row', `[data-offset="${pub.offsets[0]}"]`));
+  assert(/"entry":1/.test(await text(first.locator(sel('group-dead-payload')))), 'the payload is shown');
+  // Requeue one: its bucket's holder runs it again (and it fails again).
+  await page.locator(sel('group-dead-row', `[data-offset="${pub.offsets[2]}"]`)).locator(sel('group-dead-requeue')).click();
+  await waitFor('the requeue reported', async () => {
+    const t = await text(page.locator('#toast'));
+    return { ok: t === 'Requeued 1 dead letter', seen: t };
+  });
+  // Purge one, then the rest.
+  acceptNextDialog();
+  await first.locator(sel('group-dead-purge')).click();
+  await waitFor(`dead letter ${pub.offsets[0]} purged`, async () => {
+    const n = await deadOf();
+    return { ok: n === 1 && (await first.count()) === 0, seen: n };
+  });
+  await waitFor('the purge-all button enabled', async () => {
+    const d = await page.locator(sel('group-dead-purge-all')).isDisabled();
+    return { ok: !d, seen: d };
+  });
+  acceptNextDialog();
+  await page.locator(sel('group-dead-purge-all')).click();
+  await waitFor('no dead letters left in the group', async () => {
+    const n = await deadOf();
+    return { ok: n === 0 && (await page.locator(sel('group-dead-empty')).count()) === 1, seen: n };
+  });
+  await goto('#/dead');
+  await waitFor('no group listed with dead letters', async () => {
+    const n = await page.locator(sel('group-dead-none')).count();
+    return { ok: n === 1, seen: n };
+  });
+  poisoned.kill('SIGTERM');
+  const events = (await api('GET', '/api/v1/streams/ledger/events')).events.length;
+  assert(events === 3, `the events stay in the stream: ${events}`);
+});
+
+await step('jobs: retryable and scheduled jobs say so; a dead one shows no claim', async () => {
+  const q = 'states';
+  const { id: later } = await api('POST', `/api/v1/queues/${q}/jobs`, { payload: { first: 'later' }, delay_ms: 3_600_000 });
+  await api('POST', `/api/v1/queues/${q}/jobs/batch`, { jobs: [{ payload: { n: 1 } }, { payload: { n: 2 } }] });
+  const claimed = await api('POST', `/api/v1/queues/${q}/claim`, { worker: 'browser-test', limit: 2 });
+  assert(claimed.jobs.length === 2, `claimed 2, got ${claimed.jobs.length}`);
+  const [again, dead] = claimed.jobs;
+  await api('POST', `/api/v1/jobs/${again.id}/retry`, { worker: 'browser-test', token: again.token, error: 'try later', delay_ms: 3_600_000 });
+  await api('POST', `/api/v1/jobs/${dead.id}/fail`, { worker: 'browser-test', token: dead.token, error: 'gone' });
+  await goto(`#/queues/${q}`);
+  const stateOf = (id) => page.locator(sel('job-row', `[data-job-id="${id}"]`)).locator(sel('job-state')).getAttribute('data-state', { timeout: 1000 });
+  await waitFor('the delayed job shown scheduled, the retried one retryable', async () => {
+    const seen = { scheduled: await stateOf(later), retryable: await stateOf(again.id) };
+    return { ok: seen.scheduled === 'scheduled' && seen.retryable === 'retryable', seen };
+  });
+  await goto(`#/jobs/${dead.id}`);
+  await waitFor(`job ${dead.id} shown dead without a claim expiry`, async () => {
+    const details = await text(page.locator(sel('job-details')));
+    const state = await page.locator(sel('job-state')).first().getAttribute('data-state', { timeout: 1000 });
+    return { ok: state === 'dead' && !!details && !details.includes('Claim expires'), seen: { state, details } };
+  });
+});
+
+await step('jobs: an acked job\'s page explains that finished jobs are deleted', async () => {
+  const { id } = await api('POST', '/api/v1/queues/quick/jobs', { payload: { n: 1 } });
+  const c = await api('POST', '/api/v1/queues/quick/claim', { worker: 'browser-test' });
+  assert(c.jobs.length === 1 && c.jobs[0].id === id, 'claimed the job');
+  await api('POST', `/api/v1/jobs/${id}/ack`, { worker: 'browser-test', token: c.jobs[0].token });
+  await page.goto(`${BASE}/#/jobs/${id}`);
+  await waitFor(`job ${id}: the page says why it is gone`, async () => {
+    const t = await text(page.locator(sel('view-error')));
+    return { ok: !!t && t.includes('deleted when it is acked, unless its queue keeps completed jobs'), seen: t };
+  });
+});
+
+await step('queues: a name with spaces and URL characters works throughout', async () => {
+  const name = 'bad queue name!/?#%';
+  const { id } = await api('POST', `/api/v1/queues/${encodeURIComponent(name)}/jobs`, { payload: { odd: true } });
+  await goto('#/queues');
+  const row = page.locator(sel('queue-row')).filter({ has: page.locator(`a[href="#/queues/${encodeURIComponent(name)}"]`) });
+  await waitFor('the queue listed under its own name', async () => {
+    const q = await row.getAttribute('data-queue', { timeout: 1000 });
+    return { ok: q === name && (await text(row.locator(sel('count-ready')))) === '1', seen: q };
+  });
+  await row.locator('a').first().click();
+  await waitFor(`job ${id} listed on the queue's page`, async () => {
+    const n = await page.locator(sel('job-row', `[data-job-id="${id}"]`)).count();
+    const h1 = await text(page.locator('h1'));
+    return { ok: n === 1 && h1 === name, seen: { n, h1 } };
+  });
+});
+
 let alpha = null;
 await step('groups: the bucket grid shows two owners, then the survivor of a SIGKILL', async () => {
   const events = Array.from({ length: 200 }, (_, i) => ({ key: `customer-${i % 25}`, payload: { order: i } }));
@@ -426,6 +549,40 @@ await step('the chart turns the store\'s buckets into per-second rates', async (
   assert(p970 && p970.v === 0, `an absent bucket is 0/s; got ${JSON.stringify(p970)}`);
   const last = r[r.length - 1];
   assert(last.t === 1_000_000 && last.v === 7 / 4, `the filling bucket at now: 1.75/s; got ${JSON.stringify(last)}`);
+});
+
+await step('at 800 px wide the dead-letter badge is fully visible', async () => {
+  // A three-digit count: the widest badge a busy store shows.
+  await api('POST', '/api/v1/queues/narrow/jobs/batch', { jobs: Array.from({ length: 120 }, (_, i) => ({ payload: i })) });
+  const c = await api('POST', '/api/v1/queues/narrow/claim', { worker: 'browser-test', limit: 120 });
+  await Promise.all(c.jobs.map((j) => api('POST', `/api/v1/jobs/${j.id}/fail`, { worker: 'browser-test', token: j.token, error: 'for the badge' })));
+  await page.setViewportSize({ width: 800, height: 600 });
+  try {
+    await goto('#/queues');
+    await waitFor('the badge shown', async () => ({ ok: (await badgeCount()) > 0, seen: await badgeCount() }));
+    const seen = await page.evaluate(() => {
+      const badge = document.getElementById('nav-dead-count');
+      const r = badge.getBoundingClientRect();
+      const out = { badge: [r.left, r.top, r.right, r.bottom].map(Math.round), viewport: [innerWidth, innerHeight], clippedBy: null };
+      out.inViewport = r.width > 0 && r.height > 0 && r.left >= 0 && r.top >= 0 && r.right <= innerWidth && r.bottom <= innerHeight;
+      for (let el = badge.parentElement; el && el !== document.documentElement; el = el.parentElement) {
+        const cs = getComputedStyle(el);
+        if (cs.overflowX === 'visible' && cs.overflowY === 'visible') continue;
+        const p = el.getBoundingClientRect();
+        if (r.left < p.left || r.right > p.right || r.top < p.top || r.bottom > p.bottom) out.clippedBy = el.tagName + '.' + el.className;
+      }
+      // Its own text fits it (a squeezed badge cuts its digits).
+      out.textFits = badge.scrollWidth <= badge.clientWidth && badge.scrollHeight <= badge.clientHeight;
+      const hit = document.elementFromPoint((r.left + r.right) / 2, (r.top + r.bottom) / 2);
+      out.onTop = hit === badge;
+      out.noSideScroll = document.documentElement.scrollWidth <= innerWidth;
+      return out;
+    });
+    assert(seen.inViewport && seen.clippedBy === null && seen.onTop && seen.noSideScroll && seen.textFits,
+      `the badge is within the window, unclipped and on top: ${JSON.stringify(seen)}`);
+  } finally {
+    await page.setViewportSize({ width: 1280, height: 800 });
+  }
 });
 
 await step('no script errors or CSP violations on the page', async () => {

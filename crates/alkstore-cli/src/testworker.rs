@@ -92,6 +92,10 @@ pub(crate) struct TestGroupWorkerArgs {
     /// process start-up (as the peers connect before their clocks start).
     #[arg(long)]
     gate: bool,
+    /// Events with this key fail every run: each goes to the group's dead
+    /// letters after one run (for the dashboard's browser test).
+    #[arg(long)]
+    fail_key: Option<String>,
 }
 
 /// A consumer-group worker for the multi-process tests: logs every handled
@@ -112,11 +116,18 @@ pub(crate) async fn run_group(db: &str, args: TestGroupWorkerArgs) -> Result<()>
     if args.gate {
         wait_for_go()?;
     }
-    let opts = GroupOpts {
+    let mut opts = GroupOpts {
         ttl: Duration::from_millis(args.ttl_ms),
         heartbeat: Duration::from_millis(args.heartbeat_ms),
         ..GroupOpts::default()
     };
+    if args.fail_key.is_some() {
+        opts.on_error = alkstore::stream::OnError::Retry {
+            attempts: 1,
+            backoff: Duration::from_millis(10),
+        };
+    }
+    let fail_key = args.fail_key;
     let report = store
         .group(args.group)
         .stream(args.stream)
@@ -125,6 +136,10 @@ pub(crate) async fn run_group(db: &str, args: TestGroupWorkerArgs) -> Result<()>
         .opts(opts)
         .run(
             move |e: GroupEvent| {
+                if fail_key.is_some() && e.event.key == fail_key {
+                    let failed = std::io::Error::other("test-group-worker: --fail-key");
+                    return std::future::ready(Err(failed));
+                }
                 let Some(file) = &file else {
                     return std::future::ready(Ok(()));
                 };

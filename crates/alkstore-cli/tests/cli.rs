@@ -330,7 +330,7 @@ fn json_output_has_raw_numbers_and_text_has_rfc3339() {
     let job = &jobs.as_array().expect("an array")[0];
     assert_eq!(job["payload"], r#"{"to":"a"}"#);
     assert_eq!(job["payload_encoding"], "utf8");
-    assert_eq!(job["state"], "pending");
+    assert_eq!(job["state"], "scheduled", "first run due later");
     let run_at = job["run_at"].as_i64().expect("unix seconds");
     let created = job["created_at"].as_i64().expect("unix seconds");
     assert!((299..=301).contains(&(run_at - created)), "{job}");
@@ -1193,4 +1193,60 @@ fn jobs_help_explains_id_jumps() {
     let (_dir, db) = temp_db();
     let help = stdout(&alk(&db, &["jobs", "--help"]));
     assert!(help.contains("blocks of 1,024"), "{help}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn job_states_show_retryable_and_scheduled_and_no_stale_claim() {
+    let (_dir, db) = temp_db();
+    let hour = Duration::from_secs(3600);
+    let (scheduled, retryable, dead, completed) = {
+        let store = Store::open(&db).await.expect("open");
+        let q = store.queue("q");
+        let retryable = q.enqueue(&1).await.expect("enqueue").id();
+        let dead = q.enqueue(&2).await.expect("enqueue").id();
+        for job in q.claim("w", 2).await.expect("claim") {
+            if job.id == retryable {
+                q.retry_after(job.claim(), "try later", hour)
+                    .await
+                    .expect("retry");
+            } else {
+                assert!(q.fail(job.claim(), "boom").await.expect("fail"));
+            }
+        }
+        let scheduled = q
+            .enqueue_with(&3, alkstore::EnqueueOpts::default().delay(hour))
+            .await
+            .expect("enqueue")
+            .id();
+        let kept = store.queue_with(
+            "kept",
+            QueueOpts {
+                keep_completed: Some(hour),
+                ..QueueOpts::default()
+            },
+        );
+        kept.enqueue(&4).await.expect("enqueue");
+        let job = kept.claim("w", 1).await.expect("claim").remove(0);
+        assert_eq!(kept.ack(vec![job.claim()]).await.expect("ack"), vec![true]);
+        (scheduled, retryable, dead, job.id)
+    };
+    let state = |id: i64| alk_json(&db, &["job", &id.to_string()])["state"].clone();
+    assert_eq!(state(retryable), "retryable", "waits out a backoff");
+    assert_eq!(state(scheduled), "scheduled", "first run due later");
+    let text = stdout(&alk(&db, &["job", &retryable.to_string()]));
+    assert!(text.contains("state:            retryable"), "{text}");
+    let table = stdout(&alk(&db, &["jobs", "--queue", "q"]));
+    for (id, want) in [(retryable, "retryable"), (scheduled, "scheduled")] {
+        let row = table
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(&id.to_string()))
+            .unwrap_or_else(|| panic!("row {id}: {table}"));
+        assert_eq!(row.split_whitespace().nth(2), Some(want), "{row}");
+    }
+    for id in [dead, completed, retryable] {
+        let job = alk_json(&db, &["job", &id.to_string()]);
+        assert!(job["claim_expires_at"].is_null(), "no claim held: {job}");
+        let text = stdout(&alk(&db, &["job", &id.to_string()]));
+        assert!(!text.contains("claim_expires_at"), "{text}");
+    }
 }

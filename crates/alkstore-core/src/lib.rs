@@ -39,8 +39,8 @@ pub use queue::{
     Enqueued, EnqueuedClaimed, Job, JobClaimParams, JobEnqueueClaimedParams, JobInfo,
     JobListParams, JobRetryParams, JobState, NewJob, QueueAdmin, QueueDriver, QueueEngine,
     QueueOpts, QueueStats, QueueThroughput, QueueThroughputParams, QueueTotals, RetryOutcome,
-    Settle, Settled, Settlement, SweepReport, ThroughputBucket, THROUGHPUT_BUCKET_S,
-    THROUGHPUT_RETENTION,
+    Settle, Settled, Settlement, SweepReport, ThroughputBucket, DEFAULT_MAX_ATTEMPTS,
+    THROUGHPUT_BUCKET_S, THROUGHPUT_RETENTION,
 };
 pub use rate::{RateDriver, RateEngine};
 pub use results::{ResultDriver, ResultEngine};

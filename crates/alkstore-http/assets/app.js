@@ -19,6 +19,7 @@
     route: { view: 'queues' },
     routeKey: '',
     queues: null, // the last /api/v1/queues answer
+    groups: null, // the last /api/v1/groups answer (for their dead letters)
     hist: new Map(), // queue -> samples [{t, ready, processing, dead, done}]
     tp: null, // the store's throughput buckets (fetchThroughput)
     chartQueue: null,
@@ -306,9 +307,10 @@
   async function poll() {
     const key = S.routeKey;
     const errors = [];
-    const core = Promise.all([api('GET', '/api/v1/queues'), fetchThroughput()])
-      .then(([list]) => {
+    const core = Promise.all([api('GET', '/api/v1/queues'), api('GET', '/api/v1/groups'), fetchThroughput()])
+      .then(([list, groups]) => {
         S.queues = list.queues;
+        S.groups = groups.groups;
         record(list.queues);
       })
       .catch((e) => errors.push(e));
@@ -336,6 +338,11 @@
         if (r.q === null) return;
         data = await api('GET', `/api/v1/queues/${enc(r.q)}/dead` + qs({ limit: DEAD_PAGE, after_id: S.after }));
         break;
+      case 'groupDead': {
+        const page = await api('GET', `/api/v1/groups/${enc(r.g)}/dead` + qs({ limit: DEAD_PAGE, after: S.after }));
+        data = { dead: page.dead, next_after_id: page.next_after };
+        break;
+      }
       case 'streams':
         data = await api('GET', '/api/v1/streams');
         break;
@@ -434,6 +441,29 @@
       });
   }
 
+  // A consumer group's dead letters, by offset (null: all of the group's).
+  function groupDeadAction(g, verb, offsets) {
+    const all = offsets === null;
+    if (all || verb === 'purge') {
+      const what = all ? `every dead letter of group ${g}` : `dead letter ${offsets[0]} of group ${g}`;
+      const question = verb === 'purge'
+        ? `Delete ${what} for good? (The events stay in the stream.)`
+        : `Run ${what} again? (The worker holding its bucket takes it.)`;
+      if (!window.confirm(question)) return;
+    }
+    const key = all ? `gdead:${g}:${verb}:all` : `gdead:${g}:${verb}:${offsets[0]}`;
+    return act(key, (r) => `${verb === 'purge' ? 'Purged' : 'Requeued'} ${plural(r.count, 'dead letter', 'dead letters')}`,
+      async () => {
+        const r = await api('POST', `/api/v1/groups/${enc(g)}/dead/${verb}`, all ? {} : { offsets });
+        if (verb === 'purge' && S.route.view === 'groupDead' && S.route.g === g && S.data && S.data.dead) {
+          S.data = Object.assign({}, S.data, {
+            dead: all ? [] : S.data.dead.filter((d) => !offsets.includes(d.offset)),
+          });
+        }
+        return r;
+      });
+  }
+
   // ------------------------------------------------------------ router
 
   function parseRoute() {
@@ -445,6 +475,7 @@
       case 'queues': return arg !== undefined ? { view: 'queue', q: arg } : { view: 'queues' };
       case 'jobs': return arg !== undefined ? { view: 'job', id: arg } : { view: 'queues' };
       case 'dead': return { view: 'dead', q: arg !== undefined ? arg : null };
+      case 'group-dead': return arg !== undefined ? { view: 'groupDead', g: arg } : { view: 'dead', q: null };
       case 'streams': case 'groups': case 'schedules': case 'locks': return { view: v };
       default: return { view: 'queues' };
     }
@@ -482,7 +513,7 @@
 
   // ------------------------------------------------------------- views
 
-  const NAV_OF = { queues: 'queues', queue: 'queues', job: 'queues', dead: 'dead' };
+  const NAV_OF = { queues: 'queues', queue: 'queues', job: 'queues', dead: 'dead', groupDead: 'dead' };
 
   function updateNav() {
     const active = NAV_OF[S.route.view] || S.route.view;
@@ -490,7 +521,9 @@
       a.classList.toggle('active', a.getAttribute('data-view') === active);
     }
     const badge = document.getElementById('nav-dead-count');
-    const dead = (S.queues || []).reduce((n, q) => n + q.dead, 0);
+    // Jobs' dead letters and consumer groups' alike.
+    const dead = (S.queues || []).reduce((n, q) => n + q.dead, 0) +
+      (S.groups || []).reduce((n, g) => n + (g.dead || 0), 0);
     badge.hidden = dead === 0;
     badge.textContent = fmtInt(dead);
   }
@@ -514,6 +547,7 @@
       case 'queue': return viewQueue(S.route.q);
       case 'job': return viewJob(S.route.id);
       case 'dead': return S.route.q === null ? viewDeadIndex() : viewDead(S.route.q);
+      case 'groupDead': return viewGroupDead(S.route.g);
       case 'streams': return viewStreams();
       case 'groups': return viewGroups();
       case 'schedules': return viewSchedules();
@@ -525,8 +559,13 @@
   function loading() {
     if (S.viewError) {
       const e = S.viewError;
-      return h('div', { class: 'panel', testid: 'view-error' },
-        h('div', { class: 'empty', text: e.status === 404 ? `Not found: ${e.message}` : `Error: ${e.message}` }));
+      let text = e.status === 404 ? `Not found: ${e.message}` : `Error: ${e.message}`;
+      if (e.status === 404 && S.route.view === 'job') {
+        // As `alk job` says it: an acked job is gone unless its queue keeps it.
+        text = `Job ${S.route.id} is not in the store. A job that finished is deleted when it is acked, ` +
+          'unless its queue keeps completed jobs (keep_completed); dead letters are deleted after their retention.';
+      }
+      return h('div', { class: 'panel', testid: 'view-error' }, h('div', { class: 'empty', text }));
     }
     return h('div', { class: 'panel' }, h('div', { class: 'empty', text: 'Loading…' }));
   }
@@ -868,7 +907,7 @@
   // A queue: its counts, chart and jobs.
   function viewQueue(name) {
     const q = queueOf(name);
-    const states = [['', 'All'], ['pending', 'Pending'], ['processing', 'Processing'], ['completed', 'Completed']];
+    const states = [['', 'All'], ['pending', 'Waiting'], ['processing', 'Processing'], ['completed', 'Completed']];
     const jobs = S.data && S.data.jobs;
     return [
       h('div', { class: 'crumbs' }, h('a', { href: '#/queues', text: 'Queues' }), ' / ', name),
@@ -926,10 +965,21 @@
       h('button', { disabled: !hasNext, onclick: () => page(1), text: 'Next →' }));
   }
 
+  // `retryable`: waiting out a retry's backoff; `scheduled`: a first run due
+  // later (the API derives both from a pending job's due time and attempts).
+  const STATE_TITLE = {
+    pending: 'waiting, due now',
+    retryable: 'waiting out the backoff after a failed attempt',
+    scheduled: 'waiting for its first run, due later',
+  };
+
   function statePill(j) {
-    const cls = { dead: 'pill dead', processing: 'pill processing', completed: 'pill completed' }[j.state] || 'pill';
+    const cls = {
+      dead: 'pill dead', processing: 'pill processing', completed: 'pill completed',
+      retryable: 'pill retryable', scheduled: 'pill scheduled',
+    }[j.state] || 'pill';
     const label = j.state === 'dead' && j.dead_reason ? `dead · ${j.dead_reason}` : j.state;
-    return h('span', { class: cls, testid: 'job-state', 'data-state': j.state, text: label });
+    return h('span', { class: cls, testid: 'job-state', 'data-state': j.state, title: STATE_TITLE[j.state] || null, text: label });
   }
 
   // 2. A job.
@@ -966,7 +1016,7 @@
           ? h('button', { testid: 'job-requeue', class: 'primary', disabled: S.busy.has(`dead:${j.queue}:requeue:${j.id}`),
             onclick: () => deadAction(j.queue, 'requeue', [j.id]), text: 'Requeue' })
           : null,
-        j.state === 'pending' || j.state === 'processing'
+        ['pending', 'retryable', 'scheduled', 'processing'].includes(j.state)
           ? h('button', { testid: 'job-cancel', class: 'danger', disabled: busyCancel || j.cancel_requested,
             onclick: () => {
               if (!window.confirm(`Cancel job ${j.id}?`)) return;
@@ -1010,10 +1060,12 @@
     const queues = S.queues;
     if (queues === null) return loading();
     const withDead = queues.filter((q) => q.dead > 0);
+    const groupsWithDead = (S.groups || []).filter((g) => g.dead > 0);
     return [
       h('div', { class: 'head' }, h('h1', { text: 'Dead letters' }),
-        h('span', { class: 'sub', text: 'jobs that failed for good, expired or were cancelled' })),
+        h('span', { class: 'sub', text: 'jobs that failed for good, expired or were cancelled; events a consumer group gave up on' })),
       h('div', { class: 'panel' },
+        h('div', { class: 'panel-head' }, h('h2', { text: 'Queues' })),
         withDead.length === 0
           ? h('div', { class: 'empty', testid: 'dead-none', text: 'No dead letters in any queue.' })
           : h('table', null,
@@ -1021,6 +1073,63 @@
             h('tbody', null, withDead.map((q) => h('tr', { key: q.queue, testid: 'dead-queue-row', 'data-queue': q.queue },
               h('td', null, h('a', { class: 'mono', href: `#/dead/${enc(q.queue)}`, text: q.queue })),
               h('td', { class: 'num hot', text: fmtInt(q.dead) })))))),
+      h('div', { class: 'panel' },
+        h('div', { class: 'panel-head' }, h('h2', { text: 'Consumer groups' })),
+        groupsWithDead.length === 0
+          ? h('div', { class: 'empty', testid: 'group-dead-none', text: 'No dead letters in any consumer group.' })
+          : h('table', null,
+            h('thead', null, h('tr', null, h('th', { text: 'Group' }), h('th', { text: 'Stream' }), h('th', { class: 'num', text: 'Dead letters' }))),
+            h('tbody', null, groupsWithDead.map((g) => h('tr', { key: g.group, testid: 'dead-group-row', 'data-group': g.group },
+              h('td', null, h('a', { class: 'mono', href: `#/group-dead/${enc(g.group)}`, text: g.group })),
+              h('td', { class: 'mono', text: g.stream }),
+              h('td', { class: 'num hot', testid: 'dead-group-count', text: fmtInt(g.dead) })))))),
+    ];
+  }
+
+  function groupOf(name) {
+    return (S.groups || []).find((g) => g.group === name) || null;
+  }
+
+  // A consumer group's dead letters: the events its handler gave up on.
+  function viewGroupDead(name) {
+    const g = groupOf(name);
+    const dead = S.data && S.data.dead;
+    const busyAll = S.busy.has(`gdead:${name}:requeue:all`) || S.busy.has(`gdead:${name}:purge:all`);
+    const none = !g || g.dead === 0;
+    return [
+      h('div', { class: 'crumbs' }, h('a', { href: '#/dead', text: 'Dead letters' }), ' / group ', name),
+      h('div', { class: 'head' },
+        h('h1', null, 'Dead letters of group ', h('span', { class: 'mono', text: name })),
+        h('span', { class: 'pill dead', testid: 'group-dead-count', text: fmtInt(g ? g.dead : 0) }),
+        g ? h('span', { class: 'sub' }, 'reads ', h('span', { class: 'mono', text: g.stream })) : null,
+        h('span', { class: 'spacer' }),
+        h('button', { testid: 'group-dead-requeue-all', disabled: busyAll || none, onclick: () => groupDeadAction(name, 'requeue', null), text: 'Requeue all' }),
+        h('button', { testid: 'group-dead-purge-all', class: 'danger', disabled: busyAll || none, onclick: () => groupDeadAction(name, 'purge', null), text: 'Purge all' })),
+      h('div', { class: 'panel' },
+        h('div', { class: 'panel-head' }, h('h2', { text: 'Lowest offsets first' }),
+          h('span', { class: 'sub', text: 'a requeued one runs again on the worker holding its bucket, and is deleted when it succeeds' }),
+          h('span', { class: 'spacer' }), pager()),
+        dead === undefined || dead === null ? loading()
+          : dead.length === 0 ? h('div', { class: 'empty', testid: 'group-dead-empty', text: 'No dead letters in this group.' })
+            : h('table', { testid: 'group-dead-table' },
+              h('thead', null, h('tr', null,
+                h('th', { class: 'num', text: 'Offset' }), h('th', { class: 'num', text: 'Bucket' }), h('th', { text: 'Key' }),
+                h('th', { class: 'num', text: 'Attempts' }), h('th', { text: 'Failed' }), h('th', { text: 'Error' }),
+                h('th', { text: 'Payload' }), h('th', null))),
+              h('tbody', null, dead.map((d) => h('tr', { key: d.offset, testid: 'group-dead-row', 'data-offset': d.offset, 'data-requeued': String(d.requeued) },
+                h('td', { class: 'num', text: d.offset }),
+                h('td', { class: 'num', text: d.bucket }),
+                h('td', { class: 'mono truncate', text: d.key === null || d.key === undefined ? '–' : d.key }),
+                h('td', { class: 'num', text: fmtInt(d.attempts) }),
+                h('td', { title: iso(d.failed_at), text: fmtTime(d.failed_at) }),
+                h('td', { class: 'truncate', title: d.error, text: d.error }),
+                h('td', { class: 'mono truncate', testid: 'group-dead-payload', text: preview(d.payload, d.payload_base64) }),
+                h('td', { class: 'actions' },
+                  d.requeued ? h('span', { class: 'pill', title: 'waiting for the worker holding its bucket', text: 'requeued' }) : null,
+                  h('button', { testid: 'group-dead-requeue', disabled: d.requeued || S.busy.has(`gdead:${name}:requeue:${d.offset}`),
+                    onclick: () => groupDeadAction(name, 'requeue', [d.offset]), text: 'Requeue' }),
+                  h('button', { testid: 'group-dead-purge', class: 'danger', disabled: S.busy.has(`gdead:${name}:purge:${d.offset}`),
+                    onclick: () => groupDeadAction(name, 'purge', [d.offset]), text: 'Purge' }))))))),
     ];
   }
 
@@ -1111,7 +1220,8 @@
       h('h2', { class: 'mono', text: info.group }),
       h('span', { class: 'sub' }, 'reads ', h('span', { class: 'mono', text: info.stream })),
       h('span', { class: 'spacer' }),
-      h('span', { class: 'sub', text: `${plural(info.buckets, 'bucket', 'buckets')} · ${plural(info.live_owners, 'live owner', 'live owners')} · ${plural(info.live_workers, 'live worker', 'live workers')}` }));
+      h('span', { class: 'sub', text: `${plural(info.buckets, 'bucket', 'buckets')} · ${plural(info.live_owners, 'live owner', 'live owners')} · ${plural(info.live_workers, 'live worker', 'live workers')}` }),
+      info.dead > 0 ? h('a', { href: `#/group-dead/${enc(info.group)}`, testid: 'group-dead-link', text: `${plural(info.dead, 'dead letter', 'dead letters')} →` }) : null);
     if (!status || status.error) {
       return h('div', { class: 'panel', key: info.group }, head,
         h('div', { class: 'empty', text: `Error: ${status && status.error ? status.error.message : 'no status'}` }));

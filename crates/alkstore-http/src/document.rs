@@ -1,12 +1,14 @@
 //! What every operation of the OpenAPI document shares, added once here
 //! rather than on each route: the errors any request can meet (400 bad
 //! input, 401 without the token; 413 and 415 for a body) and the limits of
-//! path parameters (names are 1 to 200 characters without NUL, ids
+//! path parameters (names are 1 to 200 bytes of UTF-8 without NUL, ids
 //! positive), and the server's long-poll cap on every `wait_ms`.
 
 use serde_json::{json, Value};
 
-/// The store's limit on names (queues, streams, workers, keys, ...).
+/// The store's limit on names (queues, streams, workers, keys, ...): 200
+/// bytes of UTF-8. JSON Schema's `maxLength` counts characters, so the
+/// document gives it as an upper bound and says "bytes" in the description.
 const NAME_MAX_CHARS: u64 = 200;
 
 /// `doc` as JSON, with the shared responses and path parameter limits, and
@@ -61,6 +63,10 @@ fn complete_operation(op: &mut serde_json::Map<String, Value>) {
                 schema.insert("minLength".into(), json!(1));
                 schema.insert("maxLength".into(), json!(NAME_MAX_CHARS));
                 schema.insert("pattern".into(), json!("^[^\\u0000]+$"));
+                schema.insert(
+                    "description".into(),
+                    json!("1 to 200 bytes of UTF-8 (maxLength counts characters), no NUL; percent-encoded in the path"),
+                );
             } else if schema.get("type") == Some(&json!("integer")) {
                 schema.insert("minimum".into(), json!(1));
             }

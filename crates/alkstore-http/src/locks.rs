@@ -127,6 +127,9 @@ pub struct ReleasedView {
     pub released: bool,
 }
 
+/// List every lock.
+///
+/// Every lock with its holder, fencing token and expiry.
 #[utoipa::path(get, path = "/api/v1/locks", tag = "locks",
     responses((status = 200, description = "Every lock and its holder", body = LockList)))]
 async fn list_locks(State(app): State<AppState>) -> ApiResult<Json<LockList>> {
@@ -136,6 +139,10 @@ async fn list_locks(State(app): State<AppState>) -> ApiResult<Json<LockList>> {
     }))
 }
 
+/// Acquire a lock.
+///
+/// Take the lock for `ttl_ms` if it is free or lapsed; the grant's fencing
+/// token grows on every change of holder.
 #[utoipa::path(post, path = "/api/v1/locks/{name}/acquire", tag = "locks",
     params(("name" = String, Path, description = "Lock name")),
     request_body = AcquireRequest,
@@ -158,6 +165,10 @@ async fn acquire(
     Ok(Json(grant.into()))
 }
 
+/// Renew a lock.
+///
+/// Extend the holder's lease by `ttl_ms`; `held: false` when it is no longer
+/// the holder.
 #[utoipa::path(post, path = "/api/v1/locks/{name}/renew", tag = "locks",
     params(("name" = String, Path, description = "Lock name")),
     request_body = RenewRequest,
@@ -187,6 +198,9 @@ async fn renew(
     ))
 }
 
+/// Release a lock.
+///
+/// Free the lock if the caller still holds it under the token.
 #[utoipa::path(post, path = "/api/v1/locks/{name}/release", tag = "locks",
     params(("name" = String, Path, description = "Lock name")),
     request_body = ReleaseRequest,

@@ -23,6 +23,7 @@ pub(crate) async fn metrics(State(app): State<AppState>) -> ApiResult<impl IntoR
         ));
     };
     record_store_gauges(&app).await?;
+    describe();
     Ok((
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         handle.render(),
@@ -88,6 +89,107 @@ async fn record_store_gauges(app: &AppState) -> alkstore::Result<()> {
             .set(f64::from(g.buckets));
         metrics::gauge!("alkstore_group_live_workers", "group" => g.group.clone())
             .set(f64::from(g.live_workers));
+        metrics::gauge!("alkstore_group_dead", "group" => g.group.clone()).set(g.dead as f64);
     }
     Ok(())
+}
+
+/// The `# HELP` line of every family this process may render: the store's
+/// gauges above, the job runtime's counters and histograms, and the engine
+/// calls' (describing one never recorded renders nothing).
+fn describe() {
+    use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
+    describe_gauge!(
+        "alkstore_queue_depth",
+        "Jobs of a queue by state (ready, scheduled, processing, expired_claims, expired, dead, completed), read from the store at scrape time"
+    );
+    describe_gauge!(
+        "alkstore_queue_dead",
+        "Dead letters of a queue (jobs that failed for good, ran out of attempts, expired or were cancelled)"
+    );
+    describe_gauge!(
+        "alkstore_queue_oldest_ready_age_seconds",
+        Unit::Seconds,
+        "Age of a queue's oldest ready job (0 when none is ready)"
+    );
+    describe_counter!(
+        "alkstore_queue_completed_total",
+        "Jobs of a queue acked, counted by the store whoever acked them (any process, any host, the HTTP API)"
+    );
+    describe_counter!(
+        "alkstore_queue_failed_total",
+        "Attempts of a queue's jobs that ended in a retry or a failure, counted by the store whoever settled them"
+    );
+    describe_gauge!(
+        "alkstore_stream_head_offset",
+        "The highest offset of a stream"
+    );
+    describe_gauge!(
+        "alkstore_stream_consumer_lag",
+        "Events of a stream after a consumer's committed offset"
+    );
+    describe_gauge!(
+        "alkstore_group_bucket_lag",
+        "Events of a consumer group's bucket after its checkpoint"
+    );
+    describe_gauge!(
+        "alkstore_group_bucket_epoch",
+        "A bucket's lease epoch: it grows on every change of owner, so failovers show as its increase"
+    );
+    describe_gauge!(
+        "alkstore_group_buckets_owned",
+        "Buckets of a consumer group held under an unexpired lease"
+    );
+    describe_gauge!("alkstore_group_buckets", "A consumer group's bucket count");
+    describe_gauge!(
+        "alkstore_group_live_workers",
+        "Live workers of a consumer group, with or without buckets"
+    );
+    describe_gauge!(
+        "alkstore_group_dead",
+        "Dead letters of a consumer group (events its handler gave up on)"
+    );
+    describe_histogram!(
+        "alkstore_handler_duration_seconds",
+        Unit::Seconds,
+        "How long this process's job handlers ran, per queue"
+    );
+    describe_histogram!(
+        "alkstore_job_wait_seconds",
+        Unit::Seconds,
+        "How long jobs waited from due to claimed by this process's workers, per queue"
+    );
+    describe_counter!(
+        "alkstore_jobs_claimed_total",
+        "Jobs claimed by this process's workers"
+    );
+    describe_counter!(
+        "alkstore_jobs_completed_total",
+        "Jobs this process's workers acked"
+    );
+    describe_counter!(
+        "alkstore_jobs_retried_total",
+        "Attempts this process's workers ended in a retry"
+    );
+    describe_counter!(
+        "alkstore_jobs_dead_total",
+        "Jobs this process's workers sent to the dead letters"
+    );
+    describe_counter!(
+        "alkstore_jobs_snoozed_total",
+        "Jobs this process's workers snoozed (run later without using an attempt)"
+    );
+    describe_counter!(
+        "alkstore_jobs_cancelled_total",
+        "Jobs this process's workers stopped because their cancellation was requested"
+    );
+    describe_counter!(
+        "alkstore_engine_calls_total",
+        "Store calls made by this process, by engine, method and outcome (ok or the error kind)"
+    );
+    describe_histogram!(
+        "alkstore_engine_call_seconds",
+        Unit::Seconds,
+        "How long this process's store calls took, by engine and method"
+    );
 }

@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use alkstore::prelude::*;
 use alkstore::{
-    CancelOutcome, Claim, DeadListParams, DeadSelect, EnqueueOpts, Enqueued, Job, JobClaimParams,
-    JobInfo, JobListParams, JobRetryParams, JobState, NewJob, QueueStats, QueueThroughput,
-    QueueThroughputParams, RetryOutcome, THROUGHPUT_BUCKET_S,
+    CancelOutcome, Claim, Clock, DeadListParams, DeadSelect, EnqueueOpts, Enqueued, Job,
+    JobClaimParams, JobInfo, JobListParams, JobRetryParams, JobState, NewJob, QueueStats,
+    QueueThroughput, QueueThroughputParams, RetryOutcome, SystemClock, THROUGHPUT_BUCKET_S,
 };
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -66,8 +66,10 @@ pub struct EnqueueRequest {
     /// Run no earlier than this unix time in seconds (wins over `delay_ms`).
     #[schema(minimum = -1_099_511_627_776_i64, maximum = 1_099_511_627_776_i64)]
     pub run_at: Option<i64>,
-    /// Attempts allowed before the job is dead (default the queue's, 25).
-    #[schema(minimum = 1)]
+    /// Attempts allowed before the job is dead (default: the queue's, which
+    /// is this schema's `default` unless the program that owns the store
+    /// configured the queue otherwise).
+    #[schema(minimum = 1, default = json!(alkstore::DEFAULT_MAX_ATTEMPTS))]
     pub max_attempts: Option<i32>,
     /// Dead as `expired` when not started this many milliseconds after due
     /// (at least 1,000).
@@ -331,7 +333,9 @@ pub struct JobView {
     pub id: i64,
     /// Its queue.
     pub queue: String,
-    /// `pending`, `processing`, `dead` or `completed`.
+    /// As shown: `pending` (due now), `retryable` (waiting out a retry's
+    /// backoff after a failed attempt), `scheduled` (first run due later),
+    /// `processing`, `dead` or `completed`.
     pub state: String,
     /// The payload (null when not JSON; see `payload_base64`).
     pub payload: serde_json::Value,
@@ -352,7 +356,8 @@ pub struct JobView {
     pub expires_at: Option<i64>,
     /// The last worker to claim it.
     pub worker: Option<String>,
-    /// When the current or last claim lapses (unix seconds).
+    /// When the claim lapses (unix seconds): processing jobs only (a dead,
+    /// completed or waiting job holds no claim).
     pub claim_expires_at: Option<i64>,
     /// Its unique key.
     pub unique_key: Option<String>,
@@ -379,13 +384,15 @@ pub struct AttemptErrorView {
     pub error: String,
 }
 
-impl From<JobInfo> for JobView {
-    fn from(j: JobInfo) -> Self {
+impl JobView {
+    /// The job as shown at `now` (unix seconds).
+    fn new(j: JobInfo, now: i64) -> Self {
         let (payload, payload_base64) = decode(&j.payload);
         JobView {
+            state: j.shown_state(now).to_string(),
+            claim_expires_at: j.live_claim_expires_at(),
             id: j.id,
             queue: j.queue,
-            state: j.state.as_str().to_string(),
             payload,
             payload_base64,
             priority: j.priority,
@@ -395,7 +402,6 @@ impl From<JobInfo> for JobView {
             created_at: j.created_at,
             expires_at: j.expires_at,
             worker: j.worker,
-            claim_expires_at: j.claim_expires_at,
             unique_key: j.unique_key,
             last_error: j.last_error,
             dead_reason: j.dead_reason,
@@ -431,8 +437,9 @@ impl JobPage {
         } else {
             None
         };
+        let now = SystemClock.now();
         JobPage {
-            jobs: jobs.into_iter().map(JobView::from).collect(),
+            jobs: jobs.into_iter().map(|j| JobView::new(j, now)).collect(),
             next_after_id,
         }
     }
@@ -492,7 +499,8 @@ pub struct QueueList {
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct PageQuery {
-    /// Only this state: `pending`, `processing` or `completed` (job
+    /// Only this state: `pending` (waiting: also the jobs shown
+    /// `retryable` or `scheduled`), `processing` or `completed` (job
     /// listing only).
     #[param(pattern = "^(pending|processing|completed)$")]
     pub state: Option<String>,
@@ -656,6 +664,10 @@ fn claim_of(id: i64, worker: String, token: i64) -> Claim {
     Claim { id, worker, token }
 }
 
+/// List every queue with its counts.
+///
+/// Every queue that has live, dead or kept completed jobs, or finished jobs
+/// within the last hour, with its counts by state and whether it is paused.
 #[utoipa::path(get, path = "/api/v1/queues", tag = "queues",
     responses((status = 200, description = "Every queue with its counts", body = QueueList)))]
 async fn list_queues(State(app): State<AppState>) -> ApiResult<Json<QueueList>> {
@@ -669,10 +681,17 @@ async fn list_queues(State(app): State<AppState>) -> ApiResult<Json<QueueList>> 
     Ok(Json(QueueList { queues }))
 }
 
+/// Get one queue's counts.
+///
+/// The queue's counts by state and whether it is paused. Queues appear with
+/// their first job: a name nothing was ever enqueued on (and that is not
+/// paused) is 404 `not_found` ("no such queue yet"); a drained queue stays
+/// listed while its recent throughput does.
 #[utoipa::path(get, path = "/api/v1/queues/{queue}", tag = "queues",
     params(("queue" = String, Path, description = "Queue name")),
-    responses((status = 200, description = "The queue's counts (queues exist implicitly: one never used, or drained, has zeros)", body = QueueView),
-        (status = 400, description = "Not a valid queue name", body = ErrorBody)))]
+    responses((status = 200, description = "The queue's counts", body = QueueView),
+        (status = 400, description = "Not a valid queue name", body = ErrorBody),
+        (status = 404, description = "No such queue yet: nothing was ever enqueued on it (or it drained over an hour ago), and it is not paused", body = ErrorBody)))]
 async fn queue_stats(
     State(app): State<AppState>,
     ApiPath(queue): ApiPath<String>,
@@ -680,9 +699,22 @@ async fn queue_stats(
     let e = app.store.engine();
     let stats = e.queue_stats(queue.clone()).await?;
     let paused = e.queue_paused().await?.contains(&queue);
+    if !paused && !e.queue_list().await?.contains(&queue) {
+        return Err(ApiError::not_found(
+            "queue",
+            format!(
+                "no such queue yet: nothing was enqueued on {queue:?} (queues appear with their first job)"
+            ),
+        ));
+    }
     Ok(Json(QueueView::new(stats, paused)))
 }
 
+/// Read jobs finished per queue.
+///
+/// Jobs acked and attempts failed, per queue, in buckets of `bucket_s`
+/// seconds over the window, and each queue's all-time totals. The store
+/// counts them on every ack, retry and failure, whoever made it.
 #[utoipa::path(get, path = "/api/v1/throughput", tag = "queues",
     params(ThroughputQuery),
     responses((status = 200, description = "Jobs finished per queue in 10-second buckets over the window, and each queue's totals: counted by the store on every ack, retry and failure, whoever made it (any process, any host, this API)", body = ThroughputView),
@@ -703,6 +735,12 @@ async fn throughput(
     Ok(Json(ThroughputView::from(got)))
 }
 
+/// Enqueue a job.
+///
+/// Add one job to the queue. With a `unique_key` already held by a live job
+/// of the queue, nothing is added and the existing job's id comes back with
+/// `duplicate: true`. Queue names are used as given: percent-encode them in
+/// the path.
 #[utoipa::path(post, path = "/api/v1/queues/{queue}/jobs", tag = "queues",
     params(("queue" = String, Path, description = "Queue name")),
     request_body = EnqueueRequest,
@@ -723,6 +761,10 @@ async fn enqueue(
     Ok((StatusCode::CREATED, Json(first.into())))
 }
 
+/// Enqueue several jobs at once.
+///
+/// Add 1 to 1,000 jobs to the queue in one transaction: all or none. Each
+/// gets its id (or its duplicate's) in request order.
 #[utoipa::path(post, path = "/api/v1/queues/{queue}/jobs/batch", tag = "queues",
     params(("queue" = String, Path, description = "Queue name")),
     request_body = EnqueueBatchRequest,
@@ -749,6 +791,13 @@ async fn enqueue_batch(
     ))
 }
 
+/// List a queue's jobs.
+///
+/// A page of the queue's live (and kept completed) jobs, lowest ids first.
+/// `state` is as shown: `pending` (due now), `retryable` (waiting out a
+/// retry's backoff), `scheduled` (first run due later), `processing` or
+/// `completed`; the `pending` filter returns all three waiting kinds. Dead
+/// letters are listed at `/dead`.
 #[utoipa::path(get, path = "/api/v1/queues/{queue}/jobs", tag = "queues",
     params(("queue" = String, Path, description = "Queue name"), PageQuery),
     responses((status = 200, description = "A page of the queue's live (or kept) jobs", body = JobPage),
@@ -784,6 +833,12 @@ async fn list_jobs(
     Ok(Json(JobPage::new(jobs, limit)))
 }
 
+/// Claim jobs to run.
+///
+/// Claim up to `limit` due jobs of the queue, by priority then due time,
+/// waiting up to `wait_ms` for the first. Each claimed job carries a `token`:
+/// settle it (ack, retry, fail, release) with the worker's name and that
+/// token, and heartbeat it before `claim_expires_at` if it runs long.
 #[utoipa::path(post, path = "/api/v1/queues/{queue}/claim", tag = "queues",
     params(("queue" = String, Path, description = "Queue name")),
     request_body = ClaimRequest,
@@ -810,20 +865,35 @@ async fn claim(
     }))
 }
 
+/// Get a job.
+///
+/// Everything known about a live, dead or kept completed job. A finished job
+/// is deleted when acked unless its queue keeps completed jobs, so an id
+/// acked a moment ago may be 404.
 #[utoipa::path(get, path = "/api/v1/jobs/{id}", tag = "jobs",
     params(("id" = i64, Path, description = "Job id")),
     responses((status = 200, description = "The job", body = JobView),
-        (status = 404, description = "No such job", body = ErrorBody)))]
+        (status = 404, description = "No such job: never enqueued, or finished and deleted (acked jobs are deleted unless their queue keeps completed jobs; dead letters are pruned after their retention)", body = ErrorBody)))]
 async fn get_job(
     State(app): State<AppState>,
     ApiPath(JobId(id)): ApiPath<JobId>,
 ) -> ApiResult<Json<JobView>> {
     match app.store.engine().job_get(id).await? {
-        Some(j) => Ok(Json(j.into())),
-        None => Err(ApiError::not_found("id", format!("no job {id}"))),
+        Some(j) => Ok(Json(JobView::new(j, SystemClock.now()))),
+        None => Err(ApiError::not_found(
+            "id",
+            format!(
+                "no job {id}: finished jobs are deleted unless their queue keeps completed jobs"
+            ),
+        )),
     }
 }
 
+/// Ack a job: it is done.
+///
+/// Finish the claimed job: it is deleted, or kept as `completed` when its
+/// queue keeps completed jobs. `done: false` when the claim was no longer
+/// held.
 #[utoipa::path(post, path = "/api/v1/jobs/{id}/ack", tag = "jobs",
     params(("id" = i64, Path, description = "Job id")),
     request_body = ClaimRef,
@@ -840,6 +910,10 @@ async fn ack(
     }))
 }
 
+/// Ack several jobs at once.
+///
+/// Ack 1 to 1,000 claims in one transaction; one flag per claim in request
+/// order (false: no longer held).
 #[utoipa::path(post, path = "/api/v1/jobs/ack", tag = "jobs",
     request_body = AckBatchRequest,
     responses((status = 200, description = "Each claim acked, or not held", body = AckBatchResponse)))]
@@ -863,6 +937,11 @@ async fn ack_batch(
     Ok(Json(AckBatchResponse { done }))
 }
 
+/// Retry a job later.
+///
+/// A failed attempt: the job runs again after the queue's exponential backoff
+/// (or `delay_ms`), shown as `retryable` meanwhile; out of attempts it is
+/// dead as `exhausted`.
 #[utoipa::path(post, path = "/api/v1/jobs/{id}/retry", tag = "jobs",
     params(("id" = i64, Path, description = "Job id")),
     request_body = RetryRequest,
@@ -894,6 +973,10 @@ async fn retry(
     }))
 }
 
+/// Fail a job for good.
+///
+/// A permanent failure: the job goes to the queue's dead letters now, with
+/// the error, whatever attempts it had left.
 #[utoipa::path(post, path = "/api/v1/jobs/{id}/fail", tag = "jobs",
     params(("id" = i64, Path, description = "Job id")),
     request_body = FailRequest,
@@ -912,6 +995,10 @@ async fn fail(
     Ok(Json(Done { done }))
 }
 
+/// Renew a job's claim.
+///
+/// Push the claim's expiry a visibility timeout ahead. `held: false` means
+/// the claim lapsed or was taken: stop working on the job.
 #[utoipa::path(post, path = "/api/v1/jobs/{id}/heartbeat", tag = "jobs",
     params(("id" = i64, Path, description = "Job id")),
     request_body = ClaimRef,
@@ -929,6 +1016,10 @@ async fn heartbeat(
     }))
 }
 
+/// Hand a job back.
+///
+/// Give the claimed job back to the queue at once without using an attempt (a
+/// worker shutting down).
 #[utoipa::path(post, path = "/api/v1/jobs/{id}/release", tag = "jobs",
     params(("id" = i64, Path, description = "Job id")),
     request_body = ClaimRef,
@@ -943,6 +1034,10 @@ async fn release(
     Ok(Json(Done { done }))
 }
 
+/// Cancel a job.
+///
+/// A waiting job is dead as `cancelled` at once; for a running one the
+/// cancellation is requested, and its worker is told.
 #[utoipa::path(post, path = "/api/v1/jobs/{id}/cancel", tag = "jobs",
     params(("id" = i64, Path, description = "Job id")),
     responses((status = 200, description = "What the cancel did", body = CancelResponse)))]
@@ -960,6 +1055,10 @@ async fn cancel(
     }))
 }
 
+/// Pause a queue.
+///
+/// Nothing is claimed from the queue until it is resumed; enqueues still
+/// land.
 #[utoipa::path(post, path = "/api/v1/queues/{queue}/pause", tag = "queues",
     params(("queue" = String, Path, description = "Queue name")),
     responses((status = 200, description = "Paused (nothing is claimed from it)", body = Changed),
@@ -972,6 +1071,9 @@ async fn pause(
     Ok(Json(Changed { changed }))
 }
 
+/// Resume a paused queue.
+///
+/// Claims take the queue's jobs again.
 #[utoipa::path(post, path = "/api/v1/queues/{queue}/resume", tag = "queues",
     params(("queue" = String, Path, description = "Queue name")),
     responses((status = 200, description = "Resumed", body = Changed),
@@ -984,6 +1086,10 @@ async fn resume(
     Ok(Json(Changed { changed }))
 }
 
+/// List a queue's dead letters.
+///
+/// A page of the jobs that failed for good, ran out of attempts, expired or
+/// were cancelled, lowest ids first, with why and when they died.
 #[utoipa::path(get, path = "/api/v1/queues/{queue}/dead", tag = "dead letters",
     params(("queue" = String, Path, description = "Queue name"), DeadPageQuery),
     responses((status = 200, description = "A page of the queue's dead letters", body = JobPage),
@@ -1014,6 +1120,10 @@ fn dead_select(queue: String, req: DeadSelectRequest) -> DeadSelect {
     }
 }
 
+/// Requeue a queue's dead letters.
+///
+/// Run the chosen dead letters (default: all of the queue's) again as fresh
+/// jobs, with their attempts reset.
 #[utoipa::path(post, path = "/api/v1/queues/{queue}/dead/requeue", tag = "dead letters",
     params(("queue" = String, Path, description = "Queue name")),
     request_body(content = DeadSelectRequest, description = "Which ones (default all of the queue)"),
@@ -1032,6 +1142,9 @@ async fn dead_requeue(
     Ok(Json(Count { count }))
 }
 
+/// Purge a queue's dead letters.
+///
+/// Delete the chosen dead letters (default: all of the queue's) for good.
 #[utoipa::path(post, path = "/api/v1/queues/{queue}/dead/purge", tag = "dead letters",
     params(("queue" = String, Path, description = "Queue name")),
     request_body(content = DeadSelectRequest, description = "Which ones (default all of the queue)"),

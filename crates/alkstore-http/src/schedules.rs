@@ -107,6 +107,9 @@ pub struct Removed {
     pub removed: bool,
 }
 
+/// List every schedule.
+///
+/// Every schedule with its spec, zone, queue and next fire time.
 #[utoipa::path(get, path = "/api/v1/schedules", tag = "schedules",
     responses((status = 200, description = "Every schedule with its next fire time", body = ScheduleList)))]
 async fn list_schedules(State(app): State<AppState>) -> ApiResult<Json<ScheduleList>> {
@@ -116,6 +119,10 @@ async fn list_schedules(State(app): State<AppState>) -> ApiResult<Json<ScheduleL
     }))
 }
 
+/// Create or change a schedule.
+///
+/// Each boundary of the spec (cron or `@every`) enqueues one job on the
+/// queue, once across every process.
 #[utoipa::path(put, path = "/api/v1/schedules/{name}", tag = "schedules",
     params(("name" = String, Path, description = "Schedule name")),
     request_body = ScheduleRequest,
@@ -137,6 +144,9 @@ async fn set_schedule(
     Ok(Json(s.into()))
 }
 
+/// Remove a schedule.
+///
+/// Delete the schedule; jobs it already enqueued stay.
 #[utoipa::path(delete, path = "/api/v1/schedules/{name}", tag = "schedules",
     params(("name" = String, Path, description = "Schedule name")),
     responses((status = 200, description = "Removed, or there was none", body = Removed),
@@ -149,6 +159,9 @@ async fn remove_schedule(
     Ok(Json(Removed { removed }))
 }
 
+/// Pause a schedule.
+///
+/// No boundary fires until it is resumed.
 #[utoipa::path(post, path = "/api/v1/schedules/{name}/pause", tag = "schedules",
     params(("name" = String, Path, description = "Schedule name")),
     responses((status = 200, description = "Paused", body = ScheduleView),
@@ -160,6 +173,10 @@ async fn pause_schedule(
     Ok(Json(app.store.engine().schedule_pause(name).await?.into()))
 }
 
+/// Resume a schedule.
+///
+/// Fire again from the next boundary; the ones missed while paused are
+/// skipped.
 #[utoipa::path(post, path = "/api/v1/schedules/{name}/resume", tag = "schedules",
     params(("name" = String, Path, description = "Schedule name")),
     responses((status = 200, description = "Resumed from the next boundary", body = ScheduleView),

@@ -184,6 +184,10 @@ async fn view(
     })
 }
 
+/// List every stream.
+///
+/// Every stream with its head offset, event count and consumers' offsets and
+/// lag.
 #[utoipa::path(get, path = "/api/v1/streams", tag = "streams",
     responses((status = 200, description = "Every stream with its head and consumers", body = StreamList)))]
 async fn list_streams(State(app): State<AppState>) -> ApiResult<Json<StreamList>> {
@@ -194,6 +198,10 @@ async fn list_streams(State(app): State<AppState>) -> ApiResult<Json<StreamList>
     Ok(Json(StreamList { streams }))
 }
 
+/// Get a stream.
+///
+/// The stream's head offset, event count and consumers; 404 when nothing was
+/// ever published to it.
 #[utoipa::path(get, path = "/api/v1/streams/{stream}", tag = "streams",
     params(("stream" = String, Path, description = "Stream name")),
     responses((status = 200, description = "The stream", body = StreamView),
@@ -218,6 +226,10 @@ async fn stream_info(
     Ok(Json(view(&app, s.stream, s.head, s.events).await?))
 }
 
+/// Publish events.
+///
+/// Append 1 to 1,000 events to the stream in one transaction; their offsets
+/// come back in request order. Offsets grow across the whole store.
 #[utoipa::path(post, path = "/api/v1/streams/{stream}/events", tag = "streams",
     params(("stream" = String, Path, description = "Stream name")),
     request_body = PublishRequest,
@@ -243,6 +255,10 @@ async fn publish(
     Ok((StatusCode::CREATED, Json(Published { offsets })))
 }
 
+/// Read events.
+///
+/// Events of the stream after offset `after`, up to `limit`, waiting up to
+/// `wait_ms` for the first. Pass `next_after` as the next read's `after`.
 #[utoipa::path(get, path = "/api/v1/streams/{stream}/events", tag = "streams",
     params(("stream" = String, Path, description = "Stream name"), ReadQuery),
     responses((status = 200, description = "Events after the offset (maybe none)", body = EventPage),
@@ -271,6 +287,9 @@ async fn read(
     }))
 }
 
+/// Get a consumer's offset.
+///
+/// The last offset the consumer committed on the stream (null: none yet).
 #[utoipa::path(get, path = "/api/v1/streams/{stream}/consumers/{consumer}", tag = "streams",
     params(("stream" = String, Path, description = "Stream name"),
         ("consumer" = String, Path, description = "Consumer name")),
@@ -288,6 +307,10 @@ async fn offset_get(
     Ok(Json(OffsetView { offset }))
 }
 
+/// Commit a consumer's offset.
+///
+/// Save how far the consumer has read. Offsets only move forward and never
+/// past the stream's head; the offset saved after the call comes back.
 #[utoipa::path(put, path = "/api/v1/streams/{stream}/consumers/{consumer}", tag = "streams",
     params(("stream" = String, Path, description = "Stream name"),
         ("consumer" = String, Path, description = "Consumer name")),

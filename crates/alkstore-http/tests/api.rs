@@ -175,7 +175,7 @@ async fn jobs_enqueue_claim_settle_and_inspect(api: Api) {
         .await;
     assert_eq!(retried["outcome"], json!("scheduled"), "{retried}");
     let (_, info) = api.get(&format!("/api/v1/jobs/{}", jobs[1]["id"])).await;
-    assert_eq!(info["state"], json!("pending"));
+    assert_eq!(info["state"], json!("retryable"), "waits out its backoff");
     assert_eq!(info["last_error"], json!("smtp down"));
     assert_eq!(info["errors"][0]["attempt"], json!(1));
 
@@ -455,12 +455,10 @@ async fn bad_input_is_a_4xx_naming_the_field_and_writes_nothing(api: Api) {
     let (s, v) = api.post("/api/v1/queues/q/jobs", big).await;
     assert_eq!(s, StatusCode::PAYLOAD_TOO_LARGE, "{v}");
     // Unknown things.
-    // Queues exist implicitly: an unused name reads zeros, a bad one is a 400.
+    // A queue appears with its first job: an unused name is a 404 that
+    // says so, a bad one is a 400.
     let (s, v) = api.get("/api/v1/queues/nope").await;
-    assert_eq!(
-        (s, v["ready"].clone(), v["dead"].clone()),
-        (StatusCode::OK, json!(0), json!(0))
-    );
+    assert_eq!((s, field(&v)), (StatusCode::NOT_FOUND, "queue"), "{v}");
     let (s, v) = api.get(&format!("/api/v1/queues/{long}")).await;
     assert_eq!((s, field(&v)), (StatusCode::BAD_REQUEST, "queue"), "{v}");
     assert_eq!(
@@ -732,6 +730,224 @@ async fn an_unprotected_server_answers_only_to_loopback_names(api: Api) {
     api.done().await;
 }
 
+/// Jobs show the state people expect (`retryable` while a retry's backoff
+/// runs, `scheduled` before a first run due later), and a claim's expiry
+/// only while the claim is held.
+async fn jobs_show_retryable_scheduled_and_only_a_held_claim(api: Api) {
+    let enqueue = |body: Value| {
+        let api = &api;
+        async move {
+            let (s, v) = api.post("/api/v1/queues/states/jobs", body).await;
+            assert_eq!(s, StatusCode::CREATED, "{v}");
+            v["id"].as_i64().expect("id")
+        }
+    };
+    let scheduled = enqueue(json!({"payload": 1, "delay_ms": 3_600_000})).await;
+    for _ in 0..3 {
+        enqueue(json!({"payload": 2})).await;
+    }
+    let (_, claimed) = api
+        .post(
+            "/api/v1/queues/states/claim",
+            json!({"worker": "w", "limit": 3}),
+        )
+        .await;
+    let jobs = claimed["jobs"].as_array().expect("jobs").clone();
+    assert_eq!(jobs.len(), 3, "{claimed}");
+    let settle = |j: &Value, verb: &str, extra: Value| {
+        let mut body = json!({"worker": "w", "token": j["token"]});
+        if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
+            b.extend(e.clone());
+        }
+        let path = format!("/api/v1/jobs/{}/{verb}", j["id"]);
+        let api = &api;
+        async move { api.post(&path, body).await }
+    };
+    settle(
+        &jobs[0],
+        "retry",
+        json!({"error": "later", "delay_ms": 3_600_000}),
+    )
+    .await;
+    settle(&jobs[1], "fail", json!({"error": "no"})).await;
+    let job = |id: &Value| {
+        let path = format!("/api/v1/jobs/{id}");
+        let api = &api;
+        async move { api.get(&path).await.1 }
+    };
+    let retryable = job(&jobs[0]["id"]).await;
+    assert_eq!(retryable["state"], json!("retryable"), "{retryable}");
+    assert_eq!(retryable["claim_expires_at"], json!(null), "{retryable}");
+    let first = job(&json!(scheduled)).await;
+    assert_eq!(first["state"], json!("scheduled"), "{first}");
+    let dead = job(&jobs[1]["id"]).await;
+    assert_eq!(dead["state"], json!("dead"), "{dead}");
+    assert_eq!(dead["claim_expires_at"], json!(null), "no claim: {dead}");
+    assert_eq!(dead["worker"], json!("w"), "the last worker stays: {dead}");
+    let running = job(&jobs[2]["id"]).await;
+    assert_eq!(running["state"], json!("processing"), "{running}");
+    assert_eq!(running["claim_expires_at"], jobs[2]["claim_expires_at"]);
+    let (_, listed) = api.get("/api/v1/queues/states/jobs?state=pending").await;
+    let states: Vec<&Value> = listed["jobs"]
+        .as_array()
+        .expect("jobs")
+        .iter()
+        .map(|j| &j["state"])
+        .collect();
+    assert_eq!(
+        states,
+        [&json!("scheduled"), &json!("retryable")],
+        "{listed}"
+    );
+
+    // Acked, it is gone (the queue keeps no completed jobs): the 404 says so.
+    settle(&jobs[2], "ack", json!({})).await;
+    let (s, gone) = api.get(&format!("/api/v1/jobs/{}", jobs[2]["id"])).await;
+    assert_eq!(s, StatusCode::NOT_FOUND, "{gone}");
+    let message = gone["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("finished jobs are deleted unless their queue keeps completed jobs"),
+        "{gone}"
+    );
+    api.done().await;
+}
+
+/// A queue nothing was enqueued on is 404 "no such queue yet" (a paused
+/// one exists); names are taken as they are, percent-decoded from the path.
+async fn unknown_queues_are_404_and_names_are_taken_as_given(api: Api) {
+    let (s, v) = api.get("/api/v1/queues/nosuch").await;
+    assert_eq!(s, StatusCode::NOT_FOUND, "{v}");
+    assert_eq!(v["error"]["code"], json!("not_found"));
+    assert_eq!(field(&v), "queue");
+    let message = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("no such queue yet"), "{v}");
+    api.post("/api/v1/queues/held/pause", json!({})).await;
+    let (s, v) = api.get("/api/v1/queues/held").await;
+    assert_eq!((s, &v["paused"]), (StatusCode::OK, &json!(true)), "{v}");
+
+    let name = "bad queue name!/?#%";
+    let path = "/api/v1/queues/bad%20queue%20name%21%2F%3F%23%25";
+    let (s, v) = api
+        .post(&format!("{path}/jobs"), json!({"payload": 1}))
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let (s, v) = api.get(path).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!((&v["queue"], &v["ready"]), (&json!(name), &json!(1)), "{v}");
+    let (_, claimed) = api
+        .post(&format!("{path}/claim"), json!({"worker": "w"}))
+        .await;
+    assert_eq!(claimed["jobs"][0]["queue"], json!(name), "{claimed}");
+    api.done().await;
+}
+
+/// A group's dead letters: counted in the listing, listed, requeued and
+/// purged over HTTP, as `alk groups dead` sees them.
+async fn group_dead_letters_list_requeue_and_purge(api: Api) {
+    use alkstore_core::group::{GroupClaimParams, GroupDeadAddParams};
+    use alkstore_core::stream::{NewEvent, StreamReadParams};
+    let e = api.store.engine();
+    e.stream_publish(vec![
+        NewEvent::new("orders", br#"{"n":1}"#.to_vec()),
+        NewEvent::new("orders", vec![0xff]),
+    ])
+    .await
+    .expect("publish");
+    e.group_ensure(GroupEnsureParams::new("billing", "orders", 1))
+        .await
+        .expect("ensure");
+    let lease = e
+        .group_claim(GroupClaimParams::new(
+            "billing",
+            "w1",
+            Duration::from_secs(30),
+            1,
+        ))
+        .await
+        .expect("claim")
+        .remove(0);
+    let events = e
+        .stream_read(StreamReadParams::new("orders", 0, 10))
+        .await
+        .expect("read");
+    for ev in &events {
+        e.group_dead_add(GroupDeadAddParams {
+            group: "billing".into(),
+            bucket: 0,
+            worker: "w1".into(),
+            epoch: lease.epoch,
+            event: ev.clone(),
+            error: "handler failed".into(),
+            attempts: 3,
+        })
+        .await
+        .expect("dead");
+    }
+    let (_, groups) = api.get("/api/v1/groups").await;
+    assert_eq!(groups["groups"][0]["dead"], json!(2), "{groups}");
+    let (s, page) = api.get("/api/v1/groups/billing/dead?limit=1").await;
+    assert_eq!(s, StatusCode::OK, "{page}");
+    assert_eq!(page["dead"][0]["offset"], json!(events[0].offset));
+    assert_eq!(page["dead"][0]["payload"], json!({"n": 1}));
+    assert_eq!(page["dead"][0]["error"], json!("handler failed"));
+    assert_eq!(page["dead"][0]["requeued"], json!(false));
+    assert_eq!(page["next_after"], json!(events[0].offset), "{page}");
+    let (_, rest) = api
+        .get(&format!(
+            "/api/v1/groups/billing/dead?after={}",
+            events[0].offset
+        ))
+        .await;
+    assert_eq!(rest["dead"][0]["payload_base64"], json!("/w=="), "{rest}");
+    assert_eq!(rest["next_after"], json!(null));
+
+    let (_, requeued) = api
+        .post(
+            "/api/v1/groups/billing/dead/requeue",
+            json!({"offsets": [events[1].offset]}),
+        )
+        .await;
+    assert_eq!(requeued, json!({"count": 1}));
+    let (_, page) = api.get("/api/v1/groups/billing/dead").await;
+    assert_eq!(page["dead"][1]["requeued"], json!(true), "{page}");
+    let (_, purged) = api
+        .post(
+            "/api/v1/groups/billing/dead/purge",
+            json!({"offsets": [events[0].offset]}),
+        )
+        .await;
+    assert_eq!(purged, json!({"count": 1}));
+    let (_, none) = api
+        .post("/api/v1/groups/billing/dead/purge", json!({"offsets": []}))
+        .await;
+    assert_eq!(none, json!({"count": 0}), "an empty list names none");
+    let long = format!("/api/v1/groups/{}/dead/purge", "g".repeat(201));
+    let (s, v) = api.post(&long, json!({"offsets": []})).await;
+    assert_eq!((s, field(&v)), (StatusCode::BAD_REQUEST, "group"), "{v}");
+    let many: Vec<i64> = (1..=1001).collect();
+    let (s, v) = api
+        .post(
+            "/api/v1/groups/billing/dead/purge",
+            json!({"offsets": many}),
+        )
+        .await;
+    assert_eq!((s, field(&v)), (StatusCode::BAD_REQUEST, "offsets"), "{v}");
+    let (_, purged) = api
+        .post("/api/v1/groups/billing/dead/purge", json!({}))
+        .await;
+    assert_eq!(purged, json!({"count": 1}), "the rest");
+    let (_, groups) = api.get("/api/v1/groups").await;
+    assert_eq!(groups["groups"][0]["dead"], json!(0), "{groups}");
+    let (s, v) = api
+        .post(
+            "/api/v1/groups/billing/dead/purge",
+            json!({"offsets": "all"}),
+        )
+        .await;
+    assert_eq!((s, field(&v)), (StatusCode::BAD_REQUEST, "offsets"), "{v}");
+    api.done().await;
+}
+
 fn with_token() -> ServeOptions {
     ServeOptions {
         token: Some("0123456789abcdef-secret".into()),
@@ -770,7 +986,47 @@ on_both_engines!(
     groups_schedules_and_locks(ServeOptions::default()),
     the_token_guards_every_route_and_other_sites_change_nothing(with_token()),
     an_unprotected_server_answers_only_to_loopback_names(ServeOptions::default()),
+    jobs_show_retryable_scheduled_and_only_a_held_claim(ServeOptions::default()),
+    unknown_queues_are_404_and_names_are_taken_as_given(ServeOptions::default()),
+    group_dead_letters_list_requeue_and_purge(ServeOptions::default()),
 );
+
+/// Every operation of the OpenAPI document has a summary and a description.
+#[test]
+fn every_operation_has_a_summary_and_a_description() {
+    let doc = alkstore_http::openapi();
+    let mut missing = Vec::new();
+    let paths = doc["paths"].as_object().expect("paths");
+    for (path, item) in paths {
+        for (method, op) in item.as_object().expect("path item") {
+            for key in ["summary", "description"] {
+                if op[key].as_str().is_none_or(|t| t.trim().is_empty()) {
+                    missing.push(format!("{method} {path}: {key}"));
+                }
+            }
+        }
+    }
+    assert!(missing.is_empty(), "undocumented: {missing:#?}");
+    assert!(paths.len() > 20, "{} paths", paths.len());
+}
+
+/// The documented default of `max_attempts` is the store's.
+#[test]
+fn the_documented_max_attempts_default_is_the_real_one() {
+    let doc = alkstore_http::openapi();
+    let schema = &doc["components"]["schemas"]["EnqueueRequest"]["properties"]["max_attempts"];
+    assert_eq!(
+        schema["default"],
+        json!(alkstore::DEFAULT_MAX_ATTEMPTS),
+        "{schema}"
+    );
+    assert_eq!(
+        alkstore::QueueOpts::default().max_attempts,
+        alkstore::DEFAULT_MAX_ATTEMPTS
+    );
+    let text = schema["description"].as_str().unwrap_or_default();
+    assert!(!text.contains("25"), "{text}");
+}
 
 #[test]
 fn the_committed_openapi_document_matches_the_routes() {

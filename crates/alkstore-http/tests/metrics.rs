@@ -30,6 +30,26 @@ fn sample(text: &str, prefix: &str) -> Option<f64> {
         .and_then(|v| v.parse().ok())
 }
 
+/// Every family in `text` (each `# TYPE` line) has a `# HELP` line.
+fn assert_every_family_has_help(text: &str) {
+    let named = |prefix: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|l| l.strip_prefix(prefix))
+            .filter_map(|rest| rest.split(' ').next())
+            .map(str::to_string)
+            .collect()
+    };
+    let helped = named("# HELP ");
+    let families = named("# TYPE ");
+    assert!(families.len() > 10, "{text}");
+    let bare: Vec<&String> = families.iter().filter(|f| !helped.contains(f)).collect();
+    assert!(bare.is_empty(), "families without # HELP: {bare:?}\n{text}");
+    for line in text.lines().filter(|l| l.starts_with("# HELP ")) {
+        let help = line.splitn(4, ' ').nth(3).unwrap_or_default();
+        assert!(!help.trim().is_empty(), "an empty HELP: {line}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_show_depth_lag_ownership_and_the_runtimes_counters() {
     let handle = metrics_exporter_prometheus::PrometheusBuilder::new()
@@ -151,6 +171,13 @@ async fn metrics_show_depth_lag_ownership_and_the_runtimes_counters() {
     ] {
         assert_eq!(sample(&text, series), Some(want), "{series}: {text}");
     }
+    assert_eq!(
+        sample(&text, "alkstore_group_dead{group=\"g\"}"),
+        Some(0.0),
+        "{text}"
+    );
+    // The store's gauges, the runtime's and the engine calls' series alike.
+    assert_every_family_has_help(&text);
 }
 
 #[tokio::test]

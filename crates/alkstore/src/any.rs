@@ -1,9 +1,9 @@
 use alkstore_core::group::{
     BucketEvent, BucketLease, GroupCheckpointParams, GroupClaimParams, GroupDead,
-    GroupDeadAddParams, GroupDeadListParams, GroupDeadRequeueParams, GroupDeadResolveParams,
-    GroupDeadTakeParams, GroupDriver, GroupEnsureParams, GroupInfo, GroupLeaveParams,
-    GroupReadParams, GroupReleaseParams, GroupRenewParams, GroupResize, GroupResizeParams,
-    GroupStatus, GroupStatusParams, Renewal,
+    GroupDeadAddParams, GroupDeadListParams, GroupDeadPurgeParams, GroupDeadRequeueParams,
+    GroupDeadResolveParams, GroupDeadTakeParams, GroupDriver, GroupEnsureParams, GroupInfo,
+    GroupLeaveParams, GroupReadParams, GroupReleaseParams, GroupRenewParams, GroupResize,
+    GroupResizeParams, GroupStatus, GroupStatusParams, Renewal,
 };
 use alkstore_core::lock::{
     LockAcquireParams, LockDriver, LockGrant, LockInfo, LockReleaseParams, LockReleased,
@@ -306,6 +306,10 @@ impl GroupDriver for AnyEngine {
 
     async fn group_dead_requeue(&self, p: Checked<GroupDeadRequeueParams>) -> Result<u64> {
         drive!(GroupDriver, self.group_dead_requeue(p))
+    }
+
+    async fn group_dead_purge(&self, p: Checked<GroupDeadPurgeParams>) -> Result<u64> {
+        drive!(GroupDriver, self.group_dead_purge(p))
     }
 
     async fn group_dead_take(&self, p: Checked<GroupDeadTakeParams>) -> Result<Vec<GroupDead>> {

@@ -58,7 +58,7 @@ pub use alkstore_core::{
     JobClaimParams, JobEnqueueClaimedParams, JobInfo, JobListParams, JobRetryParams, JobState,
     Limits, ManualClock, NewJob, QueueAdmin, QueueEngine, QueueOpts, QueueStats, QueueThroughput,
     QueueThroughputParams, QueueTotals, Result, RetryOutcome, SweepReport, SystemClock,
-    ThroughputBucket, Wake, THROUGHPUT_BUCKET_S, THROUGHPUT_RETENTION,
+    ThroughputBucket, Wake, DEFAULT_MAX_ATTEMPTS, THROUGHPUT_BUCKET_S, THROUGHPUT_RETENTION,
 };
 pub use alkstore_core::{
     GroupEngine, LockEngine, NotifyEngine, RateEngine, ResultEngine, ScheduleEngine, StreamEngine,

@@ -28,6 +28,8 @@ pub(super) struct ListArgs {
 /// The states `alk jobs` lists (dead letters have `alk dead list`).
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum ListState {
+    /// Waiting: shown `pending` when due now, `retryable` when waiting out
+    /// a retry's backoff, `scheduled` when its first run is due later.
     Pending,
     Processing,
     /// Acked jobs kept by queues with keep_completed.

@@ -10,7 +10,7 @@ use std::io::Write;
 use alkstore::{Error, JobInfo, JobState, QueueStats, Result, SweepReport};
 use serde_json::{json, Value};
 
-use super::text::{duration, payload_preview, payload_text, rfc3339, shorten, when};
+use super::text::{duration, now, payload_preview, payload_text, rfc3339, shorten, when};
 
 /// Append one formatted line to a `String` (infallible, unlike `writeln!`
 /// whose `fmt::Result` would need handling at every call).
@@ -58,7 +58,9 @@ fn finished_at(j: &JobInfo, state: JobState) -> Option<i64> {
 }
 
 /// One job as a JSON object: every field, times as unix seconds, and the
-/// whole payload (see [`payload_text`]).
+/// whole payload (see [`payload_text`]). The state is as shown now
+/// ([`JobInfo::shown_state`]: `retryable` and `scheduled` are pending jobs
+/// due later), and only a processing job has a `claim_expires_at`.
 pub(crate) fn job_json(j: &JobInfo) -> Value {
     let (payload, encoding) = payload_text(&j.payload);
     let errors: Vec<Value> = j
@@ -69,7 +71,7 @@ pub(crate) fn job_json(j: &JobInfo) -> Value {
     json!({
         "id": j.id,
         "queue": j.queue,
-        "state": j.state.as_str(),
+        "state": j.shown_state(now()),
         "priority": j.priority,
         "attempts": j.attempts,
         "max_attempts": j.max_attempts,
@@ -77,7 +79,7 @@ pub(crate) fn job_json(j: &JobInfo) -> Value {
         "created_at": j.created_at,
         "expires_at": j.expires_at,
         "worker": j.worker,
-        "claim_expires_at": j.claim_expires_at,
+        "claim_expires_at": j.live_claim_expires_at(),
         "unique_key": j.unique_key,
         "cancel_requested": j.cancel_requested,
         "last_error": j.last_error,
@@ -109,13 +111,14 @@ pub(crate) fn jobs_table(jobs: &[JobInfo]) -> String {
         "attempts",
         "run_at"
     );
+    let now = now();
     for j in jobs {
         outln!(
             out,
             "{:>10} {:<16} {:<10} {:>5} {:>8} {:<20}  {}",
             j.id,
             j.queue,
-            j.state.as_str(),
+            j.shown_state(now),
             j.priority,
             format!("{}/{}", j.attempts, j.max_attempts),
             rfc3339(j.run_at),
@@ -160,7 +163,7 @@ pub(crate) fn job_detail(j: &JobInfo, now: i64) -> String {
     let mut out = String::new();
     let state = match &j.dead_reason {
         Some(r) if j.state == JobState::Dead => format!("dead ({r})"),
-        _ => j.state.as_str().to_string(),
+        _ => j.shown_state(now).to_string(),
     };
     outln!(out, "id:               {}", j.id);
     outln!(out, "queue:            {}", j.queue);
@@ -175,7 +178,7 @@ pub(crate) fn job_detail(j: &JobInfo, now: i64) -> String {
     if let Some(w) = &j.worker {
         outln!(out, "worker:           {w}");
     }
-    if let Some(t) = j.claim_expires_at {
+    if let Some(t) = j.live_claim_expires_at() {
         outln!(out, "claim_expires_at: {}", when(t, now));
     }
     if let Some(k) = &j.unique_key {

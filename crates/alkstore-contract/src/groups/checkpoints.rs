@@ -2,8 +2,8 @@
 //! stream's head.
 
 use alkstore_core::group::{
-    GroupCheckpointParams, GroupDeadAddParams, GroupDeadListParams, GroupDeadRequeueParams,
-    GroupDeadResolveParams, GroupDeadTakeParams, GroupResizeParams,
+    GroupCheckpointParams, GroupDeadAddParams, GroupDeadListParams, GroupDeadPurgeParams,
+    GroupDeadRequeueParams, GroupDeadResolveParams, GroupDeadTakeParams, GroupResizeParams,
 };
 use alkstore_core::stream::NewEvent;
 use alkstore_core::{Clock, ErrorKind, GroupEngine, StreamEngine};
@@ -273,6 +273,92 @@ pub async fn requeued_dead_letters_are_taken_once_by_the_buckets_holder<H: Harne
     );
 }
 
+/// Purging deletes the chosen dead letters of the group (or all of them,
+/// requeued or not) and nothing else: not another group's, not the events,
+/// not the checkpoints; the group listing counts what is left.
+pub async fn purged_dead_letters_are_gone_and_counted_no_more<H: Harness>(h: &H) {
+    let e = h.engine();
+    let o = publish(e, 3).await;
+    let events = e
+        .stream_read(alkstore_core::stream::StreamReadParams::new("s", 0, 10))
+        .await
+        .expect("read");
+    for group in ["g", "other"] {
+        ensure(e, group, 1).await;
+        let epoch = claim(e, group, "w1", 1).await[0].epoch;
+        for ev in &events {
+            e.group_dead_add(GroupDeadAddParams {
+                group: group.into(),
+                bucket: 0,
+                worker: "w1".into(),
+                epoch,
+                event: ev.clone(),
+                error: "boom".into(),
+                attempts: 1,
+            })
+            .await
+            .expect("dead");
+        }
+    }
+    let dead_of = |e: &H::Engine| {
+        let e = e.clone();
+        async move {
+            e.group_list()
+                .await
+                .expect("groups")
+                .into_iter()
+                .map(|g| (g.group, g.dead))
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(dead_of(e).await, [("g".into(), 3), ("other".into(), 3)]);
+    let checkpoint = checkpoint_of(e, 0).await;
+    let purge = |offsets: Vec<i64>| GroupDeadPurgeParams::new("g", offsets);
+    assert_eq!(
+        e.group_dead_purge(purge(vec![o[1], o[2] + 100]))
+            .await
+            .expect("purge one"),
+        1
+    );
+    let left = e
+        .group_dead_list(GroupDeadListParams::new("g", 0, 10))
+        .await
+        .expect("list");
+    assert_eq!(
+        left.iter().map(|d| d.offset).collect::<Vec<_>>(),
+        [o[0], o[2]]
+    );
+    e.group_dead_requeue(GroupDeadRequeueParams::new("g", vec![o[0]]))
+        .await
+        .expect("requeue");
+    assert_eq!(
+        e.group_dead_purge(purge(Vec::new()))
+            .await
+            .expect("purge all"),
+        2,
+        "requeued or not"
+    );
+    assert_eq!(dead_of(e).await, [("g".into(), 0), ("other".into(), 3)]);
+    assert_eq!(
+        e.group_dead_purge(purge(Vec::new())).await.expect("none"),
+        0
+    );
+    assert_eq!(checkpoint_of(e, 0).await, checkpoint, "checkpoints stay");
+    let err = e
+        .group_dead_purge(GroupDeadPurgeParams::new("", Vec::new()))
+        .await
+        .expect_err("no name");
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    assert_eq!(
+        e.stream_read(alkstore_core::stream::StreamReadParams::new("s", 0, 10))
+            .await
+            .expect("read")
+            .len(),
+        3,
+        "the events stay"
+    );
+}
+
 /// Resizing is refused while any lease is live; once the workers are gone
 /// every new bucket starts from the lowest old checkpoint (nothing
 /// skipped), and epochs carry on, so no fencing token from before the
@@ -342,6 +428,7 @@ macro_rules! __groups_checkpoints {
             dead_letters_are_fenced_and_keep_the_event,
             resize_rewinds_to_the_lowest_checkpoint_once_no_lease_is_live,
             requeued_dead_letters_are_taken_once_by_the_buckets_holder,
+            purged_dead_letters_are_gone_and_counted_no_more,
         ] }
     };
 }

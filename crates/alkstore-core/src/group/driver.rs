@@ -89,6 +89,12 @@ pub trait GroupDriver: Engine {
         params: Checked<GroupDeadRequeueParams>,
     ) -> impl Future<Output = Result<u64>> + Send;
 
+    /// See [`GroupEngine::group_dead_purge`](super::GroupEngine::group_dead_purge).
+    fn group_dead_purge(
+        &self,
+        params: Checked<GroupDeadPurgeParams>,
+    ) -> impl Future<Output = Result<u64>> + Send;
+
     /// See [`GroupEngine::group_dead_take`](super::GroupEngine::group_dead_take).
     fn group_dead_take(
         &self,

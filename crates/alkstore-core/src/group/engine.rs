@@ -116,6 +116,14 @@ pub trait GroupEngine: Engine {
         params: GroupDeadRequeueParams,
     ) -> impl Future<Output = Result<u64>> + Send;
 
+    /// Delete dead letters for good (the given offsets, or all of the
+    /// group's, requeued or not); returns how many were deleted. Their
+    /// events stay in the stream; the group's checkpoints do not move.
+    fn group_dead_purge(
+        &self,
+        params: GroupDeadPurgeParams,
+    ) -> impl Future<Output = Result<u64>> + Send;
+
     /// Take up to `limit` requeued dead letters of the buckets the worker
     /// holds, clearing their mark (so no one else takes them).
     fn group_dead_take(
@@ -221,6 +229,12 @@ impl<D: GroupDriver> GroupEngine for D {
     async fn group_dead_requeue(&self, params: GroupDeadRequeueParams) -> Result<u64> {
         engine_call!(self, group_dead_requeue, params => GroupDeadRequeueParams, |p| {
             GroupDriver::group_dead_requeue(self, p)
+        })
+    }
+
+    async fn group_dead_purge(&self, params: GroupDeadPurgeParams) -> Result<u64> {
+        engine_call!(self, group_dead_purge, params => GroupDeadPurgeParams, |p| {
+            GroupDriver::group_dead_purge(self, p)
         })
     }
 

@@ -463,15 +463,45 @@ impl GroupDeadRequeueParams {
 
 impl Validate for GroupDeadRequeueParams {
     fn validate_params(&self, limits: &Limits) -> Result<()> {
-        validate_group_name(&self.group)?;
-        if self.offsets.len() > limits.max_page as usize {
-            return Err(Error::invalid(
-                "offsets",
-                format!("more than {} in one requeue", limits.max_page),
-            ));
-        }
-        Ok(())
+        validate_dead_offsets(&self.group, &self.offsets, limits, "requeue")
     }
+}
+
+/// Parameters of `group_dead_purge`: delete dead letters for good.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupDeadPurgeParams {
+    /// The group.
+    pub group: String,
+    /// These offsets; empty: every dead letter of the group.
+    pub offsets: Vec<i64>,
+}
+
+impl GroupDeadPurgeParams {
+    /// Purge `offsets` of `group` (empty: all).
+    pub fn new(group: impl Into<String>, offsets: Vec<i64>) -> Self {
+        GroupDeadPurgeParams {
+            group: group.into(),
+            offsets,
+        }
+    }
+}
+
+impl Validate for GroupDeadPurgeParams {
+    fn validate_params(&self, limits: &Limits) -> Result<()> {
+        validate_dead_offsets(&self.group, &self.offsets, limits, "purge")
+    }
+}
+
+/// A group name and at most a page of dead-letter offsets for one `call`.
+fn validate_dead_offsets(group: &str, offsets: &[i64], limits: &Limits, call: &str) -> Result<()> {
+    validate_group_name(group)?;
+    if offsets.len() > limits.max_page as usize {
+        return Err(Error::invalid(
+            "offsets",
+            format!("more than {} in one {call}", limits.max_page),
+        ));
+    }
+    Ok(())
 }
 
 /// Parameters of `group_dead_take`: a worker takes the requeued dead

@@ -87,6 +87,8 @@ pub struct GroupInfo {
     pub live_owners: u32,
     /// Live workers (unexpired members), with or without buckets.
     pub live_workers: u32,
+    /// Its dead letters (events its handler gave up on), requeued or not.
+    pub dead: u64,
 }
 
 /// An event a group's handler gave up on.

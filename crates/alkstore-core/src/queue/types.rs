@@ -7,13 +7,19 @@ use crate::validate::{
 };
 use crate::{Error, Limits, Result};
 
+/// The attempts a job gets when neither its queue's options
+/// ([`QueueOpts::max_attempts`]) nor its enqueue
+/// ([`EnqueueOpts::max_attempts`]) say otherwise.
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
+
 /// Per-queue options, stamped on every row at enqueue so a job keeps the
 /// policy it was created with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueueOpts {
     /// How long a claim lasts before the job may be claimed again (default 300 s).
     pub visibility_timeout: Duration,
-    /// Attempts before a job is dead-lettered (default 3).
+    /// Attempts before a job is dead-lettered (default
+    /// [`DEFAULT_MAX_ATTEMPTS`], 3).
     pub max_attempts: u32,
     /// Base of the exponential retry backoff (default 5 s).
     pub backoff_base: Duration,
@@ -29,7 +35,7 @@ impl Default for QueueOpts {
     fn default() -> Self {
         QueueOpts {
             visibility_timeout: Duration::from_secs(300),
-            max_attempts: 3,
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
             backoff_base: Duration::from_secs(5),
             dead_letter_retention: Some(Duration::from_secs(7 * 24 * 3600)),
             keep_completed: None,
@@ -523,6 +529,32 @@ pub struct JobInfo {
     pub cancel_requested: bool,
 }
 
+impl JobInfo {
+    /// The state to show people at `now` (unix seconds): a pending job due
+    /// later is `retryable` when it has run before (it waits out a retry's
+    /// backoff) and `scheduled` when its first run is due later; otherwise
+    /// the stored state (so `pending` is due now). Only the display
+    /// differs: the store keeps one `pending` state, and listing by
+    /// `pending` returns all three.
+    pub fn shown_state(&self, now: i64) -> &'static str {
+        match self.state {
+            JobState::Pending if self.run_at > now && self.attempts > 0 => "retryable",
+            JobState::Pending if self.run_at > now => "scheduled",
+            state => state.as_str(),
+        }
+    }
+
+    /// When the current claim lapses: only a processing job holds one. A
+    /// dead, completed or pending job shows none, whatever its last claim's
+    /// expiry was ([`claim_expires_at`](Self::claim_expires_at) keeps that).
+    pub fn live_claim_expires_at(&self) -> Option<i64> {
+        match self.state {
+            JobState::Processing => self.claim_expires_at,
+            _ => None,
+        }
+    }
+}
+
 /// The span of one throughput bucket: completions and failures are counted
 /// per queue in buckets of this many seconds of the store's clock.
 pub const THROUGHPUT_BUCKET_S: i64 = 10;
@@ -652,4 +684,56 @@ pub fn backoff_delay_s(base_s: i64, attempt: u32, seed: i64) -> i64 {
     // jitter_span > 0 here, and the remainder is at most jitter_span.
     let span = u64::try_from(jitter_span).unwrap_or(0) + 1;
     delay + i64::try_from(z % span).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(state: JobState, attempts: u32, run_at: i64) -> JobInfo {
+        JobInfo {
+            id: 1,
+            queue: "q".into(),
+            state,
+            payload: Vec::new(),
+            priority: 0,
+            attempts,
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
+            run_at,
+            created_at: 0,
+            expires_at: None,
+            worker: Some("w".into()),
+            claim_expires_at: Some(500),
+            unique_key: None,
+            last_error: None,
+            dead_reason: None,
+            died_at: None,
+            errors: Vec::new(),
+            cancel_requested: false,
+        }
+    }
+
+    #[test]
+    fn pending_jobs_due_later_show_retryable_or_scheduled() {
+        let now = 100;
+        assert_eq!(job(JobState::Pending, 1, 160).shown_state(now), "retryable");
+        assert_eq!(job(JobState::Pending, 0, 160).shown_state(now), "scheduled");
+        assert_eq!(job(JobState::Pending, 1, 100).shown_state(now), "pending");
+        assert_eq!(job(JobState::Dead, 1, 160).shown_state(now), "dead");
+        assert_eq!(
+            job(JobState::Processing, 1, 160).shown_state(now),
+            "processing"
+        );
+    }
+
+    #[test]
+    fn only_a_processing_job_shows_its_claim() {
+        assert_eq!(
+            job(JobState::Processing, 1, 0).live_claim_expires_at(),
+            Some(500)
+        );
+        for state in [JobState::Dead, JobState::Completed, JobState::Pending] {
+            assert_eq!(job(state, 1, 0).live_claim_expires_at(), None, "{state:?}");
+        }
+    }
 }

@@ -5,10 +5,10 @@ pub(crate) mod sql;
 
 use alkstore_core::group::{
     fenced, resize_refused, ttl_ms, BucketEvent, BucketLease, BucketStatus, GroupCheckpointParams,
-    GroupClaimParams, GroupDead, GroupDeadAddParams, GroupDeadListParams, GroupDeadRequeueParams,
-    GroupDeadResolveParams, GroupDeadTakeParams, GroupDriver, GroupEnsureParams, GroupInfo,
-    GroupLeaveParams, GroupReadParams, GroupReleaseParams, GroupRenewParams, GroupResize,
-    GroupResizeParams, GroupStatus, GroupStatusParams, Renewal,
+    GroupClaimParams, GroupDead, GroupDeadAddParams, GroupDeadListParams, GroupDeadPurgeParams,
+    GroupDeadRequeueParams, GroupDeadResolveParams, GroupDeadTakeParams, GroupDriver,
+    GroupEnsureParams, GroupInfo, GroupLeaveParams, GroupReadParams, GroupReleaseParams,
+    GroupRenewParams, GroupResize, GroupResizeParams, GroupStatus, GroupStatusParams, Renewal,
 };
 use alkstore_core::stream::Event;
 use alkstore_core::validate::count;
@@ -296,6 +296,7 @@ impl GroupDriver for PgEngine {
                 buckets: small(r.get(2)),
                 live_owners: small(r.get(3)),
                 live_workers: small(r.get(4)),
+                dead: count(r.get(5)),
             })
             .collect())
     }
@@ -406,6 +407,15 @@ impl GroupDriver for PgEngine {
             .await
             .map_err(db("group_dead_requeue"))?;
         Ok(rows)
+    }
+
+    async fn group_dead_purge(&self, params: Checked<GroupDeadPurgeParams>) -> Result<u64> {
+        let p = params.into_inner();
+        self.client()
+            .await?
+            .execute(&self.inner.group_sql.dead_purge, &[&p.group, &p.offsets])
+            .await
+            .map_err(db("group_dead_purge"))
     }
 
     async fn group_dead_take(

@@ -59,6 +59,7 @@ pub(crate) struct GroupSql {
     pub dead_add: String,
     pub dead_list: String,
     pub dead_requeue: String,
+    pub dead_purge: String,
     pub dead_take: String,
     pub holds: String,
     pub dead_delete: String,
@@ -150,7 +151,8 @@ impl GroupSql {
                 "SELECT g.group_name, g.stream, max(g.buckets), \
                    (count(DISTINCT g.owner) FILTER (WHERE g.lease_expires_at > {NOW_MS}))::int, \
                    (SELECT count(*) FROM {gm} m WHERE m.group_name = g.group_name \
-                      AND m.expires_at > {NOW_MS})::int \
+                      AND m.expires_at > {NOW_MS})::int, \
+                   (SELECT count(*) FROM {gd} d WHERE d.group_name = g.group_name) \
                  FROM {gb} g GROUP BY g.group_name, g.stream ORDER BY g.group_name"
             ),
             leave: format!(
@@ -193,6 +195,10 @@ impl GroupSql {
             ),
             dead_requeue: format!(
                 "UPDATE {gd} SET requeued = true WHERE group_name = $1 \
+                 AND (cardinality($2::bigint[]) = 0 OR id = ANY($2::bigint[]))"
+            ),
+            dead_purge: format!(
+                "DELETE FROM {gd} WHERE group_name = $1 \
                  AND (cardinality($2::bigint[]) = 0 OR id = ANY($2::bigint[]))"
             ),
             // SKIP LOCKED: two takers never wait on, nor both get, a row.

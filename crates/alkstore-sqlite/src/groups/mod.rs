@@ -3,9 +3,10 @@
 use alkstore_core::group::{
     fenced, hashtextextended, resize_refused, ttl_ms, BucketEvent, BucketLease, BucketStatus,
     GroupCheckpointParams, GroupClaimParams, GroupDead, GroupDeadAddParams, GroupDeadListParams,
-    GroupDeadRequeueParams, GroupDeadResolveParams, GroupDeadTakeParams, GroupDriver,
-    GroupEnsureParams, GroupInfo, GroupLeaveParams, GroupReadParams, GroupReleaseParams,
-    GroupRenewParams, GroupResize, GroupResizeParams, GroupStatus, GroupStatusParams, Renewal,
+    GroupDeadPurgeParams, GroupDeadRequeueParams, GroupDeadResolveParams, GroupDeadTakeParams,
+    GroupDriver, GroupEnsureParams, GroupInfo, GroupLeaveParams, GroupReadParams,
+    GroupReleaseParams, GroupRenewParams, GroupResize, GroupResizeParams, GroupStatus,
+    GroupStatusParams, Renewal,
 };
 use alkstore_core::stream::Event;
 use alkstore_core::validate::count;
@@ -445,7 +446,8 @@ impl GroupDriver for SqliteEngine {
                 "SELECT g.group_name, g.stream, MAX(g.buckets), \
                    COUNT(DISTINCT CASE WHEN g.lease_expires_at > ?1 THEN g.owner END), \
                    (SELECT COUNT(*) FROM __alkstore_group_member m \
-                    WHERE m.group_name = g.group_name AND m.expires_at > ?1) \
+                    WHERE m.group_name = g.group_name AND m.expires_at > ?1), \
+                   (SELECT COUNT(*) FROM __alkstore_group_dead d WHERE d.group_name = g.group_name) \
                  FROM __alkstore_group_bucket g GROUP BY g.group_name, g.stream ORDER BY g.group_name",
             )
             .and_then(|mut s| {
@@ -456,6 +458,7 @@ impl GroupDriver for SqliteEngine {
                         buckets: r.get(2)?,
                         live_owners: r.get(3)?,
                         live_workers: r.get(4)?,
+                        dead: r.get::<_, i64>(5).map(count)?,
                     })
                 })?
                 .collect()
@@ -613,14 +616,7 @@ impl GroupDriver for SqliteEngine {
 
     async fn group_dead_requeue(&self, params: Checked<GroupDeadRequeueParams>) -> Result<u64> {
         let p = params.into_inner();
-        let offsets = format!(
-            "[{}]",
-            p.offsets
-                .iter()
-                .map(i64::to_string)
-                .collect::<Vec<_>>()
-                .join(",")
-        );
+        let offsets = json_ids(&p.offsets);
         let all = p.offsets.is_empty();
         self.inner
             .writer
@@ -633,6 +629,25 @@ impl GroupDriver for SqliteEngine {
                     .and_then(|mut s| s.execute(params![p.group, all, offsets]))
                     .map(|n| n as u64)
                     .map_err(db("group_dead_requeue"))
+            })
+            .await
+    }
+
+    async fn group_dead_purge(&self, params: Checked<GroupDeadPurgeParams>) -> Result<u64> {
+        let p = params.into_inner();
+        let offsets = json_ids(&p.offsets);
+        let all = p.offsets.is_empty();
+        self.inner
+            .writer
+            .write("group_dead_purge", move |st| {
+                st.conn
+                    .prepare_cached(
+                        "DELETE FROM __alkstore_group_dead WHERE group_name = ?1 \
+                         AND (?2 OR id IN (SELECT value FROM json_each(?3)))",
+                    )
+                    .and_then(|mut s| s.execute(params![p.group, all, offsets]))
+                    .map(|n| n as u64)
+                    .map_err(db("group_dead_purge"))
             })
             .await
     }
@@ -719,6 +734,12 @@ impl GroupDriver for SqliteEngine {
         })
         .await
     }
+}
+
+/// Offsets as a JSON array, for `json_each`.
+fn json_ids(ids: &[i64]) -> String {
+    let ids: Vec<String> = ids.iter().map(i64::to_string).collect();
+    format!("[{}]", ids.join(","))
 }
 
 #[cfg(test)]

@@ -17,10 +17,10 @@ mod runner;
 pub use alkstore_core::group::{
     bucket_of, bucket_of_offset, hashtextextended, ttl_ms, BucketLease, BucketStatus,
     GroupCheckpointParams, GroupClaimParams, GroupDead, GroupDeadAddParams, GroupDeadListParams,
-    GroupDeadRequeueParams, GroupDeadResolveParams, GroupDeadTakeParams, GroupEnsureParams,
-    GroupInfo, GroupLeaveParams, GroupReadParams, GroupReleaseParams, GroupRenewParams,
-    GroupResize, GroupResizeParams, GroupStatus, GroupStatusParams, Renewal, MAX_BUCKETS,
-    MAX_LEASE_TTL,
+    GroupDeadPurgeParams, GroupDeadRequeueParams, GroupDeadResolveParams, GroupDeadTakeParams,
+    GroupEnsureParams, GroupInfo, GroupLeaveParams, GroupReadParams, GroupReleaseParams,
+    GroupRenewParams, GroupResize, GroupResizeParams, GroupStatus, GroupStatusParams, Renewal,
+    MAX_BUCKETS, MAX_LEASE_TTL,
 };
 pub use runner::{GroupError, GroupEvent, GroupOpts, GroupReport, GroupRunner};
 
