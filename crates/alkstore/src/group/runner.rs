@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use alkstore_core::group::MAX_LEASE_TTL;
 use alkstore_core::group::{
     BucketEvent, BucketLease, GroupCheckpointParams, GroupClaimParams, GroupDead,
-    GroupDeadAddParams, GroupDeadResolveParams, GroupDeadTakeParams, GroupEnsureParams,
-    GroupLeaveParams, GroupReadParams, GroupReleaseParams, GroupRenewParams,
+    GroupDeadAddParams, GroupDeadRequeueParams, GroupDeadResolveParams, GroupDeadTakeParams,
+    GroupEnsureParams, GroupLeaveParams, GroupReadParams, GroupReleaseParams, GroupRenewParams,
 };
 use alkstore_core::stream::Event;
 use alkstore_core::validate::{validate_duration, validate_ttl};
@@ -259,9 +259,13 @@ impl GroupRunner {
     ///   TTL, which comes before the database's expiry as long as the two
     ///   clocks run at the same rate), and stops instead, dropping what the
     ///   reader had queued for it. So a worker that was frozen (SIGSTOP, a
-    ///   paused VM) or cut off from the database past its TTL starts nothing
-    ///   more on that bucket once it runs again; within one lease, calls run
-    ///   one at a time in offset order.
+    ///   frozen cgroup or container) or cut off from the database past its
+    ///   TTL starts nothing more on that bucket once it runs again; within
+    ///   one lease, calls run one at a time in offset order. Not covered: a
+    ///   host that suspends (the monotonic clock stands still while the
+    ///   database's runs on), and on SQLite a wall clock stepped by more
+    ///   than the TTL margin (leases there are stamped by each process's
+    ///   clock).
     /// - A call already *running* when the lease lapses is not interrupted:
     ///   a slow handler, or a pause that lands inside it, can still be
     ///   running (and writing) after the bucket's next holder started, and
@@ -432,6 +436,9 @@ where
             self.report.lost += 1;
             self.stop(bucket).await;
         }
+        // A handler that stopped at its lease's lapse while the renewal ran
+        // is restarted now, not a heartbeat later.
+        self.reap().await;
         for lease in held.values() {
             match self.buckets.get(&lease.bucket) {
                 // Still held under the epoch its handler runs: extended.
@@ -775,11 +782,32 @@ async fn redeliver<F>(s: &Shared<F>) {
             Some(q) => {
                 let _ = q.send(Fed::Redeliver(d)).await;
             }
-            // Taken just as its bucket went: it stays dead, unmarked.
-            None => {
-                tracing::warn!(group = %s.group, offset = d.offset, "requeued dead letter's bucket is gone; requeue it again")
-            }
+            // Taken just as its bucket went: marked again for its next holder.
+            None => give_back(s, vec![d.offset]).await,
         }
+    }
+}
+
+/// Mark requeued dead letters that were taken but not run as requeued
+/// again (taking cleared the mark), so the bucket's next holder runs them
+/// and an operator's requeue is not silently undone.
+async fn give_back<F>(s: &Shared<F>, offsets: Vec<i64>) {
+    if offsets.is_empty() {
+        // An empty list would mean every dead letter of the group.
+        return;
+    }
+    let n = offsets.len();
+    let back = s
+        .engine
+        .group_dead_requeue(GroupDeadRequeueParams::new(
+            s.group.clone(),
+            offsets.clone(),
+        ))
+        .await;
+    if let Err(e) = back {
+        tracing::warn!(group = %s.group, ?offsets, error = %e, "requeued dead letters taken but not run could not be marked again; requeue them again");
+    } else {
+        tracing::debug!(group = %s.group, n, "requeued dead letters not run here marked again");
     }
 }
 
@@ -808,12 +836,21 @@ where
         unsaved: 0,
         last_save: Instant::now(),
         valid_until,
+        untaken: Vec::new(),
         end: HandlerEnd::default(),
     };
     h.follow(&mut fed, &mut stop).await;
-    // Whatever the fetcher queued is not run here (the bucket's next
-    // holder, maybe this worker again, reads it from the checkpoint).
-    drop(fed);
+    // Whatever the fetcher queued is not run here: the bucket's next
+    // holder (maybe this worker again) reads its events from the
+    // checkpoint, and takes its requeued dead letters once marked again.
+    fed.close();
+    let mut untaken = std::mem::take(&mut h.untaken);
+    while let Ok(item) = fed.try_recv() {
+        if let Fed::Redeliver(dead) = item {
+            untaken.push(dead.offset);
+        }
+    }
+    give_back(&s, untaken).await;
     if !h.end.lost {
         // Hand the bucket over where it stands (a fenced save changes
         // nothing, and is only logged).
@@ -841,6 +878,8 @@ struct BucketHandler<'a, F> {
     last_save: Instant,
     /// The lease's [`Owned::valid_until`].
     valid_until: watch::Receiver<Instant>,
+    /// Requeued dead letters taken but not run (stopped first).
+    untaken: Vec<i64>,
     end: HandlerEnd,
 }
 
@@ -921,8 +960,9 @@ where
         let offset = event.offset;
         let outcome = match self.run_handler(&event, stop).await {
             Ran::Stopped => {
-                // Taken (its mark cleared) but not run: it stays dead.
-                tracing::warn!(group = %s.group, bucket = self.bucket, offset, "requeued dead letter not run: the bucket's lease lapsed or it is stopping; requeue it again");
+                // Taken (its mark cleared) but not run: marked again when
+                // the bucket's task ends.
+                self.untaken.push(offset);
                 return false;
             }
             Ran::Ok => {
@@ -1092,6 +1132,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alkstore_core::group::GroupDeadListParams;
 
     /// What the test handler ran: offsets, in order.
     type Ran = Arc<Mutex<Vec<i64>>>;
@@ -1117,6 +1158,7 @@ mod tests {
         _stop: watch::Sender<bool>,
         valid: watch::Sender<Instant>,
         task: JoinHandle<HandlerEnd>,
+        engine: crate::AnyEngine,
     }
 
     async fn rig() -> Rig {
@@ -1134,6 +1176,7 @@ mod tests {
             }
         };
         let (valid, valid_rx) = watch::channel(Instant::now() + Duration::from_secs(3600));
+        let engine = store.engine().clone();
         let shared = Arc::new(Shared {
             engine: store.engine().clone(),
             group: "g".into(),
@@ -1164,6 +1207,7 @@ mod tests {
             _stop: stop,
             valid,
             task,
+            engine,
         }
     }
 
@@ -1203,25 +1247,60 @@ mod tests {
         assert_eq!(rig.end().await, [1]);
     }
 
-    /// Nor does it run a requeued dead letter handed to it after that.
+    /// Nor does it run a requeued dead letter handed to it after that; it
+    /// marks it requeued again (taking it cleared the mark), so the
+    /// bucket's next holder runs it and the operator's requeue holds.
     #[tokio::test]
-    async fn a_lapsed_lease_runs_no_requeued_dead_letter() {
+    async fn a_lapsed_lease_runs_no_requeued_dead_letter_and_gives_it_back() {
         let rig = rig().await;
-        rig.parked_after_one().await;
-        rig.lapse();
-        let dead = GroupDead {
-            offset: 2,
+        let e = rig.engine.clone();
+        // A real dead letter of bucket 0 under worker "w"'s epoch 1 (the
+        // rig's lease), requeued by an operator and taken by the fetcher.
+        e.group_ensure(GroupEnsureParams::new("g", "s", 1))
+            .await
+            .expect("ensure");
+        let leases = e
+            .group_claim(GroupClaimParams::new("g", "w", Duration::from_secs(60), 1))
+            .await
+            .expect("claim");
+        assert_eq!(leases.len(), 1);
+        e.group_dead_add(GroupDeadAddParams {
+            group: "g".into(),
             bucket: 0,
-            stream: "s".into(),
-            key: Some("k".into()),
-            payload: b"x".to_vec(),
+            worker: "w".into(),
+            epoch: leases[0].epoch,
+            event: event(2),
             error: "e".into(),
             attempts: 1,
-            failed_at: 0,
-            created_at: 0,
-            requeued: false,
-        };
-        rig.queue.send(Fed::Redeliver(dead)).await.expect("send");
+        })
+        .await
+        .expect("dead");
+        assert_eq!(
+            e.group_dead_requeue(GroupDeadRequeueParams::new("g", vec![2]))
+                .await
+                .expect("requeue"),
+            1
+        );
+        let mut taken = e
+            .group_dead_take(GroupDeadTakeParams::new("g", "w", 10))
+            .await
+            .expect("take");
+        assert_eq!(taken.len(), 1);
+        rig.parked_after_one().await;
+        rig.lapse();
+        rig.queue
+            .send(Fed::Redeliver(taken.remove(0)))
+            .await
+            .expect("send");
         assert_eq!(rig.end().await, [1]);
+        let dead = e
+            .group_dead_list(GroupDeadListParams::new("g", 0, 10))
+            .await
+            .expect("list");
+        assert_eq!(dead.len(), 1);
+        assert!(
+            dead[0].requeued,
+            "marked again for the next holder: {dead:?}"
+        );
     }
 }
