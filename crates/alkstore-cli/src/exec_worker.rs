@@ -9,8 +9,13 @@
 //! shutdown once `--shutdown-timeout` has passed, the whole group gets
 //! SIGTERM, then SIGKILL after [`KILL_GRACE`]. Only once no process of the
 //! group is left is the job retried, dead-lettered or handed back, so no
-//! other worker runs it beside a leftover of this one. (A terminal's Ctrl-C
-//! reaches the worker, not the commands: the worker stops them as above.)
+//! other worker runs it beside a leftover of this one. A command that exits
+//! leaving processes of its group running (started in the background) has
+//! them stopped the same way before its job is acked or retried. (A
+//! terminal's Ctrl-C reaches the worker, not the commands: the worker stops
+//! them as above.) Orphans are reaped by the host's init: where `alk worker`
+//! is itself pid 1 (a container without `--init`), a stopped command's
+//! children stay zombies and each stop waits its full grace.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -298,8 +303,10 @@ async fn run_command(w: &Shared, job: &JobCtx<Vec<u8>>) -> Ended {
             let ((), tail) = tokio::join!(feed, drain);
             (child.wait().await, tail)
         } => {
-            // Reaped: the group's id may be reused from here on.
-            guard.disarm();
+            // `sh` exited: stop whatever it left running in its group (a
+            // background process would otherwise outlive the job and
+            // overlap its next attempt).
+            guard.sweep().await;
             return match status {
                 Ok(status) => Ended::Exited(status, tail),
                 Err(e) => Ended::NotStarted(e),
@@ -349,9 +356,23 @@ mod group {
             Guard(pid)
         }
 
-        /// Forget the group (its leader was reaped: the id may be reused).
-        pub(super) fn disarm(&mut self) {
-            self.0 = None;
+        /// After the leader exited and was reaped: stop what is left of its
+        /// group (processes it started in the background) as [`Self::stop`]
+        /// does. A group id stays taken while any member lives, so one
+        /// that still answers is still this command's.
+        pub(super) async fn sweep(&mut self) {
+            let Some(pgid) = self.0.take() else {
+                return;
+            };
+            if test_kill_process_group(pgid).is_err() {
+                return;
+            }
+            let _ = kill_process_group(pgid, Signal::TERM);
+            if gone_by(pgid, Instant::now() + KILL_GRACE).await {
+                return;
+            }
+            let _ = kill_process_group(pgid, Signal::KILL);
+            gone_by(pgid, Instant::now() + KILL_WAIT).await;
         }
 
         /// SIGTERM the group; reap the leader; SIGKILL whatever is left
@@ -413,7 +434,7 @@ mod group {
             Guard
         }
 
-        pub(super) fn disarm(&mut self) {}
+        pub(super) async fn sweep(&mut self) {}
 
         pub(super) async fn stop(&mut self, child: &mut Child) {
             let _ = child.start_kill();

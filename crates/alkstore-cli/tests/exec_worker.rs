@@ -148,7 +148,9 @@ fn said(text: &Arc<Mutex<String>>) -> String {
 fn stop_worker(child: Child, text: &Arc<Mutex<String>>) -> String {
     terminate(child);
     // The reader thread sees the pipe close right after the exit.
-    let deadline = Instant::now() + Duration::from_secs(5);
+    // Generous: the worker may first stop a command's group (up to
+    // --shutdown-timeout plus the kill grace) on a loaded machine.
+    let deadline = Instant::now() + Duration::from_secs(60);
     while !said(text).contains("stopped;") && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -318,6 +320,33 @@ async fn commands_stop_with_their_process_group(db: String, tag: u8) {
     assert_no_leftovers(&seconds, group, "after the cancel").await;
     let job = e.job_get(held).await.expect("get").expect("dead");
     assert_eq!(job.dead_reason.as_deref(), Some("cancelled"), "{job:?}");
+    stop_worker(worker, &text);
+
+    // A command that exits leaving a background process behind (its
+    // output closed, so nothing waits for it): the leftover is stopped
+    // once the command exits, before the next attempt could start.
+    let lingering = format!("96.{tag}{}", std::process::id());
+    let script = format!(
+        "echo $$ >> {}; sleep {lingering} >/dev/null 2>&1 & exit 0",
+        pids.display()
+    );
+    let _ = std::fs::remove_file(&pids);
+    let done = e
+        .job_enqueue(vec![NewJob::new("bg", b"3".to_vec())])
+        .await
+        .expect("enqueue")[0]
+        .id();
+    let (worker, text) = spawn_worker(&db, &["--queue", "bg", "--exec", &script]);
+    wait_until("the command ran and its job completed", async || {
+        recorded_group(&pids).is_some() && e.job_get(done).await.expect("get").is_none()
+    })
+    .await;
+    assert_no_leftovers(
+        &lingering,
+        recorded_group(&pids),
+        "after the command exited",
+    )
+    .await;
     stop_worker(worker, &text);
 }
 
