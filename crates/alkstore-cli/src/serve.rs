@@ -2,9 +2,12 @@
 //! `alkstore-http`) on one address, until SIGTERM or Ctrl-C.
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use alkstore::{Error, Result, Store};
 use clap::Args;
+
+use crate::commands::text::parse_duration;
 
 /// Arguments of `alk serve`.
 #[derive(Debug, Args)]
@@ -19,10 +22,15 @@ pub(crate) struct ServeArgs {
     /// The largest request body accepted, in bytes.
     #[arg(long, default_value_t = 1 << 20)]
     max_body_bytes: usize,
-    /// The longest a claim or read may wait for work (`wait_ms`), in ms
-    /// (at most 30,000).
-    #[arg(long, default_value_t = 30_000)]
-    max_wait_ms: u64,
+    /// The longest a claim or read may wait for work (a request's
+    /// `wait_ms` must not exceed it): `30s` (the most), `500ms`, or plain
+    /// seconds.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    max_wait: Duration,
+    /// `--max-wait` in milliseconds (the flag's earlier form, kept for
+    /// scripts).
+    #[arg(long, hide = true, conflicts_with = "max_wait")]
+    max_wait_ms: Option<u64>,
     /// Print the API's OpenAPI document and exit (it is kept in the
     /// repository as crates/alkstore-http/openapi.json).
     #[arg(long)]
@@ -53,7 +61,9 @@ pub(crate) async fn run(db: &str, args: ServeArgs) -> Result<()> {
         alkstore_http::ServeOptions {
             token: args.token,
             max_body_bytes: args.max_body_bytes,
-            max_wait_ms: args.max_wait_ms,
+            max_wait_ms: args
+                .max_wait_ms
+                .unwrap_or_else(|| u64::try_from(args.max_wait.as_millis()).unwrap_or(u64::MAX)),
             prometheus: Some(prometheus),
         },
     );

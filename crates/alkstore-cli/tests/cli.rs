@@ -817,6 +817,7 @@ async fn groups_list_status_dead_and_resize() {
         "{table}"
     );
     let dead = alk_json(&db, &["groups", "dead", "proj"]);
+    assert_eq!(list[0]["dead"].as_u64(), Some(1), "{list}");
     assert_eq!(dead[0]["offset"].as_i64(), Some(poison));
     assert_eq!(dead[0]["payload"], "poison");
     assert!(

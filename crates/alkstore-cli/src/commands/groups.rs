@@ -172,23 +172,25 @@ pub(super) async fn run(store: &Store, cmd: GroupsCommand, as_json: bool) -> Res
                                 "buckets": g.buckets,
                                 "live_workers": g.live_workers,
                                 "live_owners": g.live_owners,
+                                "dead": g.dead,
                             })
                         })
                         .collect(),
                 ))
             } else {
                 let mut out = format!(
-                    "{:<28} {:<28} {:>8} {:>8} {:>8}\n",
-                    "GROUP", "STREAM", "BUCKETS", "WORKERS", "OWNERS"
+                    "{:<28} {:<28} {:>8} {:>8} {:>8} {:>8}\n",
+                    "GROUP", "STREAM", "BUCKETS", "WORKERS", "OWNERS", "DEAD"
                 );
                 for g in &groups {
                     out.push_str(&format!(
-                        "{:<28} {:<28} {:>8} {:>8} {:>8}\n",
+                        "{:<28} {:<28} {:>8} {:>8} {:>8} {:>8}\n",
                         shorten(&g.group, 28),
                         shorten(&g.stream, 28),
                         g.buckets,
                         g.live_workers,
-                        g.live_owners
+                        g.live_owners,
+                        g.dead
                     ));
                 }
                 out
