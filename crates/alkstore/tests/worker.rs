@@ -185,6 +185,7 @@ async fn a_quiet_queue_costs_one_claim_per_job() {
                 let _ = stop_rx.await;
             }),
     );
+    let started = std::time::Instant::now();
     // Both loops start with a claim of their own, find nothing and wait.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let q = f.store.queue("quiet");
@@ -211,11 +212,16 @@ async fn a_quiet_queue_costs_one_claim_per_job() {
         "{report:?}"
     );
     assert!(report.handed_off > 0, "{report:?}");
-    // 2 at startup, a poll or two, at most one second hint per job: 24 at
-    // worst; two empty claims a job (40 and more) before.
+    // 2 at startup, a poll per second the run took, and the hints of a
+    // commit: one as a rule (3-9 in all in a quiet run), but on a loaded
+    // machine the in-process hint and the file watcher's for one commit
+    // may come apart (26 seen). Before, every loop answered every hint
+    // and claimed again: 36-42 for 20 jobs.
+    let polls = started.elapsed().as_secs() + 2;
     assert!(
-        report.empty_claims <= u64::from(JOBS) + 4,
-        "{} empty claims for {JOBS} jobs",
-        report.empty_claims
+        report.empty_claims <= u64::from(JOBS) * 3 / 2 + polls,
+        "{} empty claims for {JOBS} jobs in {:?}",
+        report.empty_claims,
+        started.elapsed()
     );
 }
