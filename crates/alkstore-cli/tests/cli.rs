@@ -835,6 +835,29 @@ async fn groups_list_status_dead_and_resize() {
     assert_eq!(requeued["requeued"].as_u64(), Some(1));
     let dead = alk_json(&db, &["groups", "dead", "proj"]);
     assert_eq!(dead[0]["requeued"], true);
+    // Purging is explicit: an offset or --all.
+    let refused = alk(&db, &["groups", "purge", "proj"]);
+    assert!(!refused.status.success());
+    assert!(stderr(&refused).contains("--all"), "{}", stderr(&refused));
+    assert_eq!(
+        alk_json(&db, &["groups", "dead", "proj"])
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
+    let purged = alk_json(
+        &db,
+        &["groups", "purge", "proj", "--offset", &poison.to_string()],
+    );
+    assert_eq!(purged["purged"].as_u64(), Some(1), "{purged}");
+    assert_eq!(
+        alk_json(&db, &["groups", "dead", "proj"]),
+        serde_json::json!([])
+    );
+    assert_eq!(
+        alk_json(&db, &["groups", "list"])[0]["dead"].as_u64(),
+        Some(0)
+    );
     let resized = alk_json(&db, &["groups", "resize", "proj", "--buckets", "8"]);
     assert_eq!(
         (resized["from"].as_u64(), resized["to"].as_u64()),

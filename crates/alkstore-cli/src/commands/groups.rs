@@ -2,8 +2,8 @@
 //! letters, resize.
 
 use alkstore::group::{
-    bucket_of, hashtextextended, GroupDeadListParams, GroupDeadRequeueParams, GroupResizeParams,
-    GroupStatus, MAX_BUCKETS,
+    bucket_of, hashtextextended, GroupDeadListParams, GroupDeadPurgeParams, GroupDeadRequeueParams,
+    GroupResizeParams, GroupStatus, MAX_BUCKETS,
 };
 use alkstore::stream::validate_key;
 use alkstore::{GroupEngine, Result, Store};
@@ -54,6 +54,18 @@ pub(super) enum GroupsCommand {
         /// Only these offsets (repeatable); default: every dead letter.
         #[arg(long = "offset")]
         offsets: Vec<i64>,
+    },
+    /// Delete a group's dead letters for good (their events stay in the
+    /// stream; checkpoints do not move). Needs `--offset` or `--all`.
+    Purge {
+        /// Group name.
+        group: String,
+        /// Only these offsets (repeatable).
+        #[arg(long = "offset", conflicts_with = "all")]
+        offsets: Vec<i64>,
+        /// Every dead letter of the group.
+        #[arg(long)]
+        all: bool,
     },
     /// Change a group's bucket count. Refused while any lease is live (stop
     /// the group's workers first); every bucket restarts from the lowest
@@ -260,6 +272,26 @@ pub(super) async fn run(store: &Store, cmd: GroupsCommand, as_json: bool) -> Res
                 json_text(&json!({ "group": group, "requeued": n }))
             } else {
                 format!("requeued {n} dead letter(s) of group {group}\n")
+            }
+        }
+        GroupsCommand::Purge {
+            group,
+            offsets,
+            all,
+        } => {
+            if offsets.is_empty() && !all {
+                return Err(alkstore::Error::invalid(
+                    "groups purge",
+                    "give --offset OFFSET (repeatable) or --all",
+                ));
+            }
+            let n = e
+                .group_dead_purge(GroupDeadPurgeParams::new(group.clone(), offsets))
+                .await?;
+            if as_json {
+                json_text(&json!({ "group": group, "purged": n }))
+            } else {
+                format!("purged {n} dead letter(s) of group {group}\n")
             }
         }
         GroupsCommand::Resize { group, buckets } => {
