@@ -222,6 +222,14 @@ pub struct GroupDeadSelectRequest {
 }
 
 impl GroupDeadSelectRequest {
+    /// `group` (its name checked first, even when the selection is empty)
+    /// and the offsets for the store (empty: all of the group's), or `None`
+    /// when the request names none.
+    fn select(self, group: String) -> ApiResult<Option<(String, Vec<i64>)>> {
+        validate_group_name(&group)?;
+        Ok(self.offsets()?.map(|offsets| (group, offsets)))
+    }
+
     /// The offsets for the store (empty: all of the group's), or `None`
     /// when the request names none.
     fn offsets(self) -> ApiResult<Option<Vec<i64>>> {
@@ -283,8 +291,7 @@ async fn group_dead_requeue(
     ApiPath(group): ApiPath<String>,
     ApiJson(req): ApiJson<GroupDeadSelectRequest>,
 ) -> ApiResult<Json<Count>> {
-    validate_group_name(&group)?;
-    let Some(offsets) = req.offsets()? else {
+    let Some((group, offsets)) = req.select(group)? else {
         return Ok(Json(Count { count: 0 }));
     };
     let count = app
@@ -309,8 +316,7 @@ async fn group_dead_purge(
     ApiPath(group): ApiPath<String>,
     ApiJson(req): ApiJson<GroupDeadSelectRequest>,
 ) -> ApiResult<Json<Count>> {
-    validate_group_name(&group)?;
-    let Some(offsets) = req.offsets()? else {
+    let Some((group, offsets)) = req.select(group)? else {
         return Ok(Json(Count { count: 0 }));
     };
     let count = app

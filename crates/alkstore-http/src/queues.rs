@@ -686,12 +686,12 @@ async fn list_queues(State(app): State<AppState>) -> ApiResult<Json<QueueList>> 
 /// The queue's counts by state and whether it is paused. Queues appear with
 /// their first job: a name nothing was ever enqueued on (and that is not
 /// paused) is 404 `not_found` ("no such queue yet"); a drained queue stays
-/// listed while its recent throughput does.
+/// while the store's throughput totals count what it finished.
 #[utoipa::path(get, path = "/api/v1/queues/{queue}", tag = "queues",
     params(("queue" = String, Path, description = "Queue name")),
     responses((status = 200, description = "The queue's counts", body = QueueView),
         (status = 400, description = "Not a valid queue name", body = ErrorBody),
-        (status = 404, description = "No such queue yet: nothing was ever enqueued on it (or it drained over an hour ago), and it is not paused", body = ErrorBody)))]
+        (status = 404, description = "No such queue yet: nothing was ever enqueued on it, and it is not paused", body = ErrorBody)))]
 async fn queue_stats(
     State(app): State<AppState>,
     ApiPath(queue): ApiPath<String>,
@@ -699,7 +699,7 @@ async fn queue_stats(
     let e = app.store.engine();
     let stats = e.queue_stats(queue.clone()).await?;
     let paused = e.queue_paused().await?.contains(&queue);
-    if !paused && !e.queue_list().await?.contains(&queue) {
+    if !paused && !app.store.queue(queue.as_str()).exists().await? {
         return Err(ApiError::not_found(
             "queue",
             format!(

@@ -1,7 +1,7 @@
 use alkstore_core::{
     CancelOutcome, Claim, Engine, EnqueueOpts, Enqueued, Error, Job, JobClaimParams,
     JobEnqueueClaimedParams, JobInfo, JobRetryParams, NewJob, QueueAdmin, QueueEngine, QueueOpts,
-    QueueStats, Result, RetryOutcome, Taker,
+    QueueStats, QueueThroughputParams, Result, RetryOutcome, Taker, THROUGHPUT_BUCKET_S,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -192,6 +192,27 @@ impl Queue {
     /// Counts by state.
     pub async fn stats(&self) -> Result<QueueStats> {
         self.store.engine().queue_stats(self.name.clone()).await
+    }
+
+    /// Whether the queue exists yet. Queues have no rows of their own: one
+    /// exists while it holds jobs (live, dead, or completed and kept), once
+    /// it has finished one (the store's throughput totals), and while it is
+    /// paused. Each is a look-up of this one queue, cheapest first (no scan
+    /// of every queue's jobs).
+    pub async fn exists(&self) -> Result<bool> {
+        let e = self.store.engine();
+        let s = self.stats().await?;
+        if s.live() + s.dead + s.completed > 0 || e.queue_paused().await?.contains(&self.name) {
+            return Ok(true);
+        }
+        let window = std::time::Duration::from_secs(THROUGHPUT_BUCKET_S.unsigned_abs());
+        let finished = e
+            .queue_throughput(QueueThroughputParams::queue(self.name.clone(), window))
+            .await?;
+        Ok(finished
+            .totals
+            .iter()
+            .any(|t| t.queue == self.name && t.completed + t.failed > 0))
     }
 }
 

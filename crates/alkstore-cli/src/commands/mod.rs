@@ -263,7 +263,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
                 text.lines().count() <= 1
             };
             if let (Some(q), true) = (queue, empty) {
-                queues::note_if_unknown(e, &q, None).await?;
+                queues::note_if_unknown(&store, &q).await?;
             }
             text.into_bytes()
         }
@@ -313,7 +313,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
                 stats.push(e.queue_stats(q).await?);
             }
             if let (true, Some(s)) = (named, stats.first()) {
-                queues::note_if_unknown(e, &s.queue, Some(s)).await?;
+                queues::note_if_unknown(&store, &s.queue).await?;
             }
             if as_json {
                 json_text(&output::stats_json(&stats, &paused))

@@ -1,9 +1,7 @@
 //! `alk queues …`: pause and resume claims from a queue; and whether a
 //! queue named on the command line exists yet.
 
-use alkstore::{
-    AnyEngine, QueueAdmin, QueueStats, QueueThroughputParams, Result, Store, THROUGHPUT_BUCKET_S,
-};
+use alkstore::{QueueAdmin, Result, Store};
 use clap::Subcommand;
 use serde_json::json;
 
@@ -34,7 +32,7 @@ pub(super) async fn run(store: &Store, cmd: QueuesCommand, as_json: bool) -> Res
     let e = store.engine();
     Ok(match cmd {
         QueuesCommand::Pause { queue } => {
-            if !exists(e, &queue, None).await? {
+            if !store.queue(queue.as_str()).exists().await? {
                 progress(&format!(
                     "alk: no such queue yet: {queue:?}; paused anyway, so its jobs wait once enqueued"
                 ));
@@ -67,40 +65,11 @@ fn report(queue: &str, what: &str, changed: bool, as_json: bool) -> String {
     }
 }
 
-/// Whether `queue` exists: it holds jobs (live, dead, or completed and
-/// kept), has ever finished one (the store's throughput totals), or is
-/// paused. Each is a look-up of that one queue; `stats`, when already read,
-/// saves one.
-pub(super) async fn exists(e: &AnyEngine, queue: &str, stats: Option<&QueueStats>) -> Result<bool> {
-    let held = match stats {
-        Some(s) => s.live() + s.dead + s.completed,
-        None => {
-            let s = e.queue_stats(queue).await?;
-            s.live() + s.dead + s.completed
-        }
-    };
-    if held > 0 || e.queue_paused().await?.iter().any(|q| q == queue) {
-        return Ok(true);
-    }
-    let window = std::time::Duration::from_secs(THROUGHPUT_BUCKET_S.unsigned_abs());
-    let finished = e
-        .queue_throughput(QueueThroughputParams::queue(queue, window))
-        .await?;
-    Ok(finished
-        .totals
-        .iter()
-        .any(|t| t.queue == queue && t.completed + t.failed > 0))
-}
-
 /// Say on stderr (stdout stays the result) that `queue` does not exist
-/// yet, when it does not: a mistyped name would otherwise show an empty
-/// result without a word.
-pub(super) async fn note_if_unknown(
-    e: &AnyEngine,
-    queue: &str,
-    stats: Option<&QueueStats>,
-) -> Result<()> {
-    if !exists(e, queue, stats).await? {
+/// yet ([`Queue::exists`](alkstore::Queue::exists)), when it does not: a
+/// mistyped name would otherwise show an empty result without a word.
+pub(super) async fn note_if_unknown(store: &Store, queue: &str) -> Result<()> {
+    if !store.queue(queue).exists().await? {
         progress(&format!(
             "alk: no such queue yet: {queue:?} (no jobs, dead letters or kept completed jobs, none finished, not paused)"
         ));

@@ -5,12 +5,30 @@ use alkstore_core::group::{
     GroupCheckpointParams, GroupDeadAddParams, GroupDeadListParams, GroupDeadPurgeParams,
     GroupDeadRequeueParams, GroupDeadResolveParams, GroupDeadTakeParams, GroupResizeParams,
 };
-use alkstore_core::stream::NewEvent;
+use alkstore_core::stream::{Event, NewEvent};
 use alkstore_core::{Clock, ErrorKind, GroupEngine, StreamEngine};
 
 use super::support::{claim, ensure, release, TTL};
 use crate::streams::settle;
 use crate::Harness;
+
+/// Worker "w1", holding bucket 0 of `group` under `epoch`, dead-letters
+/// `events` after one failed run each.
+async fn bury<E: GroupEngine>(e: &E, group: &str, epoch: i64, events: &[Event]) {
+    for ev in events {
+        e.group_dead_add(GroupDeadAddParams {
+            group: group.into(),
+            bucket: 0,
+            worker: "w1".into(),
+            epoch,
+            event: ev.clone(),
+            error: "boom".into(),
+            attempts: 1,
+        })
+        .await
+        .expect("dead");
+    }
+}
 
 /// Publish `n` keyless events on stream `s`; their offsets.
 async fn publish<E: StreamEngine>(e: &E, n: usize) -> Vec<i64> {
@@ -184,19 +202,7 @@ pub async fn requeued_dead_letters_are_taken_once_by_the_buckets_holder<H: Harne
         .stream_read(alkstore_core::stream::StreamReadParams::new("s", 0, 10))
         .await
         .expect("read");
-    for ev in &events[..2] {
-        e.group_dead_add(GroupDeadAddParams {
-            group: "g".into(),
-            bucket: 0,
-            worker: "w1".into(),
-            epoch,
-            event: ev.clone(),
-            error: "boom".into(),
-            attempts: 1,
-        })
-        .await
-        .expect("dead");
-    }
+    bury(e, "g", epoch, &events[..2]).await;
     let list = |e: &H::Engine| {
         let e = e.clone();
         async move {
@@ -286,19 +292,7 @@ pub async fn purged_dead_letters_are_gone_and_counted_no_more<H: Harness>(h: &H)
     for group in ["g", "other"] {
         ensure(e, group, 1).await;
         let epoch = claim(e, group, "w1", 1).await[0].epoch;
-        for ev in &events {
-            e.group_dead_add(GroupDeadAddParams {
-                group: group.into(),
-                bucket: 0,
-                worker: "w1".into(),
-                epoch,
-                event: ev.clone(),
-                error: "boom".into(),
-                attempts: 1,
-            })
-            .await
-            .expect("dead");
-        }
+        bury(e, group, epoch, &events).await;
     }
     let dead_of = |e: &H::Engine| {
         let e = e.clone();

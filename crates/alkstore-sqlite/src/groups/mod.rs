@@ -616,40 +616,26 @@ impl GroupDriver for SqliteEngine {
 
     async fn group_dead_requeue(&self, params: Checked<GroupDeadRequeueParams>) -> Result<u64> {
         let p = params.into_inner();
-        let offsets = json_ids(&p.offsets);
-        let all = p.offsets.is_empty();
-        self.inner
-            .writer
-            .write("group_dead_requeue", move |st| {
-                st.conn
-                    .prepare_cached(
-                        "UPDATE __alkstore_group_dead SET requeued = 1 WHERE group_name = ?1 \
-                         AND (?2 OR id IN (SELECT value FROM json_each(?3)))",
-                    )
-                    .and_then(|mut s| s.execute(params![p.group, all, offsets]))
-                    .map(|n| n as u64)
-                    .map_err(db("group_dead_requeue"))
-            })
-            .await
+        self.on_dead_letters(
+            "group_dead_requeue",
+            "UPDATE __alkstore_group_dead SET requeued = 1 WHERE group_name = ?1 \
+             AND (?2 OR id IN (SELECT value FROM json_each(?3)))",
+            p.group,
+            &p.offsets,
+        )
+        .await
     }
 
     async fn group_dead_purge(&self, params: Checked<GroupDeadPurgeParams>) -> Result<u64> {
         let p = params.into_inner();
-        let offsets = json_ids(&p.offsets);
-        let all = p.offsets.is_empty();
-        self.inner
-            .writer
-            .write("group_dead_purge", move |st| {
-                st.conn
-                    .prepare_cached(
-                        "DELETE FROM __alkstore_group_dead WHERE group_name = ?1 \
-                         AND (?2 OR id IN (SELECT value FROM json_each(?3)))",
-                    )
-                    .and_then(|mut s| s.execute(params![p.group, all, offsets]))
-                    .map(|n| n as u64)
-                    .map_err(db("group_dead_purge"))
-            })
-            .await
+        self.on_dead_letters(
+            "group_dead_purge",
+            "DELETE FROM __alkstore_group_dead WHERE group_name = ?1 \
+             AND (?2 OR id IN (SELECT value FROM json_each(?3)))",
+            p.group,
+            &p.offsets,
+        )
+        .await
     }
 
     async fn group_dead_take(
@@ -733,6 +719,33 @@ impl GroupDriver for SqliteEngine {
             .map_err(db("group_counts"))
         })
         .await
+    }
+}
+
+impl SqliteEngine {
+    /// Run `sql` (an UPDATE or a DELETE of `__alkstore_group_dead` taking
+    /// the group as ?1, "all of it" as ?2 and the offsets as a JSON array as
+    /// ?3) on `group`'s dead letters at `offsets` (empty: all); how many it
+    /// touched.
+    async fn on_dead_letters(
+        &self,
+        op: &'static str,
+        sql: &'static str,
+        group: String,
+        offsets: &[i64],
+    ) -> Result<u64> {
+        let all = offsets.is_empty();
+        let offsets = json_ids(offsets);
+        self.inner
+            .writer
+            .write(op, move |st| {
+                st.conn
+                    .prepare_cached(sql)
+                    .and_then(|mut s| s.execute(params![group, all, offsets]))
+                    .map(|n| n as u64)
+                    .map_err(db(op))
+            })
+            .await
     }
 }
 
