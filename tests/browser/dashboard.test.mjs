@@ -367,6 +367,9 @@ await step('jobs: retryable and scheduled jobs say so; a dead one shows no claim
     const seen = { scheduled: await stateOf(later), retryable: await stateOf(again.id) };
     return { ok: seen.scheduled === 'scheduled' && seen.retryable === 'retryable', seen };
   });
+  // Where ids are listed, their header says why they jump (SQLite's id blocks).
+  const idNote = await page.locator(sel('jobs-table')).locator('th').first().getAttribute('title', { timeout: 1000 });
+  assert(idNote && idNote.includes('blocks of 1,024'), `the Id header explains id jumps: ${idNote}`);
   await goto(`#/jobs/${dead.id}`);
   await waitFor(`job ${dead.id} shown dead without a claim expiry`, async () => {
     const details = await text(page.locator(sel('job-details')));

@@ -12,6 +12,8 @@
   const GAP_MS = 5000; // a longer gap between samples breaks a chart line
   const JOBS_PAGE = 50;
   const DEAD_PAGE = 100;
+  // Shown on id columns: ids are unique and growing, not dense.
+  const ID_NOTE = 'Unique and growing, not dense: on SQLite each process takes ids in blocks of 1,024, so ids of jobs enqueued by different processes jump by up to 1,024.';
   const PALETTE = ['#2f6fde', '#1f9d55', '#d9480f', '#8b5cf6', '#0891b2', '#db2777',
     '#65a30d', '#b7791f', '#4f46e5', '#0d9488', '#be123c', '#7c3aed'];
 
@@ -940,7 +942,7 @@
           : jobs.length === 0 ? h('div', { class: 'empty', text: 'No jobs here.' })
             : h('table', { testid: 'jobs-table' },
               h('thead', null, h('tr', null,
-                h('th', { text: 'Id' }), h('th', { text: 'State' }), h('th', { class: 'num', text: 'Priority' }),
+                h('th', { text: 'Id', title: ID_NOTE }), h('th', { text: 'State' }), h('th', { class: 'num', text: 'Priority' }),
                 h('th', { class: 'num', text: 'Attempts' }), h('th', { text: 'Run at' }), h('th', { text: 'Created' }),
                 h('th', { text: 'Worker' }), h('th', { text: 'Payload' }), h('th', { text: 'Last error' }))),
               h('tbody', null, jobs.map((j) => h('tr', { key: j.id, testid: 'job-row', 'data-job-id': j.id },
@@ -1152,7 +1154,7 @@
           : jobs.length === 0 ? h('div', { class: 'empty', testid: 'dead-empty', text: 'No dead letters in this queue.' })
             : h('table', { testid: 'dead-table' },
               h('thead', null, h('tr', null,
-                h('th', { text: 'Id' }), h('th', { text: 'Reason' }), h('th', { class: 'num', text: 'Attempts' }),
+                h('th', { text: 'Id', title: ID_NOTE }), h('th', { text: 'Reason' }), h('th', { class: 'num', text: 'Attempts' }),
                 h('th', { text: 'Died' }), h('th', { text: 'Last error' }), h('th', { text: 'Payload' }), h('th', null))),
               h('tbody', null, jobs.map((j) => h('tr', { key: j.id, testid: 'dead-row', 'data-job-id': j.id },
                 h('td', null, h('a', { class: 'mono', href: `#/jobs/${j.id}`, text: j.id })),

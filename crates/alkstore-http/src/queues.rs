@@ -329,7 +329,9 @@ pub struct CancelResponse {
 /// Everything known about a job, live or dead.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct JobView {
-    /// Job id.
+    /// Job id: unique and growing, not dense. On SQLite each process takes
+    /// ids in blocks of 1,024, so jobs enqueued by different processes jump
+    /// by up to 1,024.
     pub id: i64,
     /// Its queue.
     pub queue: String,
