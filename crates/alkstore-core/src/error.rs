@@ -102,6 +102,16 @@ pub enum Error {
         /// What was lost (for example `lease on bucket 3 of group g`).
         what: String,
     },
+    /// A transaction was rolled back instead of committed: a call inside it
+    /// failed (a claim, lease or lock no longer held, a database error),
+    /// so nothing it wrote, the application's own SQL included, was kept.
+    #[error("the transaction was rolled back at {op}: {reason}; nothing of it was written")]
+    RolledBack {
+        /// The call that found it could not go on (`commit`, `job_ack`, …).
+        op: &'static str,
+        /// The first failure inside the transaction.
+        reason: String,
+    },
     /// A consumer group exists with another bucket count or stream than the
     /// one asked for; nothing was written. Changing N is an explicit resize.
     #[error("group {group:?} has {existing_buckets} buckets on stream {existing_stream:?}; asked for {requested_buckets} on {requested_stream:?}; nothing was written")]
@@ -167,6 +177,8 @@ pub enum ErrorKind {
     NotHeld,
     /// See [`Error::GroupMismatch`].
     GroupMismatch,
+    /// See [`Error::RolledBack`].
+    RolledBack,
 }
 
 impl ErrorKind {
@@ -187,6 +199,7 @@ impl ErrorKind {
             ErrorKind::Conflict => "conflict",
             ErrorKind::NotHeld => "not_held",
             ErrorKind::GroupMismatch => "group_mismatch",
+            ErrorKind::RolledBack => "rolled_back",
         }
     }
 }
@@ -209,6 +222,7 @@ impl Error {
             Error::Conflict { .. } => ErrorKind::Conflict,
             Error::NotHeld { .. } => ErrorKind::NotHeld,
             Error::GroupMismatch { .. } => ErrorKind::GroupMismatch,
+            Error::RolledBack { .. } => ErrorKind::RolledBack,
         }
     }
 

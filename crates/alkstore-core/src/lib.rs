@@ -23,6 +23,7 @@ pub mod rate;
 pub mod results;
 pub mod schedule;
 pub mod stream;
+pub mod tx;
 pub mod url;
 pub mod validate;
 mod wake;
@@ -46,6 +47,7 @@ pub use rate::{RateDriver, RateEngine};
 pub use results::{ResultDriver, ResultEngine};
 pub use schedule::{ScheduleDriver, ScheduleEngine};
 pub use stream::{StreamDriver, StreamEngine};
+pub use tx::{Transaction, TxDriver};
 pub use validate::Limits;
 
 /// The engine traits, for `use alkstore_core::prelude::*;` where engine

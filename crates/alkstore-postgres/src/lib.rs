@@ -35,6 +35,7 @@ mod streams;
 #[doc(hidden)]
 pub mod testing;
 mod tls;
+mod tx;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -48,6 +49,7 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 /// The `tokio_postgres` this engine is built with: write your own transactions
 /// (the outbox) against this one, so both sides use the same version.
 pub use tokio_postgres;
+pub use tx::PgTx;
 
 /// How to open a PostgreSQL store.
 #[derive(Debug, Clone)]

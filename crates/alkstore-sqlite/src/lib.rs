@@ -46,6 +46,7 @@ mod results;
 mod schedules;
 mod schema;
 mod streams;
+mod tx;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -60,6 +61,7 @@ use rusqlite::Connection;
 /// (the outbox) against this one, so both sides use the same version.
 pub use rusqlite;
 pub use schema::SCHEMA_VERSION;
+pub use tx::SqliteTx;
 
 /// How to open a SQLite store.
 #[derive(Debug, Clone)]

@@ -47,6 +47,7 @@ pub mod results;
 pub mod schedule;
 mod store;
 pub mod stream;
+pub mod tx;
 pub mod worker;
 
 pub use alkstore_core::prelude;
@@ -67,6 +68,7 @@ pub use any::AnyEngine;
 pub use queue::{JobExt, Queue};
 pub use store::{Store, StoreOptions};
 pub use stream::{Stream, Subscriber};
+pub use tx::{AnyTx, Tx, TxFuture};
 pub use worker::{JobCtx, JobError, JobResult, Worker, WorkerOpts, WorkerReport};
 
 /// Resolves on SIGTERM (what Docker, Kubernetes and systemd send) or Ctrl-C:

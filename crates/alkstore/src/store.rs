@@ -164,6 +164,65 @@ impl Store {
         crate::lock::Lock::new(self.engine().clone(), name.into())
     }
 
+    /// Open a transaction of the application's own: every primitive's
+    /// writes (`job_enqueue`, `stream_publish`, `notify`, `job_ack`, …)
+    /// and the application's own SQL on [`Tx::sqlite`](crate::Tx::sqlite)
+    /// or [`Tx::postgres`](crate::Tx::postgres) commit together, or not at
+    /// all. Dropped without `commit`, it rolls back. On SQLite it holds the
+    /// store's write lock until it ends: keep it short.
+    ///
+    /// ```no_run
+    /// # async fn demo(store: &alkstore::Store) -> alkstore::Result<()> {
+    /// let mut tx = store.begin().await?;
+    /// tx.job_enqueue(alkstore::NewJob::new("emails", b"order 1".to_vec())).await?;
+    /// tx.stream_publish(vec![alkstore::stream::NewEvent::new("orders", b"1 placed".to_vec())]).await?;
+    /// tx.commit().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn begin(&self) -> Result<crate::Tx> {
+        crate::Tx::begin(&self.engine).await
+    }
+
+    /// Run `f` in a transaction ([`Store::begin`]): committed when it
+    /// returns `Ok`, rolled back when it returns `Err` (or panics). A
+    /// commit refused because a call inside failed (a lost claim, lease or
+    /// lock) returns that error.
+    ///
+    /// ```no_run
+    /// # async fn demo(store: &alkstore::Store) -> alkstore::Result<()> {
+    /// let id = store
+    ///     .transaction(|tx| {
+    ///         Box::pin(async move {
+    ///             let jobs = tx.job_enqueue(alkstore::NewJob::new("emails", b"hi".to_vec())).await?;
+    ///             Ok::<_, alkstore::Error>(jobs[0].id)
+    ///         })
+    ///     })
+    ///     .await?;
+    /// # let _ = id; Ok(()) }
+    /// ```
+    pub async fn transaction<T, E, F>(&self, f: F) -> std::result::Result<T, E>
+    where
+        F: for<'t> FnOnce(&'t mut crate::Tx) -> crate::TxFuture<'t, T, E>,
+        E: From<alkstore_core::Error>,
+    {
+        let mut tx = self.begin().await?;
+        match f(&mut tx).await {
+            Ok(out) => {
+                tx.commit().await?;
+                Ok(out)
+            }
+            Err(e) => {
+                // The closure's error is the one to report; a failed
+                // rollback still ends the transaction (the connection
+                // is discarded).
+                if let Err(rb) = tx.rollback().await {
+                    tracing::warn!(error = %rb, "rolling back a failed transaction failed");
+                }
+                Err(e)
+            }
+        }
+    }
+
     /// A handle to queue `name` whose enqueues stamp `opts` on each row.
     pub fn queue_with(&self, name: impl Into<String>, opts: QueueOpts) -> Queue {
         Queue::new(self.clone(), name.into(), opts)

@@ -112,3 +112,39 @@ impl Validate for LockReleaseParams {
         validate_worker(&self.owner)
     }
 }
+
+/// Parameters of a transaction's `lock_fence`: the lock must still be held
+/// under `token` (not expired, not passed on) for the transaction to go on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockFenceParams {
+    /// The lock.
+    pub name: String,
+    /// The fencing token its acquire returned.
+    pub token: i64,
+}
+
+impl LockFenceParams {
+    /// Fence with `name` held under `token`.
+    pub fn new(name: impl Into<String>, token: i64) -> Self {
+        LockFenceParams {
+            name: name.into(),
+            token,
+        }
+    }
+}
+
+impl Validate for LockFenceParams {
+    fn validate_params(&self, _limits: &Limits) -> Result<()> {
+        validate_lock_name(&self.name)?;
+        if self.token < 1 {
+            return Err(crate::Error::invalid(
+                "lock token",
+                format!(
+                    "{} is not a token an acquire returns (they start at 1)",
+                    self.token
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
