@@ -4,22 +4,14 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use alkstore_core::lock::{LockAcquireParams, LockGrant};
+use alkstore_core::lock::LockAcquireParams;
 use alkstore_core::LockEngine;
 
 use super::support::{
     assert_refused_and_rolled_back, assert_rows, begin_with_row, committed_row, secs, End,
 };
+use crate::locks::fencing::{acquire, TTL};
 use crate::Harness;
-
-const TTL: Duration = Duration::from_secs(10);
-
-async fn acquire<H: Harness>(h: &H, name: &str, owner: &str) -> Option<LockGrant> {
-    h.engine()
-        .lock_acquire(LockAcquireParams::new(name, owner, TTL))
-        .await
-        .expect("acquire")
-}
 
 /// Each lock's (owner, token), by name.
 async fn holders<E: LockEngine>(e: &E) -> Vec<(String, Option<String>, i64)> {
