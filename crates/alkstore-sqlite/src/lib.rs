@@ -18,6 +18,12 @@
 //! the database server's clock instead, since its workers run on many
 //! hosts.
 //!
+//! The application's own transaction ([`Transaction`](alkstore_core::Transaction)
+//! over [`SqliteTx`]) runs every primitive's writes with the application's
+//! SQL on a connection of its own that holds the write lock until it ends;
+//! [`SqliteEngine::within`] runs the same calls on a `rusqlite`
+//! transaction the application opened itself.
+//!
 //! `:memory:` opens an in-memory store instead: a database of this process
 //! alone that every connection of the engine shares (SQLite's `memdb`
 //! VFS) and that no other `open` sees; see [`SqliteOptions::new`].
@@ -57,6 +63,7 @@ use std::time::Duration;
 use alkstore_core::{Clock, Error, Limits, Result, SystemClock, Wake, WakeHub};
 use rusqlite::Connection;
 
+pub use outbox::Within;
 /// The `rusqlite` this engine is built with: write your own transactions
 /// (the outbox) against this one, so both sides use the same version.
 pub use rusqlite;
@@ -97,9 +104,9 @@ impl SqliteOptions {
     /// of `:memory:` is a database of its own, seen only through that
     /// engine and its clones, in this process only. It runs without WAL (SQLite
     /// cannot keep a WAL in memory): reads wait while a write transaction
-    /// is open, so a transaction of your own on it (the outbox, opened
-    /// with [`SqliteEngine::path`], which names it as a URI) holds up every
-    /// reader until it ends. It holds at most 1 GiB (SQLite's `memdb`
+    /// is open, so a transaction on it (a [`SqliteTx`], or one of your own
+    /// opened with [`SqliteEngine::path`], which names it as a URI) holds
+    /// up every reader until it ends. It holds at most 1 GiB (SQLite's `memdb`
     /// default; past it writes fail). `synchronous` does not apply. Other in-memory
     /// or URI forms (`file:…`, an empty path) are refused.
     pub fn new(path: impl AsRef<Path>) -> Self {
@@ -138,6 +145,9 @@ struct Inner {
     closed: AtomicBool,
     /// How many jobs each queue's last claim found.
     claim_sizes: queues::ClaimSizes,
+    /// The connection transactions of the application's run on (see
+    /// `tx.rs`).
+    tx_home: tx::TxHome,
 }
 
 impl std::fmt::Debug for SqliteEngine {
@@ -211,6 +221,7 @@ impl SqliteEngine {
                 watcher_started: AtomicBool::new(false),
                 closed: AtomicBool::new(false),
                 claim_sizes: Default::default(),
+                tx_home: Default::default(),
             }),
         })
     }
