@@ -872,7 +872,9 @@ mod tests {
         );
         assert_eq!(bad(serde_json::json!([1])), Some(Some("ops[3]".into())));
         assert_eq!(
-            bad(serde_json::json!({"op": "enqueue_batch", "queue": "q", "jobs": [{"payload": 1, "priority": "x"}]})),
+            bad(
+                serde_json::json!({"op": "enqueue_batch", "queue": "q", "jobs": [{"payload": 1, "priority": "x"}]})
+            ),
             Some(Some("ops[3].jobs".into()))
         );
     }

@@ -147,7 +147,11 @@ async fn set_schedule(
     ApiPath(name): ApiPath<String>,
     ApiJson(req): ApiJson<ScheduleRequest>,
 ) -> ApiResult<Json<ScheduleView>> {
-    let s = app.store.engine().schedule_set(req.into_params(name)?).await?;
+    let s = app
+        .store
+        .engine()
+        .schedule_set(req.into_params(name)?)
+        .await?;
     Ok(Json(s.into()))
 }
 
