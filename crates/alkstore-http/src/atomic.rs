@@ -366,6 +366,13 @@ fn body<T: DeserializeOwned>(op: Map<String, Value>) -> ApiResult<T> {
     serde_path_to_error::deserialize(Value::Object(op)).map_err(|e| crate::error::invalid_json(&e))
 }
 
+/// An op that names a schedule and has no body.
+fn schedule_named(mut op: Map<String, Value>, write: fn(String) -> Write) -> ApiResult<Write> {
+    let name = PathField::Name.take_name(&mut op)?;
+    body::<NoBody>(op)?;
+    Ok(write(name))
+}
+
 /// The schema of a body type, with the schemas it refers to.
 fn body_schema<T: ToSchema>(refs: &mut Vec<(String, RefOr<Schema>)>) -> RefOr<Schema> {
     T::schemas(refs);
@@ -566,11 +573,7 @@ const KINDS: &[Kind] = &[
         description: "Remove a schedule (`DELETE /api/v1/schedules/{name}`), with `name`.",
         path: NAME,
         body: body_schema::<NoBody>,
-        parse: |mut m| {
-            let name = PathField::Name.take_name(&mut m)?;
-            body::<NoBody>(m)?;
-            Ok(Write::ScheduleRemove(name))
-        },
+        parse: |m| schedule_named(m, Write::ScheduleRemove),
         held_field: "token",
     },
     Kind {
@@ -579,11 +582,7 @@ const KINDS: &[Kind] = &[
         description: "Pause a schedule (`POST /api/v1/schedules/{name}/pause`), with `name`. No such schedule fails the request (404).",
         path: NAME,
         body: body_schema::<NoBody>,
-        parse: |mut m| {
-            let name = PathField::Name.take_name(&mut m)?;
-            body::<NoBody>(m)?;
-            Ok(Write::SchedulePause(name))
-        },
+        parse: |m| schedule_named(m, Write::SchedulePause),
         held_field: "token",
     },
     Kind {
@@ -592,11 +591,7 @@ const KINDS: &[Kind] = &[
         description: "Resume a schedule (`POST /api/v1/schedules/{name}/resume`), with `name`. No such schedule fails the request (404).",
         path: NAME,
         body: body_schema::<NoBody>,
-        parse: |mut m| {
-            let name = PathField::Name.take_name(&mut m)?;
-            body::<NoBody>(m)?;
-            Ok(Write::ScheduleResume(name))
-        },
+        parse: |m| schedule_named(m, Write::ScheduleResume),
         held_field: "token",
     },
 ];
