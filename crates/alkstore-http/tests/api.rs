@@ -1349,6 +1349,12 @@ async fn atomic_with_a_lost_lock_or_lease_is_refused_and_writes_nothing(api: Api
         )
         .await;
     let offset = published["offsets"][0].as_i64().expect("offset");
+    // A checkpoint may not pass the readable head: on PostgreSQL an event
+    // becomes readable once older open transactions (other tests') end.
+    let (_, page) = api
+        .get("/api/v1/streams/ledger/events?after=0&wait_ms=20000")
+        .await;
+    assert_eq!(page["next_after"].as_i64(), Some(offset), "{page}");
     let leases = engine
         .group_claim(alkstore_core::group::GroupClaimParams::new(
             "billing",
