@@ -76,6 +76,23 @@ impl SqliteTx {
     }
 }
 
+impl SqliteTx {
+    /// The connection, while the transaction is still open on it. SQLite
+    /// ends a transaction by itself on some errors (a full disk, an I/O
+    /// error, `RAISE(ROLLBACK)` in the application's own SQL), and the
+    /// application may have run `COMMIT` on it: a write then would commit
+    /// on its own, unfenced.
+    fn live(&self) -> Result<&Connection> {
+        if self.conn.is_autocommit() {
+            return Err(Error::database(
+                "tx",
+                "the transaction already ended on its connection (SQLite rolled it back after an error, or SQL run on the connection ended it)",
+            ));
+        }
+        Ok(&self.conn)
+    }
+}
+
 impl Drop for SqliteTx {
     fn drop(&mut self) {
         // Not committed: roll back, here and now (no I/O to wait for in
@@ -148,9 +165,15 @@ impl TxDriver for SqliteEngine {
     async fn tx_begin(&self) -> Result<SqliteTx> {
         let op = "tx_begin";
         let home = self.tx_home()?;
-        let mut conn = home.lock_owned().await;
-        make_ready(&mut conn, &self.inner.opts)?;
+        // The turn of this process's transactions, waited for no longer
+        // than SQLite's own lock would be: a transaction left open (leaked,
+        // or a second one begun by the task holding the first) must not
+        // hang every later one.
         let timeout = self.inner.opts.busy_timeout;
+        let mut conn = tokio::time::timeout(timeout, home.lock_owned())
+            .await
+            .map_err(|_| self.busy(op))?;
+        make_ready(&mut conn, &self.inner.opts)?;
         match without_waiting(&conn, timeout, "BEGIN IMMEDIATE") {
             Ok(()) => return Ok(SqliteTx { conn }),
             Err(e) if is_busy(&e) => {}
@@ -212,11 +235,11 @@ impl TxDriver for SqliteEngine {
         tx: &mut SqliteTx,
         p: Checked<JobEnqueueParams>,
     ) -> Result<Vec<Enqueued>> {
-        self.within(tx.conn()).enqueue_checked(p)
+        self.within(tx.live()?).enqueue_checked(p)
     }
 
     async fn tx_job_ack(&self, tx: &mut SqliteTx, p: Checked<JobAckParams>) -> Result<Vec<bool>> {
-        self.within(tx.conn()).ack_checked(p)
+        self.within(tx.live()?).ack_checked(p)
     }
 
     async fn tx_job_settle(
@@ -224,7 +247,7 @@ impl TxDriver for SqliteEngine {
         tx: &mut SqliteTx,
         p: Checked<JobSettleParams>,
     ) -> Result<Vec<Settled>> {
-        self.within(tx.conn()).settle_checked(p)
+        self.within(tx.live()?).settle_checked(p)
     }
 
     async fn tx_stream_publish(
@@ -232,7 +255,7 @@ impl TxDriver for SqliteEngine {
         tx: &mut SqliteTx,
         p: Checked<StreamPublishParams>,
     ) -> Result<Vec<i64>> {
-        self.within(tx.conn()).publish_checked(p)
+        self.within(tx.live()?).publish_checked(p)
     }
 
     async fn tx_stream_offset_commit(
@@ -240,11 +263,11 @@ impl TxDriver for SqliteEngine {
         tx: &mut SqliteTx,
         p: Checked<StreamOffsetCommitParams>,
     ) -> Result<i64> {
-        self.within(tx.conn()).offset_commit_checked(p)
+        self.within(tx.live()?).offset_commit_checked(p)
     }
 
     async fn tx_notify(&self, tx: &mut SqliteTx, p: Checked<NotifyParams>) -> Result<()> {
-        self.within(tx.conn()).notify_checked(p)
+        self.within(tx.live()?).notify_checked(p)
     }
 
     async fn tx_schedule_set(
@@ -252,7 +275,7 @@ impl TxDriver for SqliteEngine {
         tx: &mut SqliteTx,
         p: Checked<ScheduleSetParams>,
     ) -> Result<ScheduleInfo> {
-        self.within(tx.conn()).schedule_set_checked(p)
+        self.within(tx.live()?).schedule_set_checked(p)
     }
 
     async fn tx_schedule_remove(
@@ -260,7 +283,7 @@ impl TxDriver for SqliteEngine {
         tx: &mut SqliteTx,
         p: Checked<ScheduleNameParams>,
     ) -> Result<bool> {
-        self.within(tx.conn()).schedule_remove_checked(p)
+        self.within(tx.live()?).schedule_remove_checked(p)
     }
 
     async fn tx_schedule_set_paused(
@@ -269,7 +292,7 @@ impl TxDriver for SqliteEngine {
         p: Checked<ScheduleNameParams>,
         paused: bool,
     ) -> Result<ScheduleInfo> {
-        self.within(tx.conn())
+        self.within(tx.live()?)
             .schedule_set_paused_checked(p, paused)
     }
 
@@ -278,10 +301,10 @@ impl TxDriver for SqliteEngine {
         tx: &mut SqliteTx,
         p: Checked<GroupCheckpointParams>,
     ) -> Result<i64> {
-        self.within(tx.conn()).checkpoint_checked(p)
+        self.within(tx.live()?).checkpoint_checked(p)
     }
 
     async fn tx_lock_fence(&self, tx: &mut SqliteTx, p: Checked<LockFenceParams>) -> Result<()> {
-        self.within(tx.conn()).lock_fence_checked(p)
+        self.within(tx.live()?).lock_fence_checked(p)
     }
 }

@@ -186,7 +186,8 @@ impl Store {
     /// Run `f` in a transaction ([`Store::begin`]): committed when it
     /// returns `Ok`, rolled back when it returns `Err` (or panics). A
     /// commit refused because a call inside failed (a lost claim, lease or
-    /// lock) returns that error.
+    /// lock) returns [`Error::RolledBack`](crate::Error::RolledBack)
+    /// naming that failure.
     ///
     /// ```no_run
     /// # async fn demo(store: &alkstore::Store) -> alkstore::Result<()> {

@@ -202,17 +202,22 @@ macro_rules! tx_call {
         let started = Instant::now();
         let span = tracing::debug_span!(concat!("alkstore.tx.", stringify!($method)));
         let out = async {
+            let $tx = open_tx(&mut $self.tx, &$self.poisoned, stringify!($method))?;
             let $p = Checked::<$ty>::new($params, $self.engine.limits())?;
             let $engine = &$self.engine;
-            let $tx = open_tx(&mut $self.tx, &$self.poisoned, stringify!($method))?;
+            // Poisoned while the call runs: should its future be dropped
+            // part-way (a timeout, a `select!`), some of its statements
+            // may have run, and the transaction must not commit them.
+            $self.poisoned =
+                Some(concat!(stringify!($method), " was cancelled before it finished").to_string());
             let out: Result<_> = $run.await;
             match &out {
+                Ok(_) => $self.poisoned = None,
                 // Input only the database could judge (an offset beyond
                 // the stream's head): refused, nothing of the call
                 // written, the transaction as it was.
-                Err(e) if e.kind() == crate::ErrorKind::InvalidInput => {}
-                Err(e) => $self.poison(stringify!($method), e),
-                Ok(_) => {}
+                Err(e) if e.kind() == crate::ErrorKind::InvalidInput => $self.poisoned = None,
+                Err(e) => $self.poisoned = Some(format!("{} failed: {e}", stringify!($method))),
             }
             out
         }
@@ -475,7 +480,11 @@ impl<E: TxDriver> Transaction<E> {
             });
         };
         if let Some(reason) = self.poisoned.take() {
-            self.engine.tx_rollback(tx).await?;
+            // Refused whatever the rollback does: a failed rollback still
+            // ends the transaction (the engine discards the connection).
+            if let Err(e) = self.engine.tx_rollback(tx).await {
+                tracing::warn!(error = %e, "rolling back a poisoned transaction failed");
+            }
             return Err(Error::RolledBack {
                 op: "commit",
                 reason,
