@@ -8,7 +8,10 @@
 //! (claims and rescues skip locked rows), a checkpointed bucket's lease row
 //! (claims skip it; a renewal or release waits), a fenced lock's row
 //! (`FOR SHARE`: a takeover, which must lock the row to update it, waits for
-//! the commit and then re-checks it).
+//! the commit and then re-checks it). So settle jobs late in the
+//! transaction: an ack, retry or failure also updates the queue's
+//! throughput counter row, and a worker acking the same queue on a
+//! connection that shares its counter shard waits for the commit.
 //!
 //! Times come from the store's clock at each statement
 //! (`statement_timestamp()`, not `now()`, which stays at the transaction's

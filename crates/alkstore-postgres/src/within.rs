@@ -46,7 +46,10 @@ use crate::PgEngine;
 /// that way, `within` leaves the rollback to the caller.)
 ///
 /// Use a transaction at READ COMMITTED (PostgreSQL's default). On a bare
-/// client each call commits on its own, and the fences hold nothing.
+/// client each call commits on its own, and the fences hold nothing. Ack,
+/// retry or fail late in the transaction: they also update the queue's
+/// throughput counter, whose row (one of a few per queue) stays locked
+/// until the commit.
 ///
 /// ```no_run
 /// # async fn demo(engine: &alkstore_postgres::PgEngine, client: &mut tokio_postgres::Client, claim: alkstore_core::Claim) -> Result<(), Box<dyn std::error::Error>> {
