@@ -93,7 +93,7 @@ def atomic(ops):
     the common ones). Returns one result per op, in order. On failure
     nothing was written and ApiError names the op (`op_index`, `op`,
     `field` as "ops[i].field"): 409 `not_held` for a claim, lease epoch or
-    lock token no longer held, 400 for bad input. At most 100 ops."""
+    lock token no longer held (or a consumer offset moved off `expected`), 400 for bad input. At most 100 ops."""
     return call("POST", "/api/v1/atomic", {"ops": ops})["results"]
 
 
@@ -108,6 +108,17 @@ def publish_op(stream, events):
 
 def ack_op(job, worker):
     return {"op": "ack", "id": job["id"], "worker": worker, "token": job["token"]}
+
+
+def offset_commit_op(stream, consumer, offset, expected=None):
+    """Save a consumer's offset. With `expected` (the offset read as saved,
+    0 when none was) it moves only from exactly that one: a consumer's
+    competing instances then cannot both commit their writes for the same
+    events (the loser's request is refused whole, 409 `not_held`)."""
+    op = {"op": "offset_commit", "stream": stream, "consumer": consumer, "offset": offset}
+    if expected is not None:
+        op["expected"] = expected
+    return op
 
 
 def notify_op(channel, payload=""):

@@ -502,18 +502,17 @@ const KINDS: &[Kind] = &[
     Kind {
         op: "offset_commit",
         component: "OffsetCommitOp",
-        description: "Commit a consumer's offset: the body of `PUT /api/v1/streams/{stream}/consumers/{consumer}`, with `stream` and `consumer`.",
+        description: "Commit a consumer's offset: the body of `PUT /api/v1/streams/{stream}/consumers/{consumer}`, with `stream` and `consumer`. With `expected`, the offset moves only from exactly that one, and stays so until the request commits: one that moved fails the request (409), so another instance of the consumer cannot also commit its writes for the same events.",
         path: &[PathField::Stream, PathField::Consumer],
         body: body_schema::<CommitRequest>,
         parse: |mut m| {
             let stream = PathField::Stream.take_name(&mut m)?;
             let consumer = PathField::Consumer.take_name(&mut m)?;
-            let offset = body::<CommitRequest>(m)?.offset;
-            Ok(Write::OffsetCommit(StreamOffsetCommitParams::new(
-                stream, consumer, offset,
-            )))
+            Ok(Write::OffsetCommit(
+                body::<CommitRequest>(m)?.params(stream, consumer),
+            ))
         },
-        held_field: "token",
+        held_field: "expected",
     },
     Kind {
         op: "group_checkpoint",

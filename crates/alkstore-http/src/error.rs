@@ -217,6 +217,7 @@ fn request_field(what: &str) -> &str {
         "notify payload" => "payload",
         "checkpoint" => "offset",
         "lock token" => "token",
+        "expected offset" => "expected",
         other => other,
     }
 }

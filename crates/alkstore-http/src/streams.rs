@@ -137,6 +137,23 @@ pub struct CommitRequest {
     /// The last offset handled. A commit below the saved one is ignored
     /// (offsets never move back); one past the head is refused.
     pub offset: i64,
+    /// The offset the caller last read as saved (0 when none was): when
+    /// given, the commit is a compare-and-set and moves the offset only
+    /// from exactly this one; else it fails with 409 `not_held` and
+    /// nothing is written (another instance of the consumer moved it).
+    #[serde(default)]
+    pub expected: Option<i64>,
+}
+
+impl CommitRequest {
+    /// The commit `consumer` of `stream` asks for.
+    pub(crate) fn params(&self, stream: String, consumer: String) -> StreamOffsetCommitParams {
+        let p = StreamOffsetCommitParams::new(stream, consumer, self.offset);
+        match self.expected {
+            Some(expected) => p.expecting(expected),
+            None => p,
+        }
+    }
 }
 
 /// A consumer and how far behind it is.
@@ -317,12 +334,15 @@ async fn offset_get(
 ///
 /// Save how far the consumer has read. Offsets only move forward and never
 /// past the stream's head; the offset saved after the call comes back.
+/// With `expected`, the offset moves only from exactly that one (409
+/// `not_held` otherwise, nothing written).
 #[utoipa::path(put, path = "/api/v1/streams/{stream}/consumers/{consumer}", tag = "streams",
     params(("stream" = String, Path, description = "Stream name"),
         ("consumer" = String, Path, description = "Consumer name")),
     request_body = CommitRequest,
     responses((status = 200, description = "The offset saved after the call", body = OffsetView),
-        (status = 400, description = "Bad input (past the head); nothing written", body = ErrorBody)))]
+        (status = 400, description = "Bad input (past the head); nothing written", body = ErrorBody),
+        (status = 409, description = "The saved offset is not `expected`; nothing written", body = ErrorBody)))]
 async fn offset_commit(
     State(app): State<AppState>,
     ApiPath((stream, consumer)): ApiPath<(String, String)>,
@@ -331,8 +351,17 @@ async fn offset_commit(
     let saved = app
         .store
         .engine()
-        .stream_offset_commit(StreamOffsetCommitParams::new(stream, consumer, req.offset))
-        .await?;
+        .stream_offset_commit(req.params(stream, consumer))
+        .await
+        .map_err(|e| {
+            let moved = e.kind() == alkstore::ErrorKind::NotHeld;
+            let err = ApiError::from(e);
+            if moved {
+                err.with_field("expected")
+            } else {
+                err
+            }
+        })?;
     Ok(Json(OffsetView {
         offset: Some(saved),
     }))

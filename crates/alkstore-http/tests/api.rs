@@ -1395,6 +1395,77 @@ async fn atomic_with_a_lost_lock_or_lease_is_refused_and_writes_nothing(api: Api
     api.done().await;
 }
 
+/// An offset commit with `expected` moves the offset only from exactly
+/// that one: on the single route a moved offset is 409 naming `expected`
+/// and nothing is saved; in an atomic request it is 409 for the op and
+/// nothing of the request is written.
+async fn offset_commits_with_expected_are_compare_and_set(api: Api) {
+    let (_, published) = api
+        .post(
+            "/api/v1/streams/ledger/events",
+            json!({"events": [{"payload": 1}, {"payload": 2}, {"payload": 3}]}),
+        )
+        .await;
+    let o: Vec<i64> = published["offsets"]
+        .as_array()
+        .expect("offsets")
+        .iter()
+        .filter_map(Value::as_i64)
+        .collect();
+    // Readable first: a commit may not pass the readable head.
+    let (_, page) = api
+        .get("/api/v1/streams/ledger/events?after=0&limit=3&wait_ms=20000")
+        .await;
+    assert_eq!(page["next_after"].as_i64(), Some(o[2]), "{page}");
+    let consumer = "/api/v1/streams/ledger/consumers/billing";
+    let put = |offset: i64, expected: i64| {
+        api.call(
+            "PUT",
+            consumer,
+            Some(json!({"offset": offset, "expected": expected})),
+        )
+    };
+    let (s, v) = put(o[0], o[0]).await;
+    assert_eq!(s, StatusCode::CONFLICT, "nothing saved is 0: {v}");
+    assert_eq!(
+        (v["error"]["code"].as_str(), field(&v)),
+        (Some("not_held"), "expected"),
+        "{v}"
+    );
+    assert_eq!(api.get(consumer).await.1, json!({"offset": null}));
+    let (s, v) = put(o[0], 0).await;
+    assert_eq!((s, v), (StatusCode::OK, json!({"offset": o[0]})));
+    let (s, v) = put(o[1], 0).await;
+    assert_eq!(s, StatusCode::CONFLICT, "moved on: {v}");
+    assert_eq!(api.get(consumer).await.1, json!({"offset": o[0]}));
+    let (s, v) = put(o[0], o[1]).await;
+    assert_eq!(
+        (s, field(&v)),
+        (StatusCode::BAD_REQUEST, "expected"),
+        "an expectation past the offset: {v}"
+    );
+
+    let commit = |offset: i64, expected: i64| json!({"op": "offset_commit", "stream": "ledger", "consumer": "billing", "offset": offset, "expected": expected});
+    let enqueue = json!({"op": "enqueue", "queue": "side", "payload": 1});
+    let (s, v) = atomic(&api, json!([enqueue, commit(o[1], 0)])).await;
+    assert_eq!(s, StatusCode::CONFLICT, "{v}");
+    assert_eq!(v["error"]["code"], json!("not_held"), "{v}");
+    assert_eq!(v["error"]["op_index"], json!(1), "{v}");
+    assert_eq!(v["error"]["op"], json!("offset_commit"), "{v}");
+    assert_eq!(field(&v), "ops[1].expected", "{v}");
+    let (s, v) = api.get("/api/v1/queues/side").await;
+    assert_eq!(s, StatusCode::NOT_FOUND, "the enqueue rolled back: {v}");
+    assert_eq!(api.get(consumer).await.1, json!({"offset": o[0]}));
+    let (s, v) = atomic(&api, json!([enqueue, commit(o[2], o[0])])).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(
+        v["results"][1],
+        json!({"op": "offset_commit", "offset": o[2]})
+    );
+    assert_eq!(api.get(consumer).await.1, json!({"offset": o[2]}));
+    api.done().await;
+}
+
 async fn atomic_requests_are_capped(api: Api) {
     let notify = json!({"op": "notify", "channel": "c", "payload": "p"});
     let (s, v) = atomic(&api, Value::Array(vec![notify.clone(); 101])).await;
@@ -1469,6 +1540,7 @@ on_both_engines!(
     atomic_bad_input_is_400_naming_the_op_and_writes_nothing(ServeOptions::default()),
     atomic_with_a_lost_lock_or_lease_is_refused_and_writes_nothing(ServeOptions::default()),
     atomic_requests_are_capped(ServeOptions::default()),
+    offset_commits_with_expected_are_compare_and_set(ServeOptions::default()),
 );
 
 /// Every operation of the OpenAPI document has a summary and a description.

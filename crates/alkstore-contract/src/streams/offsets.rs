@@ -87,6 +87,87 @@ pub async fn committing_beyond_the_head_is_refused<H: Harness>(h: &H) {
     );
 }
 
+/// A commit with an expectation is a compare-and-set: it moves the offset
+/// only from exactly the expected one (no saved offset counts as 0) and
+/// otherwise fails with `NotHeld` and saves nothing, even moving forward;
+/// the head still bounds it. Without an expectation, commits stay
+/// monotone.
+pub async fn an_expected_commit_moves_only_from_the_expected_offset<H: Harness>(h: &H) {
+    let e = h.engine();
+    let o: Vec<i64> = [
+        publish_one(e, "s", "1").await,
+        publish_one(e, "s", "2").await,
+        publish_one(e, "s", "3").await,
+    ]
+    .to_vec();
+    settle(e, "s").await;
+    let saved = || async { e.stream_offset_get(("s", "c")).await.expect("get") };
+    let refused = |expected: i64, offset: i64| async move {
+        let err = e
+            .stream_offset_commit(commit("s", "c", offset).expecting(expected))
+            .await
+            .expect_err("the saved offset is not the expected one");
+        assert_eq!(err.kind(), ErrorKind::NotHeld, "{err}");
+    };
+    // Nothing saved counts as 0.
+    refused(o[0], o[1]).await;
+    assert_eq!(saved().await, None, "nothing saved");
+    assert_eq!(
+        e.stream_offset_commit(commit("s", "c", o[0]).expecting(0))
+            .await
+            .expect("from nothing"),
+        o[0]
+    );
+    assert_eq!(saved().await, Some(o[0]));
+    // Another instance moved it on: a commit from the old offset, even a
+    // further one, is refused and changes nothing.
+    assert_eq!(
+        e.stream_offset_commit(commit("s", "c", o[1]).expecting(o[0]))
+            .await
+            .expect("from o1"),
+        o[1]
+    );
+    refused(o[0], o[2]).await;
+    refused(0, o[2]).await;
+    assert_eq!(saved().await, Some(o[1]), "unmoved by the refused commits");
+    // The head still bounds it; then the expected commit moves it.
+    let err = e
+        .stream_offset_commit(commit("s", "c", o[2] + 1).expecting(o[1]))
+        .await
+        .expect_err("beyond the head");
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    assert_eq!(
+        e.stream_offset_commit(commit("s", "c", o[1]).expecting(o[1]))
+            .await
+            .expect("where it is"),
+        o[1],
+        "expecting where it is and staying there holds"
+    );
+    assert_eq!(
+        e.stream_offset_commit(commit("s", "c", o[2]).expecting(o[1]))
+            .await
+            .expect("from o2"),
+        o[2]
+    );
+    // A saved 0 is 0 too; without an expectation nothing changed.
+    e.stream_offset_commit(commit("s", "zero", 0))
+        .await
+        .expect("0");
+    assert_eq!(
+        e.stream_offset_commit(commit("s", "zero", o[0]).expecting(0))
+            .await
+            .expect("from a saved 0"),
+        o[0]
+    );
+    assert_eq!(
+        e.stream_offset_commit(commit("s", "c", o[0]))
+            .await
+            .expect("monotone"),
+        o[2],
+        "without an expectation a backward commit is still ignored"
+    );
+}
+
 /// Offsets list every consumer with its lag (events after its offset).
 pub async fn offsets_list_consumers_with_their_lag<H: Harness>(h: &H) {
     let e = h.engine();
@@ -118,6 +199,7 @@ macro_rules! __streams_offsets {
         $then! { @rows $args streams::offsets [
             offsets_start_unset_and_only_move_forward,
             committing_beyond_the_head_is_refused,
+            an_expected_commit_moves_only_from_the_expected_offset,
             offsets_list_consumers_with_their_lag,
         ] }
     };

@@ -60,6 +60,17 @@ pub async fn bad_stream_input_is_refused<H: Harness>(h: &H) {
         .await
         .expect_err("negative");
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    for (offset, expected) in [(1, -1), (1, 2)] {
+        let err = e
+            .stream_offset_commit(StreamOffsetCommitParams::new("s", "c", offset).expecting(expected))
+            .await
+            .expect_err("expected offset");
+        assert_eq!(
+            err.kind(),
+            ErrorKind::InvalidInput,
+            "offset {offset} expecting {expected}"
+        );
+    }
     let nothing = StreamTrimParams {
         stream: "s".into(),
         before: None,

@@ -3,7 +3,11 @@
 use alkstore_core::stream::{StreamOffsetCommitParams, StreamOffsetGetParams};
 use alkstore_core::{Engine, StreamEngine, Wake};
 
-use super::support::{assert_rows, begin_with_row, committed_row, woken, End};
+use std::time::Duration;
+
+use super::support::{
+    assert_refused_and_rolled_back, assert_rows, begin_with_row, committed_row, woken, End,
+};
 use crate::streams::support::{ev, payloads, read_all, settle};
 use crate::Harness;
 
@@ -101,6 +105,93 @@ pub async fn offset_commit_commits_with_the_business_row_or_not_at_all<H: Harnes
     .await;
 }
 
+/// Three readable events of `s`; their offsets.
+async fn three_events<H: Harness>(h: &H, s: &str) -> Vec<i64> {
+    let e = h.engine();
+    let offsets = e
+        .stream_publish(vec![ev(s, "1"), ev(s, "2"), ev(s, "3")])
+        .await
+        .expect("publish");
+    settle(e, s).await;
+    offsets
+}
+
+/// A consumer's offset as saved.
+async fn saved_offset<E: StreamEngine>(e: &E, s: &str, consumer: &str) -> Option<i64> {
+    e.stream_offset_get(StreamOffsetGetParams::from((s, consumer)))
+        .await
+        .expect("offset")
+}
+
+/// An offset commit expecting an offset that another instance of the
+/// consumer has since moved on is refused with `NotHeld`: the
+/// transaction rolls back whole, the application's row for those events
+/// with it, and the offset stays where the other instance left it. The
+/// instance that expects the saved offset commits.
+pub async fn a_moved_offset_refuses_the_expected_commit_and_rolls_back_everything<H: Harness>(
+    h: &H,
+) {
+    let e = h.engine();
+    let s = "tx-offset-moved";
+    let o = three_events(h, s).await;
+    // Both instances read nothing saved; the other one got there first.
+    e.stream_offset_commit(StreamOffsetCommitParams::new(s, "c", o[1]).expecting(0))
+        .await
+        .expect("the other instance's commit");
+    let key = "tx-offset-moved:stale";
+    let mut tx = begin_with_row(h, key).await;
+    let refused = tx
+        .stream_offset_commit(StreamOffsetCommitParams::new(s, "c", o[0]).expecting(0))
+        .await;
+    assert_refused_and_rolled_back(h, tx, refused, key).await;
+    assert_eq!(saved_offset(e, s, "c").await, Some(o[1]), "unmoved");
+
+    let key = "tx-offset-moved:current";
+    let mut tx = begin_with_row(h, key).await;
+    let at = tx
+        .stream_offset_commit(StreamOffsetCommitParams::new(s, "c", o[2]).expecting(o[1]))
+        .await
+        .expect("expects the saved offset");
+    assert_eq!(at, o[2]);
+    tx.commit().await.expect("commit");
+    assert_eq!(saved_offset(e, s, "c").await, Some(o[2]));
+    assert_rows(h, &[key.to_string()], "at the end").await;
+}
+
+/// Two instances of a consumer handle the same events at once, each in a
+/// transaction that commits its offset expecting the one it read: while
+/// the first is open, the second's commit waits (SQLite: for the write
+/// lock; PostgreSQL: for the consumer's row) and is then refused with
+/// `NotHeld`, so only the first one's application row commits.
+pub async fn a_concurrent_expected_commit_waits_and_is_refused<H: Harness>(h: &H) {
+    let e = h.engine();
+    let s = "tx-offset-race";
+    let o = three_events(h, s).await;
+    let first = "tx-offset-race:first";
+    let mut a = begin_with_row(h, first).await;
+    a.stream_offset_commit(StreamOffsetCommitParams::new(s, "c", o[1]).expecting(0))
+        .await
+        .expect("the first instance's commit");
+    let second = "tx-offset-race:second";
+    let b = async {
+        let mut b = begin_with_row(h, second).await;
+        let refused = b
+            .stream_offset_commit(StreamOffsetCommitParams::new(s, "c", o[1]).expecting(0))
+            .await;
+        (b, refused)
+    };
+    let holder = async {
+        // Long enough for the second instance to be waiting (were it not
+        // held up, it would have moved the offset first).
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        a.commit().await.expect("the first instance commits");
+    };
+    let ((b, refused), ()) = tokio::join!(b, holder);
+    assert_refused_and_rolled_back(h, b, refused, second).await;
+    assert_eq!(saved_offset(e, s, "c").await, Some(o[1]));
+    assert_rows(h, &[first.to_string()], "at the end").await;
+}
+
 /// The rows above, for [`contract_suite!`](crate::contract_suite): list each
 /// `pub async fn …<H: Harness>` here, next to where it is written.
 #[doc(hidden)]
@@ -111,6 +202,8 @@ macro_rules! __tx_streams {
             publish_one_commits_with_the_business_row_or_not_at_all,
             publish_batch_commits_all_or_nothing_with_the_business_row,
             offset_commit_commits_with_the_business_row_or_not_at_all,
+            a_moved_offset_refuses_the_expected_commit_and_rolls_back_everything,
+            a_concurrent_expected_commit_waits_and_is_refused,
         ] }
     };
 }

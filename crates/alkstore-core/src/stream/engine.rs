@@ -43,6 +43,11 @@ pub trait StreamEngine: Engine {
     /// commit from a slow path cannot move a consumer back. An offset beyond
     /// the stream's head is an [`InvalidInput`](crate::Error::InvalidInput)
     /// error. Returns the offset saved after the call.
+    ///
+    /// With an expectation ([`StreamOffsetCommitParams::expecting`]) it is
+    /// a compare-and-set instead: the offset moves only from exactly the
+    /// expected one, else [`NotHeld`](crate::Error::NotHeld) and nothing is
+    /// written (another instance of the consumer moved it first).
     fn stream_offset_commit(
         &self,
         params: StreamOffsetCommitParams,

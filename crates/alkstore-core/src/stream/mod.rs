@@ -38,6 +38,19 @@ pub fn beyond_head(offset: i64, stream: &str, head: i64) -> crate::Error {
     )
 }
 
+/// The error for a consumer commit that expected the saved offset to be
+/// `expected` and found it at `saved` (`None`: nothing saved, which counts
+/// as 0): another instance of the consumer moved it first.
+pub fn offset_moved(stream: &str, consumer: &str, expected: i64, saved: Option<i64>) -> crate::Error {
+    crate::Error::NotHeld {
+        what: format!(
+            "offset {expected} of consumer {consumer:?} on stream {stream:?} (it is at {}; \
+             nothing was saved)",
+            saved.unwrap_or(0)
+        ),
+    }
+}
+
 /// The error for a trim before an offset past a stream's head + 1.
 pub fn trim_past_head(before: i64, stream: &str, head: i64) -> crate::Error {
     crate::Error::invalid(

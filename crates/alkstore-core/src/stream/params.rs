@@ -101,6 +101,14 @@ impl Validate for StreamOffsetGetParams {
 }
 
 /// Parameters of `stream_offset_commit`.
+///
+/// Without an expectation the saved offset only moves forward: a lower or
+/// equal offset changes nothing and the call returns the one saved. With
+/// one ([`StreamOffsetCommitParams::expecting`]) the call is a
+/// compare-and-set, the fence a consumer's competing instances need for
+/// exactly-once effects: it saves `offset` only if the saved offset is
+/// exactly the expected one, and otherwise writes nothing and fails with
+/// [`Error::NotHeld`] (another instance moved it first).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamOffsetCommitParams {
     /// The stream.
@@ -109,6 +117,13 @@ pub struct StreamOffsetCommitParams {
     pub consumer: String,
     /// The last offset the consumer has handled (0: nothing yet).
     pub offset: i64,
+    /// The offset the caller last read as saved (no saved offset counts
+    /// as 0): when set, the commit moves the offset only from exactly this
+    /// one, else fails with [`Error::NotHeld`] and writes nothing. Inside a
+    /// transaction the offset then stays as checked until it ends
+    /// (PostgreSQL: the consumer's row stays locked, so a concurrent
+    /// commit waits for it and then fails; SQLite: the write lock).
+    pub expected: Option<i64>,
 }
 
 impl StreamOffsetCommitParams {
@@ -118,7 +133,17 @@ impl StreamOffsetCommitParams {
             stream: stream.into(),
             consumer: consumer.into(),
             offset,
+            expected: None,
         }
+    }
+
+    /// Save the offset only if the saved one is exactly `previous` (no
+    /// saved offset counts as 0); else [`Error::NotHeld`] and nothing is
+    /// written. See [`StreamOffsetCommitParams::expected`].
+    #[must_use]
+    pub fn expecting(mut self, previous: i64) -> Self {
+        self.expected = Some(previous);
+        self
     }
 }
 
@@ -128,6 +153,20 @@ impl Validate for StreamOffsetCommitParams {
         validate_consumer(&self.consumer)?;
         if self.offset < 0 {
             return Err(Error::invalid("offset", "must not be negative"));
+        }
+        if let Some(expected) = self.expected {
+            if expected < 0 {
+                return Err(Error::invalid("expected offset", "must not be negative"));
+            }
+            if expected > self.offset {
+                return Err(Error::invalid(
+                    "expected offset",
+                    format!(
+                        "{expected} is past the offset to save ({}): an offset only moves forward",
+                        self.offset
+                    ),
+                ));
+            }
         }
         Ok(())
     }

@@ -23,6 +23,11 @@
 //! - [`Transaction::group_checkpoint`] only moves a bucket's checkpoint
 //!   under the lease epoch the caller holds, and keeps the lease from being
 //!   taken over until the transaction ends.
+//! - [`Transaction::stream_offset_commit`] with an expectation
+//!   ([`StreamOffsetCommitParams::expecting`]) only moves a consumer's
+//!   offset from the one the caller read, and keeps it there until the
+//!   transaction ends, so two instances of a consumer cannot both commit
+//!   their writes for the same events.
 //! - [`Transaction::lock_fence`] checks that a lock's fencing token is
 //!   still the holder's and keeps it so until the transaction ends
 //!   (PostgreSQL: a row lock that a takeover waits for; SQLite: the write
@@ -388,7 +393,12 @@ impl<E: TxDriver> Transaction<E> {
     }
 
     /// Save a consumer's offset (monotone, as the autocommit call) when
-    /// the transaction commits.
+    /// the transaction commits. With an expectation
+    /// ([`StreamOffsetCommitParams::expecting`]) the offset must still be
+    /// the expected one and stays so until the transaction ends; one that
+    /// moved is [`Error::NotHeld`] and poisons the transaction, so the
+    /// application's writes for those events roll back (another instance
+    /// of the consumer handled them).
     pub async fn stream_offset_commit(&mut self, params: StreamOffsetCommitParams) -> Result<i64> {
         tx_call!(self, stream_offset_commit, params => StreamOffsetCommitParams, |engine, tx, p| {
             engine.tx_stream_offset_commit(tx, p)

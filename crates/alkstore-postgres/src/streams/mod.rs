@@ -46,7 +46,10 @@ pub(crate) async fn publish_in<E: Exec + ?Sized>(
 
 /// Save a consumer's offset on `e`: it moves only forward and never past
 /// the stream's readable head. Returns the saved offset (the caller's, or
-/// a later one already saved).
+/// a later one already saved). With an expectation, it moves only from
+/// exactly the expected offset (see `offset_commit_expected`), else
+/// [`Error::NotHeld`](alkstore_core::Error::NotHeld) and nothing written;
+/// inside a transaction the consumer's row stays locked until it ends.
 pub(crate) async fn offset_commit_in<E: Exec + ?Sized>(
     e: &E,
     sql: &StreamSql,
@@ -54,6 +57,37 @@ pub(crate) async fn offset_commit_in<E: Exec + ?Sized>(
     p: &StreamOffsetCommitParams,
 ) -> Result<i64> {
     let op = "stream_offset_commit";
+    if let Some(expected) = p.expected {
+        let r = fetch_one(
+            e,
+            op,
+            &sql.offset_commit_expected,
+            &[&now, &p.stream, &p.consumer, &p.offset, &expected],
+        )
+        .await?;
+        let (moved, inserted, head): (Option<i64>, Option<i64>, i64) =
+            (r.get(0)?, r.get(1)?, r.get(2)?);
+        if let Some(at) = moved.or(inserted) {
+            return Ok(at);
+        }
+        if p.offset > head {
+            return Err(alkstore_core::stream::beyond_head(
+                p.offset, &p.stream, head,
+            ));
+        }
+        // Read anew: the statement's snapshot may predate the commit that
+        // moved it.
+        let saved = match fetch_opt(e, op, &sql.offset_get, &[&p.stream, &p.consumer]).await? {
+            Some(r) => Some(r.get(0)?),
+            None => None,
+        };
+        return Err(alkstore_core::stream::offset_moved(
+            &p.stream,
+            &p.consumer,
+            expected,
+            saved,
+        ));
+    }
     let r = fetch_one(
         e,
         op,

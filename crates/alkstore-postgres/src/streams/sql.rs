@@ -17,6 +17,7 @@ pub(crate) struct StreamSql {
     pub read: String,
     pub offset_get: String,
     pub offset_commit: String,
+    pub offset_commit_expected: String,
     pub offsets: String,
     pub stats: String,
     pub list: String,
@@ -69,6 +70,24 @@ impl StreamSql {
                    SET \"offset\" = excluded.\"offset\", updated_at = excluded.updated_at \
                    WHERE excluded.\"offset\" > o.\"offset\" RETURNING \"offset\") \
                  SELECT (SELECT \"offset\" FROM up), (SELECT \"offset\" FROM saved), (SELECT h FROM bound)"
+            ),
+            // A compare-and-set: the saved offset moves to `$4` only from
+            // exactly `$5` (no row counts as 0), never past the head. The
+            // row it updates or inserts stays locked until the transaction
+            // ends: a concurrent commit waits (the update re-checks the
+            // row once it is free; the insert's conflict waits for the
+            // other insert to end) and then moves nothing. Returns (moved
+            // to, inserted at, the head bound).
+            offset_commit_expected: format!(
+                "WITH bound AS ({bound}), \
+                 up AS (UPDATE {off} o SET \"offset\" = $4, updated_at = {NOW} \
+                   WHERE o.stream = $2 AND o.consumer = $3 AND o.\"offset\" = $5 \
+                     AND $4 <= (SELECT h FROM bound) RETURNING o.\"offset\"), \
+                 ins AS (INSERT INTO {off} (stream, consumer, \"offset\", updated_at) \
+                   SELECT $2, $3, $4, {NOW} FROM bound \
+                   WHERE $5 = 0 AND $4 <= bound.h AND NOT EXISTS (SELECT 1 FROM up) \
+                   ON CONFLICT (stream, consumer) DO NOTHING RETURNING \"offset\") \
+                 SELECT (SELECT \"offset\" FROM up), (SELECT \"offset\" FROM ins), (SELECT h FROM bound)"
             ),
             offsets: format!(
                 "SELECT o.consumer, o.\"offset\", o.updated_at, {lag} FROM {off} o \

@@ -180,8 +180,13 @@ fn consumers(conn: &Connection, op: &'static str, stream: &str) -> Result<Vec<Co
 
 /// Save a consumer's offset at `now`: monotone (a lower or equal offset
 /// changes nothing and returns the saved one), never beyond the stream's
-/// head ([`InvalidInput`](alkstore_core::Error::InvalidInput)). Shared by
-/// the writer and transactions.
+/// head ([`InvalidInput`](alkstore_core::Error::InvalidInput)); with an
+/// expectation, only from exactly the expected offset (no saved offset
+/// counts as 0), else [`NotHeld`](alkstore_core::Error::NotHeld) and
+/// nothing written. The caller holds the write lock (the writer, or a
+/// transaction), so nobody moves the offset between the check and the
+/// write, nor before the transaction ends. Shared by the writer and
+/// transactions.
 pub(crate) fn offset_commit_in(
     conn: &Connection,
     p: &StreamOffsetCommitParams,
@@ -197,14 +202,26 @@ pub(crate) fn offset_commit_in(
                 .optional()
         })
         .map_err(db(op))?;
-    if let Some(saved) = saved.filter(|s| *s >= p.offset) {
-        return Ok(saved);
+    if p.expected.is_none() {
+        if let Some(saved) = saved.filter(|s| *s >= p.offset) {
+            return Ok(saved);
+        }
     }
     let head = head_bound(conn, op, &p.stream)?.unwrap_or(0);
     if p.offset > head {
         return Err(alkstore_core::stream::beyond_head(
             p.offset, &p.stream, head,
         ));
+    }
+    if let Some(expected) = p.expected {
+        if saved.unwrap_or(0) != expected {
+            return Err(alkstore_core::stream::offset_moved(
+                &p.stream,
+                &p.consumer,
+                expected,
+                saved,
+            ));
+        }
     }
     conn.prepare_cached(
         "INSERT INTO __alkstore_stream_offset (stream, consumer, \"offset\", updated_at) \
