@@ -14,7 +14,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::completer::{AckStats, Completer};
-use super::handler::{self, ErasedHandler, JobCtx, JobError, JobResult};
+use super::handler::{self, Handler, JobCtx, JobError, JobResult};
 use super::maintenance::{sweep_loop, AbortOnDrop};
 use super::producer::{queue_loop, LoopCtx};
 use crate::Store;
@@ -59,7 +59,7 @@ impl Default for WorkerOpts {
 /// A registered queue: its handler and per-queue settings.
 pub(crate) struct QueueSpec {
     pub(crate) name: String,
-    pub(crate) handler: ErasedHandler,
+    pub(crate) handler: Handler,
     pub(crate) concurrency: usize,
     pub(crate) timeout: Option<Duration>,
 }
@@ -207,7 +207,7 @@ impl Worker {
         F: Fn(JobCtx<T>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = JobResult> + Send + 'static,
     {
-        self.add(name.into(), handler::typed(f));
+        self.add(name.into(), Handler::Plain(handler::typed(f)));
         self
     }
 
@@ -232,7 +232,7 @@ impl Worker {
         F: Fn(JobCtx<T>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = std::result::Result<R, JobError>> + Send + 'static,
     {
-        self.add(name.into(), handler::returning(f));
+        self.add(name.into(), Handler::Plain(handler::returning(f)));
         self
     }
 
@@ -243,13 +243,104 @@ impl Worker {
         F: Fn(JobCtx<Vec<u8>>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = JobResult> + Send + 'static,
     {
-        self.add(name.into(), handler::raw(f));
+        self.add(name.into(), Handler::Plain(handler::raw(f)));
+        self
+    }
+
+    /// Handle queue `name` with a **transactional** handler of JSON-decoded
+    /// payloads: for each job the worker opens a transaction
+    /// ([`Store::begin`]), runs the handler with it, and commits the
+    /// handler's writes together with the job's ack.
+    ///
+    /// # What a transactional handler is promised
+    ///
+    /// - **Exactly-once effects for the writes made in the transaction**
+    ///   (every call on the [`Tx`](crate::Tx), and the application's own
+    ///   SQL on [`Tx::sqlite`](crate::Tx::sqlite) or
+    ///   [`Tx::postgres`](crate::Tx::postgres)), on both engines: they
+    ///   commit in the same transaction as the job's ack, so they are
+    ///   committed once, by the run that completed the job, or not at all.
+    /// - The ack is token-checked inside the transaction. If the claim was
+    ///   lost before the commit (it lapsed and another worker claimed the
+    ///   job, an operator released it, the process was frozen past its
+    ///   visibility timeout), the commit is refused and rolled back: the
+    ///   handler's writes vanish, and the job is left to whoever holds it
+    ///   now (counted in [`WorkerReport::lost_claims`]).
+    /// - A handler that returns an error (or panics, or times out) has its
+    ///   writes rolled back; then the job is retried, snoozed or
+    ///   dead-lettered as a plain handler's would be.
+    /// - **Not covered**: effects outside the database (an email sent, an
+    ///   HTTP call made) are at least once, as with a plain handler: a run
+    ///   whose commit is refused, fails or never comes (a crash) runs again
+    ///   and repeats them. So are writes made outside the transaction
+    ///   (through the [`Store`] rather than the `Tx`, or on another
+    ///   connection).
+    ///
+    /// Plain handlers ([`Worker::queue`]) are at least once: a crash or a
+    /// lost claim between the handler's writes and the ack runs it again.
+    ///
+    /// Each job holds a transaction, and so a connection, while its handler
+    /// runs: keep transactional handlers short. On SQLite a transaction
+    /// holds the store's write lock from the start, so transactional
+    /// handlers run one at a time and every other write (the worker's own
+    /// claims and heartbeats, other processes) waits for them; inside one,
+    /// write only through the transaction: a write through the store
+    /// (including [`JobCtx::heartbeat`], [`JobCtx::save_result`],
+    /// [`JobCtx::throttle`]) waits for the lock the handler itself holds.
+    ///
+    /// The handler returns a boxed future borrowing the transaction
+    /// ([`TxFuture`](crate::TxFuture)); `?` works on every alkstore call
+    /// (a failure there is a retry):
+    ///
+    /// ```no_run
+    /// # async fn demo(store: alkstore::Store) -> alkstore::Result<()> {
+    /// use alkstore::{JobCtx, JobError, NewJob, Worker};
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct Order { id: i64 }
+    ///
+    /// let worker = Worker::new(store).queue_tx("orders", |tx, job: JobCtx<Order>| {
+    ///     Box::pin(async move {
+    ///         if let Some(conn) = tx.sqlite() {
+    ///             conn.execute("UPDATE orders SET paid = 1 WHERE id = ?1", [job.payload().id])
+    ///                 .map_err(JobError::retry)?;
+    ///         }
+    ///         let receipt = format!("{{\"order\":{}}}", job.payload().id);
+    ///         tx.job_enqueue(NewJob::new("receipts", receipt.into_bytes())).await?;
+    ///         Ok(())
+    ///     })
+    /// });
+    /// # let _ = worker; Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn queue_tx<T, F>(mut self, name: impl Into<String>, f: F) -> Worker
+    where
+        T: DeserializeOwned + Send + 'static,
+        F: for<'t> Fn(&'t mut crate::Tx, JobCtx<T>) -> crate::TxFuture<'t, (), JobError>
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.add(name.into(), Handler::Tx(handler::tx_typed(f)));
+        self
+    }
+
+    /// As [`Worker::queue_tx`], with the raw payload bytes.
+    #[must_use]
+    pub fn queue_tx_raw<F>(mut self, name: impl Into<String>, f: F) -> Worker
+    where
+        F: for<'t> Fn(&'t mut crate::Tx, JobCtx<Vec<u8>>) -> crate::TxFuture<'t, (), JobError>
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.add(name.into(), Handler::Tx(handler::tx_raw(f)));
         self
     }
 
     /// Register `name` with default settings, replacing any earlier handler
     /// (and settings) of that queue.
-    fn add(&mut self, name: String, handler: ErasedHandler) {
+    fn add(&mut self, name: String, handler: Handler) {
         self.queues.retain(|q| q.name != name);
         self.queues.push(QueueSpec {
             name,
@@ -371,6 +462,7 @@ impl Worker {
                 worker: self.id.clone(),
                 opts: self.opts.clone(),
                 acks: completer.sender(),
+                ack_stats: ack_stats.clone(),
                 counters: counters.clone(),
                 stop: stop_rx.clone(),
             };

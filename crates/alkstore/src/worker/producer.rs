@@ -30,6 +30,8 @@ pub(crate) struct LoopCtx {
     pub(crate) opts: WorkerOpts,
     /// Where finished jobs go to be acked in batches.
     pub(crate) acks: tokio::sync::mpsc::Sender<completer::Finished>,
+    /// The report's ack tallies (transactional handlers ack themselves).
+    pub(crate) ack_stats: Arc<completer::AckStats>,
     pub(crate) counters: Arc<Counters>,
     /// Turns true when the worker should stop claiming.
     pub(crate) stop: watch::Receiver<bool>,
