@@ -57,6 +57,7 @@ use std::time::Duration;
 use alkstore_core::{Clock, Error, Limits, Result, SystemClock, Wake, WakeHub};
 use rusqlite::Connection;
 
+pub use outbox::Within;
 /// The `rusqlite` this engine is built with: write your own transactions
 /// (the outbox) against this one, so both sides use the same version.
 pub use rusqlite;
@@ -138,6 +139,9 @@ struct Inner {
     closed: AtomicBool,
     /// How many jobs each queue's last claim found.
     claim_sizes: queues::ClaimSizes,
+    /// The connection transactions of the application's run on (see
+    /// `tx.rs`).
+    tx_home: tx::TxHome,
 }
 
 impl std::fmt::Debug for SqliteEngine {
@@ -211,6 +215,7 @@ impl SqliteEngine {
                 watcher_started: AtomicBool::new(false),
                 closed: AtomicBool::new(false),
                 claim_sizes: Default::default(),
+                tx_home: Default::default(),
             }),
         })
     }

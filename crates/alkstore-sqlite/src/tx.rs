@@ -1,7 +1,31 @@
 //! The application's own transaction on this engine ([`TxDriver`]).
 //!
-//! SKELETON: every call refuses until the engine's transaction is built
-//! (issue 30); replaced before this lands.
+//! A transaction runs on a connection of its own, one per engine, opened
+//! the first time one begins with the setup of the engine's others (the
+//! pragmas, the busy timeout, the SQL functions, the in-memory database of
+//! a `:memory:` store). It takes SQLite's write lock at once
+//! (`BEGIN IMMEDIATE`) and holds it until it ends: that is what fences a
+//! claim, a lease or a lock the transaction checked (nobody takes it over
+//! before the commit), and why a transaction should be short (the
+//! engine's writer, and other processes, wait for it).
+//!
+//! Transactions of this process take turns on the connection through an
+//! async mutex, first come first served, instead of sleeping in SQLite's
+//! busy handler. Only another connection's lock (the engine's writer
+//! mid-group, another process) makes `BEGIN` wait, and then on a blocking
+//! thread, as the writer does (`writer.rs`): a runtime thread must not
+//! sleep waiting for a lock the task it would run could be about to
+//! release.
+//!
+//! Each write runs in a savepoint of its own, on the same functions the
+//! writer runs ([`Within`](crate::Within)). The writer's caches stay right
+//! beside it: ids it reserved for new jobs are given up when its next group
+//! finds another connection's commit (`PRAGMA data_version`), so a job a
+//! transaction enqueues never shares an id with the writer's and ids rise
+//! in commit order; its map of claimed jobs' queues is only a hint that an
+//! ack here makes stale, never wrong.
+
+use std::sync::Arc;
 
 use alkstore_core::group::GroupCheckpointParams;
 use alkstore_core::lock::LockFenceParams;
@@ -10,116 +34,247 @@ use alkstore_core::queue::{JobAckParams, JobEnqueueParams, JobSettleParams};
 use alkstore_core::schedule::{ScheduleInfo, ScheduleNameParams, ScheduleSetParams};
 use alkstore_core::stream::{StreamOffsetCommitParams, StreamPublishParams};
 use alkstore_core::{Checked, Enqueued, Error, Result, Settled, TxDriver};
+use rusqlite::Connection;
+use tokio::sync::OwnedMutexGuard;
 
-use crate::SqliteEngine;
+use crate::writer::{run_cached, without_waiting};
+use crate::{is_busy, SqliteEngine, SqliteOptions};
 
-/// An open transaction of the application's own on this engine.
-#[derive(Debug)]
+/// The engine's transaction connection, shared by its clones; opened the
+/// first time a transaction begins.
+pub(crate) type TxHome = std::sync::Mutex<Option<Arc<tokio::sync::Mutex<Connection>>>>;
+
+/// An open transaction of the application's own on this engine (see
+/// [`Transaction`](alkstore_core::Transaction)): it holds the engine's
+/// transaction connection, inside `BEGIN IMMEDIATE`. Dropped without a
+/// commit, it rolls back.
 pub struct SqliteTx {
-    conn: Option<rusqlite::Connection>,
+    conn: OwnedMutexGuard<Connection>,
 }
 
-impl SqliteTx {
-    /// The native handle the transaction runs on, for the application's
-    /// own SQL.
-    pub fn conn(&self) -> &rusqlite::Connection {
-        self.conn.as_ref().expect("skeleton")
+impl std::fmt::Debug for SqliteTx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteTx")
+            .field("open", &!self.conn.is_autocommit())
+            .finish()
     }
 }
 
-fn unbuilt<T>(op: &'static str) -> Result<T> {
-    Err(Error::database(op, "not built yet"))
+impl SqliteTx {
+    /// The connection the transaction runs on, for the application's own
+    /// SQL: its statements join the transaction. Do not commit or roll
+    /// back on it (end the transaction through its owner).
+    pub fn conn(&self) -> &Connection {
+        &self.conn
+    }
+}
+
+impl Drop for SqliteTx {
+    fn drop(&mut self) {
+        // Not committed: roll back, here and now (no I/O to wait for in
+        // WAL mode). Should it fail, the next `begin` finds the
+        // connection still in a transaction and replaces it.
+        if !self.conn.is_autocommit() {
+            if let Err(e) = run_cached(&self.conn, "ROLLBACK") {
+                tracing::warn!(error = %e, "sqlite transaction: rollback on drop failed");
+            }
+        }
+    }
+}
+
+impl SqliteEngine {
+    /// The transaction connection, opened on first use.
+    fn tx_home(&self) -> Result<Arc<tokio::sync::Mutex<Connection>>> {
+        let mut home = self.inner.tx_home.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(conn) = home.as_ref() {
+            return Ok(conn.clone());
+        }
+        let conn = Arc::new(tokio::sync::Mutex::new(crate::open_connection(
+            &self.inner.opts,
+        )?));
+        *home = Some(conn.clone());
+        Ok(conn)
+    }
+
+    fn busy(&self, op: &'static str) -> Error {
+        Error::Busy {
+            op,
+            waited_s: self.inner.opts.busy_timeout.as_secs().max(1),
+        }
+    }
+}
+
+/// Make the connection fit to begin on: a transaction left open (a
+/// rollback that failed, the application's own `BEGIN`) is rolled back,
+/// and a connection that will not is replaced by a new one.
+fn make_ready(conn: &mut Connection, opts: &SqliteOptions) -> Result<()> {
+    if conn.is_autocommit() {
+        return Ok(());
+    }
+    if run_cached(conn, "ROLLBACK").is_ok() && conn.is_autocommit() {
+        return Ok(());
+    }
+    tracing::warn!("sqlite transaction connection left in a transaction; opening a new one");
+    // Closing the old one rolls its transaction back.
+    *conn = crate::open_connection(opts)?;
+    Ok(())
+}
+
+/// Run `f` on a blocking thread, or here when there is no Tokio runtime
+/// to hand it to.
+async fn off_runtime<T: Send + 'static>(
+    op: &'static str,
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) => h
+            .spawn_blocking(f)
+            .await
+            .map_err(|e| Error::database(op, format!("blocking task failed: {e}")))?,
+        Err(_) => f(),
+    }
 }
 
 impl TxDriver for SqliteEngine {
     type Tx = SqliteTx;
 
     async fn tx_begin(&self) -> Result<SqliteTx> {
-        unbuilt("tx_begin")
+        let op = "tx_begin";
+        let home = self.tx_home()?;
+        let mut conn = home.lock_owned().await;
+        make_ready(&mut conn, &self.inner.opts)?;
+        let timeout = self.inner.opts.busy_timeout;
+        match without_waiting(&conn, timeout, "BEGIN IMMEDIATE") {
+            Ok(()) => return Ok(SqliteTx { conn }),
+            Err(e) if is_busy(&e) => {}
+            Err(e) => return Err(Error::database(op, e)),
+        }
+        // Another connection holds the write lock: wait for it, up to the
+        // busy timeout, on a blocking thread. The transaction is built
+        // there, so that should this call be dropped meanwhile, dropping
+        // its result rolls it back.
+        let busy = self.busy(op);
+        off_runtime(op, move || match run_cached(&conn, "BEGIN IMMEDIATE") {
+            Ok(()) => Ok(SqliteTx { conn }),
+            Err(e) if is_busy(&e) => Err(busy),
+            Err(e) => Err(Error::database(op, e)),
+        })
+        .await
     }
 
-    async fn tx_commit(&self, _tx: SqliteTx) -> Result<()> {
-        unbuilt("tx_commit")
+    async fn tx_commit(&self, tx: SqliteTx) -> Result<()> {
+        let op = "tx_commit";
+        if tx.conn.is_autocommit() {
+            return Err(Error::database(
+                op,
+                "the transaction was already ended by SQL run on its connection",
+            ));
+        }
+        let opts = &self.inner.opts;
+        // synchronous=FULL syncs the file at every commit: not on a
+        // runtime thread. NORMAL (and an in-memory store) only appends.
+        let syncs = opts.synchronous_full && !crate::is_memory_uri(&opts.path);
+        if !syncs {
+            match without_waiting(&tx.conn, opts.busy_timeout, "COMMIT") {
+                Ok(()) => return Ok(()),
+                // Readers hold the in-memory store's lock (no WAL there):
+                // wait for them below.
+                Err(e) if is_busy(&e) => {}
+                // Dropping `tx` rolls back what is left.
+                Err(e) => return Err(Error::database(op, e)),
+            }
+        }
+        let busy = self.busy(op);
+        off_runtime(op, move || match run_cached(&tx.conn, "COMMIT") {
+            Ok(()) => Ok(()),
+            Err(e) if is_busy(&e) => Err(busy),
+            Err(e) => Err(Error::database(op, e)),
+        })
+        .await
     }
 
-    async fn tx_rollback(&self, _tx: SqliteTx) -> Result<()> {
-        unbuilt("tx_rollback")
+    async fn tx_rollback(&self, tx: SqliteTx) -> Result<()> {
+        if tx.conn.is_autocommit() {
+            return Ok(());
+        }
+        run_cached(&tx.conn, "ROLLBACK").map_err(crate::db("tx_rollback"))
     }
 
     async fn tx_job_enqueue(
         &self,
-        _tx: &mut SqliteTx,
-        _p: Checked<JobEnqueueParams>,
+        tx: &mut SqliteTx,
+        p: Checked<JobEnqueueParams>,
     ) -> Result<Vec<Enqueued>> {
-        unbuilt("job_enqueue")
+        self.within(tx.conn()).enqueue_checked(p)
     }
 
-    async fn tx_job_ack(&self, _tx: &mut SqliteTx, _p: Checked<JobAckParams>) -> Result<Vec<bool>> {
-        unbuilt("job_ack")
+    async fn tx_job_ack(&self, tx: &mut SqliteTx, p: Checked<JobAckParams>) -> Result<Vec<bool>> {
+        self.within(tx.conn()).ack_checked(p)
     }
 
     async fn tx_job_settle(
         &self,
-        _tx: &mut SqliteTx,
-        _p: Checked<JobSettleParams>,
+        tx: &mut SqliteTx,
+        p: Checked<JobSettleParams>,
     ) -> Result<Vec<Settled>> {
-        unbuilt("job_settle")
+        self.within(tx.conn()).settle_checked(p)
     }
 
     async fn tx_stream_publish(
         &self,
-        _tx: &mut SqliteTx,
-        _p: Checked<StreamPublishParams>,
+        tx: &mut SqliteTx,
+        p: Checked<StreamPublishParams>,
     ) -> Result<Vec<i64>> {
-        unbuilt("stream_publish")
+        self.within(tx.conn()).publish_checked(p)
     }
 
     async fn tx_stream_offset_commit(
         &self,
-        _tx: &mut SqliteTx,
-        _p: Checked<StreamOffsetCommitParams>,
+        tx: &mut SqliteTx,
+        p: Checked<StreamOffsetCommitParams>,
     ) -> Result<i64> {
-        unbuilt("stream_offset_commit")
+        self.within(tx.conn()).offset_commit_checked(p)
     }
 
-    async fn tx_notify(&self, _tx: &mut SqliteTx, _p: Checked<NotifyParams>) -> Result<()> {
-        unbuilt("notify")
+    async fn tx_notify(&self, tx: &mut SqliteTx, p: Checked<NotifyParams>) -> Result<()> {
+        self.within(tx.conn()).notify_checked(p)
     }
 
     async fn tx_schedule_set(
         &self,
-        _tx: &mut SqliteTx,
-        _p: Checked<ScheduleSetParams>,
+        tx: &mut SqliteTx,
+        p: Checked<ScheduleSetParams>,
     ) -> Result<ScheduleInfo> {
-        unbuilt("schedule_set")
+        self.within(tx.conn()).schedule_set_checked(p)
     }
 
     async fn tx_schedule_remove(
         &self,
-        _tx: &mut SqliteTx,
-        _p: Checked<ScheduleNameParams>,
+        tx: &mut SqliteTx,
+        p: Checked<ScheduleNameParams>,
     ) -> Result<bool> {
-        unbuilt("schedule_remove")
+        self.within(tx.conn()).schedule_remove_checked(p)
     }
 
     async fn tx_schedule_set_paused(
         &self,
-        _tx: &mut SqliteTx,
-        _p: Checked<ScheduleNameParams>,
-        _paused: bool,
+        tx: &mut SqliteTx,
+        p: Checked<ScheduleNameParams>,
+        paused: bool,
     ) -> Result<ScheduleInfo> {
-        unbuilt("schedule_set_paused")
+        self.within(tx.conn())
+            .schedule_set_paused_checked(p, paused)
     }
 
     async fn tx_group_checkpoint(
         &self,
-        _tx: &mut SqliteTx,
-        _p: Checked<GroupCheckpointParams>,
+        tx: &mut SqliteTx,
+        p: Checked<GroupCheckpointParams>,
     ) -> Result<i64> {
-        unbuilt("group_checkpoint")
+        self.within(tx.conn()).checkpoint_checked(p)
     }
 
-    async fn tx_lock_fence(&self, _tx: &mut SqliteTx, _p: Checked<LockFenceParams>) -> Result<()> {
-        unbuilt("lock_fence")
+    async fn tx_lock_fence(&self, tx: &mut SqliteTx, p: Checked<LockFenceParams>) -> Result<()> {
+        self.within(tx.conn()).lock_fence_checked(p)
     }
 }

@@ -620,21 +620,33 @@ enum Group {
 /// `BEGIN IMMEDIATE`, waiting up to the busy timeout for another
 /// connection's lock only when `may_wait`.
 fn begin(st: &mut WriterState, may_wait: bool) -> rusqlite::Result<()> {
-    if may_wait {
-        return st
-            .conn
-            .prepare_cached("BEGIN IMMEDIATE")
-            .and_then(|mut s| s.execute([]))
-            .map(drop);
+    let sql = "BEGIN IMMEDIATE";
+    match may_wait {
+        true => run_cached(&st.conn, sql),
+        false => without_waiting(&st.conn, st.busy_timeout, sql),
     }
-    st.conn.busy_timeout(std::time::Duration::ZERO)?;
-    let begun = st
-        .conn
-        .prepare_cached("BEGIN IMMEDIATE")
+}
+
+/// Run `sql` (a statement without parameters) on `conn`.
+pub(crate) fn run_cached(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)
         .and_then(|mut s| s.execute([]))
-        .map(drop);
-    st.conn.busy_timeout(st.busy_timeout)?;
-    begun
+        .map(drop)
+}
+
+/// Run `sql` on `conn` without waiting for another connection's lock
+/// (`SQLITE_BUSY` at once), then give `conn` its `busy_timeout` back: for
+/// a runtime thread, which must not sleep in SQLite's busy handler (see the
+/// module's documentation).
+pub(crate) fn without_waiting(
+    conn: &Connection,
+    busy_timeout: std::time::Duration,
+    sql: &str,
+) -> rusqlite::Result<()> {
+    conn.busy_timeout(std::time::Duration::ZERO)?;
+    let ran = run_cached(conn, sql);
+    conn.busy_timeout(busy_timeout)?;
+    ran
 }
 
 /// Run one group transaction.

@@ -815,3 +815,312 @@ async fn rate_limits_hold_across_engines_on_one_file() {
     }
     assert_eq!(total, 50, "exactly the limit, over every engine");
 }
+
+// The application's own transaction (`Transaction` on this engine).
+
+use alkstore_core::stream::NewEvent;
+use alkstore_core::stream::StreamReadParams;
+use alkstore_core::{JobClaimParams, QueueThroughputParams, Transaction};
+
+/// A file store and the application's table `orders` in it.
+fn store_with_orders(dir: &tempfile::TempDir) -> SqliteEngine {
+    let path = dir.path().join("tx.db");
+    let e = SqliteEngine::open(SqliteOptions::new(&path)).expect("open");
+    let conn = rusqlite::Connection::open(&path).expect("conn");
+    conn.execute_batch("CREATE TABLE orders (id INTEGER PRIMARY KEY, note TEXT)")
+        .expect("app table");
+    e
+}
+
+/// Rows of the application's table, read on a connection of its own.
+fn orders(e: &SqliteEngine) -> Vec<String> {
+    let conn = rusqlite::Connection::open(e.path()).expect("conn");
+    let mut s = conn
+        .prepare("SELECT note FROM orders ORDER BY id")
+        .expect("select");
+    let rows = s.query_map([], |r| r.get(0)).expect("rows");
+    rows.collect::<rusqlite::Result<_>>().expect("collect")
+}
+
+fn insert_order(tx: &Transaction<SqliteEngine>, note: &str) {
+    tx.driver_tx()
+        .expect("open")
+        .conn()
+        .execute("INSERT INTO orders (note) VALUES (?1)", [note])
+        .expect("business row");
+}
+
+/// A write through the engine's writer that finds a transaction open waits
+/// for it (off the runtime's one thread, so the transaction can go on and
+/// commit), then goes through; ids rise in commit order: the writer's job,
+/// committed after the transaction's, has the higher id, though the writer
+/// had reserved a block of ids before the transaction began.
+#[tokio::test(flavor = "current_thread")]
+async fn tx_a_racing_writer_call_gets_through_after_commit_with_higher_ids() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let e = store_with_orders(&dir);
+    let before = e
+        .job_enqueue(vec![NewJob::new("q", b"before".to_vec())])
+        .await
+        .expect("enqueue")[0]
+        .id();
+    let mut tx = Transaction::begin(&e).await.expect("begin");
+    insert_order(&tx, "order 1");
+    let in_tx = tx
+        .job_enqueue(vec![NewJob::new("q", b"in tx".to_vec())])
+        .await
+        .expect("enqueue in tx")[0]
+        .id();
+    let racer = e.clone();
+    let racing = tokio::spawn(async move {
+        racer
+            .job_enqueue(vec![NewJob::new("q", b"racing".to_vec())])
+            .await
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert!(
+        !racing.is_finished(),
+        "the writer waits for the transaction"
+    );
+    tx.commit().await.expect("commit");
+    let after = racing
+        .await
+        .expect("join")
+        .expect("written after the commit")[0]
+        .id();
+    assert!(
+        before < in_tx && in_tx < after,
+        "{before} < {in_tx} < {after}"
+    );
+    assert_eq!(orders(&e), ["order 1"]);
+    let jobs = e
+        .job_claim(JobClaimParams::new("q", "w", 10))
+        .await
+        .expect("claim");
+    let payloads: Vec<&[u8]> = jobs.iter().map(|j| j.payload.as_slice()).collect();
+    assert_eq!(payloads, [&b"before"[..], b"in tx", b"racing"]);
+}
+
+/// Dropping a transaction rolls back its writes and the application's; the
+/// next transaction on the engine's connection begins clean and commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tx_dropped_rolls_back_and_the_next_one_commits() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let e = store_with_orders(&dir);
+    {
+        let mut tx = Transaction::begin(&e).await.expect("begin");
+        insert_order(&tx, "dropped");
+        tx.job_enqueue(vec![NewJob::new("q", b"dropped".to_vec())])
+            .await
+            .expect("enqueue");
+        tx.stream_publish(vec![NewEvent::new("s", b"dropped".to_vec())])
+            .await
+            .expect("publish");
+    }
+    assert!(orders(&e).is_empty());
+    assert_eq!(e.queue_stats("q").await.expect("stats").ready, 0);
+    let mut tx = Transaction::begin(&e).await.expect("begin again");
+    insert_order(&tx, "kept");
+    let offsets = tx
+        .stream_publish(vec![NewEvent::new("s", b"kept".to_vec())])
+        .await
+        .expect("publish");
+    tx.commit().await.expect("commit");
+    assert_eq!(orders(&e), ["kept"]);
+    let events = e
+        .stream_read(StreamReadParams::new("s", 0, 10))
+        .await
+        .expect("read");
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].offset, offsets[0]);
+}
+
+/// SQL of the application's own that ends the transaction (a `COMMIT` on
+/// its connection) makes the wrapper's commit fail rather than pretend;
+/// one that leaves a transaction of its own open is rolled back when the
+/// transaction is dropped: the next one begins clean all the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tx_ended_by_its_own_sql_is_refused_and_spoils_nothing_after() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let e = store_with_orders(&dir);
+    let tx = Transaction::begin(&e).await.expect("begin");
+    let conn = tx.driver_tx().expect("open").conn();
+    conn.execute_batch("COMMIT").expect("own SQL");
+    let err = tx.commit().await.expect_err("already ended");
+    assert_eq!(err.kind(), ErrorKind::Database, "{err}");
+    {
+        let tx = Transaction::begin(&e).await.expect("begin");
+        let conn = tx.driver_tx().expect("open").conn();
+        conn.execute_batch("COMMIT; BEGIN; INSERT INTO orders (note) VALUES ('stray')")
+            .expect("own SQL");
+    }
+    let mut tx = Transaction::begin(&e).await.expect("begin again");
+    insert_order(&tx, "clean");
+    tx.notify("orders", "1").await.expect("notify");
+    tx.commit().await.expect("commit");
+    assert_eq!(orders(&e), ["clean"], "the stray write was rolled back");
+}
+
+/// Acks and failures in a transaction count in the queue's throughput
+/// with the transaction: nothing when it rolls back, once when it commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tx_acks_count_in_throughput_only_when_committed() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let e = store_with_orders(&dir);
+    e.job_enqueue(vec![
+        NewJob::new("q", b"1".to_vec()),
+        NewJob::new("q", b"2".to_vec()),
+    ])
+    .await
+    .expect("enqueue");
+    let jobs = e
+        .job_claim(JobClaimParams::new("q", "w", 2))
+        .await
+        .expect("claim");
+    let totals = |e: SqliteEngine| async move {
+        let t = e
+            .queue_throughput(QueueThroughputParams::every_queue(
+                std::time::Duration::from_secs(60),
+            ))
+            .await
+            .expect("throughput");
+        t.totals
+            .iter()
+            .map(|t| (t.completed, t.failed))
+            .next()
+            .unwrap_or((0, 0))
+    };
+    let mut tx = Transaction::begin(&e).await.expect("begin");
+    tx.job_ack(jobs[0].claim()).await.expect("ack");
+    tx.job_fail((jobs[1].claim(), "no".to_string()))
+        .await
+        .expect("fail");
+    tx.rollback().await.expect("rollback");
+    assert_eq!(totals(e.clone()).await, (0, 0));
+    let mut tx = Transaction::begin(&e).await.expect("begin");
+    tx.job_ack(jobs[0].claim()).await.expect("ack");
+    tx.job_fail((jobs[1].claim(), "no".to_string()))
+        .await
+        .expect("fail");
+    tx.commit().await.expect("commit");
+    assert_eq!(totals(e.clone()).await, (1, 1));
+    // The writer remembers the claims' queues; its acks now find nothing.
+    assert_eq!(
+        e.job_ack(vec![jobs[0].claim()]).await.expect("ack"),
+        vec![false]
+    );
+}
+
+/// An in-memory store: the transaction runs on its one database, and what
+/// it commits, the application's table included, is there for the engine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tx_on_an_in_memory_store() {
+    let e = SqliteEngine::open(SqliteOptions::new(":memory:")).expect("open");
+    let mut tx = Transaction::begin(&e).await.expect("begin");
+    let conn = tx.driver_tx().expect("open").conn();
+    conn.execute_batch("CREATE TABLE orders (id INTEGER PRIMARY KEY, note TEXT); INSERT INTO orders (note) VALUES ('in memory')")
+        .expect("own SQL");
+    tx.job_enqueue(vec![NewJob::new("q", b"x".to_vec())])
+        .await
+        .expect("enqueue");
+    tx.stream_publish(vec![NewEvent::new("s", b"y".to_vec())])
+        .await
+        .expect("publish");
+    tx.commit().await.expect("commit");
+    let jobs = e
+        .job_claim(JobClaimParams::new("q", "w", 10))
+        .await
+        .expect("claim");
+    assert_eq!(jobs.len(), 1);
+    let events = e
+        .stream_read(StreamReadParams::new("s", 0, 10))
+        .await
+        .expect("read");
+    assert_eq!(events.len(), 1);
+    let tx = Transaction::begin(&e).await.expect("begin");
+    let note: String = tx
+        .driver_tx()
+        .expect("open")
+        .conn()
+        .query_row("SELECT note FROM orders", [], |r| r.get(0))
+        .expect("the table is there");
+    assert_eq!(note, "in memory");
+    tx.rollback().await.expect("rollback");
+}
+
+/// A transaction that finds the write lock held by another connection
+/// waits for it off the runtime's one thread (the task that releases it
+/// still runs), and begins once it is free; held past the busy timeout,
+/// `begin` fails with `Busy`.
+#[tokio::test(flavor = "current_thread")]
+async fn tx_begin_waits_for_a_lock_held_elsewhere_off_the_runtime() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("held.db");
+    let mut opts = SqliteOptions::new(&path);
+    opts.busy_timeout = std::time::Duration::from_millis(1_500);
+    let e = SqliteEngine::open(opts).expect("open");
+    let other = rusqlite::Connection::open(&path).expect("conn");
+    other.execute_batch("BEGIN IMMEDIATE").expect("lock");
+    let err = Transaction::begin(&e).await.expect_err("held throughout");
+    assert_eq!(err.kind(), ErrorKind::Busy, "{err}");
+    let engine = e.clone();
+    let begin = tokio::spawn(async move {
+        let mut tx = Transaction::begin(&engine).await?;
+        tx.job_enqueue(vec![NewJob::new("q", b"x".to_vec())])
+            .await?;
+        tx.commit().await
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert!(!begin.is_finished(), "begin waits for the lock");
+    other.execute_batch("COMMIT").expect("unlock");
+    begin.await.expect("join").expect("begun and committed");
+    assert_eq!(e.queue_stats("q").await.expect("stats").ready, 1);
+}
+
+/// The same calls on a transaction of the application's own connection
+/// (`within`): validated against the store's limits (refused input
+/// changes nothing), fenced like the engine's transaction.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tx_within_the_applications_own_transaction() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let e = store_with_orders(&dir);
+    e.job_enqueue(vec![NewJob::new("q", b"1".to_vec())])
+        .await
+        .expect("enqueue");
+    let job = e
+        .job_claim(JobClaimParams::new("q", "w", 1))
+        .await
+        .expect("claim")
+        .pop()
+        .expect("a job");
+    let engine = e.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut conn = rusqlite::Connection::open(engine.path()).expect("conn");
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .expect("timeout");
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .expect("begin");
+        let store = engine.within(&tx);
+        let err = store
+            .job_enqueue(vec![NewJob::new("", b"x".to_vec())])
+            .expect_err("no queue name");
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+        let mut stale = job.claim();
+        stale.token += 1;
+        let err = store.job_ack(stale).expect_err("not this claim");
+        assert_eq!(err.kind(), ErrorKind::NotHeld, "{err}");
+        store.job_ack(job.claim()).expect("ack");
+        store
+            .stream_publish(vec![NewEvent::new("s", b"e".to_vec())])
+            .expect("publish");
+        tx.execute("INSERT INTO orders (note) VALUES ('mine')", [])
+            .expect("own row");
+        tx.commit().expect("commit");
+    })
+    .await
+    .expect("app thread");
+    assert_eq!(orders(&e), ["mine"]);
+    let s = e.queue_stats("q").await.expect("stats");
+    assert_eq!((s.ready, s.processing), (0, 0), "acked");
+}

@@ -491,7 +491,7 @@ impl<E: TxDriver> Transaction<E> {
             }
         }
         tracing::debug!(
-            held_ms = self.started.elapsed().as_millis() as u64,
+            held_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
             "alkstore transaction committed"
         );
         Ok(())

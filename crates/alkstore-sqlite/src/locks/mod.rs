@@ -5,10 +5,34 @@ use alkstore_core::lock::{
     LockAcquireParams, LockDriver, LockGrant, LockInfo, LockReleaseParams, LockReleased,
     LockRenewParams, LockRenewed,
 };
-use alkstore_core::{group::ttl_ms, Checked, Result};
-use rusqlite::{params, OptionalExtension};
+use alkstore_core::{group::ttl_ms, Checked, Error, Result};
+use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::{db, SqliteEngine};
+
+/// Check that lock `name` is held under `token` at `now_ms` (its row has
+/// that token, an owner, and has not expired by the engine's clock);
+/// [`NotHeld`](Error::NotHeld) otherwise. The write lock of the
+/// transaction it runs in keeps anyone from taking the lock over until the
+/// transaction ends: it is an `UPDATE` that changes nothing, so it takes
+/// the write lock even in a transaction begun deferred (and fails there if
+/// another connection wrote since the transaction's first read).
+pub(crate) fn fence_in(conn: &Connection, name: &str, token: i64, now_ms: i64) -> Result<()> {
+    let held = conn
+        .prepare_cached(
+            "UPDATE __alkstore_lock SET token = token WHERE name = ?1 AND token = ?2 \
+             AND owner IS NOT NULL AND expires_at > ?3",
+        )
+        .and_then(|mut s| s.execute(params![name, token, now_ms]))
+        .map_err(db("lock_fence"))?;
+    if held == 1 {
+        Ok(())
+    } else {
+        Err(Error::NotHeld {
+            what: format!("lock {name:?} under token {token}"),
+        })
+    }
+}
 
 impl LockDriver for SqliteEngine {
     async fn lock_acquire(&self, params: Checked<LockAcquireParams>) -> Result<Option<LockGrant>> {

@@ -531,6 +531,106 @@ fn hand_back(
     .map_err(db(op))
 }
 
+/// Insert validated jobs at `now`, in order, their ids from `ids`
+/// (reserving `block` at a time): the writer keeps its block across
+/// groups, a transaction of the application's reserves per call (see
+/// [`JobIds`]). Shared by the writer and transactions.
+pub(crate) fn enqueue_in(
+    conn: &Connection,
+    jobs: &[NewJob],
+    now: i64,
+    ids: &mut Option<JobIds>,
+    block: i64,
+) -> Result<Vec<Enqueued>> {
+    jobs.iter()
+        .map(|j| insert_job(conn, j, now, ids, block))
+        .collect()
+}
+
+/// Complete the jobs `claims` still hold at `now` (the [`HELD`]
+/// predicate): one `true` per claim held, its job deleted (or kept in
+/// `done` when its queue keeps completed jobs) and counted in the
+/// throughput table. `queue_of` names the queue of jobs this connection
+/// claimed (a transaction passes an empty one). Shared by the writer and
+/// transactions.
+pub(crate) fn ack_in(
+    conn: &Connection,
+    claims: &[Claim],
+    now: i64,
+    queue_of: &mut QueueOfJob,
+) -> Result<Vec<bool>> {
+    let op = "job_ack";
+    // The common ack is one plain delete. Only when it finds nothing (the
+    // queue keeps completed jobs, or the claim is gone) does the row get
+    // copied to `done` first.
+    let delete_sql =
+        format!("DELETE FROM __alkstore_job WHERE {HELD} AND keep_completed_s IS NULL");
+    let mut delete = conn.prepare_cached(&delete_sql).map_err(db(op))?;
+    let mut acked = Vec::with_capacity(claims.len());
+    let mut finished = Finished::default();
+    for c in claims {
+        let args = params![c.id, c.worker, c.token, now];
+        let gone: Option<Arc<str>> = match queue_of.take(c.id) {
+            Some(queue) => {
+                let n = delete.execute(args).map_err(db(op))?;
+                (n == 1).then_some(queue)
+            }
+            None => conn
+                .prepare_cached(&format!("{delete_sql} RETURNING queue"))
+                .and_then(|mut s| s.query_row(args, |r| r.get::<_, String>(0)).optional())
+                .map_err(db(op))?
+                .map(Arc::from),
+        };
+        if let Some(queue) = gone {
+            finished.add(&queue, 1, 0);
+            acked.push(true);
+            continue;
+        }
+        let kept = conn
+            .prepare_cached(&format!(
+                "INSERT OR REPLACE INTO __alkstore_done ({MOVE_COLS}, last_error, errors, completed_at) \
+                 SELECT {MOVE_COLS}, last_error, errors, ?4 FROM __alkstore_job WHERE {HELD}"
+            ))
+            .and_then(|mut s| s.execute(args))
+            .map_err(db(op))?;
+        if kept == 1 {
+            let queue: String = conn
+                .prepare_cached(&format!(
+                    "DELETE FROM __alkstore_job WHERE {HELD} RETURNING queue"
+                ))
+                .and_then(|mut s| s.query_row(args, |r| r.get(0)))
+                .map_err(db(op))?;
+            finished.add(&queue, 1, 0);
+        }
+        acked.push(kept == 1);
+    }
+    drop(delete);
+    finished.record(conn, op, now)?;
+    Ok(acked)
+}
+
+/// Retry, fail or snooze the jobs the batch's claims still hold at `now`,
+/// in order (a claim no longer held: `NotHeld`, `Failed(false)`,
+/// `Snoozed(None)`), retries and failures counted in the throughput
+/// table. Shared by the writer and transactions.
+pub(crate) fn settle_in(conn: &Connection, batch: Vec<Settle>, now: i64) -> Result<Vec<Settled>> {
+    let mut finished = Finished::default();
+    let outcomes = batch
+        .into_iter()
+        .map(|s| match s {
+            Settle::Retry(p) => retry_in(conn, p, now, &mut finished).map(Settled::Retried),
+            Settle::Fail { claim, error } => {
+                fail_in(conn, &claim, error, now, &mut finished).map(Settled::Failed)
+            }
+            Settle::Snooze { claim, delay } => {
+                snooze_in(conn, &claim, delay, now).map(Settled::Snoozed)
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    finished.record(conn, "job_settle", now)?;
+    Ok(outcomes)
+}
+
 impl Engine for SqliteEngine {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
@@ -649,10 +749,7 @@ impl QueueDriver for SqliteEngine {
         let jobs_len = jobs.len();
         let insert = move |st: &mut WriterState| {
             let now = st.clock.now();
-            let (conn, ids) = (&st.conn, &mut st.job_ids);
-            jobs.iter()
-                .map(|j| insert_job(conn, j, now, ids, JOB_ID_BLOCK))
-                .collect()
+            enqueue_in(&st.conn, &jobs, now, &mut st.job_ids, JOB_ID_BLOCK)
         };
         let writer = &self.inner.writer;
         // One job is one INSERT (after, at times, the reservation of a
@@ -781,57 +878,8 @@ impl QueueDriver for SqliteEngine {
         self.inner
             .writer
             .write_rows("job_ack", claims.len(), move |st| {
-                let op = "job_ack";
                 let now = st.clock.now();
-                // The common ack is one plain delete. Only when it finds
-                // nothing (the queue keeps completed jobs, or the claim is
-                // gone) does the row get copied to `done` first.
-                let delete_sql =
-                    format!("DELETE FROM __alkstore_job WHERE {HELD} AND keep_completed_s IS NULL");
-                let (conn, queue_of) = (&st.conn, &mut st.queue_of);
-                let mut delete = conn.prepare_cached(&delete_sql).map_err(db(op))?;
-                let mut acked = Vec::with_capacity(claims.len());
-                let mut finished = Finished::default();
-                for c in &claims {
-                    let args = params![c.id, c.worker, c.token, now];
-                    let gone: Option<Arc<str>> = match queue_of.take(c.id) {
-                        Some(queue) => {
-                            let n = delete.execute(args).map_err(db(op))?;
-                            (n == 1).then_some(queue)
-                        }
-                        None => conn
-                            .prepare_cached(&format!("{delete_sql} RETURNING queue"))
-                            .and_then(|mut s| {
-                                s.query_row(args, |r| r.get::<_, String>(0)).optional()
-                            })
-                            .map_err(db(op))?
-                            .map(Arc::from),
-                    };
-                    if let Some(queue) = gone {
-                        finished.add(&queue, 1, 0);
-                        acked.push(true);
-                        continue;
-                    }
-                    let kept = conn
-                        .prepare_cached(&format!(
-                            "INSERT OR REPLACE INTO __alkstore_done ({MOVE_COLS}, last_error, errors, completed_at) \
-                             SELECT {MOVE_COLS}, last_error, errors, ?4 FROM __alkstore_job WHERE {HELD}"
-                        ))
-                        .and_then(|mut s| s.execute(args))
-                        .map_err(db(op))?;
-                    if kept == 1 {
-                        let queue: String = conn
-                            .prepare_cached(&format!(
-                                "DELETE FROM __alkstore_job WHERE {HELD} RETURNING queue"
-                            ))
-                            .and_then(|mut s| s.query_row(args, |r| r.get(0)))
-                            .map_err(db(op))?;
-                        finished.add(&queue, 1, 0);
-                    }
-                    acked.push(kept == 1);
-                }
-                drop(delete);
-                finished.record(&st.conn, op, now)?;
+                let acked = ack_in(&st.conn, &claims, now, &mut st.queue_of)?;
                 // The claims go back to be freed where they were made (see
                 // `ClaimedRows`).
                 Ok((acked, claims))
@@ -846,23 +894,7 @@ impl QueueDriver for SqliteEngine {
             .writer
             .write_rows("job_settle", batch.len(), move |st| {
                 let now = st.clock.now();
-                let mut finished = Finished::default();
-                let outcomes = batch
-                    .into_iter()
-                    .map(|s| match s {
-                        Settle::Retry(p) => {
-                            retry_in(&st.conn, p, now, &mut finished).map(Settled::Retried)
-                        }
-                        Settle::Fail { claim, error } => {
-                            fail_in(&st.conn, &claim, error, now, &mut finished)
-                                .map(Settled::Failed)
-                        }
-                        Settle::Snooze { claim, delay } => {
-                            snooze_in(&st.conn, &claim, delay, now).map(Settled::Snoozed)
-                        }
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                finished.record(&st.conn, "job_settle", now)?;
+                let outcomes = settle_in(&st.conn, batch, now)?;
                 let claimable_now = outcomes.iter().any(|o| match o {
                     Settled::Retried(RetryOutcome::Scheduled(t)) | Settled::Snoozed(Some(t)) => {
                         *t <= now

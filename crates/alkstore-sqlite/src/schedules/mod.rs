@@ -40,45 +40,85 @@ fn get(conn: &Connection, op: &'static str, name: &str) -> Result<Option<Schedul
     .map_err(db(op))
 }
 
+/// Register or change a schedule at `now_ms`. Shared by the writer and
+/// transactions.
+pub(crate) fn set_in(
+    conn: &Connection,
+    p: &ScheduleSetParams,
+    now_ms: i64,
+) -> Result<ScheduleInfo> {
+    let op = "schedule_set";
+    let spec = p.parsed()?;
+    let old = get(conn, op, &p.name)?;
+    let next = next_on_set(old.as_ref(), p, &spec, now_ms);
+    conn.prepare_cached(&format!(
+        "INSERT INTO __alkstore_schedule (name, spec, tz, queue, payload, priority, \
+           max_catch_up, next_fire_at, created_at, updated_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9) \
+         ON CONFLICT (name) DO UPDATE SET spec = excluded.spec, tz = excluded.tz, \
+           queue = excluded.queue, payload = excluded.payload, \
+           priority = excluded.priority, max_catch_up = excluded.max_catch_up, \
+           next_fire_at = excluded.next_fire_at, updated_at = excluded.updated_at \
+         RETURNING {COLS}"
+    ))
+    .and_then(|mut s| {
+        s.query_row(
+            params![
+                p.name,
+                p.spec,
+                p.tz,
+                p.queue,
+                p.payload,
+                p.priority,
+                p.max_catch_up,
+                next,
+                now_ms
+            ],
+            info,
+        )
+    })
+    .map_err(db(op))
+}
+
+/// Remove a schedule; `false` when there was none. Shared by the writer
+/// and transactions.
+pub(crate) fn remove_in(conn: &Connection, name: &str) -> Result<bool> {
+    conn.prepare_cached("DELETE FROM __alkstore_schedule WHERE name = ?1")
+        .and_then(|mut s| s.execute([name]))
+        .map(|n| n > 0)
+        .map_err(db("schedule_remove"))
+}
+
+/// Pause or resume a schedule at `now_ms`
+/// ([`NotFound`](alkstore_core::Error::NotFound) when there is none).
+/// Shared by the writer and transactions.
+pub(crate) fn set_paused_in(
+    conn: &Connection,
+    name: &str,
+    paused: bool,
+    now_ms: i64,
+) -> Result<ScheduleInfo> {
+    let op = "schedule_set_paused";
+    let old = get(conn, op, name)?.ok_or_else(|| schedule_not_found(name))?;
+    if old.paused == paused {
+        return Ok(old);
+    }
+    let next = next_on_pause(&old, paused, now_ms)?;
+    conn.prepare_cached(&format!(
+        "UPDATE __alkstore_schedule SET paused = ?2, next_fire_at = ?3, \
+           updated_at = ?4 WHERE name = ?1 RETURNING {COLS}"
+    ))
+    .and_then(|mut s| s.query_row(params![name, paused, next, now_ms], info))
+    .map_err(db(op))
+}
+
 impl ScheduleDriver for SqliteEngine {
     async fn schedule_set(&self, params: Checked<ScheduleSetParams>) -> Result<ScheduleInfo> {
         let p = params.into_inner();
-        let spec = p.parsed()?;
         self.inner
             .writer
             .write("schedule_set", move |st| {
-                let op = "schedule_set";
-                let now = st.clock.now_ms();
-                let old = get(&st.conn, op, &p.name)?;
-                let next = next_on_set(old.as_ref(), &p, &spec, now);
-                st.conn
-                    .prepare_cached(&format!(
-                        "INSERT INTO __alkstore_schedule (name, spec, tz, queue, payload, priority, \
-                           max_catch_up, next_fire_at, created_at, updated_at) \
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9) \
-                         ON CONFLICT (name) DO UPDATE SET spec = excluded.spec, tz = excluded.tz, \
-                           queue = excluded.queue, payload = excluded.payload, \
-                           priority = excluded.priority, max_catch_up = excluded.max_catch_up, \
-                           next_fire_at = excluded.next_fire_at, updated_at = excluded.updated_at \
-                         RETURNING {COLS}"
-                    ))
-                    .and_then(|mut s| {
-                        s.query_row(
-                            params![
-                            p.name,
-                            p.spec,
-                            p.tz,
-                            p.queue,
-                            p.payload,
-                            p.priority,
-                            p.max_catch_up,
-                                next,
-                                now
-                            ],
-                            info,
-                        )
-                    })
-                    .map_err(db(op))
+                set_in(&st.conn, &p, st.clock.now_ms())
             })
             .await
     }
@@ -87,13 +127,7 @@ impl ScheduleDriver for SqliteEngine {
         let p = params.into_inner();
         self.inner
             .writer
-            .write("schedule_remove", move |st| {
-                st.conn
-                    .prepare_cached("DELETE FROM __alkstore_schedule WHERE name = ?1")
-                    .and_then(|mut s| s.execute([&p.name]))
-                    .map(|n| n > 0)
-                    .map_err(db("schedule_remove"))
-            })
+            .write("schedule_remove", move |st| remove_in(&st.conn, &p.name))
             .await
     }
 
@@ -106,20 +140,7 @@ impl ScheduleDriver for SqliteEngine {
         self.inner
             .writer
             .write("schedule_set_paused", move |st| {
-                let op = "schedule_set_paused";
-                let now = st.clock.now_ms();
-                let old = get(&st.conn, op, &p.name)?.ok_or_else(|| schedule_not_found(&p.name))?;
-                if old.paused == paused {
-                    return Ok(old);
-                }
-                let next = next_on_pause(&old, paused, now)?;
-                st.conn
-                    .prepare_cached(&format!(
-                        "UPDATE __alkstore_schedule SET paused = ?2, next_fire_at = ?3, \
-                           updated_at = ?4 WHERE name = ?1 RETURNING {COLS}"
-                    ))
-                    .and_then(|mut s| s.query_row(params![p.name, paused, next, now], info))
-                    .map_err(db(op))
+                set_paused_in(&st.conn, &p.name, paused, st.clock.now_ms())
             })
             .await
     }

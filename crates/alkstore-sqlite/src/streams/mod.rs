@@ -178,6 +178,45 @@ fn consumers(conn: &Connection, op: &'static str, stream: &str) -> Result<Vec<Co
     .map_err(db(op))
 }
 
+/// Save a consumer's offset at `now`: monotone (a lower or equal offset
+/// changes nothing and returns the saved one), never beyond the stream's
+/// head ([`InvalidInput`](alkstore_core::Error::InvalidInput)). Shared by
+/// the writer and transactions.
+pub(crate) fn offset_commit_in(
+    conn: &Connection,
+    p: &StreamOffsetCommitParams,
+    now: i64,
+) -> Result<i64> {
+    let op = "stream_offset_commit";
+    let saved: Option<i64> = conn
+        .prepare_cached(
+            "SELECT \"offset\" FROM __alkstore_stream_offset WHERE stream = ?1 AND consumer = ?2",
+        )
+        .and_then(|mut s| {
+            s.query_row([&p.stream, &p.consumer], |r| r.get(0))
+                .optional()
+        })
+        .map_err(db(op))?;
+    if let Some(saved) = saved.filter(|s| *s >= p.offset) {
+        return Ok(saved);
+    }
+    let head = head_bound(conn, op, &p.stream)?.unwrap_or(0);
+    if p.offset > head {
+        return Err(alkstore_core::stream::beyond_head(
+            p.offset, &p.stream, head,
+        ));
+    }
+    conn.prepare_cached(
+        "INSERT INTO __alkstore_stream_offset (stream, consumer, \"offset\", updated_at) \
+         VALUES (?1, ?2, ?3, ?4) ON CONFLICT (stream, consumer) DO UPDATE \
+         SET \"offset\" = excluded.\"offset\", updated_at = excluded.updated_at \
+         WHERE excluded.\"offset\" > __alkstore_stream_offset.\"offset\"",
+    )
+    .and_then(|mut s| s.execute(params![p.stream, p.consumer, p.offset, now]))
+    .map_err(db(op))?;
+    Ok(p.offset)
+}
+
 impl StreamDriver for SqliteEngine {
     async fn stream_publish(&self, params: Checked<StreamPublishParams>) -> Result<Vec<i64>> {
         let StreamPublishParams { events } = params.into_inner();
@@ -236,36 +275,7 @@ impl StreamDriver for SqliteEngine {
         self.inner
             .writer
             .write("stream_offset_commit", move |st| {
-                let op = "stream_offset_commit";
-                let saved: Option<i64> = st
-                    .conn
-                    .prepare_cached(
-                        "SELECT \"offset\" FROM __alkstore_stream_offset \
-                         WHERE stream = ?1 AND consumer = ?2",
-                    )
-                    .and_then(|mut s| {
-                        s.query_row([&p.stream, &p.consumer], |r| r.get(0)).optional()
-                    })
-                    .map_err(db(op))?;
-                if saved.is_some_and(|s| s >= p.offset) {
-                    return Ok(saved.unwrap_or(p.offset));
-                }
-                let head = head_bound(&st.conn, op, &p.stream)?.unwrap_or(0);
-                if p.offset > head {
-                    return Err(alkstore_core::stream::beyond_head(p.offset, &p.stream, head));
-                }
-                st.conn
-                    .prepare_cached(
-                        "INSERT INTO __alkstore_stream_offset (stream, consumer, \"offset\", updated_at) \
-                         VALUES (?1, ?2, ?3, ?4) ON CONFLICT (stream, consumer) DO UPDATE \
-                         SET \"offset\" = excluded.\"offset\", updated_at = excluded.updated_at \
-                         WHERE excluded.\"offset\" > __alkstore_stream_offset.\"offset\"",
-                    )
-                    .and_then(|mut s| {
-                        s.execute(params![p.stream, p.consumer, p.offset, st.clock.now()])
-                    })
-                    .map_err(db(op))?;
-                Ok(p.offset)
+                offset_commit_in(&st.conn, &p, st.clock.now())
             })
             .await
     }
