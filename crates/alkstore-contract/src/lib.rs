@@ -57,8 +57,8 @@ use std::task::Poll;
 
 use alkstore_core::stream::NewEvent;
 use alkstore_core::{
-    GroupEngine, LockEngine, ManualClock, NewJob, QueueAdmin, QueueEngine, RateEngine, Result,
-    ResultEngine, ScheduleEngine, StreamEngine,
+    GroupEngine, LockEngine, ManualClock, NewJob, NotifyEngine, QueueAdmin, QueueEngine,
+    RateEngine, Result, ResultEngine, ScheduleEngine, StreamEngine, Transaction, TxDriver,
 };
 
 /// The facade the `runtime` rows drive, re-exported so an engine's
@@ -74,6 +74,7 @@ pub mod results;
 pub mod runtime;
 pub mod schedules;
 pub mod streams;
+pub mod tx;
 
 /// One isolated store under test.
 pub trait Harness: Send + Sync + Sized + 'static {
@@ -86,6 +87,8 @@ pub trait Harness: Send + Sync + Sized + 'static {
         + RateEngine
         + ResultEngine
         + ScheduleEngine
+        + NotifyEngine
+        + TxDriver
         + Clone;
 
     /// The engine, opened with [`Harness::clock`] as its clock.
@@ -115,6 +118,20 @@ pub trait Harness: Send + Sync + Sized + 'static {
         &self,
         events: Vec<NewEvent>,
     ) -> impl Future<Output = Result<HeldPublish>> + Send;
+
+    /// The application's own SQL inside `tx`: insert a row keyed `key` into
+    /// the application's business table (made with the harness), through
+    /// the transaction's native handle (SQLite's connection,
+    /// PostgreSQL's client).
+    fn business_insert(
+        &self,
+        tx: &mut Transaction<Self::Engine>,
+        key: &str,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// The keys of the business table's committed rows, in the order they
+    /// were inserted, read outside any transaction.
+    fn business_rows(&self) -> impl Future<Output = Vec<String>> + Send;
 
     /// Whether the engine relays another connection's commits as hints that
     /// name their queue (PostgreSQL's NOTIFY), announcing its listener with
@@ -246,6 +263,7 @@ macro_rules! __areas {
         $crate::__rates!($then, $args);
         $crate::__results!($then, $args);
         $crate::__schedules!($then, $args);
+        $crate::__tx!($then, $args);
         $crate::__runtime!($then, $args);
     };
 }

@@ -21,6 +21,18 @@
 //! # Ok(()) }
 //! ```
 
+/// The database's clock in SQL, as unix seconds (`numeric`): when the
+/// statement started. Not `now()`, which stays at its transaction's start:
+/// inside an application's transaction, open as long as the application
+/// likes, a claim or lock that lapsed since it began must count as lapsed.
+/// One time per statement, as with `now()`.
+macro_rules! db_epoch {
+    () => {
+        "extract(epoch FROM statement_timestamp())"
+    };
+}
+
+mod conn;
 mod groups;
 mod listen;
 mod locks;
@@ -36,6 +48,7 @@ mod streams;
 pub mod testing;
 mod tls;
 mod tx;
+mod within;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -50,6 +63,7 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 /// (the outbox) against this one, so both sides use the same version.
 pub use tokio_postgres;
 pub use tx::PgTx;
+pub use within::Within;
 
 /// How to open a PostgreSQL store.
 #[derive(Debug, Clone)]

@@ -1,20 +1,17 @@
-//! Enqueue inside the caller's own PostgreSQL transaction.
+//! The first outbox calls, kept as thin aliases of [`Within`](crate::Within)'s
+//! (`engine.within(&tx).job_enqueue(…)` and the rest), which carry every
+//! transactional call.
 
-use alkstore_core::stream::{NewEvent, StreamPublishParams};
-use alkstore_core::{Checked, Engine, Enqueued, Error, NewJob, Result};
+use alkstore_core::stream::NewEvent;
+use alkstore_core::{Enqueued, Error, NewJob, Result};
 use tokio_postgres::GenericClient;
 
-use crate::queues::{enqueue_text, insert_jobs, is_keyed};
 use crate::PgEngine;
 
 impl PgEngine {
-    /// Enqueue `job` through the caller's client or open transaction, so it
-    /// commits or rolls back with the caller's own writes (transactional
-    /// outbox). Validated against this store's limits, into this store's
-    /// schema; times come from the database clock. Workers are woken by the
-    /// job table's NOTIFY trigger at commit. Use this crate's re-exported
-    /// [`tokio_postgres`] so both sides use the same
-    /// driver.
+    /// Alias of [`engine.within(client).job_enqueue(job)`](crate::Within::job_enqueue)
+    /// for one job: enqueue it through the caller's open transaction, so it
+    /// commits or rolls back with the caller's own writes.
     ///
     /// ```no_run
     /// # async fn demo(engine: &alkstore_postgres::PgEngine, client: &mut tokio_postgres::Client) -> Result<(), Box<dyn std::error::Error>> {
@@ -30,21 +27,15 @@ impl PgEngine {
         client: &C,
         job: NewJob,
     ) -> Result<Enqueued> {
-        job.validate(self.limits())?;
-        let sql = &self.inner.sql;
-        let jobs = vec![job];
-        let text = enqueue_text(sql, is_keyed(&jobs));
-        let mut out = insert_jobs(client, text, sql, jobs, self.now_override()).await?;
-        out.pop()
+        self.within(client)
+            .job_enqueue(vec![job])
+            .await?
+            .pop()
             .ok_or_else(|| Error::database("job_enqueue", "the insert returned no id"))
     }
 
-    /// Publish `events` through the caller's client or open transaction:
-    /// they commit or roll back with the caller's own writes, and a
-    /// rollback drops them. Returns their offsets. Subscribers are woken by
-    /// the event table's NOTIFY trigger at commit. Readers do not see the
-    /// events, nor any published after them, until the transaction ends
-    /// (that is what makes reads gap-safe), so keep it short.
+    /// Alias of [`engine.within(client).stream_publish(events)`](crate::Within::stream_publish):
+    /// publish through the caller's open transaction; returns the offsets.
     ///
     /// ```no_run
     /// # async fn demo(engine: &alkstore_postgres::PgEngine, client: &mut tokio_postgres::Client) -> Result<(), Box<dyn std::error::Error>> {
@@ -60,11 +51,26 @@ impl PgEngine {
         client: &C,
         events: Vec<NewEvent>,
     ) -> Result<Vec<i64>> {
-        let events = Checked::<StreamPublishParams>::new(events, self.limits())?.into_inner();
-        let stmt = client
-            .prepare(&self.inner.stream_sql.publish)
-            .await
-            .map_err(crate::db("stream_publish"))?;
-        crate::streams::publish_with(client, &stmt, self.now_override(), &events.events).await
+        self.within(client).stream_publish(events).await
+    }
+
+    /// Alias of [`engine.within(client).notify(channel, payload)`](crate::Within::notify):
+    /// listeners get it only if the caller's transaction commits.
+    ///
+    /// ```no_run
+    /// # async fn demo(engine: &alkstore_postgres::PgEngine, client: &mut tokio_postgres::Client) -> Result<(), Box<dyn std::error::Error>> {
+    /// let tx = client.transaction().await?;
+    /// tx.execute("UPDATE orders SET state = 'paid' WHERE id = 1", &[]).await?;
+    /// engine.notify_in(&tx, "orders", "1 paid").await?;
+    /// tx.commit().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn notify_in<C: GenericClient + Sync>(
+        &self,
+        client: &C,
+        channel: &str,
+        payload: &str,
+    ) -> Result<()> {
+        self.within(client).notify(channel, payload).await
     }
 }

@@ -1,7 +1,19 @@
-//! The application's own transaction on this engine ([`TxDriver`]).
+//! The application's own transaction on this engine ([`TxDriver`]): a
+//! pooled connection of the engine's, inside `BEGIN`, running the same
+//! statements as the autocommit calls (the `…_in` functions each area
+//! shares with them and with [`Within`](crate::Within)).
 //!
-//! SKELETON: every call refuses until the engine's transaction is built
-//! (issue 30); replaced before this lands.
+//! What holds a claim, lease or lock until commit is a row lock each
+//! fenced call takes in its statement: an acked or settled job's row
+//! (claims and rescues skip locked rows), a checkpointed bucket's lease row
+//! (claims skip it; a renewal or release waits), a fenced lock's row
+//! (`FOR SHARE`: a takeover, which must lock the row to update it, waits for
+//! the commit and then re-checks it).
+//!
+//! Times come from the store's clock at each statement
+//! (`statement_timestamp()`, not `now()`, which stays at the transaction's
+//! start): a claim or lock that lapses while the transaction is open is
+//! seen as lapsed by the next call.
 
 use alkstore_core::group::GroupCheckpointParams;
 use alkstore_core::lock::LockFenceParams;
@@ -10,116 +22,252 @@ use alkstore_core::queue::{JobAckParams, JobEnqueueParams, JobSettleParams};
 use alkstore_core::schedule::{ScheduleInfo, ScheduleNameParams, ScheduleSetParams};
 use alkstore_core::stream::{StreamOffsetCommitParams, StreamPublishParams};
 use alkstore_core::{Checked, Enqueued, Error, Result, Settled, TxDriver};
+use deadpool_postgres::{ClientWrapper, Object};
+use tokio_postgres::error::SqlState;
 
-use crate::PgEngine;
+use crate::{db, PgEngine};
 
-/// An open transaction of the application's own on this engine.
+/// Opens every transaction: READ COMMITTED whatever the server's default,
+/// as the shared statements assume (each statement sees what committed
+/// before it, and re-checks a row it waited for).
+const BEGIN: &str = "BEGIN ISOLATION LEVEL READ COMMITTED";
+
+/// Commits, unless a statement failed in the transaction: PostgreSQL then
+/// answers `SELECT 1` with an error and skips the `COMMIT` (it would have
+/// turned it into a silent rollback).
+const COMMIT: &str = "SELECT 1; COMMIT";
+
+/// An open transaction on this engine: a connection of the engine's pool
+/// inside `BEGIN`. Dropped without a commit or rollback, it rolls back
+/// without waiting: a task on the current tokio runtime sends `ROLLBACK`
+/// and then returns the connection to the pool (outside a runtime, the
+/// connection is closed instead, and the server aborts the transaction).
 #[derive(Debug)]
 pub struct PgTx {
-    client: Option<tokio_postgres::Client>,
+    /// `None` only once the transaction ended (commit, rollback, drop).
+    conn: Option<Object>,
 }
 
 impl PgTx {
-    /// The native handle the transaction runs on, for the application's
-    /// own SQL.
+    /// The client the transaction runs on, for the application's own SQL:
+    /// every statement on it is inside the transaction. Do not commit or
+    /// roll back on it: end the transaction through its owner. A
+    /// statement that fails aborts the transaction, and its commit then
+    /// rolls back and reports it.
     pub fn client(&self) -> &tokio_postgres::Client {
-        self.client.as_ref().expect("skeleton")
+        // `conn` is taken only by the calls that consume or drop `self`.
+        self.conn
+            .as_ref()
+            .expect("an open PgTx holds its connection")
+    }
+
+    fn exec(&self, op: &'static str) -> Result<&ClientWrapper> {
+        self.conn.as_deref().ok_or(Error::RolledBack {
+            op,
+            reason: "the transaction already ended".into(),
+        })
     }
 }
 
-fn unbuilt<T>(op: &'static str) -> Result<T> {
-    Err(Error::database(op, "not built yet"))
+impl Drop for PgTx {
+    fn drop(&mut self) {
+        let Some(conn) = self.conn.take() else {
+            return;
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                let conn = Unclean(Some(conn));
+                rt.spawn(async move {
+                    let rolled_back = match conn.conn() {
+                        Some(c) => c.batch_execute("ROLLBACK").await.is_ok(),
+                        None => false,
+                    };
+                    if rolled_back {
+                        conn.clean();
+                    }
+                });
+            }
+            Err(_) => drop(Unclean(Some(conn))),
+        }
+    }
+}
+
+/// A connection that may still be inside a transaction: dropped as it
+/// is, it leaves the pool and closes (the server rolls back), so nobody
+/// is handed a connection in the middle of someone's transaction (the
+/// pool's fast recycling does not check).
+struct Unclean(Option<Object>);
+
+impl Drop for Unclean {
+    fn drop(&mut self) {
+        if let Some(conn) = self.0.take() {
+            drop(Object::take(conn));
+        }
+    }
+}
+
+impl Unclean {
+    fn conn(&self) -> Option<&Object> {
+        self.0.as_ref()
+    }
+
+    /// Out of any transaction again: back to the pool.
+    fn clean(mut self) {
+        drop(self.0.take());
+    }
+}
+
+impl PgEngine {
+    /// End `tx` with `sql`. Its connection goes back to the pool once out
+    /// of the transaction, and is closed when that cannot be made sure of.
+    async fn tx_end(&self, mut tx: PgTx, op: &'static str, sql: &str) -> Result<()> {
+        let conn = Unclean(tx.conn.take());
+        let Some(c) = conn.conn() else {
+            return Ok(());
+        };
+        let Err(e) = c.batch_execute(sql).await else {
+            conn.clean();
+            return Ok(());
+        };
+        let err = if e.code() == Some(&SqlState::IN_FAILED_SQL_TRANSACTION) {
+            // A statement failed earlier (the application's own: the
+            // engine's calls poison the transaction instead): PostgreSQL
+            // aborted the transaction, which can only roll back.
+            Error::RolledBack {
+                op: "commit",
+                reason: format!(
+                    "a statement in the transaction failed, so PostgreSQL aborted it ({})",
+                    db(op)(e)
+                ),
+            }
+        } else {
+            db(op)(e)
+        };
+        // Whatever is left of the transaction (nothing after a failed
+        // COMMIT: then this only warns).
+        if !c.is_closed() && c.batch_execute("ROLLBACK").await.is_ok() {
+            conn.clean();
+        }
+        Err(err)
+    }
 }
 
 impl TxDriver for PgEngine {
     type Tx = PgTx;
 
     async fn tx_begin(&self) -> Result<PgTx> {
-        unbuilt("tx_begin")
+        let conn = self.client().await?;
+        match conn.batch_execute(BEGIN).await {
+            Ok(()) => Ok(PgTx { conn: Some(conn) }),
+            Err(e) => {
+                drop(Unclean(Some(conn)));
+                Err(db("tx_begin")(e))
+            }
+        }
     }
 
-    async fn tx_commit(&self, _tx: PgTx) -> Result<()> {
-        unbuilt("tx_commit")
+    async fn tx_commit(&self, tx: PgTx) -> Result<()> {
+        self.tx_end(tx, "tx_commit", COMMIT).await
     }
 
-    async fn tx_rollback(&self, _tx: PgTx) -> Result<()> {
-        unbuilt("tx_rollback")
+    async fn tx_rollback(&self, tx: PgTx) -> Result<()> {
+        self.tx_end(tx, "tx_rollback", "ROLLBACK").await
     }
 
     async fn tx_job_enqueue(
         &self,
-        _tx: &mut PgTx,
-        _p: Checked<JobEnqueueParams>,
+        tx: &mut PgTx,
+        p: Checked<JobEnqueueParams>,
     ) -> Result<Vec<Enqueued>> {
-        unbuilt("job_enqueue")
+        let jobs = p.into_inner().jobs;
+        let e = tx.exec("job_enqueue")?;
+        crate::queues::enqueue_in(e, &self.inner.sql, jobs, self.now_override()).await
     }
 
-    async fn tx_job_ack(&self, _tx: &mut PgTx, _p: Checked<JobAckParams>) -> Result<Vec<bool>> {
-        unbuilt("job_ack")
+    async fn tx_job_ack(&self, tx: &mut PgTx, p: Checked<JobAckParams>) -> Result<Vec<bool>> {
+        let e = tx.exec("job_ack")?;
+        crate::queues::ack_in(e, &self.inner.sql, self.now_override(), &p.claims).await
     }
 
     async fn tx_job_settle(
         &self,
-        _tx: &mut PgTx,
-        _p: Checked<JobSettleParams>,
+        tx: &mut PgTx,
+        p: Checked<JobSettleParams>,
     ) -> Result<Vec<Settled>> {
-        unbuilt("job_settle")
+        let e = tx.exec("job_settle")?;
+        let batch = p.into_inner().batch;
+        let settled =
+            crate::queues::settle_all_in(e, &self.inner.sql, self.now_override(), batch).await?;
+        Ok(settled.into_iter().map(|(outcome, _)| outcome).collect())
     }
 
     async fn tx_stream_publish(
         &self,
-        _tx: &mut PgTx,
-        _p: Checked<StreamPublishParams>,
+        tx: &mut PgTx,
+        p: Checked<StreamPublishParams>,
     ) -> Result<Vec<i64>> {
-        unbuilt("stream_publish")
+        let e = tx.exec("stream_publish")?;
+        let sql = &self.inner.stream_sql;
+        crate::streams::publish_in(e, sql, self.now_override(), &p.events).await
     }
 
     async fn tx_stream_offset_commit(
         &self,
-        _tx: &mut PgTx,
-        _p: Checked<StreamOffsetCommitParams>,
+        tx: &mut PgTx,
+        p: Checked<StreamOffsetCommitParams>,
     ) -> Result<i64> {
-        unbuilt("stream_offset_commit")
+        let e = tx.exec("stream_offset_commit")?;
+        let sql = &self.inner.stream_sql;
+        crate::streams::offset_commit_in(e, sql, self.now_override(), &p).await
     }
 
-    async fn tx_notify(&self, _tx: &mut PgTx, _p: Checked<NotifyParams>) -> Result<()> {
-        unbuilt("notify")
+    async fn tx_notify(&self, tx: &mut PgTx, p: Checked<NotifyParams>) -> Result<()> {
+        let e = tx.exec("notify")?;
+        crate::notify::send_in(e, self.schema(), &p.channel, &p.payload).await
     }
 
     async fn tx_schedule_set(
         &self,
-        _tx: &mut PgTx,
-        _p: Checked<ScheduleSetParams>,
+        tx: &mut PgTx,
+        p: Checked<ScheduleSetParams>,
     ) -> Result<ScheduleInfo> {
-        unbuilt("schedule_set")
+        let e = tx.exec("schedule_set")?;
+        let sql = &self.inner.schedule_sql;
+        crate::schedules::schedule_set_in(e, sql, self.now_ms_override(), &p).await
     }
 
     async fn tx_schedule_remove(
         &self,
-        _tx: &mut PgTx,
-        _p: Checked<ScheduleNameParams>,
+        tx: &mut PgTx,
+        p: Checked<ScheduleNameParams>,
     ) -> Result<bool> {
-        unbuilt("schedule_remove")
+        let e = tx.exec("schedule_remove")?;
+        crate::schedules::schedule_remove_in(e, &self.inner.schedule_sql, &p).await
     }
 
     async fn tx_schedule_set_paused(
         &self,
-        _tx: &mut PgTx,
-        _p: Checked<ScheduleNameParams>,
-        _paused: bool,
+        tx: &mut PgTx,
+        p: Checked<ScheduleNameParams>,
+        paused: bool,
     ) -> Result<ScheduleInfo> {
-        unbuilt("schedule_set_paused")
+        let e = tx.exec("schedule_set_paused")?;
+        let sql = &self.inner.schedule_sql;
+        crate::schedules::schedule_set_paused_in(e, sql, self.now_ms_override(), &p, paused).await
     }
 
     async fn tx_group_checkpoint(
         &self,
-        _tx: &mut PgTx,
-        _p: Checked<GroupCheckpointParams>,
+        tx: &mut PgTx,
+        p: Checked<GroupCheckpointParams>,
     ) -> Result<i64> {
-        unbuilt("group_checkpoint")
+        let e = tx.exec("group_checkpoint")?;
+        let sql = &self.inner.group_sql;
+        crate::groups::checkpoint_in(e, sql, self.now_ms_override(), &p).await
     }
 
-    async fn tx_lock_fence(&self, _tx: &mut PgTx, _p: Checked<LockFenceParams>) -> Result<()> {
-        unbuilt("lock_fence")
+    async fn tx_lock_fence(&self, tx: &mut PgTx, p: Checked<LockFenceParams>) -> Result<()> {
+        let e = tx.exec("lock_fence")?;
+        crate::locks::fence_in(e, &self.inner.lock_sql, self.now_ms_override(), &p).await
     }
 }

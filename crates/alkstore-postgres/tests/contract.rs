@@ -6,7 +6,7 @@ use std::sync::Arc;
 use alkstore_contract::alkstore::{AnyEngine, Store, Tx};
 use alkstore_contract::{Business, BusinessFuture, Harness, HeldPublish, RuntimeHarness};
 use alkstore_core::stream::NewEvent;
-use alkstore_core::{Error, ManualClock, NewJob, Result};
+use alkstore_core::{Error, ManualClock, NewJob, Result, Transaction};
 use alkstore_postgres::{testing, PgEngine, PgOptions};
 use tokio_postgres::NoTls;
 
@@ -30,11 +30,13 @@ async fn harness(_name: &'static str) -> PgHarness {
         .await
         .expect("client")
         .batch_execute(&format!(
-            "CREATE TABLE IF NOT EXISTS {} (id BIGSERIAL PRIMARY KEY, note TEXT)",
-            orders_table(&schema)
+            "CREATE TABLE IF NOT EXISTS {} (id BIGSERIAL PRIMARY KEY, note TEXT); \
+             CREATE TABLE IF NOT EXISTS {} (id BIGSERIAL PRIMARY KEY, key TEXT NOT NULL)",
+            orders_table(&schema),
+            business_table(&schema)
         ))
         .await
-        .expect("the application's table");
+        .expect("the application's tables");
     PgHarness {
         engine,
         clock,
@@ -80,6 +82,41 @@ impl Harness for PgHarness {
         publish_held(&self.url, self.engine.clone(), events).await
     }
 
+    async fn business_insert(&self, tx: &mut Transaction<PgEngine>, key: &str) -> Result<()> {
+        let client = tx
+            .driver_tx()
+            .ok_or_else(|| Error::database("business insert", "the transaction ended"))?
+            .client();
+        client
+            .execute(
+                &format!(
+                    "INSERT INTO {} (key) VALUES ($1)",
+                    business_table(&self.schema)
+                ),
+                &[&key],
+            )
+            .await
+            .map(drop)
+            .map_err(|e| Error::database("business insert", e))
+    }
+
+    async fn business_rows(&self) -> Vec<String> {
+        let client = self.engine.client().await.expect("client");
+        client
+            .query(
+                &format!(
+                    "SELECT key FROM {} ORDER BY id",
+                    business_table(&self.schema)
+                ),
+                &[],
+            )
+            .await
+            .expect("business rows")
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    }
+
     fn foreign_hints_name_queue(&self) -> bool {
         true
     }
@@ -92,6 +129,14 @@ impl Harness for PgHarness {
 fn orders_table(schema: &str) -> String {
     format!(
         "{}.orders",
+        alkstore_postgres::schema::quote_identifier(schema)
+    )
+}
+
+/// The application's table the transaction rows write beside the store's.
+fn business_table(schema: &str) -> String {
+    format!(
+        "{}.business",
         alkstore_postgres::schema::quote_identifier(schema)
     )
 }

@@ -1,8 +1,9 @@
 //! PostgreSQL-specific behaviour: identifier quoting, connection errors,
 //! schema versions.
 
+use alkstore_core::lock::LockAcquireParams;
 use alkstore_core::prelude::*;
-use alkstore_core::{ErrorKind, NewJob};
+use alkstore_core::{ErrorKind, ManualClock, NewJob, Transaction};
 use alkstore_postgres::{testing, PgEngine, PgOptions};
 
 async fn test_db() -> String {
@@ -619,6 +620,14 @@ async fn every_insert_path_wakes_other_processes() {
         .await
         .expect("outbox");
     assert!(woken(&mut rx, &["outbox"]).await, "outbox");
+    let mut tx = alkstore_core::Transaction::begin(&writer)
+        .await
+        .expect("begin");
+    tx.job_enqueue(vec![job("in-tx")])
+        .await
+        .expect("tx enqueue");
+    tx.commit().await.expect("commit");
+    assert!(woken(&mut rx, &["in-tx"]).await, "the engine's transaction");
     // The statements notify by themselves (schema 11 dropped the trigger
     // that did it, which would now notify twice).
     let job_table = format!(
@@ -636,5 +645,373 @@ async fn every_insert_path_wakes_other_processes() {
     assert_eq!(triggers, 0, "the job table still has a trigger");
     drop(client);
     drop((writer, other));
+    testing::drop_schema(&url, &schema).await.expect("drop");
+}
+
+// The application's own transaction (issue 30): what the contract rows
+// cannot see from outside the engine.
+
+/// An engine on a fresh schema; `pool_size` 2 leaves one durable
+/// connection (the other is the relaxed pool's), so the next user of the
+/// pool gets the connection a transaction used.
+async fn tx_engine(
+    prefix: &str,
+    clock: Option<&ManualClock>,
+    pool_size: usize,
+) -> (PgEngine, String, String) {
+    let url = test_db().await;
+    let schema = testing::unique_schema(prefix);
+    let mut opts = PgOptions::new(url.clone(), schema.clone());
+    opts.pool_size = pool_size;
+    if let Some(clock) = clock {
+        opts = opts.clock(std::sync::Arc::new(clock.clone()));
+    }
+    let engine = PgEngine::open(opts).await.expect("open");
+    (engine, url, schema)
+}
+
+/// The transaction's backend and whether it is inside a transaction that
+/// wrote (an xid is assigned).
+async fn backend_state(client: &tokio_postgres::Client) -> (i32, Option<String>) {
+    let row = client
+        .query_one(
+            "SELECT pg_backend_pid(), txid_current_if_assigned()::text",
+            &[],
+        )
+        .await
+        .expect("backend state");
+    (row.get(0), row.get(1))
+}
+
+/// A transaction dropped without commit or rollback rolls back, and its
+/// connection goes back to the pool outside any transaction (the pool's
+/// fast recycling would hand it out as it is).
+#[tokio::test]
+async fn a_dropped_transaction_rolls_back_and_its_connection_returns_clean() {
+    let (engine, url, schema) = tx_engine("txdrop", None, 2).await;
+    let mut tx = Transaction::begin(&engine).await.expect("begin");
+    let id = tx
+        .job_enqueue(vec![NewJob::new("q", b"x".to_vec())])
+        .await
+        .expect("enqueue")[0]
+        .id();
+    let client = tx.driver_tx().expect("open").client();
+    let (pid, xid) = backend_state(client).await;
+    assert!(xid.is_some(), "the enqueue wrote inside the transaction");
+    drop(tx);
+    // The pool's only durable connection: handed out once the rollback
+    // task returned it (the wait is the pool's, bounded at 30 s).
+    let client = engine.client().await.expect("the connection came back");
+    let (again, xid) = backend_state(&client).await;
+    assert_eq!(again, pid, "the same connection, not a replacement");
+    assert_eq!(xid, None, "no longer inside the dropped transaction");
+    drop(client);
+    assert_eq!(engine.job_get(id).await.expect("get"), None, "rolled back");
+    // The connection serves the next transaction as a fresh one.
+    let mut tx = Transaction::begin(&engine).await.expect("begin again");
+    tx.job_enqueue(vec![NewJob::new("q", b"y".to_vec())])
+        .await
+        .expect("enqueue");
+    tx.commit().await.expect("commit");
+    assert_eq!(engine.queue_stats("q").await.expect("stats").ready, 1);
+    testing::drop_schema(&url, &schema).await.expect("drop");
+}
+
+/// Outside a tokio runtime nothing can send ROLLBACK: the connection leaves
+/// the pool and closes, and the server rolls the transaction back.
+#[test]
+fn a_transaction_dropped_outside_a_runtime_closes_its_connection() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (engine, url, schema, tx, id, pid) = rt.block_on(async {
+        let (engine, url, schema) = tx_engine("txdrop_rt", None, 2).await;
+        let mut tx = Transaction::begin(&engine).await.expect("begin");
+        let id = tx
+            .job_enqueue(vec![NewJob::new("q", b"x".to_vec())])
+            .await
+            .expect("enqueue")[0]
+            .id();
+        let (pid, _) = backend_state(tx.driver_tx().expect("open").client()).await;
+        (engine, url, schema, tx, id, pid)
+    });
+    // No runtime on this thread here.
+    drop(tx);
+    rt.block_on(async {
+        let client = engine.client().await.expect("a new connection");
+        let (again, xid) = backend_state(&client).await;
+        assert_ne!(
+            again, pid,
+            "the dropped transaction's connection left the pool"
+        );
+        assert_eq!(xid, None);
+        // Its backend ends once the server sees the socket closed.
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let alive: i64 = client
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE pid = $1",
+                    &[&pid],
+                )
+                .await
+                .expect("activity")
+                .get(0);
+            if alive == 0 {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "backend {pid} lingers"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        drop(client);
+        assert_eq!(engine.job_get(id).await.expect("get"), None, "rolled back");
+        testing::drop_schema(&url, &schema).await.expect("drop");
+    });
+}
+
+/// A statement of the application's own that fails aborts the transaction:
+/// the commit then reports it and rolls back (PostgreSQL would have
+/// answered COMMIT with a silent ROLLBACK), and the connection is reusable.
+#[tokio::test]
+async fn a_failed_statement_of_the_application_makes_the_commit_roll_back() {
+    let (engine, url, schema) = tx_engine("txappfail", None, 2).await;
+    let mut tx = Transaction::begin(&engine).await.expect("begin");
+    let id = tx
+        .job_enqueue(vec![NewJob::new("q", b"x".to_vec())])
+        .await
+        .expect("enqueue")[0]
+        .id();
+    let client = tx.driver_tx().expect("open").client();
+    client
+        .batch_execute("SELECT * FROM no_such_table_at_all")
+        .await
+        .expect_err("the application's own statement fails");
+    let err = tx.commit().await.expect_err("cannot commit");
+    assert_eq!(err.kind(), ErrorKind::RolledBack, "{err}");
+    assert!(err.to_string().contains("aborted"), "{err}");
+    assert_eq!(engine.job_get(id).await.expect("get"), None);
+    let client = engine.client().await.expect("connection");
+    assert_eq!(
+        backend_state(&client).await.1,
+        None,
+        "out of the transaction"
+    );
+    drop(client);
+    testing::drop_schema(&url, &schema).await.expect("drop");
+}
+
+/// Wait (bounded) until a backend of this test's database waits on a row
+/// lock held by `holder_pid`.
+async fn wait_until_blocked_by(client: &tokio_postgres::Client, holder_pid: i32) {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let waiting: i64 = client
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity \
+                 WHERE $1 = ANY(pg_blocking_pids(pid))",
+                &[&holder_pid],
+            )
+            .await
+            .expect("activity")
+            .get(0);
+        if waiting > 0 {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "nobody ever waited on the transaction"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
+/// A lock fenced by an open transaction cannot be taken over, even once it
+/// lapsed: the takeover waits on the lock's row until the transaction
+/// commits, then re-checks it and takes the lock; the fenced writes landed
+/// before the takeover.
+#[tokio::test]
+async fn a_lock_takeover_waits_for_the_fencing_transaction() {
+    let clock = ManualClock::starting_now();
+    let (engine, url, schema) = tx_engine("txfence", Some(&clock), 16).await;
+    let ttl = std::time::Duration::from_secs(10);
+    let grant = engine
+        .lock_acquire(LockAcquireParams::new("leader", "a", ttl))
+        .await
+        .expect("acquire")
+        .expect("free");
+    let mut tx = Transaction::begin(&engine).await.expect("begin");
+    tx.lock_fence("leader", grant.token).await.expect("fence");
+    let id = tx
+        .job_enqueue(vec![NewJob::new("fenced", b"x".to_vec())])
+        .await
+        .expect("enqueue")[0]
+        .id();
+    let holder: i32 = backend_state(tx.driver_tx().expect("open").client())
+        .await
+        .0;
+    // The lock lapses while the transaction is open.
+    clock.advance(ttl * 2);
+    let taker = engine.clone();
+    let mut takeover = tokio::spawn(async move {
+        taker
+            .lock_acquire(LockAcquireParams::new("leader", "b", ttl))
+            .await
+    });
+    let observer = engine.client().await.expect("client");
+    wait_until_blocked_by(&observer, holder).await;
+    assert!(
+        tokio::time::timeout(std::time::Duration::from_millis(100), &mut takeover)
+            .await
+            .is_err(),
+        "the takeover finished while the fencing transaction was open"
+    );
+    tx.commit().await.expect("commit");
+    let taken = takeover
+        .await
+        .expect("task")
+        .expect("acquire")
+        .expect("the lapsed lock is taken once the transaction ended");
+    assert_eq!(taken.owner, "b");
+    assert_eq!(taken.token, grant.token + 1);
+    assert!(
+        engine.job_get(id).await.expect("get").is_some(),
+        "the fenced write landed"
+    );
+    // The old holder's token no longer fences anything.
+    let mut late = Transaction::begin(&engine).await.expect("begin");
+    let err = late
+        .lock_fence("leader", grant.token)
+        .await
+        .expect_err("passed on");
+    assert_eq!(err.kind(), ErrorKind::NotHeld, "{err}");
+    late.rollback().await.expect("rollback");
+    drop(observer);
+    testing::drop_schema(&url, &schema).await.expect("drop");
+}
+
+/// A bucket whose checkpoint an open transaction wrote is not taken over
+/// while it is open, even once its lease lapsed (claims skip the locked
+/// row); after the commit the next owner starts from that checkpoint.
+#[tokio::test]
+async fn a_group_lease_is_not_taken_over_while_its_checkpoint_is_open() {
+    use alkstore_core::group::{GroupCheckpointParams, GroupClaimParams, GroupEnsureParams};
+    let clock = ManualClock::starting_now();
+    let (engine, url, schema) = tx_engine("txlease", Some(&clock), 16).await;
+    engine
+        .group_ensure(GroupEnsureParams::new("g", "s", 1))
+        .await
+        .expect("ensure");
+    let offset = engine
+        .stream_publish(alkstore_core::stream::NewEvent::new("s", b"e".to_vec()))
+        .await
+        .expect("publish")[0];
+    alkstore_contract::streams::settle(&engine, "s").await;
+    let ttl = std::time::Duration::from_secs(10);
+    let lease = engine
+        .group_claim(GroupClaimParams::new("g", "a", ttl, 1))
+        .await
+        .expect("claim")
+        .remove(0);
+    let mut tx = Transaction::begin(&engine).await.expect("begin");
+    tx.group_checkpoint(GroupCheckpointParams::new("g", 0, "a", lease.epoch, offset))
+        .await
+        .expect("checkpoint");
+    clock.advance(ttl * 2);
+    let taken = engine
+        .group_claim(GroupClaimParams::new("g", "b", ttl, 1))
+        .await
+        .expect("claim while open");
+    assert!(taken.is_empty(), "took a bucket mid-checkpoint: {taken:?}");
+    tx.commit().await.expect("commit");
+    let taken = engine
+        .group_claim(GroupClaimParams::new("g", "b", ttl, 1))
+        .await
+        .expect("claim after")
+        .remove(0);
+    assert_eq!(taken.epoch, lease.epoch + 1);
+    assert_eq!(
+        taken.checkpoint, offset,
+        "starts after the committed checkpoint"
+    );
+    testing::drop_schema(&url, &schema).await.expect("drop");
+}
+
+/// A job acked in an open transaction is neither rescued nor claimed
+/// again while it is open, even once its claim expired; the commit then
+/// completes it.
+#[tokio::test]
+async fn an_acked_job_is_not_rescued_while_its_transaction_is_open() {
+    use alkstore_core::JobClaimParams;
+    let clock = ManualClock::starting_now();
+    let (engine, url, schema) = tx_engine("txack", Some(&clock), 16).await;
+    let id = engine
+        .job_enqueue(vec![NewJob::new("q", b"x".to_vec())])
+        .await
+        .expect("enqueue")[0]
+        .id();
+    let job = engine
+        .job_claim(JobClaimParams::new("q", "a", 1))
+        .await
+        .expect("claim")
+        .remove(0);
+    let mut tx = Transaction::begin(&engine).await.expect("begin");
+    tx.job_ack(job.claim()).await.expect("ack");
+    clock.advance(std::time::Duration::from_secs(3600));
+    let again = engine
+        .job_claim(JobClaimParams::new("q", "b", 1))
+        .await
+        .expect("claim while open");
+    assert!(again.is_empty(), "handed out mid-ack: {again:?}");
+    tx.commit().await.expect("commit");
+    assert_eq!(engine.job_get(id).await.expect("get"), None, "done");
+    testing::drop_schema(&url, &schema).await.expect("drop");
+}
+
+/// Times inside a transaction are each statement's, not the transaction's
+/// start (`now()`): a claim that expires while the transaction is open is
+/// refused by its ack, as the autocommit ack would refuse it.
+#[tokio::test]
+async fn a_claim_that_expires_during_the_transaction_is_refused() {
+    use alkstore_core::{JobClaimParams, QueueOpts};
+    let (engine, url, schema) = tx_engine("txclock", None, 16).await;
+    let opts = QueueOpts {
+        visibility_timeout: std::time::Duration::from_secs(2),
+        ..QueueOpts::default()
+    };
+    engine
+        .job_enqueue(vec![NewJob::new("q", b"x".to_vec()).with_queue_opts(opts)])
+        .await
+        .expect("enqueue");
+    let job = engine
+        .job_claim(JobClaimParams::new("q", "a", 1))
+        .await
+        .expect("claim")
+        .remove(0);
+    let mut tx = Transaction::begin(&engine).await.expect("begin");
+    let client = tx.driver_tx().expect("open").client();
+    // Wait (bounded) until the database's clock passes the claim's expiry.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let now: i64 = client
+            .query_one(
+                "SELECT floor(extract(epoch FROM clock_timestamp()))::bigint",
+                &[],
+            )
+            .await
+            .expect("clock")
+            .get(0);
+        if now > job.claim_expires_at {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the clock stands still"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let err = tx.job_ack(job.claim()).await.expect_err("expired");
+    assert_eq!(err.kind(), ErrorKind::NotHeld, "{err}");
+    let err = tx.commit().await.expect_err("poisoned");
+    assert_eq!(err.kind(), ErrorKind::RolledBack, "{err}");
     testing::drop_schema(&url, &schema).await.expect("drop");
 }

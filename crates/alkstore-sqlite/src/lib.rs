@@ -18,6 +18,12 @@
 //! the database server's clock instead, since its workers run on many
 //! hosts.
 //!
+//! The application's own transaction ([`Transaction`](alkstore_core::Transaction)
+//! over [`SqliteTx`]) runs every primitive's writes with the application's
+//! SQL on a connection of its own that holds the write lock until it ends;
+//! [`SqliteEngine::within`] runs the same calls on a `rusqlite`
+//! transaction the application opened itself.
+//!
 //! `:memory:` opens an in-memory store instead: a database of this process
 //! alone that every connection of the engine shares (SQLite's `memdb`
 //! VFS) and that no other `open` sees; see [`SqliteOptions::new`].
@@ -98,9 +104,9 @@ impl SqliteOptions {
     /// of `:memory:` is a database of its own, seen only through that
     /// engine and its clones, in this process only. It runs without WAL (SQLite
     /// cannot keep a WAL in memory): reads wait while a write transaction
-    /// is open, so a transaction of your own on it (the outbox, opened
-    /// with [`SqliteEngine::path`], which names it as a URI) holds up every
-    /// reader until it ends. It holds at most 1 GiB (SQLite's `memdb`
+    /// is open, so a transaction on it (a [`SqliteTx`], or one of your own
+    /// opened with [`SqliteEngine::path`], which names it as a URI) holds
+    /// up every reader until it ends. It holds at most 1 GiB (SQLite's `memdb`
     /// default; past it writes fail). `synchronous` does not apply. Other in-memory
     /// or URI forms (`file:…`, an empty path) are refused.
     pub fn new(path: impl AsRef<Path>) -> Self {

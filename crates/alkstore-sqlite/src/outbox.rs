@@ -40,7 +40,7 @@ impl SqliteEngine {
     ///
     /// The connection must be on this store's file; give it a
     /// `busy_timeout`, since alkstore's writer shares the file, and use
-    /// this crate's re-exported [`rusqlite`](crate::rusqlite) so both
+    /// this crate's re-exported [`rusqlite`] so both
     /// sides link the same SQLite. Begin with `BEGIN IMMEDIATE`
     /// ([`rusqlite::TransactionBehavior::Immediate`]) when the transaction
     /// fences ([`Within::job_ack`], [`Within::group_checkpoint`],
@@ -56,7 +56,7 @@ impl SqliteEngine {
     /// let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     /// tx.execute("INSERT INTO orders (id) VALUES (1)", [])?;
     /// let store = engine.within(&tx);
-    /// store.job_enqueue(vec![NewJob::new("emails", b"order 1".to_vec())])?;
+    /// store.job_enqueue(NewJob::new("emails", b"order 1".to_vec()))?;
     /// store.notify("orders", "1 placed")?;
     /// tx.commit()?;
     /// # Ok(()) }
@@ -80,7 +80,7 @@ impl SqliteEngine {
     /// # Ok(()) }
     /// ```
     pub fn job_enqueue_in(&self, conn: &Connection, job: NewJob) -> Result<Enqueued> {
-        let mut enqueued = self.within(conn).job_enqueue(vec![job])?;
+        let mut enqueued = self.within(conn).job_enqueue(job)?;
         enqueued
             .pop()
             .ok_or_else(|| Error::database("job_enqueue", "no outcome for the job"))

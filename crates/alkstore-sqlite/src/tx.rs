@@ -48,6 +48,13 @@ pub(crate) type TxHome = std::sync::Mutex<Option<Arc<tokio::sync::Mutex<Connecti
 /// [`Transaction`](alkstore_core::Transaction)): it holds the engine's
 /// transaction connection, inside `BEGIN IMMEDIATE`. Dropped without a
 /// commit, it rolls back.
+///
+/// It holds SQLite's write lock until it ends: the engine's own writes
+/// (`job_claim`, `job_ack`, … outside the transaction), in this process
+/// or another, wait for it, up to the busy timeout. So do not await one
+/// of those while the transaction is open: make the write in the
+/// transaction instead. On an in-memory store (no WAL) reads wait for it
+/// too.
 pub struct SqliteTx {
     conn: OwnedMutexGuard<Connection>,
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use alkstore_contract::alkstore::{AnyEngine, Store, Tx};
 use alkstore_contract::{Business, BusinessFuture, Harness, HeldPublish, RuntimeHarness};
 use alkstore_core::stream::NewEvent;
-use alkstore_core::{Error, ManualClock, NewJob, Result};
+use alkstore_core::{Error, ManualClock, NewJob, Result, Transaction};
 use alkstore_sqlite::{SqliteEngine, SqliteOptions};
 
 struct SqliteHarness {
@@ -19,12 +19,19 @@ async fn harness(_name: &'static str) -> SqliteHarness {
     let clock = ManualClock::starting_now();
     let opts = SqliteOptions::new(dir.path().join("contract.db")).clock(Arc::new(clock.clone()));
     let engine = SqliteEngine::open(opts).expect("open");
+    rusqlite::Connection::open(engine.path())
+        .and_then(|c| c.execute_batch(BUSINESS_TABLE))
+        .expect("the application's table");
     SqliteHarness {
         engine,
         clock,
         _dir: dir,
     }
 }
+
+/// The application's table the transaction rows write beside the store's.
+const BUSINESS_TABLE: &str =
+    "CREATE TABLE IF NOT EXISTS business (id INTEGER PRIMARY KEY, key TEXT NOT NULL)";
 
 impl Harness for SqliteHarness {
     type Engine = SqliteEngine;
@@ -86,6 +93,25 @@ impl Harness for SqliteHarness {
 
     async fn publish_held(&self, events: Vec<NewEvent>) -> Result<HeldPublish> {
         publish_held(self.engine.clone(), events).await
+    }
+
+    async fn business_insert(&self, tx: &mut Transaction<SqliteEngine>, key: &str) -> Result<()> {
+        let conn = tx
+            .driver_tx()
+            .ok_or_else(|| Error::database("business insert", "the transaction ended"))?
+            .conn();
+        conn.execute("INSERT INTO business (key) VALUES (?1)", [key])
+            .map(drop)
+            .map_err(|e| Error::database("business insert", e))
+    }
+
+    async fn business_rows(&self) -> Vec<String> {
+        let conn = rusqlite::Connection::open(self.engine.path()).expect("conn");
+        let mut rows = conn
+            .prepare("SELECT key FROM business ORDER BY id")
+            .expect("select");
+        let keys = rows.query_map([], |r| r.get(0)).expect("rows");
+        keys.collect::<rusqlite::Result<_>>().expect("keys")
     }
 
     async fn teardown(self) {}

@@ -4,7 +4,7 @@
 //! `__groups!` below names every file's macro. Helpers shared by the rows
 //! live in `support.rs`.
 
-mod support;
+pub(crate) mod support;
 
 pub mod checkpoints;
 pub mod leases;

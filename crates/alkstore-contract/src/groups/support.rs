@@ -8,7 +8,7 @@ use alkstore_core::group::{
 use alkstore_core::GroupEngine;
 
 /// The lease TTL the rows use: moved past by advancing the clock.
-pub(super) const TTL: Duration = Duration::from_secs(10);
+pub(crate) const TTL: Duration = Duration::from_secs(10);
 
 /// Create group `group` on stream `s` with `n` buckets.
 pub(super) async fn ensure<E: GroupEngine>(e: &E, group: &str, n: u32) {
@@ -18,7 +18,7 @@ pub(super) async fn ensure<E: GroupEngine>(e: &E, group: &str, n: u32) {
 }
 
 /// `worker` claims up to `max` buckets of `group` for [`TTL`].
-pub(super) async fn claim<E: GroupEngine>(
+pub(crate) async fn claim<E: GroupEngine>(
     e: &E,
     group: &str,
     worker: &str,

@@ -10,9 +10,9 @@ use alkstore_core::{Clock, LockEngine};
 
 use crate::Harness;
 
-const TTL: Duration = Duration::from_secs(10);
+pub(crate) const TTL: Duration = Duration::from_secs(10);
 
-async fn acquire<H: Harness>(h: &H, name: &str, owner: &str) -> Option<LockGrant> {
+pub(crate) async fn acquire<H: Harness>(h: &H, name: &str, owner: &str) -> Option<LockGrant> {
     h.engine()
         .lock_acquire(LockAcquireParams::new(name, owner, TTL))
         .await

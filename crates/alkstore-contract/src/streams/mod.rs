@@ -4,7 +4,7 @@
 //! `__streams!` below names every file's macro. Helpers shared by the rows
 //! live in `support.rs`.
 
-mod support;
+pub(crate) mod support;
 
 /// Wait until nothing of a stream is held back (for engine tests too).
 pub use support::settle;

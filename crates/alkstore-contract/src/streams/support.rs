@@ -4,12 +4,12 @@ use alkstore_core::stream::{Event, NewEvent, StreamReadParams};
 use alkstore_core::StreamEngine;
 
 /// An event of `stream` with `payload` and no key.
-pub(super) fn ev(stream: &str, payload: &str) -> NewEvent {
+pub(crate) fn ev(stream: &str, payload: &str) -> NewEvent {
     NewEvent::new(stream, payload.as_bytes().to_vec())
 }
 
 /// Every readable event of `stream` after `after`, page by page.
-pub(super) async fn read_all<E: StreamEngine>(e: &E, stream: &str, after: i64) -> Vec<Event> {
+pub(crate) async fn read_all<E: StreamEngine>(e: &E, stream: &str, after: i64) -> Vec<Event> {
     let mut out: Vec<Event> = Vec::new();
     let mut after = after;
     loop {
@@ -26,7 +26,7 @@ pub(super) async fn read_all<E: StreamEngine>(e: &E, stream: &str, after: i64) -
 }
 
 /// The payloads of `events` as text.
-pub(super) fn payloads(events: &[Event]) -> Vec<String> {
+pub(crate) fn payloads(events: &[Event]) -> Vec<String> {
     events
         .iter()
         .map(|e| String::from_utf8_lossy(&e.payload).into_owned())

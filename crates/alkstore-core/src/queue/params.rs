@@ -288,6 +288,13 @@ one_value_params! {
     validate: |p, l| NewJob::validate_batch(&p.jobs, l)
 }
 
+/// One job: a batch of one.
+impl From<NewJob> for JobEnqueueParams {
+    fn from(job: NewJob) -> Self {
+        JobEnqueueParams { jobs: vec![job] }
+    }
+}
+
 one_value_params! {
     /// Parameters of `job_ack`: the claims of finished jobs.
     JobAckParams { claims: Vec<Claim> },

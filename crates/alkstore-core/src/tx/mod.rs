@@ -5,7 +5,9 @@
 //! their own, run each primitive's write inside it, commit, roll back. The
 //! one wrapper, [`Transaction`], is what callers use: it validates every
 //! call's input against the store's limits before anything is written (bad
-//! input is refused and the transaction goes on unharmed), and it
+//! input is refused and the transaction goes on unharmed, as it does when
+//! the engine refuses input only the database can judge, such as an offset
+//! beyond the stream's head, with [`Error::InvalidInput`]), and it
 //! **poisons** the transaction when a call fails for any other reason: a
 //! claim, lease or lock that is no longer the caller's
 //! ([`Error::NotHeld`]), or a database error. A poisoned transaction never
@@ -52,6 +54,9 @@ use crate::{
 /// leaves nothing of itself behind), and reports a claim, lease or lock
 /// the caller no longer holds as [`Error::NotHeld`] (or, for acks and
 /// settles, as a `false`/not-held outcome the wrapper turns into one).
+/// Input the database refuses (an offset beyond the stream's head) is
+/// [`Error::InvalidInput`], after which the transaction must go on as if
+/// the call had not been made: the wrapper does not poison it.
 pub trait TxDriver: Engine + Clone {
     /// The engine's open transaction. Dropping it rolls it back.
     type Tx: Send + 'static;
@@ -200,9 +205,14 @@ macro_rules! tx_call {
             let $p = Checked::<$ty>::new($params, $self.engine.limits())?;
             let $engine = &$self.engine;
             let $tx = open_tx(&mut $self.tx, &$self.poisoned, stringify!($method))?;
-            let out = $run.await;
-            if let Err(e) = &out {
-                $self.poison(stringify!($method), e);
+            let out: Result<_> = $run.await;
+            match &out {
+                // Input only the database could judge (an offset beyond
+                // the stream's head): refused, nothing of the call
+                // written, the transaction as it was.
+                Err(e) if e.kind() == crate::ErrorKind::InvalidInput => {}
+                Err(e) => $self.poison(stringify!($method), e),
+                Ok(_) => {}
             }
             out
         }

@@ -15,6 +15,7 @@ use alkstore_core::validate::count;
 use alkstore_core::{Checked, Error, Result};
 use tokio_postgres::Row;
 
+use crate::conn::{fetch_opt, Exec};
 use crate::{db, PgEngine};
 
 /// A stored bucket number or count (0..=4096 by the table's checks).
@@ -63,6 +64,55 @@ fn not_found(group: &str) -> Error {
     Error::NotFound {
         what: format!("group {group:?}"),
         detail: "no worker or command has created it".into(),
+    }
+}
+
+/// Save a bucket's checkpoint on `e` under the lease epoch the caller
+/// holds: never backward, never past the stream's readable head. A lease
+/// no longer held is [`Error::NotHeld`], found from the rows the statement
+/// returns (no statement error, which would abort a transaction). The
+/// statement locks the bucket's row (`FOR UPDATE`), so inside a
+/// transaction no claim can take the bucket (claims skip locked rows), nor
+/// a renewal or release change it, until the transaction ends.
+pub(crate) async fn checkpoint_in<E: Exec + ?Sized>(
+    e: &E,
+    sql: &sql::GroupSql,
+    now_ms: Option<i64>,
+    p: &GroupCheckpointParams,
+) -> Result<i64> {
+    let bucket = int(p.bucket);
+    let row = fetch_opt(
+        e,
+        "group_checkpoint",
+        &sql.checkpoint,
+        &[&now_ms, &p.group, &bucket, &p.worker, &p.epoch, &p.offset],
+    )
+    .await?;
+    let Some(r) = row else {
+        return Err(fenced(&p.group, p.bucket, p.epoch));
+    };
+    let (owner, epoch, saved, stream, head, moved): (
+        Option<String>,
+        i64,
+        i64,
+        String,
+        i64,
+        Option<i64>,
+    ) = (
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+    );
+    if owner.as_deref() != Some(p.worker.as_str()) || epoch != p.epoch {
+        return Err(fenced(&p.group, p.bucket, p.epoch));
+    }
+    match moved {
+        Some(m) => Ok(m),
+        None if saved >= p.offset => Ok(saved),
+        None => Err(alkstore_core::stream::beyond_head(p.offset, &stream, head)),
     }
 }
 
@@ -167,42 +217,10 @@ impl GroupDriver for PgEngine {
 
     async fn group_checkpoint(&self, params: Checked<GroupCheckpointParams>) -> Result<i64> {
         let p = params.into_inner();
-        let bucket = int(p.bucket);
         // Like acks (see `query_relaxed`): a checkpoint lost to a server
         // crash only means its events are delivered again.
-        let rows = self
-            .query_relaxed(
-                "group_checkpoint",
-                &self.inner.group_sql.checkpoint,
-                &[
-                    &self.now_ms_override(),
-                    &p.group,
-                    &bucket,
-                    &p.worker,
-                    &p.epoch,
-                    &p.offset,
-                ],
-            )
-            .await?;
-        let Some(r) = rows.first() else {
-            return Err(fenced(&p.group, p.bucket, p.epoch));
-        };
-        let (owner, epoch, saved, stream, head, moved): (
-            Option<String>,
-            i64,
-            i64,
-            String,
-            i64,
-            Option<i64>,
-        ) = (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5));
-        if owner.as_deref() != Some(p.worker.as_str()) || epoch != p.epoch {
-            return Err(fenced(&p.group, p.bucket, p.epoch));
-        }
-        match moved {
-            Some(m) => Ok(m),
-            None if saved >= p.offset => Ok(saved),
-            None => Err(alkstore_core::stream::beyond_head(p.offset, &stream, head)),
-        }
+        let client = self.relaxed_client().await?;
+        checkpoint_in(&*client, &self.inner.group_sql, self.now_ms_override(), &p).await
     }
 
     async fn group_read(&self, params: Checked<GroupReadParams>) -> Result<Vec<BucketEvent>> {

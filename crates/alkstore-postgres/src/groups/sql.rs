@@ -5,10 +5,13 @@
 use crate::schema::{quote_identifier, tables, QualifiedTable};
 use crate::streams::sql::HORIZON;
 
-/// Unix milliseconds: `$1` (the injected clock) or the database's (its
-/// transaction start, so one statement sees one time).
-pub(crate) const NOW_MS: &str =
-    "(SELECT COALESCE($1::bigint, floor(extract(epoch FROM now()) * 1000)::bigint))";
+/// Unix milliseconds: `$1` (the injected clock) or the database's at the
+/// statement's start (see `db_epoch!`), one time per statement.
+pub(crate) const NOW_MS: &str = concat!(
+    "(SELECT COALESCE($1::bigint, floor(",
+    db_epoch!(),
+    " * 1000)::bigint))"
+);
 
 /// The dead-letter columns `dead` (in `mod.rs`) reads, in its order.
 pub(crate) const DEAD_COLUMNS: &str =

@@ -2,10 +2,12 @@
 //! database's clock (`$1` overrides it in tests with an injected clock).
 
 use alkstore_core::lock::{
-    LockAcquireParams, LockDriver, LockGrant, LockInfo, LockReleaseParams, LockReleased,
-    LockRenewParams, LockRenewed,
+    LockAcquireParams, LockDriver, LockFenceParams, LockGrant, LockInfo, LockReleaseParams,
+    LockReleased, LockRenewParams, LockRenewed,
 };
-use alkstore_core::{group::ttl_ms, Checked, Result};
+use alkstore_core::{group::ttl_ms, Checked, Error, Result};
+
+use crate::conn::Exec;
 
 use crate::groups::sql::NOW_MS;
 use crate::schema::{tables, QualifiedTable};
@@ -17,6 +19,7 @@ pub(crate) struct LockSql {
     renew: String,
     release: String,
     list: String,
+    fence: String,
 }
 
 impl LockSql {
@@ -48,12 +51,43 @@ impl LockSql {
                 "UPDATE {lock} SET owner = NULL, expires_at = LEAST(expires_at, {NOW_MS}) \
                  WHERE name = $2 AND owner = $3 AND token = $4 RETURNING 1"
             ),
+            // The lock row, share-locked until the transaction ends, when
+            // the token is still the holder's and has not lapsed. A takeover
+            // (`acquire`'s `ON CONFLICT DO UPDATE`) must lock the row
+            // first: it waits for the transaction, then re-checks the row.
+            fence: format!(
+                "SELECT 1 FROM {lock} WHERE name = $2 AND token = $3 AND owner IS NOT NULL \
+                 AND expires_at > {NOW_MS} FOR SHARE"
+            ),
             list: format!(
                 "SELECT name, CASE WHEN expires_at > {NOW_MS} THEN owner END, token, expires_at, \
                    acquired_at FROM {lock} ORDER BY name"
             ),
         }
     }
+}
+
+/// Fence `e`'s transaction with a lock: check that `p.token` is still the
+/// holder's (not released, not lapsed by the store's clock, not taken
+/// over) and keep it so until the transaction ends. [`Error::NotHeld`]
+/// otherwise, found from the rows returned (no statement error, which
+/// would abort the transaction). A renewal or release of the lock waits
+/// for the transaction as well.
+pub(crate) async fn fence_in<E: Exec + ?Sized>(
+    e: &E,
+    sql: &LockSql,
+    now_ms: Option<i64>,
+    p: &LockFenceParams,
+) -> Result<()> {
+    let rows = e
+        .fetch("lock_fence", &sql.fence, &[&now_ms, &p.name, &p.token])
+        .await?;
+    if rows.is_empty() {
+        return Err(Error::NotHeld {
+            what: format!("lock {:?} under token {}", p.name, p.token),
+        });
+    }
+    Ok(())
 }
 
 impl LockDriver for PgEngine {

@@ -24,9 +24,9 @@ use alkstore_core::{
     SweepReport, WakeHub,
 };
 use tokio_postgres::types::ToSql;
-use tokio_postgres::ToStatement;
-use tokio_postgres::{GenericClient, Row};
+use tokio_postgres::Row;
 
+use crate::conn::{fetch_opt, Exec, Param, Params};
 use crate::{db, PgEngine};
 use rows::{claimed, job_info, Columns, Source};
 use sql::Sql;
@@ -96,9 +96,9 @@ impl<'a> OneRow<'a> {
     fn params<'b>(
         &'b self,
         now: &'b Option<i64>,
-        payload: &'b (dyn ToSql + Sync),
+        payload: &'b dyn Param,
         channel: &'b &'b str,
-    ) -> [&'b (dyn ToSql + Sync); 13] {
+    ) -> [&'b dyn Param; 13] {
         [
             now,
             &self.job.queue,
@@ -119,26 +119,49 @@ impl<'a> OneRow<'a> {
 
 /// Insert a uniform batch (see [`is_uniform`]) with the one-array statement
 /// (`Sql::enqueue_uniform`), or one job with `Sql::enqueue_one`.
-async fn insert_uniform<C: GenericClient + Sync>(
-    client: &C,
-    stmt: &tokio_postgres::Statement,
+async fn insert_uniform<E: Exec + ?Sized>(
+    e: &E,
+    text: &str,
     jobs: Vec<NewJob>,
     now: Option<i64>,
     channel: &str,
 ) -> Result<Vec<Enqueued>> {
     let op = "job_enqueue";
     let n = jobs.len();
-    let first = jobs[0].clone();
+    let Some(first) = jobs.first().cloned() else {
+        return Ok(Vec::new());
+    };
     let payloads: Vec<Vec<u8>> = jobs.into_iter().map(|j| j.payload).collect();
     // One job: `Sql::enqueue_one`, whose payload is a scalar.
-    let payload_param: &(dyn ToSql + Sync) = match &payloads[..] {
+    let payload_param: &dyn Param = match &payloads[..] {
         [one] => one,
         _ => &payloads,
     };
     let row = OneRow::of(&first);
     let params = row.params(&now, payload_param, &channel);
-    let rows = client.query(stmt, &params).await.map_err(db(op))?;
+    let rows = e.fetch(op, text, &params).await?;
     inserted_in_order(&rows, n)
+}
+
+/// Insert validated jobs on `e` (a pooled connection, the engine's
+/// transaction, or the application's own) with the fastest statement for
+/// the batch. A keyed batch may take a second statement: on an autocommit
+/// connection, run it inside a transaction to keep it all or none (a key
+/// holder that finished meanwhile is [`Error::Conflict`]: run it again).
+pub(crate) async fn enqueue_in<E: Exec + ?Sized>(
+    e: &E,
+    sql: &Sql,
+    jobs: Vec<NewJob>,
+    now: Option<i64>,
+) -> Result<Vec<Enqueued>> {
+    let keyed = is_keyed(&jobs);
+    if jobs.len() == 1 && !keyed {
+        insert_uniform(e, &sql.enqueue_one, jobs, now, &sql.channel).await
+    } else if is_uniform(&jobs) {
+        insert_uniform(e, &sql.enqueue_uniform, jobs, now, &sql.channel).await
+    } else {
+        insert_jobs(e, enqueue_text(sql, keyed), sql, jobs, now).await
+    }
 }
 
 /// The enqueue statement text for a batch.
@@ -150,25 +173,20 @@ pub(crate) fn enqueue_text(sql: &Sql, keyed: bool) -> &str {
     }
 }
 
-/// Insert validated jobs on any client or transaction with `stmt`, the
-/// statement (cached by the engine, text for the outbox) of
+/// Insert validated jobs on `e` with `text`, the statement of
 /// [`enqueue_text`]`(sql, is_keyed(&jobs))`.
-pub(crate) async fn insert_jobs<C, S>(
-    client: &C,
-    stmt: &S,
+pub(crate) async fn insert_jobs<E: Exec + ?Sized>(
+    e: &E,
+    text: &str,
     sql: &Sql,
     jobs: Vec<NewJob>,
     now: Option<i64>,
-) -> Result<Vec<Enqueued>>
-where
-    C: GenericClient + Sync,
-    S: ToStatement + Sync + Send + ?Sized,
-{
+) -> Result<Vec<Enqueued>> {
     let op = "job_enqueue";
     let n = jobs.len();
     let keyed = is_keyed(&jobs);
     let c = Columns::new(jobs);
-    let mut params: Vec<&(dyn ToSql + Sync)> = vec![
+    let mut params: Vec<&dyn Param> = vec![
         &now,
         &c.queue,
         &c.payload,
@@ -185,16 +203,16 @@ where
     ];
     if !keyed {
         params.push(&sql.channel);
-        let rows = client.query(stmt, &params).await.map_err(db(op))?;
+        let rows = e.fetch(op, text, &params).await?;
         return inserted_in_order(&rows, n);
     }
     params.push(&sql.job_seq);
     params.push(&sql.channel);
-    let rows = client.query(stmt, &params).await.map_err(db(op))?;
+    let rows = e.fetch(op, text, &params).await?;
     let mut out = Vec::with_capacity(n);
     for (i, r) in rows.iter().enumerate() {
-        let id: Option<i64> = r.get(1);
-        let inserted: bool = r.get(2);
+        let id: Option<i64> = r.get(1)?;
+        let inserted: bool = r.get(2)?;
         out.push(match (id, inserted) {
             (Some(id), true) => Enqueued::Inserted(id),
             (Some(id), false) => Enqueued::Duplicate(id),
@@ -202,12 +220,10 @@ where
                 // The job holding the key committed after this statement's
                 // snapshot: a new statement (a new snapshot under READ
                 // COMMITTED) sees it.
-                let holder = client
-                    .query_opt(&sql.unique_holder, &[&c.queue[i], &c.unique_key[i]])
-                    .await
-                    .map_err(db(op))?;
+                let holder =
+                    fetch_opt(e, op, &sql.unique_holder, &[&c.queue[i], &c.unique_key[i]]).await?;
                 match holder {
-                    Some(h) => Enqueued::Duplicate(h.get(0)),
+                    Some(h) => Enqueued::Duplicate(h.get(0)?),
                     // Held and already finished in the meantime: the
                     // caller's transaction is rolled back by this error.
                     None => return Err(key_race()),
@@ -271,8 +287,8 @@ async fn query_on(
 
 /// The ids an unkeyed insert returned, in input order (ids are drawn in
 /// input order, `RETURNING` has none).
-fn inserted_in_order(rows: &[Row], n: usize) -> Result<Vec<Enqueued>> {
-    let mut ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+fn inserted_in_order(rows: &[crate::conn::Row], n: usize) -> Result<Vec<Enqueued>> {
+    let mut ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect::<Result<_>>()?;
     ids.sort_unstable();
     if ids.len() != n {
         return Err(Error::database(
@@ -309,8 +325,8 @@ impl PgEngine {
 /// cancelled), for a settle batch's lone retry (`job_retry` is one) or one
 /// of a batch that settles a claim twice. Also returns the database's time
 /// when the claim was held.
-async fn retry_in(
-    tx: &deadpool_postgres::Transaction<'_>,
+async fn retry_in<E: Exec + ?Sized>(
+    tx: &E,
     sql: &Sql,
     now: Option<i64>,
     p: JobRetryParams,
@@ -318,34 +334,31 @@ async fn retry_in(
     let op = "job_retry";
     let (id, token) = (p.claim.id, p.claim.token);
     let error = truncate_error(p.error);
-    let select = tx.prepare_cached(&sql.retry_select).await.map_err(db(op))?;
-    let row = tx
-        .query_opt(&select, &[&now, &id, &p.claim.worker, &token])
-        .await
-        .map_err(db(op))?;
+    let row = fetch_opt(
+        tx,
+        op,
+        &sql.retry_select,
+        &[&now, &id, &p.claim.worker, &token],
+    )
+    .await?;
     let Some(row) = row else {
         return Ok((RetryOutcome::NotHeld, None));
     };
     let held = HeldForRetry {
-        attempts: row.get(0),
-        max_attempts: row.get(1),
-        backoff_base_s: row.get(2),
-        db_now: row.get(3),
-        cancel_requested: row.get(4),
+        attempts: row.get(0)?,
+        max_attempts: row.get(1)?,
+        backoff_base_s: row.get(2)?,
+        db_now: row.get(3)?,
+        cancel_requested: row.get(4)?,
     };
     let outcome = held.outcome(id, p.delay);
     match outcome {
         RetryOutcome::Scheduled(run_at) => {
-            let update = tx.prepare_cached(&sql.retry_update).await.map_err(db(op))?;
-            tx.execute(&update, &[&now, &run_at, &error, &id])
-                .await
-                .map_err(db(op))?;
+            tx.exec(op, &sql.retry_update, &[&now, &run_at, &error, &id])
+                .await?;
         }
         _ => {
-            let bury = tx.prepare_cached(&sql.retry_bury).await.map_err(db(op))?;
-            tx.execute(&bury, &[&now, &id, &error])
-                .await
-                .map_err(db(op))?;
+            tx.exec(op, &sql.retry_bury, &[&now, &id, &error]).await?;
         }
     }
     Ok((outcome, Some(held.db_now)))
@@ -382,10 +395,9 @@ impl HeldForRetry {
 
 /// One outcome of a settle batch, in its transaction; and whether it made
 /// its job claimable now.
-async fn settle_in(
-    tx: &deadpool_postgres::Transaction<'_>,
+async fn settle_in<E: Exec + ?Sized>(
+    tx: &E,
     sql: &Sql,
-    schema: &str,
     now: Option<i64>,
     settle: Settle,
 ) -> Result<(Settled, bool)> {
@@ -400,7 +412,7 @@ async fn settle_in(
             false,
         ),
         Settle::Snooze { claim, delay } => {
-            let due = snooze_in(tx, sql, schema, now, &claim, delay).await?;
+            let due = snooze_in(tx, sql, now, &claim, delay).await?;
             // Due at the database's now plus the delay: now when zero.
             let due_now = due.is_some() && delay.is_zero();
             (Settled::Snoozed(due), due_now)
@@ -408,12 +420,83 @@ async fn settle_in(
     })
 }
 
+/// Settle a batch inside `tx` (the engine's own transaction for a batch,
+/// or the application's): each outcome, and whether it made its job
+/// claimable now. A claim no longer held is a not-held outcome, never an
+/// error; the rows settled stay locked until `tx` ends, so no rescue or
+/// claim takes them meanwhile (both skip locked rows).
+pub(crate) async fn settle_all_in<E: Exec + ?Sized>(
+    tx: &E,
+    sql: &Sql,
+    now: Option<i64>,
+    batch: Vec<Settle>,
+) -> Result<Vec<(Settled, bool)>> {
+    let op = "job_settle";
+    // Outcomes for different jobs are independent: run them at once,
+    // so the connection pipelines their statements (a round trip per
+    // step of the batch, not per statement: a retry is two). Each job's
+    // own statements still run in order. Two outcomes for one job run
+    // one after the other, as the second must see what the first did.
+    let distinct = {
+        let mut seen = HashSet::with_capacity(batch.len());
+        batch.iter().all(|s| seen.insert(s.claim().id))
+    };
+    if !distinct {
+        let mut settled = Vec::with_capacity(batch.len());
+        for s in batch {
+            settled.push(settle_in(tx, sql, now, s).await?);
+        }
+        return Ok(settled);
+    }
+    // Two retries or more as a set (three statements for all of
+    // them); a lone retry, the failures and the snoozes a statement
+    // or two each, with scalar parameters. All pipelined.
+    let as_set = batch
+        .iter()
+        .filter(|s| matches!(s, Settle::Retry(_)))
+        .count()
+        >= 2;
+    tx.warm(op, &settle_statements(sql, &batch, as_set)).await?;
+    let (mut retries, mut retry_at, mut others, mut other_at) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (i, s) in batch.into_iter().enumerate() {
+        match s {
+            Settle::Retry(p) if as_set => {
+                retries.push(p);
+                retry_at.push(i);
+            }
+            other => {
+                others.push(settle_in(tx, sql, now, other));
+                other_at.push(i);
+            }
+        }
+    }
+    let n = retry_at.len() + other_at.len();
+    let (retried, others) = futures_util::future::join(
+        retry_many_in(tx, sql, now, retries),
+        futures_util::future::join_all(others),
+    )
+    .await;
+    let (retried, others) = first_cause(retried, others)?;
+    let mut slots: Vec<Option<(Settled, bool)>> = (0..n).map(|_| None).collect();
+    for (i, (outcome, due_now)) in retry_at.into_iter().zip(retried) {
+        slots[i] = Some((Settled::Retried(outcome), due_now));
+    }
+    for (i, done) in other_at.into_iter().zip(others) {
+        slots[i] = Some(done);
+    }
+    slots
+        .into_iter()
+        .map(|s| s.ok_or_else(|| Error::database(op, "a settle outcome went missing")))
+        .collect()
+}
+
 /// A settle batch's retries, of distinct jobs, in three statements: lock
 /// and read the held rows, then schedule some and bury the rest (both
 /// pipelined). Each comes out as its single `retry_in` would have it, with
 /// whether it is due now.
-async fn retry_many_in(
-    tx: &deadpool_postgres::Transaction<'_>,
+async fn retry_many_in<E: Exec + ?Sized>(
+    tx: &E,
     sql: &Sql,
     now: Option<i64>,
     retries: Vec<JobRetryParams>,
@@ -424,27 +507,20 @@ async fn retry_many_in(
     }
     let ids: Vec<i64> = retries.iter().map(|p| p.claim.id).collect();
     let held = sql::held_claims(retries.iter().map(|p| &p.claim));
-    let select = tx
-        .prepare_cached(&sql.retry_many_select)
-        .await
-        .map_err(db(op))?;
     let rows = tx
-        .query(&select, &[&now, &ids, &held])
-        .await
-        .map_err(db(op))?;
-    let found: HashMap<i64, HeldForRetry> = rows
-        .iter()
-        .map(|r| {
-            let held = HeldForRetry {
-                attempts: r.get(1),
-                max_attempts: r.get(2),
-                backoff_base_s: r.get(3),
-                db_now: r.get(4),
-                cancel_requested: r.get(5),
-            };
-            (r.get(0), held)
-        })
-        .collect();
+        .fetch(op, &sql.retry_many_select, &[&now, &ids, &held])
+        .await?;
+    let mut found: HashMap<i64, HeldForRetry> = HashMap::with_capacity(rows.len());
+    for r in &rows {
+        let held = HeldForRetry {
+            attempts: r.get(1)?,
+            max_attempts: r.get(2)?,
+            backoff_base_s: r.get(3)?,
+            db_now: r.get(4)?,
+            cancel_requested: r.get(5)?,
+        };
+        found.insert(r.get(0)?, held);
+    }
     let (mut back_ids, mut back_due, mut back_errors) = (Vec::new(), Vec::new(), Vec::new());
     let (mut dead_ids, mut dead_errors) = (Vec::new(), Vec::new());
     let mut outcomes = Vec::with_capacity(retries.len());
@@ -473,7 +549,7 @@ async fn retry_many_in(
         ));
     }
     // Both pipelined; a statement with no rows to write is not sent.
-    let (back, dead): (&[&(dyn ToSql + Sync)], &[&(dyn ToSql + Sync)]) = (
+    let (back, dead): (&Params<'_>, &Params<'_>) = (
         &[&now, &back_ids, &back_due, &back_errors],
         &[&now, &dead_ids, &dead_errors],
     );
@@ -499,107 +575,145 @@ fn first_cause<A, B>(a: Result<A>, mut b: Vec<Result<B>>) -> Result<(A, Vec<B>)>
 }
 
 /// Run the retry statement `text` with `params` when `needed`.
-async fn execute_if(
-    tx: &deadpool_postgres::Transaction<'_>,
+async fn execute_if<E: Exec + ?Sized>(
+    tx: &E,
     needed: bool,
     text: &str,
-    params: &[&(dyn ToSql + Sync)],
+    params: &Params<'_>,
 ) -> Result<()> {
     if !needed {
         return Ok(());
     }
-    let op = "job_retry";
-    let stmt = tx.prepare_cached(text).await.map_err(db(op))?;
-    tx.execute(&stmt, params).await.map(drop).map_err(db(op))
+    tx.exec("job_retry", text, params).await.map(drop)
 }
 
-/// Prepare (or find cached) the statements `batch` uses when its jobs are
-/// distinct, once each, before its outcomes run at once: each would
-/// otherwise prepare its own copy while the connection's cache is cold.
-async fn prepare_settle_statements(
-    tx: &deadpool_postgres::Transaction<'_>,
-    sql: &Sql,
-    batch: &[Settle],
-    retries_as_set: bool,
-) -> Result<()> {
-    let op = "job_settle";
+/// The statements `batch` uses when its jobs are distinct, once each, to
+/// prepare before its outcomes run at once.
+fn settle_statements<'s>(sql: &'s Sql, batch: &[Settle], retries_as_set: bool) -> Vec<&'s str> {
     let mut texts: Vec<&str> = Vec::new();
     for s in batch {
-        let needs: &[&str] = match s {
-            Settle::Retry(_) if retries_as_set => &[
+        let needs: [&str; 3] = match s {
+            Settle::Retry(_) if retries_as_set => [
                 &sql.retry_many_select,
                 &sql.retry_many_update,
                 &sql.retry_many_bury,
             ],
-            Settle::Retry(_) => &[&sql.retry_select, &sql.retry_update, &sql.retry_bury],
-            Settle::Fail { .. } => &[&sql.fail],
-            Settle::Snooze { .. } => &[&sql.hand_back],
+            Settle::Retry(_) => [&sql.retry_select, &sql.retry_update, &sql.retry_bury],
+            Settle::Fail { .. } => [&sql.fail, "", ""],
+            Settle::Snooze { .. } => [&sql.hand_back, "", ""],
         };
         for text in needs {
-            if !texts.contains(text) {
+            if !text.is_empty() && !texts.contains(&text) {
                 texts.push(text);
             }
         }
     }
-    for text in texts {
-        tx.prepare_cached(text).await.map_err(db(op))?;
-    }
-    Ok(())
+    texts
 }
 
-/// Move a held job to dead as `failed` on `client` (a connection or the
-/// settle batch's transaction); false when the claim is not held.
-async fn fail_in(
-    client: &impl deadpool_postgres::GenericClient,
+/// Move a held job to dead as `failed` on `e` (a connection or a
+/// transaction); false when the claim is not held.
+async fn fail_in<E: Exec + ?Sized>(
+    e: &E,
     sql: &Sql,
     now: Option<i64>,
     claim: &alkstore_core::Claim,
     error: String,
 ) -> Result<bool> {
-    let op = "job_fail";
     let error = truncate_error(error);
-    let stmt = client.prepare_cached(&sql.fail).await.map_err(db(op))?;
-    let n = client
-        .execute(
-            &stmt,
+    let n = e
+        .exec(
+            "job_fail",
+            &sql.fail,
             &[&now, &claim.id, &claim.worker, &claim.token, &error],
         )
-        .await
-        .map_err(db(op))?;
+        .await?;
     Ok(n == 1)
 }
 
-/// Snooze a held job on `client`: its new due time, or `None` when the
-/// claim is not held (or the job was cancelled and is now dead).
-async fn snooze_in(
-    client: &impl deadpool_postgres::GenericClient,
+/// Snooze a held job on `e`: its new due time, or `None` when the claim
+/// is not held (or the job was cancelled and is now dead).
+async fn snooze_in<E: Exec + ?Sized>(
+    e: &E,
     sql: &Sql,
-    schema: &str,
     now: Option<i64>,
     claim: &alkstore_core::Claim,
     delay: Duration,
 ) -> Result<Option<i64>> {
-    let op = "job_snooze";
-    let channel = crate::schema::notify_channel(schema);
-    let stmt = client
-        .prepare_cached(&sql.hand_back)
-        .await
-        .map_err(db(op))?;
-    let rows = client
-        .query(
-            &stmt,
-            &[
-                &now,
-                &claim.id,
-                &Some(claim.worker.as_str()),
-                &Some(claim.token),
-                &secs(delay),
-                &channel,
-            ],
-        )
-        .await
-        .map_err(db(op))?;
-    Ok(rows.first().and_then(|r| r.get::<_, Option<i64>>(0)))
+    let row = fetch_opt(
+        e,
+        "job_snooze",
+        &sql.hand_back,
+        &[
+            &now,
+            &claim.id,
+            &Some(claim.worker.clone()),
+            &Some(claim.token),
+            &secs(delay),
+            &sql.channel,
+        ],
+    )
+    .await?;
+    match row {
+        Some(r) => r.get::<Option<i64>>(0),
+        None => Ok(None),
+    }
+}
+
+/// Complete the jobs `claims` hold on `e` (the relaxed connection of an
+/// autocommit ack, or a transaction): one flag per claim, true when it was
+/// still held and its job is now done (deleted, or copied to `done` when
+/// its queue keeps completed jobs). A deleted row stays locked until `e`'s
+/// transaction ends, so nobody claims or rescues it meanwhile.
+pub(crate) async fn ack_in<E: Exec + ?Sized>(
+    e: &E,
+    sql: &Sql,
+    now: Option<i64>,
+    claims: &[alkstore_core::Claim],
+) -> Result<Vec<bool>> {
+    let op = "job_ack";
+    let mut flags = vec![false; claims.len()];
+    // The statement looks each row's claim up by its id, so one
+    // statement takes each id once; a batch that names an id twice (two
+    // claims of one job) takes several rounds.
+    let mut pending: Vec<usize> = (0..claims.len()).collect();
+    while !pending.is_empty() {
+        let mut seen = HashSet::new();
+        let (round, rest): (Vec<usize>, Vec<usize>) = pending
+            .into_iter()
+            .partition(|&i| seen.insert(claims[i].id));
+        // The plain delete first; what it left is either kept by its
+        // queue (copied to `done`) or no longer held.
+        let mut todo = round;
+        // One claim: the scalar statement (see `Sql::ack_one`) stands in
+        // for the plain delete.
+        let one = todo.len() == 1;
+        if let [i] = todo[..] {
+            let c = &claims[i];
+            let rows = e
+                .fetch(op, &sql.ack_one, &[&now, &c.id, &c.worker, &c.token])
+                .await?;
+            if !rows.is_empty() {
+                flags[i] = true;
+                todo.clear();
+            }
+        }
+        for text in [&sql.ack, &sql.ack_kept].into_iter().skip(usize::from(one)) {
+            if todo.is_empty() {
+                break;
+            }
+            let ids: Vec<i64> = todo.iter().map(|&i| claims[i].id).collect();
+            let held = sql::held_claims(todo.iter().map(|&i| &claims[i]));
+            let rows = e.fetch(op, text, &[&now, &ids, &held]).await?;
+            let acked: HashSet<i64> = rows.iter().map(|r| r.get(0)).collect::<Result<_>>()?;
+            todo.retain(|&i| {
+                flags[i] = acked.contains(&claims[i].id);
+                !flags[i]
+            });
+        }
+        pending = rest;
+    }
+    Ok(flags)
 }
 
 impl Engine for PgEngine {
@@ -723,48 +837,31 @@ impl PgEngine {
 impl QueueDriver for PgEngine {
     async fn job_enqueue(&self, params: Checked<JobEnqueueParams>) -> Result<Vec<Enqueued>> {
         let JobEnqueueParams { jobs } = params.into_inner();
-        let client = self.client().await?;
+        let op = "job_enqueue";
+        let mut client = self.client().await?;
         let sql = &self.inner.sql;
-        let keyed = is_keyed(&jobs);
-        let one = jobs.len() == 1 && !keyed;
-        let uniform = one || is_uniform(&jobs);
-        let text = if one {
-            &sql.enqueue_one
-        } else if uniform {
-            &sql.enqueue_uniform
-        } else {
-            enqueue_text(sql, keyed)
-        };
-        let stmt = client
-            .prepare_cached(text)
-            .await
-            .map_err(db("job_enqueue"))?;
-        let out = if uniform {
-            insert_uniform(&**client, &stmt, jobs, self.now_override(), &sql.channel).await?
-        } else if keyed {
-            // Keyed batches may need a second statement (see `insert_jobs`):
-            // one transaction keeps the batch all or nothing. A holder that
-            // finished mid-way freed its key: run the batch again.
-            let mut client = client;
-            let mut tries = 0;
-            loop {
-                tries += 1;
-                let tx = client.transaction().await.map_err(db("job_enqueue"))?;
-                match insert_jobs(&*tx, &stmt, sql, jobs.clone(), self.now_override()).await {
-                    Ok(out) => {
-                        tx.commit().await.map_err(db("job_enqueue"))?;
-                        break out;
-                    }
-                    Err(Error::Conflict { .. }) if tries < 5 => {
-                        tx.rollback().await.map_err(db("job_enqueue"))?;
-                    }
-                    Err(e) => return Err(e),
+        let now = self.now_override();
+        if !is_keyed(&jobs) {
+            return enqueue_in(&*client, sql, jobs, now).await;
+        }
+        // Keyed batches may need a second statement (see `insert_jobs`):
+        // one transaction keeps the batch all or nothing. A holder that
+        // finished mid-way freed its key: run the batch again.
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let tx = client.transaction().await.map_err(db(op))?;
+            match enqueue_in(&tx, sql, jobs.clone(), now).await {
+                Ok(out) => {
+                    tx.commit().await.map_err(db(op))?;
+                    return Ok(out);
                 }
+                Err(Error::Conflict { .. }) if tries < 5 => {
+                    tx.rollback().await.map_err(db(op))?;
+                }
+                Err(e) => return Err(e),
             }
-        } else {
-            insert_jobs(&**client, &stmt, sql, jobs, self.now_override()).await?
-        };
-        Ok(out)
+        }
     }
 
     async fn job_enqueue_claimed(
@@ -794,7 +891,11 @@ impl QueueDriver for PgEngine {
         let now = self.now_override();
         let channel = sql.channel.as_str();
         let one = OneRow::of(&job);
-        let mut params = one.params(&now, &job.payload, &channel).to_vec();
+        let mut params: Vec<&(dyn ToSql + Sync)> = one
+            .params(&now, &job.payload, &channel)
+            .iter()
+            .map(|p| p.as_tokio())
+            .collect();
         params.push(&worker);
         let row = client.query_one(&stmt, &params).await.map_err(db(op))?;
         let is_claimed: bool = row.get(11);
@@ -850,56 +951,8 @@ impl QueueDriver for PgEngine {
 
     async fn job_ack(&self, params: Checked<JobAckParams>) -> Result<Vec<bool>> {
         let JobAckParams { claims } = params.into_inner();
-        let now = self.now_override();
-        let mut flags = vec![false; claims.len()];
-        // The statement looks each row's claim up by its id, so one
-        // statement takes each id once; a batch that names an id twice (two
-        // claims of one job) takes several rounds.
-        let mut pending: Vec<usize> = (0..claims.len()).collect();
-        while !pending.is_empty() {
-            let mut seen = HashSet::new();
-            let (round, rest): (Vec<usize>, Vec<usize>) = pending
-                .into_iter()
-                .partition(|&i| seen.insert(claims[i].id));
-            // The plain delete first; what it left is either kept by its
-            // queue (copied to `done`) or no longer held.
-            let mut todo = round;
-            // One claim: the scalar statement (see `Sql::ack_one`) stands in
-            // for the plain delete.
-            let one = todo.len() == 1;
-            if let [i] = todo[..] {
-                let c = &claims[i];
-                let rows = self
-                    .query_relaxed(
-                        "job_ack",
-                        &self.inner.sql.ack_one,
-                        &[&now, &c.id, &c.worker, &c.token],
-                    )
-                    .await?;
-                if !rows.is_empty() {
-                    flags[i] = true;
-                    todo.clear();
-                }
-            }
-            let texts = [&self.inner.sql.ack, &self.inner.sql.ack_kept];
-            for text in texts.into_iter().skip(usize::from(one)) {
-                if todo.is_empty() {
-                    break;
-                }
-                let ids: Vec<i64> = todo.iter().map(|&i| claims[i].id).collect();
-                let held = sql::held_claims(todo.iter().map(|&i| &claims[i]));
-                let rows = self
-                    .query_relaxed("job_ack", text, &[&now, &ids, &held])
-                    .await?;
-                let acked: HashSet<i64> = rows.iter().map(|r| r.get(0)).collect();
-                todo.retain(|&i| {
-                    flags[i] = acked.contains(&claims[i].id);
-                    !flags[i]
-                });
-            }
-            pending = rest;
-        }
-        Ok(flags)
+        let client = self.relaxed_client().await?;
+        ack_in(&*client, &self.inner.sql, self.now_override(), &claims).await
     }
 
     async fn job_settle(&self, params: Checked<JobSettleParams>) -> Result<Settlement> {
@@ -907,90 +960,17 @@ impl QueueDriver for PgEngine {
         let op = "job_settle";
         let sql = &self.inner.sql;
         let now = self.now_override();
-        // A failure or snooze alone is one statement: no transaction needed.
-        if batch.len() == 1 && !matches!(batch[0], Settle::Retry(_)) {
-            let client = self.client().await?;
-            let outcome = match batch.pop() {
-                Some(Settle::Fail { claim, error }) => {
-                    Settled::Failed(fail_in(&client, sql, now, &claim, error).await?)
-                }
-                Some(Settle::Snooze { claim, delay }) => {
-                    let due = snooze_in(&client, sql, self.schema(), now, &claim, delay).await?;
-                    return Ok(Settlement {
-                        claimable_now: due.is_some() && delay.is_zero(),
-                        outcomes: vec![Settled::Snoozed(due)],
-                    });
-                }
-                _ => return Err(Error::database(op, "a single settle changed kind")),
-            };
-            return Ok(Settlement {
-                outcomes: vec![outcome],
-                claimable_now: false,
-            });
-        }
         let mut client = self.client().await?;
-        // One transaction, one WAL flush for the whole batch.
-        let tx = client.transaction().await.map_err(db(op))?;
-        let schema = self.schema();
-        // Outcomes for different jobs are independent: run them at once,
-        // so the connection pipelines their statements (a round trip per
-        // step of the batch, not per statement: a retry is two). Each job's
-        // own statements still run in order. Two outcomes for one job run
-        // one after the other, as the second must see what the first did.
-        let distinct = {
-            let mut seen = HashSet::with_capacity(batch.len());
-            batch.iter().all(|s| seen.insert(s.claim().id))
-        };
-        let settled: Vec<(Settled, bool)> = if distinct {
-            // Two retries or more as a set (three statements for all of
-            // them); a lone retry, the failures and the snoozes a statement
-            // or two each, with scalar parameters. All pipelined.
-            let as_set = batch
-                .iter()
-                .filter(|s| matches!(s, Settle::Retry(_)))
-                .count()
-                >= 2;
-            prepare_settle_statements(&tx, sql, &batch, as_set).await?;
-            let (mut retries, mut retry_at, mut others, mut other_at) =
-                (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-            for (i, s) in batch.into_iter().enumerate() {
-                match s {
-                    Settle::Retry(p) if as_set => {
-                        retries.push(p);
-                        retry_at.push(i);
-                    }
-                    other => {
-                        others.push(settle_in(&tx, sql, schema, now, other));
-                        other_at.push(i);
-                    }
-                }
-            }
-            let n = retry_at.len() + other_at.len();
-            let (retried, others) = futures_util::future::join(
-                retry_many_in(&tx, sql, now, retries),
-                futures_util::future::join_all(others),
-            )
-            .await;
-            let (retried, others) = first_cause(retried, others)?;
-            let mut slots: Vec<Option<(Settled, bool)>> = (0..n).map(|_| None).collect();
-            for (i, (outcome, due_now)) in retry_at.into_iter().zip(retried) {
-                slots[i] = Some((Settled::Retried(outcome), due_now));
-            }
-            for (i, done) in other_at.into_iter().zip(others) {
-                slots[i] = Some(done);
-            }
-            slots
-                .into_iter()
-                .map(|s| s.ok_or_else(|| Error::database(op, "a settle outcome went missing")))
-                .collect::<Result<_>>()?
+        // A failure or snooze alone is one statement: no transaction needed.
+        let settled = if batch.len() == 1 && !matches!(batch[0], Settle::Retry(_)) {
+            vec![settle_in(&*client, sql, now, batch.remove(0)).await?]
         } else {
-            let mut settled = Vec::with_capacity(batch.len());
-            for s in batch {
-                settled.push(settle_in(&tx, sql, schema, now, s).await?);
-            }
+            // One transaction, one WAL flush for the whole batch.
+            let tx = client.transaction().await.map_err(db(op))?;
+            let settled = settle_all_in(&tx, sql, now, batch).await?;
+            tx.commit().await.map_err(db(op))?;
             settled
         };
-        tx.commit().await.map_err(db(op))?;
         let claimable_now = settled.iter().any(|(_, now)| *now);
         Ok(Settlement {
             outcomes: settled.into_iter().map(|(outcome, _)| outcome).collect(),

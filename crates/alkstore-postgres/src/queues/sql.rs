@@ -8,10 +8,14 @@ use alkstore_core::queue::{Claim, MAX_ERRORS_KEPT, THROUGHPUT_BUCKET_S};
 
 use crate::schema::{quote_identifier, tables, QualifiedTable};
 
-/// Unix seconds: the injected time, else the database's. A scalar subquery,
-/// so it is computed once per statement (an InitPlan), not once per row:
-/// `extract` returns `numeric`, whose arithmetic is slow.
-const NOW: &str = "(SELECT COALESCE($1::bigint, floor(extract(epoch FROM now()))::bigint))";
+/// Unix seconds: the injected time, else the database's (see `db_epoch!`).
+/// A scalar subquery, so it is computed once per statement (an InitPlan),
+/// not once per row: `extract` returns `numeric`, whose arithmetic is slow.
+pub(crate) const NOW: &str = concat!(
+    "(SELECT COALESCE($1::bigint, floor(",
+    db_epoch!(),
+    ")::bigint))"
+);
 
 /// Columns read into `JobInfo` (then the source's extra columns).
 pub(crate) const JOB_COLS: &str = "id, queue, payload, priority, run_at, attempts, max_attempts, \
@@ -24,8 +28,12 @@ const MOVE_COLS: &str = "id, queue, payload, priority, run_at, attempts, max_att
      dead_letter_retention_s, unique_key, claim_count, keep_completed_s";
 
 /// A valid claim: `$2` id, `$3` worker, `$4` token.
-const HELD: &str = "id = $2 AND state = 'processing' AND worker_id = $3 AND claim_count = $4 \
-     AND claim_expires_at > (SELECT COALESCE($1::bigint, floor(extract(epoch FROM now()))::bigint))";
+const HELD: &str = concat!(
+    "id = $2 AND state = 'processing' AND worker_id = $3 AND claim_count = $4 \
+     AND claim_expires_at > (SELECT COALESCE($1::bigint, floor(",
+    db_epoch!(),
+    ")::bigint))"
+);
 
 /// Why a row goes to dead, as SQL over the row (constant texts only).
 const FAILED_OR_CANCELLED: &str = "CASE WHEN cancel_requested THEN 'cancelled' ELSE 'failed' END";
@@ -552,7 +560,7 @@ impl Sql {
             ),
             queue_pause: format!(
                 "INSERT INTO {paused} (queue, paused_at) \
-                 VALUES ($2, COALESCE($1::bigint, floor(extract(epoch FROM now()))::bigint)) \
+                 VALUES ($2, {NOW}) \
                  ON CONFLICT (queue) DO NOTHING"
             ),
             queue_resume: format!("DELETE FROM {paused} WHERE queue = $1"),

@@ -51,8 +51,8 @@ impl ResultDriver for PgEngine {
             .query_one(&sql.save, &[&now, &p.job_id, &p.value, &p.ttl_ms()])
             .await
             .map_err(db(op))?;
-        crate::notify::send(
-            &*tx,
+        crate::notify::send_in(
+            &tx,
             &self.inner.opts.schema,
             RESULTS_CHANNEL,
             &p.job_id.to_string(),

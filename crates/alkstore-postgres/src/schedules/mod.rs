@@ -9,8 +9,8 @@ use alkstore_core::schedule::{
     ScheduleDriver, ScheduleFireParams, ScheduleInfo, ScheduleNameParams, ScheduleSetParams,
 };
 use alkstore_core::{Checked, Enqueued, Error, Result};
-use tokio_postgres::{GenericClient, Row};
 
+use crate::conn::{fetch_one, fetch_opt, Exec, Row};
 use crate::groups::sql::NOW_MS;
 use crate::queues::{enqueue_text, insert_jobs};
 use crate::schema::{tables, QualifiedTable};
@@ -78,82 +78,124 @@ impl ScheduleSql {
     }
 }
 
-fn info(r: &Row) -> ScheduleInfo {
-    let max_catch_up: i32 = r.get(6);
-    ScheduleInfo {
-        name: r.get(0),
-        spec: r.get(1),
-        tz: r.get(2),
-        queue: r.get(3),
-        payload: r.get(4),
-        priority: r.get(5),
+fn info(r: &Row) -> Result<ScheduleInfo> {
+    let max_catch_up: i32 = r.get(6)?;
+    Ok(ScheduleInfo {
+        name: r.get(0)?,
+        spec: r.get(1)?,
+        tz: r.get(2)?,
+        queue: r.get(3)?,
+        payload: r.get(4)?,
+        priority: r.get(5)?,
         max_catch_up: u32::try_from(max_catch_up).unwrap_or(1),
-        paused: r.get(7),
-        next_fire_at_ms: r.get(8),
-        last_boundary_ms: r.get(9),
-        updated_at_ms: r.get(10),
-    }
+        paused: r.get(7)?,
+        next_fire_at_ms: r.get(8)?,
+        last_boundary_ms: r.get(9)?,
+        updated_at_ms: r.get(10)?,
+    })
 }
 
 fn catch_up_param(n: u32) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
 }
 
-impl PgEngine {
-    /// The store's time (unix ms) inside `client`'s transaction.
-    async fn schedule_now(&self, client: &impl GenericClient, op: &'static str) -> Result<i64> {
-        let row = client
-            .query_one(&self.inner.schedule_sql.now, &[&self.now_ms_override()])
-            .await
-            .map_err(db(op))?;
-        Ok(row.get(0))
+/// The store's time (unix ms) on `e`: `now_ms` (the injected clock), or
+/// the database's at this statement.
+async fn schedule_now<E: Exec + ?Sized>(
+    e: &E,
+    sql: &ScheduleSql,
+    now_ms: Option<i64>,
+    op: &'static str,
+) -> Result<i64> {
+    fetch_one(e, op, &sql.now, &[&now_ms]).await?.get(0)
+}
+
+/// Register or change a schedule on `e`, which must be a transaction (the
+/// schedule's row is read `FOR UPDATE`, then written).
+pub(crate) async fn schedule_set_in<E: Exec + ?Sized>(
+    e: &E,
+    sql: &ScheduleSql,
+    now_ms: Option<i64>,
+    p: &ScheduleSetParams,
+) -> Result<ScheduleInfo> {
+    let op = "schedule_set";
+    let spec = p.parsed()?;
+    let now = schedule_now(e, sql, now_ms, op).await?;
+    let old = match fetch_opt(e, op, &sql.get_for_update, &[&p.name]).await? {
+        Some(r) => Some(info(&r)?),
+        None => None,
+    };
+    let next = next_on_set(old.as_ref(), p, &spec, now);
+    let row = fetch_one(
+        e,
+        op,
+        &sql.upsert,
+        &[
+            &p.name,
+            &p.spec,
+            &p.tz,
+            &p.queue,
+            &p.payload,
+            &p.priority,
+            &catch_up_param(p.max_catch_up),
+            &next,
+            &now,
+        ],
+    )
+    .await?;
+    info(&row)
+}
+
+/// Remove a schedule on `e`; false when there was none.
+pub(crate) async fn schedule_remove_in<E: Exec + ?Sized>(
+    e: &E,
+    sql: &ScheduleSql,
+    p: &ScheduleNameParams,
+) -> Result<bool> {
+    let n = e.exec("schedule_remove", &sql.remove, &[&p.name]).await?;
+    Ok(n > 0)
+}
+
+/// Pause or resume a schedule on `e`, which must be a transaction (read
+/// `FOR UPDATE`, then written). [`NotFound`](Error::NotFound) when there
+/// is none.
+pub(crate) async fn schedule_set_paused_in<E: Exec + ?Sized>(
+    e: &E,
+    sql: &ScheduleSql,
+    now_ms: Option<i64>,
+    p: &ScheduleNameParams,
+    paused: bool,
+) -> Result<ScheduleInfo> {
+    let op = "schedule_set_paused";
+    let now = schedule_now(e, sql, now_ms, op).await?;
+    let old = match fetch_opt(e, op, &sql.get_for_update, &[&p.name]).await? {
+        Some(r) => info(&r)?,
+        None => return Err(schedule_not_found(&p.name)),
+    };
+    if old.paused == paused {
+        return Ok(old);
     }
+    let next = next_on_pause(&old, paused, now)?;
+    let row = fetch_one(e, op, &sql.set_paused, &[&p.name, &paused, &next, &now]).await?;
+    info(&row)
 }
 
 impl ScheduleDriver for PgEngine {
     async fn schedule_set(&self, params: Checked<ScheduleSetParams>) -> Result<ScheduleInfo> {
         let p = params.into_inner();
         let op = "schedule_set";
-        let spec = p.parsed()?;
-        let sql = &self.inner.schedule_sql;
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(db(op))?;
-        let now = self.schedule_now(&*tx, op).await?;
-        let old = tx
-            .query_opt(&sql.get_for_update, &[&p.name])
-            .await
-            .map_err(db(op))?
-            .map(|r| info(&r));
-        let next = next_on_set(old.as_ref(), &p, &spec, now);
-        let row = tx
-            .query_one(
-                &sql.upsert,
-                &[
-                    &p.name,
-                    &p.spec,
-                    &p.tz,
-                    &p.queue,
-                    &p.payload,
-                    &p.priority,
-                    &catch_up_param(p.max_catch_up),
-                    &next,
-                    &now,
-                ],
-            )
-            .await
-            .map_err(db(op))?;
+        let out =
+            schedule_set_in(&tx, &self.inner.schedule_sql, self.now_ms_override(), &p).await?;
         tx.commit().await.map_err(db(op))?;
-        Ok(info(&row))
+        Ok(out)
     }
 
     async fn schedule_remove(&self, params: Checked<ScheduleNameParams>) -> Result<bool> {
         let p = params.into_inner();
         let client = self.client().await?;
-        let n = client
-            .execute(&self.inner.schedule_sql.remove, &[&p.name])
-            .await
-            .map_err(db("schedule_remove"))?;
-        Ok(n > 0)
+        schedule_remove_in(&*client, &self.inner.schedule_sql, &p).await
     }
 
     async fn schedule_set_paused(
@@ -166,30 +208,17 @@ impl ScheduleDriver for PgEngine {
         let sql = &self.inner.schedule_sql;
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(db(op))?;
-        let now = self.schedule_now(&*tx, op).await?;
-        let old = tx
-            .query_opt(&sql.get_for_update, &[&p.name])
-            .await
-            .map_err(db(op))?
-            .map(|r| info(&r))
-            .ok_or_else(|| schedule_not_found(&p.name))?;
-        if old.paused == paused {
-            return Ok(old);
-        }
-        let next = next_on_pause(&old, paused, now)?;
-        let row = tx
-            .query_one(&sql.set_paused, &[&p.name, &paused, &next, &now])
-            .await
-            .map_err(db(op))?;
+        let out = schedule_set_paused_in(&tx, sql, self.now_ms_override(), &p, paused).await?;
         tx.commit().await.map_err(db(op))?;
-        Ok(info(&row))
+        Ok(out)
     }
 
     async fn schedule_list(&self) -> Result<Vec<ScheduleInfo>> {
-        let rows = self
-            .query("schedule_list", &self.inner.schedule_sql.list, &[])
+        let client = self.client().await?;
+        let rows = client
+            .fetch("schedule_list", &self.inner.schedule_sql.list, &[])
             .await?;
-        Ok(rows.iter().map(info).collect())
+        rows.iter().map(info).collect()
     }
 
     async fn schedule_fire_due(&self, params: Checked<ScheduleFireParams>) -> Result<FireReport> {
@@ -199,16 +228,19 @@ impl ScheduleDriver for PgEngine {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(db(op))?;
         let due = tx
-            .query(&sql.due, &[&self.now_ms_override(), &i64::from(p.limit)])
-            .await
-            .map_err(db(op))?;
+            .fetch(
+                op,
+                &sql.due,
+                &[&self.now_ms_override(), &i64::from(p.limit)],
+            )
+            .await?;
         let mut report = FireReport::default();
         // Work out every due schedule's boundaries, then advance them all in
         // one statement and insert all their jobs in another.
         let mut plans = Vec::with_capacity(due.len());
         let (mut names, mut olds, mut nexts, mut lasts) = (vec![], vec![], vec![], vec![]);
         for r in &due {
-            let (s, now): (ScheduleInfo, i64) = (info(r), r.get(11));
+            let (s, now): (ScheduleInfo, i64) = (info(r)?, r.get(11)?);
             let Some(plan) = plan_fire(&s, now) else {
                 continue;
             };
@@ -220,12 +252,11 @@ impl ScheduleDriver for PgEngine {
         }
         if !plans.is_empty() {
             let advanced: std::collections::HashSet<String> = tx
-                .query(&sql.advance, &[&names, &olds, &nexts, &lasts])
-                .await
-                .map_err(db(op))?
+                .fetch(op, &sql.advance, &[&names, &olds, &nexts, &lasts])
+                .await?
                 .iter()
                 .map(|r| r.get(0))
-                .collect();
+                .collect::<Result<_>>()?;
             plans.retain(|(s, _)| advanced.contains(&s.name));
             let jobs: Vec<_> = plans
                 .iter()
@@ -236,7 +267,7 @@ impl ScheduleDriver for PgEngine {
                 })
                 .collect();
             let enqueue = enqueue_text(&self.inner.sql, true);
-            let mut ids = insert_jobs(&*tx, enqueue, &self.inner.sql, jobs, self.now_override())
+            let mut ids = insert_jobs(&tx, enqueue, &self.inner.sql, jobs, self.now_override())
                 .await?
                 .into_iter();
             for (s, plan) in plans {

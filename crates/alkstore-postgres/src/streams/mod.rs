@@ -12,28 +12,72 @@ use alkstore_core::validate::{count, secs};
 use alkstore_core::{Checked, Error, Result};
 use tokio_postgres::Row;
 
-use crate::{db, PgEngine};
+use crate::conn::{fetch_one, fetch_opt, Exec};
+use crate::PgEngine;
+use sql::StreamSql;
 
-/// Publish validated events on `client` with the prepared `publish`
-/// statement; their offsets in order (the function returns the first, and
-/// a batch takes consecutive offsets). Shared by the engine and the outbox.
-pub(crate) async fn publish_with(
-    client: &(impl tokio_postgres::GenericClient + Sync),
-    stmt: &tokio_postgres::Statement,
+/// Publish validated events on `e` (a pooled connection, or a
+/// transaction: they are readable once it commits); their offsets in
+/// order (the function returns the first, and a batch takes consecutive
+/// offsets). Subscribers are woken by the event table's NOTIFY trigger
+/// at commit.
+pub(crate) async fn publish_in<E: Exec + ?Sized>(
+    e: &E,
+    sql: &StreamSql,
     now: Option<i64>,
     events: &[NewEvent],
 ) -> Result<Vec<i64>> {
     let streams: Vec<&str> = events.iter().map(|e| e.stream.as_str()).collect();
-    let keys: Vec<Option<&str>> = events.iter().map(|e| e.key.as_deref()).collect();
+    // Owned: see `conn::Param`.
+    let keys: Vec<Option<String>> = events.iter().map(|e| e.key.clone()).collect();
     let payloads: Vec<&[u8]> = events.iter().map(|e| e.payload.as_slice()).collect();
-    let row = client
-        .query_one(stmt, &[&now, &streams, &keys, &payloads])
-        .await
-        .map_err(db("stream_publish"))?;
-    let base: i64 = row.get(0);
+    let row = fetch_one(
+        e,
+        "stream_publish",
+        &sql.publish,
+        &[&now, &streams, &keys, &payloads],
+    )
+    .await?;
+    let base: i64 = row.get(0)?;
     Ok((0..events.len())
         .map(|i| base + i64::try_from(i).unwrap_or(i64::MAX))
         .collect())
+}
+
+/// Save a consumer's offset on `e`: it moves only forward and never past
+/// the stream's readable head. Returns the saved offset (the caller's, or
+/// a later one already saved).
+pub(crate) async fn offset_commit_in<E: Exec + ?Sized>(
+    e: &E,
+    sql: &StreamSql,
+    now: Option<i64>,
+    p: &StreamOffsetCommitParams,
+) -> Result<i64> {
+    let op = "stream_offset_commit";
+    let r = fetch_one(
+        e,
+        op,
+        &sql.offset_commit,
+        &[&now, &p.stream, &p.consumer, &p.offset],
+    )
+    .await?;
+    let (moved, saved, head): (Option<i64>, Option<i64>, i64) = (r.get(0)?, r.get(1)?, r.get(2)?);
+    match (moved, saved) {
+        (Some(m), _) => Ok(m),
+        (None, Some(s)) if s >= p.offset => Ok(s),
+        // Within the head but not moved: a concurrent commit for the
+        // same consumer got there first (the `saved` above predates it).
+        (None, _) if p.offset <= head => {
+            let row = fetch_opt(e, op, &sql.offset_get, &[&p.stream, &p.consumer]).await?;
+            match row {
+                Some(r) => r.get(0),
+                None => Ok(p.offset),
+            }
+        }
+        _ => Err(alkstore_core::stream::beyond_head(
+            p.offset, &p.stream, head,
+        )),
+    }
 }
 
 fn consumer_offset(r: &Row) -> ConsumerOffset {
@@ -49,11 +93,13 @@ impl StreamDriver for PgEngine {
     async fn stream_publish(&self, params: Checked<StreamPublishParams>) -> Result<Vec<i64>> {
         let StreamPublishParams { events } = params.into_inner();
         let client = self.client().await?;
-        let stmt = client
-            .prepare_cached(&self.inner.stream_sql.publish)
-            .await
-            .map_err(db("stream_publish"))?;
-        publish_with(&**client, &stmt, self.now_override(), &events).await
+        publish_in(
+            &*client,
+            &self.inner.stream_sql,
+            self.now_override(),
+            &events,
+        )
+        .await
     }
 
     async fn stream_read(&self, params: Checked<StreamReadParams>) -> Result<Vec<Event>> {
@@ -96,35 +142,8 @@ impl StreamDriver for PgEngine {
 
     async fn stream_offset_commit(&self, params: Checked<StreamOffsetCommitParams>) -> Result<i64> {
         let p = params.into_inner();
-        let op = "stream_offset_commit";
-        let rows = self
-            .query(
-                op,
-                &self.inner.stream_sql.offset_commit,
-                &[&self.now_override(), &p.stream, &p.consumer, &p.offset],
-            )
-            .await?;
-        let r = rows.first().ok_or_else(|| Error::database(op, "no row"))?;
-        let (moved, saved, head): (Option<i64>, Option<i64>, i64) = (r.get(0), r.get(1), r.get(2));
-        match (moved, saved) {
-            (Some(m), _) => Ok(m),
-            (None, Some(s)) if s >= p.offset => Ok(s),
-            // Within the head but not moved: a concurrent commit for the
-            // same consumer got there first (the `saved` above predates it).
-            (None, _) if p.offset <= head => {
-                let rows = self
-                    .query(
-                        op,
-                        &self.inner.stream_sql.offset_get,
-                        &[&p.stream, &p.consumer],
-                    )
-                    .await?;
-                Ok(rows.first().map_or(p.offset, |r| r.get(0)))
-            }
-            _ => Err(alkstore_core::stream::beyond_head(
-                p.offset, &p.stream, head,
-            )),
-        }
+        let client = self.client().await?;
+        offset_commit_in(&*client, &self.inner.stream_sql, self.now_override(), &p).await
     }
 
     async fn stream_offsets(

@@ -5,14 +5,12 @@
 //! transaction below the snapshot's xmin has ended, so everything below
 //! `xmin << 16` is final: a reader returns nothing at or above it.
 
+use crate::queues::sql::NOW;
 use crate::schema::{quote_identifier, tables, QualifiedTable};
 
 /// The first offset a still-open transaction could own (once per statement).
 pub(crate) const HORIZON: &str =
     "(SELECT (pg_snapshot_xmin(pg_current_snapshot())::text::bigint) << 16)";
-
-/// Unix seconds: `$1` (the injected clock) or the database's.
-const NOW: &str = "(SELECT COALESCE($1::bigint, floor(extract(epoch FROM now()))::bigint))";
 
 pub(crate) struct StreamSql {
     pub publish: String,

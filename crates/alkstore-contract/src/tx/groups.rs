@@ -1,0 +1,109 @@
+//! Consumer-group checkpoints in a transaction, fenced by the lease epoch.
+
+use alkstore_core::group::{GroupCheckpointParams, GroupEnsureParams};
+use alkstore_core::{GroupEngine, StreamEngine};
+
+use super::support::{
+    assert_refused_and_rolled_back, assert_rows, begin_with_row, committed_row, End,
+};
+use crate::groups::support::{claim, TTL};
+use crate::streams::support::ev;
+use crate::Harness;
+
+/// A group of one bucket on stream `s` holding three events; their
+/// offsets.
+async fn group_with_events<H: Harness>(h: &H, group: &str, s: &str) -> Vec<i64> {
+    let e = h.engine();
+    e.group_ensure(GroupEnsureParams::new(group, s, 1))
+        .await
+        .expect("ensure");
+    e.stream_publish(vec![ev(s, "1"), ev(s, "2"), ev(s, "3")])
+        .await
+        .expect("publish")
+}
+
+/// The bucket's saved checkpoint.
+async fn checkpoint<E: GroupEngine>(e: &E, group: &str) -> i64 {
+    e.group_status(group).await.expect("status").buckets[0].checkpoint
+}
+
+/// Save a checkpoint in a transaction under the lease held: rolled back
+/// or dropped, the bucket's checkpoint is as it was; committed, it moved,
+/// with the application's row.
+pub async fn group_checkpoint_commits_with_the_business_row_or_not_at_all<H: Harness>(h: &H) {
+    let e = h.engine();
+    let group = "tx-checkpoint";
+    let offsets = group_with_events(h, group, "tx-checkpoint-s").await;
+    let lease = claim(e, group, "w", 1).await.pop().expect("a lease");
+    for end in End::ALL {
+        let mut tx = begin_with_row(h, &end.key(group)).await;
+        let saved = tx
+            .group_checkpoint(GroupCheckpointParams::new(
+                group,
+                lease.bucket,
+                "w",
+                lease.epoch,
+                offsets[1],
+            ))
+            .await
+            .expect("checkpoint");
+        assert_eq!(saved, offsets[1]);
+        end.finish::<H>(tx).await;
+        let at = checkpoint(e, group).await;
+        if end.commits() {
+            assert_eq!(at, offsets[1], "saved with the commit");
+        } else {
+            assert_eq!(at, lease.checkpoint, "{end:?} saves nothing");
+            assert_rows(h, &[], &format!("after {end:?}")).await;
+        }
+    }
+    assert_rows(h, &committed_row(group), "at the end").await;
+}
+
+/// A lease that lapsed and was claimed by another worker (a new epoch)
+/// refuses the old holder's checkpoint in a transaction with `NotHeld`:
+/// the transaction rolls back whole, the application's row with it, and
+/// the bucket's checkpoint is the new holder's to move.
+pub async fn a_stale_lease_epoch_refuses_the_checkpoint_and_rolls_back_everything<H: Harness>(
+    h: &H,
+) {
+    let e = h.engine();
+    let group = "tx-stale-lease";
+    let offsets = group_with_events(h, group, "tx-stale-lease-s").await;
+    let old = claim(e, group, "a", 1).await.pop().expect("a's lease");
+    h.clock().advance(TTL);
+    let new = claim(e, group, "b", 1)
+        .await
+        .pop()
+        .expect("b takes it over");
+    assert!(new.epoch > old.epoch);
+    let key = "tx-stale-lease:refused";
+    let mut tx = begin_with_row(h, key).await;
+    let refused = tx
+        .group_checkpoint(GroupCheckpointParams::new(
+            group, old.bucket, "a", old.epoch, offsets[2],
+        ))
+        .await;
+    assert_refused_and_rolled_back(h, tx, refused, key).await;
+    assert_eq!(checkpoint(e, group).await, old.checkpoint, "unmoved");
+    let moved = e
+        .group_checkpoint(GroupCheckpointParams::new(
+            group, new.bucket, "b", new.epoch, offsets[0],
+        ))
+        .await
+        .expect("the new holder's checkpoint");
+    assert_eq!(moved, offsets[0]);
+}
+
+/// The rows above, for [`contract_suite!`](crate::contract_suite): list each
+/// `pub async fn …<H: Harness>` here, next to where it is written.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __tx_groups {
+    ($then:path, $args:tt) => {
+        $then! { @rows $args tx::groups [
+            group_checkpoint_commits_with_the_business_row_or_not_at_all,
+            a_stale_lease_epoch_refuses_the_checkpoint_and_rolls_back_everything,
+        ] }
+    };
+}

@@ -1,0 +1,111 @@
+//! Events in a transaction: publish (one, batch) and a consumer's offset.
+
+use alkstore_core::stream::{StreamOffsetCommitParams, StreamOffsetGetParams};
+use alkstore_core::{Engine, StreamEngine, Wake};
+
+use super::support::{assert_rows, begin_with_row, committed_row, woken, End};
+use crate::streams::support::{ev, payloads, read_all};
+use crate::Harness;
+
+/// Publish in a transaction: rolled back or dropped, no event and no
+/// application row; committed, both, this process's readers are woken for
+/// the stream, and a read finds the events at the offsets the publish
+/// reported. `batch` events per transaction.
+async fn publish<H: Harness>(h: &H, s: &str, batch: usize) {
+    let e = h.engine();
+    for end in End::ALL {
+        let mut rx = e.wake_subscribe();
+        let mut tx = begin_with_row(h, &end.key(s)).await;
+        let events = (0..batch)
+            .map(|i| ev(s, &format!("{end:?} {i}")))
+            .collect::<Vec<_>>();
+        let offsets = tx.stream_publish(events).await.expect("publish");
+        assert_eq!(offsets.len(), batch);
+        end.finish::<H>(tx).await;
+        let read = read_all(e, s, 0).await;
+        if end.commits() {
+            assert!(
+                woken(&mut rx, |w| *w == Wake::Stream(s.into())).await,
+                "the commit wakes the stream's readers"
+            );
+            let got: Vec<i64> = read.iter().map(|e| e.offset).collect();
+            assert_eq!(got, offsets, "every event, at its offset");
+            let want: Vec<String> = (0..batch).map(|i| format!("Commit {i}")).collect();
+            assert_eq!(payloads(&read), want);
+        } else {
+            assert!(read.is_empty(), "{end:?} leaves no event: {read:?}");
+            assert_rows(h, &[], &format!("after {end:?}")).await;
+        }
+    }
+    assert_rows(h, &committed_row(s), "at the end").await;
+}
+
+/// One event: see `publish`.
+pub async fn publish_one_commits_with_the_business_row_or_not_at_all<H: Harness>(h: &H) {
+    publish(h, "tx-publish-one", 1).await;
+}
+
+/// A batch, all or none with the application's row: see `publish`.
+pub async fn publish_batch_commits_all_or_nothing_with_the_business_row<H: Harness>(h: &H) {
+    publish(h, "tx-publish-batch", 5).await;
+}
+
+/// A consumer's offset saved in a transaction: rolled back or dropped, the
+/// offset is as it was; committed, it is saved with the application's
+/// row (and stays monotone: a lower one later changes nothing).
+pub async fn offset_commit_commits_with_the_business_row_or_not_at_all<H: Harness>(h: &H) {
+    let e = h.engine();
+    let s = "tx-offsets";
+    let offsets = e
+        .stream_publish(vec![ev(s, "1"), ev(s, "2"), ev(s, "3")])
+        .await
+        .expect("publish");
+    let saved = |e: H::Engine| async move {
+        e.stream_offset_get(StreamOffsetGetParams::from((s, "c")))
+            .await
+            .expect("offset")
+    };
+    for end in End::ALL {
+        let mut tx = begin_with_row(h, &end.key(s)).await;
+        let at = tx
+            .stream_offset_commit(StreamOffsetCommitParams::new(s, "c", offsets[1]))
+            .await
+            .expect("offset commit");
+        assert_eq!(at, offsets[1]);
+        end.finish::<H>(tx).await;
+        if end.commits() {
+            assert_eq!(saved(e.clone()).await, Some(offsets[1]));
+        } else {
+            assert_eq!(saved(e.clone()).await, None, "{end:?} saves nothing");
+            assert_rows(h, &[], &format!("after {end:?}")).await;
+        }
+    }
+    let mut tx = begin_with_row(h, "tx-offsets:lower").await;
+    let at = tx
+        .stream_offset_commit(StreamOffsetCommitParams::new(s, "c", offsets[0]))
+        .await
+        .expect("a lower offset");
+    assert_eq!(at, offsets[1], "monotone: the saved offset stays");
+    tx.commit().await.expect("commit");
+    assert_eq!(saved(e.clone()).await, Some(offsets[1]));
+    assert_rows(
+        h,
+        &[End::Commit.key(s), "tx-offsets:lower".to_string()],
+        "at the end",
+    )
+    .await;
+}
+
+/// The rows above, for [`contract_suite!`](crate::contract_suite): list each
+/// `pub async fn …<H: Harness>` here, next to where it is written.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __tx_streams {
+    ($then:path, $args:tt) => {
+        $then! { @rows $args tx::streams [
+            publish_one_commits_with_the_business_row_or_not_at_all,
+            publish_batch_commits_all_or_nothing_with_the_business_row,
+            offset_commit_commits_with_the_business_row_or_not_at_all,
+        ] }
+    };
+}
