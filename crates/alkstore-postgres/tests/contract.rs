@@ -239,13 +239,6 @@ async fn runtime_harness(_name: &'static str) -> PgRuntime {
     }
 }
 
-fn business_table(schema: &str) -> String {
-    format!(
-        "{}.business",
-        alkstore_postgres::schema::quote_identifier(schema)
-    )
-}
-
 /// The application's own table in the store's schema, for the
 /// transactional runtime rows.
 struct PgBusiness {
