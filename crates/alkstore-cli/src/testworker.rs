@@ -95,6 +95,33 @@ pub(crate) async fn insert_row(
     ))
 }
 
+/// Make the business table (`id`, `kind`, `ref`, `key`) of the store at
+/// `url` for the benchmarks (the crash tests make their own); its name.
+pub(crate) async fn create_business_table(store: &Store, url: &str) -> Result<String> {
+    let (table, id) = match alkstore::StoreUrl::parse(url)? {
+        alkstore::StoreUrl::Sqlite { .. } => ("business".to_string(), "INTEGER PRIMARY KEY"),
+        alkstore::StoreUrl::Postgres { schema, .. } => (
+            format!(
+                "{}.business",
+                alkstore::postgres::schema::quote_identifier(&schema)
+            ),
+            "BIGSERIAL PRIMARY KEY",
+        ),
+    };
+    let ddl = format!(
+        "CREATE TABLE IF NOT EXISTS {table} (id {id}, kind TEXT NOT NULL, ref BIGINT NOT NULL, key TEXT NOT NULL)"
+    );
+    let db = |e: &dyn std::fmt::Display| Error::database("business table", e.to_string());
+    let tx = store.begin().await?;
+    if let Some(conn) = tx.sqlite() {
+        conn.execute_batch(&ddl).map_err(|e| db(&e))?;
+    } else if let Some(client) = tx.postgres() {
+        client.batch_execute(&ddl).await.map_err(|e| db(&e))?;
+    }
+    tx.commit().await?;
+    Ok(table)
+}
+
 /// Run until SIGTERM or Ctrl-C.
 pub(crate) async fn run(db: &str, args: TestWorkerArgs) -> Result<()> {
     let store = Store::open(db).await?;
@@ -175,6 +202,11 @@ pub(crate) struct TestGroupWorkerArgs {
     /// checkpoints the event's bucket.
     #[arg(long)]
     tx_table: Option<String>,
+    /// The same row, but written by a plain handler in a transaction of
+    /// its own, before the normal checkpoint (`alk bench group`'s
+    /// `group_tx` baseline).
+    #[arg(long, conflicts_with = "tx_table")]
+    own_tx_table: Option<String>,
 }
 
 /// A consumer-group worker for the multi-process tests: logs every handled
@@ -214,8 +246,25 @@ pub(crate) async fn run_group(db: &str, args: TestGroupWorkerArgs) -> Result<()>
         .buckets(args.buckets)
         .worker_id(args.name)
         .opts(opts);
-    let ran = match args.tx_table {
-        Some(table) => {
+    let ran = match (args.tx_table, args.own_tx_table) {
+        (None, Some(table)) => {
+            let (table, store): (Arc<str>, Store) = (table.into(), store.clone());
+            runner
+                .run(
+                    move |e: GroupEvent| {
+                        let (table, store) = (table.clone(), store.clone());
+                        async move {
+                            let mut tx = store.begin().await?;
+                            let key = e.event.key.as_deref().unwrap_or("-");
+                            insert_row(&mut tx, &table, "event", e.event.offset, key).await?;
+                            tx.commit().await
+                        }
+                    },
+                    alkstore::shutdown_signal(),
+                )
+                .await
+        }
+        (Some(table), _) => {
             let table: Arc<str> = table.into();
             runner
                 .run_tx(
@@ -232,7 +281,7 @@ pub(crate) async fn run_group(db: &str, args: TestGroupWorkerArgs) -> Result<()>
                 )
                 .await
         }
-        None => {
+        (None, None) => {
             runner
                 .run(
                     move |e: GroupEvent| {

@@ -221,6 +221,63 @@ pub async fn a_tx_handler_that_lost_its_claim_commits_nothing<H: RuntimeHarness>
     );
 }
 
+/// With `tx_batch`, a claim's jobs run several to a transaction, one
+/// commit acking them all with their rows; a job that fails rolls its
+/// batch back, goes the normal way (retried here), and the batch's other
+/// jobs run again without it: in the end each job has exactly one row.
+pub async fn a_tx_batch_commits_its_jobs_together_and_a_failure_reruns_the_rest<
+    H: RuntimeHarness,
+>(
+    h: &H,
+) {
+    let store = h.store();
+    let business = h.business();
+    let q = store.queue_with("batched", quick());
+    let mut ids = Vec::new();
+    for i in 0..30u32 {
+        ids.push(q.enqueue(&i).await.expect("enqueue").id());
+    }
+    let runs: Arc<Mutex<BTreeMap<u32, u32>>> = Arc::default();
+    let (b, r) = (business.clone(), runs.clone());
+    let report = Worker::new(store.clone())
+        .queue_tx("batched", move |tx, job: JobCtx<u32>| {
+            let (b, r) = (b.clone(), r.clone());
+            Box::pin(async move {
+                let i = *job.payload();
+                *r.lock().expect("runs").entry(i).or_default() += 1;
+                b.insert(tx, &format!("job {i}"), job.id()).await?;
+                if i == 15 && job.attempt() == 1 {
+                    return Err(JobError::retry("the sixteenth fails once"));
+                }
+                Ok(())
+            })
+        })
+        // One claim takes all 30 (in id order): batches 0..10, 10..20, 20..30.
+        .concurrency("batched", 30)
+        .tx_batch("batched", 10)
+        .run_until(until_settled(store, "batched", 0))
+        .await
+        .expect("run");
+    assert_eq!(
+        (report.completed, report.retried, report.lost_claims),
+        (30, 1, 0),
+        "{report:?}"
+    );
+    let rows = business.rows().await.expect("rows");
+    assert_eq!(rows.len(), 30, "{rows:?}");
+    assert_eq!(
+        assert_once_in_order(&rows),
+        ids.iter().copied().collect::<BTreeSet<i64>>()
+    );
+    // 10..15 ran before the failure and again after the rollback; 15 ran
+    // on both its attempts; 16..20 ran only after the rollback.
+    let runs = runs.lock().expect("runs").clone();
+    for i in 0..30u32 {
+        let want = if (10..=15).contains(&i) { 2 } else { 1 };
+        assert_eq!(runs.get(&i), Some(&want), "runs of job {i}: {runs:?}");
+    }
+}
+
 /// Publish `n` events (payload = index, keys `k0..k{keys}`) on `stream`.
 async fn publish(store: &alkstore::Store, stream: &str, n: usize, keys: usize) -> Vec<i64> {
     let events = (0..n).map(|i| (Some(format!("k{}", i % keys)), i.to_string().into_bytes()));
@@ -529,6 +586,7 @@ macro_rules! __runtime_transactions {
             a_tx_handlers_writes_commit_with_its_ack,
             a_failing_tx_handlers_writes_roll_back_and_the_job_retries,
             a_tx_handler_that_lost_its_claim_commits_nothing,
+            a_tx_batch_commits_its_jobs_together_and_a_failure_reruns_the_rest,
             a_tx_subscriber_commits_its_writes_with_the_offset,
             a_tx_subscriber_stops_at_a_failing_event_with_what_came_before_committed,
             a_tx_group_commits_its_writes_with_the_checkpoint,

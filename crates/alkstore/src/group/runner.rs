@@ -1658,4 +1658,179 @@ mod tests {
             "marked again for the next holder: {dead:?}"
         );
     }
+
+    /// A transactional bucket task of worker "w" on bucket 0 of group "g"
+    /// over stream "s", holding a real lease (epoch 1), with `n` events of
+    /// the stream already queued for it when it starts. Its handler
+    /// publishes each event's offset to stream "out" in the transaction,
+    /// and notes the bucket's committed checkpoint at each call; on the
+    /// last event it first runs `at_last`.
+    struct TxRig {
+        _dir: tempfile::TempDir,
+        engine: crate::AnyEngine,
+        seen: Arc<Mutex<Vec<i64>>>,
+        stop: watch::Sender<bool>,
+        task: JoinHandle<HandlerEnd>,
+        _queue: mpsc::Sender<Fed>,
+    }
+
+    async fn tx_rig(
+        n: usize,
+        at_last: impl Fn() + Send + Sync + 'static,
+        valid_rx: watch::Receiver<Instant>,
+    ) -> (TxRig, Vec<i64>) {
+        let dir = tempfile::tempdir().expect("tmp");
+        let url = format!("sqlite://{}", dir.path().join("t.db").display());
+        let store = Store::open(&url).await.expect("open");
+        let engine = store.engine().clone();
+        let offsets = store
+            .stream("s")
+            .publish_batch((0..n).map(|i| (Some("k".to_string()), i.to_string().into_bytes())))
+            .await
+            .expect("publish");
+        engine
+            .group_ensure(GroupEnsureParams::new("g", "s", 1))
+            .await
+            .expect("ensure");
+        let leases = engine
+            .group_claim(GroupClaimParams::new(
+                "g",
+                "w",
+                Duration::from_secs(3600),
+                1,
+            ))
+            .await
+            .expect("claim");
+        assert_eq!(leases.iter().map(|l| l.epoch).collect::<Vec<_>>(), [1]);
+        let seen: Arc<Mutex<Vec<i64>>> = Arc::default();
+        let last = *offsets.last().expect("published");
+        let handler = {
+            let (engine, seen, at_last) = (engine.clone(), seen.clone(), Arc::new(at_last));
+            Handler::Tx(Box::new(move |tx: &mut Tx, e: GroupEvent| {
+                let (engine, seen, at_last) = (engine.clone(), seen.clone(), at_last.clone());
+                Box::pin(async move {
+                    let status = engine.group_status("g").await?;
+                    lock(&seen).push(status.buckets[0].checkpoint);
+                    let out = alkstore_core::stream::NewEvent::new(
+                        "out",
+                        e.event.offset.to_string().into_bytes(),
+                    );
+                    tx.stream_publish(vec![out]).await?;
+                    if e.event.offset == last {
+                        at_last();
+                    }
+                    Ok(())
+                })
+            }))
+        };
+        let shared = Arc::new(Shared {
+            engine: engine.clone(),
+            group: "g".into(),
+            stream: "s".into(),
+            worker: "w".into(),
+            opts: GroupOpts {
+                commit_interval: Duration::from_secs(3600),
+                ..GroupOpts::default()
+            },
+            handler,
+            fetch: Mutex::new(BTreeMap::new()),
+            added: Notify::new(),
+        });
+        let lease = BucketLease {
+            bucket: 0,
+            epoch: 1,
+            checkpoint: 0,
+            expires_at_ms: 0,
+        };
+        let (queue, fed) = mpsc::channel(n.max(1));
+        let stream = store.stream("s");
+        for e in stream.read(0, 1_000).await.expect("read") {
+            queue.send(Fed::Event(e)).await.expect("queue");
+        }
+        let (stop, stop_rx) = watch::channel(false);
+        let task = tokio::spawn(handle_bucket(shared, lease, fed, stop_rx, valid_rx));
+        (
+            TxRig {
+                _dir: dir,
+                engine,
+                seen,
+                stop,
+                task,
+                _queue: queue,
+            },
+            offsets,
+        )
+    }
+
+    impl TxRig {
+        /// Wait for the task to end; its end, the committed checkpoint,
+        /// and the offsets on "out".
+        async fn finish(self) -> (HandlerEnd, i64, Vec<i64>) {
+            use alkstore_core::StreamEngine;
+            let end = self.task.await.expect("task");
+            drop(self.stop);
+            let checkpoint =
+                self.engine.group_status("g").await.expect("status").buckets[0].checkpoint;
+            let out = self
+                .engine
+                .stream_read(alkstore_core::stream::StreamReadParams::new("out", 0, 100))
+                .await
+                .expect("read out")
+                .iter()
+                .map(|e| String::from_utf8_lossy(&e.payload).parse().expect("offset"))
+                .collect();
+            (end, checkpoint, out)
+        }
+    }
+
+    /// Events already queued when the bucket's task starts run in one
+    /// transaction: every call sees the checkpoint as it was before the
+    /// batch, and one commit moves it to the last event with every write.
+    #[tokio::test]
+    async fn queued_events_run_in_one_transaction_that_commits_the_checkpoint() {
+        let (_valid, valid_rx) = watch::channel(Instant::now() + Duration::from_secs(3600));
+        let (rig, offsets) = tx_rig(5, || {}, valid_rx).await;
+        // Stop once the batch committed: the task then checkpoints (a
+        // no-op) and ends.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while lock(&rig.seen).len() < 5 {
+            assert!(Instant::now() < deadline, "the batch never ran");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        loop {
+            let status = rig.engine.group_status("g").await.expect("status");
+            if status.buckets[0].checkpoint == offsets[4] {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the batch never committed");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        rig.stop.send_replace(true);
+        let seen = lock(&rig.seen).clone();
+        let (end, checkpoint, out) = rig.finish().await;
+        assert_eq!(seen, [0; 5], "every call inside the one transaction");
+        assert_eq!((end.handled, end.lost), (5, false));
+        assert_eq!(checkpoint, offsets[4]);
+        assert_eq!(out, offsets, "every write committed with it");
+    }
+
+    /// A lease that lapses (by this host's clock) while the batch runs,
+    /// found at the commit: the transaction rolls back, the checkpoint and
+    /// the handler's writes with it, and the task ends as fenced.
+    #[tokio::test]
+    async fn a_lease_that_lapses_before_the_commit_commits_nothing() {
+        let (valid, valid_rx) = watch::channel(Instant::now() + Duration::from_secs(3600));
+        let valid = Arc::new(valid);
+        let lapse = {
+            let valid = valid.clone();
+            move || {
+                valid.send_replace(Instant::now());
+            }
+        };
+        let (rig, _) = tx_rig(5, lapse, valid_rx).await;
+        let (end, checkpoint, out) = rig.finish().await;
+        assert_eq!((end.handled, end.lost), (0, true), "{end:?}");
+        assert_eq!(checkpoint, 0, "the checkpoint rolled back");
+        assert!(out.is_empty(), "the handler's writes rolled back: {out:?}");
+    }
 }

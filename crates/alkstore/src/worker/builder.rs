@@ -62,6 +62,8 @@ pub(crate) struct QueueSpec {
     pub(crate) handler: Handler,
     pub(crate) concurrency: usize,
     pub(crate) timeout: Option<Duration>,
+    /// Most jobs of a transactional handler per transaction (1: one each).
+    pub(crate) tx_batch: usize,
 }
 
 /// What a worker did, returned when it stops.
@@ -181,6 +183,9 @@ async fn log_paused(engine: &crate::AnyEngine, queues: &[QueueSpec]) {
         Err(e) => tracing::debug!(error = %e, "could not read the paused queues"),
     }
 }
+
+/// Most jobs per transaction of a transactional queue ([`Worker::tx_batch`]).
+const MAX_TX_BATCH: usize = 1_000;
 
 /// Most handler slots per queue (far below the semaphore's limit, and what
 /// shutdown can count in one `u32`).
@@ -347,6 +352,7 @@ impl Worker {
             handler,
             concurrency: 10,
             timeout: None,
+            tx_batch: 1,
         });
     }
 
@@ -379,6 +385,42 @@ impl Worker {
     pub fn timeout(mut self, queue: &str, limit: Duration) -> Worker {
         if let Some(q) = self.spec(queue, "timeout") {
             q.timeout = Some(limit);
+        }
+        self
+    }
+
+    /// Run up to `n` jobs of the transactional queue `queue` (see
+    /// [`Worker::queue_tx`]) in one transaction, one after another: one
+    /// commit acks them all with their writes (default 1: a transaction
+    /// per job). Batches form from what one claim returns, so they are full
+    /// only when there is a backlog, and an idle queue's job still starts
+    /// at once; each batch takes `n` of the queue's
+    /// [`concurrency`](Worker::concurrency) slots' worth of jobs, and the
+    /// batches run side by side.
+    ///
+    /// The promise is the same as one job per transaction: the writes of a
+    /// job commit once, with its ack, or not at all. The price: when a
+    /// job's handler fails, or its claim is found lost at the ack, the
+    /// whole transaction rolls back; that job goes the normal way (retry,
+    /// fail, snooze; dropped when lost) and the batch's other jobs run
+    /// again in a new transaction. So a handler may run more than once in
+    /// one attempt (effects outside the database repeat, as they may
+    /// anyway), and one slow handler delays its batch's commit. Use it for
+    /// short handlers that rarely fail, where the commit is the cost (a
+    /// backlog on PostgreSQL, where each commit waits for the disk).
+    ///
+    /// `queue` must already have a transactional handler, and `n` be
+    /// 1..=1,000, or [`Worker::run_until`] fails.
+    #[must_use]
+    pub fn tx_batch(mut self, queue: &str, n: usize) -> Worker {
+        if let Some(q) = self.spec(queue, "tx_batch") {
+            let transactional = matches!(q.handler, Handler::Tx(_));
+            q.tx_batch = n;
+            if !transactional && self.build_error.is_none() {
+                self.build_error = Some(format!(
+                    "tx_batch for queue {queue:?}, whose handler is not transactional: register it with .queue_tx(…)"
+                ));
+            }
         }
         self
     }
@@ -422,6 +464,13 @@ impl Worker {
         }
         if self.queues.iter().any(|q| q.concurrency > MAX_CONCURRENCY) {
             return bad("concurrency must be at most 1,000,000 per queue");
+        }
+        if self
+            .queues
+            .iter()
+            .any(|q| q.tx_batch == 0 || q.tx_batch > MAX_TX_BATCH)
+        {
+            return bad("tx_batch must be 1..=1,000");
         }
         Ok(())
     }

@@ -23,7 +23,7 @@ use crate::{AnyEngine, Tx};
 /// Run `job`'s handler, settle its outcome, and drop the job from its
 /// queue's running map.
 pub(crate) async fn run_job(queue: Arc<QueueShared>, job: Job, cancelled: Cancel) {
-    let (ctx, running, qm) = (&queue.ctx, &queue.running, &queue.qm);
+    let (ctx, qm) = (&queue.ctx, &queue.qm);
     let key = (job.id, job.claim_token);
     // Built only for outcomes other than an ack (an ack names its job by
     // `key`; the completer adds the worker).
@@ -62,6 +62,22 @@ pub(crate) async fn run_job(queue: Arc<QueueShared>, job: Job, cancelled: Cancel
         }
     };
     qm.duration.record(started.elapsed().as_secs_f64());
+    settle_outcome(&queue, key, last_attempt, span, outcome).await;
+}
+
+/// Record how the run of the job with claim `key` ended: a transactional
+/// commit or a lost claim is counted here; anything else goes to the
+/// completer (an ack, a retry, a failure, a snooze). Then the job leaves
+/// its queue's running map.
+pub(crate) async fn settle_outcome(
+    queue: &QueueShared,
+    key: (i64, i64),
+    last_attempt: bool,
+    span: tracing::Span,
+    outcome: Outcome,
+) {
+    let (ctx, running, qm) = (&queue.ctx, &queue.running, &queue.qm);
+    let claim = || claim_of(&ctx.worker, key);
     let retry = |error: String, after: Option<Duration>| {
         Some(Settle::Retry(JobRetryParams {
             claim: claim(),
@@ -141,7 +157,7 @@ fn forget(running: &Running, key: (i64, i64)) {
 
 /// Await a handler's future (`built`: or the panic that building it
 /// raised), catching a panic and enforcing the queue's timeout.
-async fn finish_run<F>(
+pub(crate) async fn finish_run<F>(
     built: std::thread::Result<F>,
     timeout: Option<Duration>,
     span: &tracing::Span,
@@ -229,7 +245,7 @@ async fn run_in_tx(
 }
 
 /// How a handler run ended.
-enum Outcome {
+pub(crate) enum Outcome {
     /// Returned `Ok`: ack the job.
     Done,
     /// A transactional handler returned `Ok` and its writes committed
@@ -248,7 +264,7 @@ enum Outcome {
 
 impl Outcome {
     /// The outcome of a handler run whose panic, if any, was caught.
-    fn from_caught(caught: std::thread::Result<JobResult>) -> Outcome {
+    pub(crate) fn from_caught(caught: std::thread::Result<JobResult>) -> Outcome {
         match caught {
             Ok(Ok(())) => Outcome::Done,
             Ok(Err(e)) => Outcome::Error(e),
