@@ -218,11 +218,10 @@ macro_rules! cached_exec {
 cached_exec!(deadpool_postgres::ClientWrapper);
 cached_exec!(deadpool_postgres::Transaction<'_>);
 
-/// The application's own tokio-postgres client or transaction (no
-/// statement cache: each statement is prepared as it runs).
-pub(crate) struct Plain<'c, C>(pub(crate) &'c C);
-
-impl<C: tokio_postgres::GenericClient + Sync> Exec for Plain<'_, C> {
+/// The application's own tokio-postgres client, or the one its
+/// transaction runs on (no statement cache: each statement is prepared as
+/// it runs).
+impl Exec for tokio_postgres::Client {
     fn fetch<'a>(
         &'a self,
         op: &'static str,
@@ -231,7 +230,6 @@ impl<C: tokio_postgres::GenericClient + Sync> Exec for Plain<'_, C> {
     ) -> BoxFuture<'a, Result<Vec<Row>>> {
         async move {
             let rows = self
-                .0
                 .query(text, &tokio_params(params))
                 .await
                 .map_err(db(op))?;
@@ -247,8 +245,7 @@ impl<C: tokio_postgres::GenericClient + Sync> Exec for Plain<'_, C> {
         params: &'a Params<'a>,
     ) -> BoxFuture<'a, Result<u64>> {
         async move {
-            self.0
-                .execute(text, &tokio_params(params))
+            self.execute(text, &tokio_params(params))
                 .await
                 .map_err(db(op))
         }
@@ -257,7 +254,7 @@ impl<C: tokio_postgres::GenericClient + Sync> Exec for Plain<'_, C> {
 
     fn abort(&self) -> BoxFuture<'_, ()> {
         // Fails by design (or finds the transaction aborted already).
-        async move { drop(self.0.batch_execute(ABORT).await) }.boxed()
+        async move { drop(self.batch_execute(ABORT).await) }.boxed()
     }
 }
 

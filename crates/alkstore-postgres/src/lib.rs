@@ -59,6 +59,11 @@ use alkstore_core::url::mask_password;
 use alkstore_core::{Clock, Error, Limits, Result, Wake, WakeHub};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 
+/// The `sqlx` this engine is built with (feature `sqlx`): open the
+/// application's pool and transactions with this one, for
+/// [`PgEngine::within_sqlx`].
+#[cfg(feature = "sqlx")]
+pub use sqlx;
 /// The `tokio_postgres` this engine is built with: write your own transactions
 /// (the outbox) against this one, so both sides use the same version.
 pub use tokio_postgres;

@@ -45,7 +45,8 @@ const COMMIT: &str = "SELECT 1; COMMIT";
 #[derive(Debug)]
 pub struct PgTx {
     /// `None` only once the transaction ended (commit, rollback, drop).
-    conn: Option<Object>,
+    /// Boxed: a pooled connection is large, and a transaction moves.
+    conn: Option<Box<Object>>,
 }
 
 impl PgTx {
@@ -56,13 +57,15 @@ impl PgTx {
     /// rolls back and reports it.
     pub fn client(&self) -> &tokio_postgres::Client {
         // `conn` is taken only by the calls that consume or drop `self`.
-        self.conn
+        let conn: &Object = self
+            .conn
             .as_ref()
-            .expect("an open PgTx holds its connection")
+            .expect("an open PgTx holds its connection");
+        conn
     }
 
     fn exec(&self, op: &'static str) -> Result<&ClientWrapper> {
-        self.conn.as_deref().ok_or(Error::RolledBack {
+        self.conn.as_deref().map(|c| &**c).ok_or(Error::RolledBack {
             op,
             reason: "the transaction already ended".into(),
         })
@@ -76,7 +79,7 @@ impl Drop for PgTx {
         };
         match tokio::runtime::Handle::try_current() {
             Ok(rt) => {
-                let conn = Unclean(Some(conn));
+                let conn = Unclean(Some(*conn));
                 rt.spawn(async move {
                     let rolled_back = match conn.conn() {
                         Some(c) => c.batch_execute("ROLLBACK").await.is_ok(),
@@ -87,7 +90,7 @@ impl Drop for PgTx {
                     }
                 });
             }
-            Err(_) => drop(Unclean(Some(conn))),
+            Err(_) => drop(Unclean(Some(*conn))),
         }
     }
 }
@@ -121,7 +124,7 @@ impl PgEngine {
     /// End `tx` with `sql`. Its connection goes back to the pool once out
     /// of the transaction, and is closed when that cannot be made sure of.
     async fn tx_end(&self, mut tx: PgTx, op: &'static str, sql: &str) -> Result<()> {
-        let conn = Unclean(tx.conn.take());
+        let conn = Unclean(tx.conn.take().map(|c| *c));
         let Some(c) = conn.conn() else {
             return Ok(());
         };
@@ -158,7 +161,9 @@ impl TxDriver for PgEngine {
     async fn tx_begin(&self) -> Result<PgTx> {
         let conn = self.client().await?;
         match conn.batch_execute(BEGIN).await {
-            Ok(()) => Ok(PgTx { conn: Some(conn) }),
+            Ok(()) => Ok(PgTx {
+                conn: Some(Box::new(conn)),
+            }),
             Err(e) => {
                 drop(Unclean(Some(conn)));
                 Err(db("tx_begin")(e))

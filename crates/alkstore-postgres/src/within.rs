@@ -1,6 +1,6 @@
 //! Every transactional call on a transaction the application opened
 //! itself, on its own connection: tokio-postgres ([`PgEngine::within`]) or
-//! sqlx ([`PgEngine::within_sqlx`], feature `sqlx`). The same statements as
+//! sqlx (`PgEngine::within_sqlx`, feature `sqlx`). The same statements as
 //! the engine's own transaction ([`Transaction`](alkstore_core::Transaction)) and the
 //! autocommit calls, with the same names.
 
@@ -18,11 +18,11 @@ use alkstore_core::{
 };
 use tokio_postgres::GenericClient;
 
-use crate::conn::{Exec, Plain};
+use crate::conn::Exec;
 use crate::PgEngine;
 
 /// The engine's transactional calls on the application's own transaction
-/// ([`PgEngine::within`] for tokio-postgres, [`PgEngine::within_sqlx`] for
+/// ([`PgEngine::within`] for tokio-postgres, `PgEngine::within_sqlx` for
 /// sqlx): what it writes commits or rolls back with the application's own
 /// SQL, when the application commits or rolls back.
 ///
@@ -61,7 +61,29 @@ use crate::PgEngine;
 /// ```
 pub struct Within<'e, 'c> {
     engine: &'e PgEngine,
-    conn: Box<dyn Exec + 'c>,
+    conn: Conn<'c>,
+}
+
+/// The application's connection. Nothing in it needs dropping, so a
+/// `Within` borrows the transaction only until its last use: the
+/// transaction can commit in the same scope.
+enum Conn<'c> {
+    /// A tokio-postgres client (a transaction's statements run on its
+    /// client).
+    Tokio(&'c tokio_postgres::Client),
+    /// A sqlx connection.
+    #[cfg(feature = "sqlx")]
+    Sqlx(crate::conn::sqlx_conn::SqlxConn<'c>),
+}
+
+impl Conn<'_> {
+    fn exec(&self) -> &dyn Exec {
+        match self {
+            Conn::Tokio(client) => *client,
+            #[cfg(feature = "sqlx")]
+            Conn::Sqlx(conn) => conn,
+        }
+    }
 }
 
 impl std::fmt::Debug for Within<'_, '_> {
@@ -75,7 +97,7 @@ impl std::fmt::Debug for Within<'_, '_> {
 impl PgEngine {
     /// The transactional calls ([`Within`]) on the application's own
     /// tokio-postgres transaction (or client): use this crate's
-    /// re-exported [`tokio_postgres`](crate::tokio_postgres), so both
+    /// re-exported [`tokio_postgres`], so both
     /// sides use the same driver.
     ///
     /// ```no_run
@@ -90,7 +112,7 @@ impl PgEngine {
     pub fn within<'c, C: GenericClient + Sync>(&self, client: &'c C) -> Within<'_, 'c> {
         Within {
             engine: self,
-            conn: Box::new(Plain(client)),
+            conn: Conn::Tokio(client.client()),
         }
     }
 
@@ -111,7 +133,7 @@ impl PgEngine {
     pub fn within_sqlx<'c>(&self, conn: &'c mut sqlx::PgConnection) -> Within<'_, 'c> {
         Within {
             engine: self,
-            conn: Box::new(crate::conn::sqlx_conn::SqlxConn(tokio::sync::Mutex::new(
+            conn: Conn::Sqlx(crate::conn::sqlx_conn::SqlxConn(tokio::sync::Mutex::new(
                 conn,
             ))),
         }
@@ -124,11 +146,11 @@ impl PgEngine {
 macro_rules! within_call {
     ($self:ident, $params:expr => $ty:ty, |$e:ident, $engine:ident, $p:ident| $run:expr) => {{
         let $p = Checked::<$ty>::new($params, $self.engine.limits())?.into_inner();
-        let $e: &dyn Exec = &*$self.conn;
+        let $e: &dyn Exec = $self.conn.exec();
         let $engine: &PgEngine = $self.engine;
         let out = $run.await;
         if matches!(&out, Err(e) if e.kind() != ErrorKind::InvalidInput) {
-            $self.conn.abort().await;
+            $self.conn.exec().abort().await;
         }
         out
     }};

@@ -1015,3 +1015,73 @@ async fn a_claim_that_expires_during_the_transaction_is_refused() {
     assert_eq!(err.kind(), ErrorKind::RolledBack, "{err}");
     testing::drop_schema(&url, &schema).await.expect("drop");
 }
+
+/// On the application's own tokio-postgres transaction (`within`), a call
+/// that finds its claim lost leaves the transaction aborted: the
+/// application's next statement fails and its COMMIT rolls back, so its
+/// writes cannot land without the ack. Refused input does not.
+#[tokio::test]
+async fn a_lost_claim_leaves_the_application_transaction_unable_to_commit() {
+    use alkstore_core::stream::StreamOffsetCommitParams;
+    use alkstore_core::JobClaimParams;
+    let clock = ManualClock::starting_now();
+    let (engine, url, schema) = tx_engine("txwithin", Some(&clock), 16).await;
+    engine
+        .job_enqueue(vec![NewJob::new("q", b"x".to_vec())])
+        .await
+        .expect("enqueue");
+    let job = engine
+        .job_claim(JobClaimParams::new("q", "a", 1))
+        .await
+        .expect("claim")
+        .remove(0);
+    clock.advance(std::time::Duration::from_secs(3600));
+    assert_eq!(
+        engine
+            .job_claim(JobClaimParams::new("q", "b", 1))
+            .await
+            .expect("claim")
+            .len(),
+        1,
+        "the expired claim passed on"
+    );
+    let (mut client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .expect("the application's connection");
+    let driver = tokio::spawn(conn);
+    let table = format!(
+        "{}.orders",
+        alkstore_postgres::schema::quote_identifier(&schema)
+    );
+    client
+        .batch_execute(&format!("CREATE TABLE {table} (note TEXT)"))
+        .await
+        .expect("table");
+    let insert = format!("INSERT INTO {table} VALUES ($1)");
+    let tx = client.transaction().await.expect("begin");
+    tx.execute(&insert, &[&"before"]).await.expect("insert");
+    let store = engine.within(&tx);
+    let refused = store
+        .stream_offset_commit(StreamOffsetCommitParams::new("s", "c", 10))
+        .await
+        .expect_err("beyond the head");
+    assert_eq!(refused.kind(), ErrorKind::InvalidInput, "{refused}");
+    tx.execute(&insert, &[&"after refused input"])
+        .await
+        .expect("refused input leaves the transaction usable");
+    let err = store.job_ack(job.claim()).await.expect_err("not held");
+    assert_eq!(err.kind(), ErrorKind::NotHeld, "{err}");
+    tx.execute(&insert, &[&"after"])
+        .await
+        .expect_err("the transaction is aborted");
+    tx.commit().await.expect("COMMIT, answered with ROLLBACK");
+    let rows: i64 = client
+        .query_one(&format!("SELECT count(*) FROM {table}"), &[])
+        .await
+        .expect("count")
+        .get(0);
+    assert_eq!(rows, 0, "nothing of the transaction committed");
+    drop(client);
+    let _ = driver.await;
+    testing::drop_schema(&url, &schema).await.expect("drop");
+}

@@ -24,6 +24,32 @@
 //! [`SqliteEngine::within`] runs the same calls on a `rusqlite`
 //! transaction the application opened itself.
 //!
+//! # Applications on sqlx
+//!
+//! PostgreSQL runs these calls on an application's own sqlx transaction
+//! (`PgEngine::within_sqlx`, feature `sqlx`); SQLite cannot. sqlx 0.8's
+//! SQLite driver needs `libsqlite3-sys` 0.30, while this crate's
+//! `rusqlite` 0.37 needs 0.35, and Cargo lets only one crate that links
+//! the native `sqlite3` library into a build (its `links` rule): a
+//! project depending on both fails to resolve, before anything compiles.
+//! (This includes depending on the `alkstore` crate with its default
+//! features, which bring this engine in; sqlx with only its PostgreSQL
+//! driver is fine.) What to do instead:
+//!
+//! - on SQLite, write the application's data that must commit with the
+//!   store through `rusqlite`: in the store's own transaction
+//!   ([`Transaction`](alkstore_core::Transaction) over [`SqliteTx`], whose
+//!   [`SqliteTx::conn`] is the connection inside it), or in a `rusqlite`
+//!   transaction of the application's with [`SqliteEngine::within`], with
+//!   this crate's re-exported [`rusqlite`] (so one SQLite is linked);
+//! - keep a store on PostgreSQL, with `alkstore` built with
+//!   `default-features = false, features = ["postgres", "sqlx"]`, and use
+//!   sqlx's PostgreSQL driver;
+//! - sqlx 0.9's SQLite driver accepts `libsqlite3-sys` 0.30 up to 0.40, so
+//!   it resolves together with `rusqlite` 0.37 on one `libsqlite3-sys`
+//!   (0.35); a `within` for its connections would be possible there, and
+//!   is not built.
+//!
 //! `:memory:` opens an in-memory store instead: a database of this process
 //! alone that every connection of the engine shares (SQLite's `memdb`
 //! VFS) and that no other `open` sees; see [`SqliteOptions::new`].

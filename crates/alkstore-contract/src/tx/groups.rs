@@ -7,19 +7,22 @@ use super::support::{
     assert_refused_and_rolled_back, assert_rows, begin_with_row, committed_row, End,
 };
 use crate::groups::support::{claim, TTL};
-use crate::streams::support::ev;
+use crate::streams::support::{ev, settle};
 use crate::Harness;
 
-/// A group of one bucket on stream `s` holding three events; their
-/// offsets.
+/// A group of one bucket on stream `s` holding three events, readable
+/// (so a checkpoint may reach them); their offsets.
 async fn group_with_events<H: Harness>(h: &H, group: &str, s: &str) -> Vec<i64> {
     let e = h.engine();
     e.group_ensure(GroupEnsureParams::new(group, s, 1))
         .await
         .expect("ensure");
-    e.stream_publish(vec![ev(s, "1"), ev(s, "2"), ev(s, "3")])
+    let offsets = e
+        .stream_publish(vec![ev(s, "1"), ev(s, "2"), ev(s, "3")])
         .await
-        .expect("publish")
+        .expect("publish");
+    settle(e, s).await;
+    offsets
 }
 
 /// The bucket's saved checkpoint.

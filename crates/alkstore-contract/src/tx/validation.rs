@@ -20,6 +20,7 @@ pub async fn bad_input_is_refused_without_poisoning_the_transaction<H: Harness>(
     let e = h.engine();
     let s = "tx-bad-s";
     let head = e.stream_publish(ev(s, "1")).await.expect("publish")[0];
+    crate::streams::support::settle(e, s).await;
     e.group_ensure(GroupEnsureParams::new("tx-bad-g", s, 1))
         .await
         .expect("ensure");
