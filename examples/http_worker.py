@@ -5,7 +5,8 @@ standard library only.
     alk serve &                                   # http://127.0.0.1:7878
     python3 examples/http_worker.py enqueue emails '{"to": "a@example.com"}'
     python3 examples/http_worker.py work emails   # runs until Ctrl-C
-    python3 examples/http_worker.py demo          # enqueue 50, work them all, check
+    python3 examples/http_worker.py demo          # enqueue 50, work them all, check;
+                                                  # then ack + enqueue + publish atomically
 
 Set ALK_URL (default http://127.0.0.1:7878) and, for a server started with
 --token, ALK_TOKEN.
@@ -27,7 +28,8 @@ TOKEN = os.environ.get("ALK_TOKEN")
 
 
 class ApiError(Exception):
-    """A 4xx/5xx answer: {"error": {"code", "field", "message"}}."""
+    """A 4xx/5xx answer: {"error": {"code", "field", "message"}}; for an
+    atomic request also `op_index` and `op`, the op that failed."""
 
     def __init__(self, status, body):
         err = body.get("error", {}) if isinstance(body, dict) else {}
@@ -35,6 +37,8 @@ class ApiError(Exception):
         self.status = status
         self.code = err.get("code")
         self.field = err.get("field")
+        self.op_index = err.get("op_index")
+        self.op = err.get("op")
 
 
 def path_part(name):
@@ -79,6 +83,35 @@ def retry(job, worker, error, delay_ms=None):
     if delay_ms is not None:
         body["delay_ms"] = delay_ms
     return call("POST", f"/api/v1/jobs/{job['id']}/retry", body)
+
+
+def atomic(ops):
+    """Run writes all or none in one transaction (POST /api/v1/atomic).
+
+    Each op is the body of the single call it stands for, with that call's
+    path values as fields and an "op" tag (the `*_op` helpers below build
+    the common ones). Returns one result per op, in order. On failure
+    nothing was written and ApiError names the op (`op_index`, `op`,
+    `field` as "ops[i].field"): 409 `not_held` for a claim, lease epoch or
+    lock token no longer held, 400 for bad input. At most 100 ops."""
+    return call("POST", "/api/v1/atomic", {"ops": ops})["results"]
+
+
+def enqueue_op(queue, payload, **opts):
+    return {"op": "enqueue", "queue": queue, "payload": payload, **opts}
+
+
+def publish_op(stream, events):
+    """`events`: [{"payload": ..., "key": ...}, ...]"""
+    return {"op": "publish", "stream": stream, "events": events}
+
+
+def ack_op(job, worker):
+    return {"op": "ack", "id": job["id"], "worker": worker, "token": job["token"]}
+
+
+def notify_op(channel, payload=""):
+    return {"op": "notify", "channel": channel, "payload": payload}
 
 
 def work(queue, handler, worker=None, stop=lambda: False):
@@ -134,6 +167,53 @@ def demo():
     except ApiError as e:
         assert e.status == 404 and e.code == "not_found", e
     print(f"python worker: 50 jobs done over HTTP, 10 of them after one retry; queue {s}")
+    atomic_demo(queue)
+
+
+def atomic_demo(queue):
+    """A handler's effects and its ack in one transaction: a follow-up job
+    and an event commit with the ack, or none of them does."""
+    followups, stream = queue + " follow-ups", queue + " events"
+    enqueue(queue, {"order": 7})
+    [job] = claim(queue, "py-atomic", limit=1, wait_ms=5000)
+    effects = [
+        enqueue_op(followups, {"email_for": 7}),
+        publish_op(stream, [{"key": "order-7", "payload": {"placed": 7}}]),
+        notify_op("py-orders", "7"),
+    ]
+    # A claim no longer held (here: a stale token) refuses the whole
+    # request, naming the op; the follow-up and the event are not written.
+    stale = dict(ack_op(job, "py-atomic"), token=job["token"] + 1)
+    try:
+        atomic(effects + [stale])
+        raise SystemExit("a stale claim token was accepted")
+    except ApiError as e:
+        assert (e.status, e.code, e.op_index, e.op, e.field) == (409, "not_held", 3, "ack", "ops[3].token"), e
+    # Bad input in one op: 400 naming it, nothing written either.
+    try:
+        atomic(effects + [enqueue_op(followups, 1, priority="high")])
+        raise SystemExit("a bad priority was accepted")
+    except ApiError as e:
+        assert (e.status, e.op_index, e.field) == (400, 3, "ops[3].priority"), e
+    for gone in (f"/api/v1/queues/{path_part(followups)}", f"/api/v1/streams/{path_part(stream)}"):
+        try:
+            call("GET", gone)
+            raise SystemExit(f"{gone} was written by a refused request")
+        except ApiError as e:
+            assert e.status == 404, e
+    # With the claim held, all of it commits together.
+    results = atomic(effects + [ack_op(job, "py-atomic")])
+    assert [r["op"] for r in results] == ["enqueue", "publish", "notify", "ack"], results
+    assert results[3]["done"] is True, results
+    assert stats(followups)["ready"] == 1
+    events = call("GET", f"/api/v1/streams/{path_part(stream)}/events?after=0&wait_ms=5000")["events"]
+    assert [e["payload"] for e in events] == [{"placed": 7}], events
+    try:
+        call("GET", f"/api/v1/jobs/{job['id']}")
+        raise SystemExit("the acked job is still there")
+    except ApiError as e:
+        assert e.status == 404, e
+    print(f"python atomic: ack + enqueue + publish + notify in one transaction; refused whole on a stale token")
 
 
 def main(argv):

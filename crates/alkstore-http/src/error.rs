@@ -29,13 +29,22 @@ pub struct ErrorBody {
 pub struct ErrorDetail {
     /// A stable snake_case name: `invalid_input`, `payload_too_large`,
     /// `not_found`, `unauthorized`, `forbidden`, `busy`, `conflict`,
-    /// `unavailable`, `internal`.
+    /// `not_held` (a claim, lease or lock is no longer the caller's),
+    /// `rolled_back`, `unavailable`, `internal`.
     pub code: String,
     /// The request field at fault, when one is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
     /// A sentence saying what is wrong.
     pub message: String,
+    /// For an atomic request (`POST /api/v1/atomic`): the index in `ops`
+    /// of the op that failed (from 0). Nothing of the request was written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub op_index: Option<usize>,
+    /// For an atomic request: the failing op's kind (its `op` tag, when it
+    /// had a known one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub op: Option<String>,
 }
 
 impl ApiError {
@@ -53,6 +62,8 @@ impl ApiError {
                     code: code.to_string(),
                     field: field.map(str::to_string),
                     message: message.into(),
+                    op_index: None,
+                    op: None,
                 },
             },
         }
@@ -77,6 +88,41 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         self.status
     }
+
+    /// This error as the failure of op `index` (of kind `op`, when known)
+    /// of an atomic request: the field becomes `ops[index].field`, and the
+    /// message says which op.
+    pub(crate) fn in_op(mut self, index: usize, op: Option<&str>) -> ApiError {
+        let e = &mut self.body.error;
+        e.field = Some(match e.field.take() {
+            Some(f) => format!("ops[{index}].{f}"),
+            None => format!("ops[{index}]"),
+        });
+        e.message = match op {
+            Some(op) => format!("op {index} ({op}): {}", e.message),
+            None => format!("op {index}: {}", e.message),
+        };
+        e.op_index = Some(index);
+        e.op = op.map(str::to_string);
+        self
+    }
+
+    /// The error's code (`invalid_input`, `not_held`, …).
+    pub(crate) fn code(&self) -> &str {
+        &self.body.error.code
+    }
+
+    /// The field at fault, if one is named.
+    #[cfg(test)]
+    pub(crate) fn field(&self) -> Option<&str> {
+        self.body.error.field.as_deref()
+    }
+
+    /// Name `field` as the one at fault.
+    pub(crate) fn with_field(mut self, field: &str) -> ApiError {
+        self.body.error.field = Some(field.to_string());
+        self
+    }
 }
 
 impl IntoResponse for ApiError {
@@ -98,6 +144,7 @@ impl From<alkstore::Error> for ApiError {
                 K::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, Some("payload")),
                 K::NotFound => (StatusCode::NOT_FOUND, None),
                 K::NotHeld => (StatusCode::CONFLICT, Some("token")),
+                K::RolledBack => (StatusCode::CONFLICT, None),
                 K::Busy | K::Conflict => (StatusCode::SERVICE_UNAVAILABLE, None),
                 K::GroupMismatch => (StatusCode::CONFLICT, None),
                 K::Closed | K::Connect => (StatusCode::SERVICE_UNAVAILABLE, None),
@@ -166,8 +213,26 @@ fn request_field(what: &str) -> &str {
         "group name" => "group",
         "read limit" | "list limit" | "batch limit" => "limit",
         "throughput window" => "window_s",
+        "snooze delay" => "delay_ms",
+        "notify payload" => "payload",
+        "checkpoint" => "offset",
+        "lock token" => "token",
         other => other,
     }
+}
+
+/// 400 for a JSON value that does not deserialize: the field is the path
+/// to the bad value (`jobs[0].priority`), else the name serde puts in
+/// backticks (`missing field `worker``), else `body`.
+pub(crate) fn invalid_json(e: &serde_path_to_error::Error<serde_json::Error>) -> ApiError {
+    let path = e.path().to_string();
+    let message = e.inner().to_string();
+    let field = if path.is_empty() || path == "." || path == "?" {
+        backticked(&message).unwrap_or("body").to_string()
+    } else {
+        path
+    };
+    ApiError::invalid(&field, message)
 }
 
 /// The field a JSON body error names: the path axum puts before serde's

@@ -1,7 +1,7 @@
 //! alkstore over HTTP: the JSON API any language can use (enqueue, claim
 //! with long-poll, settle; publish, read, commit offsets; groups, schedules,
-//! locks), its OpenAPI document, Prometheus `/metrics`, and the dashboard.
-//! `alk serve` runs it.
+//! locks; a list of writes run all or none in one transaction), its OpenAPI
+//! document, Prometheus `/metrics`, and the dashboard. `alk serve` runs it.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -16,6 +16,7 @@
 //! token set, each request must carry it; without one, only loopback host
 //! names are answered. Changes requested by another site's page are refused.
 
+pub mod atomic;
 mod dashboard;
 mod document;
 mod error;
@@ -157,6 +158,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(groups::routes())
         .merge(schedules::routes())
         .merge(locks::routes())
+        .merge(atomic::routes())
 }
 
 /// The OpenAPI document of every API route, generated from the routes

@@ -184,6 +184,14 @@ fn describe() {
         "Jobs this process's workers stopped because their cancellation was requested"
     );
     describe_counter!(
+        "alkstore_http_atomic_requests_total",
+        "Atomic requests (POST /api/v1/atomic) this server answered, by outcome: committed, or the error code that rolled them back"
+    );
+    describe_counter!(
+        "alkstore_http_atomic_ops_total",
+        "Ops committed by this server's atomic requests, by op"
+    );
+    describe_counter!(
         "alkstore_engine_calls_total",
         "Store calls made by this process, by engine, method and outcome (ok or the error kind)"
     );

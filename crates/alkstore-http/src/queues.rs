@@ -9,6 +9,7 @@ use alkstore::{
     JobClaimParams, JobInfo, JobListParams, JobRetryParams, JobState, NewJob, QueueStats,
     QueueThroughput, QueueThroughputParams, RetryOutcome, SystemClock, THROUGHPUT_BUCKET_S,
 };
+use alkstore_core::queue::JobFailParams;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
@@ -82,7 +83,8 @@ pub struct EnqueueRequest {
 }
 
 impl EnqueueRequest {
-    fn into_job(self, queue: &str) -> ApiResult<NewJob> {
+    /// The job to store on `queue`.
+    pub(crate) fn into_job(self, queue: &str) -> ApiResult<NewJob> {
         let opts = EnqueueOpts {
             priority: self.priority,
             delay: self.delay_ms.map(Duration::from_millis),
@@ -109,6 +111,14 @@ pub struct EnqueueBatchRequest {
     #[schema(min_items = 1, max_items = 1000)]
     #[serde(deserialize_with = "crate::extract::objects")]
     pub jobs: Vec<EnqueueRequest>,
+}
+
+impl EnqueueBatchRequest {
+    /// The jobs to store on `queue`: 1 to [`MAX_BATCH`].
+    pub(crate) fn into_jobs(self, queue: &str) -> ApiResult<Vec<NewJob>> {
+        check_batch("jobs", self.jobs.len())?;
+        self.jobs.into_iter().map(|j| j.into_job(queue)).collect()
+    }
 }
 
 /// An enqueued job.
@@ -224,7 +234,8 @@ pub struct ClaimRef {
 }
 
 impl ClaimRef {
-    fn claim(self, id: i64) -> Claim {
+    /// The claim on job `id`.
+    pub(crate) fn claim(self, id: i64) -> Claim {
         claim_of(id, self.worker, self.token)
     }
 }
@@ -278,6 +289,17 @@ pub struct RetryRequest {
     pub delay_ms: Option<u64>,
 }
 
+impl RetryRequest {
+    /// The retry of job `id`.
+    pub(crate) fn into_params(self, id: i64) -> JobRetryParams {
+        JobRetryParams {
+            claim: claim_of(id, self.worker, self.token),
+            error: self.error,
+            delay: self.delay_ms.map(Duration::from_millis),
+        }
+    }
+}
+
 /// A permanent failure: the job goes to the dead letters now.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -289,6 +311,16 @@ pub struct FailRequest {
     pub token: i64,
     /// Why (kept on the dead letter).
     pub error: String,
+}
+
+impl FailRequest {
+    /// The failure of job `id`.
+    pub(crate) fn into_params(self, id: i64) -> JobFailParams {
+        JobFailParams {
+            claim: claim_of(id, self.worker, self.token),
+            error: self.error,
+        }
+    }
 }
 
 /// Whether the call changed the job: false when the claim was no longer
@@ -307,6 +339,21 @@ pub struct RetryResponse {
     pub outcome: String,
     /// When it runs again (unix seconds), for `scheduled`.
     pub run_at: Option<i64>,
+}
+
+impl From<RetryOutcome> for RetryResponse {
+    fn from(outcome: RetryOutcome) -> Self {
+        let (outcome, run_at) = match outcome {
+            RetryOutcome::Scheduled(at) => ("scheduled", Some(at)),
+            RetryOutcome::Dead => ("dead", None),
+            RetryOutcome::Cancelled => ("cancelled", None),
+            RetryOutcome::NotHeld => ("not_held", None),
+        };
+        RetryResponse {
+            outcome: outcome.into(),
+            run_at,
+        }
+    }
 }
 
 /// A heartbeat's answer.
@@ -629,7 +676,7 @@ pub struct Changed {
 
 /// A job id from the path: ids are positive.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct JobId(i64);
+pub(crate) struct JobId(pub(crate) i64);
 
 impl<'de> Deserialize<'de> for JobId {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -778,12 +825,7 @@ async fn enqueue_batch(
     ApiPath(queue): ApiPath<String>,
     ApiJson(req): ApiJson<EnqueueBatchRequest>,
 ) -> ApiResult<(StatusCode, Json<EnqueuedJobs>)> {
-    check_batch("jobs", req.jobs.len())?;
-    let jobs = req
-        .jobs
-        .into_iter()
-        .map(|j| j.into_job(&queue))
-        .collect::<ApiResult<Vec<_>>>()?;
+    let jobs = req.into_jobs(&queue)?;
     let out = app.store.engine().job_enqueue(jobs).await?;
     Ok((
         StatusCode::CREATED,
@@ -954,25 +996,8 @@ async fn retry(
     ApiPath(JobId(id)): ApiPath<JobId>,
     ApiJson(r): ApiJson<RetryRequest>,
 ) -> ApiResult<Json<RetryResponse>> {
-    let outcome = app
-        .store
-        .engine()
-        .job_retry(JobRetryParams {
-            claim: claim_of(id, r.worker, r.token),
-            error: r.error,
-            delay: r.delay_ms.map(Duration::from_millis),
-        })
-        .await?;
-    let (outcome, run_at) = match outcome {
-        RetryOutcome::Scheduled(at) => ("scheduled", Some(at)),
-        RetryOutcome::Dead => ("dead", None),
-        RetryOutcome::Cancelled => ("cancelled", None),
-        RetryOutcome::NotHeld => ("not_held", None),
-    };
-    Ok(Json(RetryResponse {
-        outcome: outcome.into(),
-        run_at,
-    }))
+    let outcome = app.store.engine().job_retry(r.into_params(id)).await?;
+    Ok(Json(outcome.into()))
 }
 
 /// Fail a job for good.
@@ -989,11 +1014,7 @@ async fn fail(
     ApiPath(JobId(id)): ApiPath<JobId>,
     ApiJson(f): ApiJson<FailRequest>,
 ) -> ApiResult<Json<Done>> {
-    let done = app
-        .store
-        .engine()
-        .job_fail((claim_of(id, f.worker, f.token), f.error))
-        .await?;
+    let done = app.store.engine().job_fail(f.into_params(id)).await?;
     Ok(Json(Done { done }))
 }
 

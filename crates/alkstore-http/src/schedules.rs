@@ -100,6 +100,20 @@ pub struct ScheduleRequest {
     pub max_catch_up: Option<u32>,
 }
 
+impl ScheduleRequest {
+    /// The schedule named `name`.
+    pub(crate) fn into_params(self, name: String) -> ApiResult<ScheduleSetParams> {
+        let mut p = ScheduleSetParams::new(name, self.spec, self.queue);
+        p.tz = self.tz;
+        p.payload = encode(&self.payload)?;
+        p.priority = self.priority;
+        if let Some(n) = self.max_catch_up {
+            p.max_catch_up = n;
+        }
+        Ok(p)
+    }
+}
+
 /// Whether a removal found the schedule.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Removed {
@@ -133,14 +147,11 @@ async fn set_schedule(
     ApiPath(name): ApiPath<String>,
     ApiJson(req): ApiJson<ScheduleRequest>,
 ) -> ApiResult<Json<ScheduleView>> {
-    let mut p = ScheduleSetParams::new(name, req.spec, req.queue);
-    p.tz = req.tz;
-    p.payload = encode(&req.payload)?;
-    p.priority = req.priority;
-    if let Some(n) = req.max_catch_up {
-        p.max_catch_up = n;
-    }
-    let s = app.store.engine().schedule_set(p).await?;
+    let s = app
+        .store
+        .engine()
+        .schedule_set(req.into_params(name)?)
+        .await?;
     Ok(Json(s.into()))
 }
 

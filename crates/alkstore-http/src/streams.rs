@@ -47,6 +47,21 @@ pub struct PublishRequest {
     pub events: Vec<PublishEvent>,
 }
 
+impl PublishRequest {
+    /// The events to append to `stream`: 1 to 1,000.
+    pub(crate) fn into_events(self, stream: &str) -> ApiResult<Vec<NewEvent>> {
+        check_batch("events", self.events.len())?;
+        self.events
+            .into_iter()
+            .map(|e| {
+                let mut ev = NewEvent::new(stream, encode(&e.payload)?);
+                ev.key = e.key;
+                Ok(ev)
+            })
+            .collect()
+    }
+}
+
 /// The published events' offsets, in request order.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Published {
@@ -241,16 +256,7 @@ async fn publish(
     ApiPath(stream): ApiPath<String>,
     ApiJson(req): ApiJson<PublishRequest>,
 ) -> ApiResult<(StatusCode, Json<Published>)> {
-    check_batch("events", req.events.len())?;
-    let events = req
-        .events
-        .into_iter()
-        .map(|e| {
-            let mut ev = NewEvent::new(stream.clone(), encode(&e.payload)?);
-            ev.key = e.key;
-            Ok(ev)
-        })
-        .collect::<ApiResult<Vec<_>>>()?;
+    let events = req.into_events(&stream)?;
     let offsets = app.store.engine().stream_publish(events).await?;
     Ok((StatusCode::CREATED, Json(Published { offsets })))
 }

@@ -948,6 +948,481 @@ async fn group_dead_letters_list_requeue_and_purge(api: Api) {
     api.done().await;
 }
 
+/// Send `ops` to the atomic route.
+async fn atomic(api: &Api, ops: Value) -> (StatusCode, Value) {
+    api.post("/api/v1/atomic", json!({ "ops": ops })).await
+}
+
+/// A request sent in the background (a long poll), and how long it took.
+fn spawn_request(api: &Api, req: Request<Body>) -> tokio::task::JoinHandle<(Duration, Value)> {
+    let app = api.app.clone();
+    tokio::spawn(async move {
+        let started = Instant::now();
+        let res = app.oneshot(req).await.expect("infallible");
+        let bytes = res.into_body().collect().await.expect("body").to_bytes();
+        (
+            started.elapsed(),
+            serde_json::from_slice::<Value>(&bytes).expect("json"),
+        )
+    })
+}
+
+/// Assert that nothing reached `queue` or `stream`: both are unknown.
+async fn assert_nothing_written(api: &Api, queue: &str, stream: &str) {
+    let (s, v) = api.get(&format!("/api/v1/queues/{queue}")).await;
+    assert_eq!(s, StatusCode::NOT_FOUND, "queue {queue}: {v}");
+    let (s, v) = api.get(&format!("/api/v1/streams/{stream}")).await;
+    assert_eq!(s, StatusCode::NOT_FOUND, "stream {stream}: {v}");
+}
+
+/// The next notification on `listener` is `marker`: nothing sent before it
+/// (by a request that rolled back) reached the channel.
+async fn assert_next_notification_is(
+    api: &Api,
+    listener: &mut alkstore::notify::Listener,
+    marker: &str,
+) {
+    let (s, v) = atomic(
+        api,
+        json!([{"op": "notify", "channel": listener.channel(), "payload": marker}]),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let got = tokio::time::timeout(Duration::from_secs(20), listener.recv())
+        .await
+        .expect("a notification within 20 s")
+        .expect("recv");
+    assert_eq!(got.payload, marker, "a rolled-back notification was sent");
+}
+
+async fn atomic_enqueue_publish_and_notify_commit_together_and_wake_waiters(api: Api) {
+    let mut hints = api.store.engine().wake_subscribe();
+    let mut listener = api.store.listen("orders-placed").await.expect("listen");
+    let claim = spawn_request(
+        &api,
+        Request::post("/api/v1/queues/order-mail/claim")
+            .header("host", "localhost")
+            .header("content-type", "application/json")
+            .body(Body::from(
+                json!({"worker": "w", "wait_ms": 20_000}).to_string(),
+            ))
+            .expect("request"),
+    );
+    let read = spawn_request(
+        &api,
+        Request::get("/api/v1/streams/orders/events?after=0&wait_ms=20000")
+            .header("host", "localhost")
+            .body(Body::empty())
+            .expect("request"),
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (s, v) = atomic(
+        &api,
+        json!([
+            {"op": "enqueue", "queue": "order-mail", "payload": {"order": 1}, "priority": 2},
+            {"op": "publish", "stream": "orders", "events": [{"key": "o1", "payload": {"order": 1}}]},
+            {"op": "notify", "channel": "orders-placed", "payload": "order 1"}
+        ]),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let results = v["results"].as_array().expect("results");
+    assert_eq!(results.len(), 3, "{v}");
+    assert_eq!(results[0]["op"], json!("enqueue"));
+    assert_eq!(results[0]["duplicate"], json!(false));
+    let id = results[0]["id"].as_i64().expect("id");
+    assert_eq!(results[1]["op"], json!("publish"));
+    let offset = results[1]["offsets"][0].as_i64().expect("offset");
+    assert_eq!(results[2], json!({"op": "notify"}));
+
+    // The commit hinted this process's waiters before the response left:
+    // the hints are buffered already (no waiting on a clock here).
+    let (mut queue_hint, mut stream_hint) = (false, false);
+    loop {
+        match hints.try_recv() {
+            Ok(w) => {
+                queue_hint |= w.concerns("order-mail");
+                stream_hint |= w.concerns_stream("orders");
+            }
+            Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) => continue,
+            Err(_) => break,
+        }
+    }
+    assert!(
+        queue_hint && stream_hint,
+        "queue {queue_hint}, stream {stream_hint}"
+    );
+
+    // The waiting claim and read got them, woken long before their 20 s.
+    let (took, claimed) = claim.await.expect("claim");
+    assert_eq!(claimed["jobs"][0]["id"].as_i64(), Some(id), "{claimed}");
+    assert_eq!(claimed["jobs"][0]["payload"], json!({"order": 1}));
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    let (took, page) = read.await.expect("read");
+    assert_eq!(page["events"][0]["offset"].as_i64(), Some(offset), "{page}");
+    assert_eq!(page["events"][0]["key"], json!("o1"));
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    let got = tokio::time::timeout(Duration::from_secs(20), listener.recv())
+        .await
+        .expect("the notification within 20 s")
+        .expect("recv");
+    assert_eq!(got.payload, "order 1");
+
+    // Every other kind commits too, and answers in the single call's shape.
+    let (s, v) = api
+        .post(
+            "/api/v1/queues/order-mail/jobs/batch",
+            json!({"jobs": [{"payload": "a"}, {"payload": "b"}, {"payload": "c"}]}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let (_, claimed) = api
+        .post(
+            "/api/v1/queues/order-mail/claim",
+            json!({"worker": "w", "limit": 3}),
+        )
+        .await;
+    let jobs = claimed["jobs"].as_array().expect("jobs").clone();
+    assert_eq!(jobs.len(), 3, "{claimed}");
+    let settle =
+        |op: &str, j: &Value| json!({"op": op, "id": j["id"], "worker": "w", "token": j["token"]});
+    let mut retry = settle("retry", &jobs[0]);
+    retry["error"] = json!("later");
+    retry["delay_ms"] = json!(60_000);
+    let mut fail = settle("fail", &jobs[1]);
+    fail["error"] = json!("never");
+    let mut snooze = settle("snooze", &jobs[2]);
+    snooze["delay_ms"] = json!(60_000);
+    let (s, v) = atomic(
+        &api,
+        json!([
+            retry,
+            fail,
+            snooze,
+            {"op": "enqueue_batch", "queue": "order-mail", "jobs": [{"payload": 1}, {"payload": 2}]},
+            {"op": "offset_commit", "stream": "orders", "consumer": "mailer", "offset": offset},
+            {"op": "schedule_set", "name": "nightly", "spec": "0 3 * * *", "queue": "reports"},
+            {"op": "schedule_pause", "name": "nightly"},
+            {"op": "schedule_resume", "name": "nightly"},
+            {"op": "schedule_remove", "name": "nightly"}
+        ]),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let r = &v["results"];
+    assert_eq!(r[0]["op"], json!("retry"));
+    assert_eq!(r[0]["outcome"], json!("scheduled"), "{v}");
+    assert_eq!(r[1], json!({"op": "fail", "done": true}));
+    assert_eq!(r[2]["op"], json!("snooze"));
+    assert!(r[2]["run_at"].as_i64() > Some(0), "{v}");
+    assert_eq!(r[3]["jobs"].as_array().map(Vec::len), Some(2));
+    assert_eq!(r[4], json!({"op": "offset_commit", "offset": offset}));
+    assert_eq!(r[5]["spec"], json!("0 3 * * *"));
+    assert_eq!(r[6]["paused"], json!(true));
+    assert_eq!(r[7]["paused"], json!(false));
+    assert_eq!(r[8], json!({"op": "schedule_remove", "removed": true}));
+    let (_, info) = api.get(&format!("/api/v1/jobs/{}", jobs[0]["id"])).await;
+    assert_eq!(info["state"], json!("retryable"), "{info}");
+    let (_, info) = api.get(&format!("/api/v1/jobs/{}", jobs[1]["id"])).await;
+    assert_eq!(info["state"], json!("dead"), "{info}");
+    let (_, info) = api.get(&format!("/api/v1/jobs/{}", jobs[2]["id"])).await;
+    assert_eq!(info["state"], json!("scheduled"), "snoozed: {info}");
+    assert_eq!(
+        info["attempts"],
+        json!(0),
+        "a snooze uses no attempt: {info}"
+    );
+    let (_, consumer) = api.get("/api/v1/streams/orders/consumers/mailer").await;
+    assert_eq!(consumer, json!({"offset": offset}));
+    let (_, list) = api.get("/api/v1/schedules").await;
+    assert_eq!(list["schedules"], json!([]));
+    api.done().await;
+}
+
+async fn atomic_with_a_stale_claim_token_is_409_and_writes_nothing(api: Api) {
+    let mut listener = api.store.listen("side-news").await.expect("listen");
+    api.post("/api/v1/queues/work/jobs", json!({"payload": "x"}))
+        .await;
+    let (_, claimed) = api
+        .post("/api/v1/queues/work/claim", json!({"worker": "w"}))
+        .await;
+    let job = claimed["jobs"][0].clone();
+    let (id, token) = (job["id"].clone(), job["token"].as_i64().expect("token"));
+    let side = || {
+        vec![
+            json!({"op": "enqueue", "queue": "side", "payload": 1}),
+            json!({"op": "publish", "stream": "side-events", "events": [{"payload": 1}]}),
+            json!({"op": "notify", "channel": "side-news", "payload": "rolled back"}),
+        ]
+    };
+    let stale = [
+        json!({"op": "ack", "id": id, "worker": "w", "token": token + 1}),
+        json!({"op": "ack", "id": id, "worker": "someone-else", "token": token}),
+        json!({"op": "retry", "id": id, "worker": "w", "token": token + 1, "error": "e"}),
+        json!({"op": "fail", "id": id, "worker": "w", "token": token + 1, "error": "e"}),
+        json!({"op": "snooze", "id": id, "worker": "w", "token": token + 1, "delay_ms": 1000}),
+    ];
+    for bad in stale {
+        let mut ops = side();
+        ops.push(bad.clone());
+        let (s, v) = atomic(&api, Value::Array(ops)).await;
+        assert_eq!(s, StatusCode::CONFLICT, "{bad}: {v}");
+        assert_eq!(v["error"]["code"], json!("not_held"), "{v}");
+        assert_eq!(v["error"]["op_index"], json!(3), "{v}");
+        assert_eq!(v["error"]["op"], bad["op"], "{v}");
+        assert_eq!(field(&v), "ops[3].token", "{v}");
+        assert_nothing_written(&api, "side", "side-events").await;
+    }
+    let (_, info) = api.get(&format!("/api/v1/jobs/{id}")).await;
+    assert_eq!(info["state"], json!("processing"), "untouched: {info}");
+    assert_nothing_written(&api, "side", "side-events").await;
+    assert_next_notification_is(&api, &mut listener, "after the refusals").await;
+
+    // With the claim still held, the same request commits, ack and all.
+    let mut ops = side();
+    ops.push(json!({"op": "ack", "id": id, "worker": "w", "token": token}));
+    let (s, v) = atomic(&api, Value::Array(ops)).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["results"][3], json!({"op": "ack", "done": true}));
+    let (s, _) = api.get(&format!("/api/v1/jobs/{id}")).await;
+    assert_eq!(s, StatusCode::NOT_FOUND, "acked and deleted");
+    let (_, stats) = api.get("/api/v1/queues/side").await;
+    assert_eq!(stats["ready"], json!(1), "{stats}");
+    api.done().await;
+}
+
+async fn atomic_bad_input_is_400_naming_the_op_and_writes_nothing(api: Api) {
+    let mut listener = api.store.listen("side-news").await.expect("listen");
+    let first = || {
+        vec![
+            json!({"op": "enqueue", "queue": "side", "payload": 1}),
+            json!({"op": "publish", "stream": "side-events", "events": [{"payload": 1}]}),
+            json!({"op": "notify", "channel": "side-news", "payload": "rolled back"}),
+        ]
+    };
+    // Refused as read (before the transaction), and by the store inside it
+    // after ops 0 to 2 ran: either way nothing is left.
+    let cases = [
+        (
+            json!({"op": "enqueue", "queue": "side", "payload": 1, "priority": "high"}),
+            Some("enqueue"),
+            "ops[3].priority",
+        ),
+        (
+            json!({"op": "enqueue", "queue": "side", "payload": 1, "colour": "red"}),
+            Some("enqueue"),
+            "ops[3].colour",
+        ),
+        (
+            json!({"op": "ack", "worker": "w", "token": 1}),
+            Some("ack"),
+            "ops[3].id",
+        ),
+        (
+            json!({"op": "ack", "id": 0, "worker": "w", "token": 1}),
+            Some("ack"),
+            "ops[3].id",
+        ),
+        (json!({"op": "launch", "queue": "side"}), None, "ops[3].op"),
+        (json!({"queue": "side"}), None, "ops[3].op"),
+        (json!("enqueue"), None, "ops[3]"),
+        (
+            json!({"op": "enqueue", "queue": "", "payload": 1}),
+            Some("enqueue"),
+            "ops[3].queue",
+        ),
+        (
+            json!({"op": "publish", "stream": "side-events", "events": []}),
+            Some("publish"),
+            "ops[3].events",
+        ),
+        (
+            json!({"op": "ack", "id": 1, "worker": "", "token": 1}),
+            Some("ack"),
+            "ops[3].worker",
+        ),
+        (
+            json!({"op": "notify", "channel": "side-news", "payload": "x".repeat(8_000)}),
+            Some("notify"),
+            "ops[3].payload",
+        ),
+        (
+            json!({"op": "lock_fence", "name": "report", "token": 0}),
+            Some("lock_fence"),
+            "ops[3].token",
+        ),
+        (
+            json!({"op": "schedule_set", "name": "n", "spec": "every so often", "queue": "q"}),
+            Some("schedule_set"),
+            "ops[3].spec",
+        ),
+        (
+            json!({"op": "offset_commit", "stream": "side-events", "consumer": "c", "offset": 1_000_000_000_000_i64}),
+            Some("offset_commit"),
+            "ops[3]",
+        ),
+    ];
+    for (bad, op, want) in cases {
+        let mut ops = first();
+        ops.push(bad.clone());
+        let (s, v) = atomic(&api, Value::Array(ops)).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{bad}: {v}");
+        assert_eq!(v["error"]["code"], json!("invalid_input"), "{v}");
+        assert_eq!(v["error"]["op_index"], json!(3), "{v}");
+        assert_eq!(v["error"].get("op").and_then(Value::as_str), op, "{v}");
+        assert!(field(&v).starts_with(want), "{bad}: want {want}: {v}");
+        let message = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.starts_with("op 3"), "{v}");
+        assert_nothing_written(&api, "side", "side-events").await;
+    }
+    // A missing schedule is 404, named the same way.
+    let mut ops = first();
+    ops.push(json!({"op": "schedule_pause", "name": "missing"}));
+    let (s, v) = atomic(&api, Value::Array(ops)).await;
+    assert_eq!(s, StatusCode::NOT_FOUND, "{v}");
+    assert_eq!(v["error"]["op_index"], json!(3), "{v}");
+    assert_nothing_written(&api, "side", "side-events").await;
+    assert_next_notification_is(&api, &mut listener, "after the refusals").await;
+    api.done().await;
+}
+
+async fn atomic_with_a_lost_lock_or_lease_is_refused_and_writes_nothing(api: Api) {
+    let acquire = |owner: &'static str| {
+        api.post(
+            "/api/v1/locks/report/acquire",
+            json!({"owner": owner, "ttl_ms": 60_000}),
+        )
+    };
+    let (_, a) = acquire("a").await;
+    let lost = a["token"].as_i64().expect("token");
+    api.post(
+        "/api/v1/locks/report/release",
+        json!({"owner": "a", "token": lost}),
+    )
+    .await;
+    let (_, b) = acquire("b").await;
+    let held = b["token"].as_i64().expect("token");
+    assert!(held > lost);
+    let enqueue = json!({"op": "enqueue", "queue": "side", "payload": 1});
+    for (ops, index) in [
+        (
+            json!([{"op": "lock_fence", "name": "report", "token": lost}, enqueue]),
+            0,
+        ),
+        (
+            json!([enqueue, {"op": "lock_fence", "name": "report", "token": lost}]),
+            1,
+        ),
+        (
+            json!([enqueue, {"op": "lock_fence", "name": "nobody-holds-this", "token": 1}]),
+            1,
+        ),
+    ] {
+        let (s, v) = atomic(&api, ops).await;
+        assert_eq!(s, StatusCode::CONFLICT, "{v}");
+        assert_eq!(v["error"]["code"], json!("not_held"), "{v}");
+        assert_eq!(v["error"]["op_index"], json!(index), "{v}");
+        assert_eq!(v["error"]["op"], json!("lock_fence"), "{v}");
+        assert_eq!(field(&v), format!("ops[{index}].token"), "{v}");
+        assert_nothing_written(&api, "side", "side-events").await;
+    }
+    let (s, v) = atomic(
+        &api,
+        json!([{"op": "lock_fence", "name": "report", "token": held}, enqueue]),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["results"][0], json!({"op": "lock_fence"}));
+    let (_, stats) = api.get("/api/v1/queues/side").await;
+    assert_eq!(stats["ready"], json!(1), "{stats}");
+
+    // A group checkpoint is fenced by the lease epoch.
+    let engine = api.store.engine();
+    engine
+        .group_ensure(GroupEnsureParams::new("billing", "ledger", 1))
+        .await
+        .expect("ensure");
+    let (_, published) = api
+        .post(
+            "/api/v1/streams/ledger/events",
+            json!({"events": [{"payload": 1}]}),
+        )
+        .await;
+    let offset = published["offsets"][0].as_i64().expect("offset");
+    // A checkpoint may not pass the readable head: on PostgreSQL an event
+    // becomes readable once older open transactions (other tests') end.
+    let (_, page) = api
+        .get("/api/v1/streams/ledger/events?after=0&wait_ms=20000")
+        .await;
+    assert_eq!(page["next_after"].as_i64(), Some(offset), "{page}");
+    let leases = engine
+        .group_claim(alkstore_core::group::GroupClaimParams::new(
+            "billing",
+            "g1",
+            Duration::from_secs(60),
+            1,
+        ))
+        .await
+        .expect("claim");
+    let epoch = leases[0].epoch;
+    let checkpoint = |worker: &str, epoch: i64| json!({"op": "group_checkpoint", "group": "billing", "bucket": 0, "worker": worker, "epoch": epoch, "offset": offset});
+    for stale in [checkpoint("g1", epoch + 1), checkpoint("g2", epoch)] {
+        let (s, v) = atomic(
+            &api,
+            json!([{"op": "enqueue", "queue": "side2", "payload": 1}, stale]),
+        )
+        .await;
+        assert_eq!(s, StatusCode::CONFLICT, "{v}");
+        assert_eq!(v["error"]["op_index"], json!(1), "{v}");
+        assert_eq!(v["error"]["op"], json!("group_checkpoint"), "{v}");
+        assert_eq!(field(&v), "ops[1].epoch", "{v}");
+        assert_nothing_written(&api, "side2", "side-events").await;
+    }
+    let (_, status) = api.get("/api/v1/groups/billing").await;
+    assert_eq!(status["buckets"][0]["checkpoint"], json!(0), "{status}");
+    let (s, v) = atomic(&api, json!([checkpoint("g1", epoch)])).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(
+        v["results"][0],
+        json!({"op": "group_checkpoint", "checkpoint": offset})
+    );
+    let (_, status) = api.get("/api/v1/groups/billing").await;
+    assert_eq!(
+        status["buckets"][0]["checkpoint"],
+        json!(offset),
+        "{status}"
+    );
+    api.done().await;
+}
+
+async fn atomic_requests_are_capped(api: Api) {
+    let notify = json!({"op": "notify", "channel": "c", "payload": "p"});
+    let (s, v) = atomic(&api, Value::Array(vec![notify.clone(); 101])).await;
+    assert_eq!((s, field(&v)), (StatusCode::BAD_REQUEST, "ops"), "{v}");
+    let (s, v) = atomic(&api, json!([])).await;
+    assert_eq!((s, field(&v)), (StatusCode::BAD_REQUEST, "ops"), "{v}");
+    let (s, v) = atomic(&api, Value::Array(vec![notify; 100])).await;
+    assert_eq!(s, StatusCode::OK, "100 ops are allowed: {v}");
+    let jobs: Vec<Value> = (0..600).map(|i| json!({"payload": i})).collect();
+    let batch = json!({"op": "enqueue_batch", "queue": "side", "jobs": jobs});
+    let (s, v) = atomic(&api, json!([batch, batch])).await;
+    assert_eq!(
+        (s, field(&v)),
+        (StatusCode::BAD_REQUEST, "ops"),
+        "1,200 rows: {v}"
+    );
+    assert_nothing_written(&api, "side", "side-events").await;
+    let (s, v) = api
+        .post("/api/v1/atomic", json!({"ops": [], "extra": 1}))
+        .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
+    let (s, v) = api
+        .post("/api/v1/atomic", json!({"ops": {"op": "notify"}}))
+        .await;
+    assert_eq!((s, field(&v)), (StatusCode::BAD_REQUEST, "ops"), "{v}");
+    api.done().await;
+}
+
 fn with_token() -> ServeOptions {
     ServeOptions {
         token: Some("0123456789abcdef-secret".into()),
@@ -989,6 +1464,11 @@ on_both_engines!(
     jobs_show_retryable_scheduled_and_only_a_held_claim(ServeOptions::default()),
     unknown_queues_are_404_and_names_are_taken_as_given(ServeOptions::default()),
     group_dead_letters_list_requeue_and_purge(ServeOptions::default()),
+    atomic_enqueue_publish_and_notify_commit_together_and_wake_waiters(ServeOptions::default()),
+    atomic_with_a_stale_claim_token_is_409_and_writes_nothing(ServeOptions::default()),
+    atomic_bad_input_is_400_naming_the_op_and_writes_nothing(ServeOptions::default()),
+    atomic_with_a_lost_lock_or_lease_is_refused_and_writes_nothing(ServeOptions::default()),
+    atomic_requests_are_capped(ServeOptions::default()),
 );
 
 /// Every operation of the OpenAPI document has a summary and a description.
@@ -1044,6 +1524,7 @@ fn the_committed_openapi_document_matches_the_routes() {
         "/api/v1/groups/{group}",
         "/api/v1/schedules/{name}",
         "/api/v1/locks/{name}/acquire",
+        "/api/v1/atomic",
     ] {
         assert!(doc["paths"].get(path).is_some(), "{path} documented");
     }
