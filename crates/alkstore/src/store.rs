@@ -194,7 +194,7 @@ impl Store {
     ///     .transaction(|tx| {
     ///         Box::pin(async move {
     ///             let jobs = tx.job_enqueue(alkstore::NewJob::new("emails", b"hi".to_vec())).await?;
-    ///             Ok::<_, alkstore::Error>(jobs[0].id)
+    ///             Ok::<_, alkstore::Error>(jobs[0].id())
     ///         })
     ///     })
     ///     .await?;
