@@ -447,6 +447,37 @@ fn group_opts() -> GroupOpts {
     }
 }
 
+/// A transactional worker of group `g` on `orders` with `buckets` and
+/// `opts`, running `handler` on a task of its own until the returned
+/// sender fires (or is dropped).
+fn spawn_tx_group<F, E>(
+    store: &alkstore::Store,
+    buckets: u32,
+    opts: GroupOpts,
+    handler: F,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Result<alkstore::group::GroupReport, alkstore::group::GroupError>>,
+)
+where
+    F: for<'t> Fn(&'t mut alkstore::Tx, GroupEvent) -> alkstore::TxFuture<'t, (), E>
+        + Send
+        + Sync
+        + 'static,
+    E: Into<BoxError> + 'static,
+{
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let run = store
+        .group("g")
+        .stream("orders")
+        .buckets(buckets)
+        .opts(opts)
+        .run_tx(handler, async move {
+            let _ = stop_rx.await;
+        });
+    (stop_tx, tokio::spawn(run))
+}
+
 /// A transactional group handler's rows commit with its bucket's
 /// checkpoint, in batches: each event (published before and while the
 /// worker runs) has exactly one row, each key's rows are in offset order,
@@ -458,27 +489,14 @@ pub async fn a_tx_group_commits_its_writes_with_the_checkpoint<H: RuntimeHarness
         .await
         .into_iter()
         .collect();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let b = business.clone();
-    let run = tokio::spawn(
-        store
-            .group("g")
-            .stream("orders")
-            .buckets(4)
-            .opts(group_opts())
-            .run_tx(
-                move |tx, e: GroupEvent| {
-                    let b = b.clone();
-                    Box::pin(async move {
-                        let key = e.event.key.clone().unwrap_or_default();
-                        b.insert(tx, &key, e.event.offset).await
-                    })
-                },
-                async move {
-                    let _ = stop_rx.await;
-                },
-            ),
-    );
+    let (stop_tx, run) = spawn_tx_group(&store, 4, group_opts(), move |tx, e: GroupEvent| {
+        let b = b.clone();
+        Box::pin(async move {
+            let key = e.event.key.clone().unwrap_or_default();
+            b.insert(tx, &key, e.event.offset).await
+        })
+    });
     until_rows(business.as_ref(), 200, "the backlog was not handled").await;
     offsets.extend(publish(&store, "orders", 100, 7).await);
     until_rows(business.as_ref(), 300, "the live events were not handled").await;
@@ -508,63 +526,51 @@ pub async fn a_tx_group_handler_that_lost_its_lease_commits_nothing<H: RuntimeHa
     let offsets: BTreeSet<i64> = publish(&store, "orders", 10, 3).await.into_iter().collect();
     let engine = store.engine().clone();
     let stolen = Arc::new(AtomicBool::new(false));
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let b = business.clone();
-    let run = tokio::spawn(
-        store
-            .group("g")
-            .stream("orders")
-            .buckets(1)
-            // One event a transaction: the lost lease is found at the
-            // commit, not by a later event of the batch.
-            .opts(GroupOpts {
-                commit_every: 1,
-                ..group_opts()
-            })
-            .run_tx(
-                move |tx, e: GroupEvent| {
-                    let (b, engine, stolen) = (b.clone(), engine.clone(), stolen.clone());
-                    Box::pin(async move {
-                        if stolen.swap(true, Ordering::SeqCst) {
-                            return b.insert(tx, "kept", e.event.offset).await;
-                        }
-                        b.insert(tx, "lost", e.event.offset).await?;
-                        // A rival takes the bucket: this worker's lease is
-                        // released, and the rival claims it (and lets it
-                        // lapse).
-                        let rival = tokio::spawn({
-                            let (engine, worker) = (engine.clone(), e.worker.to_string());
-                            async move {
-                                engine
-                                    .group_release(GroupReleaseParams::new("g", worker, vec![0]))
-                                    .await
-                                    .expect("release");
-                                engine
-                                    .group_claim(GroupClaimParams::new(
-                                        "g",
-                                        "rival",
-                                        Duration::from_secs(1),
-                                        1,
-                                    ))
-                                    .await
-                                    .expect("rival claim");
-                            }
-                        });
-                        if engine.capabilities().multi_host {
-                            rival.await.expect("rival");
-                        } else {
-                            // The rival waits for this transaction's write
-                            // lock; meanwhile the lease (1.5 s) lapses.
-                            tokio::time::sleep(Duration::from_millis(2_000)).await;
-                        }
-                        Ok(())
-                    })
-                },
+    // One event a transaction: the lost lease is found at the commit, not
+    // by a later event of the batch.
+    let opts = GroupOpts {
+        commit_every: 1,
+        ..group_opts()
+    };
+    let (stop_tx, run) = spawn_tx_group(&store, 1, opts, move |tx, e: GroupEvent| {
+        let (b, engine, stolen) = (b.clone(), engine.clone(), stolen.clone());
+        Box::pin(async move {
+            if stolen.swap(true, Ordering::SeqCst) {
+                return b.insert(tx, "kept", e.event.offset).await;
+            }
+            b.insert(tx, "lost", e.event.offset).await?;
+            // A rival takes the bucket: this worker's lease is
+            // released, and the rival claims it (and lets it
+            // lapse).
+            let rival = tokio::spawn({
+                let (engine, worker) = (engine.clone(), e.worker.to_string());
                 async move {
-                    let _ = stop_rx.await;
-                },
-            ),
-    );
+                    engine
+                        .group_release(GroupReleaseParams::new("g", worker, vec![0]))
+                        .await
+                        .expect("release");
+                    engine
+                        .group_claim(GroupClaimParams::new(
+                            "g",
+                            "rival",
+                            Duration::from_secs(1),
+                            1,
+                        ))
+                        .await
+                        .expect("rival claim");
+                }
+            });
+            if engine.capabilities().multi_host {
+                rival.await.expect("rival");
+            } else {
+                // The rival waits for this transaction's write
+                // lock; meanwhile the lease (1.5 s) lapses.
+                tokio::time::sleep(Duration::from_millis(2_000)).await;
+            }
+            Ok(())
+        })
+    });
     let rows = until_rows(business.as_ref(), 10, "the events never committed").await;
     let _ = stop_tx.send(());
     let report = run.await.expect("task").expect("run");

@@ -1502,6 +1502,38 @@ mod tests {
         }
     }
 
+    /// The task of worker "w" handling bucket 0 (epoch 1, checkpoint 0) of
+    /// group "g" on stream "s" with `handler`; checkpoints only when told
+    /// to (caught up, stopping), not on a timer.
+    fn spawn_bucket(
+        engine: &crate::AnyEngine,
+        handler: Handler,
+        fed: mpsc::Receiver<Fed>,
+        stop: watch::Receiver<bool>,
+        valid_until: watch::Receiver<Instant>,
+    ) -> JoinHandle<HandlerEnd> {
+        let shared = Arc::new(Shared {
+            engine: engine.clone(),
+            group: "g".into(),
+            stream: "s".into(),
+            worker: "w".into(),
+            opts: GroupOpts {
+                commit_interval: Duration::from_secs(3600),
+                ..GroupOpts::default()
+            },
+            handler,
+            fetch: Mutex::new(BTreeMap::new()),
+            added: Notify::new(),
+        });
+        let lease = BucketLease {
+            bucket: 0,
+            epoch: 1,
+            checkpoint: 0,
+            expires_at_ms: 0,
+        };
+        tokio::spawn(handle_bucket(shared, lease, fed, stop, valid_until))
+    }
+
     /// A bucket handler task of worker "w" on bucket 0 (epoch 1) over a
     /// fresh SQLite store, its handler recording what it ran; the test
     /// controls its queue, its stop and its lease's `valid_until`.
@@ -1532,28 +1564,9 @@ mod tests {
         };
         let (valid, valid_rx) = watch::channel(Instant::now() + Duration::from_secs(3600));
         let engine = store.engine().clone();
-        let shared = Arc::new(Shared {
-            engine: store.engine().clone(),
-            group: "g".into(),
-            stream: "s".into(),
-            worker: "w".into(),
-            opts: GroupOpts {
-                commit_interval: Duration::from_secs(3600),
-                ..GroupOpts::default()
-            },
-            handler,
-            fetch: Mutex::new(BTreeMap::new()),
-            added: Notify::new(),
-        });
-        let lease = BucketLease {
-            bucket: 0,
-            epoch: 1,
-            checkpoint: 0,
-            expires_at_ms: 0,
-        };
         let (queue, fed) = mpsc::channel(8);
         let (stop, stop_rx) = watch::channel(false);
-        let task = tokio::spawn(handle_bucket(shared, lease, fed, stop_rx, valid_rx));
+        let task = spawn_bucket(&engine, handler, fed, stop_rx, valid_rx);
         Rig {
             _dir: dir,
             ran,
@@ -1723,32 +1736,13 @@ mod tests {
                 })
             }))
         };
-        let shared = Arc::new(Shared {
-            engine: engine.clone(),
-            group: "g".into(),
-            stream: "s".into(),
-            worker: "w".into(),
-            opts: GroupOpts {
-                commit_interval: Duration::from_secs(3600),
-                ..GroupOpts::default()
-            },
-            handler,
-            fetch: Mutex::new(BTreeMap::new()),
-            added: Notify::new(),
-        });
-        let lease = BucketLease {
-            bucket: 0,
-            epoch: 1,
-            checkpoint: 0,
-            expires_at_ms: 0,
-        };
         let (queue, fed) = mpsc::channel(n.max(1));
         let stream = store.stream("s");
         for e in stream.read(0, 1_000).await.expect("read") {
             queue.send(Fed::Event(e)).await.expect("queue");
         }
         let (stop, stop_rx) = watch::channel(false);
-        let task = tokio::spawn(handle_bucket(shared, lease, fed, stop_rx, valid_rx));
+        let task = spawn_bucket(&engine, handler, fed, stop_rx, valid_rx);
         (
             TxRig {
                 _dir: dir,
