@@ -646,3 +646,28 @@ impl Run<'_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send<T: Send>(_: &T) {}
+
+    /// Both runs can be spawned onto a multi-threaded runtime.
+    #[tokio::test]
+    async fn runs_are_send() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let url = format!("sqlite://{}", dir.path().join("t.db").display());
+        let store = crate::Store::open(&url).await.expect("open");
+        let sub = store.stream("s").subscribe("c");
+        let plain = sub
+            .clone()
+            .run(|_e: Event| async { Ok::<(), std::io::Error>(()) }, async {});
+        assert_send(&plain);
+        let in_tx = sub.run_tx(
+            |_tx, _e: Event| Box::pin(async { Ok::<(), std::io::Error>(()) }),
+            async {},
+        );
+        assert_send(&in_tx);
+    }
+}

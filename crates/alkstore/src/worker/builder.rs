@@ -288,10 +288,16 @@ impl Worker {
     /// runs: keep transactional handlers short. On SQLite a transaction
     /// holds the store's write lock from the start, so transactional
     /// handlers run one at a time and every other write (the worker's own
-    /// claims and heartbeats, other processes) waits for them; inside one,
-    /// write only through the transaction: a write through the store
-    /// (including [`JobCtx::heartbeat`], [`JobCtx::save_result`],
+    /// claims and heartbeats, other processes) waits for them: a handler
+    /// must finish within its queue's visibility timeout there (its claim
+    /// cannot be renewed meanwhile, and a lapsed claim refuses the commit).
+    /// Inside one, write only through the transaction: a write through the
+    /// store (including [`JobCtx::heartbeat`], [`JobCtx::save_result`],
     /// [`JobCtx::throttle`]) waits for the lock the handler itself holds.
+    ///
+    /// One job per transaction costs a commit per job, more than a plain
+    /// handler's acks, which the worker batches: for throughput, let a
+    /// backlog's jobs share transactions with [`Worker::tx_batch`].
     ///
     /// The handler returns a boxed future borrowing the transaction
     /// ([`TxFuture`](crate::TxFuture)); `?` works on every alkstore call
