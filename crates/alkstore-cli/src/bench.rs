@@ -364,14 +364,14 @@ async fn scenario(name: &str, e: &AnyEngine, scale: f64) -> Result<(usize, f64, 
 }
 
 /// A tuning knob from the environment, for exploring settings.
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+pub(crate) fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name)
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
 }
 
-fn check(done: usize, n: usize) -> Result<()> {
+pub(crate) fn check(done: usize, n: usize) -> Result<()> {
     if done != n {
         return Err(alkstore::Error::database(
             "bench",
@@ -438,8 +438,9 @@ pub(crate) struct WorkerBenchArgs {
     jobs: usize,
     /// Run only these scenarios (repeatable), in the usual order: any of
     /// wake_latency, wake_latency_xproc, raw_claim_ack, worker_50k,
-    /// worker_retry_once. `worker_vs_raw` is printed when both of its
-    /// throughputs ran.
+    /// worker_retry_once, worker_tx (a fifth of `--jobs`, `--rounds`
+    /// rounds). `worker_vs_raw` is printed when both of its throughputs
+    /// ran.
     #[arg(long = "scenario")]
     scenarios: Vec<String>,
     /// Rounds of raw_claim_ack and worker_50k, alternating: each round is
@@ -584,6 +585,9 @@ pub(crate) async fn run_worker(args: WorkerBenchArgs) -> Result<()> {
                 throughput_rounds(&target, args.jobs, args.rounds, false, true).await?
             }
             "worker_retry_once" => worker_retry_once(&target, args.jobs).await?,
+            "worker_tx" => {
+                crate::bench_tx::worker_tx(&target, (args.jobs / 5).max(1), args.rounds).await?
+            }
             _ => {} // pick_scenarios admits only the names above
         }
     }
@@ -657,6 +661,7 @@ const WORKER_SCENARIOS: &[&str] = &[
     "raw_claim_ack",
     "worker_50k",
     "worker_retry_once",
+    "worker_tx",
 ];
 
 /// `wake_latency`: an idle worker, one job at a time, enqueued in this

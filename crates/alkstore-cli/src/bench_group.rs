@@ -11,7 +11,9 @@
 //! `bench peer=alkstore engine=E scenario=failover|rebalance ms=M` (failover:
 //! SIGKILL of one of two workers until the other owns every bucket;
 //! rebalance: a second worker starting, once the first has settled, until
-//! it holds its half).
+//! it holds its half). `group_tx` (one worker whose handler writes a row
+//! per event, in its transaction or in one of its own) is described in
+//! `bench_tx.rs`.
 
 use std::collections::BTreeMap;
 use std::process::{Child, Command, Stdio};
@@ -32,6 +34,7 @@ const SCENARIOS: &[&str] = &[
     "consume_4w",
     "failover",
     "rebalance",
+    "group_tx",
 ];
 
 /// The group's bucket count, TTL and heartbeat in every scenario.
@@ -66,7 +69,7 @@ async fn publish(e: &AnyEngine, n: usize) -> Result<BTreeMap<u32, i64>> {
 
 /// A worker process of group `bench`.
 fn spawn(url: &str, name: &str) -> Result<Child> {
-    worker(url, name).spawn().map_err(spawn_failed)
+    worker(url, name, &[]).spawn().map_err(spawn_failed)
 }
 
 fn spawn_failed(e: std::io::Error) -> Error {
@@ -75,9 +78,9 @@ fn spawn_failed(e: std::io::Error) -> Error {
 
 /// A worker started with `--gate`, once it has said `ready` (store open);
 /// it joins the group when [`go`] writes to it.
-fn spawn_gated(url: &str, name: &str) -> Result<Child> {
+fn spawn_gated(url: &str, name: &str, extra: &[String]) -> Result<Child> {
     use std::io::BufRead;
-    let mut child = worker(url, name)
+    let mut child = worker(url, name, extra)
         .arg("--gate")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -105,7 +108,8 @@ fn go(child: &mut Child) -> Result<()> {
         .map_err(|e| Error::database("bench: release a group worker", e))
 }
 
-fn worker(url: &str, name: &str) -> Command {
+/// A worker process of group `bench`, with `extra` arguments.
+fn worker(url: &str, name: &str, extra: &[String]) -> Command {
     let exe = std::env::current_exe().unwrap_or_else(|_| "alk".into());
     let mut cmd = Command::new(exe);
     cmd.args([
@@ -120,6 +124,7 @@ fn worker(url: &str, name: &str) -> Command {
     .args(["--buckets", &BUCKETS.to_string(), "--name", name])
     .args(["--ttl-ms", &TTL_MS.to_string()])
     .args(["--heartbeat-ms", &HEARTBEAT_MS.to_string()])
+    .args(extra)
     .env_remove("DATABASE_URL")
     .stdout(Stdio::null())
     .stderr(Stdio::null());
@@ -168,11 +173,18 @@ where
     Ok(started.elapsed())
 }
 
-/// `consume_Nw`: events per second drained by `workers` processes.
-async fn consume(e: &AnyEngine, url: &str, workers: usize, n: usize) -> Result<f64> {
+/// `consume_Nw`: seconds for `workers` processes (run with `extra`
+/// arguments) to drain `n` events.
+pub(crate) async fn consume(
+    e: &AnyEngine,
+    url: &str,
+    workers: usize,
+    n: usize,
+    extra: &[String],
+) -> Result<f64> {
     let last = publish(e, n).await?;
     let mut children = (0..workers)
-        .map(|w| spawn_gated(url, &format!("w{w}")))
+        .map(|w| spawn_gated(url, &format!("w{w}"), extra))
         .collect::<Result<Vec<_>>>()?;
     let started = Instant::now();
     for child in &mut children {
@@ -235,10 +247,14 @@ pub(crate) async fn run(args: GroupBenchArgs) -> Result<()> {
     let (target, wanted) = args.resolve(SCENARIOS)?;
     let engine = target.name();
     println!(
-        "# alkstore {} engine={engine} groups: {BUCKETS} buckets, ttl {TTL_MS} ms, heartbeat {HEARTBEAT_MS} ms, worker processes with a no-op handler",
+        "# alkstore {} engine={engine} groups: {BUCKETS} buckets, ttl {TTL_MS} ms, heartbeat {HEARTBEAT_MS} ms, worker processes with a no-op handler (group_tx: one row per event)",
         env!("CARGO_PKG_VERSION")
     );
     for (i, name) in wanted.iter().enumerate() {
+        if *name == "group_tx" {
+            crate::bench_tx::group_tx(&target, args.scale).await?;
+            continue;
+        }
         let fresh = target.fresh(300 + i).await?;
         match *name {
             "failover" | "rebalance" => {
@@ -259,7 +275,7 @@ pub(crate) async fn run(args: GroupBenchArgs) -> Result<()> {
                     .parse()
                     .map_err(|_| Error::invalid("scenario", throughput.to_string()))?;
                 let n = scaled(1_000_000, args.scale);
-                let secs = consume(&fresh.engine, &fresh.url, workers, n).await?;
+                let secs = consume(&fresh.engine, &fresh.url, workers, n, &[]).await?;
                 println!(
                     "bench peer=alkstore engine={engine} scenario={throughput} events={n} secs={secs:.3} events_per_s={:.0}",
                     n as f64 / secs

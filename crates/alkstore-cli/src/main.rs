@@ -9,6 +9,7 @@ mod bench_http;
 mod bench_lock;
 mod bench_soak;
 mod bench_stream;
+mod bench_tx;
 mod commands;
 mod demo;
 mod exec_worker;

@@ -1,6 +1,10 @@
 //! `alk test-worker`: a real worker process for the crash tests. Each handled
 //! job appends `id attempt` to a log with one `write` on an `O_APPEND` file,
-//! so lines from concurrent handlers and processes never interleave.
+//! so lines from concurrent handlers and processes never interleave. With
+//! `--tx-table`, the handler is transactional instead: it inserts a business
+//! row into that table inside the job's transaction, which completes the
+//! job (and `alk test-group-worker` the same per event, with the
+//! checkpoint).
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -15,9 +19,14 @@ pub(crate) struct TestWorkerArgs {
     /// Queue to work.
     #[arg(long)]
     queue: String,
-    /// File to append `id attempt` lines to.
+    /// File to append `id attempt` lines to (none: no log).
     #[arg(long)]
-    log: std::path::PathBuf,
+    log: Option<std::path::PathBuf>,
+    /// Transactional mode: insert `('job', id, attempt)` into this table
+    /// (`kind, ref, key`; the test makes it) inside the job's transaction,
+    /// which acks the job.
+    #[arg(long)]
+    tx_table: Option<String>,
     /// Handler concurrency.
     #[arg(long, default_value_t = 32)]
     concurrency: usize,
@@ -29,28 +38,120 @@ pub(crate) struct TestWorkerArgs {
     shutdown_timeout_ms: u64,
 }
 
-/// Run until SIGTERM or Ctrl-C.
-pub(crate) async fn run(db: &str, args: TestWorkerArgs) -> Result<()> {
-    let store = Store::open(db).await?;
+/// An `O_APPEND` log file shared by a process's handlers.
+type Log = Option<Arc<Mutex<std::fs::File>>>;
+
+fn open_log(path: Option<&std::path::Path>) -> Result<Log> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
     let file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(&args.log)
+        .open(path)
         .map_err(|e| Error::invalid("log", e))?;
-    let file = Arc::new(Mutex::new(file));
+    Ok(Some(Arc::new(Mutex::new(file))))
+}
+
+/// Append `line` with one `write` (nothing without a log).
+fn append(log: &Log, line: &str) -> std::io::Result<()> {
+    let Some(file) = log else {
+        return Ok(());
+    };
+    file.lock()
+        .map_err(|_| std::io::Error::other("log lock"))
+        .and_then(|mut f| f.write_all(line.as_bytes()))
+}
+
+/// Insert the business row `(kind, reference, key)` into `table` inside
+/// `tx`, with the application's own SQL on the transaction's native handle.
+pub(crate) async fn insert_row(
+    tx: &mut alkstore::Tx,
+    table: &str,
+    kind: &str,
+    reference: i64,
+    key: &str,
+) -> Result<()> {
+    let db = |e: &dyn std::fmt::Display| Error::database("business insert", e.to_string());
+    if let Some(conn) = tx.sqlite() {
+        let sql = format!("INSERT INTO {table} (kind, ref, key) VALUES (?1, ?2, ?3)");
+        return conn
+            .prepare_cached(&sql)
+            .and_then(|mut s| s.execute((kind, reference, key)))
+            .map(drop)
+            .map_err(|e| db(&e));
+    }
+    if let Some(client) = tx.postgres() {
+        let sql = format!("INSERT INTO {table} (kind, ref, key) VALUES ($1, $2, $3)");
+        return client
+            .execute(&sql, &[&kind, &reference, &key])
+            .await
+            .map(drop)
+            .map_err(|e| db(&e));
+    }
+    Err(Error::database(
+        "business insert",
+        "the transaction has ended",
+    ))
+}
+
+/// Make the business table (`id`, `kind`, `ref`, `key`) of the store at
+/// `url` for the benchmarks (the crash tests make their own); its name.
+pub(crate) async fn create_business_table(store: &Store, url: &str) -> Result<String> {
+    let (table, id) = match alkstore::StoreUrl::parse(url)? {
+        alkstore::StoreUrl::Sqlite { .. } => ("business".to_string(), "INTEGER PRIMARY KEY"),
+        alkstore::StoreUrl::Postgres { schema, .. } => (
+            format!(
+                "{}.business",
+                alkstore::postgres::schema::quote_identifier(&schema)
+            ),
+            "BIGSERIAL PRIMARY KEY",
+        ),
+    };
+    let ddl = format!(
+        "CREATE TABLE IF NOT EXISTS {table} (id {id}, kind TEXT NOT NULL, ref BIGINT NOT NULL, key TEXT NOT NULL)"
+    );
+    let db = |e: &dyn std::fmt::Display| Error::database("business table", e.to_string());
+    let tx = store.begin().await?;
+    if let Some(conn) = tx.sqlite() {
+        conn.execute_batch(&ddl).map_err(|e| db(&e))?;
+    } else if let Some(client) = tx.postgres() {
+        client.batch_execute(&ddl).await.map_err(|e| db(&e))?;
+    }
+    tx.commit().await?;
+    Ok(table)
+}
+
+/// Run until SIGTERM or Ctrl-C.
+pub(crate) async fn run(db: &str, args: TestWorkerArgs) -> Result<()> {
+    let store = Store::open(db).await?;
+    let log = open_log(args.log.as_deref())?;
     let sleep = Duration::from_millis(args.sleep_ms);
-    let report = Worker::new(store)
-        .queue_raw(args.queue.clone(), move |job: JobCtx<Vec<u8>>| {
-            let file = file.clone();
+    let worker = Worker::new(store);
+    let worker = match args.tx_table {
+        Some(table) => {
+            let table: Arc<str> = table.into();
+            worker.queue_tx_raw(args.queue.clone(), move |tx, job: JobCtx<Vec<u8>>| {
+                let (log, table) = (log.clone(), table.clone());
+                Box::pin(async move {
+                    tokio::time::sleep(sleep).await;
+                    let attempt = job.attempt().to_string();
+                    insert_row(tx, &table, "job", job.id(), &attempt).await?;
+                    append(&log, &format!("{} {}\n", job.id(), job.attempt()))?;
+                    Ok(())
+                })
+            })
+        }
+        None => worker.queue_raw(args.queue.clone(), move |job: JobCtx<Vec<u8>>| {
+            let log = log.clone();
             async move {
                 tokio::time::sleep(sleep).await;
-                let line = format!("{} {}\n", job.id(), job.attempt());
-                if let Ok(mut f) = file.lock() {
-                    f.write_all(line.as_bytes())?;
-                }
+                append(&log, &format!("{} {}\n", job.id(), job.attempt()))?;
                 Ok(())
             }
-        })
+        }),
+    };
+    let report = worker
         .concurrency(&args.queue, args.concurrency)
         .opts(WorkerOpts {
             shutdown_timeout: Duration::from_millis(args.shutdown_timeout_ms),
@@ -96,6 +197,16 @@ pub(crate) struct TestGroupWorkerArgs {
     /// letters after one run (for the dashboard's browser test).
     #[arg(long)]
     fail_key: Option<String>,
+    /// Transactional mode: insert `('event', offset, key)` into this table
+    /// (`kind, ref, key`; the test makes it) inside the transaction that
+    /// checkpoints the event's bucket.
+    #[arg(long)]
+    tx_table: Option<String>,
+    /// The same row, but written by a plain handler in a transaction of
+    /// its own, before the normal checkpoint (`alk bench group`'s
+    /// `group_tx` baseline).
+    #[arg(long, conflicts_with = "tx_table")]
+    own_tx_table: Option<String>,
 }
 
 /// A consumer-group worker for the multi-process tests: logs every handled
@@ -103,16 +214,7 @@ pub(crate) struct TestGroupWorkerArgs {
 pub(crate) async fn run_group(db: &str, args: TestGroupWorkerArgs) -> Result<()> {
     use alkstore::group::{GroupEvent, GroupOpts};
     let store = Store::open(db).await?;
-    let file = match &args.log {
-        Some(path) => Some(Arc::new(Mutex::new(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map_err(|e| Error::invalid("log", e))?,
-        ))),
-        None => None,
-    };
+    let log = open_log(args.log.as_deref())?;
     if args.gate {
         wait_for_go()?;
     }
@@ -128,41 +230,75 @@ pub(crate) async fn run_group(db: &str, args: TestGroupWorkerArgs) -> Result<()>
         };
     }
     let fail_key = args.fail_key;
-    let report = store
+    let line = |e: &GroupEvent| {
+        format!(
+            "{} {} {} {} {}\n",
+            e.worker,
+            e.bucket,
+            e.epoch,
+            e.event.offset,
+            e.event.key.as_deref().unwrap_or("-")
+        )
+    };
+    let runner = store
         .group(args.group)
         .stream(args.stream)
         .buckets(args.buckets)
         .worker_id(args.name)
-        .opts(opts)
-        .run(
-            move |e: GroupEvent| {
-                if fail_key.is_some() && e.event.key == fail_key {
-                    let failed = std::io::Error::other("test-group-worker: --fail-key");
-                    return std::future::ready(Err(failed));
-                }
-                let Some(file) = &file else {
-                    return std::future::ready(Ok(()));
-                };
-                let line = format!(
-                    "{} {} {} {} {}\n",
-                    e.worker,
-                    e.bucket,
-                    e.epoch,
-                    e.event.offset,
-                    e.event.key.as_deref().unwrap_or("-")
-                );
-                let written = file
-                    .lock()
-                    .map_err(|_| std::io::Error::other("log lock"))
-                    .and_then(|mut f| f.write_all(line.as_bytes()));
-                std::future::ready(written)
-            },
-            alkstore::shutdown_signal(),
-        )
-        .await
-        .map_err(|e| match e {
-            alkstore::group::GroupError::Store(e) => e,
-        })?;
+        .opts(opts);
+    let ran = match (args.tx_table, args.own_tx_table) {
+        (None, Some(table)) => {
+            let (table, store): (Arc<str>, Store) = (table.into(), store.clone());
+            runner
+                .run(
+                    move |e: GroupEvent| {
+                        let (table, store) = (table.clone(), store.clone());
+                        async move {
+                            let mut tx = store.begin().await?;
+                            let key = e.event.key.as_deref().unwrap_or("-");
+                            insert_row(&mut tx, &table, "event", e.event.offset, key).await?;
+                            tx.commit().await
+                        }
+                    },
+                    alkstore::shutdown_signal(),
+                )
+                .await
+        }
+        (Some(table), _) => {
+            let table: Arc<str> = table.into();
+            runner
+                .run_tx(
+                    move |tx, e: GroupEvent| {
+                        let (log, table) = (log.clone(), table.clone());
+                        Box::pin(async move {
+                            let key = e.event.key.as_deref().unwrap_or("-");
+                            insert_row(tx, &table, "event", e.event.offset, key).await?;
+                            append(&log, &line(&e))?;
+                            Ok::<(), alkstore::BoxError>(())
+                        })
+                    },
+                    alkstore::shutdown_signal(),
+                )
+                .await
+        }
+        (None, None) => {
+            runner
+                .run(
+                    move |e: GroupEvent| {
+                        if fail_key.is_some() && e.event.key == fail_key {
+                            let failed = std::io::Error::other("test-group-worker: --fail-key");
+                            return std::future::ready(Err(failed));
+                        }
+                        std::future::ready(append(&log, &line(&e)))
+                    },
+                    alkstore::shutdown_signal(),
+                )
+                .await
+        }
+    };
+    let report = ran.map_err(|e| match e {
+        alkstore::group::GroupError::Store(e) => e,
+    })?;
     eprintln!("{report:?}");
     Ok(())
 }

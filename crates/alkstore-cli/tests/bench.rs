@@ -97,7 +97,17 @@ fn worker_bench_reports_latency_and_throughput() {
             "raw_claim_ack",
             "worker_50k",
             "worker_vs_raw",
-            "worker_retry_once"
+            "worker_retry_once",
+            "worker_tx.in_tx.round1",
+            "worker_tx.in_tx_per_job.round1",
+            "worker_tx.own_tx.round1",
+            "worker_tx.in_tx.round2",
+            "worker_tx.in_tx_per_job.round2",
+            "worker_tx.own_tx.round2",
+            "worker_tx.in_tx.round3",
+            "worker_tx.in_tx_per_job.round3",
+            "worker_tx.own_tx.round3",
+            "worker_tx"
         ],
         "{out}"
     );
@@ -178,4 +188,34 @@ fn unknown_scenario_is_rejected() {
         .expect("run");
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown"));
+}
+
+/// `group_tx` runs both variants (a row in the handler's transaction, a
+/// row in one of its own) in alternating rounds, then compares them.
+#[test]
+fn group_tx_bench_compares_its_variants() {
+    let out = bench(&["group", "--scenario", "group_tx", "--scale", "0.01"]);
+    let names: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("bench "))
+        .filter_map(|l| {
+            l.split_whitespace()
+                .find_map(|w| w.strip_prefix("scenario="))
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "group_tx.in_tx.round1",
+            "group_tx.own_tx.round1",
+            "group_tx.in_tx.round2",
+            "group_tx.own_tx.round2",
+            "group_tx"
+        ],
+        "{out}"
+    );
+    assert!(
+        out.contains(" in_tx_events_per_s=") && out.contains(" speedup="),
+        "{out}"
+    );
 }

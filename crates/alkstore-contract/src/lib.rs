@@ -206,9 +206,36 @@ pub trait RuntimeHarness: Send + Sync + Sized + 'static {
         events: Vec<NewEvent>,
     ) -> impl Future<Output = Result<HeldPublish>> + Send;
 
+    /// The application's own table, in the store's database, that the
+    /// transactional handlers of the `runtime` rows write to (see
+    /// [`Business`]). A handle rather than methods here, because a
+    /// worker's handlers outlive any borrow of the harness.
+    fn business(&self) -> std::sync::Arc<dyn Business>;
+
     /// Drop whatever the harness created. Runs after every row, whether it
     /// passed or panicked.
     fn teardown(self) -> impl Future<Output = ()> + Send;
+}
+
+/// A future of a [`Business`] table's, borrowing it (and the transaction).
+pub type BusinessFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
+
+/// The application's own table (`key TEXT, n BIGINT`, no unique key, so
+/// a duplicate would show) that transactional handlers write to with the
+/// application's own SQL, on the native handle of the transaction they
+/// are given ([`alkstore::Tx::sqlite`], [`alkstore::Tx::postgres`]).
+pub trait Business: Send + Sync + 'static {
+    /// Insert the row `(key, n)` inside `tx`: it commits or rolls back with
+    /// everything else in `tx`.
+    fn insert<'t>(
+        &'t self,
+        tx: &'t mut alkstore::Tx,
+        key: &'t str,
+        n: i64,
+    ) -> BusinessFuture<'t, ()>;
+
+    /// Every committed row, `(key, n)`, in the order they were inserted.
+    fn rows(&self) -> BusinessFuture<'_, Vec<(String, i64)>>;
 }
 
 /// Expand to one `#[tokio::test]` per contract row for the harness factories

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use alkstore_contract::alkstore::{AnyEngine, Store};
-use alkstore_contract::{Harness, HeldPublish, RuntimeHarness};
+use alkstore_contract::alkstore::{AnyEngine, Store, Tx};
+use alkstore_contract::{Business, BusinessFuture, Harness, HeldPublish, RuntimeHarness};
 use alkstore_core::stream::NewEvent;
 use alkstore_core::{Error, ManualClock, NewJob, Result, Transaction};
 use alkstore_postgres::{testing, PgEngine, PgOptions};
@@ -221,10 +221,60 @@ async fn runtime_harness(_name: &'static str) -> PgRuntime {
     let engine = PgEngine::open(PgOptions::new(url.clone(), schema.clone()))
         .await
         .expect("open");
+    engine
+        .client()
+        .await
+        .expect("client")
+        .batch_execute(&format!(
+            "CREATE TABLE IF NOT EXISTS {} \
+             (id BIGSERIAL PRIMARY KEY, key TEXT NOT NULL, n BIGINT NOT NULL)",
+            business_table(&schema)
+        ))
+        .await
+        .expect("the application's table");
     PgRuntime {
         store: Store::from_engine(AnyEngine::Postgres(engine)),
         url,
         schema,
+    }
+}
+
+/// The application's own table in the store's schema, for the
+/// transactional runtime rows.
+struct PgBusiness {
+    engine: PgEngine,
+    table: String,
+}
+
+impl Business for PgBusiness {
+    fn insert<'t>(&'t self, tx: &'t mut Tx, key: &'t str, n: i64) -> BusinessFuture<'t, ()> {
+        Box::pin(async move {
+            let client = tx.postgres().ok_or_else(|| {
+                Error::database("business insert", "not a PostgreSQL transaction")
+            })?;
+            client
+                .execute(
+                    &format!("INSERT INTO {} (key, n) VALUES ($1, $2)", self.table),
+                    &[&key, &n],
+                )
+                .await
+                .map(drop)
+                .map_err(|e| Error::database("business insert", e))
+        })
+    }
+
+    fn rows(&self) -> BusinessFuture<'_, Vec<(String, i64)>> {
+        Box::pin(async move {
+            let client = self.engine.client().await?;
+            let rows = client
+                .query(
+                    &format!("SELECT key, n FROM {} ORDER BY id", self.table),
+                    &[],
+                )
+                .await
+                .map_err(|e| Error::database("business rows", e))?;
+            Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+        })
     }
 }
 
@@ -255,6 +305,13 @@ impl RuntimeHarness for PgRuntime {
     async fn publish_held(&self, events: Vec<NewEvent>) -> Result<HeldPublish> {
         let engine = self.store.postgres().expect("a PostgreSQL store").clone();
         publish_held(&self.url, engine, events).await
+    }
+
+    fn business(&self) -> Arc<dyn Business> {
+        Arc::new(PgBusiness {
+            engine: self.store.postgres().expect("a PostgreSQL store").clone(),
+            table: business_table(&self.schema),
+        })
     }
 
     async fn teardown(self) {

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use alkstore_contract::alkstore::{AnyEngine, Store};
-use alkstore_contract::{Harness, HeldPublish, RuntimeHarness};
+use alkstore_contract::alkstore::{AnyEngine, Store, Tx};
+use alkstore_contract::{Business, BusinessFuture, Harness, HeldPublish, RuntimeHarness};
 use alkstore_core::stream::NewEvent;
 use alkstore_core::{Error, ManualClock, NewJob, Result, Transaction};
 use alkstore_sqlite::{SqliteEngine, SqliteOptions};
@@ -160,9 +160,63 @@ async fn runtime_harness(_name: &'static str) -> SqliteRuntime {
     let dir = tempfile::tempdir().expect("temp dir");
     let engine =
         SqliteEngine::open(SqliteOptions::new(dir.path().join("runtime.db"))).expect("open");
+    SqliteBusiness::create(engine.path()).expect("the application's table");
     SqliteRuntime {
         store: Store::from_engine(AnyEngine::Sqlite(engine)),
         _dir: dir,
+    }
+}
+
+/// The application's own table in the store's file, for the transactional
+/// runtime rows.
+struct SqliteBusiness {
+    path: std::path::PathBuf,
+}
+
+impl SqliteBusiness {
+    fn create(path: &std::path::Path) -> rusqlite::Result<()> {
+        open_app_connection(path)?.execute_batch(
+            "CREATE TABLE IF NOT EXISTS business \
+             (id INTEGER PRIMARY KEY, key TEXT NOT NULL, n INTEGER NOT NULL)",
+        )
+    }
+}
+
+impl Business for SqliteBusiness {
+    fn insert<'t>(&'t self, tx: &'t mut Tx, key: &'t str, n: i64) -> BusinessFuture<'t, ()> {
+        let db = |e: rusqlite::Error| Error::database("business insert", e);
+        let inserted = match tx.sqlite() {
+            Some(conn) => conn
+                .prepare_cached("INSERT INTO business (key, n) VALUES (?1, ?2)")
+                .and_then(|mut s| s.execute(rusqlite::params![key, n]))
+                .map(drop)
+                .map_err(db),
+            None => Err(Error::database(
+                "business insert",
+                "not a SQLite transaction",
+            )),
+        };
+        Box::pin(std::future::ready(inserted))
+    }
+
+    fn rows(&self) -> BusinessFuture<'_, Vec<(String, i64)>> {
+        let path = self.path.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                let db = |e: rusqlite::Error| Error::database("business rows", e);
+                let conn = open_app_connection(&path).map_err(db)?;
+                let mut stmt = conn
+                    .prepare("SELECT key, n FROM business ORDER BY id")
+                    .map_err(db)?;
+                let rows = stmt
+                    .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .map_err(db)?;
+                rows.collect::<rusqlite::Result<Vec<(String, i64)>>>()
+                    .map_err(db)
+            })
+            .await
+            .map_err(|e| Error::database("business rows", e.to_string()))?
+        })
     }
 }
 
@@ -197,6 +251,13 @@ impl RuntimeHarness for SqliteRuntime {
     async fn publish_held(&self, events: Vec<NewEvent>) -> Result<HeldPublish> {
         let engine = self.store.sqlite().expect("a SQLite store").clone();
         publish_held(engine, events).await
+    }
+
+    fn business(&self) -> Arc<dyn Business> {
+        let engine = self.store.sqlite().expect("a SQLite store");
+        Arc::new(SqliteBusiness {
+            path: engine.path().to_path_buf(),
+        })
     }
 
     async fn teardown(self) {}

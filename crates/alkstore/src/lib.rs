@@ -54,9 +54,9 @@ pub use alkstore_core::prelude;
 pub use alkstore_core::rate;
 pub use alkstore_core::url;
 pub use alkstore_core::{
-    url::StoreUrl, AttemptError, CancelOutcome, Capabilities, Claim, Clock, DeadListParams,
-    DeadSelect, Engine, EnqueueOpts, Enqueued, EnqueuedClaimed, Error, ErrorKind, Job,
-    JobClaimParams, JobEnqueueClaimedParams, JobInfo, JobListParams, JobRetryParams, JobState,
+    url::StoreUrl, AttemptError, BoxError, CancelOutcome, Capabilities, Claim, Clock,
+    DeadListParams, DeadSelect, Engine, EnqueueOpts, Enqueued, EnqueuedClaimed, Error, ErrorKind,
+    Job, JobClaimParams, JobEnqueueClaimedParams, JobInfo, JobListParams, JobRetryParams, JobState,
     Limits, ManualClock, NewJob, QueueAdmin, QueueEngine, QueueOpts, QueueStats, QueueThroughput,
     QueueThroughputParams, QueueTotals, Result, RetryOutcome, SweepReport, SystemClock,
     ThroughputBucket, Wake, DEFAULT_MAX_ATTEMPTS, THROUGHPUT_BUCKET_S, THROUGHPUT_RETENTION,

@@ -23,6 +23,7 @@ pub mod schedules;
 pub mod shutdown;
 pub mod snooze_cancel;
 pub mod subscribers;
+pub mod transactions;
 
 /// The runtime area: every sub-area's row list, inside `mod runtime`.
 #[doc(hidden)]
@@ -43,6 +44,7 @@ macro_rules! __runtime {
             $crate::__runtime_shutdown!($then, $args);
             $crate::__runtime_snooze_cancel!($then, $args);
             $crate::__runtime_subscribers!($then, $args);
+            $crate::__runtime_transactions!($then, $args);
         } }
     };
 }

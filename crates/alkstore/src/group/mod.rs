@@ -9,6 +9,12 @@
 //! lapse by the database's clock. Per owned bucket a reader handles the
 //! bucket's events in offset order and checkpoints under the lease's epoch,
 //! so a worker that lost a bucket can move nothing.
+//!
+//! A plain handler ([`GroupRunner::run`]) is at least once. A transactional
+//! one ([`GroupRunner::run_tx`]) writes through the transaction that
+//! commits the bucket's checkpoint, in batches: its writes land exactly
+//! once, even when a worker is frozen past its lease or killed mid-batch
+//! (see `examples/projection.rs` for a read model kept this way).
 
 mod runner;
 

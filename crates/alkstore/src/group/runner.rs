@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -21,8 +22,9 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::JoinHandle;
 
+use crate::stream::batch::{self, Next, Retries, Step, TxReader};
 use crate::stream::{FollowUps, OnError};
-use crate::{AnyEngine, Store};
+use crate::{AnyEngine, Store, Tx, TxFuture};
 
 /// One event handed to a group's handler, with the lease it is handled
 /// under.
@@ -154,14 +156,26 @@ pub struct GroupRunner {
     worker: Option<String>,
 }
 
+/// A group's handler, its types erased.
+enum Handler {
+    /// [`GroupRunner::run`]'s.
+    Plain(Box<PlainHandler>),
+    /// [`GroupRunner::run_tx`]'s.
+    Tx(Box<TxHandler>),
+}
+
+/// A plain group handler, its types erased.
+type PlainHandler =
+    dyn Fn(GroupEvent) -> Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send>> + Send + Sync;
+
 /// What the fetcher and every bucket handler of one worker share.
-struct Shared<F> {
+struct Shared {
     engine: AnyEngine,
     group: String,
     stream: String,
     worker: Arc<str>,
     opts: GroupOpts,
-    handler: F,
+    handler: Handler,
     /// The owned buckets the fetcher feeds: how far each was fetched, and
     /// its handler's queue.
     fetch: Mutex<BTreeMap<u32, FetchSlot>>,
@@ -273,6 +287,9 @@ impl GroupRunner {
     ///   dead letters are fenced by the epoch; the handler's own writes are
     ///   not. Keep handler calls well below the TTL, and make their effects
     ///   idempotent (keyed by the event's offset) or ordered by the epoch.
+    ///
+    /// Handlers that write to the same database can have those writes
+    /// committed exactly once instead: see [`GroupRunner::run_tx`].
     pub async fn run<F, Fut, E>(
         self,
         handler: F,
@@ -283,6 +300,111 @@ impl GroupRunner {
         Fut: Future<Output = Result<(), E>> + Send + 'static,
         E: Into<BoxError> + Send + 'static,
     {
+        let handler = Handler::Plain(Box::new(move |e: GroupEvent| {
+            let called = handler(e);
+            Box::pin(async move { called.await.map_err(Into::into) })
+        }));
+        self.run_with(handler, shutdown).await
+    }
+
+    /// Run a **transactional** `handler` over this worker's share of the
+    /// group's buckets until `shutdown` resolves (as [`GroupRunner::run`]
+    /// does a plain one): each bucket's events run in transactions
+    /// ([`Store::begin`](crate::Store::begin)) of up to
+    /// [`GroupOpts::commit_every`] events, and each transaction commits
+    /// the bucket's checkpoint, under the lease's epoch, together with the
+    /// handler's writes.
+    ///
+    /// # What a transactional handler is promised
+    ///
+    /// - **Exactly-once effects for the writes made in the transaction**
+    ///   (every call on the [`Tx`], and the application's own SQL on
+    ///   [`Tx::sqlite`] or [`Tx::postgres`]), on both engines, however
+    ///   many workers run and whatever happens to them: an event's writes
+    ///   commit with the checkpoint that moves past it, and the checkpoint
+    ///   is fenced. Before each commit the transaction writes the
+    ///   checkpoint under the epoch of the lease it ran under (refused if
+    ///   the bucket has a new holder, and from then on the lease cannot be
+    ///   taken over until the transaction ends), and the worker checks that
+    ///   the lease is still surely valid by this host's clock (see
+    ///   [`GroupRunner::run`]). If either fails (the worker was frozen or
+    ///   cut off past its TTL, its lease lapsed and was claimed, a
+    ///   rebalance took the bucket), the transaction rolls back: the
+    ///   handler's writes vanish, and the bucket's next holder runs those
+    ///   events from the committed checkpoint. So a call still running when
+    ///   its lease lapses can write nothing that lasts.
+    /// - Per key, the committed writes follow the stream's order: a bucket
+    ///   is handled by one lease at a time, in offset order, from the
+    ///   checkpoint the last committed transaction left.
+    /// - A batch is per-event handler calls inside one transaction: it
+    ///   takes the bucket's events that are already waiting, up to
+    ///   `commit_every`, and commits early once it has been open for
+    ///   [`GroupOpts::commit_interval`]; so a backlog (a projection being
+    ///   rebuilt) makes few commits and a quiet stream adds no delay.
+    /// - When a call fails, the whole transaction rolls back; the events
+    ///   before the failing one run again and commit, then the failing one
+    ///   runs alone per [`GroupOpts::on_error`]; when its runs are used up
+    ///   it goes to the group's dead letters (outside the transaction, fenced
+    ///   by the epoch) and the bucket goes on.
+    /// - **Not covered**: effects outside the database (messages sent,
+    ///   HTTP calls) and writes made outside the transaction are at least
+    ///   once: a rolled-back transaction's events run again. So is a
+    ///   requeued dead letter's run: its writes commit under a fenced
+    ///   checkpoint, but marking it resolved is a write of its own after
+    ///   that commit.
+    ///
+    /// On SQLite a transaction holds the store's write lock while its
+    /// events run, so the buckets' transactions take turns and the
+    /// worker's lease renewals wait for them: keep handler calls short
+    /// (well below the TTL, which also bounds how long one batch may
+    /// take), and write only through the transaction.
+    ///
+    /// ```no_run
+    /// # async fn demo(store: alkstore::Store) -> Result<(), alkstore::group::GroupError> {
+    /// use alkstore::group::GroupEvent;
+    /// store
+    ///     .group("projection")
+    ///     .stream("orders")
+    ///     .run_tx(
+    ///         |tx, e: GroupEvent| {
+    ///             Box::pin(async move {
+    ///                 if let Some(client) = tx.postgres() {
+    ///                     client
+    ///                         .execute(
+    ///                             "INSERT INTO order_log (key, event_offset) VALUES ($1, $2)",
+    ///                             &[&e.event.key, &e.event.offset],
+    ///                         )
+    ///                         .await?;
+    ///                 }
+    ///                 Ok::<(), alkstore::postgres::tokio_postgres::Error>(())
+    ///             })
+    ///         },
+    ///         alkstore::shutdown_signal(),
+    ///     )
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn run_tx<F, E>(
+        self,
+        handler: F,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<GroupReport, GroupError>
+    where
+        F: for<'t> Fn(&'t mut Tx, GroupEvent) -> TxFuture<'t, (), E> + Send + Sync + 'static,
+        E: Into<BoxError> + 'static,
+    {
+        let handler = Handler::Tx(Box::new(move |tx: &mut Tx, e: GroupEvent| {
+            let called = handler(tx, e);
+            Box::pin(async move { called.await.map_err(Into::into) })
+        }));
+        self.run_with(handler, shutdown).await
+    }
+
+    async fn run_with(
+        self,
+        handler: Handler,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<GroupReport, GroupError> {
         let engine = self.store.engine().clone();
         let worker: Arc<str> = self.worker.unwrap_or_else(unique_worker_id).into();
         // Everything checked before anything is written: the options, and
@@ -343,8 +465,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-struct Coordinator<F> {
-    shared: Arc<Shared<F>>,
+struct Coordinator {
+    shared: Arc<Shared>,
     buckets: BTreeMap<u32, Owned>,
     report: GroupReport,
     /// Until when every lease of the last renewal is surely valid (see
@@ -358,12 +480,7 @@ struct Coordinator<F> {
     settle_until: Instant,
 }
 
-impl<F, Fut, E> Coordinator<F>
-where
-    F: Fn(GroupEvent) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<(), E>> + Send + 'static,
-    E: Into<BoxError> + Send + 'static,
-{
+impl Coordinator {
     async fn run(&mut self, shutdown: impl Future<Output = ()>) -> Result<(), GroupError> {
         let mut shutdown = std::pin::pin!(shutdown.fuse());
         let opts = self.shared.opts.clone();
@@ -613,7 +730,7 @@ async fn read_page(
 /// The worker's one reader: every owned bucket in one scan of the stream,
 /// in offset order, each event handed to its bucket's handler; woken by
 /// commits (the same hints as subscribers), with a safety poll.
-async fn fetch<F>(s: Arc<Shared<F>>, mut stop: watch::Receiver<bool>) {
+async fn fetch(s: Arc<Shared>, mut stop: watch::Receiver<bool>) {
     let mut hints = s.engine.wake_subscribe();
     let mut failures = 0u32;
     // Follow-up reads after the first read, any full page, a hint and a new
@@ -760,7 +877,7 @@ async fn fetch<F>(s: Arc<Shared<F>>, mut stop: watch::Receiver<bool>) {
 
 /// Hand requeued dead letters of the owned buckets to their handlers
 /// (taking them clears their mark, so no other worker runs them too).
-async fn redeliver<F>(s: &Shared<F>) {
+async fn redeliver(s: &Shared) {
     let taken = s
         .engine
         .group_dead_take(GroupDeadTakeParams::new(
@@ -791,7 +908,7 @@ async fn redeliver<F>(s: &Shared<F>) {
 /// Mark requeued dead letters that were taken but not run as requeued
 /// again (taking cleared the mark), so the bucket's next holder runs them
 /// and an operator's requeue is not silently undone.
-async fn give_back<F>(s: &Shared<F>, offsets: Vec<i64>) {
+async fn give_back(s: &Shared, offsets: Vec<i64>) {
     if offsets.is_empty() {
         // An empty list would mean every dead letter of the group.
         return;
@@ -815,18 +932,13 @@ async fn give_back<F>(s: &Shared<F>, offsets: Vec<i64>) {
 /// offset order and checkpoints under the lease's epoch; until told to
 /// stop, the lease is found gone, or the lease may have lapsed (its
 /// `valid_until` passed).
-async fn handle_bucket<F, Fut, E>(
-    s: Arc<Shared<F>>,
+async fn handle_bucket(
+    s: Arc<Shared>,
     lease: BucketLease,
     mut fed: mpsc::Receiver<Fed>,
     mut stop: watch::Receiver<bool>,
     valid_until: watch::Receiver<Instant>,
-) -> HandlerEnd
-where
-    F: Fn(GroupEvent) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<(), E>> + Send + 'static,
-    E: Into<BoxError> + Send + 'static,
-{
+) -> HandlerEnd {
     let mut h = BucketHandler {
         s: &s,
         bucket: lease.bucket,
@@ -837,6 +949,7 @@ where
         last_save: Instant::now(),
         valid_until,
         untaken: Vec::new(),
+        deferred: None,
         end: HandlerEnd::default(),
     };
     h.follow(&mut fed, &mut stop).await;
@@ -865,10 +978,85 @@ enum Ran {
     /// The last error and how many runs.
     Failed(String, u32),
     Stopped,
+    /// A transactional run whose transaction did not commit: the lease was
+    /// lost (`NotHeld`) or the store failed.
+    Refused(Error),
 }
 
-struct BucketHandler<'a, F> {
-    s: &'a Shared<F>,
+/// A transactional group handler, its types erased.
+type TxHandler = dyn for<'t> Fn(&'t mut Tx, GroupEvent) -> TxFuture<'t, (), BoxError> + Send + Sync;
+
+/// A bucket's transactions: the handler, then the checkpoint under the
+/// lease's epoch, then a last look at the lease's `valid_until`.
+struct BucketTx<'a> {
+    s: &'a Shared,
+    handler: &'a TxHandler,
+    bucket: u32,
+    epoch: i64,
+    valid_until: watch::Receiver<Instant>,
+    /// Checkpoint here rather than at the transaction's last event (a
+    /// requeued dead letter's run: the checkpoint stays, fenced).
+    at: Option<i64>,
+}
+
+impl BucketTx<'_> {
+    fn valid(&self) -> bool {
+        *self.valid_until.borrow() > Instant::now()
+    }
+}
+
+impl TxReader for BucketTx<'_> {
+    fn call<'t>(&'t self, tx: &'t mut Tx, event: &Event) -> TxFuture<'t, (), BoxError> {
+        (self.handler)(
+            tx,
+            GroupEvent {
+                event: event.clone(),
+                bucket: self.bucket,
+                epoch: self.epoch,
+                worker: self.s.worker.clone(),
+            },
+        )
+    }
+
+    fn position<'t>(
+        &'t self,
+        tx: &'t mut Tx,
+        offset: i64,
+    ) -> Pin<Box<dyn Future<Output = Result<(), Error>> + Send + 't>> {
+        let s = self.s;
+        let params = GroupCheckpointParams::new(
+            s.group.clone(),
+            self.bucket,
+            &*s.worker,
+            self.epoch,
+            self.at.unwrap_or(offset),
+        );
+        Box::pin(async move {
+            // Fenced by the epoch, and from here on the lease cannot be
+            // taken over until the transaction ends; then the lease must
+            // still be surely valid by this host's clock (a worker frozen
+            // past its TTL commits nothing).
+            tx.group_checkpoint(params).await?;
+            if self.valid() {
+                Ok(())
+            } else {
+                Err(Error::NotHeld {
+                    what: format!(
+                        "lease on bucket {} of group {} (past its TTL by this host's clock)",
+                        self.bucket, s.group
+                    ),
+                })
+            }
+        })
+    }
+
+    fn may_start(&self) -> bool {
+        self.valid()
+    }
+}
+
+struct BucketHandler<'a> {
+    s: &'a Shared,
     bucket: u32,
     epoch: i64,
     /// The last event handled (or dead-lettered).
@@ -880,15 +1068,13 @@ struct BucketHandler<'a, F> {
     valid_until: watch::Receiver<Instant>,
     /// Requeued dead letters taken but not run (stopped first).
     untaken: Vec<i64>,
+    /// An item taken off the queue while gathering a transaction's batch,
+    /// to handle next.
+    deferred: Option<Fed>,
     end: HandlerEnd,
 }
 
-impl<F, Fut, E> BucketHandler<'_, F>
-where
-    F: Fn(GroupEvent) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<(), E>> + Send + 'static,
-    E: Into<BoxError> + Send + 'static,
-{
+impl BucketHandler<'_> {
     /// Told to stop, or the lease may have lapsed: start nothing more.
     fn stopping(&self, stop: &watch::Receiver<bool>) -> bool {
         *stop.borrow() || *self.valid_until.borrow() <= Instant::now()
@@ -905,7 +1091,10 @@ where
                 .opts
                 .commit_interval
                 .saturating_sub(self.last_save.elapsed());
-            let next = tokio::select! {
+            let next = if let Some(item) = self.deferred.take() {
+                Some(item)
+            } else {
+                tokio::select! {
                 biased;
                 changed = stop.changed() => {
                     if changed.is_err() || *stop.borrow() {
@@ -919,6 +1108,7 @@ where
                         return;
                     }
                     continue;
+                }
                 }
             };
             match next {
@@ -937,6 +1127,13 @@ where
                     if event.offset <= self.offset {
                         continue;
                     }
+                    if let Handler::Tx(handler) = &s.handler {
+                        let events = self.gather(event, fed);
+                        if !self.handle_tx(handler.as_ref(), events, stop).await {
+                            return;
+                        }
+                        continue;
+                    }
                     if !self.handle(event, stop).await {
                         return;
                     }
@@ -947,6 +1144,151 @@ where
                         return;
                     }
                 }
+            }
+        }
+    }
+
+    /// A transaction's events: `first`, and the bucket's events already
+    /// queued after it, up to `commit_every`; anything else taken off the
+    /// queue is handled next.
+    fn gather(&mut self, first: Event, fed: &mut mpsc::Receiver<Fed>) -> Vec<Event> {
+        let most = self.s.opts.commit_every as usize;
+        let mut events = vec![first];
+        while events.len() < most {
+            match fed.try_recv() {
+                Ok(Fed::Event(e)) => {
+                    if events.last().is_some_and(|last| e.offset > last.offset) {
+                        events.push(e);
+                    }
+                }
+                Ok(other) => {
+                    self.deferred = Some(other);
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        events
+    }
+
+    /// The bucket's transactions for `handler`, checkpointing at their
+    /// last event (`at`: there instead).
+    fn bucket_tx<'a>(&self, handler: &'a TxHandler, at: Option<i64>) -> BucketTx<'a>
+    where
+        Self: 'a,
+    {
+        BucketTx {
+            s: self.s,
+            handler,
+            bucket: self.bucket,
+            epoch: self.epoch,
+            valid_until: self.valid_until.clone(),
+            at,
+        }
+    }
+
+    /// Run `events` in transactions that commit the checkpoint with the
+    /// handler's writes (see [`GroupRunner::run_tx`]); an event whose runs
+    /// are used up is dead-lettered. False when stopping, or when a
+    /// transaction was refused (the lease is gone) or failed.
+    async fn handle_tx(
+        &mut self,
+        handler: &TxHandler,
+        events: Vec<Event>,
+        stop: &mut watch::Receiver<bool>,
+    ) -> bool {
+        let s = self.s;
+        let reader = self.bucket_tx(handler, None);
+        let mut retries = Retries::new(s.opts.on_error);
+        let mut rest = &events[..];
+        while let Some(head) = rest.first() {
+            if self.stopping(stop) {
+                return false;
+            }
+            let (n, wait) = match retries.next(rest, s.opts.commit_every as usize) {
+                Next::Run(n, wait) => (n, wait),
+                Next::GiveUp(error, runs) => {
+                    if !self
+                        .dead_letter(head.clone(), error.to_string(), runs)
+                        .await
+                    {
+                        return false;
+                    }
+                    rest = &rest[1..];
+                    continue;
+                }
+            };
+            if !wait.is_zero() && !self.pause(wait, stop).await {
+                return false;
+            }
+            match batch::one_tx(&reader, &s.engine, &rest[..n], s.opts.commit_interval).await {
+                Step::Committed(done @ 1..) => {
+                    let offset = rest[done - 1].offset;
+                    self.offset = offset;
+                    self.saved = offset;
+                    self.unsaved = 0;
+                    self.last_save = Instant::now();
+                    self.end.handled += done as u64;
+                    retries.committed(offset);
+                    rest = &rest[done..];
+                }
+                Step::Committed(0) | Step::Stopped => return false,
+                Step::Failed { index, error } => {
+                    let offset = rest[index].offset;
+                    tracing::warn!(group = %s.group, bucket = self.bucket, offset, run = retries.runs(offset) + 1, error = %error, "group handler failed; its transaction was rolled back");
+                    retries.failed(offset, error);
+                }
+                Step::Refused(e) => {
+                    self.end.lost = e.kind() == ErrorKind::NotHeld;
+                    tracing::warn!(group = %s.group, bucket = self.bucket, error = %e, "the bucket's transaction did not commit: its writes were rolled back");
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// Wait `wait` before running a failing event again; false when told
+    /// to stop meanwhile.
+    async fn pause(&self, wait: Duration, stop: &mut watch::Receiver<bool>) -> bool {
+        tokio::select! {
+            biased;
+            changed = stop.changed() => !(changed.is_err() || *stop.borrow()),
+            () = tokio::time::sleep(wait) => true,
+        }
+    }
+
+    /// Run a requeued dead letter's `event` in a transaction of its own,
+    /// per the error policy, its checkpoint kept where it is (fenced).
+    async fn redeliver_in_tx(
+        &self,
+        handler: &TxHandler,
+        event: &Event,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Ran {
+        let s = self.s;
+        let reader = self.bucket_tx(handler, Some(self.saved));
+        let mut retries = Retries::new(s.opts.on_error);
+        let events = std::slice::from_ref(event);
+        loop {
+            if self.stopping(stop) {
+                return Ran::Stopped;
+            }
+            let wait = match retries.next(events, 1) {
+                Next::Run(_, wait) => wait,
+                Next::GiveUp(error, runs) => return Ran::Failed(error.to_string(), runs),
+            };
+            if !wait.is_zero() && !self.pause(wait, stop).await {
+                return Ran::Stopped;
+            }
+            match batch::one_tx(&reader, &s.engine, events, s.opts.commit_interval).await {
+                Step::Committed(_) => return Ran::Ok,
+                Step::Stopped => return Ran::Stopped,
+                Step::Failed { error, .. } => {
+                    tracing::warn!(group = %s.group, bucket = self.bucket, offset = event.offset, run = retries.runs(event.offset) + 1, error = %error, "group handler failed on a requeued dead letter");
+                    retries.failed(event.offset, error);
+                }
+                Step::Refused(e) => return Ran::Refused(e),
             }
         }
     }
@@ -963,6 +1305,13 @@ where
                 // Taken (its mark cleared) but not run: marked again when
                 // the bucket's task ends.
                 self.untaken.push(offset);
+                return false;
+            }
+            Ran::Refused(e) => {
+                // Run, but its transaction rolled back: as not run.
+                tracing::warn!(group = %s.group, bucket = self.bucket, offset, error = %e, "a requeued dead letter's transaction did not commit");
+                self.untaken.push(offset);
+                self.end.lost = e.kind() == ErrorKind::NotHeld;
                 return false;
             }
             Ran::Ok => {
@@ -1003,6 +1352,12 @@ where
     /// Run the handler on `event` per the error policy.
     async fn run_handler(&self, event: &Event, stop: &mut watch::Receiver<bool>) -> Ran {
         let s = self.s;
+        let plain = match &s.handler {
+            Handler::Plain(plain) => plain,
+            Handler::Tx(handler) => {
+                return self.redeliver_in_tx(handler.as_ref(), event, stop).await
+            }
+        };
         let (attempts, mut backoff) = match s.opts.on_error {
             OnError::Stop => (1, Duration::ZERO),
             OnError::Retry { attempts, backoff } => (attempts.max(1), backoff),
@@ -1023,9 +1378,9 @@ where
                 epoch: self.epoch,
                 worker: s.worker.clone(),
             };
-            let error: BoxError = match (s.handler)(delivery).await {
+            let error: BoxError = match plain(delivery).await {
                 Ok(()) => return Ran::Ok,
-                Err(e) => e.into(),
+                Err(e) => e,
             };
             tracing::warn!(group = %s.group, bucket = self.bucket, offset = event.offset, run, error = %error, "group handler failed");
             if run >= attempts {
@@ -1049,7 +1404,7 @@ where
     async fn handle(&mut self, event: Event, stop: &mut watch::Receiver<bool>) -> bool {
         let offset = event.offset;
         match self.run_handler(&event, stop).await {
-            Ran::Stopped => false,
+            Ran::Stopped | Ran::Refused(_) => false,
             Ran::Ok => {
                 self.offset = offset;
                 self.unsaved += 1;
@@ -1147,6 +1502,38 @@ mod tests {
         }
     }
 
+    /// The task of worker "w" handling bucket 0 (epoch 1, checkpoint 0) of
+    /// group "g" on stream "s" with `handler`; checkpoints only when told
+    /// to (caught up, stopping), not on a timer.
+    fn spawn_bucket(
+        engine: &crate::AnyEngine,
+        handler: Handler,
+        fed: mpsc::Receiver<Fed>,
+        stop: watch::Receiver<bool>,
+        valid_until: watch::Receiver<Instant>,
+    ) -> JoinHandle<HandlerEnd> {
+        let shared = Arc::new(Shared {
+            engine: engine.clone(),
+            group: "g".into(),
+            stream: "s".into(),
+            worker: "w".into(),
+            opts: GroupOpts {
+                commit_interval: Duration::from_secs(3600),
+                ..GroupOpts::default()
+            },
+            handler,
+            fetch: Mutex::new(BTreeMap::new()),
+            added: Notify::new(),
+        });
+        let lease = BucketLease {
+            bucket: 0,
+            epoch: 1,
+            checkpoint: 0,
+            expires_at_ms: 0,
+        };
+        tokio::spawn(handle_bucket(shared, lease, fed, stop, valid_until))
+    }
+
     /// A bucket handler task of worker "w" on bucket 0 (epoch 1) over a
     /// fresh SQLite store, its handler recording what it ran; the test
     /// controls its queue, its stop and its lease's `valid_until`.
@@ -1169,36 +1556,17 @@ mod tests {
         let handled = Arc::new(Notify::new());
         let handler = {
             let (ran, handled) = (ran.clone(), handled.clone());
-            move |e: GroupEvent| {
+            Handler::Plain(Box::new(move |e: GroupEvent| {
                 lock(&ran).push(e.event.offset);
                 handled.notify_one();
-                std::future::ready(Ok::<(), std::io::Error>(()))
-            }
+                Box::pin(std::future::ready(Ok(())))
+            }))
         };
         let (valid, valid_rx) = watch::channel(Instant::now() + Duration::from_secs(3600));
         let engine = store.engine().clone();
-        let shared = Arc::new(Shared {
-            engine: store.engine().clone(),
-            group: "g".into(),
-            stream: "s".into(),
-            worker: "w".into(),
-            opts: GroupOpts {
-                commit_interval: Duration::from_secs(3600),
-                ..GroupOpts::default()
-            },
-            handler,
-            fetch: Mutex::new(BTreeMap::new()),
-            added: Notify::new(),
-        });
-        let lease = BucketLease {
-            bucket: 0,
-            epoch: 1,
-            checkpoint: 0,
-            expires_at_ms: 0,
-        };
         let (queue, fed) = mpsc::channel(8);
         let (stop, stop_rx) = watch::channel(false);
-        let task = tokio::spawn(handle_bucket(shared, lease, fed, stop_rx, valid_rx));
+        let task = spawn_bucket(&engine, handler, fed, stop_rx, valid_rx);
         Rig {
             _dir: dir,
             ran,
@@ -1302,5 +1670,161 @@ mod tests {
             dead[0].requeued,
             "marked again for the next holder: {dead:?}"
         );
+    }
+
+    /// A transactional bucket task of worker "w" on bucket 0 of group "g"
+    /// over stream "s", holding a real lease (epoch 1), with `n` events of
+    /// the stream already queued for it when it starts. Its handler
+    /// publishes each event's offset to stream "out" in the transaction,
+    /// and notes the bucket's committed checkpoint at each call; on the
+    /// last event it first runs `at_last`.
+    struct TxRig {
+        _dir: tempfile::TempDir,
+        engine: crate::AnyEngine,
+        seen: Arc<Mutex<Vec<i64>>>,
+        stop: watch::Sender<bool>,
+        task: JoinHandle<HandlerEnd>,
+        _queue: mpsc::Sender<Fed>,
+    }
+
+    async fn tx_rig(
+        n: usize,
+        at_last: impl Fn() + Send + Sync + 'static,
+        valid_rx: watch::Receiver<Instant>,
+    ) -> (TxRig, Vec<i64>) {
+        let dir = tempfile::tempdir().expect("tmp");
+        let url = format!("sqlite://{}", dir.path().join("t.db").display());
+        let store = Store::open(&url).await.expect("open");
+        let engine = store.engine().clone();
+        let offsets = store
+            .stream("s")
+            .publish_batch((0..n).map(|i| (Some("k".to_string()), i.to_string().into_bytes())))
+            .await
+            .expect("publish");
+        engine
+            .group_ensure(GroupEnsureParams::new("g", "s", 1))
+            .await
+            .expect("ensure");
+        let leases = engine
+            .group_claim(GroupClaimParams::new(
+                "g",
+                "w",
+                Duration::from_secs(3600),
+                1,
+            ))
+            .await
+            .expect("claim");
+        assert_eq!(leases.iter().map(|l| l.epoch).collect::<Vec<_>>(), [1]);
+        let seen: Arc<Mutex<Vec<i64>>> = Arc::default();
+        let last = *offsets.last().expect("published");
+        let handler = {
+            let (engine, seen, at_last) = (engine.clone(), seen.clone(), Arc::new(at_last));
+            Handler::Tx(Box::new(move |tx: &mut Tx, e: GroupEvent| {
+                let (engine, seen, at_last) = (engine.clone(), seen.clone(), at_last.clone());
+                Box::pin(async move {
+                    let status = engine.group_status("g").await?;
+                    lock(&seen).push(status.buckets[0].checkpoint);
+                    let out = alkstore_core::stream::NewEvent::new(
+                        "out",
+                        e.event.offset.to_string().into_bytes(),
+                    );
+                    tx.stream_publish(vec![out]).await?;
+                    if e.event.offset == last {
+                        at_last();
+                    }
+                    Ok(())
+                })
+            }))
+        };
+        let (queue, fed) = mpsc::channel(n.max(1));
+        let stream = store.stream("s");
+        for e in stream.read(0, 1_000).await.expect("read") {
+            queue.send(Fed::Event(e)).await.expect("queue");
+        }
+        let (stop, stop_rx) = watch::channel(false);
+        let task = spawn_bucket(&engine, handler, fed, stop_rx, valid_rx);
+        (
+            TxRig {
+                _dir: dir,
+                engine,
+                seen,
+                stop,
+                task,
+                _queue: queue,
+            },
+            offsets,
+        )
+    }
+
+    impl TxRig {
+        /// Wait for the task to end; its end, the committed checkpoint,
+        /// and the offsets on "out".
+        async fn finish(self) -> (HandlerEnd, i64, Vec<i64>) {
+            use alkstore_core::StreamEngine;
+            let end = self.task.await.expect("task");
+            drop(self.stop);
+            let checkpoint =
+                self.engine.group_status("g").await.expect("status").buckets[0].checkpoint;
+            let out = self
+                .engine
+                .stream_read(alkstore_core::stream::StreamReadParams::new("out", 0, 100))
+                .await
+                .expect("read out")
+                .iter()
+                .map(|e| String::from_utf8_lossy(&e.payload).parse().expect("offset"))
+                .collect();
+            (end, checkpoint, out)
+        }
+    }
+
+    /// Events already queued when the bucket's task starts run in one
+    /// transaction: every call sees the checkpoint as it was before the
+    /// batch, and one commit moves it to the last event with every write.
+    #[tokio::test]
+    async fn queued_events_run_in_one_transaction_that_commits_the_checkpoint() {
+        let (_valid, valid_rx) = watch::channel(Instant::now() + Duration::from_secs(3600));
+        let (rig, offsets) = tx_rig(5, || {}, valid_rx).await;
+        // Stop once the batch committed: the task then checkpoints (a
+        // no-op) and ends.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while lock(&rig.seen).len() < 5 {
+            assert!(Instant::now() < deadline, "the batch never ran");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        loop {
+            let status = rig.engine.group_status("g").await.expect("status");
+            if status.buckets[0].checkpoint == offsets[4] {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the batch never committed");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        rig.stop.send_replace(true);
+        let seen = lock(&rig.seen).clone();
+        let (end, checkpoint, out) = rig.finish().await;
+        assert_eq!(seen, [0; 5], "every call inside the one transaction");
+        assert_eq!((end.handled, end.lost), (5, false));
+        assert_eq!(checkpoint, offsets[4]);
+        assert_eq!(out, offsets, "every write committed with it");
+    }
+
+    /// A lease that lapses (by this host's clock) while the batch runs,
+    /// found at the commit: the transaction rolls back, the checkpoint and
+    /// the handler's writes with it, and the task ends as fenced.
+    #[tokio::test]
+    async fn a_lease_that_lapses_before_the_commit_commits_nothing() {
+        let (valid, valid_rx) = watch::channel(Instant::now() + Duration::from_secs(3600));
+        let valid = Arc::new(valid);
+        let lapse = {
+            let valid = valid.clone();
+            move || {
+                valid.send_replace(Instant::now());
+            }
+        };
+        let (rig, _) = tx_rig(5, lapse, valid_rx).await;
+        let (end, checkpoint, out) = rig.finish().await;
+        assert_eq!((end.handled, end.lost), (0, true), "{end:?}");
+        assert_eq!(checkpoint, 0, "the checkpoint rolled back");
+        assert!(out.is_empty(), "the handler's writes rolled back: {out:?}");
     }
 }

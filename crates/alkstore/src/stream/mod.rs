@@ -2,6 +2,7 @@
 //! and inspect one stream, and a [`Subscriber`] that replays from a saved
 //! offset and then follows the stream live.
 
+pub(crate) mod batch;
 mod subscriber;
 
 use alkstore_core::{Result, StreamEngine};

@@ -9,7 +9,9 @@ use alkstore_core::{BoxError, Engine, Error, StreamEngine};
 use futures_util::FutureExt;
 use tokio::sync::broadcast::error::RecvError;
 
+use super::batch::{self, Next, Retries, Step, TxReader};
 use super::Stream;
+use crate::{Tx, TxFuture};
 
 /// Where a consumer with no saved offset starts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -173,6 +175,82 @@ impl Subscriber {
         Fut: Future<Output = Result<(), E>>,
         E: Into<BoxError>,
     {
+        self.follow(&Plain(&handler), shutdown).await
+    }
+
+    /// Run a **transactional** `handler` on every event until `shutdown`
+    /// resolves or an error stops it: events run in transactions
+    /// ([`Store::begin`](crate::Store::begin)) of up to
+    /// [`SubscribeOpts::commit_every`] events, and each transaction commits
+    /// the consumer's offset (at its last event) together with the
+    /// handler's writes.
+    ///
+    /// # What a transactional handler is promised
+    ///
+    /// - **Exactly-once effects for the writes made in the transaction**
+    ///   (every call on the [`Tx`], and the application's own SQL on
+    ///   [`Tx::sqlite`] or [`Tx::postgres`]), on both engines: an event's
+    ///   writes commit with the offset that moves past it, so after a crash
+    ///   the subscriber resumes exactly where the committed writes end.
+    ///   This holds for one running subscriber per consumer name, as the
+    ///   offset is not fenced: to spread a stream over several workers use
+    ///   a consumer group ([`GroupRunner::run_tx`](crate::group::GroupRunner::run_tx)),
+    ///   whose leases fence it.
+    /// - A batch is per-event handler calls inside one transaction. A
+    ///   transaction takes what the last read returned, up to
+    ///   `commit_every` events, and commits early once it has been open for
+    ///   [`SubscribeOpts::commit_interval`]; so a busy stream makes few
+    ///   commits and a quiet one adds no delay.
+    /// - When a call fails, the whole transaction rolls back; the events
+    ///   before the failing one run again and commit, then the failing one
+    ///   runs alone per [`SubscribeOpts::on_error`]. When its runs are used
+    ///   up the subscriber stops with [`SubscribeError::Handler`], its
+    ///   offset saved just before that event.
+    /// - **Not covered**: effects outside the database (messages sent,
+    ///   HTTP calls) and writes made outside the transaction are at least
+    ///   once: a rolled-back transaction's events run again.
+    ///
+    /// Plain handlers ([`Subscriber::run`]) are at least once. On SQLite a
+    /// transaction holds the store's write lock while its events run: keep
+    /// handler calls short, and write only through the transaction.
+    ///
+    /// ```no_run
+    /// # async fn demo(store: alkstore::Store) -> Result<(), alkstore::stream::SubscribeError> {
+    /// store
+    ///     .stream("orders")
+    ///     .subscribe("totals")
+    ///     .run_tx(
+    ///         |tx, event: alkstore::stream::Event| {
+    ///             Box::pin(async move {
+    ///                 if let Some(conn) = tx.sqlite() {
+    ///                     conn.execute("UPDATE totals SET n = n + 1 WHERE id = 1", [])?;
+    ///                 }
+    ///                 let _ = event;
+    ///                 Ok::<(), alkstore::sqlite::rusqlite::Error>(())
+    ///             })
+    ///         },
+    ///         alkstore::shutdown_signal(),
+    ///     )
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn run_tx<F, E>(
+        self,
+        handler: F,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<SubscribeReport, SubscribeError>
+    where
+        F: for<'t> Fn(&'t mut Tx, Event) -> TxFuture<'t, (), E>,
+        E: Into<BoxError> + 'static,
+    {
+        self.follow(&InTx(&handler), shutdown).await
+    }
+
+    async fn follow<P: Pages>(
+        &self,
+        pages: &P,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<SubscribeReport, SubscribeError> {
         let mut run = Run {
             stream: &self.stream,
             consumer: &self.consumer,
@@ -183,7 +261,7 @@ impl Subscriber {
             last_save: Instant::now(),
             report: SubscribeReport::default(),
         };
-        let out = run.follow(&handler, shutdown).await;
+        let out = run.follow(pages, shutdown).await;
         // Save what was handled, whatever stopped the run.
         let saved = run.save().await;
         match (out, saved) {
@@ -191,6 +269,148 @@ impl Subscriber {
             (Ok(()), Err(e)) => Err(e.into()),
             (Ok(()), Ok(())) => Ok(run.report),
         }
+    }
+}
+
+/// What a subscriber does with a page of events it read: false when
+/// shutdown came first (the rest of the page stays unhandled).
+trait Pages {
+    fn page(
+        &self,
+        run: &mut Run<'_>,
+        events: Vec<Event>,
+        shutdown: &mut (impl futures_util::future::FusedFuture<Output = ()> + Unpin),
+    ) -> impl Future<Output = Result<bool, SubscribeError>>;
+}
+
+/// A plain handler: one call per event, the offset saved now and then.
+struct Plain<'f, F>(&'f F);
+
+impl<F, Fut, E> Pages for Plain<'_, F>
+where
+    F: Fn(Event) -> Fut,
+    Fut: Future<Output = Result<(), E>>,
+    E: Into<BoxError>,
+{
+    async fn page(
+        &self,
+        run: &mut Run<'_>,
+        events: Vec<Event>,
+        shutdown: &mut (impl futures_util::future::FusedFuture<Output = ()> + Unpin),
+    ) -> Result<bool, SubscribeError> {
+        for event in events {
+            if shutdown.now_or_never().is_some() {
+                return Ok(false);
+            }
+            if !run.handle(self.0, event, shutdown).await? {
+                return Ok(false);
+            }
+            if run.unsaved >= run.opts.commit_every
+                || run.last_save.elapsed() >= run.opts.commit_interval
+            {
+                run.save().await?;
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// A transactional handler: transactions of up to `commit_every` events,
+/// each committing the offset (see [`Subscriber::run_tx`]).
+struct InTx<'f, F>(&'f F);
+
+impl<F, E> Pages for InTx<'_, F>
+where
+    F: for<'t> Fn(&'t mut Tx, Event) -> TxFuture<'t, (), E>,
+    E: Into<BoxError> + 'static,
+{
+    async fn page(
+        &self,
+        run: &mut Run<'_>,
+        events: Vec<Event>,
+        shutdown: &mut (impl futures_util::future::FusedFuture<Output = ()> + Unpin),
+    ) -> Result<bool, SubscribeError> {
+        let engine = run.stream.store().engine().clone();
+        let reader = OffsetReader {
+            handler: self.0,
+            stream: run.stream.name(),
+            consumer: run.consumer,
+        };
+        let mut retries = Retries::new(run.opts.on_error);
+        let mut rest = &events[..];
+        while let Some(head) = rest.first() {
+            if shutdown.now_or_never().is_some() {
+                return Ok(false);
+            }
+            let (n, wait) = match retries.next(rest, run.opts.commit_every as usize) {
+                Next::Run(n, wait) => (n, wait),
+                Next::GiveUp(source, attempts) => {
+                    return Err(SubscribeError::Handler {
+                        stream: run.stream.name().to_string(),
+                        offset: head.offset,
+                        attempts,
+                        source,
+                    })
+                }
+            };
+            if !wait.is_zero() {
+                tokio::select! {
+                    biased;
+                    () = &mut *shutdown => return Ok(false),
+                    () = tokio::time::sleep(wait) => {}
+                }
+            }
+            match batch::one_tx(&reader, &engine, &rest[..n], run.opts.commit_interval).await {
+                Step::Committed(done @ 1..) => {
+                    let offset = rest[done - 1].offset;
+                    run.committed(offset, done);
+                    retries.committed(offset);
+                    rest = &rest[done..];
+                }
+                Step::Committed(0) | Step::Stopped => return Ok(false),
+                Step::Failed { index, error } => {
+                    let offset = rest[index].offset;
+                    tracing::warn!(
+                        stream = %run.stream.name(),
+                        consumer = %run.consumer,
+                        offset,
+                        run = retries.runs(offset) + 1,
+                        error = %error,
+                        "stream handler failed; its transaction was rolled back"
+                    );
+                    retries.failed(offset, error);
+                }
+                Step::Refused(e) => return Err(e.into()),
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// A subscriber's transactions: the handler, then the consumer's offset.
+struct OffsetReader<'a, F> {
+    handler: &'a F,
+    stream: &'a str,
+    consumer: &'a str,
+}
+
+impl<F, E> TxReader for OffsetReader<'_, F>
+where
+    F: for<'t> Fn(&'t mut Tx, Event) -> TxFuture<'t, (), E>,
+    E: Into<BoxError> + 'static,
+{
+    fn call<'t>(&'t self, tx: &'t mut Tx, event: &Event) -> TxFuture<'t, (), BoxError> {
+        let called = (self.handler)(tx, event.clone());
+        Box::pin(async move { called.await.map_err(Into::into) })
+    }
+
+    fn position<'t>(
+        &'t self,
+        tx: &'t mut Tx,
+        offset: i64,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<(), Error>> + Send + 't>> {
+        let params = StreamOffsetCommitParams::new(self.stream, self.consumer, offset);
+        Box::pin(async move { tx.stream_offset_commit(params).await.map(drop) })
     }
 }
 
@@ -258,16 +478,11 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
-    async fn follow<F, Fut, E>(
+    async fn follow<P: Pages>(
         &mut self,
-        handler: &F,
+        pages: &P,
         shutdown: impl Future<Output = ()>,
-    ) -> Result<(), SubscribeError>
-    where
-        F: Fn(Event) -> Fut,
-        Fut: Future<Output = Result<(), E>>,
-        E: Into<BoxError>,
-    {
+    ) -> Result<(), SubscribeError> {
         let engine = self.stream.store().engine();
         let name = self.stream.name().to_string();
         // Subscribe before the first read, so no commit falls in between.
@@ -301,18 +516,8 @@ impl Run<'_> {
                 .await?;
             let got = events.len();
             let caught_up = got < self.opts.batch as usize;
-            for event in events {
-                if (&mut shutdown).now_or_never().is_some() {
-                    return Ok(());
-                }
-                if !self.handle(handler, event, &mut shutdown).await? {
-                    return Ok(());
-                }
-                if self.unsaved >= self.opts.commit_every
-                    || self.last_save.elapsed() >= self.opts.commit_interval
-                {
-                    self.save().await?;
-                }
+            if !pages.page(self, events, &mut shutdown).await? {
+                return Ok(());
             }
             if !caught_up {
                 follow_ups.start();
@@ -404,6 +609,17 @@ impl Run<'_> {
         }
     }
 
+    /// Events up to `offset`, `n` of them, committed in a transaction with
+    /// the offset.
+    fn committed(&mut self, offset: i64, n: usize) {
+        self.offset = offset;
+        self.saved = Some(offset);
+        self.report.committed = Some(offset);
+        self.report.handled += n as u64;
+        self.unsaved = 0;
+        self.last_save = Instant::now();
+    }
+
     /// Save the offset if anything was handled since the last save.
     async fn save(&mut self) -> Result<(), Error> {
         if self.saved.is_some_and(|s| s >= self.offset)
@@ -428,5 +644,30 @@ impl Run<'_> {
         self.unsaved = 0;
         self.last_save = Instant::now();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send<T: Send>(_: &T) {}
+
+    /// Both runs can be spawned onto a multi-threaded runtime.
+    #[tokio::test]
+    async fn runs_are_send() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let url = format!("sqlite://{}", dir.path().join("t.db").display());
+        let store = crate::Store::open(&url).await.expect("open");
+        let sub = store.stream("s").subscribe("c");
+        let plain = sub
+            .clone()
+            .run(|_e: Event| async { Ok::<(), std::io::Error>(()) }, async {});
+        assert_send(&plain);
+        let in_tx = sub.run_tx(
+            |_tx, _e: Event| Box::pin(async { Ok::<(), std::io::Error>(()) }),
+            async {},
+        );
+        assert_send(&in_tx);
     }
 }

@@ -14,7 +14,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::completer::{AckStats, Completer};
-use super::handler::{self, ErasedHandler, JobCtx, JobError, JobResult};
+use super::handler::{self, Handler, JobCtx, JobError, JobResult};
 use super::maintenance::{sweep_loop, AbortOnDrop};
 use super::producer::{queue_loop, LoopCtx};
 use crate::Store;
@@ -59,9 +59,11 @@ impl Default for WorkerOpts {
 /// A registered queue: its handler and per-queue settings.
 pub(crate) struct QueueSpec {
     pub(crate) name: String,
-    pub(crate) handler: ErasedHandler,
+    pub(crate) handler: Handler,
     pub(crate) concurrency: usize,
     pub(crate) timeout: Option<Duration>,
+    /// Most jobs of a transactional handler per transaction (1: one each).
+    pub(crate) tx_batch: usize,
 }
 
 /// What a worker did, returned when it stops.
@@ -182,6 +184,9 @@ async fn log_paused(engine: &crate::AnyEngine, queues: &[QueueSpec]) {
     }
 }
 
+/// Most jobs per transaction of a transactional queue ([`Worker::tx_batch`]).
+const MAX_TX_BATCH: usize = 1_000;
+
 /// Most handler slots per queue (far below the semaphore's limit, and what
 /// shutdown can count in one `u32`).
 const MAX_CONCURRENCY: usize = 1_000_000;
@@ -207,7 +212,7 @@ impl Worker {
         F: Fn(JobCtx<T>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = JobResult> + Send + 'static,
     {
-        self.add(name.into(), handler::typed(f));
+        self.add(name.into(), Handler::Plain(handler::typed(f)));
         self
     }
 
@@ -232,7 +237,7 @@ impl Worker {
         F: Fn(JobCtx<T>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = std::result::Result<R, JobError>> + Send + 'static,
     {
-        self.add(name.into(), handler::returning(f));
+        self.add(name.into(), Handler::Plain(handler::returning(f)));
         self
     }
 
@@ -243,19 +248,117 @@ impl Worker {
         F: Fn(JobCtx<Vec<u8>>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = JobResult> + Send + 'static,
     {
-        self.add(name.into(), handler::raw(f));
+        self.add(name.into(), Handler::Plain(handler::raw(f)));
+        self
+    }
+
+    /// Handle queue `name` with a **transactional** handler of JSON-decoded
+    /// payloads: for each job the worker opens a transaction
+    /// ([`Store::begin`]), runs the handler with it, and commits the
+    /// handler's writes together with the job's ack.
+    ///
+    /// # What a transactional handler is promised
+    ///
+    /// - **Exactly-once effects for the writes made in the transaction**
+    ///   (every call on the [`Tx`](crate::Tx), and the application's own
+    ///   SQL on [`Tx::sqlite`](crate::Tx::sqlite) or
+    ///   [`Tx::postgres`](crate::Tx::postgres)), on both engines: they
+    ///   commit in the same transaction as the job's ack, so they are
+    ///   committed once, by the run that completed the job, or not at all.
+    /// - The ack is token-checked inside the transaction. If the claim was
+    ///   lost before the commit (it lapsed and another worker claimed the
+    ///   job, an operator released it, the process was frozen past its
+    ///   visibility timeout), the commit is refused and rolled back: the
+    ///   handler's writes vanish, and the job is left to whoever holds it
+    ///   now (counted in [`WorkerReport::lost_claims`]).
+    /// - A handler that returns an error (or panics, or times out) has its
+    ///   writes rolled back; then the job is retried, snoozed or
+    ///   dead-lettered as a plain handler's would be.
+    /// - **Not covered**: effects outside the database (an email sent, an
+    ///   HTTP call made) are at least once, as with a plain handler: a run
+    ///   whose commit is refused, fails or never comes (a crash) runs again
+    ///   and repeats them. So are writes made outside the transaction
+    ///   (through the [`Store`] rather than the `Tx`, or on another
+    ///   connection).
+    ///
+    /// Plain handlers ([`Worker::queue`]) are at least once: a crash or a
+    /// lost claim between the handler's writes and the ack runs it again.
+    ///
+    /// Each job holds a transaction, and so a connection, while its handler
+    /// runs: keep transactional handlers short. On SQLite a transaction
+    /// holds the store's write lock from the start, so transactional
+    /// handlers run one at a time and every other write (the worker's own
+    /// claims and heartbeats, other processes) waits for them: a handler
+    /// must finish within its queue's visibility timeout there (its claim
+    /// cannot be renewed meanwhile, and a lapsed claim refuses the commit).
+    /// Inside one, write only through the transaction: a write through the
+    /// store (including [`JobCtx::heartbeat`], [`JobCtx::save_result`],
+    /// [`JobCtx::throttle`]) waits for the lock the handler itself holds.
+    ///
+    /// One job per transaction costs a commit per job, more than a plain
+    /// handler's acks, which the worker batches: for throughput, let a
+    /// backlog's jobs share transactions with [`Worker::tx_batch`].
+    ///
+    /// The handler returns a boxed future borrowing the transaction
+    /// ([`TxFuture`](crate::TxFuture)); `?` works on every alkstore call
+    /// (a failure there is a retry):
+    ///
+    /// ```no_run
+    /// # async fn demo(store: alkstore::Store) -> alkstore::Result<()> {
+    /// use alkstore::{JobCtx, JobError, NewJob, Worker};
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct Order { id: i64 }
+    ///
+    /// let worker = Worker::new(store).queue_tx("orders", |tx, job: JobCtx<Order>| {
+    ///     Box::pin(async move {
+    ///         if let Some(conn) = tx.sqlite() {
+    ///             conn.execute("UPDATE orders SET paid = 1 WHERE id = ?1", [job.payload().id])
+    ///                 .map_err(JobError::retry)?;
+    ///         }
+    ///         let receipt = format!("{{\"order\":{}}}", job.payload().id);
+    ///         tx.job_enqueue(NewJob::new("receipts", receipt.into_bytes())).await?;
+    ///         Ok(())
+    ///     })
+    /// });
+    /// # let _ = worker; Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn queue_tx<T, F>(mut self, name: impl Into<String>, f: F) -> Worker
+    where
+        T: DeserializeOwned + Send + 'static,
+        F: for<'t> Fn(&'t mut crate::Tx, JobCtx<T>) -> crate::TxFuture<'t, (), JobError>
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.add(name.into(), Handler::Tx(handler::tx_typed(f)));
+        self
+    }
+
+    /// As [`Worker::queue_tx`], with the raw payload bytes.
+    #[must_use]
+    pub fn queue_tx_raw<F>(mut self, name: impl Into<String>, f: F) -> Worker
+    where
+        F: for<'t> Fn(&'t mut crate::Tx, JobCtx<Vec<u8>>) -> crate::TxFuture<'t, (), JobError>
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.add(name.into(), Handler::Tx(handler::tx_raw(f)));
         self
     }
 
     /// Register `name` with default settings, replacing any earlier handler
     /// (and settings) of that queue.
-    fn add(&mut self, name: String, handler: ErasedHandler) {
+    fn add(&mut self, name: String, handler: Handler) {
         self.queues.retain(|q| q.name != name);
         self.queues.push(QueueSpec {
             name,
             handler,
             concurrency: 10,
             timeout: None,
+            tx_batch: 1,
         });
     }
 
@@ -288,6 +391,42 @@ impl Worker {
     pub fn timeout(mut self, queue: &str, limit: Duration) -> Worker {
         if let Some(q) = self.spec(queue, "timeout") {
             q.timeout = Some(limit);
+        }
+        self
+    }
+
+    /// Run up to `n` jobs of the transactional queue `queue` (see
+    /// [`Worker::queue_tx`]) in one transaction, one after another: one
+    /// commit acks them all with their writes (default 1: a transaction
+    /// per job). Batches form from what one claim returns, so they are full
+    /// only when there is a backlog, and an idle queue's job still starts
+    /// at once; each batch takes `n` of the queue's
+    /// [`concurrency`](Worker::concurrency) slots' worth of jobs, and the
+    /// batches run side by side.
+    ///
+    /// The promise is the same as one job per transaction: the writes of a
+    /// job commit once, with its ack, or not at all. The price: when a
+    /// job's handler fails, or its claim is found lost at the ack, the
+    /// whole transaction rolls back; that job goes the normal way (retry,
+    /// fail, snooze; dropped when lost) and the batch's other jobs run
+    /// again in a new transaction. So a handler may run more than once in
+    /// one attempt (effects outside the database repeat, as they may
+    /// anyway), and one slow handler delays its batch's commit. Use it for
+    /// short handlers that rarely fail, where the commit is the cost (a
+    /// backlog on PostgreSQL, where each commit waits for the disk).
+    ///
+    /// `queue` must already have a transactional handler, and `n` be
+    /// 1..=1,000, or [`Worker::run_until`] fails.
+    #[must_use]
+    pub fn tx_batch(mut self, queue: &str, n: usize) -> Worker {
+        if let Some(q) = self.spec(queue, "tx_batch") {
+            let transactional = matches!(q.handler, Handler::Tx(_));
+            q.tx_batch = n;
+            if !transactional && self.build_error.is_none() {
+                self.build_error = Some(format!(
+                    "tx_batch for queue {queue:?}, whose handler is not transactional: register it with .queue_tx(…)"
+                ));
+            }
         }
         self
     }
@@ -332,6 +471,13 @@ impl Worker {
         if self.queues.iter().any(|q| q.concurrency > MAX_CONCURRENCY) {
             return bad("concurrency must be at most 1,000,000 per queue");
         }
+        if self
+            .queues
+            .iter()
+            .any(|q| q.tx_batch == 0 || q.tx_batch > MAX_TX_BATCH)
+        {
+            return bad("tx_batch must be 1..=1,000");
+        }
         Ok(())
     }
 
@@ -371,6 +517,7 @@ impl Worker {
                 worker: self.id.clone(),
                 opts: self.opts.clone(),
                 acks: completer.sender(),
+                ack_stats: ack_stats.clone(),
                 counters: counters.clone(),
                 stop: stop_rx.clone(),
             };

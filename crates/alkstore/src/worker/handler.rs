@@ -1,5 +1,6 @@
 //! What a handler sees (`JobCtx`) and returns (`JobError`), and the type
-//! erasure that lets one worker hold handlers of different payload types.
+//! erasure that lets one worker hold handlers of different payload types,
+//! plain ([`ErasedHandler`]) or transactional ([`ErasedTxHandler`]).
 
 use std::fmt;
 use std::future::Future;
@@ -12,7 +13,7 @@ use serde::de::DeserializeOwned;
 
 use super::inflight::Cancel;
 
-use crate::AnyEngine;
+use crate::{AnyEngine, Tx, TxFuture};
 
 /// A claimed job handed to a handler, with its decoded payload.
 pub struct JobCtx<T> {
@@ -276,4 +277,68 @@ where
             }
         }
     })
+}
+
+/// A transactional handler's future, borrowing the transaction.
+pub(crate) type TxBoxFuture<'t> = TxFuture<'t, (), JobError>;
+
+/// A transactional handler with its payload type erased (see
+/// [`Worker::queue_tx`](crate::Worker::queue_tx)): decodes, then calls the
+/// user's function with the transaction the worker opened for the job.
+pub(crate) type ErasedTxHandler =
+    Arc<dyn for<'t> Fn(&'t mut Tx, Job, AnyEngine, Cancel) -> TxBoxFuture<'t> + Send + Sync>;
+
+/// A queue's handler: plain, or transactional.
+#[derive(Clone)]
+pub(crate) enum Handler {
+    /// Acked after it returns (at least once).
+    Plain(ErasedHandler),
+    /// Runs inside a transaction that the job's ack commits with.
+    Tx(ErasedTxHandler),
+}
+
+pub(crate) fn tx_raw<F>(f: F) -> ErasedTxHandler
+where
+    F: for<'t> Fn(&'t mut Tx, JobCtx<Vec<u8>>) -> TxBoxFuture<'t> + Send + Sync + 'static,
+{
+    Arc::new(
+        move |tx: &mut Tx, mut job: Job, engine: AnyEngine, cancelled| {
+            let payload = std::mem::take(&mut job.payload);
+            f(
+                tx,
+                JobCtx {
+                    job,
+                    payload,
+                    engine,
+                    cancelled,
+                },
+            )
+        },
+    )
+}
+
+pub(crate) fn tx_typed<T, F>(f: F) -> ErasedTxHandler
+where
+    T: DeserializeOwned + Send + 'static,
+    F: for<'t> Fn(&'t mut Tx, JobCtx<T>) -> TxBoxFuture<'t> + Send + Sync + 'static,
+{
+    Arc::new(
+        move |tx: &mut Tx, job: Job, engine: AnyEngine, cancelled| match serde_json::from_slice::<T>(
+            &job.payload,
+        ) {
+            Ok(payload) => f(
+                tx,
+                JobCtx {
+                    job,
+                    payload,
+                    engine,
+                    cancelled,
+                },
+            ),
+            Err(e) => {
+                let msg = format!("payload does not decode: {e}");
+                Box::pin(async move { Err(JobError::Fail(msg)) })
+            }
+        },
+    )
 }

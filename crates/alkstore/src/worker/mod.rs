@@ -3,6 +3,12 @@
 //! timeouts, retries, snoozes, cooperative cancel, panic isolation and
 //! graceful shutdown.
 //!
+//! A handler is plain ([`Worker::queue`]: at-least-once effects, the job
+//! acked after it returns) or transactional ([`Worker::queue_tx`]: it gets
+//! the job's [`Tx`](crate::Tx), and its writes commit together with the
+//! ack, exactly once, or not at all; see there for the precise promise,
+//! and [`Worker::tx_batch`] for several jobs per transaction).
+//!
 //! A job that this process enqueues (one at a time, due now) while a queue's
 //! worker idles goes straight to that worker, inserted already claimed for
 //! it (see [`Queue::enqueue_bytes`](crate::Queue::enqueue_bytes) and
@@ -59,7 +65,8 @@
 // outcome; `completer` batches acks; `heartbeat` renews claims and relays
 // cancellations; `inflight` is the map of running jobs those share;
 // `maintenance` runs the store's sweep and the depth gauges; `handler` is
-// what a handler sees and returns.
+// what a handler sees and returns; `tx_batch` runs a transactional queue's
+// jobs several to a transaction.
 
 mod builder;
 mod completer;
@@ -69,6 +76,7 @@ mod heartbeat;
 mod inflight;
 mod maintenance;
 mod producer;
+mod tx_batch;
 
 pub(crate) use builder::default_worker_id;
 pub use builder::{Worker, WorkerOpts, WorkerReport};

@@ -18,6 +18,7 @@ use super::executor::run_job;
 use super::heartbeat::{heartbeat_sweeper, next_heartbeat};
 use super::inflight::{claim_of, AbortJobsOnDrop, Cancel, InFlight, Running};
 use super::maintenance::{depth_reporter, AbortOnDrop};
+use super::tx_batch::run_tx_batch;
 use crate::AnyEngine;
 
 /// What every loop and job task of a worker shares; each queue loop gets a
@@ -30,6 +31,8 @@ pub(crate) struct LoopCtx {
     pub(crate) opts: WorkerOpts,
     /// Where finished jobs go to be acked in batches.
     pub(crate) acks: tokio::sync::mpsc::Sender<completer::Finished>,
+    /// The report's ack tallies (transactional handlers ack themselves).
+    pub(crate) ack_stats: Arc<completer::AckStats>,
     pub(crate) counters: Arc<Counters>,
     /// Turns true when the worker should stop claiming.
     pub(crate) stop: watch::Receiver<bool>,
@@ -273,7 +276,7 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>, lead: bool) {
 async fn start_jobs(
     ctx: &LoopCtx,
     shared: &Arc<QueueShared>,
-    jobs: Vec<alkstore_core::Job>,
+    mut jobs: Vec<alkstore_core::Job>,
     reserved: &mut tokio::sync::OwnedSemaphorePermit,
 ) {
     ctx.counters
@@ -288,7 +291,7 @@ async fn start_jobs(
     // entries until this loop ends or the next heartbeat sweep, which
     // does not need them).
     let now = std::time::Instant::now();
-    let starts = Cancel::for_claim(jobs.len());
+    let mut starts = Cancel::for_claim(jobs.len());
     if let Ok(mut r) = shared.running.lock() {
         for (job, cancel) in jobs.iter().zip(&starts) {
             let length = Duration::from_secs(alkstore_core::validate::count(
@@ -308,13 +311,13 @@ async fn start_jobs(
         }
     }
     let mut tasks = Vec::with_capacity(jobs.len());
+    if shared.spec.tx_batch > 1 {
+        start_tx_batches(ctx, shared, &mut jobs, &mut starts, reserved, &mut tasks).await;
+    }
     for (job, cancelled) in jobs.into_iter().zip(starts) {
         let Some(permit) = reserved.split(1) else {
             // Cannot happen (we claimed at most what we reserved).
-            if let Ok(mut r) = shared.running.lock() {
-                r.remove(&(job.id, job.claim_token));
-            }
-            let _ = ctx.engine.job_release(job.claim()).await;
+            release_unstarted(ctx, shared, &job).await;
             continue;
         };
         let key = (job.id, job.claim_token);
@@ -334,6 +337,48 @@ async fn start_jobs(
             }
         }
     }
+}
+
+/// Start `jobs` in batches of the queue's `tx_batch`, one task and that
+/// many of the `reserved` slots each (see [`run_tx_batch`]); `jobs` is
+/// left empty.
+async fn start_tx_batches(
+    ctx: &LoopCtx,
+    shared: &Arc<QueueShared>,
+    jobs: &mut Vec<alkstore_core::Job>,
+    starts: &mut Vec<Cancel>,
+    reserved: &mut tokio::sync::OwnedSemaphorePermit,
+    tasks: &mut Vec<((i64, i64), tokio::task::AbortHandle)>,
+) {
+    let mut items: Vec<(alkstore_core::Job, Cancel)> =
+        jobs.drain(..).zip(starts.drain(..)).collect();
+    while !items.is_empty() {
+        let batch: Vec<(alkstore_core::Job, Cancel)> = items
+            .drain(..shared.spec.tx_batch.min(items.len()))
+            .collect();
+        let Some(permit) = reserved.split(batch.len()) else {
+            // Cannot happen (we claimed at most what we reserved).
+            for (job, _) in &batch {
+                release_unstarted(ctx, shared, job).await;
+            }
+            continue;
+        };
+        let keys: Vec<(i64, i64)> = batch.iter().map(|(j, _)| (j.id, j.claim_token)).collect();
+        let run = Box::pin(run_tx_batch(shared.clone(), batch));
+        let task = tokio::spawn(async move {
+            run.await;
+            drop(permit);
+        });
+        tasks.extend(keys.into_iter().map(|key| (key, task.abort_handle())));
+    }
+}
+
+/// Hand back a claimed job that got no slot, and forget it.
+async fn release_unstarted(ctx: &LoopCtx, shared: &QueueShared, job: &alkstore_core::Job) {
+    if let Ok(mut r) = shared.running.lock() {
+        r.remove(&(job.id, job.claim_token));
+    }
+    let _ = ctx.engine.job_release(job.claim()).await;
 }
 
 /// A claim loop's wait once its queue ran dry (see [`claim_loop`]).
