@@ -430,6 +430,65 @@ pub async fn a_tx_subscriber_stops_at_a_failing_event_with_what_came_before_comm
     );
 }
 
+/// Two transactional subscribers of one consumer run at once over the
+/// same events (a second instance, a paused one that resumes): each
+/// transaction commits the offset expecting the one its subscriber last
+/// saw saved, so of two transactions over the same events only the first
+/// to commit keeps its rows; the other is refused and rolled back, and its
+/// subscriber reads on from the offset saved now. Every event ends with
+/// exactly one row, and the offset at the last.
+pub async fn two_tx_subscribers_of_one_consumer_commit_each_event_once<H: RuntimeHarness>(
+    h: &H,
+) {
+    let store = h.store();
+    let business = h.business();
+    let n = 60;
+    let offsets = publish(store, "shared", n, 1).await;
+    let opts = SubscribeOpts {
+        batch: 500,
+        commit_every: 5,
+        commit_interval: Duration::from_secs(3600),
+        ..SubscribeOpts::default()
+    };
+    let subscriber = || {
+        let (b, waiter) = (business.clone(), business.clone());
+        store
+            .stream("shared")
+            .subscribe("books")
+            .opts(opts.clone())
+            .run_tx(
+                move |tx, event: Event| {
+                    let b = b.clone();
+                    Box::pin(async move {
+                        b.insert(tx, "shared", event.offset).await?;
+                        // Keep the transaction open a moment, so the two
+                        // subscribers' transactions overlap.
+                        tokio::time::sleep(Duration::from_millis(2)).await;
+                        Ok::<(), BoxError>(())
+                    })
+                },
+                async move {
+                    until_rows(waiter.as_ref(), n, "the subscribers stalled").await;
+                },
+            )
+    };
+    let (a, b) = tokio::join!(subscriber(), subscriber());
+    a.expect("the first subscriber");
+    b.expect("the second subscriber");
+    let rows = business.rows().await.expect("rows");
+    assert_eq!(rows.len(), n, "each event once: {rows:?}");
+    let want: BTreeSet<i64> = offsets.iter().copied().collect();
+    assert_eq!(assert_once_in_order(&rows), want);
+    assert_eq!(
+        store
+            .stream("shared")
+            .offset("books")
+            .await
+            .expect("offset"),
+        offsets.last().copied()
+    );
+}
+
 /// Short leases, so the group rows see a lost lease in seconds; batches
 /// of up to 50 events a transaction.
 fn group_opts() -> GroupOpts {
@@ -595,6 +654,7 @@ macro_rules! __runtime_transactions {
             a_tx_batch_commits_its_jobs_together_and_a_failure_reruns_the_rest,
             a_tx_subscriber_commits_its_writes_with_the_offset,
             a_tx_subscriber_stops_at_a_failing_event_with_what_came_before_committed,
+            two_tx_subscribers_of_one_consumer_commit_each_event_once,
             a_tx_group_commits_its_writes_with_the_checkpoint,
             a_tx_group_handler_that_lost_its_lease_commits_nothing,
         ] }

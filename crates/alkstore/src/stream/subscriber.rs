@@ -192,10 +192,16 @@ impl Subscriber {
     ///   [`Tx::sqlite`] or [`Tx::postgres`]), on both engines: an event's
     ///   writes commit with the offset that moves past it, so after a crash
     ///   the subscriber resumes exactly where the committed writes end.
-    ///   This holds for one running subscriber per consumer name, as the
-    ///   offset is not fenced: to spread a stream over several workers use
-    ///   a consumer group ([`GroupRunner::run_tx`](crate::group::GroupRunner::run_tx)),
-    ///   whose leases fence it.
+    ///   This holds with several subscribers of one consumer name running
+    ///   at once too (a second instance, a paused one that resumes): each
+    ///   transaction commits the offset only if it is still the one the
+    ///   subscriber last saw saved
+    ///   ([`StreamOffsetCommitParams::expecting`]), so when another
+    ///   subscriber moved it first the transaction is refused and rolled
+    ///   back, and this one goes on from the offset saved now. They do not
+    ///   share the work, they race for it: to spread a stream over several
+    ///   workers use a consumer group
+    ///   ([`GroupRunner::run_tx`](crate::group::GroupRunner::run_tx)).
     /// - A batch is per-event handler calls inside one transaction. A
     ///   transaction takes what the last read returned, up to
     ///   `commit_every` events, and commits early once it has been open for
@@ -258,6 +264,7 @@ impl Subscriber {
             offset: 0,
             saved: None,
             unsaved: 0,
+            reread: false,
             last_save: Instant::now(),
             report: SubscribeReport::default(),
         };
@@ -331,11 +338,6 @@ where
         shutdown: &mut (impl futures_util::future::FusedFuture<Output = ()> + Unpin),
     ) -> Result<bool, SubscribeError> {
         let engine = run.stream.store().engine().clone();
-        let reader = OffsetReader {
-            handler: self.0,
-            stream: run.stream.name(),
-            consumer: run.consumer,
-        };
         let mut retries = Retries::new(run.opts.on_error);
         let mut rest = &events[..];
         while let Some(head) = rest.first() {
@@ -360,6 +362,12 @@ where
                     () = tokio::time::sleep(wait) => {}
                 }
             }
+            let reader = OffsetReader {
+                handler: self.0,
+                stream: run.stream.name(),
+                consumer: run.consumer,
+                expected: run.saved.unwrap_or(0),
+            };
             match batch::one_tx(&reader, &engine, &rest[..n], run.opts.commit_interval).await {
                 Step::Committed(done @ 1..) => {
                     let offset = rest[done - 1].offset;
@@ -380,6 +388,21 @@ where
                     );
                     retries.failed(offset, error);
                 }
+                // Another subscriber of the consumer moved the offset
+                // first: it handled these events, and this transaction's
+                // writes were rolled back. Go on from where it is now.
+                Step::Refused(Error::NotHeld { what }) => {
+                    let saved = run.stream.offset(run.consumer).await?;
+                    tracing::debug!(
+                        stream = %run.stream.name(),
+                        consumer = %run.consumer,
+                        saved = ?saved,
+                        %what,
+                        "another subscriber moved the consumer's offset; reading on from it"
+                    );
+                    run.moved_by_another(saved);
+                    return Ok(true);
+                }
                 Step::Refused(e) => return Err(e.into()),
             }
         }
@@ -387,11 +410,13 @@ where
     }
 }
 
-/// A subscriber's transactions: the handler, then the consumer's offset.
+/// A subscriber's transactions: the handler, then the consumer's offset,
+/// moved only from `expected` (the offset the subscriber last saw saved).
 struct OffsetReader<'a, F> {
     handler: &'a F,
     stream: &'a str,
     consumer: &'a str,
+    expected: i64,
 }
 
 impl<F, E> TxReader for OffsetReader<'_, F>
@@ -409,7 +434,8 @@ where
         tx: &'t mut Tx,
         offset: i64,
     ) -> std::pin::Pin<Box<dyn Future<Output = Result<(), Error>> + Send + 't>> {
-        let params = StreamOffsetCommitParams::new(self.stream, self.consumer, offset);
+        let params = StreamOffsetCommitParams::new(self.stream, self.consumer, offset)
+            .expecting(self.expected);
         Box::pin(async move { tx.stream_offset_commit(params).await.map(drop) })
     }
 }
@@ -473,6 +499,8 @@ struct Run<'a> {
     saved: Option<i64>,
     /// Handled events since then.
     unsaved: u32,
+    /// Read again at once, from `offset`, whatever the last read found.
+    reread: bool,
     last_save: Instant,
     report: SubscribeReport,
 }
@@ -519,7 +547,8 @@ impl Run<'_> {
             if !pages.page(self, events, &mut shutdown).await? {
                 return Ok(());
             }
-            if !caught_up {
+            let reread = std::mem::take(&mut self.reread);
+            if !caught_up || reread {
                 follow_ups.start();
                 continue;
             }
@@ -618,6 +647,16 @@ impl Run<'_> {
         self.report.handled += n as u64;
         self.unsaved = 0;
         self.last_save = Instant::now();
+    }
+
+    /// Another subscriber of the consumer saved `saved` (`None`: nothing)
+    /// before this one could: go on from there, reading at once.
+    fn moved_by_another(&mut self, saved: Option<i64>) {
+        self.offset = saved.unwrap_or(0);
+        self.saved = saved;
+        self.unsaved = 0;
+        self.last_save = Instant::now();
+        self.reread = true;
     }
 
     /// Save the offset if anything was handled since the last save.
