@@ -437,9 +437,7 @@ pub async fn a_tx_subscriber_stops_at_a_failing_event_with_what_came_before_comm
 /// to commit keeps its rows; the other is refused and rolled back, and its
 /// subscriber reads on from the offset saved now. Every event ends with
 /// exactly one row, and the offset at the last.
-pub async fn two_tx_subscribers_of_one_consumer_commit_each_event_once<H: RuntimeHarness>(
-    h: &H,
-) {
+pub async fn two_tx_subscribers_of_one_consumer_commit_each_event_once<H: RuntimeHarness>(h: &H) {
     let store = h.store();
     let business = h.business();
     let n = 60;

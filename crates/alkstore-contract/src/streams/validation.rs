@@ -62,7 +62,9 @@ pub async fn bad_stream_input_is_refused<H: Harness>(h: &H) {
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
     for (offset, expected) in [(1, -1), (1, 2)] {
         let err = e
-            .stream_offset_commit(StreamOffsetCommitParams::new("s", "c", offset).expecting(expected))
+            .stream_offset_commit(
+                StreamOffsetCommitParams::new("s", "c", offset).expecting(expected),
+            )
             .await
             .expect_err("expected offset");
         assert_eq!(

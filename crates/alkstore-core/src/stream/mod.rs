@@ -41,7 +41,12 @@ pub fn beyond_head(offset: i64, stream: &str, head: i64) -> crate::Error {
 /// The error for a consumer commit that expected the saved offset to be
 /// `expected` and found it at `saved` (`None`: nothing saved, which counts
 /// as 0): another instance of the consumer moved it first.
-pub fn offset_moved(stream: &str, consumer: &str, expected: i64, saved: Option<i64>) -> crate::Error {
+pub fn offset_moved(
+    stream: &str,
+    consumer: &str,
+    expected: i64,
+    saved: Option<i64>,
+) -> crate::Error {
     crate::Error::NotHeld {
         what: format!(
             "offset {expected} of consumer {consumer:?} on stream {stream:?} (it is at {}; \
