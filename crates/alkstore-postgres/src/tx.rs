@@ -8,10 +8,13 @@
 //! (claims and rescues skip locked rows), a checkpointed bucket's lease row
 //! (claims skip it; a renewal or release waits), a fenced lock's row
 //! (`FOR SHARE`: a takeover, which must lock the row to update it, waits for
-//! the commit and then re-checks it). So settle jobs late in the
-//! transaction: an ack, retry or failure also updates the queue's
-//! throughput counter row, and a worker acking the same queue on a
-//! connection that shares its counter shard waits for the commit.
+//! the commit and then re-checks it). The jobs it acks, retries or fails
+//! are counted in the queues' throughput after the commit, on the same
+//! connection (one statement; best effort, a failure is logged), not in
+//! the settle statements: their counter row would otherwise stay locked
+//! while the transaction is open, holding up other workers' acks on that
+//! row and risking deadlocks between transactions that settle jobs of
+//! two queues in opposite orders.
 //!
 //! Times come from the store's clock at each statement
 //! (`statement_timestamp()`, not `now()`, which stays at the transaction's
@@ -28,6 +31,7 @@ use alkstore_core::{Checked, Enqueued, Error, Result, Settled, TxDriver};
 use deadpool_postgres::{ClientWrapper, Object};
 use tokio_postgres::error::SqlState;
 
+use crate::queues::Tally;
 use crate::{db, PgEngine};
 
 /// Opens every transaction: READ COMMITTED whatever the server's default,
@@ -50,6 +54,8 @@ pub struct PgTx {
     /// `None` only once the transaction ended (commit, rollback, drop).
     /// Boxed: a pooled connection is large, and a transaction moves.
     conn: Option<Box<Object>>,
+    /// The throughput counts its settles owe, counted at commit.
+    tally: Tally,
 }
 
 impl PgTx {
@@ -65,6 +71,11 @@ impl PgTx {
             .as_ref()
             .expect("an open PgTx holds its connection");
         conn
+    }
+
+    /// The connection, and the tally its settles count in.
+    fn settling(&self, op: &'static str) -> Result<(&ClientWrapper, &Tally)> {
+        Ok((self.exec(op)?, &self.tally))
     }
 
     fn exec(&self, op: &'static str) -> Result<&ClientWrapper> {
@@ -126,12 +137,16 @@ impl Unclean {
 impl PgEngine {
     /// End `tx` with `sql`. Its connection goes back to the pool once out
     /// of the transaction, and is closed when that cannot be made sure of.
+    /// Once it committed, the jobs it settled are counted on it.
     async fn tx_end(&self, mut tx: PgTx, op: &'static str, sql: &str) -> Result<()> {
         let conn = Unclean(tx.conn.take().map(|c| *c));
         let Some(c) = conn.conn() else {
             return Ok(());
         };
         let Err(e) = c.batch_execute(sql).await else {
+            if sql == COMMIT {
+                self.count_throughput(&**c, &tx.tally).await;
+            }
             conn.clean();
             return Ok(());
         };
@@ -166,6 +181,7 @@ impl TxDriver for PgEngine {
         match conn.batch_execute(BEGIN).await {
             Ok(()) => Ok(PgTx {
                 conn: Some(Box::new(conn)),
+                tally: Tally::default(),
             }),
             Err(e) => {
                 drop(Unclean(Some(conn)));
@@ -193,8 +209,9 @@ impl TxDriver for PgEngine {
     }
 
     async fn tx_job_ack(&self, tx: &mut PgTx, p: Checked<JobAckParams>) -> Result<Vec<bool>> {
-        let e = tx.exec("job_ack")?;
-        crate::queues::ack_in(e, &self.inner.sql, self.now_override(), &p.claims).await
+        let (e, tally) = tx.settling("job_ack")?;
+        let sql = &self.inner.sql;
+        crate::queues::ack_in(e, sql, self.now_override(), &p.claims, Some(tally)).await
     }
 
     async fn tx_job_settle(
@@ -202,10 +219,10 @@ impl TxDriver for PgEngine {
         tx: &mut PgTx,
         p: Checked<JobSettleParams>,
     ) -> Result<Vec<Settled>> {
-        let e = tx.exec("job_settle")?;
+        let (e, tally) = tx.settling("job_settle")?;
         let batch = p.into_inner().batch;
-        let settled =
-            crate::queues::settle_all_in(e, &self.inner.sql, self.now_override(), batch).await?;
+        let (sql, now) = (&self.inner.sql, self.now_override());
+        let settled = crate::queues::settle_all_in(e, sql, now, batch, Some(tally)).await?;
         Ok(settled.into_iter().map(|(outcome, _)| outcome).collect())
     }
 

@@ -46,10 +46,18 @@ use crate::PgEngine;
 /// that way, `within` leaves the rollback to the caller.)
 ///
 /// Use a transaction at READ COMMITTED (PostgreSQL's default). On a bare
-/// client each call commits on its own, and the fences hold nothing. Ack,
-/// retry or fail late in the transaction: they also update the queue's
-/// throughput counter, whose row (one of a few per queue) stays locked
-/// until the commit.
+/// client each call commits on its own, and the fences hold nothing
+/// (every call still checks the claim, lease or lock it acts under).
+///
+/// **Ack, retry or fail late in the transaction**: each also counts the
+/// job in the queue's throughput, in a counter row shared with other
+/// workers (one of 16 shards per queue and 10 s bucket, by backend pid),
+/// and that row stays locked until the transaction ends. Until then, acks
+/// of that queue on a connection of the same shard wait for it, and two
+/// transactions that settle jobs of two queues in opposite orders can
+/// deadlock (PostgreSQL then aborts one of them). The engine's own
+/// transaction ([`Transaction`](alkstore_core::Transaction)) counts after
+/// its commit instead and takes no such lock.
 ///
 /// ```no_run
 /// # async fn demo(engine: &alkstore_postgres::PgEngine, client: &mut tokio_postgres::Client, claim: alkstore_core::Claim) -> Result<(), Box<dyn std::error::Error>> {
@@ -177,7 +185,7 @@ impl Within<'_, '_> {
         let what = format!("claim on job {}", claim.id);
         within_call!(self, vec![claim] => JobAckParams, |e, engine, p| async move {
             let acked =
-                crate::queues::ack_in(e, &engine.inner.sql, engine.now_override(), &p.claims)
+                crate::queues::ack_in(e, &engine.inner.sql, engine.now_override(), &p.claims, None)
                     .await?;
             match acked.first() {
                 Some(true) => Ok(()),
@@ -222,7 +230,7 @@ impl Within<'_, '_> {
         within_call!(self, vec![settle] => JobSettleParams, |e, engine, p| async move {
             let sql = &engine.inner.sql;
             let mut settled =
-                crate::queues::settle_all_in(e, sql, engine.now_override(), p.batch).await?;
+                crate::queues::settle_all_in(e, sql, engine.now_override(), p.batch, None).await?;
             match settled.pop() {
                 Some((
                     Settled::Retried(RetryOutcome::NotHeld)

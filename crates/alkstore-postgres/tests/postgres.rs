@@ -967,6 +967,73 @@ async fn an_acked_job_is_not_rescued_while_its_transaction_is_open() {
     testing::drop_schema(&url, &schema).await.expect("drop");
 }
 
+/// Jobs acked, retried or failed in an open transaction lock no row of
+/// the throughput table (nor the table): they are counted after the
+/// commit, on the transaction's connection. Counted in the settle
+/// statements, the counter row of the transaction's shard stayed locked
+/// until the commit, holding up every other ack of the queue on that
+/// shard, and two transactions settling jobs of two queues in opposite
+/// orders could deadlock.
+#[tokio::test]
+async fn a_transactions_settles_lock_no_throughput_row_and_count_at_commit() {
+    use alkstore_core::{JobClaimParams, JobRetryParams, QueueThroughputParams};
+    let clock = ManualClock::starting_now();
+    let (engine, url, schema) = tx_engine("txcount", Some(&clock), 16).await;
+    let jobs: Vec<NewJob> = (0..3).map(|_| NewJob::new("q", b"x".to_vec())).collect();
+    engine.job_enqueue(jobs).await.expect("enqueue");
+    let held = engine
+        .job_claim(JobClaimParams::new("q", "a", 3))
+        .await
+        .expect("claim");
+    let mut tx = Transaction::begin(&engine).await.expect("begin");
+    tx.job_ack(held[0].claim()).await.expect("ack");
+    let retry = JobRetryParams {
+        claim: held[1].claim(),
+        error: "again".into(),
+        delay: None,
+    };
+    tx.job_retry(retry).await.expect("retry");
+    tx.job_fail((held[2].claim(), "fatal".to_string()))
+        .await
+        .expect("fail");
+    let (pid, _) = backend_state(tx.driver_tx().expect("open").client()).await;
+    let observer = engine.client().await.expect("client");
+    let table = format!(
+        "{}.queue_throughput",
+        alkstore_postgres::schema::quote_identifier(&schema)
+    );
+    let locks: i64 = observer
+        .query_one(
+            "SELECT count(*) FROM pg_locks WHERE pid = $1 AND relation = $2::text::regclass",
+            &[&pid, &table],
+        )
+        .await
+        .expect("locks")
+        .get(0);
+    assert_eq!(locks, 0, "the open transaction locks the throughput table");
+    let totals = |e: PgEngine| async move {
+        e.queue_throughput(QueueThroughputParams::queue(
+            "q",
+            std::time::Duration::from_secs(60),
+        ))
+        .await
+        .expect("throughput")
+        .totals
+        .iter()
+        .map(|t| (t.completed, t.failed))
+        .collect::<Vec<_>>()
+    };
+    assert_eq!(totals(engine.clone()).await, [], "nothing counted yet");
+    tx.commit().await.expect("commit");
+    assert_eq!(
+        totals(engine.clone()).await,
+        [(1, 2)],
+        "counted at the commit"
+    );
+    drop(observer);
+    testing::drop_schema(&url, &schema).await.expect("drop");
+}
+
 /// Times inside a transaction are each statement's, not the transaction's
 /// start (`now()`): a claim that expires while the transaction is open is
 /// refused by its ack, as the autocommit ack would refuse it.

@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use alkstore_core::{
-    Engine, Job, JobRetryParams, JobState, QueueAdmin, QueueEngine, QueueOpts, RetryOutcome, Wake,
+    Engine, Job, JobRetryParams, JobState, QueueAdmin, QueueEngine, QueueOpts,
+    QueueThroughputParams, RetryOutcome, Wake,
 };
 
 use super::support::{
@@ -201,6 +202,64 @@ pub async fn snooze_commits_with_the_business_row_or_not_at_all<H: Harness>(h: &
     assert_rows(h, &committed_row(q), "at the end").await;
 }
 
+/// A queue's all-time throughput: (completed, failed).
+async fn counted<E: QueueAdmin>(e: &E, q: &str) -> (u64, u64) {
+    let t = e
+        .queue_throughput(QueueThroughputParams::queue(q, secs(60)))
+        .await
+        .expect("throughput");
+    t.totals
+        .iter()
+        .find(|t| t.queue == q)
+        .map_or((0, 0), |t| (t.completed, t.failed))
+}
+
+/// Jobs acked, retried and failed in a transaction count in their queues'
+/// throughput only once it commits: nothing after a rollback or a drop;
+/// after the commit, each ack as completed (a queue that keeps completed
+/// jobs too) and each retry and failure as failed.
+pub async fn settles_count_in_the_throughput_only_once_committed<H: Harness>(h: &H) {
+    let e = h.engine();
+    let (a, b) = ("tx-throughput-a", "tx-throughput-b");
+    let kept = QueueOpts {
+        keep_completed: Some(secs(600)),
+        ..QueueOpts::default()
+    };
+    for i in 0..3 {
+        enqueue_one(e, job(a, &i.to_string())).await;
+    }
+    enqueue_one(e, job(b, "kept").with_queue_opts(kept)).await;
+    let held_a = claim(e, a, "w", 3).await;
+    let held_b = claim(e, b, "w", 1).await;
+    assert_eq!((held_a.len(), held_b.len()), (3, 1));
+    for end in End::ALL {
+        let mut tx = begin_with_row(h, &end.key("tx-throughput")).await;
+        tx.job_ack(held_b[0].claim()).await.expect("ack b");
+        tx.job_ack(held_a[0].claim()).await.expect("ack a");
+        let retry = JobRetryParams {
+            claim: held_a[1].claim(),
+            error: "again".into(),
+            delay: Some(secs(60)),
+        };
+        tx.job_retry(retry).await.expect("retry");
+        tx.job_fail((held_a[2].claim(), "fatal".to_string()))
+            .await
+            .expect("fail");
+        end.finish::<H>(tx).await;
+        let want = if end.commits() {
+            ((1, 2), (1, 0))
+        } else {
+            ((0, 0), (0, 0))
+        };
+        assert_eq!(
+            (counted(e, a).await, counted(e, b).await),
+            want,
+            "after {end:?}"
+        );
+    }
+    assert_rows(h, &committed_row("tx-throughput"), "at the end").await;
+}
+
 /// Which settle [`stale_claim`] tries.
 #[derive(Debug, Clone, Copy)]
 enum Settle {
@@ -295,6 +354,7 @@ macro_rules! __tx_queues {
             retry_commits_with_the_business_row_or_not_at_all,
             fail_commits_with_the_business_row_or_not_at_all,
             snooze_commits_with_the_business_row_or_not_at_all,
+            settles_count_in_the_throughput_only_once_committed,
             a_stale_claim_refuses_ack_and_rolls_back_everything,
             a_stale_claim_refuses_retry_and_rolls_back_everything,
             a_stale_claim_refuses_fail_and_rolls_back_everything,

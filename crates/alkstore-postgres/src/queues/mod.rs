@@ -4,7 +4,7 @@
 mod rows;
 pub(crate) mod sql;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use std::time::Duration;
 
@@ -29,7 +29,96 @@ use tokio_postgres::Row;
 use crate::conn::{fetch_opt, Exec, Param, Params};
 use crate::{db, PgEngine};
 use rows::{claimed, job_info, Columns, Source};
-use sql::Sql;
+use sql::{SettleSql, Sql};
+
+/// Throughput counts the engine's own transaction owes the queues whose
+/// jobs it finished, by queue: (completed, failed). Counted after its
+/// commit ([`PgEngine::count_throughput`]) rather than in each settle
+/// statement, whose counter row would otherwise stay locked until then:
+/// other workers' acks on that row's shard would wait for the commit, and
+/// two transactions settling jobs of two queues in opposite orders could
+/// deadlock.
+#[derive(Debug, Default)]
+pub(crate) struct Tally(std::sync::Mutex<BTreeMap<String, (i64, i64)>>);
+
+impl Tally {
+    /// Count the finished jobs `rows` name (their queue in column `col`)
+    /// as completed, or as failed.
+    fn add(&self, rows: &[crate::conn::Row], col: usize, completed: bool) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let mut counts = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        for r in rows {
+            let entry = counts.entry(r.get::<String>(col)?).or_default();
+            if completed {
+                entry.0 += 1;
+            } else {
+                entry.1 += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Everything counted so far, by queue; the tally is empty after.
+    pub(crate) fn take(&self) -> BTreeMap<String, (i64, i64)> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+/// The settle statements to run: counting in the statement, or (with a
+/// tally) leaving the count to the caller.
+fn settles<'s>(sql: &'s Sql, tally: Option<&Tally>) -> &'s SettleSql {
+    match tally {
+        Some(_) => &sql.uncounted,
+        None => &sql.counted,
+    }
+}
+
+/// Count `rows` in `tally`, if there is one (see [`Tally::add`]).
+fn tally_rows(
+    tally: Option<&Tally>,
+    rows: &[crate::conn::Row],
+    col: usize,
+    completed: bool,
+) -> Result<()> {
+    tally.map_or(Ok(()), |t| t.add(rows, col, completed))
+}
+
+impl PgEngine {
+    /// Add what `tally` counted to the throughput table, on `client` (the
+    /// connection of a transaction that just committed, in its shard):
+    /// one statement, best effort. A failure is logged and the counts are
+    /// lost; the jobs' outcomes are not.
+    pub(crate) async fn count_throughput<E: Exec + ?Sized>(&self, client: &E, tally: &Tally) {
+        let counts = tally.take();
+        if counts.is_empty() {
+            return;
+        }
+        let mut queues = Vec::with_capacity(counts.len());
+        let (mut completed, mut failed) = (Vec::new(), Vec::new());
+        for (queue, (c, f)) in counts {
+            queues.push(queue);
+            completed.push(c);
+            failed.push(f);
+        }
+        let now = self.now_override();
+        let counted = client
+            .exec(
+                "tx_commit",
+                &self.inner.sql.throughput_add,
+                &[&now, &queues, &completed, &failed],
+            )
+            .await;
+        if let Err(e) = counted {
+            tracing::warn!(
+                error = %e,
+                queues = ?queues,
+                "counting a committed transaction's jobs in the throughput table failed"
+            );
+        }
+    }
+}
 
 /// Whether a batch needs the unique-key statement.
 pub(crate) fn is_keyed(jobs: &[NewJob]) -> bool {
@@ -330,6 +419,7 @@ async fn retry_in<E: Exec + ?Sized>(
     sql: &Sql,
     now: Option<i64>,
     p: JobRetryParams,
+    tally: Option<&Tally>,
 ) -> Result<(RetryOutcome, Option<i64>)> {
     let op = "job_retry";
     let (id, token) = (p.claim.id, p.claim.token);
@@ -352,15 +442,29 @@ async fn retry_in<E: Exec + ?Sized>(
         cancel_requested: row.get(4)?,
     };
     let outcome = held.outcome(id, p.delay);
-    match outcome {
+    // Both check the claim again: on a bare client (`within`) the select's
+    // row lock ended with it, and the job may have been rescued and
+    // claimed anew since.
+    let st = settles(sql, tally);
+    let (worker, token) = (&p.claim.worker, &token);
+    let rows = match outcome {
         RetryOutcome::Scheduled(run_at) => {
-            tx.exec(op, &sql.retry_update, &[&now, &run_at, &error, &id])
-                .await?;
+            tx.fetch(
+                op,
+                &st.retry_update,
+                &[&now, &run_at, &error, &id, worker, token],
+            )
+            .await?
         }
         _ => {
-            tx.exec(op, &sql.retry_bury, &[&now, &id, &error]).await?;
+            tx.fetch(op, &st.retry_bury, &[&now, &id, &error, worker, token])
+                .await?
         }
+    };
+    if rows.is_empty() {
+        return Ok((RetryOutcome::NotHeld, None));
     }
+    tally_rows(tally, &rows, 0, false)?;
     Ok((outcome, Some(held.db_now)))
 }
 
@@ -400,15 +504,16 @@ async fn settle_in<E: Exec + ?Sized>(
     sql: &Sql,
     now: Option<i64>,
     settle: Settle,
+    tally: Option<&Tally>,
 ) -> Result<(Settled, bool)> {
     Ok(match settle {
         Settle::Retry(p) => {
-            let (outcome, db_now) = retry_in(tx, sql, now, p).await?;
+            let (outcome, db_now) = retry_in(tx, sql, now, p, tally).await?;
             let due_now = matches!(outcome, RetryOutcome::Scheduled(t) if Some(t) <= db_now);
             (Settled::Retried(outcome), due_now)
         }
         Settle::Fail { claim, error } => (
-            Settled::Failed(fail_in(tx, sql, now, &claim, error).await?),
+            Settled::Failed(fail_in(tx, sql, now, &claim, error, tally).await?),
             false,
         ),
         Settle::Snooze { claim, delay } => {
@@ -424,12 +529,15 @@ async fn settle_in<E: Exec + ?Sized>(
 /// or the application's): each outcome, and whether it made its job
 /// claimable now. A claim no longer held is a not-held outcome, never an
 /// error; the rows settled stay locked until `tx` ends, so no rescue or
-/// claim takes them meanwhile (both skip locked rows).
+/// claim takes them meanwhile (both skip locked rows). With a `tally`, the
+/// retries and failures are counted there instead of in the throughput
+/// table (see [`Tally`]).
 pub(crate) async fn settle_all_in<E: Exec + ?Sized>(
     tx: &E,
     sql: &Sql,
     now: Option<i64>,
     batch: Vec<Settle>,
+    tally: Option<&Tally>,
 ) -> Result<Vec<(Settled, bool)>> {
     let op = "job_settle";
     // Outcomes for different jobs are independent: run them at once,
@@ -444,7 +552,7 @@ pub(crate) async fn settle_all_in<E: Exec + ?Sized>(
     if !distinct {
         let mut settled = Vec::with_capacity(batch.len());
         for s in batch {
-            settled.push(settle_in(tx, sql, now, s).await?);
+            settled.push(settle_in(tx, sql, now, s, tally).await?);
         }
         return Ok(settled);
     }
@@ -456,7 +564,8 @@ pub(crate) async fn settle_all_in<E: Exec + ?Sized>(
         .filter(|s| matches!(s, Settle::Retry(_)))
         .count()
         >= 2;
-    tx.warm(op, &settle_statements(sql, &batch, as_set)).await?;
+    tx.warm(op, &settle_statements(sql, &batch, as_set, tally))
+        .await?;
     let (mut retries, mut retry_at, mut others, mut other_at) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (i, s) in batch.into_iter().enumerate() {
@@ -466,14 +575,14 @@ pub(crate) async fn settle_all_in<E: Exec + ?Sized>(
                 retry_at.push(i);
             }
             other => {
-                others.push(settle_in(tx, sql, now, other));
+                others.push(settle_in(tx, sql, now, other, tally));
                 other_at.push(i);
             }
         }
     }
     let n = retry_at.len() + other_at.len();
     let (retried, others) = futures_util::future::join(
-        retry_many_in(tx, sql, now, retries),
+        retry_many_in(tx, sql, now, retries, tally),
         futures_util::future::join_all(others),
     )
     .await;
@@ -500,6 +609,7 @@ async fn retry_many_in<E: Exec + ?Sized>(
     sql: &Sql,
     now: Option<i64>,
     retries: Vec<JobRetryParams>,
+    tally: Option<&Tally>,
 ) -> Result<Vec<(RetryOutcome, bool)>> {
     let op = "job_retry";
     if retries.is_empty() {
@@ -521,42 +631,63 @@ async fn retry_many_in<E: Exec + ?Sized>(
         };
         found.insert(r.get(0)?, held);
     }
-    let (mut back_ids, mut back_due, mut back_errors) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut dead_ids, mut dead_errors) = (Vec::new(), Vec::new());
+    let (mut back_ids, mut back_due, mut back_errors, mut back_held) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut dead_ids, mut dead_errors, mut dead_held) = (Vec::new(), Vec::new(), Vec::new());
     let mut outcomes = Vec::with_capacity(retries.len());
-    for p in retries {
+    for (p, claim) in retries.into_iter().zip(held) {
         let id = p.claim.id;
-        let Some(held) = found.get(&id) else {
-            outcomes.push((RetryOutcome::NotHeld, false));
+        let Some(found) = found.get(&id) else {
+            outcomes.push((id, RetryOutcome::NotHeld, false));
             continue;
         };
         let error = truncate_error(p.error);
-        let outcome = held.outcome(id, p.delay);
+        let outcome = found.outcome(id, p.delay);
         match outcome {
             RetryOutcome::Scheduled(run_at) => {
                 back_ids.push(id);
                 back_due.push(run_at);
                 back_errors.push(error);
+                back_held.push(claim);
             }
             _ => {
                 dead_ids.push(id);
                 dead_errors.push(error);
+                dead_held.push(claim);
             }
         }
         outcomes.push((
+            id,
             outcome,
-            matches!(outcome, RetryOutcome::Scheduled(t) if t <= held.db_now),
+            matches!(outcome, RetryOutcome::Scheduled(t) if t <= found.db_now),
         ));
     }
-    // Both pipelined; a statement with no rows to write is not sent.
+    // Both pipelined; a statement with no rows to write is not sent. Both
+    // check the claims again (see `retry_in`).
+    let st = settles(sql, tally);
     let (back, dead): (&Params<'_>, &Params<'_>) = (
-        &[&now, &back_ids, &back_due, &back_errors],
-        &[&now, &dead_ids, &dead_errors],
+        &[&now, &back_ids, &back_due, &back_errors, &back_held],
+        &[&now, &dead_ids, &dead_errors, &dead_held],
     );
-    let schedule = execute_if(tx, !back_ids.is_empty(), &sql.retry_many_update, back);
-    let bury = execute_if(tx, !dead_ids.is_empty(), &sql.retry_many_bury, dead);
-    futures_util::future::try_join(schedule, bury).await?;
-    Ok(outcomes)
+    let schedule = fetch_if(tx, !back_ids.is_empty(), &st.retry_many_update, back);
+    let bury = fetch_if(tx, !dead_ids.is_empty(), &st.retry_many_bury, dead);
+    let (back, dead) = futures_util::future::try_join(schedule, bury).await?;
+    let mut done = HashSet::with_capacity(back.len() + dead.len());
+    for r in back.iter().chain(&dead) {
+        done.insert(r.get::<i64>(0)?);
+    }
+    tally_rows(tally, &back, 1, false)?;
+    tally_rows(tally, &dead, 1, false)?;
+    Ok(outcomes
+        .into_iter()
+        .map(|(id, outcome, due_now)| {
+            if done.contains(&id) {
+                (outcome, due_now)
+            } else {
+                (RetryOutcome::NotHeld, false)
+            }
+        })
+        .collect())
 }
 
 /// The results of a settle batch's pipelined statements, or the error that
@@ -574,32 +705,38 @@ fn first_cause<A, B>(a: Result<A>, mut b: Vec<Result<B>>) -> Result<(A, Vec<B>)>
     Ok((a, b.into_iter().collect::<Result<_>>()?))
 }
 
-/// Run the retry statement `text` with `params` when `needed`.
-async fn execute_if<E: Exec + ?Sized>(
+/// Run the retry statement `text` with `params` when `needed`; its rows.
+async fn fetch_if<E: Exec + ?Sized>(
     tx: &E,
     needed: bool,
     text: &str,
     params: &Params<'_>,
-) -> Result<()> {
+) -> Result<Vec<crate::conn::Row>> {
     if !needed {
-        return Ok(());
+        return Ok(Vec::new());
     }
-    tx.exec("job_retry", text, params).await.map(drop)
+    tx.fetch("job_retry", text, params).await
 }
 
 /// The statements `batch` uses when its jobs are distinct, once each, to
 /// prepare before its outcomes run at once.
-fn settle_statements<'s>(sql: &'s Sql, batch: &[Settle], retries_as_set: bool) -> Vec<&'s str> {
+fn settle_statements<'s>(
+    sql: &'s Sql,
+    batch: &[Settle],
+    retries_as_set: bool,
+    tally: Option<&Tally>,
+) -> Vec<&'s str> {
+    let st = settles(sql, tally);
     let mut texts: Vec<&str> = Vec::new();
     for s in batch {
         let needs: [&str; 3] = match s {
             Settle::Retry(_) if retries_as_set => [
                 &sql.retry_many_select,
-                &sql.retry_many_update,
-                &sql.retry_many_bury,
+                &st.retry_many_update,
+                &st.retry_many_bury,
             ],
-            Settle::Retry(_) => [&sql.retry_select, &sql.retry_update, &sql.retry_bury],
-            Settle::Fail { .. } => [&sql.fail, "", ""],
+            Settle::Retry(_) => [&sql.retry_select, &st.retry_update, &st.retry_bury],
+            Settle::Fail { .. } => [&st.fail, "", ""],
             Settle::Snooze { .. } => [&sql.hand_back, "", ""],
         };
         for text in needs {
@@ -619,16 +756,18 @@ async fn fail_in<E: Exec + ?Sized>(
     now: Option<i64>,
     claim: &alkstore_core::Claim,
     error: String,
+    tally: Option<&Tally>,
 ) -> Result<bool> {
     let error = truncate_error(error);
-    let n = e
-        .exec(
+    let rows = e
+        .fetch(
             "job_fail",
-            &sql.fail,
+            &settles(sql, tally).fail,
             &[&now, &claim.id, &claim.worker, &claim.token, &error],
         )
         .await?;
-    Ok(n == 1)
+    tally_rows(tally, &rows, 1, false)?;
+    Ok(rows.len() == 1)
 }
 
 /// Snooze a held job on `e`: its new due time, or `None` when the claim
@@ -664,14 +803,18 @@ async fn snooze_in<E: Exec + ?Sized>(
 /// autocommit ack, or a transaction): one flag per claim, true when it was
 /// still held and its job is now done (deleted, or copied to `done` when
 /// its queue keeps completed jobs). A deleted row stays locked until `e`'s
-/// transaction ends, so nobody claims or rescues it meanwhile.
+/// transaction ends, so nobody claims or rescues it meanwhile. With a
+/// `tally`, the jobs are counted there instead of in the throughput table
+/// (see [`Tally`]).
 pub(crate) async fn ack_in<E: Exec + ?Sized>(
     e: &E,
     sql: &Sql,
     now: Option<i64>,
     claims: &[alkstore_core::Claim],
+    tally: Option<&Tally>,
 ) -> Result<Vec<bool>> {
     let op = "job_ack";
+    let st = settles(sql, tally);
     let mut flags = vec![false; claims.len()];
     // The statement looks each row's claim up by its id, so one
     // statement takes each id once; a batch that names an id twice (two
@@ -691,20 +834,22 @@ pub(crate) async fn ack_in<E: Exec + ?Sized>(
         if let [i] = todo[..] {
             let c = &claims[i];
             let rows = e
-                .fetch(op, &sql.ack_one, &[&now, &c.id, &c.worker, &c.token])
+                .fetch(op, &st.ack_one, &[&now, &c.id, &c.worker, &c.token])
                 .await?;
+            tally_rows(tally, &rows, 1, true)?;
             if !rows.is_empty() {
                 flags[i] = true;
                 todo.clear();
             }
         }
-        for text in [&sql.ack, &sql.ack_kept].into_iter().skip(usize::from(one)) {
+        for text in [&st.ack, &st.ack_kept].into_iter().skip(usize::from(one)) {
             if todo.is_empty() {
                 break;
             }
             let ids: Vec<i64> = todo.iter().map(|&i| claims[i].id).collect();
             let held = sql::held_claims(todo.iter().map(|&i| &claims[i]));
             let rows = e.fetch(op, text, &[&now, &ids, &held]).await?;
+            tally_rows(tally, &rows, 1, true)?;
             let acked: HashSet<i64> = rows.iter().map(|r| r.get(0)).collect::<Result<_>>()?;
             todo.retain(|&i| {
                 flags[i] = acked.contains(&claims[i].id);
@@ -952,7 +1097,14 @@ impl QueueDriver for PgEngine {
     async fn job_ack(&self, params: Checked<JobAckParams>) -> Result<Vec<bool>> {
         let JobAckParams { claims } = params.into_inner();
         let client = self.relaxed_client().await?;
-        ack_in(&*client, &self.inner.sql, self.now_override(), &claims).await
+        ack_in(
+            &*client,
+            &self.inner.sql,
+            self.now_override(),
+            &claims,
+            None,
+        )
+        .await
     }
 
     async fn job_settle(&self, params: Checked<JobSettleParams>) -> Result<Settlement> {
@@ -963,11 +1115,11 @@ impl QueueDriver for PgEngine {
         let mut client = self.client().await?;
         // A failure or snooze alone is one statement: no transaction needed.
         let settled = if batch.len() == 1 && !matches!(batch[0], Settle::Retry(_)) {
-            vec![settle_in(&*client, sql, now, batch.remove(0)).await?]
+            vec![settle_in(&*client, sql, now, batch.remove(0), None).await?]
         } else {
             // One transaction, one WAL flush for the whole batch.
             let tx = client.transaction().await.map_err(db(op))?;
-            let settled = settle_all_in(&tx, sql, now, batch).await?;
+            let settled = settle_all_in(&tx, sql, now, batch, None).await?;
             tx.commit().await.map_err(db(op))?;
             settled
         };
@@ -1265,5 +1417,188 @@ mod tests {
         ));
         let fine = first_cause(Ok(7), vec![Ok(1), Ok(2)]).expect("no error");
         assert_eq!(fine, (7, vec![1, 2]));
+    }
+}
+
+/// A retry on a bare client (`within` outside a transaction): its select
+/// and its write are separate autocommits, and a job rescued and claimed
+/// anew between them must keep its new claim.
+#[cfg(test)]
+mod retry_on_a_bare_client {
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use alkstore_core::prelude::*;
+    use alkstore_core::{
+        Job, JobClaimParams, JobRetryParams, JobState, ManualClock, NewJob, QueueOpts,
+        RetryOutcome, Settle, Settled,
+    };
+    use futures_util::future::{BoxFuture, FutureExt};
+
+    use super::{retry_in, settle_all_in};
+    use crate::conn::{Exec, Params, Row};
+    use crate::{testing, PgEngine, PgOptions};
+
+    /// The application's bare client, with `between` run once right after
+    /// the statement `after` (as another worker's claim could land there).
+    struct Interleaved<'a> {
+        client: &'a tokio_postgres::Client,
+        after: &'a str,
+        between: Mutex<Option<BoxFuture<'static, ()>>>,
+    }
+
+    impl Exec for Interleaved<'_> {
+        fn fetch<'a>(
+            &'a self,
+            op: &'static str,
+            text: &'a str,
+            params: &'a Params<'a>,
+        ) -> BoxFuture<'a, alkstore_core::Result<Vec<Row>>> {
+            async move {
+                let rows = self.client.fetch(op, text, params).await?;
+                if text == self.after {
+                    let between = self.between.lock().expect("between").take();
+                    if let Some(between) = between {
+                        between.await;
+                    }
+                }
+                Ok(rows)
+            }
+            .boxed()
+        }
+
+        fn exec<'a>(
+            &'a self,
+            op: &'static str,
+            text: &'a str,
+            params: &'a Params<'a>,
+        ) -> BoxFuture<'a, alkstore_core::Result<u64>> {
+            self.client.exec(op, text, params)
+        }
+    }
+
+    /// An engine on `clock` with `n` jobs of queue `q` claimed by worker
+    /// `a` (a 30 s visibility timeout), a bare client of the application,
+    /// and what `drop_schema` needs.
+    async fn claimed_by_a(
+        clock: &ManualClock,
+        n: u32,
+    ) -> (PgEngine, Vec<Job>, tokio_postgres::Client, String, String) {
+        let url = testing::ensure_database(&testing::database_url(), "alkstore_test")
+            .await
+            .expect("test database");
+        let schema = testing::unique_schema("bareretry");
+        let opts = PgOptions::new(url.clone(), schema.clone()).clock(Arc::new(clock.clone()));
+        let engine = PgEngine::open(opts).await.expect("open");
+        let queue_opts = QueueOpts {
+            visibility_timeout: Duration::from_secs(30),
+            ..QueueOpts::default()
+        };
+        let jobs: Vec<NewJob> = (0..n)
+            .map(|_| NewJob::new("q", b"x".to_vec()).with_queue_opts(queue_opts.clone()))
+            .collect();
+        engine.job_enqueue(jobs).await.expect("enqueue");
+        let held = engine
+            .job_claim(JobClaimParams::new("q", "a", n))
+            .await
+            .expect("claim");
+        assert_eq!(held.len(), n as usize);
+        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .expect("the application's connection");
+        tokio::spawn(conn);
+        (engine, held, client, url, schema)
+    }
+
+    /// Worker `b`'s claims of every job of `q`, once `a`'s claims expired.
+    fn b_claims_them(engine: &PgEngine, clock: &ManualClock, n: u32) -> BoxFuture<'static, ()> {
+        let (engine, clock) = (engine.clone(), clock.clone());
+        async move {
+            clock.advance(Duration::from_secs(31));
+            let got = engine
+                .job_claim(JobClaimParams::new("q", "b", n))
+                .await
+                .expect("b's claim");
+            assert_eq!(got.len(), n as usize, "b claims the rescued jobs");
+        }
+        .boxed()
+    }
+
+    /// Each of `jobs` is still b's, and b's ack works.
+    async fn still_bs(engine: &PgEngine, jobs: &[Job]) {
+        let mut claims = Vec::new();
+        for j in jobs {
+            let info = engine.job_get(j.id).await.expect("get").expect("live");
+            assert_eq!(
+                (info.state, info.worker.as_deref(), info.attempts),
+                (JobState::Processing, Some("b"), 2),
+                "job {} keeps b's claim: {info:?}",
+                j.id
+            );
+            claims.push(alkstore_core::Claim {
+                id: j.id,
+                worker: "b".into(),
+                token: j.claim_token + 1,
+            });
+        }
+        let acked = engine.job_ack(claims).await.expect("ack");
+        assert!(acked.iter().all(|a| *a), "b's acks: {acked:?}");
+    }
+
+    fn retry(job: &Job) -> JobRetryParams {
+        JobRetryParams {
+            claim: job.claim(),
+            error: "late".into(),
+            delay: Some(Duration::ZERO),
+        }
+    }
+
+    /// A lone retry: `retry_select` finds a's claim held, b claims the job
+    /// before `retry_update` runs, which then changes nothing.
+    #[tokio::test]
+    async fn a_lone_retry_leaves_a_claim_taken_since_its_select() {
+        let clock = ManualClock::starting_now();
+        let (engine, jobs, client, url, schema) = claimed_by_a(&clock, 1).await;
+        let sql = &engine.inner.sql;
+        let bare = Interleaved {
+            client: &client,
+            after: &sql.retry_select,
+            between: Mutex::new(Some(b_claims_them(&engine, &clock, 1))),
+        };
+        let now = engine.now_override();
+        let (outcome, _) = retry_in(&bare, sql, now, retry(&jobs[0]), None)
+            .await
+            .expect("retry");
+        assert_eq!(outcome, RetryOutcome::NotHeld);
+        still_bs(&engine, &jobs).await;
+        testing::drop_schema(&url, &schema).await.expect("drop");
+    }
+
+    /// A batch of retries: `retry_many_select` finds a's claims held, b
+    /// claims the jobs before `retry_many_update` runs, which then changes
+    /// nothing.
+    #[tokio::test]
+    async fn a_batch_of_retries_leaves_claims_taken_since_its_select() {
+        let clock = ManualClock::starting_now();
+        let (engine, jobs, client, url, schema) = claimed_by_a(&clock, 2).await;
+        let sql = &engine.inner.sql;
+        let bare = Interleaved {
+            client: &client,
+            after: &sql.retry_many_select,
+            between: Mutex::new(Some(b_claims_them(&engine, &clock, 2))),
+        };
+        let batch = jobs.iter().map(|j| Settle::Retry(retry(j))).collect();
+        let now = engine.now_override();
+        let settled = settle_all_in(&bare, sql, now, batch, None)
+            .await
+            .expect("settle");
+        let outcomes: Vec<Settled> = settled.into_iter().map(|(s, _)| s).collect();
+        assert_eq!(
+            outcomes,
+            vec![Settled::Retried(RetryOutcome::NotHeld); 2],
+            "neither claim is a's any more"
+        );
+        still_bs(&engine, &jobs).await;
+        testing::drop_schema(&url, &schema).await.expect("drop");
     }
 }

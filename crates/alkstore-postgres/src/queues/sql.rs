@@ -56,16 +56,17 @@ pub(crate) struct Sql {
     pub unique_holder: String,
     pub rescue: String,
     pub claim: String,
-    pub ack: String,
-    pub ack_one: String,
-    pub ack_kept: String,
+    /// The settle statements that count in the throughput table as they
+    /// run (autocommit calls, `within`).
+    pub counted: SettleSql,
+    /// The same, leaving the counting to the caller (the engine's own
+    /// transaction, which counts after its commit: see `throughput_add`).
+    pub uncounted: SettleSql,
     pub retry_select: String,
-    pub retry_update: String,
-    pub retry_bury: String,
     pub retry_many_select: String,
-    pub retry_many_update: String,
-    pub retry_many_bury: String,
-    pub fail: String,
+    /// Add counts to this connection's shard of the current bucket: `$2`
+    /// queues, `$3` completed, `$4` failed.
+    pub throughput_add: String,
     pub heartbeat: String,
     pub hand_back: String,
     pub unclaim: String,
@@ -99,6 +100,31 @@ pub(crate) struct Sql {
     pub dead_count: String,
 }
 
+/// The statements that finish held jobs (ack, retry, fail), each
+/// returning the queue of every job it finished (`SELECT id, queue`, or
+/// `queue` alone for the one-job retry statements), with or without the
+/// throughput count in the statement (see `Sql::counted`).
+pub(crate) struct SettleSql {
+    pub ack: String,
+    pub ack_one: String,
+    pub ack_kept: String,
+    pub retry_update: String,
+    pub retry_bury: String,
+    pub retry_many_update: String,
+    pub retry_many_bury: String,
+    pub fail: String,
+}
+
+/// A held claim's row for the statements that follow a retry's
+/// `retry_select` (`$w` worker, `$t` token): the row may have been rescued
+/// and claimed again in between when they run on their own, outside a
+/// transaction (a bare client given to `within`), so they check it again.
+/// Not the expiry: the select found it unexpired, and in a transaction its
+/// lock keeps rescues off it.
+fn still_held(w: u8, t: u8) -> String {
+    format!("state = 'processing' AND worker_id = ${w} AND claim_count = ${t}")
+}
+
 /// The row's `errors` list with one more entry for its current attempt,
 /// keeping the most recent `MAX_ERRORS_KEPT`.
 fn errors_appended(err: &str) -> String {
@@ -128,15 +154,31 @@ fn counted(throughput: &QualifiedTable<'_>, from: &str, kind: &str) -> String {
     )
 }
 
+/// `, counted AS (…)`: the CTE counting the rows of `from` (see
+/// `counted`), or nothing when `count` is off (the caller counts).
+fn count_cte(throughput: &QualifiedTable<'_>, from: &str, kind: &str, count: bool) -> String {
+    if count {
+        format!(", counted AS ({})", counted(throughput, from, kind))
+    } else {
+        String::new()
+    }
+}
+
 /// Delete the rows matching `held` (over `{job} j`) of queues that do not
-/// keep completed jobs, count them as completed, and return their ids.
-fn ack(job: &QualifiedTable<'_>, throughput: &QualifiedTable<'_>, held: &str) -> String {
+/// keep completed jobs, count them as completed (when `count`), and return
+/// their ids and queues.
+fn ack(
+    job: &QualifiedTable<'_>,
+    throughput: &QualifiedTable<'_>,
+    held: &str,
+    count: bool,
+) -> String {
     format!(
         "WITH gone AS ( \
            DELETE FROM {job} j WHERE {held} AND j.keep_completed_s IS NULL RETURNING j.id, j.queue \
-         ), counted AS ({}) \
-         SELECT id FROM gone",
-        counted(throughput, "gone", "completed")
+         ){} \
+         SELECT id, queue FROM gone",
+        count_cte(throughput, "gone", "completed", count)
     )
 }
 
@@ -248,6 +290,94 @@ fn hand_back(job: &QualifiedTable<'_>, dead: &QualifiedTable<'_>, held: &str) ->
          UNION ALL SELECT NULL::bigint FROM gone",
         bury = bury(dead, "gone", "NULL::text", "'cancelled'"),
     )
+}
+
+/// The settle statements (see [`SettleSql`]), counting in the throughput
+/// table when `count`. `held_each` matches the rows of a batch's claims
+/// (`$2` ids, `$3` claims; see `Sql::new`).
+fn settle_sql(
+    job: &QualifiedTable<'_>,
+    dead: &QualifiedTable<'_>,
+    done: &QualifiedTable<'_>,
+    throughput: &QualifiedTable<'_>,
+    held_each: &str,
+    count: bool,
+) -> SettleSql {
+    let counting = |from: &str, kind: &str| count_cte(throughput, from, kind, count);
+    SettleSql {
+        // Rows of queues that keep completed jobs are left to `ack_kept`.
+        ack: ack(job, throughput, held_each, count),
+        // `ack` for a single claim, with scalar parameters: PostgreSQL
+        // costs a generic plan of `id = ANY($2)` for ten ids, so it
+        // would plan the array form anew on every call, and planning
+        // this statement takes longer than running it. A scalar probe's
+        // generic plan is as cheap as a custom one, so it is kept.
+        ack_one: ack(job, throughput, HELD, count),
+        // The ack of rows `ack` left: copied to `done`, then deleted.
+        ack_kept: format!(
+            "WITH gone AS ( \
+               DELETE FROM {job} j WHERE {held_each} RETURNING j.* \
+             ), kept AS ( \
+               INSERT INTO {done} ({MOVE_COLS}, last_error, errors, completed_at) \
+               SELECT {MOVE_COLS}, last_error, errors, {NOW} FROM gone \
+               ON CONFLICT (id) DO UPDATE SET completed_at = excluded.completed_at \
+             ){} \
+             SELECT id, queue FROM gone",
+            counting("gone", "completed")
+        ),
+        // After `retry_select`: `$2` run_at, `$3` error, `$4` id, `$5`
+        // worker, `$6` token.
+        retry_update: format!(
+            "WITH back AS ( \
+               UPDATE {job} SET state = 'pending', run_at = $2, claim_expires_at = NULL, last_error = $3, \
+                 errors = {} \
+               WHERE id = $4 AND {} RETURNING queue \
+             ){} \
+             SELECT queue FROM back",
+            errors_appended("$3::text"),
+            still_held(5, 6),
+            counting("back", "failed")
+        ),
+        // After `retry_select`: `$2` id, `$3` error, `$4` worker, `$5` token.
+        retry_bury: format!(
+            "WITH gone AS (DELETE FROM {job} WHERE id = $2 AND {} RETURNING *){} {} RETURNING queue",
+            still_held(4, 5),
+            counting("gone", "failed"),
+            bury(dead, "gone", "$3::text", EXHAUSTED_OR_CANCELLED)
+        ),
+        // After `retry_many_select`: `$2` ids, `$3` run_at, `$4` errors,
+        // `$5` claims ("token worker", as `held_claims`).
+        retry_many_update: format!(
+            "WITH u AS ( \
+               SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[]) \
+                 AS u(id, due, err, held) \
+             ), back AS ( \
+               UPDATE {job} j SET state = 'pending', run_at = u.due, claim_expires_at = NULL, \
+                 last_error = u.err, errors = {} \
+               FROM u WHERE j.id = u.id AND j.state = 'processing' \
+                 AND j.claim_count || ' ' || j.worker_id = u.held RETURNING j.id, j.queue \
+             ){} \
+             SELECT id, queue FROM back",
+            errors_appended("u.err"),
+            counting("back", "failed")
+        ),
+        // After `retry_many_select`: `$2` ids, `$3` errors, `$4` claims.
+        retry_many_bury: format!(
+            "WITH gone AS ( \
+               DELETE FROM {job} j USING unnest($2::bigint[], $3::text[], $4::text[]) AS u(id, err, held) \
+               WHERE j.id = u.id AND j.state = 'processing' \
+                 AND j.claim_count || ' ' || j.worker_id = u.held \
+               RETURNING j.*, u.err AS retry_error \
+             ){} {} RETURNING id, queue",
+            counting("gone", "failed"),
+            bury(dead, "gone", "retry_error", EXHAUSTED_OR_CANCELLED)
+        ),
+        fail: format!(
+            "WITH gone AS (DELETE FROM {job} WHERE {HELD} RETURNING *){} {} RETURNING id, queue",
+            counting("gone", "failed"),
+            bury(dead, "gone", "$5::text", FAILED_OR_CANCELLED)
+        ),
+    }
 }
 
 impl Sql {
@@ -403,77 +533,33 @@ impl Sql {
                  RETURNING j.id, j.payload, j.priority, j.attempts, j.max_attempts, j.claim_expires_at, \
                    j.run_at, j.created_at, j.unique_key, j.claimed_at, j.claim_count"
             ),
-            // Rows of queues that keep completed jobs are left to `ack_kept`.
-            ack: ack(&job, &throughput, &held_each),
-            // `ack` for a single claim, with scalar parameters: PostgreSQL
-            // costs a generic plan of `id = ANY($2)` for ten ids, so it
-            // would plan the array form anew on every call, and planning
-            // this statement takes longer than running it. A scalar probe's
-            // generic plan is as cheap as a custom one, so it is kept.
-            ack_one: ack(&job, &throughput, HELD),
-            // The ack of rows `ack` left: copied to `done`, then deleted.
-            ack_kept: format!(
-                "WITH gone AS ( \
-                   DELETE FROM {job} j WHERE {held_each} RETURNING j.* \
-                 ), kept AS ( \
-                   INSERT INTO {done} ({MOVE_COLS}, last_error, errors, completed_at) \
-                   SELECT {MOVE_COLS}, last_error, errors, {NOW} FROM gone \
-                   ON CONFLICT (id) DO UPDATE SET completed_at = excluded.completed_at \
-                 ), counted AS ({}) \
-                 SELECT id FROM gone",
-                counted(&throughput, "gone", "completed")
+            counted: settle_sql(&job, &dead, &done, &throughput, &held_each, true),
+            uncounted: settle_sql(&job, &dead, &done, &throughput, &held_each, false),
+            // Rows in queue order (the caller sorts them), so that two of
+            // these statements lock their rows in the same order.
+            throughput_add: format!(
+                "INSERT INTO {throughput} (bucket, queue, shard, completed, failed) \
+                 SELECT {NOW} / {THROUGHPUT_BUCKET_S} * {THROUGHPUT_BUCKET_S}, u.queue, \
+                   (pg_backend_pid() % {THROUGHPUT_SHARDS})::smallint, u.completed, u.failed \
+                 FROM unnest($2::text[], $3::bigint[], $4::bigint[]) WITH ORDINALITY \
+                   AS u(queue, completed, failed, ord) ORDER BY u.ord \
+                 ON CONFLICT (bucket, queue, shard) DO UPDATE \
+                 SET completed = {throughput}.completed + excluded.completed, \
+                     failed = {throughput}.failed + excluded.failed"
             ),
+            // A lone retry: lock and read the held row, then schedule it
+            // or bury it (`SettleSql::retry_update`, `retry_bury`).
             retry_select: format!(
                 "SELECT attempts, max_attempts, backoff_base_s, {NOW}, cancel_requested FROM {job} \
                  WHERE {HELD} FOR UPDATE"
             ),
-            retry_update: format!(
-                "WITH back AS ( \
-                   UPDATE {job} SET state = 'pending', run_at = $2, claim_expires_at = NULL, last_error = $3, \
-                     errors = {} \
-                   WHERE id = $4 RETURNING queue \
-                 ), counted AS ({}) \
-                 SELECT count(*) FROM back",
-                errors_appended("$3::text"),
-                counted(&throughput, "back", "failed")
-            ),
-            retry_bury: format!(
-                "WITH gone AS (DELETE FROM {job} WHERE id = $2 RETURNING *), counted AS ({}) {}",
-                counted(&throughput, "gone", "failed"),
-                bury(&dead, "gone", "$3::text", EXHAUSTED_OR_CANCELLED)
-            ),
             // A settle batch's retries, three statements for the batch:
             // lock and read the held rows (`$2` ids, `$3` claims as in
-            // `ack`), then schedule some (`$2` ids, `$3` run_at, `$4`
-            // errors) and bury the rest (`$2` ids, `$3` errors).
+            // `ack`), then schedule some and bury the rest
+            // (`SettleSql::retry_many_update`, `retry_many_bury`).
             retry_many_select: format!(
                 "SELECT j.id, j.attempts, j.max_attempts, j.backoff_base_s, {NOW}, j.cancel_requested \
                  FROM {job} j WHERE {held_each} FOR UPDATE"
-            ),
-            retry_many_update: format!(
-                "WITH u AS ( \
-                   SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::text[]) AS u(id, due, err) \
-                 ), back AS ( \
-                   UPDATE {job} j SET state = 'pending', run_at = u.due, claim_expires_at = NULL, \
-                     last_error = u.err, errors = {} \
-                   FROM u WHERE j.id = u.id RETURNING j.queue \
-                 ), counted AS ({}) \
-                 SELECT count(*) FROM back",
-                errors_appended("u.err"),
-                counted(&throughput, "back", "failed")
-            ),
-            retry_many_bury: format!(
-                "WITH gone AS ( \
-                   DELETE FROM {job} j USING unnest($2::bigint[], $3::text[]) AS u(id, err) \
-                   WHERE j.id = u.id RETURNING j.*, u.err AS retry_error \
-                 ), counted AS ({}) {}",
-                counted(&throughput, "gone", "failed"),
-                bury(&dead, "gone", "retry_error", EXHAUSTED_OR_CANCELLED)
-            ),
-            fail: format!(
-                "WITH gone AS (DELETE FROM {job} WHERE {HELD} RETURNING *), counted AS ({}) {} RETURNING id",
-                counted(&throughput, "gone", "failed"),
-                bury(&dead, "gone", "$5::text", FAILED_OR_CANCELLED)
             ),
             heartbeat: format!(
                 "UPDATE {job} SET claim_expires_at = {NOW} + visibility_timeout_s WHERE {HELD} \
@@ -681,7 +767,7 @@ mod tests {
             .batch_execute(&format!(
                 "SET plan_cache_mode = force_generic_plan; \
                  PREPARE ack AS {}; PREPARE cancels AS {}; PREPARE rescue AS {}",
-                sql.ack, sql.cancel_requests, sql.rescue
+                sql.counted.ack, sql.cancel_requests, sql.rescue
             ))
             .await
             .expect("prepare");
