@@ -1,5 +1,8 @@
 //! Consumer-group checkpoints in a transaction, fenced by the lease epoch.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
 use alkstore_core::group::{GroupCheckpointParams, GroupEnsureParams};
 use alkstore_core::{GroupEngine, StreamEngine};
 
@@ -98,6 +101,58 @@ pub async fn a_stale_lease_epoch_refuses_the_checkpoint_and_rolls_back_everythin
     assert_eq!(moved, offsets[0]);
 }
 
+/// A bucket checkpointed in an open transaction is not taken over while
+/// it is open, even once its lease lapsed by the store's clock: another
+/// worker's claim (started meanwhile) waits for the transaction (SQLite:
+/// its write lock) or skips the bucket (PostgreSQL: its locked lease
+/// row). The checkpoint commits; a takeover, if any, comes after the
+/// commit and starts from that checkpoint.
+pub async fn a_checkpointed_bucket_is_not_taken_over_while_its_transaction_is_open<H: Harness>(
+    h: &H,
+) {
+    let e = h.engine();
+    let group = "tx-lease-held";
+    let offsets = group_with_events(h, group, "tx-lease-held-s").await;
+    let a = claim(e, group, "a", 1).await.pop().expect("a's lease");
+    let key = "tx-lease-held:a";
+    let mut tx = begin_with_row(h, key).await;
+    tx.group_checkpoint(GroupCheckpointParams::new(
+        group, a.bucket, "a", a.epoch, offsets[1],
+    ))
+    .await
+    .expect("checkpoint");
+    // The lease lapses while the transaction is open.
+    h.clock().advance(TTL + Duration::from_secs(1));
+    let done = AtomicBool::new(false);
+    let other = async {
+        let got = claim(e, group, "b", 1).await;
+        done.store(true, Ordering::SeqCst);
+        got
+    };
+    let holder = async {
+        // Long enough for the other claim to have been sent and, were the
+        // bucket not held, to have taken it.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let early = done.load(Ordering::SeqCst);
+        tx.commit().await.expect("the checkpoint commits");
+        early
+    };
+    let (got, early) = tokio::join!(other, holder);
+    for lease in &got {
+        assert!(
+            !early,
+            "the bucket was taken over while the transaction was open: {lease:?}"
+        );
+        assert!(lease.epoch > a.epoch, "{lease:?}");
+        assert_eq!(
+            lease.checkpoint, offsets[1],
+            "the new holder starts from the committed checkpoint"
+        );
+    }
+    assert_eq!(checkpoint(e, group).await, offsets[1], "committed");
+    assert_rows(h, &[key.to_string()], "at the end").await;
+}
+
 /// The rows above, for [`contract_suite!`](crate::contract_suite): list each
 /// `pub async fn …<H: Harness>` here, next to where it is written.
 #[doc(hidden)]
@@ -107,6 +162,7 @@ macro_rules! __tx_groups {
         $then! { @rows $args tx::groups [
             group_checkpoint_commits_with_the_business_row_or_not_at_all,
             a_stale_lease_epoch_refuses_the_checkpoint_and_rolls_back_everything,
+            a_checkpointed_bucket_is_not_taken_over_while_its_transaction_is_open,
         ] }
     };
 }

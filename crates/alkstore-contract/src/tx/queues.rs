@@ -1,6 +1,7 @@
 //! Jobs in a transaction: enqueue (one, batch), and ack, retry, fail and
 //! snooze of a claim the caller holds (token-checked).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use alkstore_core::{
@@ -260,6 +261,49 @@ pub async fn settles_count_in_the_throughput_only_once_committed<H: Harness>(h: 
     assert_rows(h, &committed_row("tx-throughput"), "at the end").await;
 }
 
+/// A job acked in an open transaction is not claimed again while it is
+/// open, even once its claim expired by the store's clock: another
+/// worker's claim (started meanwhile) waits for the transaction (SQLite:
+/// its write lock) or skips the job (PostgreSQL: its locked row), and
+/// after the commit finds nothing, as the job is done.
+pub async fn an_acked_job_is_not_claimed_again_while_its_transaction_is_open<H: Harness>(h: &H) {
+    let e = h.engine();
+    let q = "tx-ack-held";
+    let opts = QueueOpts {
+        visibility_timeout: secs(30),
+        ..QueueOpts::default()
+    };
+    let id = enqueue_one(e, job(q, "x").with_queue_opts(opts)).await;
+    let a = claim(e, q, "a", 1).await.pop().expect("a claims");
+    let key = "tx-ack-held:a";
+    let mut tx = begin_with_row(h, key).await;
+    tx.job_ack(a.claim()).await.expect("ack");
+    // The claim lapses while the transaction is open.
+    h.clock().advance(secs(31));
+    let done = AtomicBool::new(false);
+    let other = async {
+        let got = claim(e, q, "b", 1).await;
+        done.store(true, Ordering::SeqCst);
+        got
+    };
+    let holder = async {
+        // Long enough for the other claim to have been sent and, were the
+        // job not held, to have taken it.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        tx.commit().await.expect("the ack commits");
+    };
+    let (got, ()) = tokio::join!(other, holder);
+    assert!(got.is_empty(), "the acked job was claimed again: {got:?}");
+    assert!(done.load(Ordering::SeqCst));
+    assert_eq!(live_count(e, q).await, 0, "done");
+    let info = e.job_get(id).await.expect("get");
+    assert!(
+        info.as_ref().is_none_or(|i| i.state == JobState::Completed),
+        "done: {info:?}"
+    );
+    assert_rows(h, &[key.to_string()], "at the end").await;
+}
+
 /// Which settle [`stale_claim`] tries.
 #[derive(Debug, Clone, Copy)]
 enum Settle {
@@ -355,6 +399,7 @@ macro_rules! __tx_queues {
             fail_commits_with_the_business_row_or_not_at_all,
             snooze_commits_with_the_business_row_or_not_at_all,
             settles_count_in_the_throughput_only_once_committed,
+            an_acked_job_is_not_claimed_again_while_its_transaction_is_open,
             a_stale_claim_refuses_ack_and_rolls_back_everything,
             a_stale_claim_refuses_retry_and_rolls_back_everything,
             a_stale_claim_refuses_fail_and_rolls_back_everything,
