@@ -10,6 +10,17 @@ fn commit(stream: &str, consumer: &str, offset: i64) -> StreamOffsetCommitParams
     StreamOffsetCommitParams::new(stream, consumer, offset)
 }
 
+/// Three events of stream `s`, readable; their offsets.
+async fn three_readable<E: StreamEngine>(e: &E) -> Vec<i64> {
+    let o = vec![
+        publish_one(e, "s", "1").await,
+        publish_one(e, "s", "2").await,
+        publish_one(e, "s", "3").await,
+    ];
+    settle(e, "s").await;
+    o
+}
+
 /// A consumer has no offset until it commits one (distinct from 0); a
 /// commit below the saved offset is ignored and returns the saved one.
 pub async fn offsets_start_unset_and_only_move_forward<H: Harness>(h: &H) {
@@ -22,13 +33,7 @@ pub async fn offsets_start_unset_and_only_move_forward<H: Harness>(h: &H) {
         0
     );
     assert_eq!(e.stream_offset_get(("s", "c")).await.expect("get"), Some(0));
-    let o: Vec<i64> = [
-        publish_one(e, "s", "1").await,
-        publish_one(e, "s", "2").await,
-        publish_one(e, "s", "3").await,
-    ]
-    .to_vec();
-    settle(e, "s").await;
+    let o = three_readable(e).await;
     assert_eq!(
         e.stream_offset_commit(commit("s", "c", o[1]))
             .await
@@ -94,13 +99,7 @@ pub async fn committing_beyond_the_head_is_refused<H: Harness>(h: &H) {
 /// monotone.
 pub async fn an_expected_commit_moves_only_from_the_expected_offset<H: Harness>(h: &H) {
     let e = h.engine();
-    let o: Vec<i64> = [
-        publish_one(e, "s", "1").await,
-        publish_one(e, "s", "2").await,
-        publish_one(e, "s", "3").await,
-    ]
-    .to_vec();
-    settle(e, "s").await;
+    let o = three_readable(e).await;
     let saved = || async { e.stream_offset_get(("s", "c")).await.expect("get") };
     let refused = |expected: i64, offset: i64| async move {
         let err = e

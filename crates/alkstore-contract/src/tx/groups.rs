@@ -4,13 +4,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use alkstore_core::group::{GroupCheckpointParams, GroupEnsureParams};
-use alkstore_core::{GroupEngine, StreamEngine};
+use alkstore_core::GroupEngine;
 
 use super::support::{
-    assert_refused_and_rolled_back, assert_rows, begin_with_row, committed_row, End,
+    assert_refused_and_rolled_back, assert_rows, begin_with_row, committed_row, three_events, End,
 };
 use crate::groups::support::{claim, TTL};
-use crate::streams::support::{ev, settle};
 use crate::Harness;
 
 /// A group of one bucket on stream `s` holding three events, readable
@@ -20,12 +19,7 @@ async fn group_with_events<H: Harness>(h: &H, group: &str, s: &str) -> Vec<i64> 
     e.group_ensure(GroupEnsureParams::new(group, s, 1))
         .await
         .expect("ensure");
-    let offsets = e
-        .stream_publish(vec![ev(s, "1"), ev(s, "2"), ev(s, "3")])
-        .await
-        .expect("publish");
-    settle(e, s).await;
-    offsets
+    three_events(h, s).await
 }
 
 /// The bucket's saved checkpoint.

@@ -1,12 +1,13 @@
 //! Events in a transaction: publish (one, batch) and a consumer's offset.
 
+use std::time::Duration;
+
 use alkstore_core::stream::{StreamOffsetCommitParams, StreamOffsetGetParams};
 use alkstore_core::{Engine, StreamEngine, Wake};
 
-use std::time::Duration;
-
 use super::support::{
-    assert_refused_and_rolled_back, assert_rows, begin_with_row, committed_row, woken, End,
+    assert_refused_and_rolled_back, assert_rows, begin_with_row, committed_row, three_events,
+    woken, End,
 };
 use crate::streams::support::{ev, payloads, read_all, settle};
 use crate::Harness;
@@ -63,12 +64,7 @@ pub async fn publish_batch_commits_all_or_nothing_with_the_business_row<H: Harne
 pub async fn offset_commit_commits_with_the_business_row_or_not_at_all<H: Harness>(h: &H) {
     let e = h.engine();
     let s = "tx-offsets";
-    let offsets = e
-        .stream_publish(vec![ev(s, "1"), ev(s, "2"), ev(s, "3")])
-        .await
-        .expect("publish");
-    // An offset may only be saved up to the readable head.
-    settle(e, s).await;
+    let offsets = three_events(h, s).await;
     let saved = |e: H::Engine| async move {
         e.stream_offset_get(StreamOffsetGetParams::from((s, "c")))
             .await
@@ -103,17 +99,6 @@ pub async fn offset_commit_commits_with_the_business_row_or_not_at_all<H: Harnes
         "at the end",
     )
     .await;
-}
-
-/// Three readable events of `s`; their offsets.
-async fn three_events<H: Harness>(h: &H, s: &str) -> Vec<i64> {
-    let e = h.engine();
-    let offsets = e
-        .stream_publish(vec![ev(s, "1"), ev(s, "2"), ev(s, "3")])
-        .await
-        .expect("publish");
-    settle(e, s).await;
-    offsets
 }
 
 /// A consumer's offset as saved.

@@ -2,9 +2,10 @@
 
 use std::time::Duration;
 
-use alkstore_core::{ErrorKind, Transaction, Wake};
+use alkstore_core::{ErrorKind, StreamEngine, Transaction, Wake};
 use tokio::time::Instant;
 
+use crate::streams::support::{ev, settle};
 use crate::Harness;
 
 /// How a transaction of a row ends.
@@ -106,6 +107,19 @@ pub(crate) async fn assert_refused_and_rolled_back<H: Harness, T: std::fmt::Debu
         !h.business_rows().await.iter().any(|k| k == key),
         "the application's row {key} rolled back with it"
     );
+}
+
+/// Publish three events on stream `s` and wait until they are readable
+/// (a consumer's offset or a checkpoint may only reach readable events);
+/// their offsets.
+pub(crate) async fn three_events<H: Harness>(h: &H, s: &str) -> Vec<i64> {
+    let e = h.engine();
+    let offsets = e
+        .stream_publish(vec![ev(s, "1"), ev(s, "2"), ev(s, "3")])
+        .await
+        .expect("publish");
+    settle(e, s).await;
+    offsets
 }
 
 /// `n` seconds, for the rows' clock moves.
