@@ -866,10 +866,20 @@ async fn group_dead_letters_list_requeue_and_purge(api: Api) {
         .await
         .expect("claim")
         .remove(0);
-    let events = e
-        .stream_read(StreamReadParams::new("orders", 0, 10))
-        .await
-        .expect("read");
+    // On PostgreSQL the events become readable once transactions that
+    // began before their commit (other tests') end.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let events = loop {
+        let events = e
+            .stream_read(StreamReadParams::new("orders", 0, 10))
+            .await
+            .expect("read");
+        if events.len() == 2 || std::time::Instant::now() > deadline {
+            break events;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(events.len(), 2, "{events:?}");
     for ev in &events {
         e.group_dead_add(GroupDeadAddParams {
             group: "billing".into(),
