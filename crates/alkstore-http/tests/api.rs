@@ -866,20 +866,20 @@ async fn group_dead_letters_list_requeue_and_purge(api: Api) {
         .await
         .expect("claim")
         .remove(0);
-    // Both readable first: on PostgreSQL an event becomes readable once
-    // older open transactions (other tests') end.
-    let deadline = Instant::now() + Duration::from_secs(20);
+    // On PostgreSQL the events become readable once transactions that
+    // began before their commit (other tests') end.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
     let events = loop {
         let events = e
             .stream_read(StreamReadParams::new("orders", 0, 10))
             .await
             .expect("read");
-        if events.len() == 2 || Instant::now() > deadline {
+        if events.len() == 2 || std::time::Instant::now() > deadline {
             break events;
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    assert_eq!(events.len(), 2, "both events readable");
+    assert_eq!(events.len(), 2, "{events:?}");
     for ev in &events {
         e.group_dead_add(GroupDeadAddParams {
             group: "billing".into(),
