@@ -1,5 +1,5 @@
 //! An order service: each order row and its `order-placed` event commit in
-//! one transaction (the outbox), and a subscriber follows the stream,
+//! one transaction (`Store::begin`), and a subscriber follows the stream,
 //! resuming where it left off on the next run. Stops on Ctrl-C or SIGTERM,
 //! or by itself once it has seen every order.
 //!
@@ -11,59 +11,42 @@
 use alkstore::stream::{Event, NewEvent};
 use alkstore::Store;
 
-/// Place `n` orders: a business row and its event, in one transaction.
+/// Place `n` orders: a business row and its event, in one transaction of
+/// the store's (`Store::begin`): the application's own SQL runs on the
+/// engine's native handle inside it, the event joins it, and the two
+/// commit together or not at all.
 async fn place_orders(store: &Store, n: u32) -> Result<(), Box<dyn std::error::Error>> {
-    #[allow(unreachable_patterns)]
-    match store.engine() {
-        #[cfg(feature = "sqlite")]
-        alkstore::AnyEngine::Sqlite(engine) => {
-            use alkstore::sqlite::rusqlite;
-            let mut conn = rusqlite::Connection::open(engine.path())?;
-            conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    for i in 0..n {
+        let mut tx = store.begin().await?;
+        let id: i64 = if let Some(conn) = tx.sqlite() {
             conn.execute_batch(
-                "CREATE TABLE IF NOT EXISTS orders (id INTEGER PRIMARY KEY, item TEXT NOT NULL)",
+                "CREATE TABLE IF NOT EXISTS example_orders (id INTEGER PRIMARY KEY, item TEXT NOT NULL)",
             )?;
-            for i in 0..n {
-                let tx = conn.transaction()?;
-                tx.execute(
-                    "INSERT INTO orders (item) VALUES (?1)",
-                    [format!("book {i}")],
-                )?;
-                let id = tx.last_insert_rowid();
-                let event = NewEvent::new("orders", format!(r#"{{"order":{id}}}"#).into_bytes())
-                    .key(format!("customer-{}", i % 3));
-                engine.stream_publish_in(&tx, vec![event])?;
-                tx.commit()?;
-            }
-        }
-        #[cfg(feature = "postgres")]
-        alkstore::AnyEngine::Postgres(engine) => {
-            let mut client = engine.client().await?;
-            let orders = format!(
-                "{}.orders",
-                alkstore::postgres::schema::quote_identifier(engine.schema())
-            );
+            conn.query_row(
+                "INSERT INTO example_orders (item) VALUES (?1) RETURNING id",
+                [format!("book {i}")],
+                |r| r.get(0),
+            )?
+        } else if let Some(client) = tx.postgres() {
             client
-                .batch_execute(&format!(
-                    "CREATE TABLE IF NOT EXISTS {orders} (id BIGSERIAL PRIMARY KEY, item TEXT NOT NULL)"
-                ))
+                .batch_execute(
+                    "CREATE TABLE IF NOT EXISTS example_orders (id BIGSERIAL PRIMARY KEY, item TEXT NOT NULL)",
+                )
                 .await?;
-            for i in 0..n {
-                let tx = client.transaction().await?;
-                let row = tx
-                    .query_one(
-                        &format!("INSERT INTO {orders} (item) VALUES ($1) RETURNING id"),
-                        &[&format!("book {i}")],
-                    )
-                    .await?;
-                let id: i64 = row.get(0);
-                let event = NewEvent::new("orders", format!(r#"{{"order":{id}}}"#).into_bytes())
-                    .key(format!("customer-{}", i % 3));
-                engine.stream_publish_in(&*tx, vec![event]).await?;
-                tx.commit().await?;
-            }
-        }
-        _ => {}
+            client
+                .query_one(
+                    "INSERT INTO example_orders (item) VALUES ($1) RETURNING id",
+                    &[&format!("book {i}")],
+                )
+                .await?
+                .get(0)
+        } else {
+            return Err("this store's engine has no native handle".into());
+        };
+        let event = NewEvent::new("orders", format!(r#"{{"order":{id}}}"#).into_bytes())
+            .key(format!("customer-{}", i % 3));
+        tx.stream_publish(vec![event]).await?;
+        tx.commit().await?;
     }
     Ok(())
 }
