@@ -160,18 +160,18 @@ case "$peer" in
       # shellcheck disable=SC2086
       "$alk" bench queue --scale "$scale" $qs | tee -a "$out/alk.txt"
       "$alk" bench stream --scale "$scale" --scenario publish_single_4tasks --scenario publish_batch_100 \
-        --scenario replay_1m | tee -a "$out/alk.txt"
+        --scenario replay_1m --scenario live_latency | tee -a "$out/alk.txt"
       BENCH_SCALE="$scale" "$here/upstream/target/release/upstream-bench" sqlite | tee -a "$out/peer.txt" ||
         echo "upstream-bench sqlite failed (a scenario or all); its missing rows show -" >&2
       # shellcheck disable=SC2086
       "$alk" bench queue --on "$url" --scale "$scale" $qs | tee -a "$out/alk.txt"
       "$alk" bench stream --on "$url" --scale "$scale" --scenario publish_single_4tasks \
-        --scenario publish_batch_100 | tee -a "$out/alk.txt"
+        --scenario publish_batch_100 --scenario live_latency | tee -a "$out/alk.txt"
       "$alk" bench stream --on "$url" --scale "$pg_replay_scale" --scenario replay_1m | tee -a "$out/alk.txt"
       BENCH_SCALE="$scale" "$here/upstream/target/release/upstream-bench" postgres "$url" \
         enqueue_single_4tasks enqueue_single_16tasks enqueue_batch_100 claim_ack_single_20k \
         claim128_batch_ack_100k end_to_end_1p2c insert_50k work_50k publish_single_4tasks \
-        publish_batch_100 | tee -a "$out/peer.txt" ||
+        publish_batch_100 live_latency | tee -a "$out/peer.txt" ||
         echo "upstream-bench postgres failed (a scenario or all); its missing rows show -" >&2
       BENCH_SCALE="$pg_replay_scale" "$here/upstream/target/release/upstream-bench" postgres "$url" replay_1m |
         tee -a "$out/peer.txt" || echo "upstream-bench postgres replay_1m failed; its row shows -" >&2
@@ -217,6 +217,20 @@ if [ "$peer" = upstream ]; then
       urow "$e" "$s" "${a:--}" "${b:--}" "$(ratio "${a:-0}" "${b:-0}")" "${per:--}"
     done
   done
+  # Live latency: ms (lower is better); the ratio is the peer over alkstore,
+  # so above 1x is better for alkstore, as in the throughput rows.
+  for e in sqlite postgres; do
+    for f in p50_ms_from_commit p99_ms_from_commit p50_ms_from_call p99_ms_from_call; do
+      a="$(field "$out/alk.txt" alkstore live_latency "$f" "$e")"
+      b="$(field "$out/peer.txt" alkstore0.1 live_latency "$f" "$e")"
+      [ -z "$a$b" ] && continue
+      per="$(paste -d ' ' <(values "$out/alk.txt" alkstore live_latency "$f" "$e") \
+        <(values "$out/peer.txt" alkstore0.1 live_latency "$f" "$e") |
+        awk 'NF == 2 && $1 > 0 { printf "%.2f ", $2 / $1 }')"
+      urow "$e" "live_latency $f" "${a:--}" "${b:--}" "$(ratio "${b:-0}" "${a:-0}")" "${per:--}"
+    done
+  done
+  echo "(live_latency rows: ms, lower is better; their ratio is the peer over alkstore, so above 1x favours alkstore.)"
   echo "Every figure is the median over $rounds rounds; each round ran alkstore on SQLite, the peer on SQLite," \
     "alkstore on PostgreSQL, the peer on PostgreSQL (COMPARE_ROUNDS sets the count)."
   echo "The peer has no batch enqueue or publish outside a transaction: its *_batch_100, end_to_end producer and" \

@@ -56,6 +56,7 @@ const QUEUE_SCENARIOS: &[&str] = &[
     "work_50k",
 ];
 const STREAM_SCENARIOS: &[&str] = &["publish_single_4tasks", "publish_batch_100", "replay_1m"];
+const LIVE: &str = "live_latency";
 
 fn scale() -> f64 {
     std::env::var("BENCH_SCALE")
@@ -373,6 +374,61 @@ async fn stream_scenario(name: &str, store: Arc<dyn Store>, scale: f64) -> Res<(
     })
 }
 
+/// Latencies (ms) to a live subscriber (StreamHandle::subscribe, then
+/// EventReceiver::recv in its own task) from the publish call's return and
+/// from the call itself, as `alk bench stream`'s live_latency: one unkeyed
+/// event at a time, 2 ms apart.
+async fn live_latency(store: Arc<dyn Store>, samples: usize) -> Res<(Vec<f64>, Vec<f64>)> {
+    let s: Arc<dyn StreamHandle> = Arc::from(store.stream("live").await?);
+    let mut sub = s.subscribe("bench").await?;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, Instant)>();
+    let receiver = tokio::spawn(async move {
+        while let Some(ev) = sub.recv().await {
+            let at = Instant::now();
+            let Ok(ev) = ev else { break };
+            let i = serde_json::from_slice::<String>(&ev.payload)
+                .ok()
+                .and_then(|p| p.trim_end_matches('.').trim().parse::<usize>().ok())
+                .unwrap_or(usize::MAX);
+            if tx.send((i, at)).is_err() {
+                break;
+            }
+        }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let (mut from_commit, mut from_call) = (Vec::new(), Vec::new());
+    for i in 0..samples {
+        let called = Instant::now();
+        s.publish(event(i)).await?;
+        let committed = Instant::now();
+        loop {
+            let Some((got, at)) = tokio::time::timeout(std::time::Duration::from_secs(10), rx.recv())
+                .await
+                .ok()
+                .flatten()
+            else {
+                return Err("the subscriber stopped receiving".into());
+            };
+            if got == i {
+                from_commit.push(at.saturating_duration_since(committed).as_secs_f64() * 1e3);
+                from_call.push(at.saturating_duration_since(called).as_secs_f64() * 1e3);
+                break;
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+    receiver.abort();
+    Ok((from_commit, from_call))
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
 #[tokio::main]
 async fn main() {
     let mut args = std::env::args().skip(1);
@@ -401,11 +457,42 @@ async fn main() {
     };
     println!("# alkstore 0.1.0 (crates.io) on {}: {settings}; BENCH_SCALE={scale}", engine.name());
     let mut failed = false;
-    for name in QUEUE_SCENARIOS.iter().chain(STREAM_SCENARIOS) {
+    for name in QUEUE_SCENARIOS.iter().chain(STREAM_SCENARIOS).chain(&[LIVE]) {
         if !asked.is_empty() && !asked.iter().any(|a| a == name) {
             continue;
         }
         let is_stream = STREAM_SCENARIOS.contains(name);
+        if *name == LIVE {
+            let samples = scaled(500, scale.min(1.0)).max(10);
+            let result = async {
+                let f = fresh(&engine, name).await?;
+                let r = live_latency(f.store.clone(), samples).await;
+                drop(f.store);
+                clean(f.cleanup).await?;
+                r
+            }
+            .await;
+            match result {
+                Ok((mut ms, mut call)) => {
+                    ms.sort_by(f64::total_cmp);
+                    call.sort_by(f64::total_cmp);
+                    println!(
+                        "bench peer=alkstore0.1 engine={} scenario=live_latency samples={} p50_ms_from_commit={:.3} p99_ms_from_commit={:.3} p50_ms_from_call={:.3} p99_ms_from_call={:.3}",
+                        engine.name(),
+                        ms.len(),
+                        percentile(&ms, 0.50),
+                        percentile(&ms, 0.99),
+                        percentile(&call, 0.50),
+                        percentile(&call, 0.99)
+                    );
+                }
+                Err(e) => {
+                    eprintln!("upstream-bench {} {name}: {e}", engine.name());
+                    failed = true;
+                }
+            }
+            continue;
+        }
         let result = async {
             let f = fresh(&engine, name).await?;
             let r = if is_stream {
