@@ -199,7 +199,7 @@ if [ "$peer" = upstream ]; then
   # One row per engine and scenario: each side's median over the rounds
   # (jobs/s or events/s), the ratio of the medians, then the ratio round by
   # round (alkstore over the peer in the same round).
-  urow() { printf '%-10s %-26s %12s %12s %8s  %s\n' "$@"; }
+  urow() { printf '%-10s %-34s %12s %12s %8s  %s\n' "$@"; }
   echo
   urow engine "scenario (per s)" alkstore "alkstore0.1" ratio "per round"
   for e in sqlite postgres; do
@@ -233,6 +233,9 @@ if [ "$peer" = upstream ]; then
   echo "(live_latency rows: ms, lower is better; their ratio is the peer over alkstore, so above 1x favours alkstore.)"
   echo "Every figure is the median over $rounds rounds; each round ran alkstore on SQLite, the peer on SQLite," \
     "alkstore on PostgreSQL, the peer on PostgreSQL (COMPARE_ROUNDS sets the count)."
+  sc="$(grep -m1 -o 'synchronous_commit=[a-z]*' "$out/peer.txt" || true)"
+  echo "The peer on PostgreSQL: ${sc:-synchronous_commit=?} (its speed option; UPSTREAM_SYNC_COMMIT=on makes it" \
+    "durable like alkstore, which always is), pool of 16 connections."
   echo "The peer has no batch enqueue or publish outside a transaction: its *_batch_100, end_to_end producer and" \
     "insert_50k are transactions of 100 (1000) enqueue_tx/publish_with_key_tx calls."
   exit 0
