@@ -11,11 +11,15 @@
 #   bench/peers/compare.sh groups [URL]    # consumer groups: alkstore worker
 #                                          # processes (SQLite, PostgreSQL) vs Redis
 #                                          # consumer groups, NATS pull consumers
+#   bench/peers/compare.sh upstream [URL]  # queues and streams: alkstore vs the
+#                                          # crates.io alkstore 0.1.0 family (an
+#                                          # earlier implementation, other authors),
+#                                          # on SQLite and PostgreSQL at URL
 #   bench/peers/compare.sh locks [URL]     # locks and schedule fire latency:
 #                                          # alkstore (SQLite, PostgreSQL) vs honker's
 #                                          # locks and scheduler, PostgreSQL advisory locks
 #
-# The queue cases (honker, postgres) run in COMPARE_ROUNDS rounds (default
+# The queue cases (honker, postgres, upstream) run in COMPARE_ROUNDS rounds (default
 # 3): each round runs alkstore's scenarios and then every peer's, so all of
 # them meet the machine in the same minutes (its speed drifts by 20-50 %
 # over minutes), and the tables show each side's median over the rounds;
@@ -133,7 +137,47 @@ case "$peer" in
     BENCH_SCALE="$scale" "$here/honker/target/release/honker-locks" | tee "$out/peer.txt"
     BENCH_SCALE="$scale" "$here/pglocks/target/release/pglocks-bench" "$url" | tee -a "$out/peer.txt"
     ;;
-  *) echo "usage: $0 honker | postgres [URL] | streams [URL] | groups [URL] | locks [URL]" >&2; exit 2 ;;
+  upstream)
+    # The crates.io alkstore 0.1.0 family (an earlier implementation of this
+    # design by other authors), on SQLite and on PostgreSQL, every queue and
+    # stream scenario it can express; its own workspace in upstream/.
+    url="$(pg_url "${2:-}")"
+    (cd "$here/upstream" && CARGO_TARGET_DIR="$here/upstream/target" cargo build --release -q)
+    # replay_1m on PostgreSQL: the peer fills its stream one event per
+    # statement (no batch publish), 1M events take it minutes, so both sides
+    # run that one scenario at this fraction of BENCH_SCALE.
+    replay_f="${UPSTREAM_PG_REPLAY_SCALE:-0.1}"
+    pg_replay_scale="$(awk -v a="$scale" -v b="$replay_f" 'BEGIN { print a * b }')"
+    echo "connection: $url (the same for both); BENCH_SCALE=$scale; on PostgreSQL replay_1m runs at" \
+      "scale $pg_replay_scale on both sides (UPSTREAM_PG_REPLAY_SCALE=$replay_f: the peer is too slow to fill 1M events)"
+    qs="--scenario enqueue_single_4tasks --scenario enqueue_single_16tasks --scenario enqueue_batch_100
+      --scenario claim_ack_single_20k --scenario claim128_batch_ack_100k --scenario end_to_end_1p2c
+      --scenario insert_50k --scenario work_50k"
+    # Warm the PostgreSQL server first, unmeasured (see the postgres case).
+    "$alk" bench queue --on "$url" --scale "$scale" --scenario insert_50k --scenario work_50k > /dev/null
+    for r in $(seq 1 "$rounds"); do
+      echo "# round $r of $rounds"
+      # shellcheck disable=SC2086
+      "$alk" bench queue --scale "$scale" $qs | tee -a "$out/alk.txt"
+      "$alk" bench stream --scale "$scale" --scenario publish_single_4tasks --scenario publish_batch_100 \
+        --scenario replay_1m --scenario live_latency | tee -a "$out/alk.txt"
+      BENCH_SCALE="$scale" "$here/upstream/target/release/upstream-bench" sqlite | tee -a "$out/peer.txt" ||
+        echo "upstream-bench sqlite failed (a scenario or all); its missing rows show -" >&2
+      # shellcheck disable=SC2086
+      "$alk" bench queue --on "$url" --scale "$scale" $qs | tee -a "$out/alk.txt"
+      "$alk" bench stream --on "$url" --scale "$scale" --scenario publish_single_4tasks \
+        --scenario publish_batch_100 --scenario live_latency | tee -a "$out/alk.txt"
+      "$alk" bench stream --on "$url" --scale "$pg_replay_scale" --scenario replay_1m | tee -a "$out/alk.txt"
+      BENCH_SCALE="$scale" "$here/upstream/target/release/upstream-bench" postgres "$url" \
+        enqueue_single_4tasks enqueue_single_16tasks enqueue_batch_100 claim_ack_single_20k \
+        claim128_batch_ack_100k end_to_end_1p2c insert_50k work_50k publish_single_4tasks \
+        publish_batch_100 live_latency | tee -a "$out/peer.txt" ||
+        echo "upstream-bench postgres failed (a scenario or all); its missing rows show -" >&2
+      BENCH_SCALE="$pg_replay_scale" "$here/upstream/target/release/upstream-bench" postgres "$url" replay_1m |
+        tee -a "$out/peer.txt" || echo "upstream-bench postgres replay_1m failed; its row shows -" >&2
+    done
+    ;;
+  *) echo "usage: $0 honker | postgres [URL] | streams [URL] | groups [URL] | locks [URL] | upstream [URL]" >&2; exit 2 ;;
 esac
 
 values() { # file peer scenario field [engine] -> every row's value, in the order the rounds ran
@@ -150,6 +194,52 @@ field() { # file peer scenario field [engine] -> value: the median over the rows
 ratio() { # two digits below 1x (latency ratios are read against 0.5x)
   awk -v a="$1" -v b="$2" 'BEGIN { if (b <= 0) { print "-"; exit } r = a / b; printf (r < 1 ? "%.2fx" : "%.1fx"), r }'
 }
+
+if [ "$peer" = upstream ]; then
+  # One row per engine and scenario: each side's median over the rounds
+  # (jobs/s or events/s), the ratio of the medians, then the ratio round by
+  # round (alkstore over the peer in the same round).
+  urow() { printf '%-10s %-34s %12s %12s %8s  %s\n' "$@"; }
+  echo
+  urow engine "scenario (per s)" alkstore "alkstore0.1" ratio "per round"
+  for e in sqlite postgres; do
+    for s in enqueue_single_4tasks enqueue_single_16tasks enqueue_batch_100 claim_ack_single_20k \
+      claim128_batch_ack_100k end_to_end_1p2c insert_50k work_50k publish_single_4tasks \
+      publish_batch_100 replay_1m; do
+      f=jobs_per_s
+      case "$s" in publish_* | replay_*) f=events_per_s ;; esac
+      a="$(field "$out/alk.txt" alkstore "$s" "$f" "$e")"
+      b="$(field "$out/peer.txt" alkstore0.1 "$s" "$f" "$e")"
+      [ -z "$a$b" ] && continue
+      per="$(paste -d ' ' <(values "$out/alk.txt" alkstore "$s" "$f" "$e") \
+        <(values "$out/peer.txt" alkstore0.1 "$s" "$f" "$e") |
+        awk 'NF == 2 && $2 > 0 { printf "%.2f ", $1 / $2 }')"
+      urow "$e" "$s" "${a:--}" "${b:--}" "$(ratio "${a:-0}" "${b:-0}")" "${per:--}"
+    done
+  done
+  # Live latency: ms (lower is better); the ratio is the peer over alkstore,
+  # so above 1x is better for alkstore, as in the throughput rows.
+  for e in sqlite postgres; do
+    for f in p50_ms_from_commit p99_ms_from_commit p50_ms_from_call p99_ms_from_call; do
+      a="$(field "$out/alk.txt" alkstore live_latency "$f" "$e")"
+      b="$(field "$out/peer.txt" alkstore0.1 live_latency "$f" "$e")"
+      [ -z "$a$b" ] && continue
+      per="$(paste -d ' ' <(values "$out/alk.txt" alkstore live_latency "$f" "$e") \
+        <(values "$out/peer.txt" alkstore0.1 live_latency "$f" "$e") |
+        awk 'NF == 2 && $1 > 0 { printf "%.2f ", $2 / $1 }')"
+      urow "$e" "live_latency $f" "${a:--}" "${b:--}" "$(ratio "${b:-0}" "${a:-0}")" "${per:--}"
+    done
+  done
+  echo "(live_latency rows: ms, lower is better; their ratio is the peer over alkstore, so above 1x favours alkstore.)"
+  echo "Every figure is the median over $rounds rounds; each round ran alkstore on SQLite, the peer on SQLite," \
+    "alkstore on PostgreSQL, the peer on PostgreSQL (COMPARE_ROUNDS sets the count)."
+  sc="$(grep -m1 -o 'synchronous_commit=[a-z]*' "$out/peer.txt" || true)"
+  echo "The peer on PostgreSQL: ${sc:-synchronous_commit=?} (its speed option; UPSTREAM_SYNC_COMMIT=on makes it" \
+    "durable like alkstore, which always is), pool of 16 connections."
+  echo "The peer has no batch enqueue or publish outside a transaction: its *_batch_100, end_to_end producer and" \
+    "insert_50k are transactions of 100 (1000) enqueue_tx/publish_with_key_tx calls."
+  exit 0
+fi
 
 if [ "$peer" = groups ]; then
   # Throughput rows: events/s (higher is better); failover and rebalance:
