@@ -1056,12 +1056,20 @@ async fn tx_on_an_in_memory_store() {
 async fn tx_begin_waits_for_a_lock_held_elsewhere_off_the_runtime() {
     let dir = tempfile::tempdir().expect("tmp");
     let path = dir.path().join("held.db");
+    // A short busy timeout to see it run out; a long one on a second
+    // engine over the same file to see the wait end with the lock (a
+    // stall of the machine must not make it run out first).
     let mut opts = SqliteOptions::new(&path);
-    opts.busy_timeout = std::time::Duration::from_millis(1_500);
+    opts.busy_timeout = std::time::Duration::from_millis(300);
+    let impatient = SqliteEngine::open(opts).expect("open");
+    let mut opts = SqliteOptions::new(&path);
+    opts.busy_timeout = std::time::Duration::from_secs(60);
     let e = SqliteEngine::open(opts).expect("open");
     let other = rusqlite::Connection::open(&path).expect("conn");
     other.execute_batch("BEGIN IMMEDIATE").expect("lock");
-    let err = Transaction::begin(&e).await.expect_err("held throughout");
+    let err = Transaction::begin(&impatient)
+        .await
+        .expect_err("held throughout");
     assert_eq!(err.kind(), ErrorKind::Busy, "{err}");
     let engine = e.clone();
     let begin = tokio::spawn(async move {
