@@ -50,6 +50,7 @@ pub(crate) async fn run(db: &str, args: ServeArgs) -> Result<()> {
         .install_recorder()
         .map_err(|e| Error::database("serve: install the metrics recorder", e))?;
     let store = Store::open(db).await?;
+    let flush_on_exit = store.clone();
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .map_err(|e| Error::database("serve: listen", e))?;
@@ -72,5 +73,7 @@ pub(crate) async fn run(db: &str, args: ServeArgs) -> Result<()> {
         .with_graceful_shutdown(alkstore::shutdown_signal())
         .await
         .map_err(|e| Error::database("serve", e))?;
+    // The last requests' wake-ups (see `Store::flush`).
+    flush_on_exit.flush().await;
     Ok(())
 }

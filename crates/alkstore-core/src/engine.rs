@@ -75,6 +75,17 @@ pub trait Engine: Send + Sync + 'static {
         params: Checked<SweepParams>,
     ) -> impl Future<Output = Result<Option<SweepReport>>> + Send;
 
+    /// Send what the engine holds back after a call returned. On PostgreSQL
+    /// the cross-process wake-ups of autocommit enqueues and publishes go
+    /// out just after their commit, from a task of their own, so that the
+    /// caller does not wait for them: a process about to exit calls this,
+    /// or other processes' workers learn of its last writes only at their
+    /// next poll. Errors are not returned: a wake-up that cannot be sent is
+    /// logged, and the job is found by polling.
+    fn flush(&self) -> impl Future<Output = ()> + Send {
+        async {}
+    }
+
     /// Reclaim the space of deleted and updated rows in the store's hot
     /// tables when it has grown past a threshold (PostgreSQL: `VACUUM
     /// (SKIP_LOCKED)` of the job table once its dead tuples outnumber

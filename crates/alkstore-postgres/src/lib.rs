@@ -32,6 +32,7 @@ macro_rules! db_epoch {
     };
 }
 
+mod announce;
 mod conn;
 mod groups;
 mod listen;
@@ -143,6 +144,9 @@ struct Inner {
     /// When each queue's expired rows were last handed back.
     rescues: Mutex<RescueSchedule>,
     wake: listen::Hub,
+    /// Sends other processes the wake-ups of autocommit writes, after
+    /// their commit.
+    announce: announce::Announcer,
     listener_started: AtomicBool,
     /// Whether the LISTEN connection is up (set by the listener task).
     listening: Arc<tokio::sync::watch::Sender<bool>>,
@@ -221,6 +225,17 @@ impl PgEngine {
         } else {
             None
         };
+        let announce = {
+            let (mut config, connector) = listen_connect.clone();
+            config.connect_timeout(Duration::from_secs(5));
+            config.keepalives_idle(Duration::from_secs(30));
+            announce::Announcer::new(
+                config,
+                connector,
+                schema::notify_channel(&opts.schema),
+                schema::stream_channel(&opts.schema),
+            )
+        };
         let engine = PgEngine {
             inner: Arc::new(Inner {
                 sql: queues::sql::Sql::new(&opts.schema),
@@ -235,6 +250,7 @@ impl PgEngine {
                 opts,
                 rescues: Mutex::new(RescueSchedule::default()),
                 wake: Arc::new(WakeHub::default()),
+                announce,
                 listener_started: AtomicBool::new(false),
                 listening: Arc::new(tokio::sync::watch::channel(false).0),
                 closed: AtomicBool::new(false),

@@ -43,6 +43,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/009_job_results.sql"),
     include_str!("../migrations/010_queue_throughput.sql"),
     include_str!("../migrations/011_inline_notify.sql"),
+    include_str!("../migrations/012_announce_after_commit.sql"),
 ];
 
 /// The schema version this build writes and understands.
@@ -241,8 +242,20 @@ pub async fn bootstrap(client: &mut tokio_postgres::Client, schema: &str) -> Res
     tx.commit().await.map_err(db)
 }
 
+/// `text` as a SQL string literal, whatever `standard_conforming_strings`
+/// says (PostgreSQL's `quote_literal` rule).
+fn quote_literal(text: &str) -> String {
+    let quoted = text.replace('\'', "''");
+    if quoted.contains('\\') {
+        format!("E'{}'", quoted.replace('\\', "\\\\"))
+    } else {
+        format!("'{quoted}'")
+    }
+}
+
 /// A migration with its placeholders replaced by quoted identifiers:
-/// `@job@`, `@dead@`, `@done@`, `@meta@` (tables in the schema), `@schema@`
+/// `@job@`, `@dead@`, `@done@`, `@meta@` (tables in the schema), `@schema@`,
+/// `@schema_literal@` (the schema's name as a string literal)
 /// and `@index:NAME@` (`{schema}_NAME`, schema-prefixed so a co-tenant's
 /// index of the same name cannot make `IF NOT EXISTS` skip ours). Every name
 /// goes through [`quote_identifier`], the injection boundary.
@@ -275,6 +288,7 @@ fn render(sql: &str, schema: &str) -> String {
             "job_result" => QualifiedTable::new(schema, tables::JOB_RESULT).to_string(),
             "queue_throughput" => QualifiedTable::new(schema, tables::QUEUE_THROUGHPUT).to_string(),
             "schema" => quote_identifier(schema),
+            "schema_literal" => quote_literal(schema),
             _ => match token.strip_prefix("index:") {
                 Some(index) => quote_identifier(&format!("{schema}_{index}")),
                 // Not a placeholder: keep the text as written.

@@ -31,6 +31,7 @@ use alkstore_core::{Checked, Enqueued, Error, Result, Settled, TxDriver};
 use deadpool_postgres::{ClientWrapper, Object};
 use tokio_postgres::error::SqlState;
 
+use crate::announce::Wakes;
 use crate::queues::Tally;
 use crate::{db, PgEngine};
 
@@ -205,7 +206,14 @@ impl TxDriver for PgEngine {
     ) -> Result<Vec<Enqueued>> {
         let jobs = p.into_inner().jobs;
         let e = tx.exec("job_enqueue")?;
-        crate::queues::enqueue_in(e, &self.inner.sql, jobs, self.now_override()).await
+        crate::queues::enqueue_in(
+            e,
+            &self.inner.sql,
+            jobs,
+            self.now_override(),
+            Wakes::AtCommit,
+        )
+        .await
     }
 
     async fn tx_job_ack(&self, tx: &mut PgTx, p: Checked<JobAckParams>) -> Result<Vec<bool>> {
@@ -233,7 +241,7 @@ impl TxDriver for PgEngine {
     ) -> Result<Vec<i64>> {
         let e = tx.exec("stream_publish")?;
         let sql = &self.inner.stream_sql;
-        crate::streams::publish_in(e, sql, self.now_override(), &p.events).await
+        crate::streams::publish_in(e, sql, self.now_override(), &p.events, Wakes::AtCommit).await
     }
 
     async fn tx_stream_offset_commit(

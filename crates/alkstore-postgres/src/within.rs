@@ -175,7 +175,14 @@ impl Within<'_, '_> {
         params: impl Into<JobEnqueueParams> + Send,
     ) -> Result<Vec<Enqueued>> {
         within_call!(self, params => JobEnqueueParams, |e, engine, p| async move {
-            crate::queues::enqueue_in(e, &engine.inner.sql, p.jobs, engine.now_override()).await
+            crate::queues::enqueue_in(
+                e,
+                &engine.inner.sql,
+                p.jobs,
+                engine.now_override(),
+                crate::announce::Wakes::AtCommit,
+            )
+            .await
         })
     }
 
@@ -253,7 +260,14 @@ impl Within<'_, '_> {
     ) -> Result<Vec<i64>> {
         within_call!(self, params => StreamPublishParams, |e, engine, p| async move {
             let sql = &engine.inner.stream_sql;
-            crate::streams::publish_in(e, sql, engine.now_override(), &p.events).await
+            crate::streams::publish_in(
+                e,
+                sql,
+                engine.now_override(),
+                &p.events,
+                crate::announce::Wakes::AtCommit,
+            )
+            .await
         })
     }
 

@@ -643,8 +643,165 @@ async fn every_insert_path_wakes_other_processes() {
         .expect("triggers")
         .get(0);
     assert_eq!(triggers, 0, "the job table still has a trigger");
+    // A one-job enqueue that could not be claimed at once (a due job is
+    // ahead of it) is pending, and wakes; one claimed at once does not
+    // need to.
+    let pending = writer
+        .job_enqueue_claimed(alkstore_core::JobEnqueueClaimedParams::new(
+            job("keyed"),
+            "w",
+        ))
+        .await
+        .expect("enqueue claimed");
+    assert!(pending.claimed.is_none(), "a due job was ahead of it");
+    assert!(woken(&mut rx, &["keyed"]).await, "enqueue, claimed if free");
     drop(client);
     drop((writer, other));
+    testing::drop_schema(&url, &schema).await.expect("drop");
+}
+
+/// Wait for a wake of each of `streams`, up to 10 s.
+async fn stream_woken(
+    rx: &mut tokio::sync::broadcast::Receiver<alkstore_core::Wake>,
+    streams: &[&str],
+) -> bool {
+    let mut missing: std::collections::HashSet<&str> = streams.iter().copied().collect();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !missing.is_empty() {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Ok(alkstore_core::Wake::Stream(s))) => {
+                missing.remove(&*s);
+            }
+            Ok(Ok(_)) => {}
+            Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => {}
+            Ok(Err(_)) | Err(_) => return false,
+        }
+    }
+    true
+}
+
+/// Wait until `rx`'s engine is listening (its listener hints everything).
+async fn until_listening(rx: &mut tokio::sync::broadcast::Receiver<alkstore_core::Wake>) {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !matches!(
+        tokio::time::timeout_at(deadline, rx.recv()).await,
+        Ok(Ok(alkstore_core::Wake::All))
+    ) {
+        assert!(tokio::time::Instant::now() < deadline, "never listening");
+    }
+}
+
+/// Every way of publishing wakes the streams' subscribers in other
+/// processes: an autocommit publish (after its commit, from the engine's
+/// announcing task), one in the engine's transaction and one through the
+/// application's connection (at commit, from the statement), and SQL that
+/// still calls the four-argument `publish` function of schema 11 (as a
+/// process of that version does). The schema's name holds a quote and a
+/// backslash, which that function's channel literal must survive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_publish_path_wakes_other_processes() {
+    use alkstore_core::stream::{NewEvent, StreamEngine};
+    let url = test_db().await;
+    let schema = format!("{}'\\x", testing::unique_schema("pubwakes"));
+    let writer = PgEngine::open(PgOptions::new(url.clone(), schema.clone()))
+        .await
+        .expect("open");
+    let other = PgEngine::open(PgOptions::new(url.clone(), schema.clone()))
+        .await
+        .expect("second engine");
+    let mut rx = other.wake_subscribe();
+    until_listening(&mut rx).await;
+    let event = |s: &str| NewEvent::new(s, b"e".to_vec());
+    writer
+        .stream_publish(vec![event("auto-a"), event("auto-b"), event("auto-a")])
+        .await
+        .expect("publish");
+    assert!(
+        stream_woken(&mut rx, &["auto-a", "auto-b"]).await,
+        "autocommit publish"
+    );
+    let mut tx = alkstore_core::Transaction::begin(&writer)
+        .await
+        .expect("begin");
+    tx.stream_publish(vec![event("in-tx")])
+        .await
+        .expect("tx publish");
+    tx.commit().await.expect("commit");
+    assert!(
+        stream_woken(&mut rx, &["in-tx"]).await,
+        "the engine's transaction"
+    );
+    let client = writer.client().await.expect("client");
+    writer
+        .stream_publish_in(&**client, vec![event("outbox")])
+        .await
+        .expect("outbox");
+    assert!(stream_woken(&mut rx, &["outbox"]).await, "outbox");
+    client
+        .execute(
+            &format!(
+                "SELECT {}.publish(ARRAY['old-sql'], ARRAY[NULL::text], ARRAY['\\x00'::bytea], NULL)",
+                alkstore_postgres::schema::quote_identifier(&schema)
+            ),
+            &[],
+        )
+        .await
+        .expect("four-argument publish");
+    assert!(
+        stream_woken(&mut rx, &["old-sql"]).await,
+        "the four-argument function"
+    );
+    let event_table = format!(
+        "{}.event",
+        alkstore_postgres::schema::quote_identifier(&schema)
+    );
+    let triggers: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_trigger WHERE tgrelid = $1::text::regclass AND NOT tgisinternal",
+            &[&event_table],
+        )
+        .await
+        .expect("triggers")
+        .get(0);
+    assert_eq!(triggers, 0, "the event table still has a trigger");
+    drop(client);
+    drop((writer, other));
+    testing::drop_schema(&url, &schema).await.expect("drop");
+}
+
+/// A process that enqueues and exits right away (a script, `alk enqueue`)
+/// still wakes other processes' workers when it flushes first: the
+/// announcing task would otherwise end with its runtime, its wake-up unsent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flush_sends_wake_ups_before_the_runtime_ends() {
+    let url = test_db().await;
+    let schema = testing::unique_schema("flush");
+    let other = PgEngine::open(PgOptions::new(url.clone(), schema.clone()))
+        .await
+        .expect("open");
+    let mut rx = other.wake_subscribe();
+    until_listening(&mut rx).await;
+    let (u, s) = (url.clone(), schema.clone());
+    // The short-lived process: a runtime of its own, gone after the call.
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async move {
+            let writer = PgEngine::open(PgOptions::new(u, s)).await.expect("writer");
+            writer
+                .job_enqueue(vec![NewJob::new("script", b"x".to_vec())])
+                .await
+                .expect("enqueue");
+            alkstore_core::Engine::flush(&writer).await;
+        });
+        drop(rt);
+    })
+    .join()
+    .expect("the script's thread");
+    assert!(woken(&mut rx, &["script"]).await, "the flushed wake-up");
+    drop(other);
     testing::drop_schema(&url, &schema).await.expect("drop");
 }
 

@@ -109,6 +109,15 @@ impl Engine for AnyEngine {
         dispatch!(self.wake_subscribe())
     }
 
+    async fn flush(&self) {
+        match self {
+            #[cfg(feature = "sqlite")]
+            AnyEngine::Sqlite(e) => e.flush().await,
+            #[cfg(feature = "postgres")]
+            AnyEngine::Postgres(e) => e.flush().await,
+        }
+    }
+
     async fn reclaim(&self) -> Result<u64> {
         match self {
             #[cfg(feature = "sqlite")]

@@ -122,6 +122,21 @@ impl Store {
         &self.engine
     }
 
+    /// Wait until what the engine sends after a call returned has gone out:
+    /// on PostgreSQL, the wake-ups other processes' workers get from this
+    /// process's enqueues and publishes. Call it before a short-lived
+    /// process (a script, a CLI command) exits; a long-running one need not.
+    ///
+    /// ```no_run
+    /// # async fn demo(store: alkstore::Store) -> alkstore::Result<()> {
+    /// store.queue("emails").enqueue(&"hello").await?;
+    /// store.flush().await; // before the process exits
+    /// # Ok(()) }
+    /// ```
+    pub async fn flush(&self) {
+        alkstore_core::Engine::flush(&self.engine).await;
+    }
+
     /// A handle to queue `name` with default [`QueueOpts`].
     pub fn queue(&self, name: impl Into<String>) -> Queue {
         Queue::new(self.clone(), name.into(), QueueOpts::default())

@@ -216,13 +216,18 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         // Read and check the payload before the store is opened (or created).
         let job = enqueue::prepare(args)?;
         let store = Store::open(&cli.db).await?;
-        return output::emit(enqueue::run(&store, job, as_json).await?.as_bytes());
+        let out = enqueue::run(&store, job, as_json).await?;
+        // Wake other processes' workers before exiting (see `Store::flush`).
+        store.flush().await;
+        return output::emit(out.as_bytes());
     }
     if let Command::Streams(streams::StreamsCommand::Publish(args)) = cli.command {
         // Likewise: a refused event creates no store.
         let event = streams::prepare(args)?;
         let store = Store::open(&cli.db).await?;
-        return output::emit(streams::publish(&store, event, as_json).await?.as_bytes());
+        let out = streams::publish(&store, event, as_json).await?;
+        store.flush().await;
+        return output::emit(out.as_bytes());
     }
     if let Command::Schedules(schedules::SchedulesCommand::Add(args)) = cli.command {
         // Likewise: a refused spec creates no store.
@@ -340,5 +345,6 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         | Command::TestGroupWorker(_)
         | Command::TestEnqueueTimed(_) => Vec::new(),
     };
+    store.flush().await;
     output::emit(&out)
 }

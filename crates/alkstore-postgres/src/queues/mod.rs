@@ -26,6 +26,7 @@ use alkstore_core::{
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
+use crate::announce::Wakes;
 use crate::conn::{fetch_opt, Exec, Param, Params};
 use crate::{db, PgEngine};
 use rows::{claimed, job_info, Columns, Source};
@@ -242,14 +243,16 @@ pub(crate) async fn enqueue_in<E: Exec + ?Sized>(
     sql: &Sql,
     jobs: Vec<NewJob>,
     now: Option<i64>,
+    wakes: Wakes,
 ) -> Result<Vec<Enqueued>> {
     let keyed = is_keyed(&jobs);
+    let channel = wakes.channel(&sql.channel);
     if jobs.len() == 1 && !keyed {
-        insert_uniform(e, &sql.enqueue_one, jobs, now, &sql.channel).await
+        insert_uniform(e, &sql.enqueue_one, jobs, now, channel).await
     } else if is_uniform(&jobs) {
-        insert_uniform(e, &sql.enqueue_uniform, jobs, now, &sql.channel).await
+        insert_uniform(e, &sql.enqueue_uniform, jobs, now, channel).await
     } else {
-        insert_jobs(e, enqueue_text(sql, keyed), sql, jobs, now).await
+        insert_jobs(e, enqueue_text(sql, keyed), sql, jobs, now, wakes).await
     }
 }
 
@@ -270,10 +273,12 @@ pub(crate) async fn insert_jobs<E: Exec + ?Sized>(
     sql: &Sql,
     jobs: Vec<NewJob>,
     now: Option<i64>,
+    wakes: Wakes,
 ) -> Result<Vec<Enqueued>> {
     let op = "job_enqueue";
     let n = jobs.len();
     let keyed = is_keyed(&jobs);
+    let channel = wakes.channel(&sql.channel);
     let c = Columns::new(jobs);
     let mut params: Vec<&dyn Param> = vec![
         &now,
@@ -291,12 +296,12 @@ pub(crate) async fn insert_jobs<E: Exec + ?Sized>(
         &c.keep,
     ];
     if !keyed {
-        params.push(&sql.channel);
+        params.push(&channel);
         let rows = e.fetch(op, text, &params).await?;
         return inserted_in_order(&rows, n);
     }
     params.push(&sql.job_seq);
-    params.push(&sql.channel);
+    params.push(&channel);
     let rows = e.fetch(op, text, &params).await?;
     let mut out = Vec::with_capacity(n);
     for (i, r) in rows.iter().enumerate() {
@@ -388,7 +393,30 @@ fn inserted_in_order(rows: &[crate::conn::Row], n: usize) -> Result<Vec<Enqueued
     Ok(ids.into_iter().map(Enqueued::Inserted).collect())
 }
 
+/// The distinct queues of a batch, in the order first seen (a batch
+/// seldom spans more than one).
+fn queues_of(jobs: &[NewJob]) -> Vec<String> {
+    let mut queues: Vec<String> = Vec::new();
+    for j in jobs {
+        if !queues.contains(&j.queue) {
+            queues.push(j.queue.clone());
+        }
+    }
+    queues
+}
+
 impl PgEngine {
+    /// Ask for other processes' workers of `queues` to be woken, once an
+    /// autocommit enqueue committed, unless it inserted nothing (every job
+    /// a duplicate of a live one).
+    fn announce_queues(&self, queues: &[String], out: &[Enqueued]) {
+        if out.iter().any(|e| matches!(e, Enqueued::Inserted(_))) {
+            for q in queues {
+                self.inner.announce.queue(q);
+            }
+        }
+    }
+
     /// Run the hand-back statement (release, snooze, unclaim): `Some(Some(t))`
     /// pending again due at `t`, `Some(None)` buried as cancelled, `None`
     /// when nothing was held.
@@ -878,6 +906,10 @@ impl Engine for PgEngine {
         &self.inner.wake
     }
 
+    async fn flush(&self) {
+        self.inner.announce.flush().await;
+    }
+
     fn close(&self) {
         self.inner
             .closed
@@ -986,8 +1018,13 @@ impl QueueDriver for PgEngine {
         let mut client = self.client().await?;
         let sql = &self.inner.sql;
         let now = self.now_override();
+        // Other processes' workers are woken after the commit (see
+        // `crate::announce`).
+        let queues = queues_of(&jobs);
         if !is_keyed(&jobs) {
-            return enqueue_in(&*client, sql, jobs, now).await;
+            let out = enqueue_in(&*client, sql, jobs, now, Wakes::AfterCommit).await?;
+            self.announce_queues(&queues, &out);
+            return Ok(out);
         }
         // Keyed batches may need a second statement (see `insert_jobs`):
         // one transaction keeps the batch all or nothing. A holder that
@@ -996,9 +1033,10 @@ impl QueueDriver for PgEngine {
         loop {
             tries += 1;
             let tx = client.transaction().await.map_err(db(op))?;
-            match enqueue_in(&tx, sql, jobs.clone(), now).await {
+            match enqueue_in(&tx, sql, jobs.clone(), now, Wakes::AfterCommit).await {
                 Ok(out) => {
                     tx.commit().await.map_err(db(op))?;
+                    self.announce_queues(&queues, &out);
                     return Ok(out);
                 }
                 Err(Error::Conflict { .. }) if tries < 5 => {
@@ -1034,7 +1072,7 @@ impl QueueDriver for PgEngine {
             .await
             .map_err(db(op))?;
         let now = self.now_override();
-        let channel = sql.channel.as_str();
+        let channel = Wakes::AfterCommit.channel(&sql.channel);
         let one = OneRow::of(&job);
         let mut params: Vec<&(dyn ToSql + Sync)> = one
             .params(&now, &job.payload, &channel)
@@ -1044,6 +1082,9 @@ impl QueueDriver for PgEngine {
         params.push(&worker);
         let row = client.query_one(&stmt, &params).await.map_err(db(op))?;
         let is_claimed: bool = row.get(11);
+        if !is_claimed {
+            self.inner.announce.queue(&job.queue);
+        }
         Ok(EnqueuedClaimed {
             enqueued: Enqueued::Inserted(row.get(0)),
             claimed: is_claimed.then(|| claimed(&row, &job.queue, &worker)),

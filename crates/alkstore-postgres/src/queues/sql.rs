@@ -44,9 +44,11 @@ pub(crate) struct Sql {
     /// `"schema"."job_id_seq"`, passed as a `regclass` parameter.
     pub job_seq: String,
     /// The schema's queue channel (`notify_channel`), each insert's last
-    /// parameter: the insert statements notify the queues they inserted
-    /// into, at commit (a statement trigger with a transition table cost a
-    /// one-job enqueue 29 µs of its 207: 14 %; see `notify_queues_of`).
+    /// parameter: inside a transaction the insert statements notify the
+    /// queues they inserted into, at commit (a statement trigger with a
+    /// transition table cost a one-job enqueue 29 µs of its 207: 14 %; see
+    /// `notify_queues_of`). An empty channel notifies nothing: autocommit
+    /// calls announce after their commit (see `crate::announce`).
     pub channel: String,
     pub enqueue_plain: String,
     pub enqueue_uniform: String,
@@ -188,14 +190,19 @@ fn ack(
 /// keep) and `payload` (SQL), in the order of the insert's columns.
 /// A scalar subquery that notifies each distinct queue of the rows `ins`
 /// (a CTE of inserted rows with a `queue` column) on channel `${channel}`,
-/// once per queue, delivered at commit. Uncorrelated, it runs once, when
+/// once per queue, delivered at commit; nothing when the channel is empty
+/// (the caller announces after commit). Uncorrelated, it runs once, when
 /// the first row of the statement that holds it is read.
 fn notify_queues_of(ins: &str, channel: u8) -> String {
     format!(
         "(SELECT count(*) FROM (SELECT pg_notify(${channel}, q) \
-           FROM (SELECT DISTINCT queue AS q FROM {ins}) d) n)"
+           FROM (SELECT DISTINCT queue AS q FROM {ins}) d WHERE ${channel}::text <> '') n)"
     )
 }
+
+/// A scalar subquery that notifies queue `$2` on channel `$13` at commit,
+/// or does nothing when the channel is empty.
+const NOTIFY_QUEUE: &str = "(SELECT pg_notify($13, $2::text) WHERE $13::text <> '')";
 
 fn uniform_row(payload: &str) -> String {
     format!(
@@ -448,7 +455,7 @@ impl Sql {
                    INSERT INTO {job} ({insert_cols}) SELECT {} \
                    FROM unnest($11::bytea[]) WITH ORDINALITY AS u(payload, ord) ORDER BY ord RETURNING id \
                  ) \
-                 SELECT id, (SELECT pg_notify($13, $2::text)) FROM ins",
+                 SELECT id, {NOTIFY_QUEUE} FROM ins",
                 uniform_row("payload")
             ),
             // `enqueue_uniform` for one job, with a scalar payload: a plan
@@ -456,7 +463,7 @@ impl Sql {
             // is prepared once (the one-job enqueue is the latency case).
             enqueue_one: format!(
                 "WITH ins AS (INSERT INTO {job} ({insert_cols}) VALUES ({}) RETURNING id) \
-                 SELECT id, (SELECT pg_notify($13, $2::text)) FROM ins",
+                 SELECT id, {NOTIFY_QUEUE} FROM ins",
                 uniform_row("$11::bytea")
             ),
             // `enqueue_one` (parameters alike, `$14` the worker), the row
@@ -482,7 +489,7 @@ impl Sql {
                    RETURNING id, payload, priority, attempts, max_attempts, claim_expires_at, run_at, \
                      created_at, unique_key, claimed_at, claim_count, state = 'processing' AS claimed \
                  ) \
-                 SELECT ins.*, CASE WHEN NOT ins.claimed THEN (SELECT pg_notify($13, $2::text)) END \
+                 SELECT ins.*, CASE WHEN NOT ins.claimed THEN {NOTIFY_QUEUE} END \
                  FROM ins",
                 uniform_row("$11::bytea")
             ),

@@ -267,9 +267,16 @@ impl ScheduleDriver for PgEngine {
                 })
                 .collect();
             let enqueue = enqueue_text(&self.inner.sql, true);
-            let mut ids = insert_jobs(&tx, enqueue, &self.inner.sql, jobs, self.now_override())
-                .await?
-                .into_iter();
+            let mut ids = insert_jobs(
+                &tx,
+                enqueue,
+                &self.inner.sql,
+                jobs,
+                self.now_override(),
+                crate::announce::Wakes::AtCommit,
+            )
+            .await?
+            .into_iter();
             for (s, plan) in plans {
                 report.skipped += plan.skipped;
                 for b in plan.boundaries {

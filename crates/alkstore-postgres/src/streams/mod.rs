@@ -12,6 +12,7 @@ use alkstore_core::validate::{count, secs};
 use alkstore_core::{Checked, Error, Result};
 use tokio_postgres::Row;
 
+use crate::announce::Wakes;
 use crate::conn::{fetch_one, fetch_opt, Exec};
 use crate::PgEngine;
 use sql::StreamSql;
@@ -19,13 +20,14 @@ use sql::StreamSql;
 /// Publish validated events on `e` (a pooled connection, or a
 /// transaction: they are readable once it commits); their offsets in
 /// order (the function returns the first, and a batch takes consecutive
-/// offsets). Subscribers are woken by the event table's NOTIFY trigger
-/// at commit.
+/// offsets). With [`Wakes::AtCommit`] the function notifies the streams'
+/// subscribers at commit; otherwise the caller announces them.
 pub(crate) async fn publish_in<E: Exec + ?Sized>(
     e: &E,
     sql: &StreamSql,
     now: Option<i64>,
     events: &[NewEvent],
+    wakes: Wakes,
 ) -> Result<Vec<i64>> {
     let streams: Vec<&str> = events.iter().map(|e| e.stream.as_str()).collect();
     // Owned: see `conn::Param`.
@@ -35,7 +37,13 @@ pub(crate) async fn publish_in<E: Exec + ?Sized>(
         e,
         "stream_publish",
         &sql.publish,
-        &[&now, &streams, &keys, &payloads],
+        &[
+            &now,
+            &streams,
+            &keys,
+            &payloads,
+            &wakes.channel(&sql.channel),
+        ],
     )
     .await?;
     let base: i64 = row.get(0)?;
@@ -127,13 +135,24 @@ impl StreamDriver for PgEngine {
     async fn stream_publish(&self, params: Checked<StreamPublishParams>) -> Result<Vec<i64>> {
         let StreamPublishParams { events } = params.into_inner();
         let client = self.client().await?;
-        publish_in(
+        let offsets = publish_in(
             &*client,
             &self.inner.stream_sql,
             self.now_override(),
             &events,
+            Wakes::AfterCommit,
         )
-        .await
+        .await?;
+        // Other processes' subscribers, after the commit (see
+        // `crate::announce`).
+        let mut announced: Vec<&str> = Vec::new();
+        for e in &events {
+            if !announced.contains(&e.stream.as_str()) {
+                announced.push(&e.stream);
+                self.inner.announce.stream(&e.stream);
+            }
+        }
+        Ok(offsets)
     }
 
     async fn stream_read(&self, params: Checked<StreamReadParams>) -> Result<Vec<Event>> {

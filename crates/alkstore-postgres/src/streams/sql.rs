@@ -13,6 +13,9 @@ pub(crate) const HORIZON: &str =
     "(SELECT (pg_snapshot_xmin(pg_current_snapshot())::text::bigint) << 16)";
 
 pub(crate) struct StreamSql {
+    /// The schema's stream channel (`stream_channel`), for publishes whose
+    /// NOTIFY goes with their transaction's commit.
+    pub channel: String,
     pub publish: String,
     pub read: String,
     pub offset_get: String,
@@ -47,8 +50,11 @@ impl StreamSql {
                AND e.id < {HORIZON})"
         );
         StreamSql {
+            channel: crate::schema::stream_channel(schema),
+            // `$5` the channel to notify the streams on at commit, or empty
+            // (see `crate::announce`).
             publish: format!(
-                "SELECT {}.publish($2::text[], $3::text[], $4::bytea[], $1::bigint)",
+                "SELECT {}.publish($2::text[], $3::text[], $4::bytea[], $1::bigint, $5::text)",
                 quote_identifier(schema)
             ),
             // A function that rules out bitmap scans (migration 004).

@@ -1,0 +1,232 @@
+//! Cross-process wake-ups for the engine's own autocommit writes, sent
+//! after their commit instead of inside it.
+//!
+//! A NOTIFY in a transaction takes PostgreSQL's notification-queue lock at
+//! commit and holds it through the commit's WAL flush: transactions that
+//! notify commit one at a time and never share a flush. On one server,
+//! one-row inserts that notify stayed at ~6.7k commits/s from 4 to 16
+//! clients while plain ones went from 14k to 21k (`bench/probes/pg_commit.sh`).
+//! So an autocommit enqueue or publish inserts without notifying and hands
+//! its queue or stream here; one task sends what has gathered on a
+//! dedicated connection, one statement at a time, in a transaction that
+//! commits without waiting for the flush (a wake-up is a hint: nothing is
+//! lost with it, since workers find jobs by their fallback poll anyway).
+//! Writes that arrive while a statement is out are sent together in the
+//! next one, so a busy queue costs one NOTIFY per round trip, not per job.
+//!
+//! Writes inside a transaction (the engine's [`PgTx`](crate::PgTx), the
+//! application's own) still notify in the statement: only a commit the
+//! engine does not see can deliver them at the right moment.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::tls::Connector;
+
+/// What the announcing task is asked to do.
+enum Ask {
+    /// Wake the workers of this queue.
+    Queue(String),
+    /// Wake the subscribers of this stream.
+    Stream(String),
+    /// Answer once everything asked before has been sent (or given up).
+    Flush(oneshot::Sender<()>),
+}
+
+/// The sending side, owned by the engine. The task ends once every clone
+/// of the engine is gone and it has sent what was asked.
+pub(crate) struct Announcer {
+    asks: mpsc::UnboundedSender<Ask>,
+    /// The receiving side until the first ask starts the task (an engine
+    /// opened outside a runtime, or one that never writes, starts none).
+    start: std::sync::Mutex<Option<Start>>,
+}
+
+struct Start {
+    asks: mpsc::UnboundedReceiver<Ask>,
+    config: tokio_postgres::Config,
+    connector: Connector,
+    queues: String,
+    streams: String,
+}
+
+/// One statement for a whole gathering: `$1` channels, `$2` payloads. The
+/// local `synchronous_commit` makes its commit skip the flush wait without
+/// a session setting (which a transaction-mode pooler would hand to other
+/// clients).
+const SEND: &str = "SELECT set_config('synchronous_commit', 'off', true), \
+     (SELECT count(pg_notify(c, p)) FROM unnest($1::text[], $2::text[]) AS t(c, p))";
+
+impl Announcer {
+    pub(crate) fn new(
+        config: tokio_postgres::Config,
+        connector: Connector,
+        queues: String,
+        streams: String,
+    ) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        Announcer {
+            asks: tx,
+            start: std::sync::Mutex::new(Some(Start {
+                asks: rx,
+                config,
+                connector,
+                queues,
+                streams,
+            })),
+        }
+    }
+
+    /// Wake other processes' workers of `queue` (this process's are hinted
+    /// by the caller).
+    pub(crate) fn queue(&self, queue: &str) {
+        self.ask(Ask::Queue(queue.to_string()));
+    }
+
+    /// Wake other processes' subscribers of `stream`.
+    pub(crate) fn stream(&self, stream: &str) {
+        self.ask(Ask::Stream(stream.to_string()));
+    }
+
+    /// Wait until every wake-up asked for so far has been sent (or the
+    /// attempt failed): before a short-lived process exits.
+    pub(crate) async fn flush(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.started() && self.asks.send(Ask::Flush(tx)).is_ok() {
+            let _ = rx.await;
+        }
+    }
+
+    fn started(&self) -> bool {
+        self.start.lock().map(|s| s.is_none()).unwrap_or(true)
+    }
+
+    fn ask(&self, ask: Ask) {
+        if let Ok(mut start) = self.start.lock() {
+            if let Some(s) = start.take() {
+                match tokio::runtime::Handle::try_current() {
+                    Ok(handle) => {
+                        handle.spawn(run(s));
+                    }
+                    Err(_) => {
+                        // No runtime to send from: workers in other
+                        // processes find the job by their poll.
+                        *start = Some(s);
+                        return;
+                    }
+                }
+            }
+        }
+        // Fails only once the task ended, when the runtime went down.
+        let _ = self.asks.send(ask);
+    }
+}
+
+/// The task: gather what has been asked, send it in one statement, repeat.
+async fn run(mut s: Start) {
+    let mut conn: Option<Conn> = None;
+    let mut backoff = Duration::from_millis(100);
+    let mut queues = BTreeSet::new();
+    let mut streams = BTreeSet::new();
+    let mut flushes = Vec::new();
+    loop {
+        // Wait for the first ask, then take every one already waiting.
+        let Some(first) = s.asks.recv().await else {
+            return;
+        };
+        let mut next = Some(first);
+        while let Some(ask) = next {
+            match ask {
+                Ask::Queue(q) => {
+                    queues.insert(q);
+                }
+                Ask::Stream(st) => {
+                    streams.insert(st);
+                }
+                Ask::Flush(done) => flushes.push(done),
+            }
+            next = s.asks.try_recv().ok();
+        }
+        if !queues.is_empty() || !streams.is_empty() {
+            let mut channels = Vec::with_capacity(queues.len() + streams.len());
+            let mut payloads = Vec::with_capacity(channels.capacity());
+            for q in std::mem::take(&mut queues) {
+                channels.push(s.queues.clone());
+                payloads.push(q);
+            }
+            for st in std::mem::take(&mut streams) {
+                channels.push(s.streams.clone());
+                payloads.push(st);
+            }
+            match send(&mut conn, &s, &channels, &payloads).await {
+                Ok(()) => backoff = Duration::from_millis(100),
+                Err(e) => {
+                    // Dropped, not retried: every worker polls. A server
+                    // that is down is not asked again at once.
+                    tracing::warn!(error = %e, "cannot send wake-ups; workers will find the writes by polling");
+                    conn = None;
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(2));
+                }
+            }
+        }
+        for done in flushes.drain(..) {
+            let _ = done.send(());
+        }
+    }
+}
+
+/// The dedicated connection and its prepared statement.
+struct Conn {
+    client: tokio_postgres::Client,
+    send: tokio_postgres::Statement,
+}
+
+// Without the `tls` feature the connector is `NoTls`, which is `Copy`.
+#[cfg_attr(not(feature = "tls"), allow(clippy::clone_on_copy))]
+async fn send(
+    conn: &mut Option<Conn>,
+    s: &Start,
+    channels: &[String],
+    payloads: &[String],
+) -> Result<(), tokio_postgres::Error> {
+    let c = match conn {
+        Some(c) if !c.client.is_closed() => c,
+        _ => {
+            let (client, connection) = s.config.connect(s.connector.clone()).await?;
+            tokio::spawn(async move {
+                if let Err(e) = connection.await {
+                    tracing::debug!(error = %e, "wake-up connection ended");
+                }
+            });
+            let send = client.prepare(SEND).await?;
+            conn.insert(Conn { client, send })
+        }
+    };
+    c.client.execute(&c.send, &[&channels, &payloads]).await?;
+    Ok(())
+}
+
+/// How a write wakes other processes' workers and subscribers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Wakes {
+    /// A NOTIFY in the statement, delivered when its transaction commits:
+    /// for transactions the engine does not commit itself.
+    AtCommit,
+    /// None in the statement: the caller commits, then asks the
+    /// [`Announcer`].
+    AfterCommit,
+}
+
+impl Wakes {
+    /// The channel parameter of a statement that notifies: `channel`, or
+    /// empty (notify nothing).
+    pub(crate) fn channel(self, channel: &str) -> &str {
+        match self {
+            Wakes::AtCommit => channel,
+            Wakes::AfterCommit => "",
+        }
+    }
+}
