@@ -63,7 +63,11 @@ const SCENARIOS: &[&str] = &[
 /// A fresh store per scenario, and how to clean it up.
 pub(crate) enum Target {
     Sqlite { dir: tempfile::TempDir },
-    Postgres { conninfo: String },
+    Postgres {
+        conninfo: String,
+        /// `pool_size` from `--on`, kept for every fresh store.
+        pool_size: Option<usize>,
+    },
 }
 
 pub(crate) struct Fresh {
@@ -136,7 +140,14 @@ impl Target {
                 dir: tempfile::tempdir()
                     .map_err(|e| alkstore::Error::database("bench temp dir", e))?,
             },
-            StoreUrl::Postgres { conninfo, .. } => Target::Postgres { conninfo },
+            StoreUrl::Postgres {
+                conninfo,
+                pool_size,
+                ..
+            } => Target::Postgres {
+                conninfo,
+                pool_size,
+            },
         })
     }
 
@@ -151,10 +162,16 @@ impl Target {
                     url,
                 })
             }
-            Target::Postgres { conninfo } => {
+            Target::Postgres {
+                conninfo,
+                pool_size,
+            } => {
                 let schema = bench_schema();
                 let sep = if conninfo.contains('?') { '&' } else { '?' };
-                let url = format!("{conninfo}{sep}schema={schema}");
+                let mut url = format!("{conninfo}{sep}schema={schema}");
+                if let Some(n) = pool_size {
+                    url.push_str(&format!("&pool_size={n}"));
+                }
                 let store = Store::open(&url).await?;
                 Ok(Fresh {
                     engine: store.engine().clone(),

@@ -357,6 +357,8 @@ pub(crate) async fn run_enqueue_timed(db: &str, args: TestEnqueueTimedArgs) -> R
         let commit = unix_us();
         lines.push((id, call, commit));
     }
+    // The last wake-up must reach the workers before this process exits.
+    store.flush().await;
     let mut out = std::io::stdout().lock();
     for (id, call, commit) in lines {
         writeln!(out, "{id} {call} {commit}").map_err(|e| Error::invalid("stdout", e))?;

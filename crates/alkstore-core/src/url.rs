@@ -31,6 +31,9 @@ pub enum StoreUrl {
         /// `relaxed_commits=false` makes claims, acks and heartbeats wait
         /// for the WAL flush too (default true; see the PostgreSQL engine).
         relaxed_commits: bool,
+        /// `pool_size=N`: most pooled connections (1 to 1000; the engine's
+        /// default when absent).
+        pool_size: Option<usize>,
     },
 }
 
@@ -47,6 +50,7 @@ impl StoreUrl {
     ///     conninfo: "postgres://u@localhost/app".into(),
     ///     schema: "jobs".into(),
     ///     relaxed_commits: true,
+    ///     pool_size: None,
     /// });
     /// assert!(StoreUrl::parse("mysql://x").is_err());
     /// ```
@@ -92,6 +96,7 @@ impl StoreUrl {
             let (base, query) = split_query(url);
             let mut schema = DEFAULT_PG_SCHEMA.to_string();
             let mut relaxed_commits = true;
+            let mut pool_size = None;
             let mut kept = Vec::new();
             for (k, v) in query_pairs(query) {
                 if k == "schema" {
@@ -102,6 +107,11 @@ impl StoreUrl {
                         "true" => true,
                         "false" => false,
                         _ => return Err(bad("relaxed_commits must be true or false")),
+                    };
+                } else if k == "pool_size" {
+                    pool_size = match v.parse::<usize>() {
+                        Ok(n @ 1..=1000) => Some(n),
+                        _ => return Err(bad("pool_size must be a whole number from 1 to 1000")),
                     };
                 } else {
                     kept.push(format!("{k}={v}"));
@@ -124,6 +134,7 @@ impl StoreUrl {
                 conninfo,
                 schema,
                 relaxed_commits,
+                pool_size,
             });
         }
         Err(bad("expected sqlite://… or postgres://…"))
@@ -445,15 +456,17 @@ mod tests {
                 conninfo: "postgres://a:b@h:5/d?sslmode=disable".into(),
                 schema: "x\"; DROP".into(),
                 relaxed_commits: true,
+                pool_size: None,
             })
         );
-        let u = StoreUrl::parse("postgres://h/d?relaxed_commits=false").ok();
+        let u = StoreUrl::parse("postgres://h/d?relaxed_commits=false&pool_size=8").ok();
         assert_eq!(
             u,
             Some(StoreUrl::Postgres {
                 conninfo: "postgres://h/d".into(),
                 schema: "alkstore".into(),
                 relaxed_commits: false,
+                pool_size: Some(8),
             })
         );
     }
@@ -468,6 +481,9 @@ mod tests {
             "postgres://h/d?schema=",
             "postgres://h/d?schema=%zz",
             "postgres://h/d?relaxed_commits=maybe",
+            "postgres://h/d?pool_size=0",
+            "postgres://h/d?pool_size=1001",
+            "postgres://h/d?pool_size=many",
             "postgres://h/d?schema=a&schema=b",
             "postgres://h/d?sslmode=disable&sslmode=require",
             "sqlite://a.db?synchronous=full&synchronous=normal",

@@ -33,6 +33,7 @@ macro_rules! db_epoch {
 }
 
 mod announce;
+mod combine;
 mod conn;
 mod groups;
 mod listen;
@@ -87,7 +88,12 @@ pub struct PgOptions {
     /// Input limits.
     pub limits: Limits,
     /// Most pooled connections, shared between the durable pool and (with
-    /// `relaxed_commits`) the relaxed one, half each.
+    /// `relaxed_commits`) the relaxed one, half each (default 32: sixteen
+    /// concurrent enqueues, say from web requests, each have a connection,
+    /// and commits that wait for the same WAL flush share it). Connections
+    /// open as calls need them. Besides the pools, an engine holds one
+    /// connection to LISTEN (once a worker or subscriber waits) and one to
+    /// send its wake-ups (once it writes).
     pub pool_size: usize,
     /// Commit claims, acks and heartbeats with `synchronous_commit = off`
     /// (default true): they skip the WAL flush wait, which is most of a
@@ -110,7 +116,7 @@ impl PgOptions {
             schema: schema.into(),
             clock: None,
             limits: Limits::default(),
-            pool_size: 16,
+            pool_size: 32,
             relaxed_commits: true,
             create: true,
         }
@@ -147,6 +153,9 @@ struct Inner {
     /// Sends other processes the wake-ups of autocommit writes, after
     /// their commit.
     announce: announce::Announcer,
+    /// Autocommit enqueues and publishes waiting to be written together.
+    enqueues: Arc<queues::EnqueueGroup>,
+    publishes: Arc<streams::PublishGroup>,
     listener_started: AtomicBool,
     /// Whether the LISTEN connection is up (set by the listener task).
     listening: Arc<tokio::sync::watch::Sender<bool>>,
@@ -251,6 +260,14 @@ impl PgEngine {
                 rescues: Mutex::new(RescueSchedule::default()),
                 wake: Arc::new(WakeHub::default()),
                 announce,
+                enqueues: Arc::new(combine::Combiner::new(
+                    combine::GROUP_RUNNERS,
+                    combine::GROUP_ROWS,
+                )),
+                publishes: Arc::new(combine::Combiner::new(
+                    combine::GROUP_RUNNERS,
+                    combine::GROUP_ROWS,
+                )),
                 listener_started: AtomicBool::new(false),
                 listening: Arc::new(tokio::sync::watch::channel(false).0),
                 closed: AtomicBool::new(false),

@@ -310,6 +310,7 @@ async fn sslmodes_against_a_private_server() {
         conninfo,
         schema,
         relaxed_commits,
+        ..
     }) = StoreUrl::parse(&url)
     else {
         panic!("{url} parses");

@@ -65,11 +65,15 @@ impl Store {
                 conninfo,
                 schema,
                 relaxed_commits,
+                pool_size,
             } => {
                 let mut pg = alkstore_postgres::PgOptions::new(conninfo, schema);
                 pg.clock = opts.clock;
                 pg.limits = opts.limits;
                 pg.relaxed_commits = relaxed_commits;
+                if let Some(n) = pool_size {
+                    pg.pool_size = n;
+                }
                 pg.create = !opts.existing_only;
                 AnyEngine::Postgres(alkstore_postgres::PgEngine::open(pg).await?)
             }

@@ -393,6 +393,14 @@ fn inserted_in_order(rows: &[crate::conn::Row], n: usize) -> Result<Vec<Enqueued
     Ok(ids.into_iter().map(Enqueued::Inserted).collect())
 }
 
+/// Whether a call joins the group commit (see `crate::combine`): up to
+/// `GROUP_CALL_ROWS` jobs and `GROUP_CALL_BYTES` of payload; larger calls
+/// are batches already, and go alone.
+fn groupable(jobs: &[NewJob]) -> bool {
+    jobs.len() <= crate::combine::GROUP_CALL_ROWS
+        && jobs.iter().map(|j| j.payload.len()).sum::<usize>() <= crate::combine::GROUP_CALL_BYTES
+}
+
 /// The distinct queues of a batch, in the order first seen (a batch
 /// seldom spans more than one).
 fn queues_of(jobs: &[NewJob]) -> Vec<String> {
@@ -405,7 +413,44 @@ fn queues_of(jobs: &[NewJob]) -> Vec<String> {
     queues
 }
 
+/// Calls of `job_enqueue` waiting to be written together.
+pub(crate) type EnqueueGroup = crate::combine::Combiner<Vec<NewJob>, Vec<Enqueued>>;
+
 impl PgEngine {
+    /// Write `batch`, then whatever gathered meanwhile, until nobody waits.
+    async fn enqueue_runner(self, batch: crate::combine::Batch<Vec<NewJob>, Vec<Enqueued>>) {
+        let mut runner = crate::combine::Runner::new(self.inner.enqueues.clone());
+        let mut next = Some(batch);
+        while let Some(mut batch) = next {
+            let jobs: Vec<NewJob> = if batch.len() == 1 {
+                std::mem::take(&mut batch[0].input)
+            } else {
+                batch
+                    .iter_mut()
+                    .flat_map(|w| std::mem::take(&mut w.input))
+                    .collect()
+            };
+            let queues = queues_of(&jobs);
+            let outcome = async {
+                let client = self.client().await?;
+                let now = self.now_override();
+                enqueue_in(&*client, &self.inner.sql, jobs, now, Wakes::AfterCommit).await
+            }
+            .await;
+            if let Ok(out) = &outcome {
+                self.announce_queues(&queues, out);
+            }
+            let answered = batch.len();
+            crate::combine::reply(
+                batch,
+                outcome.map(Vec::into_iter),
+                "job_enqueue",
+                |all, n| all.by_ref().take(n).collect(),
+            );
+            next = runner.next(answered).await;
+        }
+    }
+
     /// Ask for other processes' workers of `queues` to be woken, once an
     /// autocommit enqueue committed, unless it inserted nothing (every job
     /// a duplicate of a live one).
@@ -1015,6 +1060,18 @@ impl QueueDriver for PgEngine {
     async fn job_enqueue(&self, params: Checked<JobEnqueueParams>) -> Result<Vec<Enqueued>> {
         let JobEnqueueParams { jobs } = params.into_inner();
         let op = "job_enqueue";
+        if !is_keyed(&jobs) && groupable(&jobs) {
+            // Written with whatever other calls are waiting (see
+            // `crate::combine`).
+            let rows = jobs.len();
+            let (answer, batch) = self.inner.enqueues.join(jobs, rows);
+            if let Some(batch) = batch {
+                tokio::spawn(self.clone().enqueue_runner(batch));
+            }
+            return answer.await.map_err(|_| {
+                Error::database(op, "the statement writing this call's group stopped")
+            })?;
+        }
         let mut client = self.client().await?;
         let sql = &self.inner.sql;
         let now = self.now_override();

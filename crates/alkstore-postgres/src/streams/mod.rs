@@ -131,28 +131,78 @@ fn consumer_offset(r: &Row) -> ConsumerOffset {
     }
 }
 
-impl StreamDriver for PgEngine {
-    async fn stream_publish(&self, params: Checked<StreamPublishParams>) -> Result<Vec<i64>> {
-        let StreamPublishParams { events } = params.into_inner();
+/// Calls of `stream_publish` waiting to be written together.
+pub(crate) type PublishGroup = crate::combine::Combiner<Vec<NewEvent>, Vec<i64>>;
+
+impl PgEngine {
+    /// Publish `events` in a transaction of their own, then announce their
+    /// streams to other processes' subscribers (see `crate::announce`).
+    async fn publish_now(&self, events: &[NewEvent]) -> Result<Vec<i64>> {
         let client = self.client().await?;
         let offsets = publish_in(
             &*client,
             &self.inner.stream_sql,
             self.now_override(),
-            &events,
+            events,
             Wakes::AfterCommit,
         )
         .await?;
-        // Other processes' subscribers, after the commit (see
-        // `crate::announce`).
         let mut announced: Vec<&str> = Vec::new();
-        for e in &events {
+        for e in events {
             if !announced.contains(&e.stream.as_str()) {
                 announced.push(&e.stream);
                 self.inner.announce.stream(&e.stream);
             }
         }
         Ok(offsets)
+    }
+
+    /// Write `batch`, then whatever gathered meanwhile, until nobody waits.
+    async fn publish_runner(self, batch: crate::combine::Batch<Vec<NewEvent>, Vec<i64>>) {
+        let mut runner = crate::combine::Runner::new(self.inner.publishes.clone());
+        let mut next = Some(batch);
+        while let Some(mut batch) = next {
+            let events: Vec<NewEvent> = if batch.len() == 1 {
+                std::mem::take(&mut batch[0].input)
+            } else {
+                batch
+                    .iter_mut()
+                    .flat_map(|w| std::mem::take(&mut w.input))
+                    .collect()
+            };
+            let outcome = self.publish_now(&events).await;
+            let answered = batch.len();
+            crate::combine::reply(
+                batch,
+                outcome.map(Vec::into_iter),
+                "stream_publish",
+                |all, n| all.by_ref().take(n).collect(),
+            );
+            next = runner.next(answered).await;
+        }
+    }
+}
+
+impl StreamDriver for PgEngine {
+    async fn stream_publish(&self, params: Checked<StreamPublishParams>) -> Result<Vec<i64>> {
+        let StreamPublishParams { events } = params.into_inner();
+        let op = "stream_publish";
+        let bytes: usize = events.iter().map(|e| e.payload.len()).sum();
+        if events.len() <= crate::combine::GROUP_CALL_ROWS
+            && bytes <= crate::combine::GROUP_CALL_BYTES
+        {
+            // Written with whatever other calls are waiting (see
+            // `crate::combine`).
+            let rows = events.len();
+            let (answer, batch) = self.inner.publishes.join(events, rows);
+            if let Some(batch) = batch {
+                tokio::spawn(self.clone().publish_runner(batch));
+            }
+            return answer.await.map_err(|_| {
+                Error::database(op, "the statement writing this call's group stopped")
+            })?;
+        }
+        self.publish_now(&events).await
     }
 
     async fn stream_read(&self, params: Checked<StreamReadParams>) -> Result<Vec<Event>> {

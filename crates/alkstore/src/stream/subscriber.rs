@@ -444,7 +444,7 @@ where
 /// hint, its start, a full page or a new bucket, the newest events may
 /// still be held back by an older open transaction (PostgreSQL), and no
 /// other wake-up may come for them before the poll. So it looks again
-/// soon, backing off from 5 to 200 ms, for up to 5 s (at most the poll),
+/// soon, backing off from 1 to 200 ms, for up to 5 s (at most the poll),
 /// then leaves it to the next hint or the poll.
 #[derive(Debug)]
 pub(crate) struct FollowUps {
@@ -462,14 +462,7 @@ impl FollowUps {
 
     /// Start them again from now.
     pub(crate) fn start(&mut self) {
-        self.next = Some((Duration::from_millis(5), Instant::now()));
-    }
-
-    /// Start them unless they are running.
-    pub(crate) fn start_unless_running(&mut self) {
-        if self.next.is_none() {
-            self.start();
-        }
+        self.next = Some((Duration::from_millis(1), Instant::now()));
     }
 
     /// How long to wait before the next read: the next short wait while
@@ -564,8 +557,12 @@ impl Run<'_> {
                     biased;
                     () = &mut shutdown => return Ok(()),
                     hint = hints.recv() => match hint {
+                        // A new commit: its event may be held back as
+                        // well, so the short waits start again (carrying
+                        // on with an earlier hint's, backed off to 200 ms,
+                        // made a held-back event wait that long).
                         Ok(w) if w.concerns_stream(&name) => {
-                            follow_ups.start_unless_running();
+                            follow_ups.start();
                             break;
                         }
                         Ok(_) => continue,
