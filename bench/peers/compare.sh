@@ -330,6 +330,17 @@ if [ "$peer" = streams ]; then
       "$(field "$out/peer.txt" redis live_latency "${f}_ms_from_commit")" \
       "$(field "$out/peer.txt" nats live_latency "${f}_ms_from_commit")"
   done
+  # What a second, third and fourth batch publisher adds: each column's
+  # publish_batch_100_4tasks over its publish_batch_100 (same events, same
+  # batches; on PostgreSQL concurrent commits can share a WAL flush).
+  gain() { # file peer [engine] -> "1.85x", or - when a row is missing
+    awk -v a="$(field "$1" "$2" publish_batch_100_4tasks events_per_s "${3:-}")" \
+      -v b="$(field "$1" "$2" publish_batch_100 events_per_s "${3:-}")" \
+      'BEGIN { if (a == "" || b <= 0) print "-"; else printf "%.2fx\n", a / b }'
+  }
+  printf '%-30s %12s %12s %12s %12s %12s\n' "batch_100: 4 tasks / 1 task" \
+    "$(gain "$out/alk.txt" alkstore sqlite)" "$(gain "$out/alk.txt" alkstore postgres)" \
+    "$(gain "$out/peer.txt" honker)" "$(gain "$out/peer.txt" redis)" "$(gain "$out/peer.txt" nats)"
   exit 0
 fi
 

@@ -19,6 +19,7 @@ pub(crate) type StreamBenchArgs = crate::bench::ScenarioArgs;
 const SCENARIOS: &[&str] = &[
     "publish_single_4tasks",
     "publish_batch_100",
+    "publish_batch_100_4tasks",
     "replay_1m",
     "live_latency",
 ];
@@ -42,6 +43,37 @@ async fn publish_batches(e: &AnyEngine, n: usize, batch: usize) -> Result<()> {
         e.stream_publish((i..end).map(event).collect::<Vec<_>>())
             .await?;
         i = end;
+    }
+    Ok(())
+}
+
+/// Batch size of `publish_batch_100` and `publish_batch_100_4tasks`.
+const BATCH: usize = 100;
+/// Concurrent publishers in `publish_batch_100_4tasks`.
+const BATCH_TASKS: usize = 4;
+
+/// Publish events `0..n` in batches of `batch` from `tasks` concurrent
+/// tasks on one engine: task `t` publishes batches `t`, `t + tasks`, …,
+/// each awaited before its next, so up to `tasks` batches are in flight
+/// (on PostgreSQL their commits can share a WAL flush; on SQLite the
+/// writer can group them into one transaction).
+async fn publish_batches_from(e: &AnyEngine, n: usize, batch: usize, tasks: usize) -> Result<()> {
+    let batches = n.div_ceil(batch);
+    let mut handles = Vec::with_capacity(tasks);
+    for t in 0..tasks {
+        let e = e.clone();
+        handles.push(tokio::spawn(async move {
+            for b in (t..batches).step_by(tasks) {
+                let start = b * batch;
+                let end = (start + batch).min(n);
+                e.stream_publish((start..end).map(event).collect::<Vec<_>>())
+                    .await?;
+            }
+            Ok::<(), alkstore::Error>(())
+        }));
+    }
+    for h in handles {
+        h.await.map_err(join_err)??;
     }
     Ok(())
 }
@@ -70,7 +102,15 @@ async fn throughput(name: &str, e: &AnyEngine, scale: f64) -> Result<(usize, f64
         "publish_batch_100" => {
             let n = scaled(200_000, scale);
             let started = Instant::now();
-            publish_batches(e, n, 100).await?;
+            publish_batches(e, n, BATCH).await?;
+            (n, started.elapsed().as_secs_f64())
+        }
+        "publish_batch_100_4tasks" => {
+            // The same events and batches as publish_batch_100, from
+            // BATCH_TASKS publishers at once.
+            let n = scaled(200_000, scale);
+            let started = Instant::now();
+            publish_batches_from(e, n, BATCH, BATCH_TASKS).await?;
             (n, started.elapsed().as_secs_f64())
         }
         "replay_1m" => {

@@ -10,6 +10,9 @@
 //! - batch: `Database::transaction` + honker's SQL function
 //!   `honker_stream_publish(topic, key, payload)` per event — the statement
 //!   `publish_with_key` runs; `Stream::publish_tx` is the same without a key.
+//! - batch from 4 tasks: 4 threads on the one shared `Database`, each
+//!   running its batches as above (its transaction holds the connection's
+//!   mutex until commit, so their batches take turns).
 //! - replay: `Stream::read_since(offset, PAGE)` until a short page.
 //! - live: `Stream::subscribe(consumer)`, honker's blocking iterator that
 //!   wakes on the data_version poll.
@@ -114,21 +117,25 @@ fn check(db: &Database, want: u64) -> Res<()> {
     Ok(())
 }
 
+/// Publish events `start..end` in one transaction.
+fn publish_tx(db: &Database, start: u64, end: u64) -> Res<()> {
+    let tx = db.transaction()?;
+    for seq in start..end {
+        let json = serde_json::to_string(&json_payload(seq))?;
+        tx.query_row("SELECT honker_stream_publish(?1, ?2, ?3)", (TOPIC, key(seq), json), |r| {
+            r.get::<_, i64>(0)
+        })?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
 /// Publish events `start..start+n`, `batch` per transaction.
 fn publish_batched(db: &Database, start: u64, n: u64, batch: u64) -> Res<()> {
     let mut i = 0;
     while i < n {
         let end = (i + batch).min(n);
-        let tx = db.transaction()?;
-        for seq in start + i..start + end {
-            let json = serde_json::to_string(&json_payload(seq))?;
-            tx.query_row(
-                "SELECT honker_stream_publish(?1, ?2, ?3)",
-                (TOPIC, key(seq), json),
-                |r| r.get::<_, i64>(0),
-            )?;
-        }
-        tx.commit()?;
+        publish_tx(db, start + i, start + end)?;
         i = end;
     }
     Ok(())
@@ -167,6 +174,33 @@ fn publish_batch_100(c: Counts) -> Res<()> {
     let el = t0.elapsed();
     check(&db, c.batch)?;
     R.throughput("publish_batch_100", c.batch, el);
+    Ok(())
+}
+
+fn publish_batch_100_4tasks(c: Counts) -> Res<()> {
+    let tmp = TempDb::new("publish_batch_4tasks");
+    let db = tmp.open()?;
+    let n = c.batch;
+    let batches = n.div_ceil(BATCH);
+    let t0 = Instant::now();
+    let handles: Vec<_> = (0..TASKS)
+        .map(|t| {
+            let db = db.clone();
+            std::thread::spawn(move || -> Res<()> {
+                for b in (t..batches).step_by(TASKS as usize) {
+                    let start = b * BATCH;
+                    publish_tx(&db, start, (start + BATCH).min(n))?;
+                }
+                Ok(())
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().map_err(|_| "publisher thread panicked")??;
+    }
+    let el = t0.elapsed();
+    check(&db, n)?;
+    R.throughput("publish_batch_100_4tasks", n, el);
     Ok(())
 }
 
@@ -253,6 +287,7 @@ pub fn run(scenarios: &[&'static str], c: Counts) -> Res<()> {
         let r = match s {
             "publish_single_4tasks" => publish_single_4tasks(c),
             "publish_batch_100" => publish_batch_100(c),
+            "publish_batch_100_4tasks" => publish_batch_100_4tasks(c),
             "replay_1m" => replay_1m(c),
             "live_latency" => live_latency(c),
             _ => unreachable!(),

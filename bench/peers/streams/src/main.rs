@@ -19,6 +19,9 @@
 //! Scenarios (counts at BENCH_SCALE=1.0; every count is multiplied by it):
 //!   publish_single_4tasks  4 concurrent publishers, one event per call, 20,000 in all
 //!   publish_batch_100      one publisher, 100 events per batch, 200,000 in all
+//!   publish_batch_100_4tasks  the same events and batches from 4 concurrent
+//!                          publishers (task t sends batches t, t+4, ...), each
+//!                          waiting for its own batch before sending the next
 //!   replay_1m              1,000,000 events pre-filled (untimed), then read from the
 //!                          start in pages; the read is timed
 //!   live_latency           a live subscriber; 500 events published one at a time,
@@ -38,9 +41,10 @@ use std::time::{Duration, Instant};
 
 pub type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
-pub const SCENARIOS: [&str; 4] = [
+pub const SCENARIOS: [&str; 5] = [
     "publish_single_4tasks",
     "publish_batch_100",
+    "publish_batch_100_4tasks",
     "replay_1m",
     "live_latency",
 ];

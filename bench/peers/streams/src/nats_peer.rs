@@ -8,6 +8,8 @@
 //!   second await waits for the stream's ack (the event is stored).
 //! - batch: 100 publishes, then the 100 acks awaited (async publish, the
 //!   client's documented fast path).
+//! - batch from 4 tasks: each task sends its batches as above (100 async
+//!   publishes, then their acks) on the one shared client.
 //! - replay: an ordered pull consumer from the start (`DeliverPolicy::All`),
 //!   the client's recommended way to read a stream in order; it pulls in
 //!   batches of 500 (async-nats's ordered-consumer batch).
@@ -46,18 +48,24 @@ async fn check(t: &mut Target, want: u64) -> Res<()> {
     Ok(())
 }
 
+/// Publish `(seq, subject)` pairs: all of them, then await their acks.
+async fn publish_acked(js: &jetstream::Context, events: impl Iterator<Item = (u64, String)>) -> Res<()> {
+    let mut acks = Vec::new();
+    for (seq, subject) in events {
+        acks.push(js.publish(subject, payload(seq).into()).await?);
+    }
+    for ack in acks {
+        ack.await?;
+    }
+    Ok(())
+}
+
 /// Publish events `0..n`: `batch` publishes, then their acks.
 async fn publish_batched(js: &jetstream::Context, t: &Target, n: u64, batch: u64) -> Res<()> {
-    let mut acks = Vec::with_capacity(batch as usize);
     let mut i = 0;
     while i < n {
         let end = (i + batch).min(n);
-        for seq in i..end {
-            acks.push(js.publish(t.subject(seq), payload(seq).into()).await?);
-        }
-        for ack in acks.drain(..) {
-            ack.await?;
-        }
+        publish_acked(js, (i..end).map(|seq| (seq, t.subject(seq)))).await?;
         i = end;
     }
     Ok(())
@@ -93,6 +101,33 @@ async fn publish_batch_100(js: &jetstream::Context, t: &mut Target, c: Counts) -
     let el = t0.elapsed();
     check(t, c.batch).await?;
     R.throughput("publish_batch_100", c.batch, el);
+    Ok(())
+}
+
+async fn publish_batch_100_4tasks(js: &jetstream::Context, t: &mut Target, c: Counts) -> Res<()> {
+    let n = c.batch;
+    let batches = n.div_ceil(BATCH);
+    let t0 = Instant::now();
+    let tasks: Vec<_> = (0..TASKS)
+        .map(|k| {
+            let js = js.clone();
+            let prefix = t.prefix.clone();
+            tokio::spawn(async move {
+                for b in (k..batches).step_by(TASKS as usize) {
+                    let start = b * BATCH;
+                    let batch = (start..(start + BATCH).min(n)).map(|seq| (seq, format!("{prefix}.{}", key(seq))));
+                    publish_acked(&js, batch).await?;
+                }
+                Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await??;
+    }
+    let el = t0.elapsed();
+    check(t, n).await?;
+    R.throughput("publish_batch_100_4tasks", n, el);
     Ok(())
 }
 
@@ -181,7 +216,7 @@ pub async fn run(scenarios: &[&'static str], c: Counts) -> Res<()> {
         "# nats-server {}: JetStream, file storage, 1 replica; a publish is acked once written to the stream's file store, not fsynced: the server fsyncs every sync_interval (default 2 min)",
         info.version
     );
-    println!("# nats: async-nats, one connection; batch = {BATCH} async publishes then their acks; replay = ordered pull consumer (500 per pull); live = ordered pull consumer, DeliverPolicy::New");
+    println!("# nats: async-nats, one connection; batch = {BATCH} async publishes then their acks (from {TASKS} tasks: one batch in flight per task); replay = ordered pull consumer (500 per pull); live = ordered pull consumer, DeliverPolicy::New");
     let run = crate::run_id();
     let mut failures = Vec::new();
     for (i, &s) in scenarios.iter().enumerate() {
@@ -200,6 +235,7 @@ pub async fn run(scenarios: &[&'static str], c: Counts) -> Res<()> {
         let r = match s {
             "publish_single_4tasks" => publish_single_4tasks(&js, &mut t, c).await,
             "publish_batch_100" => publish_batch_100(&js, &mut t, c).await,
+            "publish_batch_100_4tasks" => publish_batch_100_4tasks(&js, &mut t, c).await,
             "replay_1m" => replay_1m(&js, &mut t, c).await,
             "live_latency" => live_latency(&js, &mut t, c).await,
             _ => unreachable!(),

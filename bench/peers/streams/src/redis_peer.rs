@@ -7,6 +7,9 @@
 //!   multiplexed connection (the crate's recommended way: it pipelines
 //!   concurrent requests on one socket).
 //! - batch: a pipeline of 100 XADDs, one round trip.
+//! - batch from 4 tasks: each task sends its batches as above, awaiting each
+//!   pipeline's replies before the next, on clones of the one multiplexed
+//!   connection (up to 4 pipelines in flight on its socket).
 //! - replay: `XRANGE key <start> + COUNT PAGE` from the beginning, the
 //!   next start being the exclusive `(<last id>`.
 //! - live: `XREAD BLOCK ... STREAMS key $` on its own connection (a blocking
@@ -57,6 +60,19 @@ async fn check(con: &mut MultiplexedConnection, stream: &str, want: u64) -> Res<
     Ok(())
 }
 
+/// XADD events `start..end` in one pipeline.
+async fn pipeline(con: &mut MultiplexedConnection, stream: &str, start: u64, end: u64) -> Res<()> {
+    let mut p = redis::pipe();
+    for seq in start..end {
+        p.add_command(xadd(seq, stream));
+    }
+    let ids: Vec<String> = p.query_async(con).await?;
+    if ids.len() as u64 != end - start {
+        return Err(format!("pipeline returned {} ids for {} XADDs", ids.len(), end - start).into());
+    }
+    Ok(())
+}
+
 async fn publish_batched(
     con: &mut MultiplexedConnection,
     stream: &str,
@@ -66,14 +82,7 @@ async fn publish_batched(
     let mut i = 0;
     while i < n {
         let end = (i + batch).min(n);
-        let mut p = redis::pipe();
-        for seq in i..end {
-            p.add_command(xadd(seq, stream));
-        }
-        let ids: Vec<String> = p.query_async(con).await?;
-        if ids.len() as u64 != end - i {
-            return Err(format!("pipeline returned {} ids for {} XADDs", ids.len(), end - i).into());
-        }
+        pipeline(con, stream, i, end).await?;
         i = end;
     }
     Ok(())
@@ -110,6 +119,32 @@ async fn publish_batch_100(con: &MultiplexedConnection, stream: &str, c: Counts)
     let el = t0.elapsed();
     check(&mut con, stream, c.batch).await?;
     R.throughput("publish_batch_100", c.batch, el);
+    Ok(())
+}
+
+async fn publish_batch_100_4tasks(con: &MultiplexedConnection, stream: &str, c: Counts) -> Res<()> {
+    let n = c.batch;
+    let batches = n.div_ceil(BATCH);
+    let t0 = Instant::now();
+    let tasks: Vec<_> = (0..TASKS)
+        .map(|t| {
+            let mut con = con.clone();
+            let stream = stream.to_string();
+            tokio::spawn(async move {
+                for b in (t..batches).step_by(TASKS as usize) {
+                    let start = b * BATCH;
+                    pipeline(&mut con, &stream, start, (start + BATCH).min(n)).await?;
+                }
+                Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await??;
+    }
+    let el = t0.elapsed();
+    check(&mut con.clone(), stream, n).await?;
+    R.throughput("publish_batch_100_4tasks", n, el);
     Ok(())
 }
 
@@ -227,7 +262,7 @@ async fn print_settings(con: &mut MultiplexedConnection) -> Res<()> {
         format!("persistence: save={save:?} appendonly={aof} (not fsynced per write unless appendfsync=always)")
     };
     println!("# redis {version}: {on_disk}");
-    println!("# redis: redis crate, tokio multiplexed connection; batch = pipeline of {BATCH} XADDs; replay = XRANGE COUNT {PAGE}; live = XREAD BLOCK from $");
+    println!("# redis: redis crate, tokio multiplexed connection; batch = pipeline of {BATCH} XADDs (from {TASKS} tasks: one pipeline in flight per task); replay = XRANGE COUNT {PAGE}; live = XREAD BLOCK from $");
     Ok(())
 }
 
@@ -244,6 +279,7 @@ pub async fn run(scenarios: &[&'static str], c: Counts) -> Res<()> {
         let r = match s {
             "publish_single_4tasks" => publish_single_4tasks(&con, &stream, c).await,
             "publish_batch_100" => publish_batch_100(&con, &stream, c).await,
+            "publish_batch_100_4tasks" => publish_batch_100_4tasks(&con, &stream, c).await,
             "replay_1m" => replay_1m(&con, &stream, c).await,
             "live_latency" => live_latency(&client, &con, &stream, c).await,
             _ => unreachable!(),
