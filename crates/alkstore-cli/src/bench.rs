@@ -62,7 +62,9 @@ const SCENARIOS: &[&str] = &[
 
 /// A fresh store per scenario, and how to clean it up.
 pub(crate) enum Target {
-    Sqlite { dir: tempfile::TempDir },
+    Sqlite {
+        dir: tempfile::TempDir,
+    },
     Postgres {
         conninfo: String,
         /// `pool_size` from `--on`, kept for every fresh store.

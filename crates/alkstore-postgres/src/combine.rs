@@ -67,7 +67,11 @@ impl<T, R> Combiner<T, R> {
     /// Queue a call. Returns where its answer will come, and, when a runner
     /// slot was free, the batch the caller must now start a runner with
     /// (see [`Runner`]).
-    pub(crate) fn join(&self, input: T, size: usize) -> (oneshot::Receiver<Result<R>>, Option<Batch<T, R>>) {
+    pub(crate) fn join(
+        &self,
+        input: T,
+        size: usize,
+    ) -> (oneshot::Receiver<Result<R>>, Option<Batch<T, R>>) {
         let (reply, rx) = oneshot::channel();
         let Ok(mut state) = self.state.lock() else {
             // Poisoned by a panic elsewhere: write this call alone.
@@ -228,7 +232,11 @@ mod tests {
     fn a_free_slot_sends_at_once_and_a_busy_one_gathers() {
         let c: Combiner<u32, u32> = Combiner::new(1, 10);
         let (_a, first) = c.join(1, 1);
-        assert_eq!(first.map(|b| b.len()), Some(1), "the first call runs at once");
+        assert_eq!(
+            first.map(|b| b.len()),
+            Some(1),
+            "the first call runs at once"
+        );
         let (_b, none) = c.join(2, 4);
         assert!(none.is_none(), "the only slot is busy");
         let (_c, none) = c.join(3, 4);

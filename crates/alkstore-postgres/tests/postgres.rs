@@ -1309,3 +1309,50 @@ async fn a_lost_claim_leaves_the_application_transaction_unable_to_commit() {
     let _ = driver.await;
     testing::drop_schema(&url, &schema).await.expect("drop");
 }
+
+/// When the statement writing a group of concurrent enqueues (or
+/// publishes) fails, every call in the group gets the error, none waits
+/// forever, and calls after it are written again once the cause is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_group_fails_each_of_its_calls() {
+    use alkstore_core::stream::{NewEvent, StreamEngine};
+    let url = test_db().await;
+    let schema = testing::unique_schema("groupfail");
+    let engine = PgEngine::open(PgOptions::new(url.clone(), schema.clone()))
+        .await
+        .expect("open");
+    engine.drop_store().await.expect("drop the tables");
+    let mut calls = Vec::new();
+    for i in 0..16 {
+        let e = engine.clone();
+        calls.push(tokio::spawn(async move {
+            let job = e
+                .job_enqueue(vec![NewJob::new("q", format!("{i}").into_bytes())])
+                .await;
+            let event = e
+                .stream_publish(vec![NewEvent::new("s", format!("{i}").into_bytes())])
+                .await;
+            (job.is_err(), event.is_err())
+        }));
+    }
+    for c in calls {
+        let (job_failed, event_failed) =
+            tokio::time::timeout(std::time::Duration::from_secs(30), c)
+                .await
+                .expect("no call waits forever")
+                .expect("task");
+        assert!(job_failed && event_failed, "every call saw the failure");
+    }
+    // The schema is back: the next calls are written.
+    let again = PgEngine::open(PgOptions::new(url.clone(), schema.clone()))
+        .await
+        .expect("reopen creates the schema again");
+    drop(again);
+    let ids = engine
+        .job_enqueue(vec![NewJob::new("q", b"after".to_vec())])
+        .await
+        .expect("enqueue after the failure");
+    assert_eq!(ids.len(), 1);
+    drop(engine);
+    testing::drop_schema(&url, &schema).await.expect("drop");
+}
