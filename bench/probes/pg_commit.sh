@@ -13,7 +13,9 @@
 # pg_notify in its transaction; notify_after: the insert, then a notify in
 # a transaction of its own; notify_after_async: that notify with a local
 # synchronous_commit=off; unique_key: an insert checked by a unique index;
-# counter_row: an insert and an update of one of 16 counter rows;
+# counter_row: an insert and an update of this connection's counter row of
+# 16 (backend pid modulo 16, as alkstore's throughput counts shard);
+# counter_one_row: the same with one counter row for everyone;
 # alk_job / alk_job_notify_in_tx: a one-job insert into a table shaped as
 # alkstore's job table, without and with the notify in its statement.
 #
@@ -89,17 +91,22 @@ cat > "$work/unique_key.sql" <<EOF2
 INSERT INTO job (queue, payload, run_at, unique_key) VALUES ('q', '\\x00', 0, md5(random()::text));
 EOF2
 cat > "$work/counter_row.sql" <<EOF2
-\set s random(0, 15)
 BEGIN;
 $insert
-UPDATE counter SET n = n + 1 WHERE queue = 'q' AND shard = :s;
+UPDATE counter SET n = n + 1 WHERE queue = 'q' AND shard = pg_backend_pid() % 16;
+COMMIT;
+EOF2
+cat > "$work/counter_one_row.sql" <<EOF2
+BEGIN;
+$insert
+UPDATE counter SET n = n + 1 WHERE queue = 'q' AND shard = 0;
 COMMIT;
 EOF2
 
 printf '%-22s' "probe (tx/s)"
 for c in $clients; do printf '%12s' "$c clients"; done
 echo
-for p in ${PROBES:-plain notify_in_tx notify_after notify_after_async unique_key counter_row alk_job alk_job_notify_in_tx}; do
+for p in ${PROBES:-plain notify_in_tx notify_after notify_after_async unique_key counter_row counter_one_row alk_job alk_job_notify_in_tx}; do
   printf '%-22s' "$p"
   for c in $clients; do
     tps="$(pgbench -n -M prepared -c "$c" -j 2 -T "$secs" -f "$work/$p.sql" "$probe_url" 2>/dev/null \
