@@ -177,6 +177,38 @@ impl<T, R> Drop for Runner<T, R> {
     }
 }
 
+/// A runner's loop: write `batch` with `write` (the rows of all its calls,
+/// in call order; it returns one answer per row, in the same order), then
+/// whatever gathered meanwhile, until nobody waits.
+pub(crate) async fn run<T, R, F, Fut>(
+    combiner: Arc<Combiner<Vec<T>, Vec<R>>>,
+    batch: Batch<Vec<T>, Vec<R>>,
+    op: &'static str,
+    write: F,
+) where
+    F: Fn(Vec<T>) -> Fut,
+    Fut: std::future::Future<Output = Result<Vec<R>>>,
+{
+    let mut runner = Runner::new(combiner);
+    let mut next = Some(batch);
+    while let Some(mut batch) = next {
+        let rows: Vec<T> = if batch.len() == 1 {
+            std::mem::take(&mut batch[0].input)
+        } else {
+            batch
+                .iter_mut()
+                .flat_map(|w| std::mem::take(&mut w.input))
+                .collect()
+        };
+        let outcome = write(rows).await;
+        let answered = batch.len();
+        reply(batch, outcome.map(Vec::into_iter), op, |all, n| {
+            all.by_ref().take(n).collect()
+        });
+        next = runner.next(answered).await;
+    }
+}
+
 /// An error for each caller of a failed batch: the same kind and message
 /// (the driver's source error itself cannot be shared).
 pub(crate) fn each_error(e: &Error, op: &'static str) -> Error {

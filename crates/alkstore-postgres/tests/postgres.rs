@@ -530,14 +530,29 @@ async fn woken(
     rx: &mut tokio::sync::broadcast::Receiver<alkstore_core::Wake>,
     queues: &[&str],
 ) -> bool {
-    let mut missing: std::collections::HashSet<&str> = queues.iter().copied().collect();
+    woken_by(rx, queues, |w| match w {
+        alkstore_core::Wake::Queue(q) => Some(q),
+        _ => None,
+    })
+    .await
+}
+
+/// Wait (up to 10 s) for a wake naming each of `names`, as `name_of` reads
+/// a wake's name.
+async fn woken_by(
+    rx: &mut tokio::sync::broadcast::Receiver<alkstore_core::Wake>,
+    names: &[&str],
+    name_of: fn(&alkstore_core::Wake) -> Option<&str>,
+) -> bool {
+    let mut missing: std::collections::HashSet<&str> = names.iter().copied().collect();
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
     while !missing.is_empty() {
         match tokio::time::timeout_at(deadline, rx.recv()).await {
-            Ok(Ok(alkstore_core::Wake::Queue(q))) => {
-                missing.remove(&*q);
+            Ok(Ok(w)) => {
+                if let Some(name) = name_of(&w) {
+                    missing.remove(name);
+                }
             }
-            Ok(Ok(_)) => {}
             Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => {}
             Ok(Err(_)) | Err(_) => return false,
         }
@@ -665,19 +680,11 @@ async fn stream_woken(
     rx: &mut tokio::sync::broadcast::Receiver<alkstore_core::Wake>,
     streams: &[&str],
 ) -> bool {
-    let mut missing: std::collections::HashSet<&str> = streams.iter().copied().collect();
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !missing.is_empty() {
-        match tokio::time::timeout_at(deadline, rx.recv()).await {
-            Ok(Ok(alkstore_core::Wake::Stream(s))) => {
-                missing.remove(&*s);
-            }
-            Ok(Ok(_)) => {}
-            Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => {}
-            Ok(Err(_)) | Err(_) => return false,
-        }
-    }
-    true
+    woken_by(rx, streams, |w| match w {
+        alkstore_core::Wake::Stream(s) => Some(s),
+        _ => None,
+    })
+    .await
 }
 
 /// Wait until `rx`'s engine is listening (its listener hints everything).

@@ -419,36 +419,16 @@ pub(crate) type EnqueueGroup = crate::combine::Combiner<Vec<NewJob>, Vec<Enqueue
 impl PgEngine {
     /// Write `batch`, then whatever gathered meanwhile, until nobody waits.
     async fn enqueue_runner(self, batch: crate::combine::Batch<Vec<NewJob>, Vec<Enqueued>>) {
-        let mut runner = crate::combine::Runner::new(self.inner.enqueues.clone());
-        let mut next = Some(batch);
-        while let Some(mut batch) = next {
-            let jobs: Vec<NewJob> = if batch.len() == 1 {
-                std::mem::take(&mut batch[0].input)
-            } else {
-                batch
-                    .iter_mut()
-                    .flat_map(|w| std::mem::take(&mut w.input))
-                    .collect()
-            };
+        let group = self.inner.enqueues.clone();
+        crate::combine::run(group, batch, "job_enqueue", |jobs| async {
             let queues = queues_of(&jobs);
-            let outcome = async {
-                let client = self.client().await?;
-                let now = self.now_override();
-                enqueue_in(&*client, &self.inner.sql, jobs, now, Wakes::AfterCommit).await
-            }
-            .await;
-            if let Ok(out) = &outcome {
-                self.announce_queues(&queues, out);
-            }
-            let answered = batch.len();
-            crate::combine::reply(
-                batch,
-                outcome.map(Vec::into_iter),
-                "job_enqueue",
-                |all, n| all.by_ref().take(n).collect(),
-            );
-            next = runner.next(answered).await;
-        }
+            let client = self.client().await?;
+            let now = self.now_override();
+            let out = enqueue_in(&*client, &self.inner.sql, jobs, now, Wakes::AfterCommit).await?;
+            self.announce_queues(&queues, &out);
+            Ok(out)
+        })
+        .await;
     }
 
     /// Ask for other processes' workers of `queues` to be woken, once an

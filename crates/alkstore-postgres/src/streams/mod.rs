@@ -159,27 +159,12 @@ impl PgEngine {
 
     /// Write `batch`, then whatever gathered meanwhile, until nobody waits.
     async fn publish_runner(self, batch: crate::combine::Batch<Vec<NewEvent>, Vec<i64>>) {
-        let mut runner = crate::combine::Runner::new(self.inner.publishes.clone());
-        let mut next = Some(batch);
-        while let Some(mut batch) = next {
-            let events: Vec<NewEvent> = if batch.len() == 1 {
-                std::mem::take(&mut batch[0].input)
-            } else {
-                batch
-                    .iter_mut()
-                    .flat_map(|w| std::mem::take(&mut w.input))
-                    .collect()
-            };
-            let outcome = self.publish_now(&events).await;
-            let answered = batch.len();
-            crate::combine::reply(
-                batch,
-                outcome.map(Vec::into_iter),
-                "stream_publish",
-                |all, n| all.by_ref().take(n).collect(),
-            );
-            next = runner.next(answered).await;
-        }
+        let group = self.inner.publishes.clone();
+        let engine = &self;
+        crate::combine::run(group, batch, "stream_publish", |events| async move {
+            engine.publish_now(&events).await
+        })
+        .await;
     }
 }
 
