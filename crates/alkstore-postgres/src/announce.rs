@@ -11,14 +11,16 @@
 //! dedicated connection, one statement at a time, in a transaction that
 //! commits without waiting for the flush (a wake-up is a hint: nothing is
 //! lost with it, since workers find jobs by their fallback poll anyway).
-//! Writes that arrive while a statement is out are sent together in the
-//! next one, so a busy queue costs one NOTIFY per round trip, not per job.
+//! The first wake-up after a quiet spell goes at once; while writes keep
+//! coming, what gathers goes at most once a millisecond, in one statement,
+//! and a name already waiting costs a caller a set lookup, nothing more.
 //!
 //! Writes inside a transaction (the engine's [`PgTx`](crate::PgTx), the
 //! application's own) still notify in the statement: only a commit the
 //! engine does not see can deliver them at the right moment.
 
 use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
@@ -27,18 +29,25 @@ use crate::tls::Connector;
 
 /// What the announcing task is asked to do.
 enum Ask {
-    /// Wake the workers of this queue.
-    Queue(String),
-    /// Wake the subscribers of this stream.
-    Stream(String),
+    /// Send what is pending.
+    Send,
     /// Answer once everything asked before has been sent (or given up).
     Flush(oneshot::Sender<()>),
+}
+
+/// Names waiting to be sent. A name already waiting is not asked for
+/// again: a busy queue costs a set lookup per call, not a message.
+#[derive(Default)]
+struct Pending {
+    queues: BTreeSet<String>,
+    streams: BTreeSet<String>,
 }
 
 /// The sending side, owned by the engine. The task ends once every clone
 /// of the engine is gone and it has sent what was asked.
 pub(crate) struct Announcer {
     asks: mpsc::UnboundedSender<Ask>,
+    pending: Arc<Mutex<Pending>>,
     /// The receiving side until the first ask starts the task (an engine
     /// opened outside a runtime, or one that never writes, starts none).
     start: std::sync::Mutex<Option<Start>>,
@@ -46,6 +55,7 @@ pub(crate) struct Announcer {
 
 struct Start {
     asks: mpsc::UnboundedReceiver<Ask>,
+    pending: Arc<Mutex<Pending>>,
     config: tokio_postgres::Config,
     connector: Connector,
     queues: String,
@@ -67,10 +77,13 @@ impl Announcer {
         streams: String,
     ) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
+        let pending = Arc::new(Mutex::new(Pending::default()));
         Announcer {
             asks: tx,
+            pending: pending.clone(),
             start: std::sync::Mutex::new(Some(Start {
                 asks: rx,
+                pending,
                 config,
                 connector,
                 queues,
@@ -82,12 +95,25 @@ impl Announcer {
     /// Wake other processes' workers of `queue` (this process's are hinted
     /// by the caller).
     pub(crate) fn queue(&self, queue: &str) {
-        self.ask(Ask::Queue(queue.to_string()));
+        self.add(queue, |p| &mut p.queues);
     }
 
     /// Wake other processes' subscribers of `stream`.
     pub(crate) fn stream(&self, stream: &str) {
-        self.ask(Ask::Stream(stream.to_string()));
+        self.add(stream, |p| &mut p.streams);
+    }
+
+    fn add(&self, name: &str, set: fn(&mut Pending) -> &mut BTreeSet<String>) {
+        let added = match self.pending.lock() {
+            Ok(mut p) => {
+                let set = set(&mut p);
+                !set.contains(name) && set.insert(name.to_string())
+            }
+            Err(_) => false,
+        };
+        if added {
+            self.ask(Ask::Send);
+        }
     }
 
     /// Wait until every wake-up asked for so far has been sent (or the
@@ -124,42 +150,56 @@ impl Announcer {
     }
 }
 
+/// Least time between the starts of two sends. The first wake-up after a
+/// quiet spell goes at once; under a steady stream of writes they go at
+/// most once per window, together. Each send is a transaction of its own
+/// on the server: one per group commit (thousands a second) cost one-event
+/// publishes from 4 callers 15 % of their rate (12.4k against 14.3k/s).
+const WINDOW: Duration = Duration::from_millis(1);
+
 /// The task: gather what has been asked, send it in one statement, repeat.
 async fn run(mut s: Start) {
     let mut conn: Option<Conn> = None;
     let mut backoff = Duration::from_millis(100);
-    let mut queues = BTreeSet::new();
-    let mut streams = BTreeSet::new();
     let mut flushes = Vec::new();
+    let mut last_send: Option<tokio::time::Instant> = None;
     loop {
-        // Wait for the first ask, then take every one already waiting.
+        // Wait for the first ask; within the window of the last send, wait
+        // for its end; then take every ask that is waiting.
         let Some(first) = s.asks.recv().await else {
             return;
         };
+        if let Some(at) = last_send {
+            if at.elapsed() < WINDOW {
+                tokio::time::sleep_until(at + WINDOW).await;
+            }
+        }
         let mut next = Some(first);
         while let Some(ask) = next {
-            match ask {
-                Ask::Queue(q) => {
-                    queues.insert(q);
-                }
-                Ask::Stream(st) => {
-                    streams.insert(st);
-                }
-                Ask::Flush(done) => flushes.push(done),
+            if let Ask::Flush(done) = ask {
+                flushes.push(done);
             }
             next = s.asks.try_recv().ok();
         }
+        let (queues, streams) = match s.pending.lock() {
+            Ok(mut p) => (
+                std::mem::take(&mut p.queues),
+                std::mem::take(&mut p.streams),
+            ),
+            Err(_) => Default::default(),
+        };
         if !queues.is_empty() || !streams.is_empty() {
             let mut channels = Vec::with_capacity(queues.len() + streams.len());
             let mut payloads = Vec::with_capacity(channels.capacity());
-            for q in std::mem::take(&mut queues) {
+            for q in queues {
                 channels.push(s.queues.clone());
                 payloads.push(q);
             }
-            for st in std::mem::take(&mut streams) {
+            for st in streams {
                 channels.push(s.streams.clone());
                 payloads.push(st);
             }
+            last_send = Some(tokio::time::Instant::now());
             match send(&mut conn, &s, &channels, &payloads).await {
                 Ok(()) => backoff = Duration::from_millis(100),
                 Err(e) => {
