@@ -177,6 +177,30 @@ impl<T, R> Drop for Runner<T, R> {
     }
 }
 
+/// Whether a call of `rows` rows and `bytes` payload bytes joins a group
+/// (larger calls are batches already, and go alone).
+pub(crate) fn groupable(rows: usize, bytes: usize) -> bool {
+    rows <= GROUP_CALL_ROWS && bytes <= GROUP_CALL_BYTES
+}
+
+/// Queue a call of `rows` rows in `combiner` and wait for its answer;
+/// `start` spawns a runner when the call found a free slot.
+pub(crate) async fn submit<T, R>(
+    combiner: &Combiner<T, R>,
+    input: T,
+    rows: usize,
+    op: &'static str,
+    start: impl FnOnce(Batch<T, R>),
+) -> Result<R> {
+    let (answer, batch) = combiner.join(input, rows);
+    if let Some(batch) = batch {
+        start(batch);
+    }
+    answer
+        .await
+        .map_err(|_| Error::database(op, "the statement writing this call's group stopped"))?
+}
+
 /// A runner's loop: write `batch` with `write` (the rows of all its calls,
 /// in call order; it returns one answer per row, in the same order), then
 /// whatever gathered meanwhile, until nobody waits.

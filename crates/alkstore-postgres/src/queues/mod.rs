@@ -393,14 +393,6 @@ fn inserted_in_order(rows: &[crate::conn::Row], n: usize) -> Result<Vec<Enqueued
     Ok(ids.into_iter().map(Enqueued::Inserted).collect())
 }
 
-/// Whether a call joins the group commit (see `crate::combine`): up to
-/// `GROUP_CALL_ROWS` jobs and `GROUP_CALL_BYTES` of payload; larger calls
-/// are batches already, and go alone.
-fn groupable(jobs: &[NewJob]) -> bool {
-    jobs.len() <= crate::combine::GROUP_CALL_ROWS
-        && jobs.iter().map(|j| j.payload.len()).sum::<usize>() <= crate::combine::GROUP_CALL_BYTES
-}
-
 /// The distinct queues of a batch, in the order first seen (a batch
 /// seldom spans more than one).
 fn queues_of(jobs: &[NewJob]) -> Vec<String> {
@@ -1040,17 +1032,15 @@ impl QueueDriver for PgEngine {
     async fn job_enqueue(&self, params: Checked<JobEnqueueParams>) -> Result<Vec<Enqueued>> {
         let JobEnqueueParams { jobs } = params.into_inner();
         let op = "job_enqueue";
-        if !is_keyed(&jobs) && groupable(&jobs) {
+        let bytes = jobs.iter().map(|j| j.payload.len()).sum();
+        if !is_keyed(&jobs) && crate::combine::groupable(jobs.len(), bytes) {
             // Written with whatever other calls are waiting (see
             // `crate::combine`).
             let rows = jobs.len();
-            let (answer, batch) = self.inner.enqueues.join(jobs, rows);
-            if let Some(batch) = batch {
+            return crate::combine::submit(&self.inner.enqueues, jobs, rows, op, |batch| {
                 tokio::spawn(self.clone().enqueue_runner(batch));
-            }
-            return answer.await.map_err(|_| {
-                Error::database(op, "the statement writing this call's group stopped")
-            })?;
+            })
+            .await;
         }
         let mut client = self.client().await?;
         let sql = &self.inner.sql;

@@ -173,19 +173,14 @@ impl StreamDriver for PgEngine {
         let StreamPublishParams { events } = params.into_inner();
         let op = "stream_publish";
         let bytes: usize = events.iter().map(|e| e.payload.len()).sum();
-        if events.len() <= crate::combine::GROUP_CALL_ROWS
-            && bytes <= crate::combine::GROUP_CALL_BYTES
-        {
+        if crate::combine::groupable(events.len(), bytes) {
             // Written with whatever other calls are waiting (see
             // `crate::combine`).
             let rows = events.len();
-            let (answer, batch) = self.inner.publishes.join(events, rows);
-            if let Some(batch) = batch {
+            return crate::combine::submit(&self.inner.publishes, events, rows, op, |batch| {
                 tokio::spawn(self.clone().publish_runner(batch));
-            }
-            return answer.await.map_err(|_| {
-                Error::database(op, "the statement writing this call's group stopped")
-            })?;
+            })
+            .await;
         }
         self.publish_now(&events).await
     }
