@@ -21,6 +21,8 @@
 //! # Ok(()) }
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 /// The database's clock in SQL, as unix seconds (`numeric`): when the
 /// statement started. Not `now()`, which stays at its transaction's start:
 /// inside an application's transaction, open as long as the application
@@ -46,6 +48,7 @@ mod results;
 mod schedules;
 pub mod schema;
 mod streams;
+#[cfg(any(test, feature = "testing"))]
 #[doc(hidden)]
 pub mod testing;
 mod tls;

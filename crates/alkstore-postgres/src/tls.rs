@@ -94,7 +94,9 @@ pub(crate) fn target(config: &tokio_postgres::Config) -> String {
     text
 }
 
-/// Connect once, outside any pool, and drive the connection on a task.
+/// Connect once, outside any pool, and drive the connection on a task
+/// (for `testing`).
+#[cfg(any(test, feature = "testing"))]
 pub(crate) async fn connect(
     conninfo: &str,
 ) -> Result<(

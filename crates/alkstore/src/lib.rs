@@ -1,31 +1,65 @@
 //! Durable background work in the database you already have.
 //!
-//! `alkstore` keeps job queues in SQLite (embedded, one file, the default) or
-//! PostgreSQL (many worker hosts, one database) behind one contract. Open a
-//! [`Store`] by URL, take a [`Queue`] handle, enqueue serde payloads:
+//! `alkstore` keeps job queues, event streams, consumer groups, schedules,
+//! locks, rate limits, job results and notifications in SQLite (embedded,
+//! one file, the default) or PostgreSQL (many worker hosts, one database)
+//! behind one contract. Open a [`Store`] by URL, enqueue serde payloads,
+//! and run a [`Worker`]:
 //!
 //! ```no_run
-//! # async fn demo() -> alkstore::Result<()> {
-//! use alkstore::{EnqueueOpts, JobExt, Store};
-//! use std::time::Duration;
+//! use alkstore::{JobCtx, JobError, Store, Worker};
 //!
 //! #[derive(serde::Serialize, serde::Deserialize)]
 //! struct Email { to: String }
 //!
+//! # async fn demo() -> alkstore::Result<()> {
 //! let store = Store::open("sqlite://app.db").await?;
-//! let emails = store.queue("emails");
-//! emails.enqueue(&Email { to: "a@example.com".into() }).await?;
-//! emails
-//!     .enqueue_with(&Email { to: "b@example.com".into() }, EnqueueOpts::default().priority(5).delay(Duration::from_secs(60)))
+//! store.queue("emails").enqueue(&Email { to: "a@example.com".into() }).await?;
+//!
+//! // Until SIGTERM or Ctrl-C; then finish running jobs, hand the rest back.
+//! Worker::new(store)
+//!     .queue("emails", |job: JobCtx<Email>| async move {
+//!         if job.payload().to.is_empty() {
+//!             return Err(JobError::fail("no recipient")); // dead letter, no retry
+//!         }
+//!         Ok(()) // Err(JobError::retry(e)) retries with backoff
+//!     })
+//!     .run_until(alkstore::shutdown_signal())
 //!     .await?;
-//! let jobs = emails.claim("worker-1", 10).await?;
-//! for job in &jobs {
-//!     let email: Email = job.decode()?;
-//!     # let _ = email;
-//! }
-//! emails.ack(jobs.iter().map(|j| j.claim()).collect()).await?;
 //! # Ok(()) }
 //! ```
+//!
+//! # One handle per primitive
+//!
+//! [`Store`] hands out a handle for each primitive; each lives in the
+//! module of the same name, with its types and its runtime:
+//!
+//! | primitive | handle | runtime |
+//! |---|---|---|
+//! | [`queue`] | [`store.queue(name)`](Store::queue): enqueue, claim, ack, admin | [`Worker`] |
+//! | [`stream`] | [`store.stream(name)`](Store::stream): publish, read, offsets | [`Subscriber`] |
+//! | [`group`] | [`store.group(name)`](Store::group): consumer groups over a stream | [`group::GroupRunner`] |
+//! | [`schedule`] | [`store.schedule(name)`](Store::schedule): cron and `@every` | [`schedule::Scheduler`] |
+//! | [`lock`] | [`store.lock(name)`](Store::lock): fenced, leased locks | |
+//! | [`rate`] | [`store.rate(name, limit, per)`](Store::rate): shared rate limits | |
+//! | [`results`] | [`store.results()`](Store::results): job results, awaited | |
+//! | [`notify`] | [`store.channel(name)`](Store::channel): notify and listen | |
+//!
+//! Every write of every primitive can also join the application's own
+//! transaction ([`Store::begin`], [`tx`]), so a job, an event or an offset
+//! commits with the application's rows or not at all; the runtimes'
+//! transactional handlers (`Worker::queue_tx`, `Subscriber::run_tx`,
+//! `GroupRunner::run_tx`) build on it for effectively-once handlers.
+//!
+//! How each part works, and why, is in [`design`].
+//!
+//! # Cargo features
+//!
+//! - `sqlite` (default): the embedded engine, `sqlite://` URLs.
+//! - `postgres` (default): the PostgreSQL engine, `postgres://` URLs.
+//! - `tls` (default): TLS to PostgreSQL (`sslmode=require|verify-ca|verify-full`).
+//! - `sqlx`: every transactional call on an application's own sqlx (0.8)
+//!   PostgreSQL transaction (`store.postgres()` then `within_sqlx`).
 //!
 //! # Names
 //!
@@ -38,11 +72,15 @@
 //! HTTP path (`alk serve`'s API) must percent-encode it. See
 //! [`validate_text`](alkstore_core::validate::validate_text).
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod any;
+pub mod design;
 pub mod group;
 pub mod lock;
 pub mod notify;
-mod queue;
+pub mod queue;
+pub mod rate;
 pub mod results;
 pub mod schedule;
 mod store;
@@ -51,7 +89,6 @@ pub mod tx;
 pub mod worker;
 
 pub use alkstore_core::prelude;
-pub use alkstore_core::rate;
 pub use alkstore_core::url;
 pub use alkstore_core::{
     url::StoreUrl, AttemptError, BoxError, CancelOutcome, Capabilities, Claim, Clock,

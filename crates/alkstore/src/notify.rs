@@ -1,7 +1,7 @@
-//! Notify/listen through the facade: [`Store::listen`](crate::Store::listen)
-//! gives a [`Listener`]; send with
-//! [`NotifyEngine::notify`] (or an engine's
-//! `notify_in`, inside your own transaction).
+//! Notify/listen through the facade: a [`Channel`] handle
+//! ([`Store::channel`](crate::Store::channel)) sends on a channel and
+//! gives a [`Listener`] for it (inside your own transaction, send with
+//! [`Tx::notify`](crate::Tx)).
 //!
 //! Delivery is ephemeral: a listener gets what is committed on its channel
 //! while it listens, in commit order, at most once. A listener that falls
@@ -10,10 +10,9 @@
 //!
 //! ```no_run
 //! # async fn demo(store: alkstore::Store) -> alkstore::Result<()> {
-//! use alkstore::notify::NotifyParams;
-//! use alkstore::NotifyEngine;
-//! let mut listener = store.listen("orders").await?;
-//! store.engine().notify(NotifyParams::new("orders", "42 shipped")).await?;
+//! let orders = store.channel("orders");
+//! let mut listener = orders.listen().await?;
+//! orders.notify("42 shipped").await?;
 //! let n = listener.recv().await?;
 //! assert_eq!(n.payload, "42 shipped");
 //! # Ok(()) }
@@ -29,6 +28,37 @@ use alkstore_core::{Engine, Error, NotifyEngine, Result, Wake};
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::AnyEngine;
+
+/// A handle to one notification channel (see the [module](self) docs).
+#[derive(Debug, Clone)]
+pub struct Channel {
+    engine: AnyEngine,
+    name: String,
+}
+
+impl Channel {
+    pub(crate) fn new(engine: AnyEngine, name: String) -> Channel {
+        Channel { engine, name }
+    }
+
+    /// The channel's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Send `payload` (at most [`MAX_NOTIFY_PAYLOAD`] bytes) to everyone
+    /// listening on the channel when it commits (at once, here).
+    pub async fn notify(&self, payload: impl Into<String>) -> Result<()> {
+        self.engine
+            .notify(NotifyParams::new(self.name.clone(), payload))
+            .await
+    }
+
+    /// Listen: the listener gets what is sent on the channel from now on.
+    pub async fn listen(&self) -> Result<Listener> {
+        Listener::new(self.engine.clone(), self.name.clone()).await
+    }
+}
 
 /// How often a listener on an engine that keeps notifications looks without
 /// a wake (a lost hint costs at most this).

@@ -1,8 +1,20 @@
-use alkstore_core::{
-    CancelOutcome, Claim, Engine, EnqueueOpts, Enqueued, Error, Job, JobClaimParams,
-    JobEnqueueClaimedParams, JobInfo, JobRetryParams, NewJob, QueueAdmin, QueueEngine, QueueOpts,
-    QueueStats, QueueThroughputParams, Result, RetryOutcome, Taker, THROUGHPUT_BUCKET_S,
+//! Job queues through the facade: a [`Queue`] handle
+//! ([`Store::queue`](crate::Store::queue)) enqueues serde payloads, claims,
+//! acks and administers one queue; a [`Worker`](crate::Worker) runs
+//! handlers over queues. The queue's types (options, jobs, claims,
+//! outcomes) are here too.
+
+pub use alkstore_core::queue::{
+    AttemptError, CancelOutcome, Claim, DeadCountParams, DeadListParams, DeadPurgeParams,
+    DeadRequeueParams, DeadSelect, EnqueueOpts, Enqueued, EnqueuedClaimed, Job, JobClaimParams,
+    JobEnqueueClaimedParams, JobFailParams, JobInfo, JobListParams, JobRetryParams,
+    JobSnoozeParams, JobState, NewJob, QueueAdmin, QueueEngine, QueueOpts, QueueStats,
+    QueueThroughput, QueueThroughputParams, QueueTotals, RetryOutcome, Settle, Settled, Settlement,
+    ThroughputBucket, DEFAULT_MAX_ATTEMPTS, MAX_ERRORS_KEPT, MAX_ERROR_BYTES, THROUGHPUT_BUCKET_S,
+    THROUGHPUT_RETENTION,
 };
+
+use alkstore_core::{Engine, Error, Result, Taker};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 

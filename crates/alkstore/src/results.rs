@@ -1,8 +1,17 @@
 //! Job results through the facade: a handler saves one
 //! ([`JobCtx::save_result`](crate::JobCtx::save_result), or by returning it
 //! from a [`Worker::queue_returning`](crate::Worker::queue_returning)
-//! handler); anyone reads it with [`Store::result_get`](crate::Store::result_get)
-//! or waits for it with [`Store::result_wait`](crate::Store::result_wait).
+//! handler); anyone reads it, or waits for it, through the [`Results`]
+//! handle ([`Store::results`](crate::Store::results)).
+//!
+//! ```no_run
+//! # async fn demo(store: alkstore::Store, job_id: i64) -> alkstore::Result<()> {
+//! use std::time::Duration;
+//! if let Some(out) = store.results().wait(job_id, Duration::from_secs(30)).await? {
+//!     println!("{} bytes", out.value.len());
+//! }
+//! # Ok(()) }
+//! ```
 
 use std::time::Duration;
 
@@ -13,6 +22,29 @@ pub use alkstore_core::results::{
 use alkstore_core::{Result, ResultEngine};
 
 use crate::Store;
+
+/// A handle to the store's job results (see the [module](self) docs).
+#[derive(Debug, Clone)]
+pub struct Results {
+    store: Store,
+}
+
+impl Results {
+    pub(crate) fn new(store: Store) -> Results {
+        Results { store }
+    }
+
+    /// A job's saved result; `None` when none was saved or it expired.
+    pub async fn get(&self, job_id: i64) -> Result<Option<JobOutput>> {
+        self.store.engine().result_get(job_id).await
+    }
+
+    /// Wait up to `timeout` for a job's result, woken by the commit that
+    /// saves it (not by polling); `None` when none came in time.
+    pub async fn wait(&self, job_id: i64, timeout: Duration) -> Result<Option<JobOutput>> {
+        wait(&self.store, job_id, timeout).await
+    }
+}
 
 /// How often a waiter looks again without an announcement (a lost one
 /// costs at most this).

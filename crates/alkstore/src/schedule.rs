@@ -1,16 +1,15 @@
-//! Schedules through the facade: register them with
-//! [`ScheduleEngine`] calls on the store's engine,
-//! and run a [`Scheduler`] — in as many processes as you like; each
-//! boundary still fires exactly once, with no leader.
+//! Schedules through the facade: register one through its [`Schedule`]
+//! handle ([`Store::schedule`]), and run a [`Scheduler`] — in as many
+//! processes as you like; each boundary still fires exactly once, with no
+//! leader.
 //!
 //! ```no_run
 //! # async fn demo(store: alkstore::Store) -> alkstore::Result<()> {
-//! use alkstore::schedule::{ScheduleSetParams, Scheduler};
-//! use alkstore::ScheduleEngine;
+//! use alkstore::schedule::{ScheduleOpts, Scheduler};
 //!
 //! store
-//!     .engine()
-//!     .schedule_set(ScheduleSetParams::new("nightly-report", "0 2 * * *", "reports").tz("Europe/Paris"))
+//!     .schedule("nightly-report")
+//!     .set_with("0 2 * * *", "reports", ScheduleOpts::default().tz("Europe/Paris"))
 //!     .await?;
 //! Scheduler::new(store).run_until(alkstore::shutdown_signal()).await?;
 //! # Ok(()) }
@@ -23,9 +22,144 @@ pub use alkstore_core::schedule::{
     fired_job_key, schedule_not_found, FireReport, Fired, ScheduleFireParams, ScheduleInfo,
     ScheduleNameParams, ScheduleSetParams, Spec, MAX_CATCH_UP,
 };
-use alkstore_core::{Clock, Result, ScheduleEngine, SystemClock};
+use alkstore_core::{Clock, Error, Result, ScheduleEngine, SystemClock};
+use serde::Serialize;
 
 use crate::{AnyEngine, Store};
+
+/// A handle to one schedule (see the [module](self) docs): register or
+/// change it, pause, resume, remove, look it up.
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    engine: AnyEngine,
+    name: String,
+}
+
+/// What a schedule's jobs carry beside its spec and queue: the zone its
+/// cron pattern is read in, the payload, the priority, and how many missed
+/// boundaries it makes up for.
+///
+/// ```
+/// use alkstore::schedule::ScheduleOpts;
+/// let opts = ScheduleOpts::default().tz("Europe/Paris").priority(5).max_catch_up(3);
+/// # let _ = opts;
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ScheduleOpts {
+    tz: Option<String>,
+    payload: Vec<u8>,
+    priority: i32,
+    max_catch_up: Option<u32>,
+}
+
+impl ScheduleOpts {
+    /// Read the cron pattern in this IANA zone (default UTC).
+    #[must_use]
+    pub fn tz(mut self, tz: impl Into<String>) -> Self {
+        self.tz = Some(tz.into());
+        self
+    }
+
+    /// Every job's payload, as given (default empty).
+    #[must_use]
+    pub fn payload(mut self, payload: impl Into<Vec<u8>>) -> Self {
+        self.payload = payload.into();
+        self
+    }
+
+    /// Every job's payload, serialized as JSON.
+    pub fn json<T: Serialize + ?Sized>(mut self, payload: &T) -> Result<Self> {
+        self.payload = serde_json::to_vec(payload).map_err(|e| Error::Payload {
+            direction: "encoding",
+            source: e.into(),
+        })?;
+        Ok(self)
+    }
+
+    /// Every job's priority (default 0).
+    #[must_use]
+    pub fn priority(mut self, priority: i32) -> Self {
+        self.priority = priority;
+        self
+    }
+
+    /// Most missed boundaries fired at once after a pause in firing
+    /// (default 1, at most [`MAX_CATCH_UP`]); the rest are skipped.
+    #[must_use]
+    pub fn max_catch_up(mut self, n: u32) -> Self {
+        self.max_catch_up = Some(n);
+        self
+    }
+}
+
+impl Schedule {
+    pub(crate) fn new(engine: AnyEngine, name: String) -> Schedule {
+        Schedule { engine, name }
+    }
+
+    /// The schedule's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Register it, or change it: at each boundary of `spec` (a cron
+    /// pattern, or `@every 30s`) a job goes onto `queue`. Re-registering
+    /// the same spec keeps the pending boundary, so registering at every
+    /// start-up neither skips nor repeats one; a paused schedule stays
+    /// paused. A bad spec or zone is [`Error::InvalidInput`] and writes
+    /// nothing.
+    pub async fn set(
+        &self,
+        spec: impl Into<String>,
+        queue: impl Into<String>,
+    ) -> Result<ScheduleInfo> {
+        self.set_with(spec, queue, ScheduleOpts::default()).await
+    }
+
+    /// [`Schedule::set`] with a zone, payload, priority or catch-up.
+    pub async fn set_with(
+        &self,
+        spec: impl Into<String>,
+        queue: impl Into<String>,
+        opts: ScheduleOpts,
+    ) -> Result<ScheduleInfo> {
+        let mut p = ScheduleSetParams::new(self.name.clone(), spec, queue)
+            .payload(opts.payload)
+            .priority(opts.priority);
+        if let Some(tz) = opts.tz {
+            p = p.tz(tz);
+        }
+        if let Some(n) = opts.max_catch_up {
+            p = p.max_catch_up(n);
+        }
+        self.engine.schedule_set(p).await
+    }
+
+    /// Stop firing it until [`Schedule::resume`];
+    /// [`Error::NotFound`] when there is none.
+    pub async fn pause(&self) -> Result<ScheduleInfo> {
+        self.engine.schedule_pause(self.name.clone()).await
+    }
+
+    /// Fire it again from its next boundary after now (those that passed
+    /// while paused are skipped); [`Error::NotFound`] when there is none.
+    pub async fn resume(&self) -> Result<ScheduleInfo> {
+        self.engine.schedule_resume(self.name.clone()).await
+    }
+
+    /// Remove it; `false` when there was none. Jobs it already enqueued
+    /// stay.
+    pub async fn remove(&self) -> Result<bool> {
+        self.engine.schedule_remove(self.name.clone()).await
+    }
+
+    /// Its registration and next boundary; `None` when there is none.
+    pub async fn get(&self) -> Result<Option<ScheduleInfo>> {
+        let all = self.engine.schedule_list().await?;
+        Ok(all.into_iter().find(|s| s.name == self.name))
+    }
+}
 
 /// Scheduler options.
 #[derive(Debug, Clone)]

@@ -156,6 +156,38 @@ impl Store {
         crate::group::Group::new(self.clone(), name.into())
     }
 
+    /// A handle to the schedule `name` (see [`crate::schedule`]).
+    pub fn schedule(&self, name: impl Into<String>) -> crate::schedule::Schedule {
+        crate::schedule::Schedule::new(self.engine().clone(), name.into())
+    }
+
+    /// Every schedule, by name.
+    pub async fn schedules(&self) -> Result<Vec<crate::schedule::ScheduleInfo>> {
+        use alkstore_core::ScheduleEngine;
+        self.engine().schedule_list().await
+    }
+
+    /// A handle to the rate limit `name`: `limit` admissions per window of
+    /// `per` (see [`crate::rate`]).
+    pub fn rate(
+        &self,
+        name: impl Into<String>,
+        limit: u32,
+        per: std::time::Duration,
+    ) -> crate::rate::RateLimit {
+        crate::rate::RateLimit::new(self.engine().clone(), name.into(), limit, per)
+    }
+
+    /// A handle to the store's job results (see [`crate::results`]).
+    pub fn results(&self) -> crate::results::Results {
+        crate::results::Results::new(self.clone())
+    }
+
+    /// A handle to the notification channel `name` (see [`crate::notify`]).
+    pub fn channel(&self, name: impl Into<String>) -> crate::notify::Channel {
+        crate::notify::Channel::new(self.engine().clone(), name.into())
+    }
+
     /// A job's saved result; `None` when none was saved or it expired.
     pub async fn result_get(&self, job_id: i64) -> Result<Option<crate::results::JobOutput>> {
         use alkstore_core::ResultEngine;

@@ -14,6 +14,7 @@ pub mod concurrency;
 pub mod failures;
 pub mod groups;
 pub mod handlers;
+pub mod handles;
 pub mod handoff;
 pub mod heartbeats;
 pub mod listeners;
@@ -36,6 +37,7 @@ macro_rules! __runtime {
             $crate::__runtime_groups!($then, $args);
             $crate::__runtime_handoff!($then, $args);
             $crate::__runtime_handlers!($then, $args);
+            $crate::__runtime_handles!($then, $args);
             $crate::__runtime_heartbeats!($then, $args);
             $crate::__runtime_listeners!($then, $args);
             $crate::__runtime_locks!($then, $args);

@@ -1,0 +1,152 @@
+//! The handles `Store` hands out for schedules, rate limits, job results
+//! and notification channels: each does what the engine call beneath it
+//! does, by name, with its input checked the same way.
+
+use std::time::Duration;
+
+use alkstore::schedule::ScheduleOpts;
+use alkstore::ErrorKind;
+
+use crate::RuntimeHarness;
+
+/// A schedule handle registers, looks up, pauses, resumes and removes its
+/// schedule; a bad spec is refused and writes nothing; a missing one is
+/// `NotFound` to pause and `false` to remove.
+pub async fn a_schedule_handle_manages_its_schedule<H: RuntimeHarness>(h: &H) {
+    let store = h.store();
+    let nightly = store.schedule("nightly");
+    assert_eq!(nightly.name(), "nightly");
+    assert!(nightly.get().await.expect("get").is_none());
+    let bad = nightly
+        .set("61 * * * *", "reports")
+        .await
+        .expect_err("minute 61");
+    assert_eq!(bad.kind(), ErrorKind::InvalidInput);
+    assert!(
+        nightly.get().await.expect("get").is_none(),
+        "nothing written"
+    );
+
+    let opts = ScheduleOpts::default()
+        .tz("Europe/Paris")
+        .priority(7)
+        .max_catch_up(2)
+        .json(&serde_json::json!({"kind": "nightly"}))
+        .expect("json");
+    let set = nightly
+        .set_with("0 2 * * *", "reports", opts)
+        .await
+        .expect("set");
+    assert_eq!(
+        (set.spec.as_str(), set.queue.as_str(), set.tz.as_deref()),
+        ("0 2 * * *", "reports", Some("Europe/Paris"))
+    );
+    assert_eq!((set.priority, set.max_catch_up, set.paused), (7, 2, false));
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&set.payload).expect("payload"),
+        serde_json::json!({"kind": "nightly"})
+    );
+    assert_eq!(nightly.get().await.expect("get"), Some(set.clone()));
+    let listed = store.schedules().await.expect("list");
+    assert_eq!(
+        listed.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+        ["nightly"]
+    );
+
+    assert!(nightly.pause().await.expect("pause").paused);
+    assert!(!nightly.resume().await.expect("resume").paused);
+    assert!(nightly.remove().await.expect("remove"));
+    assert!(!nightly.remove().await.expect("gone"));
+    let missing = nightly.pause().await.expect_err("none to pause");
+    assert_eq!(missing.kind(), ErrorKind::NotFound);
+}
+
+/// A rate-limit handle admits its limit per window and refuses the next
+/// call; a zero limit is refused as input.
+pub async fn a_rate_handle_admits_its_limit_per_window<H: RuntimeHarness>(h: &H) {
+    let store = h.store();
+    // A window long enough that the test cannot straddle two.
+    let smtp = store.rate("smtp", 3, Duration::from_secs(3_600));
+    assert_eq!(smtp.name(), "smtp");
+    let mut admitted = Vec::new();
+    for _ in 0..4 {
+        admitted.push(smtp.acquire().await.expect("acquire").admitted);
+    }
+    if admitted[..3].iter().all(|a| *a) {
+        assert_eq!(admitted, [true, true, true, false]);
+    } else {
+        // The window turned over between the calls (an hour boundary):
+        // the new window admits again, and never more than 3 in a row.
+        assert!(admitted.iter().filter(|a| **a).count() >= 3, "{admitted:?}");
+    }
+    let zero = store
+        .rate("smtp", 0, Duration::from_secs(1))
+        .acquire()
+        .await
+        .expect_err("zero limit");
+    assert_eq!(zero.kind(), ErrorKind::InvalidInput);
+}
+
+/// The results handle reads a saved result and wakes a waiter when one is
+/// saved; a job without one reads `None`, and a wait for it times out.
+pub async fn the_results_handle_reads_and_awaits_results<H: RuntimeHarness>(h: &H) {
+    use alkstore::results::ResultSaveParams;
+    use alkstore::ResultEngine;
+    let store = h.store();
+    let results = store.results();
+    assert!(results.get(41).await.expect("get").is_none());
+    assert!(results
+        .wait(41, Duration::from_millis(50))
+        .await
+        .expect("wait")
+        .is_none());
+    let waiter = {
+        let results = results.clone();
+        tokio::spawn(async move { results.wait(42, Duration::from_secs(30)).await })
+    };
+    // Most likely saved while the waiter waits (it listens, then looks).
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    store
+        .engine()
+        .result_save(ResultSaveParams::new(42, b"done".to_vec()))
+        .await
+        .expect("save");
+    let got = waiter.await.expect("task").expect("wait").expect("saved");
+    assert_eq!((got.job_id, got.value.as_slice()), (42, b"done".as_slice()));
+    assert_eq!(results.get(42).await.expect("get"), Some(got));
+}
+
+/// A channel handle's listener gets what the handle sends, in order; an
+/// empty channel name is refused.
+pub async fn a_channel_handle_sends_to_its_listeners<H: RuntimeHarness>(h: &H) {
+    let store = h.store();
+    let orders = store.channel("orders");
+    assert_eq!(orders.name(), "orders");
+    let mut listener = orders.listen().await.expect("listen");
+    orders.notify("1 placed").await.expect("notify");
+    orders.notify("2 placed").await.expect("notify");
+    for want in ["1 placed", "2 placed"] {
+        let n = tokio::time::timeout(Duration::from_secs(10), listener.recv())
+            .await
+            .expect("in time")
+            .expect("recv");
+        assert_eq!((n.channel.as_str(), n.payload.as_str()), ("orders", want));
+    }
+    let bad = store.channel("").notify("x").await.expect_err("empty name");
+    assert_eq!(bad.kind(), ErrorKind::InvalidInput);
+}
+
+/// The rows above, for [`contract_suite!`](crate::contract_suite): list each
+/// `pub async fn …<H: RuntimeHarness>` here, next to where it is written.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __runtime_handles {
+    ($then:path, $args:tt) => {
+        $then! { @rows $args runtime::handles [
+            a_schedule_handle_manages_its_schedule,
+            a_rate_handle_admits_its_limit_per_window,
+            the_results_handle_reads_and_awaits_results,
+            a_channel_handle_sends_to_its_listeners,
+        ] }
+    };
+}
