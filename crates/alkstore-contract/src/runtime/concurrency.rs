@@ -50,7 +50,13 @@ pub async fn a_paused_queue_waits_until_resumed<H: RuntimeHarness>(h: &H) {
     let (d, n) = (done.clone(), notify.clone());
     let q = store.queue("pausable");
     q.enqueue(&0u32).await.expect("enqueue");
+    // Polls every 100 ms, so a short wait spans several polls.
+    let opts = alkstore::WorkerOpts {
+        poll_interval: Duration::from_millis(100),
+        ..alkstore::WorkerOpts::default()
+    };
     let run = Worker::new(store.clone())
+        .opts(opts)
         .queue("pausable", move |_job: JobCtx<u32>| {
             let (d, n) = (d.clone(), n.clone());
             async move {
@@ -64,8 +70,8 @@ pub async fn a_paused_queue_waits_until_resumed<H: RuntimeHarness>(h: &H) {
         reached(done.clone(), 1, notify.clone()).await;
         assert!(store.engine().queue_pause("pausable").await.expect("pause"));
         q.enqueue_batch(1..4u32).await.expect("enqueue");
-        // Several polls' worth: a hint and the safety poll both find nothing.
-        tokio::time::sleep(Duration::from_millis(1_500)).await;
+        // Five polls' worth: a hint and the polls all find nothing.
+        tokio::time::sleep(Duration::from_millis(500)).await;
         assert_eq!(
             done.load(Ordering::SeqCst),
             1,

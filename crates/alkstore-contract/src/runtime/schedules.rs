@@ -7,10 +7,12 @@ use alkstore::{JobListParams, QueueAdmin, ScheduleEngine};
 
 use crate::RuntimeHarness;
 
-/// Three schedulers run side by side for about 3.5 s over an `@every 1s`
-/// schedule: its consecutive boundaries each fire once, from the first
-/// one registered, with nothing skipped and nothing doubled.
+/// Three schedulers run side by side over an `@every 1s` schedule until
+/// three boundaries have fired: they are consecutive, from the first one
+/// registered, each fired once, with nothing skipped and nothing doubled.
 pub async fn racing_schedulers_fire_each_boundary_once<H: RuntimeHarness>(h: &H) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
     let store = h.store();
     let set = store
         .engine()
@@ -19,20 +21,33 @@ pub async fn racing_schedulers_fire_each_boundary_once<H: RuntimeHarness>(h: &H)
         .expect("set");
     let first = set.next_fire_at_ms.expect("next");
     let (stop_tx, _) = tokio::sync::broadcast::channel::<()>(1);
+    let fires = Arc::new(AtomicU64::new(0));
+    let third = Arc::new(tokio::sync::Notify::new());
     let mut runners = Vec::new();
     for _ in 0..3 {
         let mut stop = stop_tx.subscribe();
+        let (fires, third) = (fires.clone(), third.clone());
         let scheduler = Scheduler::new(store.clone());
         runners.push(tokio::spawn(async move {
             scheduler
-                .run_until(async move {
-                    let _ = stop.recv().await;
-                })
+                .run_until_with(
+                    async move {
+                        let _ = stop.recv().await;
+                    },
+                    move |_| {
+                        if fires.fetch_add(1, Ordering::SeqCst) + 1 >= 3 {
+                            third.notify_one();
+                        }
+                    },
+                )
                 .await
                 .expect("scheduler")
         }));
     }
-    tokio::time::sleep(Duration::from_millis(3_500)).await;
+    // Three boundaries are at most 3 s away; a stalled machine gets 30.
+    tokio::time::timeout(Duration::from_secs(30), third.notified())
+        .await
+        .expect("three boundaries fired");
     let _ = stop_tx.send(());
     let mut fired = 0;
     for r in runners {
@@ -61,8 +76,8 @@ pub async fn racing_schedulers_fire_each_boundary_once<H: RuntimeHarness>(h: &H)
         "consecutive boundaries from the first, once each"
     );
     assert!(
-        (2..=4).contains(&jobs.len()),
-        "{} jobs in ~3.5 s",
+        (3..=4).contains(&jobs.len()),
+        "{} jobs: three, and at most one more fired before the stop",
         jobs.len()
     );
 }
