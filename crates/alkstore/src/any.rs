@@ -68,22 +68,6 @@ macro_rules! dispatch {
     };
 }
 
-/// Pick the engine and await one of its driver methods (named with its
-/// trait: the public traits have methods of the same names).
-macro_rules! drive {
-    ($self:ident . $method:ident ( $($arg:expr),* )) => {
-        drive!(QueueDriver, $self.$method($($arg),*))
-    };
-    ($driver:ident, $self:ident . $method:ident ( $($arg:expr),* )) => {
-        match $self {
-            #[cfg(feature = "sqlite")]
-            AnyEngine::Sqlite(e) => $driver::$method(e, $($arg),*).await,
-            #[cfg(feature = "postgres")]
-            AnyEngine::Postgres(e) => $driver::$method(e, $($arg),*).await,
-        }
-    };
-}
-
 impl Engine for AnyEngine {
     fn capabilities(&self) -> Capabilities {
         dispatch!(self.capabilities())
@@ -137,277 +121,108 @@ impl Engine for AnyEngine {
     }
 }
 
-impl QueueDriver for AnyEngine {
-    async fn job_enqueue(&self, p: Checked<JobEnqueueParams>) -> Result<Vec<Enqueued>> {
-        drive!(self.job_enqueue(p))
-    }
-
-    async fn job_enqueue_claimed(
-        &self,
-        p: Checked<JobEnqueueClaimedParams>,
-    ) -> Result<EnqueuedClaimed> {
-        drive!(self.job_enqueue_claimed(p))
-    }
-
-    async fn job_claim(&self, p: Checked<JobClaimParams>) -> Result<Vec<Job>> {
-        drive!(self.job_claim(p))
-    }
-
-    async fn job_ack(&self, p: Checked<JobAckParams>) -> Result<Vec<bool>> {
-        drive!(self.job_ack(p))
-    }
-
-    async fn job_settle(&self, p: Checked<JobSettleParams>) -> Result<Settlement> {
-        drive!(self.job_settle(p))
-    }
-
-    async fn job_heartbeat(&self, p: Checked<JobHeartbeatParams>) -> Result<Option<i64>> {
-        drive!(self.job_heartbeat(p))
-    }
-
-    async fn job_release(&self, p: Checked<JobReleaseParams>) -> Result<bool> {
-        drive!(self.job_release(p))
-    }
-
-    async fn job_cancel_requests(&self, p: Checked<JobCancelRequestsParams>) -> Result<Vec<i64>> {
-        drive!(self.job_cancel_requests(p))
-    }
-
-    async fn job_get(&self, p: Checked<JobGetParams>) -> Result<Option<JobInfo>> {
-        drive!(self.job_get(p))
-    }
-
-    async fn job_list(&self, p: Checked<JobListParams>) -> Result<Vec<JobInfo>> {
-        drive!(self.job_list(p))
-    }
-
-    async fn job_cancel(&self, p: Checked<JobCancelParams>) -> Result<CancelOutcome> {
-        drive!(self.job_cancel(p))
-    }
-
-    async fn job_unclaim(&self, p: Checked<JobUnclaimParams>) -> Result<bool> {
-        drive!(self.job_unclaim(p))
-    }
-
-    async fn queue_stats(&self, p: Checked<QueueStatsParams>) -> Result<QueueStats> {
-        drive!(self.queue_stats(p))
-    }
-
-    async fn queue_throughput(&self, p: Checked<QueueThroughputParams>) -> Result<QueueThroughput> {
-        drive!(self.queue_throughput(p))
-    }
-
-    async fn queue_list(&self) -> Result<Vec<String>> {
-        drive!(self.queue_list())
-    }
-
-    async fn queue_set_paused(&self, p: Checked<QueuePauseParams>, paused: bool) -> Result<bool> {
-        drive!(self.queue_set_paused(p, paused))
-    }
-
-    async fn queue_paused(&self) -> Result<Vec<String>> {
-        drive!(self.queue_paused())
-    }
-
-    async fn dead_list(&self, p: Checked<DeadListParams>) -> Result<Vec<JobInfo>> {
-        drive!(self.dead_list(p))
-    }
-
-    async fn dead_requeue(&self, p: Checked<DeadRequeueParams>) -> Result<u64> {
-        drive!(self.dead_requeue(p))
-    }
-
-    async fn dead_purge(&self, p: Checked<DeadPurgeParams>) -> Result<u64> {
-        drive!(self.dead_purge(p))
-    }
-
-    async fn dead_count(&self, p: Checked<DeadCountParams>) -> Result<u64> {
-        drive!(self.dead_count(p))
-    }
+/// Implement driver trait `$driver` for [`AnyEngine`] from one list of its
+/// methods: each picks the engine and awaits the same method on it.
+macro_rules! forward {
+    ($driver:ident { $( fn $method:ident ( $($arg:ident : $ty:ty),* ) -> $ret:ty; )* }) => {
+        impl $driver for AnyEngine {
+            $(
+                async fn $method(&self, $($arg: $ty),*) -> Result<$ret> {
+                    match self {
+                        #[cfg(feature = "sqlite")]
+                        AnyEngine::Sqlite(e) => $driver::$method(e, $($arg),*).await,
+                        #[cfg(feature = "postgres")]
+                        AnyEngine::Postgres(e) => $driver::$method(e, $($arg),*).await,
+                    }
+                }
+            )*
+        }
+    };
 }
 
-impl StreamDriver for AnyEngine {
-    async fn stream_publish(&self, p: Checked<StreamPublishParams>) -> Result<Vec<i64>> {
-        drive!(StreamDriver, self.stream_publish(p))
-    }
+forward!(QueueDriver {
+    fn job_enqueue(p: Checked<JobEnqueueParams>) -> Vec<Enqueued>;
+    fn job_enqueue_claimed(p: Checked<JobEnqueueClaimedParams>) -> EnqueuedClaimed;
+    fn job_claim(p: Checked<JobClaimParams>) -> Vec<Job>;
+    fn job_ack(p: Checked<JobAckParams>) -> Vec<bool>;
+    fn job_settle(p: Checked<JobSettleParams>) -> Settlement;
+    fn job_heartbeat(p: Checked<JobHeartbeatParams>) -> Option<i64>;
+    fn job_release(p: Checked<JobReleaseParams>) -> bool;
+    fn job_cancel_requests(p: Checked<JobCancelRequestsParams>) -> Vec<i64>;
+    fn job_get(p: Checked<JobGetParams>) -> Option<JobInfo>;
+    fn job_list(p: Checked<JobListParams>) -> Vec<JobInfo>;
+    fn job_cancel(p: Checked<JobCancelParams>) -> CancelOutcome;
+    fn job_unclaim(p: Checked<JobUnclaimParams>) -> bool;
+    fn queue_stats(p: Checked<QueueStatsParams>) -> QueueStats;
+    fn queue_throughput(p: Checked<QueueThroughputParams>) -> QueueThroughput;
+    fn queue_list() -> Vec<String>;
+    fn queue_set_paused(p: Checked<QueuePauseParams>, paused: bool) -> bool;
+    fn queue_paused() -> Vec<String>;
+    fn dead_list(p: Checked<DeadListParams>) -> Vec<JobInfo>;
+    fn dead_requeue(p: Checked<DeadRequeueParams>) -> u64;
+    fn dead_purge(p: Checked<DeadPurgeParams>) -> u64;
+    fn dead_count(p: Checked<DeadCountParams>) -> u64;
+});
 
-    async fn stream_read(&self, p: Checked<StreamReadParams>) -> Result<Vec<Event>> {
-        drive!(StreamDriver, self.stream_read(p))
-    }
+forward!(StreamDriver {
+    fn stream_publish(p: Checked<StreamPublishParams>) -> Vec<i64>;
+    fn stream_read(p: Checked<StreamReadParams>) -> Vec<Event>;
+    fn stream_offset_get(p: Checked<StreamOffsetGetParams>) -> Option<i64>;
+    fn stream_offset_commit(p: Checked<StreamOffsetCommitParams>) -> i64;
+    fn stream_offsets(p: Checked<StreamOffsetsParams>) -> Vec<ConsumerOffset>;
+    fn stream_stats(p: Checked<StreamStatsParams>) -> StreamStats;
+    fn stream_list() -> Vec<StreamInfo>;
+    fn stream_trim(p: Checked<StreamTrimParams>) -> u64;
+    fn stream_retention_set(p: Checked<StreamRetentionParams>) -> ();
+});
 
-    async fn stream_offset_get(&self, p: Checked<StreamOffsetGetParams>) -> Result<Option<i64>> {
-        drive!(StreamDriver, self.stream_offset_get(p))
-    }
+forward!(GroupDriver {
+    fn group_ensure(p: Checked<GroupEnsureParams>) -> ();
+    fn group_claim(p: Checked<GroupClaimParams>) -> Vec<BucketLease>;
+    fn group_renew(p: Checked<GroupRenewParams>) -> Renewal;
+    fn group_release(p: Checked<GroupReleaseParams>) -> u64;
+    fn group_checkpoint(p: Checked<GroupCheckpointParams>) -> i64;
+    fn group_read(p: Checked<GroupReadParams>) -> Vec<BucketEvent>;
+    fn group_status(p: Checked<GroupStatusParams>) -> GroupStatus;
+    fn group_list() -> Vec<GroupInfo>;
+    fn group_leave(p: Checked<GroupLeaveParams>) -> u64;
+    fn group_dead_add(p: Checked<GroupDeadAddParams>) -> ();
+    fn group_dead_list(p: Checked<GroupDeadListParams>) -> Vec<GroupDead>;
+    fn group_resize(p: Checked<GroupResizeParams>) -> GroupResize;
+    fn group_dead_requeue(p: Checked<GroupDeadRequeueParams>) -> u64;
+    fn group_dead_purge(p: Checked<GroupDeadPurgeParams>) -> u64;
+    fn group_dead_take(p: Checked<GroupDeadTakeParams>) -> Vec<GroupDead>;
+    fn group_dead_resolve(p: Checked<GroupDeadResolveParams>) -> ();
+    fn group_counts(p: Checked<GroupStatusParams>) -> Vec<(u32, u64)>;
+});
 
-    async fn stream_offset_commit(&self, p: Checked<StreamOffsetCommitParams>) -> Result<i64> {
-        drive!(StreamDriver, self.stream_offset_commit(p))
-    }
+forward!(LockDriver {
+    fn lock_acquire(p: Checked<LockAcquireParams>) -> Option<LockGrant>;
+    fn lock_renew(p: Checked<LockRenewParams>) -> LockRenewed;
+    fn lock_release(p: Checked<LockReleaseParams>) -> LockReleased;
+    fn lock_list() -> Vec<LockInfo>;
+});
 
-    async fn stream_offsets(&self, p: Checked<StreamOffsetsParams>) -> Result<Vec<ConsumerOffset>> {
-        drive!(StreamDriver, self.stream_offsets(p))
-    }
+forward!(ScheduleDriver {
+    fn schedule_set(p: Checked<ScheduleSetParams>) -> ScheduleInfo;
+    fn schedule_remove(p: Checked<ScheduleNameParams>) -> bool;
+    fn schedule_set_paused(p: Checked<ScheduleNameParams>, paused: bool) -> ScheduleInfo;
+    fn schedule_list() -> Vec<ScheduleInfo>;
+    fn schedule_fire_due(p: Checked<ScheduleFireParams>) -> FireReport;
+});
 
-    async fn stream_stats(&self, p: Checked<StreamStatsParams>) -> Result<StreamStats> {
-        drive!(StreamDriver, self.stream_stats(p))
-    }
+forward!(RateDriver {
+    fn rate_acquire(p: Checked<RateAcquireParams>) -> RateDecision;
+});
 
-    async fn stream_list(&self) -> Result<Vec<StreamInfo>> {
-        drive!(StreamDriver, self.stream_list())
-    }
+forward!(NotifyDriver {
+    fn notify(p: Checked<NotifyParams>) -> ();
+    fn notify_poll(p: Checked<NotifyPollParams>) -> Vec<Notification>;
+    fn notify_ready() -> ();
+    fn notify_head() -> i64;
+});
 
-    async fn stream_trim(&self, p: Checked<StreamTrimParams>) -> Result<u64> {
-        drive!(StreamDriver, self.stream_trim(p))
-    }
-
-    async fn stream_retention_set(&self, p: Checked<StreamRetentionParams>) -> Result<()> {
-        drive!(StreamDriver, self.stream_retention_set(p))
-    }
-}
-
-impl GroupDriver for AnyEngine {
-    async fn group_ensure(&self, p: Checked<GroupEnsureParams>) -> Result<()> {
-        drive!(GroupDriver, self.group_ensure(p))
-    }
-
-    async fn group_claim(&self, p: Checked<GroupClaimParams>) -> Result<Vec<BucketLease>> {
-        drive!(GroupDriver, self.group_claim(p))
-    }
-
-    async fn group_renew(&self, p: Checked<GroupRenewParams>) -> Result<Renewal> {
-        drive!(GroupDriver, self.group_renew(p))
-    }
-
-    async fn group_release(&self, p: Checked<GroupReleaseParams>) -> Result<u64> {
-        drive!(GroupDriver, self.group_release(p))
-    }
-
-    async fn group_checkpoint(&self, p: Checked<GroupCheckpointParams>) -> Result<i64> {
-        drive!(GroupDriver, self.group_checkpoint(p))
-    }
-
-    async fn group_read(&self, p: Checked<GroupReadParams>) -> Result<Vec<BucketEvent>> {
-        drive!(GroupDriver, self.group_read(p))
-    }
-
-    async fn group_status(&self, p: Checked<GroupStatusParams>) -> Result<GroupStatus> {
-        drive!(GroupDriver, self.group_status(p))
-    }
-
-    async fn group_list(&self) -> Result<Vec<GroupInfo>> {
-        drive!(GroupDriver, self.group_list())
-    }
-
-    async fn group_leave(&self, p: Checked<GroupLeaveParams>) -> Result<u64> {
-        drive!(GroupDriver, self.group_leave(p))
-    }
-
-    async fn group_dead_add(&self, p: Checked<GroupDeadAddParams>) -> Result<()> {
-        drive!(GroupDriver, self.group_dead_add(p))
-    }
-
-    async fn group_dead_list(&self, p: Checked<GroupDeadListParams>) -> Result<Vec<GroupDead>> {
-        drive!(GroupDriver, self.group_dead_list(p))
-    }
-
-    async fn group_resize(&self, p: Checked<GroupResizeParams>) -> Result<GroupResize> {
-        drive!(GroupDriver, self.group_resize(p))
-    }
-
-    async fn group_dead_requeue(&self, p: Checked<GroupDeadRequeueParams>) -> Result<u64> {
-        drive!(GroupDriver, self.group_dead_requeue(p))
-    }
-
-    async fn group_dead_purge(&self, p: Checked<GroupDeadPurgeParams>) -> Result<u64> {
-        drive!(GroupDriver, self.group_dead_purge(p))
-    }
-
-    async fn group_dead_take(&self, p: Checked<GroupDeadTakeParams>) -> Result<Vec<GroupDead>> {
-        drive!(GroupDriver, self.group_dead_take(p))
-    }
-
-    async fn group_dead_resolve(&self, p: Checked<GroupDeadResolveParams>) -> Result<()> {
-        drive!(GroupDriver, self.group_dead_resolve(p))
-    }
-
-    async fn group_counts(&self, p: Checked<GroupStatusParams>) -> Result<Vec<(u32, u64)>> {
-        drive!(GroupDriver, self.group_counts(p))
-    }
-}
-
-impl LockDriver for AnyEngine {
-    async fn lock_acquire(&self, p: Checked<LockAcquireParams>) -> Result<Option<LockGrant>> {
-        drive!(LockDriver, self.lock_acquire(p))
-    }
-
-    async fn lock_renew(&self, p: Checked<LockRenewParams>) -> Result<LockRenewed> {
-        drive!(LockDriver, self.lock_renew(p))
-    }
-
-    async fn lock_release(&self, p: Checked<LockReleaseParams>) -> Result<LockReleased> {
-        drive!(LockDriver, self.lock_release(p))
-    }
-
-    async fn lock_list(&self) -> Result<Vec<LockInfo>> {
-        drive!(LockDriver, self.lock_list())
-    }
-}
-
-impl ScheduleDriver for AnyEngine {
-    async fn schedule_set(&self, p: Checked<ScheduleSetParams>) -> Result<ScheduleInfo> {
-        drive!(ScheduleDriver, self.schedule_set(p))
-    }
-
-    async fn schedule_remove(&self, p: Checked<ScheduleNameParams>) -> Result<bool> {
-        drive!(ScheduleDriver, self.schedule_remove(p))
-    }
-
-    async fn schedule_set_paused(
-        &self,
-        p: Checked<ScheduleNameParams>,
-        paused: bool,
-    ) -> Result<ScheduleInfo> {
-        drive!(ScheduleDriver, self.schedule_set_paused(p, paused))
-    }
-
-    async fn schedule_list(&self) -> Result<Vec<ScheduleInfo>> {
-        drive!(ScheduleDriver, self.schedule_list())
-    }
-
-    async fn schedule_fire_due(&self, p: Checked<ScheduleFireParams>) -> Result<FireReport> {
-        drive!(ScheduleDriver, self.schedule_fire_due(p))
-    }
-}
-
-impl RateDriver for AnyEngine {
-    async fn rate_acquire(&self, p: Checked<RateAcquireParams>) -> Result<RateDecision> {
-        drive!(RateDriver, self.rate_acquire(p))
-    }
-}
-
-impl NotifyDriver for AnyEngine {
-    async fn notify(&self, p: Checked<NotifyParams>) -> Result<()> {
-        drive!(NotifyDriver, self.notify(p))
-    }
-
-    async fn notify_poll(&self, p: Checked<NotifyPollParams>) -> Result<Vec<Notification>> {
-        drive!(NotifyDriver, self.notify_poll(p))
-    }
-
-    async fn notify_ready(&self) -> Result<()> {
-        drive!(NotifyDriver, self.notify_ready())
-    }
-
-    async fn notify_head(&self) -> Result<i64> {
-        drive!(NotifyDriver, self.notify_head())
-    }
-}
-
-impl ResultDriver for AnyEngine {
-    async fn result_save(&self, p: Checked<ResultSaveParams>) -> Result<JobOutput> {
-        drive!(ResultDriver, self.result_save(p))
-    }
-
-    async fn result_get(&self, p: Checked<ResultGetParams>) -> Result<Option<JobOutput>> {
-        drive!(ResultDriver, self.result_get(p))
-    }
-}
+forward!(ResultDriver {
+    fn result_save(p: Checked<ResultSaveParams>) -> JobOutput;
+    fn result_get(p: Checked<ResultGetParams>) -> Option<JobOutput>;
+});
