@@ -16,7 +16,19 @@
 //! once, even when a worker is frozen past its lease or killed mid-batch
 //! (see `examples/projection.rs` for a read model kept this way).
 
+// Layout: `runner` is the builder and `run`; `coordinator` renews, claims
+// and releases leases every heartbeat and starts and stops the bucket
+// tasks; `fetch` reads the owned buckets' events and hands them out;
+// `bucket` is one owned bucket's task (handler runs, retries, dead
+// letters, checkpoints); `options` and `shared` are leaves the others
+// import (the options; the types they pass between them).
+
+mod bucket;
+mod coordinator;
+mod fetch;
+mod options;
 mod runner;
+mod shared;
 
 // Everything but the driver trait, whose method names would clash with
 // `GroupEngine`'s in a glob import.
@@ -28,7 +40,9 @@ pub use alkstore_core::group::{
     GroupRenewParams, GroupResize, GroupResizeParams, GroupStatus, GroupStatusParams, Renewal,
     MAX_BUCKETS, MAX_LEASE_TTL,
 };
-pub use runner::{GroupError, GroupEvent, GroupOpts, GroupReport, GroupRunner};
+pub use options::GroupOpts;
+pub use runner::GroupRunner;
+pub use shared::{GroupError, GroupEvent, GroupReport};
 
 use alkstore_core::{GroupEngine, Result};
 

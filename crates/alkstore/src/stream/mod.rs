@@ -3,6 +3,7 @@
 //! offset and then follows the stream live.
 
 pub(crate) mod batch;
+mod options;
 mod subscriber;
 
 use alkstore_core::{Result, StreamEngine};
@@ -13,10 +14,9 @@ pub use alkstore_core::stream::{
     validate_key, ConsumerOffset, Event, NewEvent, StreamInfo, StreamOffsetCommitParams,
     StreamReadParams, StreamRetentionParams, StreamStats, StreamTrimParams,
 };
+pub use options::{OnError, StartAt, SubscribeOpts};
 pub(crate) use subscriber::FollowUps;
-pub use subscriber::{
-    OnError, StartAt, SubscribeError, SubscribeOpts, SubscribeReport, Subscriber,
-};
+pub use subscriber::{SubscribeError, SubscribeReport, Subscriber};
 
 /// A handle to one stream.
 ///

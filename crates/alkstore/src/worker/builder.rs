@@ -1,10 +1,10 @@
 //! Configuring and running a worker: [`Worker`] and its builder methods,
-//! [`WorkerOpts`], validation, [`Worker::run_until`] (start the queue loops,
+//! validation, [`Worker::run_until`] (start the queue loops,
 //! the completer and the sweeper; shut them down in order) and the
 //! [`WorkerReport`] it returns.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -13,58 +13,13 @@ use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use super::completer::{AckStats, Completer};
+use super::completer::Completer;
 use super::handler::{self, Handler, JobCtx, JobError, JobResult};
 use super::maintenance::{sweep_loop, AbortOnDrop};
-use super::producer::{queue_loop, LoopCtx};
+use super::opts::{QueueSpec, WorkerOpts};
+use super::producer::queue_loop;
+use super::shared::{AckStats, Counters, LoopCtx};
 use crate::Store;
-
-/// Worker-wide options.
-#[derive(Debug, Clone)]
-pub struct WorkerOpts {
-    /// How long graceful shutdown waits for running handlers before handing
-    /// their jobs back (default 30 s).
-    pub shutdown_timeout: Duration,
-    /// Longest idle wait between claims when no hint arrives (default 1 s).
-    /// An idle wait also ends just after the next whole second, where delayed
-    /// jobs and claim expiries fall due, so values above 1 s wait no longer.
-    pub poll_interval: Duration,
-    /// Most jobs per claim (default 1,000).
-    pub max_claim: u32,
-    /// Most acks per statement (default 1,000).
-    pub ack_batch: usize,
-    /// Claim loops per queue with at least 128 handler slots (default 2): one
-    /// claims while the other's claim is being written.
-    pub claimers: usize,
-    /// How often the worker runs the store's maintenance sweep: expiring
-    /// overdue jobs, handing expired claims back, and pruning dead letters
-    /// and kept completed jobs past retention (default 60 s; `None` leaves it
-    /// to someone else).
-    pub sweep_interval: Option<Duration>,
-}
-
-impl Default for WorkerOpts {
-    fn default() -> Self {
-        WorkerOpts {
-            shutdown_timeout: Duration::from_secs(30),
-            poll_interval: Duration::from_secs(1),
-            max_claim: 1_000,
-            ack_batch: 1_000,
-            claimers: 2,
-            sweep_interval: Some(Duration::from_secs(60)),
-        }
-    }
-}
-
-/// A registered queue: its handler and per-queue settings.
-pub(crate) struct QueueSpec {
-    pub(crate) name: String,
-    pub(crate) handler: Handler,
-    pub(crate) concurrency: usize,
-    pub(crate) timeout: Option<Duration>,
-    /// Most jobs of a transactional handler per transaction (1: one each).
-    pub(crate) tx_batch: usize,
-}
 
 /// What a worker did, returned when it stops.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -99,23 +54,6 @@ pub struct WorkerReport {
     pub snoozed: u64,
     /// Running jobs whose cancellation was requested (handlers told).
     pub cancelled: u64,
-}
-
-/// Worker-wide tallies behind the [`WorkerReport`], shared by every queue
-/// (acks are tallied by the completer's [`AckStats`]).
-#[derive(Default)]
-pub(crate) struct Counters {
-    pub(crate) claimed: AtomicU64,
-    pub(crate) claims: AtomicU64,
-    pub(crate) empty_claims: AtomicU64,
-    pub(crate) handed_off: AtomicU64,
-    pub(crate) retried: AtomicU64,
-    pub(crate) dead: AtomicU64,
-    pub(crate) panicked: AtomicU64,
-    pub(crate) timed_out: AtomicU64,
-    pub(crate) released: AtomicU64,
-    pub(crate) snoozed: AtomicU64,
-    pub(crate) cancelled: AtomicU64,
 }
 
 /// Builds and runs a worker over one store.

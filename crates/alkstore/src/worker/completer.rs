@@ -7,7 +7,7 @@
 //! the store falls behind, handlers wait (back-pressure) instead of piling up
 //! unbounded memory.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,31 +15,9 @@ use alkstore_core::{Claim, QueueEngine, RetryOutcome, Settle, Settled};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::builder::Counters;
 use super::inflight::claim_of;
-use super::producer::QueueMetrics;
+use super::shared::{AckStats, Counters, Finished};
 use crate::AnyEngine;
-
-/// Counters shared with the worker report.
-#[derive(Debug, Default)]
-pub(crate) struct AckStats {
-    pub(crate) acked: AtomicU64,
-    /// Acks refused because the claim had expired (the job will run again).
-    pub(crate) lost: AtomicU64,
-    /// Outcomes given up after repeated database errors.
-    pub(crate) failed: AtomicU64,
-}
-
-/// A finished job: ack it (`settle` is `None`) or record its other outcome.
-pub(crate) struct Finished {
-    /// Its claim's job id and token (the worker is the completer's).
-    pub(crate) key: (i64, i64),
-    pub(crate) settle: Option<Settle>,
-    /// Its queue's metrics.
-    pub(crate) qm: Arc<QueueMetrics>,
-    /// Its `alkstore.job` span, so the outcome is logged inside it.
-    pub(crate) span: tracing::Span,
-}
 
 /// Flushes allowed in flight at once.
 const FLUSHES_IN_FLIGHT: usize = 2;

@@ -14,10 +14,9 @@ use alkstore_core::{Claim, ErrorKind, Job, JobRetryParams, Settle};
 use futures_util::FutureExt;
 use tracing::Instrument;
 
-use super::completer;
 use super::handler::{ErasedTxHandler, Handler, JobError, JobResult};
 use super::inflight::{claim_of, mark_settled, Cancel, Running};
-use super::producer::QueueShared;
+use super::shared::{Finished, QueueShared};
 use crate::{AnyEngine, Tx};
 
 /// Run `job`'s handler, settle its outcome, and drop the job from its
@@ -123,7 +122,7 @@ pub(crate) async fn settle_outcome(
     };
     // Every outcome goes to the completer, which records it in a batch; from
     // here on the job is never handed back (it would run again).
-    let finished = completer::Finished {
+    let finished = Finished {
         key,
         settle,
         qm: qm.clone(),

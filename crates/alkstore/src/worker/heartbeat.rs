@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use alkstore_core::QueueEngine;
 
-use super::builder::Counters;
 use super::inflight::{claim_of, Running};
+use super::shared::Counters;
 use crate::AnyEngine;
 
 /// When to renew a claim of `length` taken (or renewed) at `now`: when a third of

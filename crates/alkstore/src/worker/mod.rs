@@ -66,7 +66,10 @@
 // cancellations; `inflight` is the map of running jobs those share;
 // `maintenance` runs the store's sweep and the depth gauges; `handler` is
 // what a handler sees and returns; `tx_batch` runs a transactional queue's
-// jobs several to a transaction.
+// jobs several to a transaction. `opts` (the worker's and each queue's
+// settings) and `shared` (the tallies, the completer's messages and the
+// state every loop and job shares) are leaves the others import, so none
+// of them imports another's types.
 
 mod builder;
 mod completer;
@@ -75,9 +78,12 @@ mod handler;
 mod heartbeat;
 mod inflight;
 mod maintenance;
+mod opts;
 mod producer;
+mod shared;
 mod tx_batch;
 
 pub(crate) use builder::default_worker_id;
-pub use builder::{Worker, WorkerOpts, WorkerReport};
+pub use builder::{Worker, WorkerReport};
 pub use handler::{JobCtx, JobError, JobResult};
+pub use opts::WorkerOpts;

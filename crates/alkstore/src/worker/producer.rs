@@ -9,34 +9,16 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use alkstore_core::{Claim, Engine, JobClaimParams, QueueEngine};
-use tokio::sync::{broadcast, watch, Semaphore};
+use tokio::sync::{broadcast, Semaphore};
 use tokio::task::JoinSet;
 
-use super::builder::{Counters, QueueSpec, WorkerOpts};
-use super::completer;
 use super::executor::run_job;
 use super::heartbeat::{heartbeat_sweeper, next_heartbeat};
-use super::inflight::{claim_of, AbortJobsOnDrop, Cancel, InFlight, Running};
+use super::inflight::{claim_of, AbortJobsOnDrop, Cancel, InFlight};
 use super::maintenance::{depth_reporter, AbortOnDrop};
+use super::opts::QueueSpec;
+use super::shared::{LoopCtx, QueueMetrics, QueueShared};
 use super::tx_batch::run_tx_batch;
-use crate::AnyEngine;
-
-/// What every loop and job task of a worker shares; each queue loop gets a
-/// clone.
-#[derive(Clone)]
-pub(crate) struct LoopCtx {
-    pub(crate) engine: AnyEngine,
-    /// This worker's id, named in its claims.
-    pub(crate) worker: String,
-    pub(crate) opts: WorkerOpts,
-    /// Where finished jobs go to be acked in batches.
-    pub(crate) acks: tokio::sync::mpsc::Sender<completer::Finished>,
-    /// The report's ack tallies (transactional handlers ack themselves).
-    pub(crate) ack_stats: Arc<completer::AckStats>,
-    pub(crate) counters: Arc<Counters>,
-    /// Turns true when the worker should stop claiming.
-    pub(crate) stop: watch::Receiver<bool>,
-}
 
 /// Time until just after the next whole second (where due times fall), capped.
 fn until_next_second(cap: Duration) -> Duration {
@@ -46,35 +28,6 @@ fn until_next_second(cap: Duration) -> Duration {
     let to_boundary = Duration::from_nanos(1_000_000_000 - u64::from(now.subsec_nanos()))
         + Duration::from_millis(2);
     to_boundary.min(cap)
-}
-
-/// Per-queue metric handles, created once instead of per job.
-#[derive(Clone)]
-pub(crate) struct QueueMetrics {
-    pub(crate) duration: metrics::Histogram,
-    pub(crate) wait: metrics::Histogram,
-    pub(crate) retried: metrics::Counter,
-    pub(crate) dead: metrics::Counter,
-    pub(crate) snoozed: metrics::Counter,
-    pub(crate) cancelled: metrics::Counter,
-    pub(crate) completed: metrics::Counter,
-}
-
-/// What the claim loops and job tasks of one queue share: each job task
-/// holds one reference instead of its own copies.
-pub(crate) struct QueueShared {
-    pub(crate) spec: QueueSpec,
-    slots: Arc<Semaphore>,
-    pub(crate) running: Running,
-    pub(crate) qm: Arc<QueueMetrics>,
-    claimed_total: metrics::Counter,
-    /// How many claim loops share the slots.
-    claimers: usize,
-    /// Told when a claim came back full (a backlog): the claim loops other
-    /// than the first wait for it when the queue runs dry.
-    backlog: tokio::sync::Notify,
-    /// The worker's engine, ack sender, counters and id.
-    pub(crate) ctx: LoopCtx,
 }
 
 /// Run one queue until the worker stops: its heartbeat sweeper, depth
@@ -173,9 +126,10 @@ pub(crate) async fn queue_loop(ctx: LoopCtx, spec: QueueSpec) {
     }
 }
 
-/// A queue gets [`WorkerOpts::claimers`] claim loops only with at least
-/// twice this many handler slots (this many each for two claimers); with
-/// fewer, extra claimers would only split small claims.
+/// A queue gets [`WorkerOpts::claimers`](super::WorkerOpts::claimers)
+/// claim loops only with at least twice this many handler slots (this many
+/// each for two claimers); with fewer, extra claimers would only split
+/// small claims.
 const CLAIMERS_MIN_SLOTS: usize = 64;
 
 /// Claim jobs into this loop's share of the queue's free handler slots and

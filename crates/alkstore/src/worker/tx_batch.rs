@@ -25,7 +25,7 @@ use alkstore_core::{Checked, Claim, Engine, Error, Job, Result, TxDriver};
 use super::executor::{finish_run, settle_outcome, Outcome};
 use super::handler::{Handler, JobError};
 use super::inflight::{claim_of, Cancel};
-use super::producer::QueueShared;
+use super::shared::QueueShared;
 use crate::Tx;
 
 /// A job of the batch not settled yet.

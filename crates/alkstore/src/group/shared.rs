@@ -1,0 +1,106 @@
+//! The types a group runner's parts share: what a handler is handed
+//! ([`GroupEvent`]), what a run returns ([`GroupReport`], [`GroupError`]),
+//! the handler with its types erased, and the worker's [`Shared`] state
+//! with the fetcher's per-bucket slots. A leaf: the runner, the
+//! coordinator, the fetcher and the bucket tasks import it, not each other.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+
+use alkstore_core::group::GroupDead;
+use alkstore_core::stream::Event;
+use alkstore_core::{BoxError, Error};
+use tokio::sync::{mpsc, Notify};
+
+use super::options::GroupOpts;
+use crate::{AnyEngine, Tx, TxFuture};
+
+/// One event handed to a group's handler, with the lease it is handled
+/// under.
+#[derive(Debug, Clone)]
+pub struct GroupEvent {
+    /// The event.
+    pub event: Event,
+    /// Its bucket.
+    pub bucket: u32,
+    /// The epoch of this worker's lease on the bucket.
+    pub epoch: i64,
+    /// This worker's id in the group.
+    pub worker: Arc<str>,
+}
+
+/// Why a group worker stopped before its shutdown signal.
+#[derive(Debug, thiserror::Error)]
+pub enum GroupError {
+    /// The store failed, or the options or names were refused.
+    #[error(transparent)]
+    Store(#[from] Error),
+}
+
+/// What a group worker did before it stopped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GroupReport {
+    /// Events handled successfully.
+    pub handled: u64,
+    /// Events given up on (written to the group's dead letters).
+    pub dead_lettered: u64,
+    /// Bucket leases taken.
+    pub claimed: u64,
+    /// Buckets lost to another worker (or to a lapsed lease).
+    pub lost: u64,
+    /// Buckets given back to make room for other workers.
+    pub released: u64,
+}
+
+/// A group's handler, its types erased.
+pub(super) enum Handler {
+    /// [`GroupRunner::run`](super::GroupRunner::run)'s.
+    Plain(Box<PlainHandler>),
+    /// [`GroupRunner::run_tx`](super::GroupRunner::run_tx)'s.
+    Tx(Box<TxHandler>),
+}
+
+/// A plain group handler, its types erased.
+pub(super) type PlainHandler =
+    dyn Fn(GroupEvent) -> Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send>> + Send + Sync;
+
+/// A transactional group handler, its types erased.
+pub(super) type TxHandler =
+    dyn for<'t> Fn(&'t mut Tx, GroupEvent) -> TxFuture<'t, (), BoxError> + Send + Sync;
+
+/// What the fetcher and every bucket handler of one worker share.
+pub(super) struct Shared {
+    pub(super) engine: AnyEngine,
+    pub(super) group: String,
+    pub(super) stream: String,
+    pub(super) worker: Arc<str>,
+    pub(super) opts: GroupOpts,
+    pub(super) handler: Handler,
+    /// The owned buckets the fetcher feeds: how far each was fetched, and
+    /// its handler's queue.
+    pub(super) fetch: Mutex<BTreeMap<u32, FetchSlot>>,
+    /// Wakes the fetcher when a bucket is added.
+    pub(super) added: Notify,
+}
+
+pub(super) struct FetchSlot {
+    /// The last offset handed to the bucket's handler (or known to have
+    /// no event of the bucket up to it).
+    pub(super) after: i64,
+    pub(super) queue: mpsc::Sender<Fed>,
+}
+
+/// What the fetcher hands a bucket's handler.
+pub(super) enum Fed {
+    Event(Event),
+    /// A dead letter someone requeued: run it again, outside offset order.
+    Redeliver(GroupDead),
+    /// The fetcher found nothing more for now: checkpoint.
+    CaughtUp,
+}
+
+pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
