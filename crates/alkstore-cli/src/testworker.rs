@@ -296,9 +296,7 @@ pub(crate) async fn run_group(db: &str, args: TestGroupWorkerArgs) -> Result<()>
                 .await
         }
     };
-    let report = ran.map_err(|e| match e {
-        alkstore::group::GroupError::Store(e) => e,
-    })?;
+    let report = ran?;
     eprintln!("{report:?}");
     Ok(())
 }

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use alkstore::group::{GroupError, GroupEvent, GroupOpts, GroupReport};
+use alkstore::group::{GroupEvent, GroupOpts, GroupReport};
 use alkstore::stream::OnError;
 use alkstore::GroupEngine;
 use alkstore_core::Engine;
@@ -145,7 +145,7 @@ fn spawn_worker<F, Fut, E>(
     handler: F,
 ) -> (
     tokio::sync::oneshot::Sender<()>,
-    tokio::task::JoinHandle<Result<GroupReport, GroupError>>,
+    tokio::task::JoinHandle<alkstore::Result<GroupReport>>,
 )
 where
     F: Fn(GroupEvent) -> Fut + Send + Sync + 'static,

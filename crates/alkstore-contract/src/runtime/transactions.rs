@@ -514,7 +514,7 @@ fn spawn_tx_group<F, E>(
     handler: F,
 ) -> (
     tokio::sync::oneshot::Sender<()>,
-    tokio::task::JoinHandle<Result<alkstore::group::GroupReport, alkstore::group::GroupError>>,
+    tokio::task::JoinHandle<alkstore::Result<alkstore::group::GroupReport>>,
 )
 where
     F: for<'t> Fn(&'t mut alkstore::Tx, GroupEvent) -> alkstore::TxFuture<'t, (), E>

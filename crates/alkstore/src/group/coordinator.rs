@@ -9,13 +9,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use alkstore_core::group::{BucketLease, GroupClaimParams, GroupReleaseParams, GroupRenewParams};
-use alkstore_core::{Error, ErrorKind, GroupEngine};
+use alkstore_core::{Error, ErrorKind, GroupEngine, Result};
 use futures_util::FutureExt;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use super::bucket::{handle_bucket, HandlerEnd};
-use super::shared::{lock, FetchSlot, GroupError, GroupReport, Shared};
+use super::shared::{lock, FetchSlot, GroupReport, Shared};
 
 /// An owned bucket's handler task.
 pub(super) struct Owned {
@@ -48,10 +48,7 @@ pub(super) struct Coordinator {
 }
 
 impl Coordinator {
-    pub(super) async fn run(
-        &mut self,
-        shutdown: impl Future<Output = ()>,
-    ) -> Result<(), GroupError> {
+    pub(super) async fn run(&mut self, shutdown: impl Future<Output = ()>) -> Result<()> {
         let mut shutdown = std::pin::pin!(shutdown.fuse());
         let opts = self.shared.opts.clone();
         loop {
@@ -79,7 +76,7 @@ impl Coordinator {
 
     /// One heartbeat pass: whether it claimed a bucket and is still below
     /// its fair share, and how long until a peer's lease lapses.
-    async fn pass(&mut self) -> Result<(bool, Option<Duration>), GroupError> {
+    async fn pass(&mut self) -> Result<(bool, Option<Duration>)> {
         let s = self.shared.clone();
         self.reap().await;
         let started = Instant::now();

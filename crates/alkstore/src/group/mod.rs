@@ -42,7 +42,7 @@ pub use alkstore_core::group::{
 };
 pub use options::GroupOpts;
 pub use runner::GroupRunner;
-pub use shared::{GroupError, GroupEvent, GroupReport};
+pub use shared::{GroupEvent, GroupReport};
 
 use alkstore_core::{GroupEngine, Result};
 
@@ -51,7 +51,7 @@ use crate::Store;
 /// A handle to one consumer group of a store.
 ///
 /// ```no_run
-/// # async fn demo(store: alkstore::Store) -> Result<(), alkstore::group::GroupError> {
+/// # async fn demo(store: alkstore::Store) -> alkstore::Result<()> {
 /// use alkstore::group::GroupEvent;
 /// let report = store
 ///     .group("projections")

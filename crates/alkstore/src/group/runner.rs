@@ -12,13 +12,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use alkstore_core::group::{GroupEnsureParams, GroupLeaveParams, GroupRenewParams};
-use alkstore_core::{BoxError, Engine, GroupEngine, Validate};
+use alkstore_core::{BoxError, Engine, GroupEngine, Result, Validate};
 use tokio::sync::{watch, Notify};
 
 use super::coordinator::Coordinator;
 use super::fetch::fetch;
 use super::options::GroupOpts;
-use super::shared::{GroupError, GroupEvent, GroupReport, Handler, Shared};
+use super::shared::{GroupEvent, GroupReport, Handler, Shared};
 use crate::{Store, Tx, TxFuture};
 
 /// One worker of a consumer group (see the [module docs](super)).
@@ -104,7 +104,7 @@ impl GroupRunner {
         self,
         handler: F,
         shutdown: impl Future<Output = ()>,
-    ) -> Result<GroupReport, GroupError>
+    ) -> Result<GroupReport>
     where
         F: Fn(GroupEvent) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<(), E>> + Send + 'static,
@@ -170,7 +170,7 @@ impl GroupRunner {
     /// take), and write only through the transaction.
     ///
     /// ```no_run
-    /// # async fn demo(store: alkstore::Store) -> Result<(), alkstore::group::GroupError> {
+    /// # async fn demo(store: alkstore::Store) -> alkstore::Result<()> {
     /// use alkstore::group::GroupEvent;
     /// store
     ///     .group("projection")
@@ -198,7 +198,7 @@ impl GroupRunner {
         self,
         handler: F,
         shutdown: impl Future<Output = ()>,
-    ) -> Result<GroupReport, GroupError>
+    ) -> Result<GroupReport>
     where
         F: for<'t> Fn(&'t mut Tx, GroupEvent) -> TxFuture<'t, (), E> + Send + Sync + 'static,
         E: Into<BoxError> + 'static,
@@ -214,7 +214,7 @@ impl GroupRunner {
         self,
         handler: Handler,
         shutdown: impl Future<Output = ()>,
-    ) -> Result<GroupReport, GroupError> {
+    ) -> Result<GroupReport> {
         let engine = self.store.engine().clone();
         let worker: Arc<str> = self.worker.unwrap_or_else(unique_worker_id).into();
         // Everything checked before anything is written: the options, and

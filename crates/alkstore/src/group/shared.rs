@@ -1,5 +1,5 @@
 //! The types a group runner's parts share: what a handler is handed
-//! ([`GroupEvent`]), what a run returns ([`GroupReport`], [`GroupError`]),
+//! ([`GroupEvent`]), what a run returns ([`GroupReport`]),
 //! the handler with its types erased, and the worker's [`Shared`] state
 //! with the fetcher's per-bucket slots. A leaf: the runner, the
 //! coordinator, the fetcher and the bucket tasks import it, not each other.
@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use alkstore_core::group::GroupDead;
 use alkstore_core::stream::Event;
-use alkstore_core::{BoxError, Error};
+use alkstore_core::BoxError;
 use tokio::sync::{mpsc, Notify};
 
 use super::options::GroupOpts;
@@ -29,14 +29,6 @@ pub struct GroupEvent {
     pub epoch: i64,
     /// This worker's id in the group.
     pub worker: Arc<str>,
-}
-
-/// Why a group worker stopped before its shutdown signal.
-#[derive(Debug, thiserror::Error)]
-pub enum GroupError {
-    /// The store failed, or the options or names were refused.
-    #[error(transparent)]
-    Store(#[from] Error),
 }
 
 /// What a group worker did before it stopped.
