@@ -2,13 +2,15 @@
 //! the engine's pooled connections (through their prepared-statement
 //! cache), the application's own tokio-postgres client or transaction, or
 //! (feature `sqlx`) its sqlx connection. One statement text and one
-//! decoding of its rows, whichever driver binds and runs it.
+//! decoding of its rows, whichever driver binds and runs it. Also the
+//! engine's helpers that run one cached statement on a pooled connection
+//! ([`PgEngine::query`] and its kin), which every area's reads use.
 
 use alkstore_core::{Error, Result};
 use futures_util::future::{BoxFuture, FutureExt};
 use tokio_postgres::types::{FromSql, ToSql};
 
-use crate::db;
+use crate::{db, PgEngine};
 
 /// A statement parameter every driver can bind: any `tokio_postgres`
 /// parameter type that (with the `sqlx` feature) sqlx can encode too.
@@ -151,6 +153,57 @@ pub(crate) async fn fetch_opt<E: Exec + ?Sized>(
     params: &Params<'_>,
 ) -> Result<Option<Row>> {
     Ok(e.fetch(op, text, params).await?.into_iter().next())
+}
+
+impl PgEngine {
+    /// Run a cached statement on a pooled connection (every area's reads
+    /// and single-statement writes).
+    pub(crate) async fn query(
+        &self,
+        op: &'static str,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<tokio_postgres::Row>> {
+        query_on(&self.client().await?, op, sql, params).await
+    }
+
+    /// Run a statement whose commit need not wait for its WAL flush (claims,
+    /// acks, heartbeats) when `relaxed_commits` is on, on a connection whose
+    /// session has `synchronous_commit = off`. Such a commit
+    /// can only be lost to a server crash, and losing it is harmless: a lost
+    /// claim or heartbeat makes the job claimable again and its first
+    /// worker's ack is refused; a lost ack makes the job run again once its
+    /// claim expires. Both are the at-least-once outcome of a worker dying.
+    pub(crate) async fn query_relaxed(
+        &self,
+        op: &'static str,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<tokio_postgres::Row>> {
+        query_on(&self.relaxed_client().await?, op, sql, params).await
+    }
+
+    pub(crate) async fn execute(
+        &self,
+        op: &'static str,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<u64> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached(sql).await.map_err(db(op))?;
+        client.execute(&stmt, params).await.map_err(db(op))
+    }
+}
+
+/// Run a cached statement on a pooled connection.
+async fn query_on(
+    client: &deadpool_postgres::Object,
+    op: &'static str,
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> Result<Vec<tokio_postgres::Row>> {
+    let stmt = client.prepare_cached(sql).await.map_err(db(op))?;
+    client.query(&stmt, params).await.map_err(db(op))
 }
 
 fn tokio_params<'a>(params: &'a Params<'a>) -> Vec<&'a (dyn ToSql + Sync)> {

@@ -37,6 +37,7 @@ macro_rules! db_epoch {
 mod announce;
 mod combine;
 mod conn;
+mod engine;
 mod groups;
 mod listen;
 mod locks;
@@ -48,6 +49,7 @@ mod results;
 mod schedules;
 pub mod schema;
 mod streams;
+mod sweep;
 #[cfg(any(test, feature = "testing"))]
 #[doc(hidden)]
 pub mod testing;
@@ -157,7 +159,7 @@ struct Inner {
     /// their commit.
     announce: announce::Announcer,
     /// Autocommit enqueues and publishes waiting to be written together.
-    enqueues: Arc<queues::EnqueueGroup>,
+    enqueues: Arc<queues::enqueue::EnqueueGroup>,
     publishes: Arc<streams::PublishGroup>,
     listener_started: AtomicBool,
     /// Whether the LISTEN connection is up (set by the listener task).
@@ -340,22 +342,6 @@ impl PgEngine {
     /// The injected clock in unix ms, or `None` for the database's.
     fn now_ms_override(&self) -> Option<i64> {
         self.inner.opts.clock.as_ref().map(|c| c.now_ms())
-    }
-
-    /// Whether this claim should first hand expired rows back (see
-    /// `RescueSchedule`): once per second of the injected clock, or of this
-    /// host's monotonic clock when the database's clock decides.
-    fn rescue_due(&self, queue: &str) -> bool {
-        match self.inner.rescues.lock() {
-            Ok(mut s) => s.due(queue, self.now_override()),
-            Err(_) => true,
-        }
-    }
-
-    fn forget_rescue(&self, queue: &str) {
-        if let Ok(mut s) = self.inner.rescues.lock() {
-            s.forget(queue);
-        }
     }
 }
 

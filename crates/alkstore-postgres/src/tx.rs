@@ -32,7 +32,7 @@ use deadpool_postgres::{ClientWrapper, Object};
 use tokio_postgres::error::SqlState;
 
 use crate::announce::Wakes;
-use crate::queues::Tally;
+use crate::queues::throughput::Tally;
 use crate::{db, PgEngine};
 
 /// Opens every transaction: READ COMMITTED whatever the server's default,
@@ -206,7 +206,7 @@ impl TxDriver for PgEngine {
     ) -> Result<Vec<Enqueued>> {
         let jobs = p.into_inner().jobs;
         let e = tx.exec("job_enqueue")?;
-        crate::queues::enqueue_in(
+        crate::queues::enqueue::enqueue_in(
             e,
             &self.inner.sql,
             jobs,
@@ -219,7 +219,7 @@ impl TxDriver for PgEngine {
     async fn tx_job_ack(&self, tx: &mut PgTx, p: Checked<JobAckParams>) -> Result<Vec<bool>> {
         let (e, tally) = tx.settling("job_ack")?;
         let sql = &self.inner.sql;
-        crate::queues::ack_in(e, sql, self.now_override(), &p.claims, Some(tally)).await
+        crate::queues::settle::ack_in(e, sql, self.now_override(), &p.claims, Some(tally)).await
     }
 
     async fn tx_job_settle(
@@ -230,7 +230,7 @@ impl TxDriver for PgEngine {
         let (e, tally) = tx.settling("job_settle")?;
         let batch = p.into_inner().batch;
         let (sql, now) = (&self.inner.sql, self.now_override());
-        let settled = crate::queues::settle_all_in(e, sql, now, batch, Some(tally)).await?;
+        let settled = crate::queues::settle::settle_all_in(e, sql, now, batch, Some(tally)).await?;
         Ok(settled.into_iter().map(|(outcome, _)| outcome).collect())
     }
 

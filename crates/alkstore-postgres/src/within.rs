@@ -175,7 +175,7 @@ impl Within<'_, '_> {
         params: impl Into<JobEnqueueParams> + Send,
     ) -> Result<Vec<Enqueued>> {
         within_call!(self, params => JobEnqueueParams, |e, engine, p| async move {
-            crate::queues::enqueue_in(
+            crate::queues::enqueue::enqueue_in(
                 e,
                 &engine.inner.sql,
                 p.jobs,
@@ -192,7 +192,7 @@ impl Within<'_, '_> {
         let what = format!("claim on job {}", claim.id);
         within_call!(self, vec![claim] => JobAckParams, |e, engine, p| async move {
             let acked =
-                crate::queues::ack_in(e, &engine.inner.sql, engine.now_override(), &p.claims, None)
+                crate::queues::settle::ack_in(e, &engine.inner.sql, engine.now_override(), &p.claims, None)
                     .await?;
             match acked.first() {
                 Some(true) => Ok(()),
@@ -237,7 +237,7 @@ impl Within<'_, '_> {
         within_call!(self, vec![settle] => JobSettleParams, |e, engine, p| async move {
             let sql = &engine.inner.sql;
             let mut settled =
-                crate::queues::settle_all_in(e, sql, engine.now_override(), p.batch, None).await?;
+                crate::queues::settle::settle_all_in(e, sql, engine.now_override(), p.batch, None).await?;
             match settled.pop() {
                 Some((
                     Settled::Retried(RetryOutcome::NotHeld)

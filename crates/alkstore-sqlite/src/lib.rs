@@ -5,7 +5,7 @@
 //! finds the connection free leads on its own thread, running every queued
 //! command in one `BEGIN IMMEDIATE` transaction, each inside its own
 //! savepoint so one failing command never undoes its neighbours (see
-//! `writer.rs`). Reads run on a small pool of read connections beside it;
+//! `writer/`). Reads run on a small pool of read connections beside it;
 //! WAL lets them proceed while the writer commits. Tables are prefixed
 //! `__alkstore_` so they can share a database file with the application's
 //! own tables; the schema comes from the numbered files in `migrations/`.
@@ -68,6 +68,8 @@
 //! # Ok(()) }
 //! ```
 
+mod connection;
+mod engine;
 mod groups;
 mod locks;
 mod notify;
@@ -78,7 +80,9 @@ mod results;
 mod schedules;
 mod schema;
 mod streams;
+mod sweep;
 mod tx;
+mod watch;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -87,6 +91,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use alkstore_core::{Clock, Error, Limits, Result, SystemClock, Wake, WakeHub};
+use connection::{is_in_memory, memory_uri, open_connection, MEMORY};
 use rusqlite::Connection;
 
 pub use outbox::Within;
@@ -170,7 +175,7 @@ struct Inner {
     /// Set by `Engine::close`: every later call is `Error::Closed`.
     closed: AtomicBool,
     /// How many jobs each queue's last claim found.
-    claim_sizes: queues::ClaimSizes,
+    claim_sizes: queues::claim::ClaimSizes,
     /// The connection transactions of the application's run on (see
     /// `tx.rs`).
     tx_home: tx::TxHome,
@@ -264,7 +269,7 @@ impl SqliteEngine {
             let activity = self.inner.writer.activity();
             let spawned = std::thread::Builder::new()
                 .name("alkstore-sqlite-watch".into())
-                .spawn(move || watch_data_version(opts, hub, activity));
+                .spawn(move || watch::watch_data_version(opts, hub, activity));
             if let Err(e) = spawned {
                 tracing::warn!(error = %e, "cannot start the data_version watcher; relying on polls");
             }
@@ -319,293 +324,6 @@ impl SqliteEngine {
         }
         out
     }
-}
-
-/// Watch for commits by other connections and hint every listener. Ends
-/// when the engine is dropped.
-///
-/// `PRAGMA data_version` changes whenever another connection commits. On
-/// Linux the watcher sleeps until inotify reports a write to the `-wal` file
-/// (no CPU while idle); elsewhere, or if inotify is unavailable, it polls the
-/// pragma every millisecond while anyone listens. It never looks while a
-/// group of this engine's writer runs ([`writer::GroupActivity`]).
-fn watch_data_version(
-    opts: SqliteOptions,
-    hub: std::sync::Weak<WakeHub>,
-    activity: Arc<writer::GroupActivity>,
-) {
-    let conn = match open_connection(&opts) {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::warn!(error = %e, "data_version watcher cannot open the database");
-            return;
-        }
-    };
-    let mut last = data_version(&conn);
-    // An in-memory store has no `-wal` file to watch: poll.
-    #[cfg(target_os = "linux")]
-    if !is_memory_uri(&opts.path) {
-        match inotify_watch::run(&conn, &opts, &hub, &activity, &mut last) {
-            Ok(()) => return,
-            Err(e) => {
-                tracing::info!(error = %e, "inotify unavailable; polling data_version instead")
-            }
-        }
-    }
-    loop {
-        let Some(hub) = hub.upgrade() else { return };
-        if !hub.has_listeners() {
-            drop(hub);
-            std::thread::sleep(Duration::from_millis(50));
-            continue;
-        }
-        activity.wait_for_end(GROUP_WAIT_LIMIT);
-        changed(&conn, &mut last, &hub);
-        drop(hub);
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
-/// Hint everyone when `data_version` moved; true when it did.
-fn changed(conn: &Connection, last: &mut Option<i64>, hub: &WakeHub) -> bool {
-    let now = data_version(conn);
-    if now != *last {
-        *last = now;
-        hub.all();
-        return true;
-    }
-    false
-}
-
-/// Longest the watcher waits for a group of this engine's writer to end
-/// before looking anyway (it wakes at the end; this bounds a lost wake-up).
-const GROUP_WAIT_LIMIT: Duration = Duration::from_millis(50);
-
-/// `PRAGMA data_version` on `conn` (`None` if it could not be read): it
-/// changes whenever another connection commits.
-pub(crate) fn data_version(conn: &Connection) -> Option<i64> {
-    conn.prepare_cached("PRAGMA data_version")
-        .and_then(|mut s| s.query_row([], |r| r.get(0)))
-        .ok()
-}
-
-#[cfg(target_os = "linux")]
-mod inotify_watch {
-    use std::ffi::OsString;
-    use std::io::ErrorKind;
-    use std::num::NonZeroU64;
-    use std::path::Path;
-    use std::sync::Weak;
-    use std::time::{Duration, Instant};
-
-    use alkstore_core::WakeHub;
-    use inotify::{Inotify, WatchMask};
-    use rusqlite::Connection;
-    use rustix::event::{PollFd, PollFlags, Timespec};
-
-    use super::{changed, SqliteOptions, GROUP_WAIT_LIMIT};
-    use crate::writer::GroupActivity;
-
-    /// Longest wait without an event before looking anyway (a safety net for
-    /// file systems that do not report writes).
-    const SAFETY_POLL: Duration = Duration::from_millis(250);
-
-    /// Pauses between looks after a WAL write: every 0.05 ms for the first
-    /// 1.5 ms (a commit without fsync is visible well within it: a woken
-    /// worker's p99 stays under 2 ms), then coarser (about 50 ms in all,
-    /// for commits that fsync first). Blocking sleeps, on a timer slack of
-    /// 1 µs (see `run`).
-    const RECHECK_PAUSES_US: [u64; 45] = [
-        50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50,
-        50, 50, 50, 50, 50, 50, 50, 200, 200, 200, 200, 200, 500, 500, 1_000, 2_000, 3_000, 5_000,
-        8_000, 10_000, 10_000, 10_000,
-    ];
-
-    /// The directory's inotify watch, and which events are writes to the WAL.
-    struct WalEvents {
-        inotify: Inotify,
-        wal: OsString,
-        buffer: [u8; 4096],
-    }
-
-    impl WalEvents {
-        /// Wait up to `timeout` for events; then read them all. Whether one
-        /// was a write to the WAL, or the queue overflowed (look then too).
-        fn wait(&mut self, timeout: Duration) -> std::io::Result<bool> {
-            let timeout = Timespec::try_from(timeout).unwrap_or(Timespec {
-                tv_sec: 1,
-                tv_nsec: 0,
-            });
-            let mut fds = [PollFd::new(&self.inotify, PollFlags::IN)];
-            match rustix::event::poll(&mut fds, Some(&timeout)) {
-                Ok(0) => return Ok(false),
-                Ok(_) => {}
-                Err(rustix::io::Errno::INTR) => return Ok(false),
-                Err(e) => return Err(e.into()),
-            }
-            let mut wrote = false;
-            loop {
-                match self.inotify.read_events(&mut self.buffer) {
-                    Ok(events) => {
-                        for e in events {
-                            wrote |= match e.name {
-                                Some(name) => name == self.wal.as_os_str(),
-                                None => true,
-                            };
-                        }
-                    }
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(wrote),
-                    Err(e) => return Err(e),
-                }
-            }
-        }
-    }
-
-    pub(super) fn run(
-        conn: &Connection,
-        opts: &SqliteOptions,
-        hub: &Weak<WakeHub>,
-        activity: &GroupActivity,
-        last: &mut Option<i64>,
-    ) -> std::io::Result<()> {
-        // The pauses below are tens of microseconds: without this, Linux
-        // stretches each sleep by up to 50 µs (the default timer slack).
-        let _ = rustix::thread::set_current_timer_slack(NonZeroU64::new(1_000));
-        let inotify = Inotify::init()?;
-        let dir = opts
-            .path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        inotify
-            .watches()
-            .add(dir, WatchMask::MODIFY | WatchMask::CREATE)?;
-        let mut wal = OsString::from(opts.path.file_name().unwrap_or_default());
-        wal.push("-wal");
-        let mut events = WalEvents {
-            inotify,
-            wal,
-            buffer: [0u8; 4096],
-        };
-        let mut safety_at = Instant::now() + SAFETY_POLL;
-        loop {
-            let wrote = events.wait(safety_at.saturating_duration_since(Instant::now()))?;
-            let now = Instant::now();
-            let tick = now >= safety_at;
-            if tick {
-                safety_at = now + SAFETY_POLL;
-            }
-            let Some(h) = hub.upgrade() else {
-                return Ok(());
-            };
-            if !h.has_listeners() || !(tick || wrote) {
-                continue;
-            }
-            if !wrote {
-                activity.wait_for_end(GROUP_WAIT_LIMIT);
-                changed(conn, last, &h);
-                continue;
-            }
-            // The WAL write comes before the commit becomes visible (the
-            // shared-memory index is updated after it, and with
-            // synchronous=full after an fsync): look, then again after each
-            // pause, for up to ~50 ms. (Writes meanwhile wait in the queue,
-            // and the next turn of the outer loop looks again.)
-            let begun = activity.begun();
-            for pause_us in RECHECK_PAUSES_US {
-                // The write may be a group of our own writer's: no other
-                // connection commits until it ends.
-                activity.wait_for_end(GROUP_WAIT_LIMIT);
-                // A group began since the write: it looked at its start.
-                if activity.begun() != begun {
-                    break;
-                }
-                if changed(conn, last, &h) {
-                    break;
-                }
-                std::thread::sleep(Duration::from_micros(pause_us));
-            }
-        }
-    }
-}
-
-/// The path that asks for an in-memory store (see [`SqliteOptions::new`]).
-const MEMORY: &str = ":memory:";
-
-/// A name for a new in-memory database, unique in this process: SQLite's
-/// `memdb` VFS shares a database between every connection that opens the
-/// same name starting with `/`, and frees it when the last one closes.
-fn memory_uri() -> String {
-    use std::sync::atomic::AtomicU64;
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    format!(
-        "file:/alkstore-mem-{}-{}?vfs=memdb",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-/// Whether `path` is a name [`memory_uri`] made.
-fn is_memory_uri(path: &Path) -> bool {
-    path.to_str()
-        .is_some_and(|p| p.starts_with("file:/alkstore-mem-") && p.ends_with("?vfs=memdb"))
-}
-
-/// Whether a SQLite path names an in-memory database.
-fn is_in_memory(path: &str) -> bool {
-    path == ":memory:"
-        || path.is_empty()
-        || (path.starts_with("file:")
-            && (path.contains("mode=memory") || path.contains(":memory:")))
-}
-
-/// Open a connection with alkstore's pragmas (creating the file only when
-/// `opts.create`).
-pub(crate) fn open_connection(opts: &SqliteOptions) -> Result<Connection> {
-    use rusqlite::OpenFlags;
-    let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE
-        | OpenFlags::SQLITE_OPEN_NO_MUTEX
-        | OpenFlags::SQLITE_OPEN_URI;
-    if opts.create {
-        flags |= OpenFlags::SQLITE_OPEN_CREATE;
-    }
-    let target = || format!("SQLite file {}", opts.path.display());
-    let conn =
-        Connection::open_with_flags(&opts.path, flags).map_err(|e| Error::connect(target(), e))?;
-    let sync = if opts.synchronous_full {
-        "FULL"
-    } else {
-        "NORMAL"
-    };
-    let busy_ms = opts.busy_timeout.as_millis().min(u128::from(u32::MAX));
-    // journal_mode=WAL: readers never block the writer nor it them, and a
-    //   commit is one append to the -wal file.
-    // synchronous=NORMAL (or FULL): in WAL mode NORMAL survives a process
-    //   crash or kill -9 and skips the fsync per commit; FULL also survives
-    //   power loss (`?synchronous=full`).
-    // busy_timeout: how long to wait for another process's lock before
-    //   `Error::Busy` (`SqliteOptions::busy_timeout`, 10 s).
-    // temp_store=MEMORY: sorts and temporary b-trees of claims and stats
-    //   never touch disk.
-    // wal_autocheckpoint=10000 pages (~40 MiB): fewer, larger checkpoints
-    //   under a steady write load than the default 1,000.
-    // cache_size=-65536 (64 MiB per connection): the claim index and hot
-    //   rows of a large backlog stay in memory.
-    // In memory (no WAL there): the rollback journal in memory too, and
-    // nothing to sync.
-    let journal = if is_memory_uri(&opts.path) {
-        "journal_mode=MEMORY; PRAGMA synchronous=OFF"
-    } else {
-        &format!("journal_mode=WAL; PRAGMA synchronous={sync}")
-    };
-    conn.execute_batch(&format!(
-        "PRAGMA {journal}; PRAGMA busy_timeout={busy_ms}; PRAGMA temp_store=MEMORY; PRAGMA wal_autocheckpoint=10000; PRAGMA cache_size=-65536;"
-    ))
-    .map_err(|e| Error::connect(target(), e))?;
-    groups::register_functions(&conn)
-        .map_err(|e| Error::connect(target(), format!("registering SQL functions: {e}")))?;
-    conn.set_prepared_statement_cache_capacity(64);
-    Ok(conn)
 }
 
 /// Map a rusqlite error to [`Error::Database`] for operation `op`, or to

@@ -294,21 +294,21 @@ impl Within<'_> {
         // reserve above it and commit a higher id first.
         let block = i64::try_from(jobs.len()).unwrap_or(i64::MAX).max(1);
         self.all_or_none("job_enqueue", |conn| {
-            crate::queues::enqueue_in(conn, &jobs, self.engine.now(), &mut None, block)
+            crate::queues::enqueue::enqueue_in(conn, &jobs, self.engine.now(), &mut None, block)
         })
     }
 
     pub(crate) fn ack_checked(&self, p: Checked<JobAckParams>) -> Result<Vec<bool>> {
         let claims = p.into_inner().claims;
         self.all_or_none("job_ack", |conn| {
-            crate::queues::ack_in(conn, &claims, self.engine.now(), &mut Default::default())
+            crate::queues::settle::ack_in(conn, &claims, self.engine.now(), &mut Default::default())
         })
     }
 
     pub(crate) fn settle_checked(&self, p: Checked<JobSettleParams>) -> Result<Vec<Settled>> {
         let batch = p.into_inner().batch;
         self.all_or_none("job_settle", |conn| {
-            crate::queues::settle_in(conn, batch, self.engine.now())
+            crate::queues::settle::settle_in(conn, batch, self.engine.now())
         })
     }
 
@@ -363,7 +363,7 @@ impl Within<'_> {
 
     pub(crate) fn checkpoint_checked(&self, p: Checked<GroupCheckpointParams>) -> Result<i64> {
         self.all_or_none("group_checkpoint", |conn| {
-            crate::groups::checkpoint_in(conn, &p, self.now_ms())
+            crate::groups::checkpoint::checkpoint_in(conn, &p, self.now_ms())
         })
     }
 
@@ -385,15 +385,16 @@ impl Within<'_> {
         f: impl FnOnce(&Connection) -> Result<T>,
     ) -> Result<T> {
         let conn = self.conn;
-        crate::writer::run_cached(conn, "SAVEPOINT alkstore_call").map_err(crate::db(op))?;
+        crate::connection::run_cached(conn, "SAVEPOINT alkstore_call").map_err(crate::db(op))?;
         match f(conn) {
             Ok(out) => {
-                crate::writer::run_cached(conn, "RELEASE alkstore_call").map_err(crate::db(op))?;
+                crate::connection::run_cached(conn, "RELEASE alkstore_call")
+                    .map_err(crate::db(op))?;
                 Ok(out)
             }
             Err(e) => {
-                let _ = crate::writer::run_cached(conn, "ROLLBACK TO alkstore_call");
-                let _ = crate::writer::run_cached(conn, "RELEASE alkstore_call");
+                let _ = crate::connection::run_cached(conn, "ROLLBACK TO alkstore_call");
+                let _ = crate::connection::run_cached(conn, "RELEASE alkstore_call");
                 Err(e)
             }
         }

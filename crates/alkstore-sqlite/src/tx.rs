@@ -13,7 +13,7 @@
 //! async mutex, first come first served, instead of sleeping in SQLite's
 //! busy handler. Only another connection's lock (the engine's writer
 //! mid-group, another process) makes `BEGIN` wait, and then on a blocking
-//! thread, as the writer does (`writer.rs`): a runtime thread must not
+//! thread, as the writer does (`writer/`): a runtime thread must not
 //! sleep waiting for a lock the task it would run could be about to
 //! release.
 //!
@@ -37,7 +37,7 @@ use alkstore_core::{Checked, Enqueued, Error, Result, Settled, TxDriver};
 use rusqlite::Connection;
 use tokio::sync::OwnedMutexGuard;
 
-use crate::writer::{run_cached, without_waiting};
+use crate::connection::{run_cached, without_waiting};
 use crate::{is_busy, SqliteEngine, SqliteOptions};
 
 /// The engine's transaction connection, shared by its clones; opened the
@@ -113,7 +113,7 @@ impl SqliteEngine {
         if let Some(conn) = home.as_ref() {
             return Ok(conn.clone());
         }
-        let conn = Arc::new(tokio::sync::Mutex::new(crate::open_connection(
+        let conn = Arc::new(tokio::sync::Mutex::new(crate::connection::open_connection(
             &self.inner.opts,
         )?));
         *home = Some(conn.clone());
@@ -140,7 +140,7 @@ fn make_ready(conn: &mut Connection, opts: &SqliteOptions) -> Result<()> {
     }
     tracing::warn!("sqlite transaction connection left in a transaction; opening a new one");
     // Closing the old one rolls its transaction back.
-    *conn = crate::open_connection(opts)?;
+    *conn = crate::connection::open_connection(opts)?;
     Ok(())
 }
 
@@ -203,7 +203,7 @@ impl TxDriver for SqliteEngine {
         let opts = &self.inner.opts;
         // synchronous=FULL syncs the file at every commit: not on a
         // runtime thread. NORMAL (and an in-memory store) only appends.
-        let syncs = opts.synchronous_full && !crate::is_memory_uri(&opts.path);
+        let syncs = opts.synchronous_full && !crate::connection::is_memory_uri(&opts.path);
         if !syncs {
             match without_waiting(&tx.conn, opts.busy_timeout, "COMMIT") {
                 Ok(()) => return Ok(()),

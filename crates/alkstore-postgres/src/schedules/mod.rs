@@ -12,7 +12,7 @@ use alkstore_core::{Checked, Enqueued, Error, Result};
 
 use crate::conn::{fetch_one, fetch_opt, Exec, Row};
 use crate::groups::sql::NOW_MS;
-use crate::queues::{enqueue_text, insert_jobs};
+use crate::queues::enqueue::{enqueue_text, insert_jobs};
 use crate::schema::{tables, QualifiedTable};
 use crate::{db, PgEngine};
 

@@ -9,7 +9,8 @@ use alkstore_core::schedule::{
 use alkstore_core::{Checked, Enqueued, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::queues::{insert_job, JOB_ID_BLOCK};
+use crate::queues::enqueue::insert_job;
+use crate::writer::queue_state::JOB_ID_BLOCK;
 use crate::{db, SqliteEngine};
 
 /// The columns [`info`] reads, in its order.

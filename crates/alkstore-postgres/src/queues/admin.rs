@@ -1,0 +1,145 @@
+//! The operator's calls on jobs and queues: cancel a job, look jobs up
+//! and list them, count a queue's jobs, list queues, pause and resume.
+
+use alkstore_core::queue::{JobCancelParams, JobGetParams, QueuePauseParams, QueueStatsParams};
+use alkstore_core::validate::count;
+use alkstore_core::{
+    CancelOutcome, Checked, Error, JobInfo, JobListParams, JobState, QueueStats, Result,
+};
+
+use super::rows::{job_info, Source};
+use crate::{db, PgEngine};
+
+/// The driver's `job_cancel`: a pending job is cancelled at once, a
+/// claimed one is asked to cancel.
+pub(super) async fn job_cancel(
+    engine: &PgEngine,
+    params: Checked<JobCancelParams>,
+) -> Result<CancelOutcome> {
+    let JobCancelParams { id } = params.into_inner();
+    let now = engine.now_override();
+    let rows = engine
+        .query("job_cancel", &engine.inner.sql.cancel, &[&now, &id])
+        .await?;
+    let r = rows
+        .first()
+        .ok_or_else(|| Error::database("job_cancel", "no row"))?;
+    let (cancelled, flagged): (i64, i64) = (r.get(0), r.get(1));
+    Ok(if cancelled > 0 {
+        CancelOutcome::Cancelled
+    } else if flagged > 0 {
+        CancelOutcome::Requested
+    } else {
+        CancelOutcome::NotFound
+    })
+}
+
+/// The driver's `job_get`: job `id` from the live, dead or done table.
+pub(super) async fn job_get(
+    engine: &PgEngine,
+    params: Checked<JobGetParams>,
+) -> Result<Option<JobInfo>> {
+    let JobGetParams { id } = params.into_inner();
+    let sql = &engine.inner.sql;
+    for (text, source) in [
+        (&sql.get_live, Source::Live),
+        (&sql.get_dead, Source::Dead),
+        (&sql.get_done, Source::Done),
+    ] {
+        let rows = engine.query("job_get", text, &[&id]).await?;
+        if let Some(r) = rows.first() {
+            return Ok(Some(job_info(r, source)));
+        }
+    }
+    Ok(None)
+}
+
+/// The driver's `job_list`: live (or kept completed) jobs, by id.
+pub(super) async fn job_list(
+    engine: &PgEngine,
+    params: Checked<JobListParams>,
+) -> Result<Vec<JobInfo>> {
+    let p = params.into_inner();
+    let (text, source, state) = match p.state {
+        Some(JobState::Completed) => (&engine.inner.sql.list_done, Source::Done, None),
+        s => (
+            &engine.inner.sql.list_live,
+            Source::Live,
+            s.map(|s| s.as_str()),
+        ),
+    };
+    let after = p.after_id.unwrap_or(i64::MIN);
+    let limit = i64::from(p.limit);
+    let rows = engine
+        .query("job_list", text, &[&p.queue, &state, &after, &limit])
+        .await?;
+    Ok(rows.iter().map(|r| job_info(r, source)).collect())
+}
+
+/// The driver's `queue_stats`: one queue's jobs counted by state.
+pub(super) async fn queue_stats(
+    engine: &PgEngine,
+    params: Checked<QueueStatsParams>,
+) -> Result<QueueStats> {
+    let QueueStatsParams { queue } = params.into_inner();
+    let now = engine.now_override();
+    let rows = engine
+        .query("queue_stats", &engine.inner.sql.stats, &[&now, &queue])
+        .await?;
+    let r = rows
+        .first()
+        .ok_or_else(|| Error::database("queue_stats", "no row"))?;
+    let n = |i: usize| count(r.get(i));
+    let db_now: i64 = r.get(8);
+    let oldest: Option<i64> = r.get(5);
+    Ok(QueueStats {
+        ready: n(0),
+        scheduled: n(1),
+        expired: n(2),
+        processing: n(3),
+        expired_claims: n(4),
+        dead: n(6),
+        completed: n(7),
+        oldest_ready_age_s: oldest.map(|t| (db_now - t).max(0)),
+        queue,
+    })
+}
+
+/// The driver's `queue_list`: every queue the store knows.
+pub(super) async fn queue_list(engine: &PgEngine) -> Result<Vec<String>> {
+    let rows = engine
+        .query("queue_list", &engine.inner.sql.queue_list, &[])
+        .await?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}
+
+/// The driver's `queue_set_paused`: pause or resume a queue; whether that
+/// changed anything.
+pub(super) async fn queue_set_paused(
+    engine: &PgEngine,
+    params: Checked<QueuePauseParams>,
+    paused: bool,
+) -> Result<bool> {
+    let p = params.into_inner();
+    let client = engine.client().await?;
+    let now = engine.now_override();
+    let n = if paused {
+        client
+            .execute(&engine.inner.sql.queue_pause, &[&now, &p.queue])
+            .await
+    } else {
+        client
+            .execute(&engine.inner.sql.queue_resume, &[&p.queue])
+            .await
+    }
+    .map_err(db("queue_set_paused"))?;
+    Ok(n > 0)
+}
+
+/// The driver's `queue_paused`: the paused queues.
+pub(super) async fn queue_paused(engine: &PgEngine) -> Result<Vec<String>> {
+    let rows = engine
+        .query("queue_paused", &engine.inner.sql.queue_paused, &[])
+        .await?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}

@@ -1,0 +1,91 @@
+//! Store-wide upkeep on PostgreSQL: the sweep over every queue (expiry,
+//! rescue, pruning, the throughput fold, stream trimming) and the vacuum
+//! of a bloated job table. Apart from the queue calls because it spans
+//! every area and runs from the maintenance-lock holder, not a worker's
+//! claim.
+
+use alkstore_core::queue::{secs, THROUGHPUT_RETENTION};
+use alkstore_core::validate::count;
+use alkstore_core::{Engine, Error, Result, SweepReport};
+
+use crate::{db, PgEngine};
+
+impl PgEngine {
+    /// Sweep every queue; with `every_s`, only when nobody swept in the last
+    /// `every_s` seconds of the database's clock (the mark row is locked and
+    /// re-checked by a concurrent sweeper, so one sweeps per interval).
+    pub(crate) async fn sweep_if(&self, every_s: Option<i64>) -> Result<Option<SweepReport>> {
+        let op = "queue_sweep";
+        let sql = &self.inner.sql;
+        let now = self.now_override();
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(db(op))?;
+        if let Some(every_s) = every_s {
+            let mark = tx.prepare_cached(&sql.sweep_mark).await.map_err(db(op))?;
+            if tx.execute(&mark, &[&now, &every_s]).await.map_err(db(op))? == 0 {
+                return Ok(None);
+            }
+        }
+        let sweep = tx.prepare_cached(&sql.sweep).await.map_err(db(op))?;
+        let r = tx.query_one(&sweep, &[&now]).await.map_err(db(op))?;
+        let (expired, exhausted, rescued): (i64, i64, i64) = (r.get(0), r.get(1), r.get(2));
+        let mut pruned = [0u64; 2];
+        for (i, text) in [&sql.sweep_prune_dead, &sql.sweep_prune_done]
+            .into_iter()
+            .enumerate()
+        {
+            let stmt = tx.prepare_cached(text).await.map_err(db(op))?;
+            pruned[i] = tx.execute(&stmt, &[&now]).await.map_err(db(op))?;
+        }
+        let fold = tx
+            .prepare_cached(&sql.sweep_fold_throughput)
+            .await
+            .map_err(db(op))?;
+        let retention = secs(THROUGHPUT_RETENTION);
+        tx.execute(&fold, &[&now, &retention])
+            .await
+            .map_err(db(op))?;
+        let trim = tx
+            .prepare_cached(&self.inner.stream_sql.sweep_trim)
+            .await
+            .map_err(db(op))?;
+        let events_trimmed: i64 = tx.query_one(&trim, &[&now]).await.map_err(db(op))?.get(0);
+        tx.commit().await.map_err(db(op))?;
+        Ok(Some(SweepReport {
+            events_trimmed: count(events_trimmed),
+            expired: count(expired),
+            rescued: count(rescued),
+            exhausted: count(exhausted),
+            dead_pruned: pruned[0],
+            completed_pruned: pruned[1],
+        }))
+    }
+
+    /// Vacuum the job table when its dead tuples outnumber 50,000 and
+    /// twice its live ones (see [`Engine::reclaim`]): 1 when it did, else 0.
+    pub(crate) async fn vacuum_job_table_if_bloated(&self) -> Result<u64> {
+        let op = "reclaim";
+        if self.is_closed() {
+            return Err(Error::Closed);
+        }
+        let client = self.client().await?;
+        // The statistics collector's counts (flushed by backends about once
+        // a second): cheap, and close enough to decide.
+        let row = client
+            .query_one(&self.inner.sql.job_tuples, &[&self.inner.sql.job_table])
+            .await
+            .map_err(db(op))?;
+        let (live, dead): (i64, i64) = (row.get(0), row.get(1));
+        if dead < 50_000 || dead < 2 * live {
+            return Ok(0);
+        }
+        // SKIP_LOCKED: when autovacuum (or another worker) is already at it,
+        // leave it be. VACUUM cannot run inside a transaction: one statement.
+        client
+            .batch_execute(&self.inner.sql.vacuum_job)
+            .await
+            .map_err(db(op))?;
+        tracing::debug!(live, dead, "vacuumed the job table");
+        Ok(1)
+    }
+}

@@ -1,0 +1,46 @@
+//! The engine-wide part of [`Engine`] for [`SqliteEngine`]: what it is,
+//! closing it, wake hints, and the sweep's entry point (its work is in
+//! `sweep.rs`).
+
+use alkstore_core::queue::secs;
+use alkstore_core::{
+    Capabilities, Checked, Engine, Limits, Result, SweepParams, SweepReport, WakeHub,
+};
+
+use crate::SqliteEngine;
+
+impl Engine for SqliteEngine {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            name: "sqlite",
+            multi_host: false,
+            pushes_notifications: false,
+        }
+    }
+
+    fn limits(&self) -> &Limits {
+        &self.inner.opts.limits
+    }
+
+    fn wake_hub(&self) -> &WakeHub {
+        &self.inner.wake
+    }
+
+    fn close(&self) {
+        self.inner
+            .closed
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn is_closed(&self) -> bool {
+        self.inner.closed.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn wake_subscribe(&self) -> tokio::sync::broadcast::Receiver<alkstore_core::Wake> {
+        self.wake_hints()
+    }
+
+    async fn sweep_if_due(&self, params: Checked<SweepParams>) -> Result<Option<SweepReport>> {
+        self.sweep_if(params.every.map(secs)).await
+    }
+}

@@ -1,0 +1,232 @@
+//! The operator's calls on jobs and queues: cancel a job, look jobs up
+//! and list them, count a queue's jobs, list queues, pause and resume.
+
+use alkstore_core::queue::{JobCancelParams, JobGetParams, QueuePauseParams, QueueStatsParams};
+use alkstore_core::validate::count;
+use alkstore_core::{CancelOutcome, Checked, JobInfo, JobListParams, JobState, QueueStats, Result};
+use rusqlite::{params, OptionalExtension};
+
+use super::bury::move_to_dead;
+use super::rows::{job_info, Source, JOB_COLS};
+use crate::{db, SqliteEngine};
+
+/// The driver's `job_cancel`: a pending job is cancelled at once, a
+/// claimed one is asked to cancel.
+pub(super) async fn job_cancel(
+    engine: &SqliteEngine,
+    params: Checked<JobCancelParams>,
+) -> Result<CancelOutcome> {
+    let JobCancelParams { id } = params.into_inner();
+    engine
+        .inner
+        .writer
+        .write("job_cancel", move |st| {
+            let op = "job_cancel";
+            let now = st.clock.now();
+            let moved = move_to_dead(
+                &st.conn,
+                op,
+                "id = ?1 AND state = 'pending'",
+                "'cancelled'",
+                None,
+                now,
+                &[&id],
+            )?;
+            if moved == 1 {
+                return Ok(CancelOutcome::Cancelled);
+            }
+            let flagged = st
+                .conn
+                .prepare_cached(
+                    "UPDATE __alkstore_job SET cancel_requested = 1 \
+                     WHERE id = ?1 AND state = 'processing'",
+                )
+                .and_then(|mut s| s.execute([id]))
+                .map_err(db(op))?;
+            Ok(if flagged == 1 {
+                CancelOutcome::Requested
+            } else {
+                CancelOutcome::NotFound
+            })
+        })
+        .await
+}
+
+/// The driver's `job_get`: job `id` from the live, dead or done table.
+pub(super) async fn job_get(
+    engine: &SqliteEngine,
+    params: Checked<JobGetParams>,
+) -> Result<Option<JobInfo>> {
+    let JobGetParams { id } = params.into_inner();
+    engine
+        .read("job_get", move |conn| {
+            for (table, source) in [
+                ("__alkstore_job", Source::Live),
+                ("__alkstore_dead", Source::Dead),
+                ("__alkstore_done", Source::Done),
+            ] {
+                let found = conn
+                    .prepare_cached(&format!(
+                        "SELECT {JOB_COLS}, {} FROM {table} WHERE id = ?1",
+                        source.extra_cols()
+                    ))
+                    .and_then(|mut s| s.query_row([id], |r| job_info(r, source)).optional())
+                    .map_err(db("job_get"))?;
+                if found.is_some() {
+                    return Ok(found);
+                }
+            }
+            Ok(None)
+        })
+        .await
+}
+
+/// The driver's `queue_stats`: one queue's jobs counted by state.
+pub(super) async fn queue_stats(
+    engine: &SqliteEngine,
+    params: Checked<QueueStatsParams>,
+) -> Result<QueueStats> {
+    let QueueStatsParams { queue } = params.into_inner();
+    let now = engine.now();
+    engine
+        .read("queue_stats", move |conn| {
+            let op = "queue_stats";
+            let live: [Option<i64>; 6] = conn
+                .prepare_cached(
+                    "SELECT COALESCE(SUM(state = 'pending' AND run_at <= ?2 \
+                          AND (expires_at IS NULL OR expires_at > ?2)), 0), \
+                        COALESCE(SUM(state = 'pending' AND run_at > ?2 \
+                          AND (expires_at IS NULL OR expires_at > ?2)), 0), \
+                        COALESCE(SUM(state = 'pending' AND expires_at <= ?2), 0), \
+                        COALESCE(SUM(state = 'processing' AND claim_expires_at > ?2), 0), \
+                        COALESCE(SUM(state = 'processing' AND claim_expires_at <= ?2), 0), \
+                        MIN(CASE WHEN state = 'pending' AND run_at <= ?2 \
+                          AND (expires_at IS NULL OR expires_at > ?2) THEN run_at END) \
+                 FROM __alkstore_job WHERE queue = ?1",
+                )
+                .and_then(|mut s| {
+                    s.query_row(params![queue, now], |r| {
+                        Ok([
+                            r.get(0)?,
+                            r.get(1)?,
+                            r.get(2)?,
+                            r.get(3)?,
+                            r.get(4)?,
+                            r.get(5)?,
+                        ])
+                    })
+                })
+                .map_err(db(op))?;
+            let rows_in = |table: &str| -> Result<u64> {
+                conn.prepare_cached(&format!("SELECT COUNT(*) FROM {table} WHERE queue = ?1"))
+                    .and_then(|mut s| s.query_row([&queue], |r| r.get::<_, i64>(0)))
+                    .map(count)
+                    .map_err(db(op))
+            };
+            let (dead, completed) = (rows_in("__alkstore_dead")?, rows_in("__alkstore_done")?);
+            let n = |i: usize| count(live[i].unwrap_or(0));
+            Ok(QueueStats {
+                ready: n(0),
+                scheduled: n(1),
+                expired: n(2),
+                processing: n(3),
+                expired_claims: n(4),
+                dead,
+                completed,
+                oldest_ready_age_s: live[5].map(|t| (now - t).max(0)),
+                queue,
+            })
+        })
+        .await
+}
+
+/// The driver's `job_list`: live (or kept completed) jobs, by id.
+pub(super) async fn job_list(
+    engine: &SqliteEngine,
+    params: Checked<JobListParams>,
+) -> Result<Vec<JobInfo>> {
+    let p = params.into_inner();
+    // Kept completed jobs live in their own table (no state column);
+    // live jobs filter on state when one is asked for.
+    let (table, source, state_filter) = if p.state == Some(JobState::Completed) {
+        ("__alkstore_done", Source::Done, "?2 IS NULL")
+    } else {
+        ("__alkstore_job", Source::Live, "(?2 IS NULL OR state = ?2)")
+    };
+    let state = match p.state {
+        Some(JobState::Pending | JobState::Processing) => p.state.map(|s| s.as_str()),
+        _ => None,
+    };
+    engine
+        .read("job_list", move |conn| {
+            conn.prepare_cached(&format!(
+                "SELECT {JOB_COLS}, {extra} FROM {table} \
+             WHERE (?1 IS NULL OR queue = ?1) AND {state_filter} AND id > ?3 \
+             ORDER BY id LIMIT (SELECT ?4)",
+                extra = source.extra_cols(),
+            ))
+            .and_then(|mut s| {
+                s.query_map(
+                    params![p.queue, state, p.after_id.unwrap_or(i64::MIN), p.limit],
+                    |r| job_info(r, source),
+                )?
+                .collect()
+            })
+            .map_err(db("job_list"))
+        })
+        .await
+}
+
+/// The driver's `queue_list`: every queue the store knows.
+pub(super) async fn queue_list(engine: &SqliteEngine) -> Result<Vec<String>> {
+    engine.read("queue_list", |conn| {
+        conn.prepare_cached(
+            "SELECT DISTINCT queue FROM __alkstore_job UNION SELECT DISTINCT queue FROM __alkstore_dead \
+             UNION SELECT DISTINCT queue FROM __alkstore_done \
+             UNION SELECT DISTINCT queue FROM __alkstore_queue_throughput WHERE bucket > 0 ORDER BY 1",
+        )
+        .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+        .map_err(db("queue_list"))
+    })
+    .await
+}
+
+/// The driver's `queue_set_paused`: pause or resume a queue; whether that
+/// changed anything.
+pub(super) async fn queue_set_paused(
+    engine: &SqliteEngine,
+    params: Checked<QueuePauseParams>,
+    paused: bool,
+) -> Result<bool> {
+    let p = params.into_inner();
+    engine
+        .inner
+        .writer
+        .write("queue_set_paused", move |st| {
+            let changed = if paused {
+                st.conn
+                    .prepare_cached(
+                        "INSERT INTO __alkstore_queue_pause (queue, paused_at) VALUES (?1, ?2) \
+                         ON CONFLICT (queue) DO NOTHING",
+                    )
+                    .and_then(|mut s| s.execute(params![p.queue, st.clock.now()]))
+            } else {
+                st.conn
+                    .prepare_cached("DELETE FROM __alkstore_queue_pause WHERE queue = ?1")
+                    .and_then(|mut s| s.execute([&p.queue]))
+            };
+            changed.map(|n| n > 0).map_err(db("queue_set_paused"))
+        })
+        .await
+}
+
+/// The driver's `queue_paused`: the paused queues.
+pub(super) async fn queue_paused(engine: &SqliteEngine) -> Result<Vec<String>> {
+    engine
+        .read("queue_paused", |conn| {
+            conn.prepare_cached("SELECT queue FROM __alkstore_queue_pause ORDER BY queue")
+                .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+                .map_err(db("queue_paused"))
+        })
+        .await
+}
