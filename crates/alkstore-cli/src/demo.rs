@@ -142,16 +142,19 @@ pub(crate) async fn run(db: &str, args: DemoArgs) -> Result<()> {
     let elapsed = started.elapsed();
 
     let _ = stop_tx.send(true);
-    let report = worker.await.map_err(crate::bench::join_err)??;
+    let report = worker.await.map_err(crate::bench::support::join_err)??;
     let mut group_reports = Vec::new();
     for m in members {
         group_reports.push(
             m.await
-                .map_err(crate::bench::join_err)?
+                .map_err(crate::bench::support::join_err)?
                 .map_err(|e| Error::database("demo: consumer group", e))?,
         );
     }
-    let fired = scheduler.await.map_err(crate::bench::join_err)??.fired;
+    let fired = scheduler
+        .await
+        .map_err(crate::bench::support::join_err)??
+        .fired;
     summary(&store, &report, &group_reports, fired, elapsed, jobs).await?;
 
     if args.serve && !*interrupted.borrow() {

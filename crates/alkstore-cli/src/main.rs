@@ -1,15 +1,14 @@
 //! `alk`: manage, inspect and benchmark an alkstore store. This crate is glue:
-//! argument parsing and dispatch in `commands/mod.rs`, the larger command
-//! groups (`enqueue`, `job`, `dead`) and output formatting in modules beside
-//! it, benchmarks in `bench.rs`.
+//! argument parsing and dispatch in `commands/mod.rs`, with one module
+//! beside it per command group (jobs: `enqueue`, `job`; `dead` letters,
+//! `queues` (pause, resume), `streams`, `groups`, `schedules`, `locks`) and
+//! the output formatting they share (`output`, `text`). The larger commands
+//! have modules of their own: `serve` (the HTTP API and dashboard), `demo`,
+//! `exec_worker` (`alk worker`, a command per job), the benchmarks under
+//! `bench/` (`alk bench …`), and `testworker` (the hidden workers the tests
+//! and benchmarks start).
 
 mod bench;
-mod bench_group;
-mod bench_http;
-mod bench_lock;
-mod bench_soak;
-mod bench_stream;
-mod bench_tx;
 mod commands;
 mod demo;
 mod exec_worker;

@@ -4,7 +4,8 @@ use std::future::Future;
 use std::time::Duration;
 
 use crate::call::engine_call;
-use crate::{Checked, Limits, Result, SweepReport, Validate, Wake, WakeHub};
+use crate::sweep::{SweepParams, SweepReport};
+use crate::{Checked, Limits, Result, Wake, WakeHub};
 
 /// What an engine is and can do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,25 +21,12 @@ pub struct Capabilities {
     pub pushes_notifications: bool,
 }
 
-/// Parameters of a maintenance sweep: with `every`, only when nobody swept
-/// the store within that interval.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SweepParams {
-    /// Skip the sweep when another caller swept within this interval.
-    pub every: Option<Duration>,
-}
-
-impl Validate for SweepParams {
-    fn validate_params(&self, _limits: &Limits) -> Result<()> {
-        crate::validate::validate_duration("sweep interval", self.every)
-    }
-}
-
 /// The base of every engine: what it is, its limits, its wake hints, and
-/// store-wide maintenance. Each area (queues today; streams, groups,
-/// schedules, locks next) adds a driver trait on top (`QueueDriver`, …),
-/// and core gives every driver the traits callers use (`QueueEngine`,
-/// `QueueAdmin`, …) through the one wrapper in [`crate::call`].
+/// store-wide maintenance. Each area (queues, streams, consumer groups,
+/// schedules, locks, rate limits, job results, notify, transactions) adds
+/// a driver trait on top (`QueueDriver`, `StreamDriver`, …), and core
+/// gives every driver the traits callers use (`QueueEngine`, `QueueAdmin`,
+/// `StreamEngine`, …) through the one wrapper in [`crate::call`].
 pub trait Engine: Send + Sync + 'static {
     /// What this engine is and can do.
     fn capabilities(&self) -> Capabilities;

@@ -1,14 +1,36 @@
 //! Contract types shared by every alkstore engine: the [`Error`] type, the
-//! base [`Engine`] trait and one folder per area (`queue/`: the
-//! [`QueueEngine`] and [`QueueAdmin`] traits, their parameters and value
-//! shapes), shared input validation, and the injectable [`Clock`].
+//! base [`Engine`] trait with the store-wide sweep, one folder per
+//! primitive, shared input validation, and the injectable [`Clock`].
+//!
+//! The primitives, each a folder with its value shapes, call parameters,
+//! driver trait and caller trait:
+//!
+//! - [`queue`]: job queues: enqueue, claim, ack, retry, fail, snooze,
+//!   cancel, dead letters, pause and resume, throughput.
+//! - [`stream`]: event streams: append-only logs read in offset order,
+//!   with consumer offsets and retention.
+//! - [`group`]: consumer groups: a stream split into buckets, each leased
+//!   to one worker at a time, with checkpoints fenced by the lease epoch.
+//! - [`schedule`]: schedules (`@every`, cron) that enqueue a job at each
+//!   boundary, exactly once however many schedulers run.
+//! - [`lock`]: named, TTL-bounded locks with fencing tokens.
+//! - [`rate`]: rate limits: fixed windows counted in the store, shared by
+//!   every process.
+//! - [`results`]: job results, kept for a TTL, that others read or wait
+//!   for.
+//! - [`notify`]: notify/listen: ephemeral messages on named channels,
+//!   delivered at commit.
+//! - [`tx`]: the application's own transaction, in which every
+//!   primitive's writes commit with the application's SQL, or not at all.
 //!
 //! Engines (`alkstore-sqlite`, `alkstore-postgres`) implement the driver
-//! traits here ([`Engine`], [`QueueDriver`]) and know SQL and nothing else;
-//! the one wrapper in [`call`] gives every driver the traits callers use
-//! ([`QueueEngine`], [`QueueAdmin`]), validating, tracing, recording metrics
-//! and sending wake hints in one place. The runtime in the `alkstore` crate
-//! knows time, concurrency and handlers. Nothing in this crate touches a
+//! traits here ([`Engine`], [`QueueDriver`], [`StreamDriver`], …) and know
+//! SQL and nothing else; the one wrapper in [`call`] gives every driver the
+//! traits callers use ([`QueueEngine`], [`QueueAdmin`], [`StreamEngine`],
+//! …), validating, tracing, recording metrics and sending wake hints in one
+//! place. [`url`] parses store URLs and [`validate`] holds the checks and
+//! [`Limits`] every area shares. The runtime in the `alkstore` crate knows
+//! time, concurrency and handlers. Nothing in this crate touches a
 //! database.
 
 pub mod call;
@@ -23,6 +45,7 @@ pub mod rate;
 pub mod results;
 pub mod schedule;
 pub mod stream;
+mod sweep;
 pub mod tx;
 pub mod url;
 pub mod validate;
@@ -30,7 +53,7 @@ mod wake;
 
 pub use call::{Checked, Validate};
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use engine::{Capabilities, Engine, SweepParams};
+pub use engine::{Capabilities, Engine};
 pub use error::{BoxError, Error, ErrorKind, Result};
 pub use group::{GroupDriver, GroupEngine};
 pub use lock::{LockDriver, LockEngine};
@@ -40,13 +63,14 @@ pub use queue::{
     Enqueued, EnqueuedClaimed, Job, JobClaimParams, JobEnqueueClaimedParams, JobInfo,
     JobListParams, JobRetryParams, JobState, NewJob, QueueAdmin, QueueDriver, QueueEngine,
     QueueOpts, QueueStats, QueueThroughput, QueueThroughputParams, QueueTotals, RetryOutcome,
-    Settle, Settled, Settlement, SweepReport, ThroughputBucket, DEFAULT_MAX_ATTEMPTS,
-    THROUGHPUT_BUCKET_S, THROUGHPUT_RETENTION,
+    Settle, Settled, Settlement, ThroughputBucket, DEFAULT_MAX_ATTEMPTS, THROUGHPUT_BUCKET_S,
+    THROUGHPUT_RETENTION,
 };
 pub use rate::{RateDriver, RateEngine};
 pub use results::{ResultDriver, ResultEngine};
 pub use schedule::{ScheduleDriver, ScheduleEngine};
 pub use stream::{StreamDriver, StreamEngine};
+pub use sweep::{SweepParams, SweepReport};
 pub use tx::{Transaction, TxDriver};
 pub use validate::Limits;
 

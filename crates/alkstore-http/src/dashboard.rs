@@ -7,16 +7,14 @@
 //! in the `alk_token` cookie (HttpOnly, SameSite=Strict) and redirects to
 //! `/`, so the token leaves the address bar and the history.
 
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::{header, HeaderName, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use serde::Deserialize;
-use subtle::ConstantTimeEq;
 
 use crate::error::ApiError;
-use crate::guard::TOKEN_COOKIE;
+use crate::guard::{query_token, same, TOKEN_COOKIE};
 use crate::AppState;
 
 const INDEX_HTML: &str = include_str!("../assets/index.html");
@@ -47,16 +45,6 @@ pub(crate) fn routes() -> Router<AppState> {
         )
 }
 
-#[derive(Deserialize)]
-struct Login {
-    token: Option<String>,
-}
-
-/// The `token` query parameter of `uri`, percent-decoded.
-pub(crate) fn query_token(uri: &Uri) -> Option<String> {
-    Query::<Login>::try_from_uri(uri).ok()?.0.token
-}
-
 /// The page; or, for `/?token=…`, the login: the cookie, then a redirect.
 async fn index(State(app): State<AppState>, uri: Uri) -> Response {
     let Some(given) = query_token(&uri) else {
@@ -70,8 +58,7 @@ async fn index(State(app): State<AppState>, uri: Uri) -> Response {
     // The guard let the request in by its token, or by a cookie or header
     // already right; only the server's own token is ever kept.
     if let Some(token) = app.token.as_deref() {
-        let right: bool = given.as_bytes().ct_eq(token.as_bytes()).into();
-        if right {
+        if same(&given, token) {
             if !token.bytes().all(cookie_octet) {
                 return ApiError::invalid(
                     "token",

@@ -1,11 +1,17 @@
 //! Who may call the server: the bearer token (when one is set), the
 //! cross-site checks on every request that changes something, and the
 //! loopback Host check that keeps DNS rebinding out of an unprotected server.
+//!
+//! It owns the token's reading and checking too (the `Authorization`
+//! header, the dashboard's cookie, the `/?token=…` login link, the
+//! constant-time compare), which the dashboard's login uses: the dashboard
+//! depends on the guard, never the other way round.
 
-use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::extract::{Query, Request, State};
+use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
 use subtle::ConstantTimeEq;
 
 use crate::error::ApiError;
@@ -55,7 +61,7 @@ pub(crate) async fn guard(State(app): State<AppState>, req: Request, next: Next)
 
 /// Constant-time equality, so the time a wrong token takes to refuse says
 /// nothing about how much of it was right.
-fn same(given: &str, token: &str) -> bool {
+pub(crate) fn same(given: &str, token: &str) -> bool {
     given.as_bytes().ct_eq(token.as_bytes()).into()
 }
 
@@ -84,7 +90,17 @@ fn login_link(req: &Request) -> Option<String> {
     if req.method() != Method::GET || req.uri().path() != "/" {
         return None;
     }
-    crate::dashboard::query_token(req.uri())
+    query_token(req.uri())
+}
+
+#[derive(Deserialize)]
+struct Login {
+    token: Option<String>,
+}
+
+/// The `token` query parameter of `uri`, percent-decoded.
+pub(crate) fn query_token(uri: &Uri) -> Option<String> {
+    Query::<Login>::try_from_uri(uri).ok()?.0.token
 }
 
 fn changes_something(m: &Method) -> bool {

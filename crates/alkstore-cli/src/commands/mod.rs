@@ -124,7 +124,7 @@ enum Command {
     Serve(crate::serve::ServeArgs),
     /// Run benchmarks; one line of figures per scenario.
     #[command(subcommand)]
-    Bench(BenchCommand),
+    Bench(bench::BenchCommand),
     /// A worker whose handler logs `id attempt` per job to a file; used by
     /// the crash tests. Stops gracefully on SIGTERM or Ctrl-C.
     #[command(name = "test-worker", hide = true)]
@@ -140,55 +140,10 @@ enum Command {
     TestEnqueueTimed(crate::testworker::TestEnqueueTimedArgs),
 }
 
-#[derive(Debug, Subcommand)]
-pub(crate) enum BenchCommand {
-    /// Queue throughput scenarios on fresh databases.
-    Queue(bench::QueueBenchArgs),
-    /// Worker runtime: wake latency and end-to-end throughput.
-    Worker(bench::WorkerBenchArgs),
-    /// Streams: publish (single and batched), replay, live latency.
-    Stream(crate::bench_stream::StreamBenchArgs),
-    /// Consumer groups of worker processes: throughput with 1, 2 and 4
-    /// workers, failover after SIGKILL, rebalance when a worker joins.
-    Group(crate::bench_group::GroupBenchArgs),
-    /// Locks: acquire+release cycles per second, alone and with 8
-    /// contenders for one lock.
-    Lock(crate::bench_lock::LockBenchArgs),
-    /// Schedules: how long after its boundary a job is enqueued.
-    Schedule(crate::bench_lock::LockBenchArgs),
-    /// Steady enqueue and work for N minutes: throughput per minute and
-    /// the job table's size, to show decay.
-    Soak(crate::bench_soak::SoakArgs),
-    /// The HTTP API from keep-alive clients: enqueue, claim+ack, long-poll
-    /// wake latency.
-    Http(bench::ScenarioArgs),
-}
-
 /// Run a parsed command line.
 pub(crate) async fn run(cli: Cli) -> Result<()> {
-    if let Command::Bench(BenchCommand::Queue(args)) = cli.command {
-        return bench::run_queue(args).await;
-    }
-    if let Command::Bench(BenchCommand::Worker(args)) = cli.command {
-        return bench::run_worker(args).await;
-    }
-    if let Command::Bench(BenchCommand::Stream(args)) = cli.command {
-        return crate::bench_stream::run(args).await;
-    }
-    if let Command::Bench(BenchCommand::Group(args)) = cli.command {
-        return crate::bench_group::run(args).await;
-    }
-    if let Command::Bench(BenchCommand::Lock(args)) = cli.command {
-        return crate::bench_lock::run_lock(args).await;
-    }
-    if let Command::Bench(BenchCommand::Http(args)) = cli.command {
-        return crate::bench_http::run(args).await;
-    }
-    if let Command::Bench(BenchCommand::Soak(args)) = cli.command {
-        return crate::bench_soak::run(args).await;
-    }
-    if let Command::Bench(BenchCommand::Schedule(args)) = cli.command {
-        return crate::bench_lock::run_schedule(args).await;
+    if let Command::Bench(cmd) = cli.command {
+        return bench::run(cmd).await;
     }
     if let Command::Demo(args) = cli.command {
         return crate::demo::run(&cli.db, args).await;

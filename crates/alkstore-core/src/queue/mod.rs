@@ -18,6 +18,10 @@ pub use params::*;
 pub use rescue::RescueSchedule;
 pub use types::*;
 
+// The sweep's report is store-wide (`crate::sweep`); this path is kept for
+// callers.
+pub use crate::sweep::SweepReport;
+
 // Validation lives beside every area; these paths are kept for callers.
 pub use crate::validate::{
     secs, validate_duration, validate_queue_name, validate_text, validate_time, validate_worker,

@@ -639,24 +639,6 @@ impl QueueStats {
     }
 }
 
-/// What a maintenance sweep did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SweepReport {
-    /// Pending jobs past their expiry, moved to dead as `expired`.
-    pub expired: u64,
-    /// Expired claims with attempts left, handed back (pending again).
-    pub rescued: u64,
-    /// Expired claims on their last attempt, moved to dead as `exhausted`
-    /// (or `cancelled` when their cancellation was requested).
-    pub exhausted: u64,
-    /// Dead letters past their retention, deleted.
-    pub dead_pruned: u64,
-    /// Kept completed jobs past their retention, deleted.
-    pub completed_pruned: u64,
-    /// Stream events past their stream's retention, deleted.
-    pub events_trimmed: u64,
-}
-
 /// The retry delay in seconds after `attempt` failed: `base * 2^(attempt-1)`,
 /// capped at one day, plus up to 25 % jitter derived from `seed` (the job id) so
 /// jobs that failed together do not come back together.
@@ -687,53 +669,4 @@ pub fn backoff_delay_s(base_s: i64, attempt: u32, seed: i64) -> i64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn job(state: JobState, attempts: u32, run_at: i64) -> JobInfo {
-        JobInfo {
-            id: 1,
-            queue: "q".into(),
-            state,
-            payload: Vec::new(),
-            priority: 0,
-            attempts,
-            max_attempts: DEFAULT_MAX_ATTEMPTS,
-            run_at,
-            created_at: 0,
-            expires_at: None,
-            worker: Some("w".into()),
-            claim_expires_at: Some(500),
-            unique_key: None,
-            last_error: None,
-            dead_reason: None,
-            died_at: None,
-            errors: Vec::new(),
-            cancel_requested: false,
-        }
-    }
-
-    #[test]
-    fn pending_jobs_due_later_show_retryable_or_scheduled() {
-        let now = 100;
-        assert_eq!(job(JobState::Pending, 1, 160).shown_state(now), "retryable");
-        assert_eq!(job(JobState::Pending, 0, 160).shown_state(now), "scheduled");
-        assert_eq!(job(JobState::Pending, 1, 100).shown_state(now), "pending");
-        assert_eq!(job(JobState::Dead, 1, 160).shown_state(now), "dead");
-        assert_eq!(
-            job(JobState::Processing, 1, 160).shown_state(now),
-            "processing"
-        );
-    }
-
-    #[test]
-    fn only_a_processing_job_shows_its_claim() {
-        assert_eq!(
-            job(JobState::Processing, 1, 0).live_claim_expires_at(),
-            Some(500)
-        );
-        for state in [JobState::Dead, JobState::Completed, JobState::Pending] {
-            assert_eq!(job(state, 1, 0).live_claim_expires_at(), None, "{state:?}");
-        }
-    }
-}
+mod tests;

@@ -1,288 +1,30 @@
-//! Atomic requests over HTTP: a list of writes of every primitive
-//! (enqueue, publish, settle a claim, commit an offset, checkpoint a group
-//! bucket, notify, fence with a lock, change a schedule) run in order in
-//! one transaction ([`Store::begin`](alkstore::Store::begin)), all or none.
-//!
-//! Each op is the body of the single call it stands for, plus the values
-//! that call takes in its path (`queue`, `stream`, `consumer`, `id`,
-//! `name`) and an `op` tag: `{"op": "enqueue", "queue": "emails",
-//! "payload": {…}}` is `POST /api/v1/queues/emails/jobs` with body
-//! `{"payload": {…}}`. The first op that fails rolls everything back, and
-//! the error names it (`op_index`, `op`, `field` `ops[i].…`).
+//! Every kind of op an atomic request takes: its tag, the single call it
+//! stands for, how its fields are read into a [`Write`], and how the
+//! OpenAPI document shows it ([`AtomicOp`], one schema per kind). The one
+//! table, `KINDS`, serves both, so what is read and what is documented
+//! cannot drift apart.
 
 use std::time::Duration;
 
-use alkstore::{Claim, JobRetryParams, NewJob, Tx};
 use alkstore_core::group::GroupCheckpointParams;
 use alkstore_core::lock::LockFenceParams;
 use alkstore_core::notify::NotifyParams;
-use alkstore_core::queue::{JobFailParams, JobSnoozeParams};
-use alkstore_core::schedule::ScheduleSetParams;
-use alkstore_core::stream::{NewEvent, StreamOffsetCommitParams};
-use axum::extract::State;
+use alkstore_core::queue::JobSnoozeParams;
 use axum::http::StatusCode;
-use axum::Json;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use tracing::Instrument as _;
 use utoipa::openapi::schema::{
     Discriminator, Object, ObjectBuilder, OneOfBuilder, Schema, SchemaFormat, Type,
 };
 use utoipa::openapi::{KnownFormat, Ref, RefOr};
 use utoipa::{PartialSchema, ToSchema};
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
-use crate::error::{ApiError, ApiResult, ErrorBody};
-use crate::extract::ApiJson;
-use crate::queues::{
-    ClaimRef, Done, EnqueueBatchRequest, EnqueueRequest, EnqueuedJob, EnqueuedJobs, FailRequest,
-    RetryRequest, RetryResponse, MAX_BATCH,
-};
-use crate::schedules::{Removed, ScheduleRequest, ScheduleView};
-use crate::streams::{CommitRequest, OffsetView, PublishRequest, Published};
-use crate::AppState;
-
-/// The most ops one atomic request may carry.
-pub const MAX_OPS: usize = 100;
-
-/// The most rows one atomic request may write: each job of an enqueue and
-/// each event of a publish counts one, every other op one.
-pub const MAX_WRITES: usize = MAX_BATCH;
-
-pub(crate) fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(atomic))
-}
-
-/// Writes to run in order in one transaction, all or none.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AtomicRequest {
-    /// 1 to 100 ops, run in this order. Together they may write at most
-    /// 1,000 rows (each job of an enqueue and each event of a publish
-    /// counts one, every other op one).
-    #[schema(value_type = Vec<AtomicOp>, min_items = 1, max_items = 100)]
-    pub ops: Vec<Value>,
-}
-
-/// Every op's result, in request order.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct AtomicResponse {
-    /// One per op, tagged with its `op`, shaped as the single call's
-    /// response.
-    pub results: Vec<AtomicResult>,
-}
-
-/// Snooze a claimed job: it runs again after the delay, without using an
-/// attempt.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SnoozeRequest {
-    /// The worker named in the claim.
-    #[schema(min_length = 1, max_length = 200, pattern = "^[^\\u0000]+$")]
-    pub worker: String,
-    /// The claim's token.
-    pub token: i64,
-    /// Run again after this many milliseconds (whole seconds: due times
-    /// are kept in seconds).
-    #[schema(maximum = 1_099_511_627_776_999_u64)]
-    pub delay_ms: u64,
-}
-
-/// Move a consumer group bucket's checkpoint, fenced by the lease epoch:
-/// refused unless the worker still holds the bucket under that epoch.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct GroupCheckpointRequest {
-    /// The group.
-    #[schema(min_length = 1, max_length = 200, pattern = "^[^\\u0000]+$")]
-    pub group: String,
-    /// The bucket, from 0.
-    pub bucket: u32,
-    /// The worker holding the bucket's lease.
-    #[schema(min_length = 1, max_length = 200, pattern = "^[^\\u0000]+$")]
-    pub worker: String,
-    /// The epoch the lease was claimed under.
-    pub epoch: i64,
-    /// The last offset handled in the bucket (checkpoints never move
-    /// back: a lower one leaves it where it is).
-    #[schema(minimum = 0)]
-    pub offset: i64,
-}
-
-/// A notification, sent to listeners when the transaction commits.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct NotifyRequest {
-    /// The channel.
-    #[schema(min_length = 1, max_length = 200, pattern = "^[^\\u0000]+$")]
-    pub channel: String,
-    /// Text, at most 7,000 bytes, no NUL.
-    #[serde(default)]
-    #[schema(max_length = 7000, pattern = "^[^\\u0000]*$")]
-    pub payload: String,
-}
-
-/// Fence the request's writes with a lock: refused unless the token is
-/// still the holder's, and the lock cannot pass on before the transaction
-/// ends.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct LockFenceRequest {
-    /// The lock.
-    #[schema(min_length = 1, max_length = 200, pattern = "^[^\\u0000]+$")]
-    pub name: String,
-    /// The fencing token its acquire returned.
-    #[schema(minimum = 1)]
-    pub token: i64,
-}
-
-/// An op whose single call takes no body.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct NoBody {}
-
-/// When a snoozed job runs again.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct Snoozed {
-    /// When it is due (unix seconds).
-    pub run_at: i64,
-}
-
-/// A group bucket's checkpoint.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct CheckpointView {
-    /// The checkpoint saved after the op (never lower than before).
-    pub checkpoint: i64,
-}
-
-/// One op's result, tagged with its `op`.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(tag = "op", rename_all = "snake_case")]
-pub enum AtomicResult {
-    /// The job's id (or its duplicate's).
-    Enqueue(EnqueuedJob),
-    /// The jobs' ids, in request order.
-    EnqueueBatch(EnqueuedJobs),
-    /// The events' offsets, in request order.
-    Publish(Published),
-    /// Acked (always `done: true`: a claim no longer held fails the
-    /// request).
-    Ack(Done),
-    /// What the retry did.
-    Retry(RetryResponse),
-    /// Dead now (always `done: true`).
-    Fail(Done),
-    /// When the job runs again.
-    Snooze(Snoozed),
-    /// The consumer's offset after the op.
-    OffsetCommit(OffsetView),
-    /// The bucket's checkpoint after the op.
-    GroupCheckpoint(CheckpointView),
-    /// Sent at commit.
-    Notify,
-    /// The lock is held under the token until the transaction ends.
-    LockFence,
-    /// The schedule as set.
-    ScheduleSet(ScheduleView),
-    /// Whether there was such a schedule.
-    ScheduleRemove(Removed),
-    /// The schedule, paused.
-    SchedulePause(ScheduleView),
-    /// The schedule, resumed.
-    ScheduleResume(ScheduleView),
-}
-
-/// One op, parsed: what to run in the transaction.
-#[derive(Debug)]
-enum Write {
-    Enqueue(NewJob),
-    EnqueueBatch(Vec<NewJob>),
-    Publish(Vec<NewEvent>),
-    Ack(Claim),
-    Retry(JobRetryParams),
-    Fail(JobFailParams),
-    Snooze(JobSnoozeParams),
-    OffsetCommit(StreamOffsetCommitParams),
-    GroupCheckpoint(GroupCheckpointParams),
-    Notify(NotifyParams),
-    LockFence(LockFenceParams),
-    ScheduleSet(ScheduleSetParams),
-    ScheduleRemove(String),
-    SchedulePause(String),
-    ScheduleResume(String),
-}
-
-impl Write {
-    /// Rows it writes, against [`MAX_WRITES`].
-    fn rows(&self) -> usize {
-        match self {
-            Write::EnqueueBatch(jobs) => jobs.len(),
-            Write::Publish(events) => events.len(),
-            _ => 1,
-        }
-    }
-
-    /// Run it inside `tx`.
-    async fn run(self, tx: &mut Tx) -> alkstore::Result<AtomicResult> {
-        Ok(match self {
-            Write::Enqueue(job) => {
-                let out = tx.job_enqueue(vec![job]).await?;
-                let first = out
-                    .into_iter()
-                    .next()
-                    .ok_or_else(|| alkstore::Error::database("enqueue", "no id returned"))?;
-                AtomicResult::Enqueue(first.into())
-            }
-            Write::EnqueueBatch(jobs) => {
-                let out = tx.job_enqueue(jobs).await?;
-                AtomicResult::EnqueueBatch(EnqueuedJobs {
-                    jobs: out.into_iter().map(EnqueuedJob::from).collect(),
-                })
-            }
-            Write::Publish(events) => AtomicResult::Publish(Published {
-                offsets: tx.stream_publish(events).await?,
-            }),
-            Write::Ack(claim) => {
-                tx.job_ack(claim).await?;
-                AtomicResult::Ack(Done { done: true })
-            }
-            Write::Retry(p) => AtomicResult::Retry(tx.job_retry(p).await?.into()),
-            Write::Fail(p) => {
-                tx.job_fail(p).await?;
-                AtomicResult::Fail(Done { done: true })
-            }
-            Write::Snooze(p) => AtomicResult::Snooze(Snoozed {
-                run_at: tx.job_snooze(p).await?,
-            }),
-            Write::OffsetCommit(p) => AtomicResult::OffsetCommit(OffsetView {
-                offset: Some(tx.stream_offset_commit(p).await?),
-            }),
-            Write::GroupCheckpoint(p) => AtomicResult::GroupCheckpoint(CheckpointView {
-                checkpoint: tx.group_checkpoint(p).await?,
-            }),
-            Write::Notify(p) => {
-                tx.notify(p.channel, p.payload).await?;
-                AtomicResult::Notify
-            }
-            Write::LockFence(p) => {
-                tx.lock_fence(p.name, p.token).await?;
-                AtomicResult::LockFence
-            }
-            Write::ScheduleSet(p) => AtomicResult::ScheduleSet(tx.schedule_set(p).await?.into()),
-            Write::ScheduleRemove(name) => AtomicResult::ScheduleRemove(Removed {
-                removed: tx.schedule_remove(name).await?,
-            }),
-            Write::SchedulePause(name) => {
-                AtomicResult::SchedulePause(tx.schedule_pause(name).await?.into())
-            }
-            Write::ScheduleResume(name) => {
-                AtomicResult::ScheduleResume(tx.schedule_resume(name).await?.into())
-            }
-        })
-    }
-}
+use super::wire::{GroupCheckpointRequest, LockFenceRequest, NoBody, NotifyRequest, SnoozeRequest};
+use super::write::Write;
+use crate::error::{ApiError, ApiResult};
+use crate::queues::{ClaimRef, EnqueueBatchRequest, EnqueueRequest, FailRequest, RetryRequest};
+use crate::schedules::ScheduleRequest;
+use crate::streams::{CommitRequest, PublishRequest};
 
 /// A value a single call takes in its path, which its op carries as a
 /// field.
@@ -383,8 +125,8 @@ type SchemaFn = fn(&mut Vec<(String, RefOr<Schema>)>) -> RefOr<Schema>;
 
 /// One kind of op: its tag, the single call it stands for, and how to
 /// read it.
-struct Kind {
-    op: &'static str,
+pub(super) struct Kind {
+    pub(super) op: &'static str,
     /// Its schema's name in the document.
     component: &'static str,
     /// What it does (the schema's description).
@@ -396,7 +138,7 @@ struct Kind {
     /// The op's fields (tag taken out) as a write.
     parse: fn(Map<String, Value>) -> ApiResult<Write>,
     /// The field at fault when what it needs is no longer the caller's.
-    held_field: &'static str,
+    pub(super) held_field: &'static str,
 }
 
 const Q: &[PathField] = &[PathField::Queue];
@@ -661,7 +403,7 @@ impl ToSchema for AtomicOp {
 }
 
 /// Read op `index`: its tag, then the rest as that kind's fields.
-fn parse(index: usize, op: Value) -> ApiResult<(&'static Kind, Write)> {
+pub(super) fn parse(index: usize, op: Value) -> ApiResult<(&'static Kind, Write)> {
     let bad = |field: &str, message: String| ApiError::invalid(field, message).in_op(index, None);
     let Value::Object(mut fields) = op else {
         let e = ApiError::new(
@@ -687,112 +429,6 @@ fn parse(index: usize, op: Value) -> ApiResult<(&'static Kind, Write)> {
     };
     let write = (kind.parse)(fields).map_err(|e| e.in_op(index, Some(kind.op)))?;
     Ok((kind, write))
-}
-
-/// Run writes atomically.
-///
-/// Run 1 to 100 ops (at most 1,000 rows written in all) in order in one
-/// transaction: all commit together or none does. Each op is the body of
-/// the single call it stands for (same fields, same payload encoding),
-/// with that call's path values as fields and an `op` tag: `enqueue`,
-/// `enqueue_batch`, `publish`, `ack`, `retry`, `fail`, `snooze`,
-/// `offset_commit`, `group_checkpoint`, `notify`, `lock_fence`,
-/// `schedule_set`, `schedule_remove`, `schedule_pause`,
-/// `schedule_resume`. The settles (`ack`, `retry`, `fail`, `snooze`) need
-/// the claim to be held still, `group_checkpoint` the lease under its
-/// epoch, `lock_fence` the lock under its token, each until the commit:
-/// otherwise the request fails with 409 `not_held`. Any failure rolls the
-/// whole request back and the error names the op (`op_index` from 0, `op`,
-/// `field` as `ops[i].field`). Jobs and events committed here wake waiting
-/// claims and reads at once, and notifications go out at commit.
-#[utoipa::path(post, path = "/api/v1/atomic", tag = "atomic",
-    request_body = AtomicRequest,
-    responses((status = 200, description = "Every op ran and all committed together: one result per op, in request order", body = AtomicResponse),
-        (status = 400, description = "Bad input (in op `op_index`, or too many ops or rows); nothing written", body = ErrorBody),
-        (status = 404, description = "An op's schedule does not exist (pause, resume); nothing written", body = ErrorBody),
-        (status = 409, description = "An op's claim, lease epoch or lock token is no longer the caller's (`not_held`, naming the op); nothing written", body = ErrorBody),
-        (status = 413, description = "A payload too large, or the body over the server's limit; nothing written", body = ErrorBody)))]
-async fn atomic(
-    State(app): State<AppState>,
-    ApiJson(req): ApiJson<AtomicRequest>,
-) -> ApiResult<Json<AtomicResponse>> {
-    let span = tracing::debug_span!("alkstore.http.atomic", ops = req.ops.len());
-    let out = run(&app, req).instrument(span).await;
-    let outcome = match &out {
-        Ok(_) => "committed".to_string(),
-        Err(e) => e.code().to_string(),
-    };
-    metrics::counter!("alkstore_http_atomic_requests_total", "outcome" => outcome).increment(1);
-    out.map(Json)
-}
-
-async fn run(app: &AppState, req: AtomicRequest) -> ApiResult<AtomicResponse> {
-    if req.ops.is_empty() || req.ops.len() > MAX_OPS {
-        return Err(ApiError::invalid(
-            "ops",
-            format!("must hold 1 to {MAX_OPS} ops"),
-        ));
-    }
-    // Every op is read before the transaction begins: bad input costs no
-    // transaction (on SQLite, no wait for the write lock).
-    let writes = req
-        .ops
-        .into_iter()
-        .enumerate()
-        .map(|(i, op)| parse(i, op))
-        .collect::<ApiResult<Vec<_>>>()?;
-    let rows: usize = writes.iter().map(|(_, w)| w.rows()).sum();
-    if rows > MAX_WRITES {
-        return Err(ApiError::invalid(
-            "ops",
-            format!("the ops write {rows} rows; at most {MAX_WRITES} in one request"),
-        ));
-    }
-    let mut tx = app.store.begin().await?;
-    let mut results = Vec::with_capacity(writes.len());
-    for (index, (kind, write)) in writes.into_iter().enumerate() {
-        match write.run(&mut tx).await {
-            Ok(r) => results.push(r),
-            Err(e) => {
-                let not_held = e.kind() == alkstore::ErrorKind::NotHeld;
-                if let Err(rb) = tx.rollback().await {
-                    tracing::warn!(error = %rb, "rolling back a failed atomic request failed");
-                }
-                let mut err = ApiError::from(e);
-                if not_held {
-                    err = err.with_field(kind.held_field);
-                }
-                tracing::debug!(op_index = index, op = kind.op, "atomic request rolled back");
-                return Err(err.in_op(index, Some(kind.op)));
-            }
-        }
-    }
-    tx.commit().await?;
-    for r in &results {
-        metrics::counter!("alkstore_http_atomic_ops_total", "op" => result_op(r)).increment(1);
-    }
-    Ok(AtomicResponse { results })
-}
-
-/// A result's `op` tag.
-fn result_op(r: &AtomicResult) -> &'static str {
-    match r {
-        AtomicResult::Enqueue(_) => "enqueue",
-        AtomicResult::EnqueueBatch(_) => "enqueue_batch",
-        AtomicResult::Publish(_) => "publish",
-        AtomicResult::Ack(_) => "ack",
-        AtomicResult::Retry(_) => "retry",
-        AtomicResult::Fail(_) => "fail",
-        AtomicResult::Snooze(_) => "snooze",
-        AtomicResult::OffsetCommit(_) => "offset_commit",
-        AtomicResult::GroupCheckpoint(_) => "group_checkpoint",
-        AtomicResult::Notify => "notify",
-        AtomicResult::LockFence => "lock_fence",
-        AtomicResult::ScheduleSet(_) => "schedule_set",
-        AtomicResult::ScheduleRemove(_) => "schedule_remove",
-        AtomicResult::SchedulePause(_) => "schedule_pause",
-        AtomicResult::ScheduleResume(_) => "schedule_resume",
-    }
 }
 
 #[cfg(test)]

@@ -16,10 +16,10 @@ use alkstore::lock::{LockAcquireParams, LockReleaseParams};
 use alkstore::schedule::{ScheduleSetParams, Scheduler};
 use alkstore::{AnyEngine, Clock, LockEngine, Result, ScheduleEngine, Store, SystemClock};
 
-use crate::bench::{join_err, percentile, scaled};
+use super::support::{join_err, percentile, scaled};
 
 /// Arguments of `alk bench lock` and `alk bench schedule`.
-pub(crate) type LockBenchArgs = crate::bench::ScenarioArgs;
+pub(crate) type LockBenchArgs = super::support::ScenarioArgs;
 
 const LOCK_SCENARIOS: &[&str] = &["lock_uncontended", "lock_8_contenders"];
 const SCHEDULE_SCENARIOS: &[&str] = &["fire_latency"];

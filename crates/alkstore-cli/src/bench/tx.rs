@@ -26,7 +26,8 @@ use std::time::Instant;
 
 use alkstore::{JobCtx, Result, Store, Worker};
 
-use crate::bench::{bench_worker_opts, check, env_or, fill, percentile, Target};
+use super::group_workers::consume;
+use super::support::{bench_worker_opts, check, env_or, fill, median, scaled, Target};
 use crate::testworker::{create_business_table, insert_row};
 
 /// The two ways the scenarios write their row.
@@ -84,15 +85,6 @@ pub(crate) async fn worker_tx(target: &Target, jobs: usize, rounds: usize) -> Re
         single / b,
     );
     Ok(())
-}
-
-/// The median (of an even count: the mean of the middle two).
-pub(crate) fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        n if n > 0 && n % 2 == 0 => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-        _ => percentile(&v, 0.5),
-    }
 }
 
 /// One run of `worker_tx`: jobs per second.
@@ -171,7 +163,7 @@ const GROUP_TX_ROUNDS: usize = 2;
 /// medians and the speedup of `in_tx`.
 pub(crate) async fn group_tx(target: &Target, scale: f64) -> Result<()> {
     let engine = target.name();
-    let n = crate::bench::scaled(GROUP_TX_EVENTS, scale);
+    let n = scaled(GROUP_TX_EVENTS, scale);
     let (mut in_tx, mut own_tx) = (Vec::new(), Vec::new());
     for round in 1..=GROUP_TX_ROUNDS {
         for variant in [Variant::InTx, Variant::OwnTx] {
@@ -183,7 +175,7 @@ pub(crate) async fn group_tx(target: &Target, scale: f64) -> Result<()> {
                 Variant::OwnTx => "--own-tx-table",
             };
             let extra = [flag.to_string(), table];
-            let secs = crate::bench_group::consume(&fresh.engine, &fresh.url, 1, n, &extra).await?;
+            let secs = consume(&fresh.engine, &fresh.url, 1, n, &extra).await?;
             fresh.cleanup().await?;
             let rate = n as f64 / secs;
             println!(

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use alkstore::{AnyEngine, EnqueueOpts, JobCtx, NewJob, QueueEngine, Result, Store, Worker};
 use clap::Args;
 
-use crate::bench::{join_err, Target};
+use super::support::{join_err, Target};
 
 /// Arguments of `alk bench soak`.
 #[derive(Debug, Args)]
@@ -183,7 +183,7 @@ impl Load {
                     async { Ok(()) }
                 })
                 .concurrency("soak", 1_000)
-                .opts(crate::bench::bench_worker_opts())
+                .opts(super::support::bench_worker_opts())
                 .run_until(async move {
                     let _ = stop_worker.wait_for(|s| *s).await;
                 }),

@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 use alkstore::stream::{Event, NewEvent, StreamReadParams, SubscribeOpts};
 use alkstore::{AnyEngine, Result, Store, StreamEngine};
 
-use crate::bench::{join_err, percentile, scaled};
+use super::support::{join_err, percentile, scaled};
 
 /// Arguments of `alk bench stream`.
-pub(crate) type StreamBenchArgs = crate::bench::ScenarioArgs;
+pub(crate) type StreamBenchArgs = super::support::ScenarioArgs;
 
 const SCENARIOS: &[&str] = &[
     "publish_single_4tasks",

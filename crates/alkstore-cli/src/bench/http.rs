@@ -13,7 +13,7 @@ use alkstore::{Error, Result, Store};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
-use crate::bench::{fill, join_err, percentile, scaled, ScenarioArgs, Target};
+use super::support::{fill, join_err, percentile, scaled, ScenarioArgs, Target};
 
 const SCENARIOS: &[&str] = &[
     "http_enqueue_4conns",
