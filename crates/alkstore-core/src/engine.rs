@@ -1,6 +1,8 @@
 //! The base trait every engine implements, whatever areas it serves.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::call::engine_call;
@@ -21,6 +23,68 @@ pub struct Capabilities {
     pub pushes_notifications: bool,
 }
 
+/// What every engine keeps the same way: the store's limits, this
+/// process's wake hub, and whether the engine was closed. An engine holds
+/// one and hands it out through [`Engine::state`]; the trait's `limits`,
+/// `wake_hub`, `is_closed` and (unless the engine has more to release)
+/// `close` come from it.
+///
+/// ```
+/// use alkstore_core::{EngineState, Limits};
+/// let state = EngineState::new(Limits::default());
+/// assert!(!state.is_closed());
+/// state.mark_closed();
+/// assert!(state.is_closed());
+/// ```
+#[derive(Debug)]
+pub struct EngineState {
+    limits: Limits,
+    wake: Arc<WakeHub>,
+    closed: AtomicBool,
+}
+
+impl Default for EngineState {
+    fn default() -> Self {
+        EngineState::new(Limits::default())
+    }
+}
+
+impl EngineState {
+    /// A fresh, open engine's state under `limits`.
+    pub fn new(limits: Limits) -> Self {
+        EngineState {
+            limits,
+            wake: Arc::new(WakeHub::default()),
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    /// The store's limits.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// This process's wake hub.
+    pub fn wake_hub(&self) -> &WakeHub {
+        &self.wake
+    }
+
+    /// The wake hub, shared: for a watcher that holds it weakly.
+    pub fn wake_handle(&self) -> &Arc<WakeHub> {
+        &self.wake
+    }
+
+    /// Refuse every later call (see [`Engine::close`]).
+    pub fn mark_closed(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the engine was closed.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+}
+
 /// The base of every engine: what it is, its limits, its wake hints, and
 /// store-wide maintenance. Each area (queues, streams, consumer groups,
 /// schedules, locks, rate limits, job results, notify, transactions) adds
@@ -31,23 +95,34 @@ pub trait Engine: Send + Sync + 'static {
     /// What this engine is and can do.
     fn capabilities(&self) -> Capabilities;
 
+    /// The state every engine keeps the same way (see [`EngineState`]).
+    fn state(&self) -> &EngineState;
+
     /// The store's limits, which every call's parameters are checked against.
-    fn limits(&self) -> &Limits;
+    fn limits(&self) -> &Limits {
+        self.state().limits()
+    }
 
     /// Where this process's wake hints are sent: the wrapper hints here after
     /// a write that made jobs claimable, so workers in this process wake at
     /// once (others learn from the engine's cross-process signal).
-    fn wake_hub(&self) -> &WakeHub;
+    fn wake_hub(&self) -> &WakeHub {
+        self.state().wake_hub()
+    }
 
     /// Stop accepting calls: every later call through the engine's traits
     /// fails with [`Error::Closed`](crate::Error::Closed) before it reaches
     /// the database, on every clone of this engine. Calls already running
     /// finish. Engines also release what they hold (PostgreSQL closes its
     /// pools). Idempotent.
-    fn close(&self);
+    fn close(&self) {
+        self.state().mark_closed();
+    }
 
     /// Whether [`Engine::close`] was called (on this engine or a clone).
-    fn is_closed(&self) -> bool;
+    fn is_closed(&self) -> bool {
+        self.state().is_closed()
+    }
 
     /// Subscribe to wake hints: commits that may have made jobs claimable.
     /// Delayed jobs and expired claims send no hint; they come due on whole

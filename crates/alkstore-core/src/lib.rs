@@ -53,7 +53,7 @@ mod wake;
 
 pub use call::{Checked, Validate};
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use engine::{Capabilities, Engine};
+pub use engine::{Capabilities, Engine, EngineState};
 pub use error::{BoxError, Error, ErrorKind, Result};
 pub use group::{GroupDriver, GroupEngine};
 pub use lock::{LockDriver, LockEngine};

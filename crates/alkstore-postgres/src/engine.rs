@@ -3,9 +3,7 @@
 //! in `sweep.rs`).
 
 use alkstore_core::queue::secs;
-use alkstore_core::{
-    Capabilities, Checked, Engine, Limits, Result, SweepParams, SweepReport, WakeHub,
-};
+use alkstore_core::{Capabilities, Checked, Engine, EngineState, Result, SweepParams, SweepReport};
 
 use crate::PgEngine;
 
@@ -18,12 +16,8 @@ impl Engine for PgEngine {
         }
     }
 
-    fn limits(&self) -> &Limits {
-        &self.inner.opts.limits
-    }
-
-    fn wake_hub(&self) -> &WakeHub {
-        &self.inner.wake
+    fn state(&self) -> &EngineState {
+        &self.inner.state
     }
 
     async fn flush(&self) {
@@ -31,17 +25,11 @@ impl Engine for PgEngine {
     }
 
     fn close(&self) {
-        self.inner
-            .closed
-            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.inner.state.mark_closed();
         self.inner.pool.close();
         if let Some(pool) = &self.inner.relaxed_pool {
             pool.close();
         }
-    }
-
-    fn is_closed(&self) -> bool {
-        self.inner.closed.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     fn wake_subscribe(&self) -> tokio::sync::broadcast::Receiver<alkstore_core::Wake> {

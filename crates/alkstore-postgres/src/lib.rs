@@ -63,7 +63,7 @@ use std::time::Duration;
 
 use alkstore_core::queue::RescueSchedule;
 use alkstore_core::url::mask_password;
-use alkstore_core::{Clock, Error, Limits, Result, Wake, WakeHub};
+use alkstore_core::{Clock, EngineState, Error, Limits, Result, Wake};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 
 /// The `sqlx` this engine is built with (feature `sqlx`): open the
@@ -154,7 +154,8 @@ struct Inner {
     opts: PgOptions,
     /// When each queue's expired rows were last handed back.
     rescues: Mutex<RescueSchedule>,
-    wake: listen::Hub,
+    /// Limits, the wake hub, and whether `Engine::close` was called.
+    state: EngineState,
     /// Sends other processes the wake-ups of autocommit writes, after
     /// their commit.
     announce: announce::Announcer,
@@ -164,8 +165,6 @@ struct Inner {
     listener_started: AtomicBool,
     /// Whether the LISTEN connection is up (set by the listener task).
     listening: Arc<tokio::sync::watch::Sender<bool>>,
-    /// Set by `Engine::close`: every later call is `Error::Closed`.
-    closed: AtomicBool,
     /// How the LISTEN connection connects: the pools' config and connector.
     listen_connect: (tokio_postgres::Config, tls::Connector),
     /// What the engine connects to, for connection errors (no password).
@@ -250,6 +249,7 @@ impl PgEngine {
                 schema::stream_channel(&opts.schema),
             )
         };
+        let state = EngineState::new(opts.limits.clone());
         let engine = PgEngine {
             inner: Arc::new(Inner {
                 sql: queues::sql::Sql::new(&opts.schema),
@@ -263,7 +263,7 @@ impl PgEngine {
                 relaxed_pool,
                 opts,
                 rescues: Mutex::new(RescueSchedule::default()),
-                wake: Arc::new(WakeHub::default()),
+                state,
                 announce,
                 enqueues: Arc::new(combine::Combiner::new(
                     combine::GROUP_RUNNERS,
@@ -275,7 +275,6 @@ impl PgEngine {
                 )),
                 listener_started: AtomicBool::new(false),
                 listening: Arc::new(tokio::sync::watch::channel(false).0),
-                closed: AtomicBool::new(false),
                 listen_connect,
                 target,
             }),
@@ -287,14 +286,14 @@ impl PgEngine {
     /// dedicated LISTEN connection (started on first use, reconnecting after
     /// failures) relays every other process's enqueues at their commit.
     pub fn wake_hints(&self) -> tokio::sync::broadcast::Receiver<Wake> {
-        let rx = self.inner.wake.subscribe();
+        let rx = self.inner.state.wake_hub().subscribe();
         if !self.inner.listener_started.swap(true, Ordering::SeqCst) {
             let (config, connector) = self.inner.listen_connect.clone();
             listen::spawn(
                 config,
                 connector,
                 self.inner.opts.schema.clone(),
-                Arc::downgrade(&self.inner.wake),
+                Arc::downgrade(self.inner.state.wake_handle()),
                 self.inner.listening.clone(),
             );
         }

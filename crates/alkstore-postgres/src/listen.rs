@@ -136,6 +136,3 @@ async fn listen_once(
         Err(_) => Ok(()),
     }
 }
-
-/// The engine owns the hub in an `Arc`; the listener holds it weakly.
-pub(crate) type Hub = Arc<WakeHub>;

@@ -3,9 +3,7 @@
 //! `sweep.rs`).
 
 use alkstore_core::queue::secs;
-use alkstore_core::{
-    Capabilities, Checked, Engine, Limits, Result, SweepParams, SweepReport, WakeHub,
-};
+use alkstore_core::{Capabilities, Checked, Engine, EngineState, Result, SweepParams, SweepReport};
 
 use crate::SqliteEngine;
 
@@ -18,22 +16,8 @@ impl Engine for SqliteEngine {
         }
     }
 
-    fn limits(&self) -> &Limits {
-        &self.inner.opts.limits
-    }
-
-    fn wake_hub(&self) -> &WakeHub {
-        &self.inner.wake
-    }
-
-    fn close(&self) {
-        self.inner
-            .closed
-            .store(true, std::sync::atomic::Ordering::SeqCst);
-    }
-
-    fn is_closed(&self) -> bool {
-        self.inner.closed.load(std::sync::atomic::Ordering::SeqCst)
+    fn state(&self) -> &EngineState {
+        &self.inner.state
     }
 
     fn wake_subscribe(&self) -> tokio::sync::broadcast::Receiver<alkstore_core::Wake> {

@@ -90,7 +90,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use alkstore_core::{Clock, Error, Limits, Result, SystemClock, Wake, WakeHub};
+use alkstore_core::{Clock, EngineState, Error, Limits, Result, SystemClock, Wake};
 use connection::{is_in_memory, memory_uri, open_connection, MEMORY};
 use rusqlite::Connection;
 
@@ -170,10 +170,9 @@ struct Inner {
     readers: Mutex<Vec<Connection>>,
     opts: SqliteOptions,
     clock: Arc<dyn Clock>,
-    wake: Arc<WakeHub>,
+    /// Limits, the wake hub, and whether `Engine::close` was called.
+    state: EngineState,
     watcher_started: AtomicBool,
-    /// Set by `Engine::close`: every later call is `Error::Closed`.
-    closed: AtomicBool,
     /// How many jobs each queue's last claim found.
     claim_sizes: queues::claim::ClaimSizes,
     /// The connection transactions of the application's run on (see
@@ -240,17 +239,21 @@ impl SqliteEngine {
         }
         schema::migrate(&conn)?;
         let clock: Arc<dyn Clock> = opts.clock.clone().unwrap_or_else(|| Arc::new(SystemClock));
-        let wake = Arc::new(WakeHub::default());
-        let writer = writer::Writer::new(conn, clock.clone(), opts.busy_timeout, wake.clone());
+        let state = EngineState::new(opts.limits.clone());
+        let writer = writer::Writer::new(
+            conn,
+            clock.clone(),
+            opts.busy_timeout,
+            state.wake_handle().clone(),
+        );
         Ok(SqliteEngine {
             inner: Arc::new(Inner {
                 writer,
                 readers: Mutex::new(Vec::new()),
                 opts,
                 clock,
-                wake,
+                state,
                 watcher_started: AtomicBool::new(false),
-                closed: AtomicBool::new(false),
                 claim_sizes: Default::default(),
                 tx_home: Default::default(),
             }),
@@ -262,9 +265,9 @@ impl SqliteEngine {
     /// by a watcher thread on `PRAGMA data_version` (woken by inotify on
     /// Linux, polling every millisecond elsewhere) while anyone listens.
     pub fn wake_hints(&self) -> tokio::sync::broadcast::Receiver<Wake> {
-        let rx = self.inner.wake.subscribe();
+        let rx = self.inner.state.wake_hub().subscribe();
         if !self.inner.watcher_started.swap(true, Ordering::SeqCst) {
-            let hub = Arc::downgrade(&self.inner.wake);
+            let hub = Arc::downgrade(self.inner.state.wake_handle());
             let opts = self.inner.opts.clone();
             let activity = self.inner.writer.activity();
             let spawned = std::thread::Builder::new()

@@ -28,9 +28,9 @@ use alkstore_core::stream::{
     StreamRetentionParams, StreamStats, StreamStatsParams, StreamTrimParams,
 };
 use alkstore_core::{
-    CancelOutcome, Capabilities, Checked, DeadListParams, Engine, Enqueued, Job, JobClaimParams,
-    JobInfo, JobListParams, Limits, QueueDriver, QueueStats, Result, Settlement, SweepParams,
-    SweepReport, WakeHub,
+    CancelOutcome, Capabilities, Checked, DeadListParams, Engine, EngineState, Enqueued, Job,
+    JobClaimParams, JobInfo, JobListParams, QueueDriver, QueueStats, Result, Settlement,
+    SweepParams, SweepReport,
 };
 #[cfg(feature = "postgres")]
 use alkstore_postgres::PgEngine;
@@ -73,20 +73,12 @@ impl Engine for AnyEngine {
         dispatch!(self.capabilities())
     }
 
-    fn limits(&self) -> &Limits {
-        dispatch!(self.limits())
-    }
-
-    fn wake_hub(&self) -> &WakeHub {
-        dispatch!(self.wake_hub())
+    fn state(&self) -> &EngineState {
+        dispatch!(self.state())
     }
 
     fn close(&self) {
         dispatch!(self.close())
-    }
-
-    fn is_closed(&self) -> bool {
-        dispatch!(self.is_closed())
     }
 
     fn wake_subscribe(&self) -> tokio::sync::broadcast::Receiver<alkstore_core::Wake> {

@@ -14,10 +14,10 @@ use crate::queue::{
     THROUGHPUT_RETENTION,
 };
 use crate::{
-    CancelOutcome, Capabilities, Checked, Claim, DeadListParams, DeadSelect, Engine, Enqueued,
-    ErrorKind, Job, JobClaimParams, JobInfo, JobListParams, JobRetryParams, Limits, NewJob,
+    CancelOutcome, Capabilities, Checked, Claim, DeadListParams, DeadSelect, Engine, EngineState,
+    Enqueued, ErrorKind, Job, JobClaimParams, JobInfo, JobListParams, JobRetryParams, NewJob,
     QueueAdmin, QueueEngine, QueueStats, Result, RetryOutcome, Settled, Settlement, SweepParams,
-    SweepReport, Wake, WakeHub,
+    SweepReport, Wake,
 };
 use std::time::Duration;
 
@@ -26,11 +26,9 @@ use std::time::Duration;
 #[derive(Debug, Default)]
 struct Recorder {
     calls: Mutex<Vec<&'static str>>,
-    limits: Limits,
-    hub: WakeHub,
+    state: EngineState,
     /// What `job_settle` answers.
     settlement: Settlement,
-    closed: std::sync::atomic::AtomicBool,
 }
 
 impl Recorder {
@@ -52,24 +50,12 @@ impl Engine for Recorder {
         }
     }
 
-    fn limits(&self) -> &Limits {
-        &self.limits
-    }
-
-    fn wake_hub(&self) -> &WakeHub {
-        &self.hub
-    }
-
-    fn close(&self) {
-        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
-    }
-
-    fn is_closed(&self) -> bool {
-        self.closed.load(std::sync::atomic::Ordering::SeqCst)
+    fn state(&self) -> &EngineState {
+        &self.state
     }
 
     fn wake_subscribe(&self) -> tokio::sync::broadcast::Receiver<Wake> {
-        self.hub.subscribe()
+        self.state.wake_hub().subscribe()
     }
 
     async fn sweep_if_due(&self, _: Checked<SweepParams>) -> Result<Option<SweepReport>> {

@@ -98,7 +98,7 @@ impl Coordinator {
                 }
                 return Ok((false, None));
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(e),
         };
         self.valid_until = started + s.opts.ttl;
         // A millisecond past the lapse, so the claim finds it lapsed.
@@ -165,7 +165,7 @@ impl Coordinator {
                 Err(e) if is_transient(&e) => {
                     tracing::warn!(group = %s.group, error = %e, "group claim failed");
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(e),
             }
         } else if mine > fair {
             // Make room for workers that joined: give back the highest
