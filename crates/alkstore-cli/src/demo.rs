@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use alkstore::group::{GroupEvent, GroupReport};
 use alkstore::prelude::*;
 use alkstore::schedule::{ScheduleSetParams, Scheduler};
-use alkstore::{Error, JobCtx, JobError, NewJob, Result, Store, Worker, WorkerReport};
+use alkstore::{queue::NewJob, Error, JobCtx, JobError, Result, Store, Worker, WorkerReport};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use tokio::sync::watch;
@@ -320,7 +320,7 @@ async fn summary(
     println!("schedule: digest fired {fired} times (@every 5s)");
     let dead = store
         .engine()
-        .dead_count(alkstore::DeadSelect {
+        .dead_count(alkstore::queue::DeadSelect {
             queue: None,
             ids: None,
             limit: None,

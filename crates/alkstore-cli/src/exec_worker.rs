@@ -22,7 +22,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use alkstore::{
-    Error, JobCtx, JobError, JobResult, QueueAdmin, Result, Store, Worker, WorkerOpts, WorkerReport,
+    prelude::QueueAdmin, Error, JobCtx, JobError, JobResult, Result, Store, Worker, WorkerOpts,
+    WorkerReport,
 };
 use clap::Args;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -349,7 +349,7 @@ pub(crate) async fn run_enqueue_timed(db: &str, args: TestEnqueueTimedArgs) -> R
         tokio::time::sleep(Duration::from_millis(args.gap_ms)).await;
         let call = unix_us();
         let id = q
-            .enqueue_bytes(b"{}".to_vec(), alkstore::EnqueueOpts::default())
+            .enqueue_bytes(b"{}".to_vec(), alkstore::queue::EnqueueOpts::default())
             .await?
             .id();
         let commit = unix_us();

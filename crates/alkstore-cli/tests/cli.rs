@@ -5,7 +5,7 @@ use std::io::Write;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use alkstore::{QueueOpts, Store};
+use alkstore::{queue::QueueOpts, Store};
 use serde_json::Value;
 
 fn alk(db: &str, args: &[&str]) -> Output {
@@ -1238,7 +1238,7 @@ async fn job_states_show_retryable_and_scheduled_and_no_stale_claim() {
             }
         }
         let scheduled = q
-            .enqueue_with(&3, alkstore::EnqueueOpts::default().delay(hour))
+            .enqueue_with(&3, alkstore::queue::EnqueueOpts::default().delay(hour))
             .await
             .expect("enqueue")
             .id();

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use alkstore::{QueueOpts, Store};
+use alkstore::{queue::QueueOpts, Store};
 
 mod common;
 use common::terminate;
@@ -160,7 +160,7 @@ async fn sigterm_hands_running_jobs_back(db: String) {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let info = q.get(id).await.expect("get").expect("live");
-        if info.state == alkstore::JobState::Processing {
+        if info.state == alkstore::queue::JobState::Processing {
             break;
         }
         assert!(
@@ -189,7 +189,7 @@ async fn sigterm_hands_running_jobs_back(db: String) {
     let info = q.get(id).await.expect("get").expect("live");
     assert_eq!(
         (info.state, info.attempts),
-        (alkstore::JobState::Pending, 0),
+        (alkstore::queue::JobState::Pending, 0),
         "handed back at once, attempt not used"
     );
 }

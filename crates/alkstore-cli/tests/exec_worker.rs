@@ -8,7 +8,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use alkstore::{EnqueueOpts, JobState, NewJob, QueueAdmin, QueueEngine, Store};
+use alkstore::{
+    prelude::{QueueAdmin, QueueEngine},
+    queue::{EnqueueOpts, JobState, NewJob},
+    Store,
+};
 
 mod common;
 use common::terminate;
@@ -308,7 +312,7 @@ async fn commands_stop_with_their_process_group(db: String, tag: u8) {
     let (worker, text, group) = start(&[]).await;
     assert_eq!(
         e.job_cancel(held).await.expect("cancel"),
-        alkstore::CancelOutcome::Requested
+        alkstore::queue::CancelOutcome::Requested
     );
     wait_until("the cancelled job died", async || {
         e.job_get(held)

@@ -7,7 +7,11 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use alkstore::schedule::fired_job_key;
-use alkstore::{JobListParams, QueueAdmin, ScheduleEngine, Store};
+use alkstore::{
+    prelude::{QueueAdmin, ScheduleEngine},
+    queue::JobListParams,
+    Store,
+};
 
 mod common;
 use common::terminate;

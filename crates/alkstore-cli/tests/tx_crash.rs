@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use alkstore::{QueueOpts, Store, StoreUrl};
+use alkstore::{queue::QueueOpts, Store, StoreUrl};
 
 mod common;
 use common::terminate;

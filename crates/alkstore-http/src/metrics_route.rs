@@ -53,7 +53,7 @@ async fn record_store_gauges(app: &AppState) -> alkstore::Result<()> {
     // The store's own counts of finished jobs, whoever finished them: they
     // only grow, so they are counters (`rate()` gives throughput).
     let finished = e
-        .queue_throughput(alkstore::QueueThroughputParams::every_queue(
+        .queue_throughput(alkstore::queue::QueueThroughputParams::every_queue(
             std::time::Duration::from_secs(1),
         ))
         .await?;

@@ -1579,12 +1579,12 @@ fn the_documented_max_attempts_default_is_the_real_one() {
     let schema = &doc["components"]["schemas"]["EnqueueRequest"]["properties"]["max_attempts"];
     assert_eq!(
         schema["default"],
-        json!(alkstore::DEFAULT_MAX_ATTEMPTS),
+        json!(alkstore::queue::DEFAULT_MAX_ATTEMPTS),
         "{schema}"
     );
     assert_eq!(
-        alkstore::QueueOpts::default().max_attempts,
-        alkstore::DEFAULT_MAX_ATTEMPTS
+        alkstore::queue::QueueOpts::default().max_attempts,
+        alkstore::queue::DEFAULT_MAX_ATTEMPTS
     );
     let text = schema["description"].as_str().unwrap_or_default();
     assert!(!text.contains("25"), "{text}");

@@ -2,7 +2,7 @@
 //! Prometheus recorder, as `alk serve` does.
 
 use alkstore::prelude::*;
-use alkstore::{JobCtx, NewJob, Store, Worker};
+use alkstore::{queue::NewJob, JobCtx, Store, Worker};
 use alkstore_core::group::GroupEnsureParams;
 use alkstore_core::stream::{NewEvent, StreamOffsetCommitParams};
 use alkstore_http::{router, ServeOptions};
@@ -113,7 +113,11 @@ async fn metrics_show_depth_lag_ownership_and_the_runtimes_counters() {
     .await
     .expect("enqueue");
     let got = e
-        .job_claim(alkstore::JobClaimParams::new("other", "elsewhere", 2))
+        .job_claim(alkstore::queue::JobClaimParams::new(
+            "other",
+            "elsewhere",
+            2,
+        ))
         .await
         .expect("claim");
     e.job_ack(vec![got[0].claim()]).await.expect("ack");

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use alkstore::{EnqueueOpts, JobCtx, JobError, Store, Worker};
+use alkstore::{queue::EnqueueOpts, JobCtx, JobError, Store, Worker};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Serialize, Deserialize)]

@@ -88,25 +88,25 @@ pub mod stream;
 pub mod tx;
 pub mod worker;
 
-pub use alkstore_core::prelude;
 pub use alkstore_core::url;
 pub use alkstore_core::{
-    url::StoreUrl, AttemptError, BoxError, CancelOutcome, Capabilities, Claim, Clock,
-    DeadListParams, DeadSelect, Engine, EnqueueOpts, Enqueued, EnqueuedClaimed, Error, ErrorKind,
-    Job, JobClaimParams, JobEnqueueClaimedParams, JobInfo, JobListParams, JobRetryParams, JobState,
-    Limits, ManualClock, NewJob, QueueAdmin, QueueEngine, QueueOpts, QueueStats, QueueThroughput,
-    QueueThroughputParams, QueueTotals, Result, RetryOutcome, SweepReport, SystemClock,
-    ThroughputBucket, Wake, DEFAULT_MAX_ATTEMPTS, THROUGHPUT_BUCKET_S, THROUGHPUT_RETENTION,
-};
-pub use alkstore_core::{
-    GroupEngine, LockEngine, NotifyEngine, RateEngine, ResultEngine, ScheduleEngine, StreamEngine,
+    url::StoreUrl, BoxError, Capabilities, Clock, Error, ErrorKind, Limits, ManualClock, Result,
+    SweepReport, SystemClock, Wake,
 };
 pub use any::AnyEngine;
-pub use queue::{JobExt, Queue};
 pub use store::{Store, StoreOptions};
 pub use stream::{Stream, Subscriber};
 pub use tx::{AnyTx, Tx, TxFuture};
 pub use worker::{JobCtx, JobError, JobResult, Worker, WorkerOpts, WorkerReport};
+
+/// The traits engine-level calls need, for `use alkstore::prelude::*;`:
+/// each primitive's engine trait (`QueueEngine`, `StreamEngine`, …, and
+/// `QueueAdmin`), and [`JobExt`](crate::queue::JobExt) to decode a
+/// claimed job's payload.
+pub mod prelude {
+    pub use crate::queue::JobExt;
+    pub use alkstore_core::prelude::*;
+}
 
 /// Resolves on SIGTERM (what Docker, Kubernetes and systemd send) or Ctrl-C:
 /// pass it to [`Worker::run_until`] for a graceful shutdown.

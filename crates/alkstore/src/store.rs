@@ -3,7 +3,8 @@ use std::sync::Arc;
 use alkstore_core::url::StoreUrl;
 use alkstore_core::{Clock, Limits, QueueOpts, Result};
 
-use crate::{AnyEngine, Queue};
+use crate::queue::Queue;
+use crate::AnyEngine;
 
 /// Options for [`Store::open_with`].
 #[derive(Debug, Clone, Default)]
@@ -225,7 +226,7 @@ impl Store {
     /// ```no_run
     /// # async fn demo(store: &alkstore::Store) -> alkstore::Result<()> {
     /// let mut tx = store.begin().await?;
-    /// tx.job_enqueue(alkstore::NewJob::new("emails", b"order 1".to_vec())).await?;
+    /// tx.job_enqueue(alkstore::queue::NewJob::new("emails", b"order 1".to_vec())).await?;
     /// tx.stream_publish(vec![alkstore::stream::NewEvent::new("orders", b"1 placed".to_vec())]).await?;
     /// tx.commit().await?;
     /// # Ok(()) }
@@ -245,7 +246,7 @@ impl Store {
     /// let id = store
     ///     .transaction(|tx| {
     ///         Box::pin(async move {
-    ///             let jobs = tx.job_enqueue(alkstore::NewJob::new("emails", b"hi".to_vec())).await?;
+    ///             let jobs = tx.job_enqueue(alkstore::queue::NewJob::new("emails", b"hi".to_vec())).await?;
     ///             Ok::<_, alkstore::Error>(jobs[0].id())
     ///         })
     ///     })

@@ -3,7 +3,7 @@
 //!
 //! ```no_run
 //! # async fn demo(store: &alkstore::Store) -> alkstore::Result<()> {
-//! use alkstore::NewJob;
+//! use alkstore::queue::NewJob;
 //! let mut tx = store.begin().await?;
 //! if let Some(conn) = tx.sqlite() {
 //!     conn.execute("INSERT INTO orders (id) VALUES (1)", [])

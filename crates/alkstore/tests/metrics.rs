@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use alkstore::{JobCtx, JobError, QueueEngine, QueueOpts, Store, Worker};
+use alkstore::{prelude::QueueEngine, queue::QueueOpts, JobCtx, JobError, Store, Worker};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -61,7 +61,7 @@ async fn worker_emits_job_metrics() {
 
     // Every engine call goes through one wrapper that counts it by engine,
     // method and outcome; a rejected call counts as its error kind.
-    let bad = alkstore::JobClaimParams::new("metered", "w", 0);
+    let bad = alkstore::queue::JobClaimParams::new("metered", "w", 0);
     let err = store.engine().job_claim(bad).await.expect_err("limit 0");
     assert_eq!(err.kind(), alkstore::ErrorKind::InvalidInput);
 

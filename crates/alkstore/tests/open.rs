@@ -1,6 +1,6 @@
 //! Opening stores by URL.
 
-use alkstore::{EnqueueOpts, ErrorKind, JobExt, Store};
+use alkstore::{prelude::JobExt, queue::EnqueueOpts, ErrorKind, Store};
 
 #[tokio::test]
 async fn bad_urls_are_typed_errors() {
@@ -65,7 +65,7 @@ async fn typed_payloads_round_trip_on_sqlite() {
 
 #[tokio::test]
 async fn queue_handle_covers_the_job_lifecycle() {
-    use alkstore::{JobState, RetryOutcome};
+    use alkstore::queue::{JobState, RetryOutcome};
     use std::time::Duration;
     let dir = tempfile::tempdir().expect("tmp");
     let store = Store::open(&format!("sqlite://{}", dir.path().join("q.db").display()))
@@ -97,7 +97,7 @@ async fn queue_handle_covers_the_job_lifecycle() {
     );
     assert_eq!(
         q.cancel(c).await.expect("cancel"),
-        alkstore::CancelOutcome::Cancelled
+        alkstore::queue::CancelOutcome::Cancelled
     );
     let cancelled = q.get(c).await.expect("get").expect("c");
     assert_eq!(cancelled.dead_reason.as_deref(), Some("cancelled"));

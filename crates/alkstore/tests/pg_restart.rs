@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use alkstore::{JobCtx, QueueOpts, Store, Worker};
+use alkstore::{queue::QueueOpts, JobCtx, Store, Worker};
 
 struct PrivatePg {
     bin: PathBuf,
@@ -243,7 +243,7 @@ async fn worker_survives_a_postgres_restart() {
         "all {JOBS} + 1 jobs ran (some may have run twice): {report:?}"
     );
     assert!(
-        alkstore::QueueAdmin::job_get(store.engine(), late)
+        alkstore::prelude::QueueAdmin::job_get(store.engine(), late)
             .await
             .expect("get")
             .is_none(),

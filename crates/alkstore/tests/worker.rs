@@ -7,7 +7,10 @@
 use alkstore::prelude::*;
 use std::time::Duration;
 
-use alkstore::{EnqueueOpts, JobCtx, JobState, Store, Worker, WorkerOpts};
+use alkstore::{
+    queue::{EnqueueOpts, JobState},
+    JobCtx, Store, Worker, WorkerOpts,
+};
 
 /// A fresh SQLite store in a temporary directory.
 struct Fixture {

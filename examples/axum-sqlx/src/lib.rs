@@ -14,7 +14,7 @@
 //! `curl -X POST localhost:3000/orders -H 'content-type: application/json'
 //! -d '{"email":"a@example.com","item":"book","quantity":1}'`.
 
-use alkstore::{NewJob, Store};
+use alkstore::{queue::NewJob, Store};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -47,7 +47,7 @@ pub struct NewOrder {
     pub quantity: i32,
 }
 
-/// The email job's payload (JSON, as `alkstore::Queue::enqueue` writes it,
+/// The email job's payload (JSON, as `alkstore::queue::Queue::enqueue` writes it,
 /// so a worker's `JobCtx<Email>` reads it).
 #[derive(Debug, Deserialize, Serialize, PartialEq, Eq)]
 pub struct Email {

@@ -11,7 +11,10 @@ use std::time::{Duration, Instant};
 
 use alkstore::group::{bucket_of, GroupStatusParams};
 use alkstore::stream::NewEvent;
-use alkstore::{AnyEngine, Error, GroupEngine, Result, StreamEngine};
+use alkstore::{
+    prelude::{GroupEngine, StreamEngine},
+    AnyEngine, Error, Result,
+};
 
 /// The group's bucket count, TTL and heartbeat in every scenario.
 pub(super) const BUCKETS: u32 = 16;

@@ -14,7 +14,10 @@ use std::time::{Duration, Instant};
 
 use alkstore::lock::{LockAcquireParams, LockReleaseParams};
 use alkstore::schedule::{ScheduleSetParams, Scheduler};
-use alkstore::{AnyEngine, Clock, LockEngine, Result, ScheduleEngine, Store, SystemClock};
+use alkstore::{
+    prelude::{LockEngine, ScheduleEngine},
+    AnyEngine, Clock, Result, Store, SystemClock,
+};
 
 use super::support::{join_err, percentile, scaled};
 

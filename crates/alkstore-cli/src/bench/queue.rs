@@ -8,7 +8,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use alkstore::{AnyEngine, JobClaimParams, NewJob, QueueEngine, Result};
+use alkstore::{
+    prelude::QueueEngine,
+    queue::{JobClaimParams, NewJob},
+    AnyEngine, Result,
+};
 
 use super::support::{
     check, drain, enqueue_in_batches, env_or, fill, jobs, join_err, payload, scaled, writer_counts,

@@ -26,7 +26,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use alkstore::{AnyEngine, EnqueueOpts, JobCtx, NewJob, QueueEngine, Result, Store, Worker};
+use alkstore::{
+    prelude::QueueEngine,
+    queue::{EnqueueOpts, NewJob},
+    AnyEngine, JobCtx, Result, Store, Worker,
+};
 use clap::Args;
 
 use super::support::{join_err, Target};

@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use alkstore::stream::{Event, NewEvent, StreamReadParams, SubscribeOpts};
-use alkstore::{AnyEngine, Result, Store, StreamEngine};
+use alkstore::{prelude::StreamEngine, AnyEngine, Result, Store};
 
 use super::support::{join_err, percentile, scaled};
 

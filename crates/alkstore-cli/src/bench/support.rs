@@ -7,7 +7,11 @@
 
 use std::time::Duration;
 
-use alkstore::{AnyEngine, JobClaimParams, NewJob, QueueEngine, Result, Store, StoreUrl};
+use alkstore::{
+    prelude::QueueEngine,
+    queue::{JobClaimParams, NewJob},
+    AnyEngine, Result, Store, StoreUrl,
+};
 use clap::Args;
 
 /// Where and what a scenario benchmark runs (`alk bench queue`, `alk bench

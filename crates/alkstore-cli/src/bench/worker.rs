@@ -265,7 +265,7 @@ async fn wake_in_process(target: &Target, samples: usize) -> Result<()> {
     let (mut from_commit, mut from_call) = (Vec::new(), Vec::new());
     for _ in 0..samples {
         let t0 = Instant::now();
-        q.enqueue_bytes(b"{}".to_vec(), alkstore::EnqueueOpts::default())
+        q.enqueue_bytes(b"{}".to_vec(), alkstore::queue::EnqueueOpts::default())
             .await?;
         let t1 = Instant::now();
         let started = rx

@@ -2,7 +2,10 @@
 //! batches.
 
 use alkstore::prelude::*;
-use alkstore::{AnyEngine, DeadListParams, DeadSelect, Error, Result};
+use alkstore::{
+    queue::{DeadListParams, DeadSelect},
+    AnyEngine, Error, Result,
+};
 use clap::{Args, Subcommand};
 use serde_json::json;
 

@@ -5,7 +5,10 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use alkstore::{EnqueueOpts, Enqueued, Error, Result, Store};
+use alkstore::{
+    queue::{EnqueueOpts, Enqueued},
+    Error, Result, Store,
+};
 use clap::Args;
 use serde_json::json;
 

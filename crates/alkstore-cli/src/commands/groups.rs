@@ -6,7 +6,7 @@ use alkstore::group::{
     GroupResizeParams, GroupStatus, MAX_BUCKETS,
 };
 use alkstore::stream::validate_key;
-use alkstore::{GroupEngine, Result, Store};
+use alkstore::{prelude::GroupEngine, Result, Store};
 use clap::Subcommand;
 use serde_json::{json, Value};
 

@@ -1,7 +1,10 @@
 //! `alk jobs` (listing) and `alk job` (one job: show, release).
 
 use alkstore::prelude::*;
-use alkstore::{AnyEngine, Error, JobListParams, JobState, Result};
+use alkstore::{
+    queue::{JobListParams, JobState},
+    AnyEngine, Error, Result,
+};
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
 

@@ -13,7 +13,7 @@ mod streams;
 pub(crate) mod text;
 
 use alkstore::prelude::*;
-use alkstore::{CancelOutcome, Error, Result, Store, StoreOptions};
+use alkstore::{queue::CancelOutcome, Error, Result, Store, StoreOptions};
 use clap::{Parser, Subcommand};
 use serde_json::json;
 

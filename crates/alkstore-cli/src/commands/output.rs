@@ -7,7 +7,10 @@
 
 use std::io::Write;
 
-use alkstore::{Error, JobInfo, JobState, QueueStats, Result, SweepReport};
+use alkstore::{
+    queue::{JobInfo, JobState, QueueStats},
+    Error, Result, SweepReport,
+};
 use serde_json::{json, Value};
 
 use super::text::{duration, now, payload_preview, payload_text, rfc3339, shorten, when};

@@ -1,7 +1,7 @@
 //! `alk queues …`: pause and resume claims from a queue; and whether a
 //! queue named on the command line exists yet.
 
-use alkstore::{QueueAdmin, Result, Store};
+use alkstore::{prelude::QueueAdmin, Result, Store};
 use clap::Subcommand;
 use serde_json::json;
 
@@ -66,7 +66,7 @@ fn report(queue: &str, what: &str, changed: bool, as_json: bool) -> String {
 }
 
 /// Say on stderr (stdout stays the result) that `queue` does not exist
-/// yet ([`Queue::exists`](alkstore::Queue::exists)), when it does not: a
+/// yet ([`Queue::exists`](alkstore::queue::Queue::exists)), when it does not: a
 /// mistyped name would otherwise show an empty result without a word.
 pub(super) async fn note_if_unknown(store: &Store, queue: &str) -> Result<()> {
     if !store.queue(queue).exists().await? {

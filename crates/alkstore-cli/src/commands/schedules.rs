@@ -1,7 +1,7 @@
 //! `alk schedules …`: register, inspect, pause and run schedules.
 
 use alkstore::schedule::{ScheduleInfo, ScheduleSetParams, Scheduler};
-use alkstore::{Result, ScheduleEngine, Store, StoreOptions};
+use alkstore::{prelude::ScheduleEngine, Result, Store, StoreOptions};
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 

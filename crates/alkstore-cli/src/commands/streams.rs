@@ -3,7 +3,10 @@
 use std::time::Duration;
 
 use alkstore::stream::{Event, NewEvent, OnError, SubscribeOpts};
-use alkstore::{Engine, Error, Result, Store, StoreOptions, StreamEngine};
+use alkstore::{
+    prelude::{Engine, StreamEngine},
+    Error, Result, Store, StoreOptions,
+};
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 

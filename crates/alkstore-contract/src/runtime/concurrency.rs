@@ -43,7 +43,7 @@ pub async fn concurrency_limit_is_respected<H: RuntimeHarness>(h: &H) {
 /// A running worker takes nothing from a queue paused while it runs (jobs
 /// enqueued after the pause wait), and takes them once it is resumed.
 pub async fn a_paused_queue_waits_until_resumed<H: RuntimeHarness>(h: &H) {
-    use alkstore::QueueAdmin;
+    use alkstore::prelude::QueueAdmin;
     let store = h.store();
     let done = Arc::new(AtomicUsize::new(0));
     let notify = Arc::new(Notify::new());

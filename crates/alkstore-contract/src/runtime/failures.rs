@@ -6,7 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alkstore::prelude::*;
-use alkstore::{JobCtx, JobError, JobState, QueueOpts, Worker};
+use alkstore::{
+    queue::{JobState, QueueOpts},
+    JobCtx, JobError, Worker,
+};
 use tokio::sync::Notify;
 
 use super::support::{job, quick, reached, until_dead};
@@ -101,7 +104,7 @@ pub async fn permanent_failures_and_bad_payloads_go_dead<H: RuntimeHarness>(h: &
     assert_eq!(report.dead, 2, "{report:?}");
     let dead = store
         .engine()
-        .dead_list(alkstore::DeadListParams {
+        .dead_list(alkstore::queue::DeadListParams {
             queue: Some("strict".into()),
             after_id: None,
             limit: 10,

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use alkstore::group::{GroupEvent, GroupOpts, GroupReport};
+use alkstore::prelude::GroupEngine;
 use alkstore::stream::OnError;
-use alkstore::GroupEngine;
 use alkstore_core::Engine;
 use tokio::sync::Notify;
 

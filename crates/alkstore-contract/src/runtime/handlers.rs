@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use alkstore::{EnqueueOpts, JobCtx, Worker};
+use alkstore::{queue::EnqueueOpts, JobCtx, Worker};
 use tokio::sync::Notify;
 
 use super::support::reached;

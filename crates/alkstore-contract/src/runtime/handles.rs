@@ -90,8 +90,8 @@ pub async fn a_rate_handle_admits_its_limit_per_window<H: RuntimeHarness>(h: &H)
 /// The results handle reads a saved result and wakes a waiter when one is
 /// saved; a job without one reads `None`, and a wait for it times out.
 pub async fn the_results_handle_reads_and_awaits_results<H: RuntimeHarness>(h: &H) {
+    use alkstore::prelude::ResultEngine;
     use alkstore::results::ResultSaveParams;
-    use alkstore::ResultEngine;
     let store = h.store();
     let results = store.results();
     assert!(results.get(41).await.expect("get").is_none());

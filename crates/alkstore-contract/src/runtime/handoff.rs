@@ -5,7 +5,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use alkstore::{Engine, JobCtx, JobState, QueueAdmin, Worker};
+use alkstore::{
+    prelude::{Engine, QueueAdmin},
+    queue::JobState,
+    JobCtx, Worker,
+};
 use tokio::sync::Notify;
 
 use super::support::{job, reached};
@@ -25,7 +29,7 @@ async fn until_waiting(store: &alkstore::Store, queue: &str) {
 
 /// The queue's stats once no job of it is processing (acks on their way
 /// have landed); fails after 30 s.
-async fn until_none_processing(queue: &alkstore::Queue) -> alkstore::QueueStats {
+async fn until_none_processing(queue: &alkstore::queue::Queue) -> alkstore::queue::QueueStats {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
         let stats = queue.stats().await.expect("stats");
@@ -115,7 +119,7 @@ pub async fn an_idle_worker_takes_jobs_straight_from_enqueue_calls<H: RuntimeHar
         .job_get(held)
         .await
         .expect("get")
-        .is_none_or(|j| j.state == alkstore::JobState::Completed));
+        .is_none_or(|j| j.state == alkstore::queue::JobState::Completed));
 }
 
 /// The rows above, for [`contract_suite!`](crate::contract_suite).

@@ -5,7 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alkstore::prelude::*;
-use alkstore::{JobClaimParams, JobCtx, QueueOpts, Worker};
+use alkstore::{
+    queue::{JobClaimParams, QueueOpts},
+    JobCtx, Worker,
+};
 use tokio::sync::Notify;
 
 use super::support::reached;

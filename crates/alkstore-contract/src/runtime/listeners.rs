@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use alkstore::notify::{Listener, NotifyParams};
-use alkstore::{ErrorKind, NotifyEngine};
+use alkstore::{prelude::NotifyEngine, ErrorKind};
 
 use crate::RuntimeHarness;
 

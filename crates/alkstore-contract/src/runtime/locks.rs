@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use alkstore::lock::{LockReleaseParams, LockReleased};
-use alkstore::LockEngine;
+use alkstore::prelude::LockEngine;
 
 use crate::RuntimeHarness;
 

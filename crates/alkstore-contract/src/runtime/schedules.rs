@@ -3,7 +3,10 @@
 use std::time::Duration;
 
 use alkstore::schedule::{fired_job_key, ScheduleSetParams, Scheduler};
-use alkstore::{JobListParams, QueueAdmin, ScheduleEngine};
+use alkstore::{
+    prelude::{QueueAdmin, ScheduleEngine},
+    queue::JobListParams,
+};
 
 use crate::RuntimeHarness;
 

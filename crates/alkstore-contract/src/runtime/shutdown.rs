@@ -5,7 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alkstore::prelude::*;
-use alkstore::{JobClaimParams, JobCtx, JobState, Worker, WorkerOpts};
+use alkstore::{
+    queue::{JobClaimParams, JobState},
+    JobCtx, Worker, WorkerOpts,
+};
 use tokio::sync::Notify;
 
 use super::support::job;

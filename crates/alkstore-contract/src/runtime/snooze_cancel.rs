@@ -81,7 +81,7 @@ pub async fn cancelled_running_jobs_are_told_and_recorded<H: RuntimeHarness>(h: 
             reached(started, 1, notify).await;
             assert_eq!(
                 store.queue("cancellable").cancel(id).await.expect("cancel"),
-                alkstore::CancelOutcome::Requested
+                alkstore::queue::CancelOutcome::Requested
             );
             until_dead(&store, "cancellable", 1, "never stopped").await;
         })

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use alkstore::QueueOpts;
+use alkstore::queue::QueueOpts;
 use tokio::sync::Notify;
 
 /// Resolves once `count` reaches `target`.
@@ -40,8 +40,8 @@ pub(crate) fn quick() -> QueueOpts {
 }
 
 /// A job that must exist (live, dead or kept), by id.
-pub(crate) async fn job(store: &alkstore::Store, id: i64) -> alkstore::JobInfo {
-    use alkstore::QueueAdmin;
+pub(crate) async fn job(store: &alkstore::Store, id: i64) -> alkstore::queue::JobInfo {
+    use alkstore::prelude::QueueAdmin;
     store
         .engine()
         .job_get(id)

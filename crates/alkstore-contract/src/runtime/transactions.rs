@@ -18,7 +18,11 @@ use std::time::Duration;
 
 use alkstore::group::{GroupClaimParams, GroupEvent, GroupOpts, GroupReleaseParams};
 use alkstore::stream::{Event, OnError, SubscribeError, SubscribeOpts};
-use alkstore::{GroupEngine, JobClaimParams, JobCtx, JobError, QueueAdmin, QueueEngine, Worker};
+use alkstore::{
+    prelude::{GroupEngine, QueueAdmin, QueueEngine},
+    queue::JobClaimParams,
+    JobCtx, JobError, Worker,
+};
 use alkstore_core::{BoxError, Engine};
 
 use super::support::quick;
@@ -160,7 +164,7 @@ pub async fn a_failing_tx_handlers_writes_roll_back_and_the_job_retries<H: Runti
 pub async fn a_tx_handler_that_lost_its_claim_commits_nothing<H: RuntimeHarness>(h: &H) {
     let store = h.store();
     let business = h.business();
-    let opts = alkstore::QueueOpts {
+    let opts = alkstore::queue::QueueOpts {
         visibility_timeout: Duration::from_secs(1),
         ..quick()
     };

@@ -3,7 +3,10 @@
 //! `kinds`, which reads ops into these, so running them needs nothing of
 //! how they were read.
 
-use alkstore::{Claim, JobRetryParams, NewJob, Tx};
+use alkstore::{
+    queue::{Claim, JobRetryParams, NewJob},
+    Tx,
+};
 use alkstore_core::group::GroupCheckpointParams;
 use alkstore_core::lock::LockFenceParams;
 use alkstore_core::notify::NotifyParams;

@@ -6,8 +6,11 @@ use std::time::Duration;
 
 use alkstore::prelude::*;
 use alkstore::{
-    CancelOutcome, Clock, DeadListParams, DeadSelect, JobClaimParams, JobListParams, JobState,
-    QueueThroughputParams, SystemClock,
+    queue::{
+        CancelOutcome, DeadListParams, DeadSelect, JobClaimParams, JobListParams, JobState,
+        QueueThroughputParams,
+    },
+    Clock, SystemClock,
 };
 use axum::extract::State;
 use axum::http::StatusCode;

@@ -3,7 +3,10 @@
 //! parameters that page and filter them: what the `GET` routes take and
 //! answer, apart from the writes' bodies in `wire`.
 
-use alkstore::{Clock, JobInfo, QueueStats, QueueThroughput, SystemClock, THROUGHPUT_BUCKET_S};
+use alkstore::{
+    queue::{JobInfo, QueueStats, QueueThroughput, THROUGHPUT_BUCKET_S},
+    Clock, SystemClock,
+};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 

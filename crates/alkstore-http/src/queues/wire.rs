@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use alkstore::{Claim, EnqueueOpts, Enqueued, Job, JobRetryParams, NewJob, RetryOutcome};
+use alkstore::queue::{Claim, EnqueueOpts, Enqueued, Job, JobRetryParams, NewJob, RetryOutcome};
 use alkstore_core::queue::JobFailParams;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -34,7 +34,7 @@ pub struct EnqueueRequest {
     /// Attempts allowed before the job is dead (default: the queue's, which
     /// is this schema's `default` unless the program that owns the store
     /// configured the queue otherwise).
-    #[schema(minimum = 1, default = json!(alkstore::DEFAULT_MAX_ATTEMPTS))]
+    #[schema(minimum = 1, default = json!(alkstore::queue::DEFAULT_MAX_ATTEMPTS))]
     pub max_attempts: Option<i32>,
     /// Dead as `expired` when not started this many milliseconds after due
     /// (at least 1,000).

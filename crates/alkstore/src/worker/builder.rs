@@ -243,7 +243,7 @@ impl Worker {
     ///
     /// ```no_run
     /// # async fn demo(store: alkstore::Store) -> alkstore::Result<()> {
-    /// use alkstore::{JobCtx, JobError, NewJob, Worker};
+    /// use alkstore::{queue::{NewJob}, JobCtx, JobError, Worker};
     ///
     /// #[derive(serde::Deserialize)]
     /// struct Order { id: i64 }

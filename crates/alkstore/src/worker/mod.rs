@@ -11,7 +11,7 @@
 //!
 //! A job that this process enqueues (one at a time, due now) while a queue's
 //! worker idles goes straight to that worker, inserted already claimed for
-//! it (see [`Queue::enqueue_bytes`](crate::Queue::enqueue_bytes) and
+//! it (see [`Queue::enqueue_bytes`](crate::queue::Queue::enqueue_bytes) and
 //! [`WorkerReport::handed_off`]).
 //!
 //! # Metrics
