@@ -2,6 +2,7 @@
 //! Prometheus recorder, as `alk serve` does.
 
 use alkstore::prelude::*;
+use alkstore::queue::JobFailParams;
 use alkstore::{queue::NewJob, JobCtx, Store, Worker};
 use alkstore_core::group::GroupEnsureParams;
 use alkstore_core::stream::{NewEvent, StreamOffsetCommitParams};
@@ -121,7 +122,7 @@ async fn metrics_show_depth_lag_ownership_and_the_runtimes_counters() {
         .await
         .expect("claim");
     e.job_ack(vec![got[0].claim()]).await.expect("ack");
-    e.job_fail((got[1].claim(), "broken".to_string()))
+    e.job_fail(JobFailParams::new(got[1].claim(), "broken".to_string()))
         .await
         .expect("fail");
 

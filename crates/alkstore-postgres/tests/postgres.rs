@@ -3,6 +3,7 @@
 
 use alkstore_core::lock::LockAcquireParams;
 use alkstore_core::prelude::*;
+use alkstore_core::queue::JobFailParams;
 use alkstore_core::{ErrorKind, ManualClock, NewJob, Transaction};
 use alkstore_postgres::{testing, PgEngine, PgOptions};
 
@@ -617,7 +618,7 @@ async fn every_insert_path_wakes_other_processes() {
         .expect("claim")
         .remove(0);
     assert!(writer
-        .job_fail((claimed.claim(), "x".into()))
+        .job_fail(JobFailParams::new(claimed.claim(), "x"))
         .await
         .expect("fail"));
     while rx.try_recv().is_ok() {}
@@ -1157,7 +1158,7 @@ async fn a_transactions_settles_lock_no_throughput_row_and_count_at_commit() {
         delay: None,
     };
     tx.job_retry(retry).await.expect("retry");
-    tx.job_fail((held[2].claim(), "fatal".to_string()))
+    tx.job_fail(JobFailParams::new(held[2].claim(), "fatal".to_string()))
         .await
         .expect("fail");
     let (pid, _) = backend_state(tx.driver_tx().expect("open").client()).await;

@@ -3,6 +3,7 @@
 //! paths run, bound and decoded through sqlx.
 #![cfg(feature = "sqlx")]
 
+use alkstore_core::queue::{JobFailParams, JobSnoozeParams};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -193,11 +194,14 @@ async fn every_call_commits_with_the_application_row() {
         .expect("retry");
     assert!(matches!(retried, RetryOutcome::Scheduled(_)), "{retried:?}");
     store
-        .job_fail((to_fail.claim(), "broken".to_string()))
+        .job_fail(JobFailParams::new(to_fail.claim(), "broken".to_string()))
         .await
         .expect("fail");
     store
-        .job_snooze((to_snooze.claim(), Duration::from_secs(30)))
+        .job_snooze(JobSnoozeParams::new(
+            to_snooze.claim(),
+            Duration::from_secs(30),
+        ))
         .await
         .expect("snooze");
     let at = store

@@ -1,6 +1,7 @@
 //! SQLite-specific behaviour: schema versions and file errors.
 
 use alkstore_core::prelude::*;
+use alkstore_core::queue::JobFailParams;
 use alkstore_core::{ErrorKind, NewJob};
 use alkstore_sqlite::{SqliteEngine, SqliteOptions};
 
@@ -992,14 +993,14 @@ async fn tx_acks_count_in_throughput_only_when_committed() {
     };
     let mut tx = Transaction::begin(&e).await.expect("begin");
     tx.job_ack(jobs[0].claim()).await.expect("ack");
-    tx.job_fail((jobs[1].claim(), "no".to_string()))
+    tx.job_fail(JobFailParams::new(jobs[1].claim(), "no".to_string()))
         .await
         .expect("fail");
     tx.rollback().await.expect("rollback");
     assert_eq!(totals(e.clone()).await, (0, 0));
     let mut tx = Transaction::begin(&e).await.expect("begin");
     tx.job_ack(jobs[0].claim()).await.expect("ack");
-    tx.job_fail((jobs[1].claim(), "no".to_string()))
+    tx.job_fail(JobFailParams::new(jobs[1].claim(), "no".to_string()))
         .await
         .expect("fail");
     tx.commit().await.expect("commit");

@@ -171,7 +171,10 @@ impl Queue {
 
     /// Dead-letter a claimed job now; false when the claim is no longer held.
     pub async fn fail(&self, claim: Claim, error: impl Into<String>) -> Result<bool> {
-        self.store.engine().job_fail((claim, error.into())).await
+        self.store
+            .engine()
+            .job_fail(JobFailParams::new(claim, error.into()))
+            .await
     }
 
     /// Extend a claim by the job's visibility timeout; `None` when lost.
@@ -187,7 +190,10 @@ impl Queue {
     /// Run a claimed job again after `delay` without using an attempt;
     /// returns the new due time, or `None` when the claim is no longer held.
     pub async fn snooze(&self, claim: Claim, delay: std::time::Duration) -> Result<Option<i64>> {
-        self.store.engine().job_snooze((claim, delay)).await
+        self.store
+            .engine()
+            .job_snooze(JobSnoozeParams::new(claim, delay))
+            .await
     }
 
     /// Look up a job (of any queue) by id, live or dead.

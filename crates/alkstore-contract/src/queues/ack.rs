@@ -1,5 +1,6 @@
 //! Ack: only a valid claim completes its job, one answer per claim.
 
+use alkstore_core::queue::JobFailParams;
 use alkstore_core::{
     Claim, Job, JobRetryParams, JobState, NewJob, QueueAdmin, QueueEngine, RetryOutcome,
 };
@@ -46,7 +47,7 @@ pub async fn stale_ack_after_reclaim_returns_false<H: Harness>(h: &H) {
     );
     assert_eq!(kind_of_retry(e, &old).await, RetryOutcome::NotHeld);
     assert!(!e
-        .job_fail((old.claim(), "late".into()))
+        .job_fail(JobFailParams::new(old.claim(), "late"))
         .await
         .expect("fail"));
     assert!(e.job_heartbeat(old.claim()).await.expect("hb").is_none());

@@ -1,5 +1,6 @@
 //! Inspection: stats, queue and job lists, kept completed jobs.
 
+use alkstore_core::queue::JobFailParams;
 use alkstore_core::{
     Clock, Engine, EnqueueOpts, ErrorKind, JobListParams, JobState, QueueAdmin, QueueEngine,
     QueueOpts,
@@ -25,7 +26,7 @@ pub async fn stats_count_each_state<H: Harness>(h: &H) {
     )
     .await;
     let got = claim(e, "st", "w", 2).await;
-    e.job_fail((got[0].claim(), "x".into()))
+    e.job_fail(JobFailParams::new(got[0].claim(), "x"))
         .await
         .expect("fail");
     let s = e.queue_stats("st").await.expect("stats");
@@ -44,7 +45,9 @@ pub async fn queue_list_names_queues<H: Harness>(h: &H) {
     enqueue_one(e, job("zeta", "x")).await;
     enqueue_one(e, job("alpha", "x")).await;
     let j = claim(e, "alpha", "w", 1).await.remove(0);
-    e.job_fail((j.claim(), "x".into())).await.expect("fail");
+    e.job_fail(JobFailParams::new(j.claim(), "x"))
+        .await
+        .expect("fail");
     assert_eq!(
         e.queue_list().await.expect("list"),
         vec!["alpha".to_string(), "zeta".to_string()]

@@ -1,5 +1,7 @@
 //! Cancel: pending jobs at once, running jobs cooperatively.
 
+use alkstore_core::queue::JobFailParams;
+use alkstore_core::queue::JobSnoozeParams;
 use alkstore_core::{
     CancelOutcome, DeadSelect, EnqueueOpts, Enqueued, JobRetryParams, JobState, QueueAdmin,
     QueueEngine, RetryOutcome,
@@ -91,12 +93,12 @@ pub async fn cancel_running_job_is_cooperative<H: Harness>(h: &H) {
         .expect("retry");
     assert_eq!(retried, RetryOutcome::Cancelled);
     assert!(e
-        .job_fail((by_id(ids[2]), "stopped".into()))
+        .job_fail(JobFailParams::new(by_id(ids[2]), "stopped"))
         .await
         .expect("fail"));
     assert!(e.job_release(by_id(ids[3])).await.expect("release"));
     assert_eq!(
-        e.job_snooze((by_id(ids[4]), secs(5)))
+        e.job_snooze(JobSnoozeParams::new(by_id(ids[4]), secs(5)))
             .await
             .expect("snooze"),
         None

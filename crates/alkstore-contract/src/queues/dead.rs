@@ -1,5 +1,6 @@
 //! Dead letters: listed, requeued, purged, pruned, in bounded batches.
 
+use alkstore_core::queue::JobFailParams;
 use alkstore_core::{
     DeadListParams, DeadSelect, Engine, ErrorKind, JobState, QueueAdmin, QueueEngine, QueueOpts,
 };
@@ -23,7 +24,9 @@ pub async fn dead_letters_list_requeue_purge<H: Harness>(h: &H) {
         .into_iter()
         .chain(claim(e, "dl-other", "w", 1).await)
     {
-        e.job_fail((j.claim(), "x".into())).await.expect("fail");
+        e.job_fail(JobFailParams::new(j.claim(), "x"))
+            .await
+            .expect("fail");
     }
     let page1 = e
         .dead_list(DeadListParams {
@@ -94,7 +97,9 @@ pub async fn dead_letter_retention_sweep<H: Harness>(h: &H) {
     enqueue_one(e, job("ret", "short").with_queue_opts(short)).await;
     enqueue_one(e, job("ret", "forever").with_queue_opts(forever)).await;
     for j in claim(e, "ret", "w", 2).await {
-        e.job_fail((j.claim(), "x".into())).await.expect("fail");
+        e.job_fail(JobFailParams::new(j.claim(), "x"))
+            .await
+            .expect("fail");
     }
     h.clock().advance(secs(59));
     assert_eq!(e.sweep().await.expect("sweep").dead_pruned, 0);
@@ -124,7 +129,9 @@ pub async fn dead_letters_in_bounded_batches<H: Harness>(h: &H) {
     .await
     .expect("enqueue");
     for j in claim(e, "bulk", "w", 7).await {
-        e.job_fail((j.claim(), "x".into())).await.expect("fail");
+        e.job_fail(JobFailParams::new(j.claim(), "x"))
+            .await
+            .expect("fail");
     }
     let all = DeadSelect::queue("bulk");
     assert_eq!(e.dead_count(all.clone()).await.expect("count"), 7);

@@ -1,5 +1,6 @@
 //! Enqueue: jobs read back as written, batches, unique keys, stamped options.
 
+use alkstore_core::queue::JobFailParams;
 use std::collections::HashSet;
 
 use alkstore_core::{
@@ -193,7 +194,7 @@ pub async fn batch_stamps_every_option<H: Harness>(h: &H) {
     }
     // No retention stamped: a dead letter survives any sweep.
     assert!(e
-        .job_fail((got[2].claim(), "x".into()))
+        .job_fail(JobFailParams::new(got[2].claim(), "x"))
         .await
         .expect("fail"));
     h.clock().advance(secs(10 * 365 * 24 * 3600));
@@ -215,7 +216,10 @@ pub async fn job_ids_rise_and_are_never_reused<H: Harness>(h: &H) {
     let dead = enqueue_one(e, job("ids", "b")).await;
     assert!(dead > acked, "{dead} after the acked {acked}");
     let b = claim(e, "ids", "w", 1).await.remove(0);
-    assert!(e.job_fail((b.claim(), "x".into())).await.expect("fail"));
+    assert!(e
+        .job_fail(JobFailParams::new(b.claim(), "x"))
+        .await
+        .expect("fail"));
     let batch = enqueue_ids(e, vec![job("ids", "c"), job("ids", "d"), job("ids", "e")]).await;
     assert!(batch[0] > dead, "{batch:?} after the dead {dead}");
     assert!(batch.windows(2).all(|w| w[0] < w[1]), "{batch:?}");

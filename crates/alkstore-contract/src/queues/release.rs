@@ -1,5 +1,7 @@
 //! Release, heartbeat, claim tokens and an operator's unclaim.
 
+use alkstore_core::queue::JobFailParams;
+use alkstore_core::queue::JobSnoozeParams;
 use std::time::Duration;
 
 use alkstore_core::{
@@ -65,11 +67,16 @@ pub async fn claim_tokens_never_repeat<H: Harness>(h: &H) {
     let old = first.claim();
     assert_eq!(e.job_heartbeat(old.clone()).await.expect("heartbeat"), None);
     assert_eq!(
-        e.job_snooze((old.clone(), secs(1))).await.expect("snooze"),
+        e.job_snooze(JobSnoozeParams::new(old.clone(), secs(1)))
+            .await
+            .expect("snooze"),
         None
     );
     assert!(!e.job_release(old.clone()).await.expect("release"));
-    assert!(!e.job_fail((old.clone(), "x".into())).await.expect("fail"));
+    assert!(!e
+        .job_fail(JobFailParams::new(old.clone(), "x"))
+        .await
+        .expect("fail"));
     let retry = JobRetryParams {
         claim: old.clone(),
         error: "x".into(),
@@ -82,7 +89,7 @@ pub async fn claim_tokens_never_repeat<H: Harness>(h: &H) {
     assert_eq!(e.job_ack(vec![old]).await.expect("ack"), vec![false]);
     // The same after a snooze, and after an operator's unclaim.
     assert!(e
-        .job_snooze((second.claim(), Duration::ZERO))
+        .job_snooze(JobSnoozeParams::new(second.claim(), Duration::ZERO))
         .await
         .expect("snooze")
         .is_some());
@@ -104,7 +111,10 @@ pub async fn claim_tokens_never_repeat<H: Harness>(h: &H) {
     // Tokens survive a trip through the dead-letter table.
     let id = enqueue_one(e, job("tok2", "x")).await;
     let a = claim(e, "tok2", "w", 1).await.remove(0);
-    assert!(e.job_fail((a.claim(), "x".into())).await.expect("fail"));
+    assert!(e
+        .job_fail(JobFailParams::new(a.claim(), "x"))
+        .await
+        .expect("fail"));
     assert_eq!(
         e.dead_requeue(DeadSelect::ids(vec![id]))
             .await

@@ -1,5 +1,7 @@
 //! Retry, fail and snooze, and the errors each attempt leaves behind.
 
+use alkstore_core::queue::JobFailParams;
+use alkstore_core::queue::JobSnoozeParams;
 use std::time::Duration;
 
 use alkstore_core::{
@@ -110,7 +112,7 @@ pub async fn fail_goes_straight_to_dead<H: Harness>(h: &H) {
     let id = enqueue_one(e, job("f", "x")).await;
     let j = claim(e, "f", "w", 1).await.remove(0);
     assert!(e
-        .job_fail((j.claim(), "bad payload".into()))
+        .job_fail(JobFailParams::new(j.claim(), "bad payload"))
         .await
         .expect("fail"));
     let info = e.job_get(id).await.expect("get").expect("dead row");
@@ -118,7 +120,10 @@ pub async fn fail_goes_straight_to_dead<H: Harness>(h: &H) {
     assert_eq!(info.dead_reason.as_deref(), Some("failed"));
     assert_eq!(info.last_error.as_deref(), Some("bad payload"));
     assert_eq!(info.died_at, Some(h.clock().now()));
-    assert!(!e.job_fail((j.claim(), "again".into())).await.expect("fail"));
+    assert!(!e
+        .job_fail(JobFailParams::new(j.claim(), "again"))
+        .await
+        .expect("fail"));
 }
 
 /// A snooze puts a claimed job back, due later, without using an attempt.
@@ -128,7 +133,9 @@ pub async fn snooze_runs_later_without_using_an_attempt<H: Harness>(h: &H) {
     let j = claim(e, "sn", "w", 1).await.remove(0);
     let now = h.clock().now();
     assert_eq!(
-        e.job_snooze((j.claim(), secs(30))).await.expect("snooze"),
+        e.job_snooze(JobSnoozeParams::new(j.claim(), secs(30)))
+            .await
+            .expect("snooze"),
         Some(now + 30)
     );
     let info = e.job_get(id).await.expect("get").expect("live");
@@ -142,7 +149,10 @@ pub async fn snooze_runs_later_without_using_an_attempt<H: Harness>(h: &H) {
     let again = claim(e, "sn", "w", 1).await.remove(0);
     assert_eq!((again.id, again.attempt), (id, 1));
     assert_eq!(
-        kind(e.job_snooze((again.claim(), Duration::MAX)).await),
+        kind(
+            e.job_snooze(JobSnoozeParams::new(again.claim(), Duration::MAX))
+                .await
+        ),
         ErrorKind::InvalidInput
     );
     assert_eq!(
@@ -178,7 +188,10 @@ pub async fn every_attempt_error_is_kept<H: Harness>(h: &H) {
     assert_eq!(seen, vec![(1, "boom 1"), (2, "boom 2")]);
     assert_eq!(info.last_error.as_deref(), Some("boom 2"));
     let j = claim(e, "errs", "w", 1).await.remove(0);
-    assert!(e.job_fail((j.claim(), "final".into())).await.expect("fail"));
+    assert!(e
+        .job_fail(JobFailParams::new(j.claim(), "final"))
+        .await
+        .expect("fail"));
     let info = e.job_get(id).await.expect("get").expect("dead");
     let seen: Vec<(u32, &str)> = info
         .errors
@@ -191,7 +204,7 @@ pub async fn every_attempt_error_is_kept<H: Harness>(h: &H) {
     let id = enqueue_one(e, job("errs2", "x")).await;
     let j = claim(e, "errs2", "w", 1).await.remove(0);
     assert!(e
-        .job_fail((j.claim(), "é".repeat(10_000)))
+        .job_fail(JobFailParams::new(j.claim(), "é".repeat(10_000)))
         .await
         .expect("fail"));
     let info = e.job_get(id).await.expect("get").expect("dead");
@@ -211,7 +224,7 @@ pub async fn every_attempt_error_is_kept<H: Harness>(h: &H) {
     assert!(matches!(retried, RetryOutcome::Scheduled(_)));
     let j = claim(e, "errs3", "w", 1).await.remove(0);
     assert!(e
-        .job_fail((j.claim(), "dead\0end".into()))
+        .job_fail(JobFailParams::new(j.claim(), "dead\0end"))
         .await
         .expect("fail with a NUL"));
     let info = e.job_get(id).await.expect("get").expect("dead");

@@ -1,6 +1,8 @@
 //! Throughput: the store counts every ack, retry and failure per queue in
 //! buckets of its clock, whoever finished the job.
 
+use alkstore_core::queue::JobFailParams;
+use alkstore_core::queue::JobSnoozeParams;
 use std::time::Duration;
 
 use alkstore_core::{
@@ -78,10 +80,12 @@ pub async fn throughput_counts_each_finished_job<H: Harness>(h: &H) {
     .await
     .expect("retry");
     assert!(e
-        .job_fail((a[3].claim(), "bad".into()))
+        .job_fail(JobFailParams::new(a[3].claim(), "bad"))
         .await
         .expect("fail"));
-    e.job_snooze((a[4].claim(), secs(1))).await.expect("snooze");
+    e.job_snooze(JobSnoozeParams::new(a[4].claim(), secs(1)))
+        .await
+        .expect("snooze");
     assert!(e.job_release(a[5].claim()).await.expect("release"));
     // No longer held: refused, and not counted.
     assert_eq!(
@@ -89,7 +93,7 @@ pub async fn throughput_counts_each_finished_job<H: Harness>(h: &H) {
         vec![false]
     );
     assert!(!e
-        .job_fail((a[3].claim(), "again".into()))
+        .job_fail(JobFailParams::new(a[3].claim(), "again"))
         .await
         .expect("fail"));
     for j in claim(e, "tp-b", "w", 2).await {
@@ -131,7 +135,7 @@ pub async fn throughput_totals_survive_the_sweep<H: Harness>(h: &H) {
     enqueue_ids(e, vec![job("tp-fold", "1"), job("tp-fold", "2")]).await;
     let got = claim(e, "tp-fold", "w", 2).await;
     e.job_ack(vec![got[0].claim()]).await.expect("ack");
-    e.job_fail((got[1].claim(), "x".into()))
+    e.job_fail(JobFailParams::new(got[1].claim(), "x"))
         .await
         .expect("fail");
     assert_eq!(

@@ -1,5 +1,6 @@
 //! Bad input: typed errors that change nothing, NUL bytes, one delay limit.
 
+use alkstore_core::queue::JobSnoozeParams;
 use std::time::Duration;
 
 use alkstore_core::stream::NewEvent;
@@ -180,7 +181,10 @@ pub async fn every_delay_has_one_limit<H: Harness>(h: &H) {
     };
     assert_eq!(kind(e.job_retry(retry).await), ErrorKind::InvalidInput);
     assert_eq!(
-        kind(e.job_snooze((j.claim(), Duration::MAX)).await),
+        kind(
+            e.job_snooze(JobSnoozeParams::new(j.claim(), Duration::MAX))
+                .await
+        ),
         ErrorKind::InvalidInput
     );
     let ok = JobRetryParams {

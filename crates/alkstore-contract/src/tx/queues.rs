@@ -1,6 +1,8 @@
 //! Jobs in a transaction: enqueue (one, batch), and ack, retry, fail and
 //! snooze of a claim the caller holds (token-checked).
 
+use alkstore_core::queue::JobFailParams;
+use alkstore_core::queue::JobSnoozeParams;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -155,7 +157,7 @@ pub async fn fail_commits_with_the_business_row_or_not_at_all<H: Harness>(h: &H)
     let j = claimed(h, q).await;
     for end in End::ALL {
         let mut tx = begin_with_row(h, &end.key(q)).await;
-        tx.job_fail((j.claim(), "fatal".to_string()))
+        tx.job_fail(JobFailParams::new(j.claim(), "fatal".to_string()))
             .await
             .expect("fail");
         end.finish::<H>(tx).await;
@@ -181,7 +183,10 @@ pub async fn snooze_commits_with_the_business_row_or_not_at_all<H: Harness>(h: &
     let j = claimed(h, q).await;
     for end in End::ALL {
         let mut tx = begin_with_row(h, &end.key(q)).await;
-        let due = tx.job_snooze((j.claim(), secs(60))).await.expect("snooze");
+        let due = tx
+            .job_snooze(JobSnoozeParams::new(j.claim(), secs(60)))
+            .await
+            .expect("snooze");
         end.finish::<H>(tx).await;
         if end.commits() {
             let info = e.job_get(j.id).await.expect("get").expect("row");
@@ -243,7 +248,7 @@ pub async fn settles_count_in_the_throughput_only_once_committed<H: Harness>(h: 
             delay: Some(secs(60)),
         };
         tx.job_retry(retry).await.expect("retry");
-        tx.job_fail((held_a[2].claim(), "fatal".to_string()))
+        tx.job_fail(JobFailParams::new(held_a[2].claim(), "fatal".to_string()))
             .await
             .expect("fail");
         end.finish::<H>(tx).await;
@@ -342,10 +347,13 @@ async fn stale_claim<H: Harness>(h: &H, settle: Settle) {
             tx.job_retry(retry).await.map(|_| 0)
         }
         Settle::Fail => tx
-            .job_fail((a.claim(), "stale".to_string()))
+            .job_fail(JobFailParams::new(a.claim(), "stale".to_string()))
             .await
             .map(|()| 0),
-        Settle::Snooze => tx.job_snooze((a.claim(), secs(5))).await,
+        Settle::Snooze => {
+            tx.job_snooze(JobSnoozeParams::new(a.claim(), secs(5)))
+                .await
+        }
     };
     assert_refused_and_rolled_back(h, tx, refused, &key).await;
     let info = e.job_get(id).await.expect("get").expect("row");

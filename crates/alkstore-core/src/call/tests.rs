@@ -2,6 +2,8 @@
 //! input and empty batches never do, and the wrapper (not the driver) sends
 //! the wake hints.
 
+use crate::queue::JobFailParams;
+use crate::queue::JobSnoozeParams;
 use std::sync::Mutex;
 
 // Not `QueueDriver`: its methods share the public traits' names, so the
@@ -216,7 +218,10 @@ fn bad_input_never_reaches_the_driver() {
         let mut bad = claim();
         bad.worker = String::new();
         assert!(d.job_ack(vec![claim(), bad.clone()]).await.is_err());
-        assert!(d.job_fail((bad.clone(), "e".to_string())).await.is_err());
+        assert!(d
+            .job_fail(JobFailParams::new(bad.clone(), "e".to_string()))
+            .await
+            .is_err());
         assert!(d.queue_stats("a\0b").await.is_err());
         for window in [
             Duration::ZERO,
@@ -323,7 +328,7 @@ fn a_single_settle_answered_with_another_kind_is_an_error() {
         },
         ..Recorder::default()
     };
-    let got = run(d.job_snooze((claim(), std::time::Duration::ZERO)));
+    let got = run(d.job_snooze(JobSnoozeParams::new(claim(), std::time::Duration::ZERO)));
     assert_eq!(got.expect_err("mismatch").kind(), ErrorKind::Database);
 }
 

@@ -434,13 +434,15 @@ pub struct JobFailParams {
     pub error: String,
 }
 
-impl From<(Claim, String)> for JobFailParams {
-    fn from((claim, error): (Claim, String)) -> Self {
-        JobFailParams { claim, error }
-    }
-}
-
 impl JobFailParams {
+    /// Fail the job held by `claim` for good, because of `error`.
+    pub fn new(claim: Claim, error: impl Into<String>) -> Self {
+        JobFailParams {
+            claim,
+            error: error.into(),
+        }
+    }
+
     /// Validate against the contract.
     pub fn validate(&self, _limits: &Limits) -> Result<()> {
         self.claim.validate()
@@ -456,13 +458,12 @@ pub struct JobSnoozeParams {
     pub delay: Duration,
 }
 
-impl From<(Claim, Duration)> for JobSnoozeParams {
-    fn from((claim, delay): (Claim, Duration)) -> Self {
+impl JobSnoozeParams {
+    /// Put the job held by `claim` back to run after `delay`.
+    pub fn new(claim: Claim, delay: Duration) -> Self {
         JobSnoozeParams { claim, delay }
     }
-}
 
-impl JobSnoozeParams {
     /// Validate against the contract (the same limit as every delay).
     pub fn validate(&self, _limits: &Limits) -> Result<()> {
         self.claim.validate()?;
