@@ -72,10 +72,18 @@ fn ctrl_c_ends_the_demo_early_with_a_summary() {
         ])
         .env_remove("DATABASE_URL")
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        // Kept, so that a failure says why the demo stopped.
+        .stderr(Stdio::piped())
         .spawn()
         .expect("run alk demo");
     let mut stdout = child.stdout.take().expect("stdout");
+    // Drained on a thread of its own (a full pipe would stall the demo).
+    let mut stderr = child.stderr.take().expect("stderr");
+    let errors = std::thread::spawn(move || {
+        let mut err = String::new();
+        let _ = stderr.read_to_string(&mut err);
+        err
+    });
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut chunk = [0u8; 1024];
@@ -116,7 +124,15 @@ fn ctrl_c_ends_the_demo_early_with_a_summary() {
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    assert!(status.is_some_and(|s| s.success()), "{status:?}: {seen}");
+    let err = if status.is_some() {
+        errors.join().unwrap_or_default()
+    } else {
+        String::new()
+    };
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "{status:?}: {seen}\nstderr: {err}"
+    );
     assert!(seen.contains("jobs:     "), "{seen}");
     assert!(seen.contains("orders consumed by group billing"), "{seen}");
 }
