@@ -40,6 +40,7 @@ mod error;
 pub mod group;
 pub mod lock;
 pub mod notify;
+mod pause;
 pub mod queue;
 pub mod rate;
 pub mod results;
@@ -58,6 +59,7 @@ pub use error::{BoxError, Error, ErrorKind, Result};
 pub use group::{GroupDriver, GroupEngine};
 pub use lock::{LockDriver, LockEngine};
 pub use notify::{NotifyDriver, NotifyEngine};
+pub use pause::PauseState;
 pub use queue::{
     backoff_delay_s, AttemptError, CancelOutcome, Claim, DeadListParams, DeadSelect, EnqueueOpts,
     Enqueued, EnqueuedClaimed, Job, JobClaimParams, JobEnqueueClaimedParams, JobInfo,

@@ -282,8 +282,9 @@ impl TxDriver for PgEngine {
         &self,
         tx: &mut PgTx,
         p: Checked<ScheduleNameParams>,
-        paused: bool,
+        to: alkstore_core::PauseState,
     ) -> Result<ScheduleInfo> {
+        let paused = to.is_paused();
         let e = tx.exec("schedule_set_paused")?;
         let sql = &self.inner.schedule_sql;
         crate::schedules::schedule_set_paused_in(e, sql, self.now_ms_override(), &p, paused).await

@@ -290,8 +290,9 @@ impl TxDriver for SqliteEngine {
         &self,
         tx: &mut SqliteTx,
         p: Checked<ScheduleNameParams>,
-        paused: bool,
+        to: alkstore_core::PauseState,
     ) -> Result<ScheduleInfo> {
+        let paused = to.is_paused();
         self.within(tx.live()?)
             .schedule_set_paused_checked(p, paused)
     }

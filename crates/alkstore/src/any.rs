@@ -29,8 +29,8 @@ use alkstore_core::stream::{
 };
 use alkstore_core::{
     CancelOutcome, Capabilities, Checked, DeadListParams, Engine, EngineState, Enqueued, Job,
-    JobClaimParams, JobInfo, JobListParams, QueueDriver, QueueStats, Result, Settlement,
-    SweepParams, SweepReport,
+    JobClaimParams, JobInfo, JobListParams, PauseState, QueueDriver, QueueStats, Result,
+    Settlement, SweepParams, SweepReport,
 };
 #[cfg(feature = "postgres")]
 use alkstore_postgres::PgEngine;
@@ -148,7 +148,7 @@ forward!(QueueDriver {
     fn queue_stats(p: Checked<QueueStatsParams>) -> QueueStats;
     fn queue_throughput(p: Checked<QueueThroughputParams>) -> QueueThroughput;
     fn queue_list() -> Vec<String>;
-    fn queue_set_paused(p: Checked<QueuePauseParams>, paused: bool) -> bool;
+    fn queue_set_paused(p: Checked<QueuePauseParams>, to: PauseState) -> bool;
     fn queue_paused() -> Vec<String>;
     fn dead_list(p: Checked<DeadListParams>) -> Vec<JobInfo>;
     fn dead_requeue(p: Checked<DeadRequeueParams>) -> u64;
@@ -198,7 +198,7 @@ forward!(LockDriver {
 forward!(ScheduleDriver {
     fn schedule_set(p: Checked<ScheduleSetParams>) -> ScheduleInfo;
     fn schedule_remove(p: Checked<ScheduleNameParams>) -> bool;
-    fn schedule_set_paused(p: Checked<ScheduleNameParams>, paused: bool) -> ScheduleInfo;
+    fn schedule_set_paused(p: Checked<ScheduleNameParams>, to: PauseState) -> ScheduleInfo;
     fn schedule_list() -> Vec<ScheduleInfo>;
     fn schedule_fire_due(p: Checked<ScheduleFireParams>) -> FireReport;
 });

@@ -229,9 +229,9 @@ impl TxDriver for AnyEngine {
         &self,
         tx: &mut AnyTx,
         params: Checked<ScheduleNameParams>,
-        paused: bool,
+        to: alkstore_core::PauseState,
     ) -> Result<ScheduleInfo> {
-        drive_tx!(self, tx.tx_schedule_set_paused(params, paused))
+        drive_tx!(self, tx.tx_schedule_set_paused(params, to))
     }
 
     async fn tx_group_checkpoint(

@@ -151,7 +151,11 @@ impl crate::queue::QueueDriver for Recorder {
         Ok(Vec::new())
     }
 
-    async fn queue_set_paused(&self, _: Checked<QueuePauseParams>, _: bool) -> Result<bool> {
+    async fn queue_set_paused(
+        &self,
+        _: Checked<QueuePauseParams>,
+        _: crate::PauseState,
+    ) -> Result<bool> {
         self.reached("queue_set_paused");
         Ok(false)
     }

@@ -109,11 +109,11 @@ pub trait QueueDriver: Engine {
     fn queue_list(&self) -> impl Future<Output = Result<Vec<String>>> + Send;
 
     /// See [`QueueAdmin::queue_pause`](super::QueueAdmin::queue_pause)
-    /// (`paused = true`) and `queue_resume` (`false`).
+    /// (`PauseState::Paused`) and `queue_resume` (`PauseState::Running`).
     fn queue_set_paused(
         &self,
         params: Checked<QueuePauseParams>,
-        paused: bool,
+        to: crate::PauseState,
     ) -> impl Future<Output = Result<bool>> + Send;
 
     /// See [`QueueAdmin::queue_paused`](super::QueueAdmin::queue_paused).

@@ -389,14 +389,14 @@ impl<D: QueueDriver> QueueAdmin for D {
 
     async fn queue_pause(&self, params: impl Into<QueuePauseParams> + Send) -> Result<bool> {
         engine_call!(self, queue_pause, params => QueuePauseParams, |p| {
-            QueueDriver::queue_set_paused(self, p, true)
+            QueueDriver::queue_set_paused(self, p, crate::PauseState::Paused)
         })
     }
 
     async fn queue_resume(&self, params: impl Into<QueuePauseParams> + Send) -> Result<bool> {
         engine_call!(self, queue_resume, params => QueuePauseParams, |p| async move {
             let queue = p.queue.clone();
-            let resumed = QueueDriver::queue_set_paused(self, p, false).await?;
+            let resumed = QueueDriver::queue_set_paused(self, p, crate::PauseState::Running).await?;
             self.wake_hub().queue(&queue);
             Ok(resumed)
         })

@@ -26,11 +26,11 @@ pub trait ScheduleDriver: Engine {
     ) -> impl Future<Output = Result<bool>> + Send;
 
     /// See [`ScheduleEngine::schedule_pause`](super::ScheduleEngine::schedule_pause)
-    /// (`paused = true`) and `schedule_resume` (`false`).
+    /// (`PauseState::Paused`) and `schedule_resume` (`PauseState::Running`).
     fn schedule_set_paused(
         &self,
         params: Checked<ScheduleNameParams>,
-        paused: bool,
+        to: crate::PauseState,
     ) -> impl Future<Output = Result<ScheduleInfo>> + Send;
 
     /// See [`ScheduleEngine::schedule_list`](super::ScheduleEngine::schedule_list).

@@ -82,7 +82,7 @@ impl<D: ScheduleDriver> ScheduleEngine for D {
         params: impl Into<ScheduleNameParams> + Send,
     ) -> Result<ScheduleInfo> {
         engine_call!(self, schedule_pause, params => ScheduleNameParams, |p| {
-            ScheduleDriver::schedule_set_paused(self, p, true)
+            ScheduleDriver::schedule_set_paused(self, p, crate::PauseState::Paused)
         })
     }
 
@@ -91,7 +91,7 @@ impl<D: ScheduleDriver> ScheduleEngine for D {
         params: impl Into<ScheduleNameParams> + Send,
     ) -> Result<ScheduleInfo> {
         engine_call!(self, schedule_resume, params => ScheduleNameParams, |p| {
-            ScheduleDriver::schedule_set_paused(self, p, false)
+            ScheduleDriver::schedule_set_paused(self, p, crate::PauseState::Running)
         })
     }
 

@@ -141,7 +141,7 @@ pub trait TxDriver: Engine + Clone {
         &self,
         tx: &mut Self::Tx,
         params: Checked<ScheduleNameParams>,
-        paused: bool,
+        to: crate::PauseState,
     ) -> impl Future<Output = Result<ScheduleInfo>> + Send;
 
     /// As [`GroupEngine::group_checkpoint`](crate::GroupEngine::group_checkpoint),
@@ -444,7 +444,7 @@ impl<E: TxDriver> Transaction<E> {
         params: impl Into<ScheduleNameParams> + Send,
     ) -> Result<ScheduleInfo> {
         tx_call!(self, schedule_pause, params => ScheduleNameParams, |engine, tx, p| {
-            engine.tx_schedule_set_paused(tx, p, true)
+            engine.tx_schedule_set_paused(tx, p, crate::PauseState::Paused)
         })
     }
 
@@ -455,7 +455,7 @@ impl<E: TxDriver> Transaction<E> {
         params: impl Into<ScheduleNameParams> + Send,
     ) -> Result<ScheduleInfo> {
         tx_call!(self, schedule_resume, params => ScheduleNameParams, |engine, tx, p| {
-            engine.tx_schedule_set_paused(tx, p, false)
+            engine.tx_schedule_set_paused(tx, p, crate::PauseState::Running)
         })
     }
 

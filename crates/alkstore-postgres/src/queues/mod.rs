@@ -106,8 +106,9 @@ impl QueueDriver for PgEngine {
     async fn queue_set_paused(
         &self,
         params: Checked<QueuePauseParams>,
-        paused: bool,
+        to: alkstore_core::PauseState,
     ) -> Result<bool> {
+        let paused = to.is_paused();
         admin::queue_set_paused(self, params, paused).await
     }
 

@@ -201,8 +201,9 @@ impl ScheduleDriver for PgEngine {
     async fn schedule_set_paused(
         &self,
         params: Checked<ScheduleNameParams>,
-        paused: bool,
+        to: alkstore_core::PauseState,
     ) -> Result<ScheduleInfo> {
+        let paused = to.is_paused();
         let p = params.into_inner();
         let op = "schedule_set_paused";
         let sql = &self.inner.schedule_sql;

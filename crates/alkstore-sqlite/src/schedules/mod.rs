@@ -135,8 +135,9 @@ impl ScheduleDriver for SqliteEngine {
     async fn schedule_set_paused(
         &self,
         params: Checked<ScheduleNameParams>,
-        paused: bool,
+        to: alkstore_core::PauseState,
     ) -> Result<ScheduleInfo> {
+        let paused = to.is_paused();
         let p = params.into_inner();
         self.inner
             .writer
