@@ -101,6 +101,14 @@ pub(crate) async fn run(db: &str, args: DemoArgs) -> Result<()> {
         }
     };
     let worker = tokio::spawn(workers(store.clone(), stopped()));
+    // The group exists before its members start: `settle` reads its lag at
+    // once, and a Ctrl-C can come before any member has run.
+    store
+        .engine()
+        .group_ensure(alkstore::group::GroupEnsureParams::new(
+            "billing", "orders", 12,
+        ))
+        .await?;
     let mut members = Vec::new();
     for name in MEMBERS {
         let runner = store

@@ -1,5 +1,5 @@
 use alkstore_core::group::{
-    BucketEvent, BucketLease, GroupCheckpointParams, GroupClaimParams, GroupDead,
+    BucketCount, BucketEvent, BucketLease, GroupCheckpointParams, GroupClaimParams, GroupDead,
     GroupDeadAddParams, GroupDeadListParams, GroupDeadPurgeParams, GroupDeadRequeueParams,
     GroupDeadResolveParams, GroupDeadTakeParams, GroupDriver, GroupEnsureParams, GroupInfo,
     GroupLeaveParams, GroupReadParams, GroupReleaseParams, GroupRenewParams, GroupResize,
@@ -185,7 +185,7 @@ forward!(GroupDriver {
     fn group_dead_purge(p: Checked<GroupDeadPurgeParams>) -> u64;
     fn group_dead_take(p: Checked<GroupDeadTakeParams>) -> Vec<GroupDead>;
     fn group_dead_resolve(p: Checked<GroupDeadResolveParams>) -> ();
-    fn group_counts(p: Checked<GroupStatusParams>) -> Vec<(u32, u64)>;
+    fn group_counts(p: Checked<GroupStatusParams>) -> Vec<BucketCount>;
 });
 
 forward!(LockDriver {

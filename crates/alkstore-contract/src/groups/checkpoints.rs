@@ -380,7 +380,13 @@ pub async fn resize_rewinds_to_the_lowest_checkpoint_once_no_lease_is_live<H: Ha
         .await
         .expect("resize");
     assert_eq!((resized.from, resized.to, resized.rewound_to), (2, 4, o[2]));
-    assert_eq!(e.group_counts("g").await.expect("counts"), [(4, 4)]);
+    assert_eq!(
+        e.group_counts("g").await.expect("counts"),
+        [alkstore_core::group::BucketCount {
+            buckets: 4,
+            rows: 4
+        }]
+    );
     let status = e.group_status("g").await.expect("status");
     let rows: Vec<(u32, Option<String>, i64, i64)> = status
         .buckets

@@ -111,5 +111,5 @@ pub trait GroupDriver: Engine {
     fn group_counts(
         &self,
         params: Checked<GroupStatusParams>,
-    ) -> impl Future<Output = Result<Vec<(u32, u64)>>> + Send;
+    ) -> impl Future<Output = Result<Vec<BucketCount>>> + Send;
 }

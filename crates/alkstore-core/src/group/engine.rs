@@ -69,14 +69,14 @@ pub trait GroupEngine: Engine {
         params: impl Into<GroupStatusParams> + Send,
     ) -> impl Future<Output = Result<GroupStatus>> + Send;
 
-    /// A group's rows per bucket count, as `(N, rows)` by N: one entry of
-    /// `(N, N)` for a sound group; several would mean mixed counts (which
+    /// A group's rows per bucket count, by count: one entry of `N` buckets
+    /// with `N` rows for a sound group; several would mean mixed counts (which
     /// `group_ensure` and `group_resize` never leave behind). Empty for an
     /// unknown group.
     fn group_counts(
         &self,
         params: impl Into<GroupStatusParams> + Send,
-    ) -> impl Future<Output = Result<Vec<(u32, u64)>>> + Send;
+    ) -> impl Future<Output = Result<Vec<BucketCount>>> + Send;
 
     /// Every group, by name.
     fn group_list(&self) -> impl Future<Output = Result<Vec<GroupInfo>>> + Send;
@@ -253,7 +253,7 @@ impl<D: GroupDriver> GroupEngine for D {
     async fn group_counts(
         &self,
         params: impl Into<GroupStatusParams> + Send,
-    ) -> Result<Vec<(u32, u64)>> {
+    ) -> Result<Vec<BucketCount>> {
         engine_call!(self, group_counts, params => GroupStatusParams, |p| {
             GroupDriver::group_counts(self, p)
         })

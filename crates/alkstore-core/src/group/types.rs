@@ -140,3 +140,13 @@ pub struct GroupResize {
     /// ones, so no event is skipped.
     pub rewound_to: i64,
 }
+
+/// How many bucket rows a group has for one bucket count (see
+/// [`GroupEngine::group_counts`](super::GroupEngine::group_counts)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BucketCount {
+    /// The bucket count the rows were made for.
+    pub buckets: u32,
+    /// How many rows have it.
+    pub rows: u64,
+}

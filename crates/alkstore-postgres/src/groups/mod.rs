@@ -3,6 +3,7 @@
 
 pub(crate) mod sql;
 
+use alkstore_core::group::BucketCount;
 use alkstore_core::group::{
     fenced, resize_refused, ttl_ms, BucketEvent, BucketLease, BucketStatus, GroupCheckpointParams,
     GroupClaimParams, GroupDead, GroupDeadAddParams, GroupDeadListParams, GroupDeadPurgeParams,
@@ -477,14 +478,17 @@ impl GroupDriver for PgEngine {
         tx.commit().await.map_err(db(op))
     }
 
-    async fn group_counts(&self, params: Checked<GroupStatusParams>) -> Result<Vec<(u32, u64)>> {
+    async fn group_counts(&self, params: Checked<GroupStatusParams>) -> Result<Vec<BucketCount>> {
         let p = params.into_inner();
         let rows = self
             .query("group_counts", &self.inner.group_sql.counts, &[&p.group])
             .await?;
         Ok(rows
             .iter()
-            .map(|r| (small(r.get(0)), count(r.get(1))))
+            .map(|r| BucketCount {
+                buckets: small(r.get(0)),
+                rows: count(r.get(1)),
+            })
             .collect())
     }
 }

@@ -14,6 +14,7 @@ pub(crate) mod hash;
 mod leases;
 mod read;
 
+use alkstore_core::group::BucketCount;
 use alkstore_core::group::{
     BucketEvent, BucketLease, GroupCheckpointParams, GroupClaimParams, GroupDead,
     GroupDeadAddParams, GroupDeadListParams, GroupDeadPurgeParams, GroupDeadRequeueParams,
@@ -96,7 +97,7 @@ impl GroupDriver for SqliteEngine {
         dead::group_dead_resolve(self, params).await
     }
 
-    async fn group_counts(&self, params: Checked<GroupStatusParams>) -> Result<Vec<(u32, u64)>> {
+    async fn group_counts(&self, params: Checked<GroupStatusParams>) -> Result<Vec<BucketCount>> {
         read::group_counts(self, params).await
     }
 }

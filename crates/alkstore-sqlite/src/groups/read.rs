@@ -1,6 +1,7 @@
 //! Reading a group: the events of some buckets, each bucket's lease and
 //! lag, every group at a glance, and the bucket counts of a group.
 
+use alkstore_core::group::BucketCount;
 use alkstore_core::group::{
     BucketEvent, BucketStatus, GroupInfo, GroupReadParams, GroupStatus, GroupStatusParams,
 };
@@ -155,7 +156,7 @@ pub(super) async fn group_list(engine: &SqliteEngine) -> Result<Vec<GroupInfo>> 
 pub(super) async fn group_counts(
     engine: &SqliteEngine,
     params: Checked<GroupStatusParams>,
-) -> Result<Vec<(u32, u64)>> {
+) -> Result<Vec<BucketCount>> {
     let p = params.into_inner();
     engine
         .read("group_counts", move |conn| {
@@ -164,8 +165,13 @@ pub(super) async fn group_counts(
              GROUP BY buckets ORDER BY buckets",
             )
             .and_then(|mut s| {
-                s.query_map([&p.group], |r| Ok((r.get(0)?, count(r.get(1)?))))?
-                    .collect()
+                s.query_map([&p.group], |r| {
+                    Ok(BucketCount {
+                        buckets: r.get(0)?,
+                        rows: count(r.get(1)?),
+                    })
+                })?
+                .collect()
             })
             .map_err(db("group_counts"))
         })
