@@ -16,7 +16,9 @@
 
 use std::time::Duration;
 
-pub use alkstore_core::rate::*;
+pub use alkstore_core::rate::{
+    window_start, RateAcquireParams, RateDecision, RateEngine, MAX_RATE_WINDOW,
+};
 use alkstore_core::Result;
 
 use crate::AnyEngine;
