@@ -119,18 +119,16 @@ pub(crate) async fn run(db: &str, args: DemoArgs) -> Result<()> {
         let until = stopped();
         members.push(tokio::spawn(async move {
             runner
-                .run(
-                    move |e: GroupEvent| {
-                        let work = Duration::from_micros(
-                            200 + e.event.offset.rem_euclid(5).unsigned_abs() * 100,
-                        );
-                        async move {
-                            tokio::time::sleep(work).await;
-                            Ok::<(), std::io::Error>(())
-                        }
-                    },
-                    until,
-                )
+                .handler(move |e: GroupEvent| {
+                    let work = Duration::from_micros(
+                        200 + e.event.offset.rem_euclid(5).unsigned_abs() * 100,
+                    );
+                    async move {
+                        tokio::time::sleep(work).await;
+                        Ok::<(), std::io::Error>(())
+                    }
+                })
+                .run_until(until)
                 .await
         }));
     }
@@ -328,11 +326,7 @@ async fn summary(
     println!("schedule: digest fired {fired} times (@every 5s)");
     let dead = store
         .engine()
-        .dead_count(alkstore::queue::DeadSelect {
-            queue: None,
-            ids: None,
-            limit: None,
-        })
+        .dead_count(alkstore::queue::DeadSelect::all())
         .await?;
     println!("dead letters waiting: {dead} (requeue or purge them on the dashboard)");
     println!("took {:.1} s", secs);

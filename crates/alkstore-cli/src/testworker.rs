@@ -250,49 +250,43 @@ pub(crate) async fn run_group(db: &str, args: TestGroupWorkerArgs) -> Result<()>
         (None, Some(table)) => {
             let (table, store): (Arc<str>, Store) = (table.into(), store.clone());
             runner
-                .run(
-                    move |e: GroupEvent| {
-                        let (table, store) = (table.clone(), store.clone());
-                        async move {
-                            let mut tx = store.begin().await?;
-                            let key = e.event.key.as_deref().unwrap_or("-");
-                            insert_row(&mut tx, &table, "event", e.event.offset, key).await?;
-                            tx.commit().await
-                        }
-                    },
-                    alkstore::shutdown_signal(),
-                )
+                .handler(move |e: GroupEvent| {
+                    let (table, store) = (table.clone(), store.clone());
+                    async move {
+                        let mut tx = store.begin().await?;
+                        let key = e.event.key.as_deref().unwrap_or("-");
+                        insert_row(&mut tx, &table, "event", e.event.offset, key).await?;
+                        tx.commit().await
+                    }
+                })
+                .run_until(alkstore::shutdown_signal())
                 .await
         }
         (Some(table), _) => {
             let table: Arc<str> = table.into();
             runner
-                .run_tx(
-                    move |tx, e: GroupEvent| {
-                        let (log, table) = (log.clone(), table.clone());
-                        Box::pin(async move {
-                            let key = e.event.key.as_deref().unwrap_or("-");
-                            insert_row(tx, &table, "event", e.event.offset, key).await?;
-                            append(&log, &line(&e))?;
-                            Ok::<(), alkstore::BoxError>(())
-                        })
-                    },
-                    alkstore::shutdown_signal(),
-                )
+                .handler_tx(move |tx, e: GroupEvent| {
+                    let (log, table) = (log.clone(), table.clone());
+                    Box::pin(async move {
+                        let key = e.event.key.as_deref().unwrap_or("-");
+                        insert_row(tx, &table, "event", e.event.offset, key).await?;
+                        append(&log, &line(&e))?;
+                        Ok::<(), alkstore::BoxError>(())
+                    })
+                })
+                .run_until(alkstore::shutdown_signal())
                 .await
         }
         (None, None) => {
             runner
-                .run(
-                    move |e: GroupEvent| {
-                        if fail_key.is_some() && e.event.key == fail_key {
-                            let failed = std::io::Error::other("test-group-worker: --fail-key");
-                            return std::future::ready(Err(failed));
-                        }
-                        std::future::ready(append(&log, &line(&e)))
-                    },
-                    alkstore::shutdown_signal(),
-                )
+                .handler(move |e: GroupEvent| {
+                    if fail_key.is_some() && e.event.key == fail_key {
+                        let failed = std::io::Error::other("test-group-worker: --fail-key");
+                        return std::future::ready(Err(failed));
+                    }
+                    std::future::ready(append(&log, &line(&e)))
+                })
+                .run_until(alkstore::shutdown_signal())
                 .await
         }
     };

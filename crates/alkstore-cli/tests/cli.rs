@@ -766,20 +766,18 @@ async fn groups_list_status_dead_and_resize() {
         .stream("orders")
         .buckets(4)
         .opts(opts)
-        .run(
-            move |e: GroupEvent| {
-                let ok = e.event.payload != b"poison";
-                if ok {
-                    handled.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                }
-                std::future::ready(if ok {
-                    Ok(())
-                } else {
-                    Err(std::io::Error::other("bad payload"))
-                })
-            },
-            done,
-        )
+        .handler(move |e: GroupEvent| {
+            let ok = e.event.payload != b"poison";
+            if ok {
+                handled.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+            std::future::ready(if ok {
+                Ok(())
+            } else {
+                Err(std::io::Error::other("bad payload"))
+            })
+        })
+        .run_until(done)
         .await
         .expect("run");
 

@@ -53,12 +53,7 @@ async fn each_boundary_fires_once_across_processes(db: String) {
     }
     let jobs = store
         .engine()
-        .job_list(JobListParams {
-            queue: Some("ticks".into()),
-            state: None,
-            after_id: None,
-            limit: 1000,
-        })
+        .job_list(JobListParams::new(1000).queue("ticks"))
         .await
         .expect("jobs");
     let mut keys: Vec<String> = jobs.iter().filter_map(|j| j.unique_key.clone()).collect();

@@ -68,6 +68,7 @@ pub use alkstore;
 
 pub mod groups;
 pub mod locks;
+pub mod open;
 pub mod queues;
 pub mod rates;
 pub mod results;
@@ -140,6 +141,24 @@ pub trait Harness: Send + Sync + Sized + 'static {
     fn foreign_hints_name_queue(&self) -> bool {
         false
     }
+
+    /// Open another engine over this harness's store (the same file or
+    /// schema) with [`Harness::clock`]; `create: false` opens it
+    /// existing-only, as read-only tools do.
+    fn reopen(&self, create: bool) -> impl Future<Output = Result<Self::Engine>> + Send;
+
+    /// Set the store's schema version to `version` with the engine's own
+    /// SQL on its meta table, as a newer alkstore would have left it.
+    fn set_schema_version(&self, version: i64) -> impl Future<Output = Result<()>> + Send;
+
+    /// Open an engine where no store is yet: a place beside the harness's
+    /// (another file in its directory, another schema) that its teardown
+    /// removes. `create: false` opens it existing-only.
+    fn open_absent(&self, create: bool) -> impl Future<Output = Result<Self::Engine>> + Send;
+
+    /// Whether anything exists at [`Harness::open_absent`]'s place (the
+    /// file, the schema).
+    fn absent_created(&self) -> impl Future<Output = bool> + Send;
 
     /// Drop whatever the harness created. Runs after every row, whether it
     /// passed or panicked.
@@ -260,6 +279,7 @@ macro_rules! __areas {
         $crate::__streams!($then, $args);
         $crate::__groups!($then, $args);
         $crate::__locks!($then, $args);
+        $crate::__open!($then, $args);
         $crate::__rates!($then, $args);
         $crate::__results!($then, $args);
         $crate::__schedules!($then, $args);

@@ -79,12 +79,12 @@ pub enum Error {
     Closed,
     /// The database stayed locked by another connection or process for the
     /// whole busy timeout; nothing was written. Safe to retry.
-    #[error("the database was locked by another connection for {waited_s} s during {op}; nothing was written, retry later")]
+    #[error("the database was locked by another connection for {waited:?} during {op}; nothing was written, retry later")]
     Busy {
         /// The operation that waited (for example `job_enqueue`).
         op: &'static str,
-        /// How long it waited, in seconds.
-        waited_s: u64,
+        /// How long it waited: the store's busy timeout.
+        waited: std::time::Duration,
     },
     /// A concurrent change got in the way; nothing was written, and the same
     /// call is expected to succeed when tried again.

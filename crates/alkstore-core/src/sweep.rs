@@ -13,9 +13,19 @@ use crate::validate::Limits;
 /// Parameters of a maintenance sweep: with `every`, only when nobody swept
 /// the store within that interval.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SweepParams {
     /// Skip the sweep when another caller swept within this interval.
     pub every: Option<Duration>,
+}
+
+impl SweepParams {
+    /// Sweep unless another caller swept within `interval`.
+    pub fn every(interval: Duration) -> Self {
+        SweepParams {
+            every: Some(interval),
+        }
+    }
 }
 
 impl Validate for SweepParams {

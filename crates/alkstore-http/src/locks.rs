@@ -182,12 +182,12 @@ async fn renew(
     let renewed = app
         .store
         .engine()
-        .lock_renew(LockRenewParams {
+        .lock_renew(LockRenewParams::new(
             name,
-            owner: r.owner,
-            token: r.token,
-            ttl: Duration::from_millis(r.ttl_ms),
-        })
+            r.owner,
+            r.token,
+            Duration::from_millis(r.ttl_ms),
+        ))
         .await?;
     Ok(Json(
         match renewed {
@@ -214,11 +214,7 @@ async fn release(
     let released = app
         .store
         .engine()
-        .lock_release(LockReleaseParams {
-            name,
-            owner: r.owner,
-            token: r.token,
-        })
+        .lock_release(LockReleaseParams::new(name, r.owner, r.token))
         .await?;
     Ok(Json(ReleasedView {
         released: matches!(released, LockReleased::Released),

@@ -2,7 +2,9 @@
 //! and the streams' heads and lag.
 
 use alkstore::prelude::*;
-use alkstore_core::stream::{Event, NewEvent, StreamOffsetCommitParams, StreamReadParams};
+use alkstore_core::stream::{
+    Event, NewEvent, StreamOffsetCommitParams, StreamOffsetGetParams, StreamReadParams,
+};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
@@ -325,7 +327,7 @@ async fn offset_get(
     let offset = app
         .store
         .engine()
-        .stream_offset_get((stream, consumer))
+        .stream_offset_get(StreamOffsetGetParams::new(stream, consumer))
         .await?;
     Ok(Json(OffsetView { offset }))
 }

@@ -881,15 +881,15 @@ async fn group_dead_letters_list_requeue_and_purge(api: Api) {
     };
     assert_eq!(events.len(), 2, "{events:?}");
     for ev in &events {
-        e.group_dead_add(GroupDeadAddParams {
-            group: "billing".into(),
-            bucket: 0,
-            worker: "w1".into(),
-            epoch: lease.epoch,
-            event: ev.clone(),
-            error: "handler failed".into(),
-            attempts: 3,
-        })
+        e.group_dead_add(GroupDeadAddParams::new(
+            "billing",
+            0,
+            "w1",
+            lease.epoch,
+            ev.clone(),
+            "handler failed",
+            3,
+        ))
         .await
         .expect("dead");
     }
@@ -1007,7 +1007,12 @@ async fn assert_next_notification_is(
 
 async fn atomic_enqueue_publish_and_notify_commit_together_and_wake_waiters(api: Api) {
     let mut hints = api.store.engine().wake_subscribe();
-    let mut listener = api.store.listen("orders-placed").await.expect("listen");
+    let mut listener = api
+        .store
+        .channel("orders-placed")
+        .listen()
+        .await
+        .expect("listen");
     let claim = spawn_request(
         &api,
         Request::post("/api/v1/queues/order-mail/claim")
@@ -1150,7 +1155,12 @@ async fn atomic_enqueue_publish_and_notify_commit_together_and_wake_waiters(api:
 }
 
 async fn atomic_with_a_stale_claim_token_is_409_and_writes_nothing(api: Api) {
-    let mut listener = api.store.listen("side-news").await.expect("listen");
+    let mut listener = api
+        .store
+        .channel("side-news")
+        .listen()
+        .await
+        .expect("listen");
     api.post("/api/v1/queues/work/jobs", json!({"payload": "x"}))
         .await;
     let (_, claimed) = api
@@ -1202,7 +1212,12 @@ async fn atomic_with_a_stale_claim_token_is_409_and_writes_nothing(api: Api) {
 }
 
 async fn atomic_bad_input_is_400_naming_the_op_and_writes_nothing(api: Api) {
-    let mut listener = api.store.listen("side-news").await.expect("listen");
+    let mut listener = api
+        .store
+        .channel("side-news")
+        .listen()
+        .await
+        .expect("listen");
     let first = || {
         vec![
             json!({"op": "enqueue", "queue": "side", "payload": 1}),

@@ -214,7 +214,7 @@ impl Within<'_, '_> {
     /// Move a job the caller's claim holds to dead, when the transaction
     /// commits. A claim no longer held is [`Error::NotHeld`].
     pub async fn job_fail(&self, params: impl Into<JobFailParams> + Send) -> Result<()> {
-        let JobFailParams { claim, error } = params.into();
+        let JobFailParams { claim, error, .. } = params.into();
         match self.settle_one(Settle::Fail { claim, error }).await? {
             Settled::Failed(true) => Ok(()),
             other => Err(unexpected("job_fail", &other)),
@@ -225,7 +225,7 @@ impl Within<'_, '_> {
     /// without using an attempt; returns when it is due. A claim no longer
     /// held is [`Error::NotHeld`].
     pub async fn job_snooze(&self, params: impl Into<JobSnoozeParams> + Send) -> Result<i64> {
-        let JobSnoozeParams { claim, delay } = params.into();
+        let JobSnoozeParams { claim, delay, .. } = params.into();
         match self.settle_one(Settle::Snooze { claim, delay }).await? {
             Settled::Snoozed(Some(at)) => Ok(at),
             other => Err(unexpected("job_snooze", &other)),

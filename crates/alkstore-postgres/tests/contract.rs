@@ -45,8 +45,64 @@ async fn harness(_name: &'static str) -> PgHarness {
     }
 }
 
+impl PgHarness {
+    /// Open `schema` with the harness's clock.
+    async fn open_schema(&self, schema: &str, create: bool) -> Result<PgEngine> {
+        let mut opts = PgOptions::new(self.url.clone(), schema.to_string())
+            .clock(Arc::new(self.clock.clone()));
+        opts.create = create;
+        PgEngine::open(opts).await
+    }
+
+    /// Where [`Harness::open_absent`] opens.
+    fn absent_schema(&self) -> String {
+        format!("{}_absent", self.schema)
+    }
+}
+
 impl Harness for PgHarness {
     type Engine = PgEngine;
+
+    async fn reopen(&self, create: bool) -> Result<PgEngine> {
+        self.open_schema(&self.schema, create).await
+    }
+
+    async fn set_schema_version(&self, version: i64) -> Result<()> {
+        let meta = format!(
+            "{}.meta",
+            alkstore_postgres::schema::quote_identifier(&self.schema)
+        );
+        let (client, driver) = self.app_connection().await?;
+        client
+            .execute(
+                &format!("UPDATE {meta} SET value = $1 WHERE key = 'schema_version'"),
+                &[&version],
+            )
+            .await
+            .map_err(outbox_err)?;
+        drop(client);
+        let _ = driver.await;
+        Ok(())
+    }
+
+    async fn open_absent(&self, create: bool) -> Result<PgEngine> {
+        self.open_schema(&self.absent_schema(), create).await
+    }
+
+    async fn absent_created(&self) -> bool {
+        let (client, driver) = self.app_connection().await.expect("connect");
+        let n: i64 = client
+            .query_one(
+                "SELECT count(*) FROM pg_namespace WHERE nspname = $1",
+                &[&self.absent_schema()],
+            )
+            .await
+            .expect("catalog")
+            .get(0);
+        drop(client);
+        let _ = driver.await;
+        n > 0
+    }
 
     fn engine(&self) -> &PgEngine {
         &self.engine
@@ -123,6 +179,7 @@ impl Harness for PgHarness {
 
     async fn teardown(self) {
         let _ = testing::drop_schema(&self.url, &self.schema).await;
+        let _ = testing::drop_schema(&self.url, &self.absent_schema()).await;
     }
 }
 

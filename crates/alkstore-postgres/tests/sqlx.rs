@@ -185,11 +185,7 @@ async fn every_call_commits_with_the_application_row() {
     store.notify("orders", "order 1").await.expect("notify");
     store.job_ack(to_ack.claim()).await.expect("ack");
     let retried = store
-        .job_retry(JobRetryParams {
-            claim: to_retry.claim(),
-            error: "later".into(),
-            delay: Some(Duration::from_secs(60)),
-        })
+        .job_retry(JobRetryParams::new(to_retry.claim(), "later").delay(Duration::from_secs(60)))
         .await
         .expect("retry");
     assert!(matches!(retried, RetryOutcome::Scheduled(_)), "{retried:?}");
@@ -255,7 +251,7 @@ async fn every_call_commits_with_the_application_row() {
     let snoozed = e.job_get(to_snooze.id).await.expect("get").expect("live");
     assert!(snoozed.claim_expires_at.is_none(), "handed back");
     assert_eq!(
-        e.stream_offset_get(StreamOffsetGetParams::from(("s", "c")))
+        e.stream_offset_get(StreamOffsetGetParams::new("s", "c"))
             .await
             .expect("offset"),
         Some(published[1])
@@ -402,7 +398,7 @@ async fn refused_input_leaves_the_transaction_usable() {
     );
     assert_eq!(
         s.engine
-            .stream_offset_get(StreamOffsetGetParams::from(("s", "c")))
+            .stream_offset_get(StreamOffsetGetParams::new("s", "c"))
             .await
             .expect("offset"),
         None

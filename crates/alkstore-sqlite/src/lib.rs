@@ -146,7 +146,7 @@ impl SqliteOptions {
             synchronous_full: false,
             clock: None,
             limits: Limits::default(),
-            busy_timeout: Duration::from_secs(DEFAULT_BUSY_TIMEOUT_S),
+            busy_timeout: DEFAULT_BUSY_TIMEOUT,
             create: true,
         }
     }
@@ -319,7 +319,7 @@ impl SqliteEngine {
             Some(c) => c,
             None => open_connection(&self.inner.opts)?,
         };
-        let out = f(&conn);
+        let out = f(&conn).map_err(busy_waited(self.inner.opts.busy_timeout));
         if let Ok(mut r) = self.inner.readers.lock() {
             if r.len() < 8 {
                 r.push(conn);
@@ -330,13 +330,16 @@ impl SqliteEngine {
 }
 
 /// Map a rusqlite error to [`Error::Database`] for operation `op`, or to
-/// [`Error::Busy`] when another connection held a lock too long.
+/// [`Error::Busy`] when another connection held a lock too long. The
+/// statements that map it do not know the store's busy timeout: the busy
+/// error says the default until the call's way out (the writer, a read)
+/// puts in the configured one with [`busy_waited`].
 pub(crate) fn db(op: &'static str) -> impl Fn(rusqlite::Error) -> Error {
     move |e| {
         if is_busy(&e) {
             Error::Busy {
                 op,
-                waited_s: DEFAULT_BUSY_TIMEOUT_S,
+                waited: DEFAULT_BUSY_TIMEOUT,
             }
         } else {
             Error::database(op, e)
@@ -344,8 +347,20 @@ pub(crate) fn db(op: &'static str) -> impl Fn(rusqlite::Error) -> Error {
     }
 }
 
-/// The default busy timeout, in seconds (see [`SqliteOptions::busy_timeout`]).
-const DEFAULT_BUSY_TIMEOUT_S: u64 = 10;
+/// A busy error with how long the call really waited: `timeout`, the
+/// store's busy timeout. Other errors pass unchanged.
+pub(crate) fn busy_waited(timeout: Duration) -> impl Fn(Error) -> Error {
+    move |e| match e {
+        Error::Busy { op, .. } => Error::Busy {
+            op,
+            waited: timeout,
+        },
+        e => e,
+    }
+}
+
+/// The default busy timeout (see [`SqliteOptions::busy_timeout`]).
+const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Whether SQLite gave up waiting for another connection's lock.
 pub(crate) fn is_busy(e: &rusqlite::Error) -> bool {

@@ -179,7 +179,7 @@ impl Within<'_> {
     /// Move a job the caller's claim holds to dead, when the transaction
     /// commits. As [`Transaction::job_fail`](alkstore_core::Transaction::job_fail).
     pub fn job_fail(&self, params: impl Into<JobFailParams>) -> Result<()> {
-        let JobFailParams { claim, error } = params.into();
+        let JobFailParams { claim, error, .. } = params.into();
         match self.settle_one(Settle::Fail { claim, error })? {
             Settled::Failed(true) => Ok(()),
             other => Err(unexpected("job_fail", other)),
@@ -190,7 +190,7 @@ impl Within<'_> {
     /// without using an attempt; returns when it is due. As
     /// [`Transaction::job_snooze`](alkstore_core::Transaction::job_snooze).
     pub fn job_snooze(&self, params: impl Into<JobSnoozeParams>) -> Result<i64> {
-        let JobSnoozeParams { claim, delay } = params.into();
+        let JobSnoozeParams { claim, delay, .. } = params.into();
         match self.settle_one(Settle::Snooze { claim, delay })? {
             Settled::Snoozed(Some(at)) => Ok(at),
             other => Err(unexpected("job_snooze", other)),

@@ -123,7 +123,7 @@ impl SqliteEngine {
     fn busy(&self, op: &'static str) -> Error {
         Error::Busy {
             op,
-            waited_s: self.inner.opts.busy_timeout.as_secs().max(1),
+            waited: self.inner.opts.busy_timeout,
         }
     }
 }

@@ -33,8 +33,45 @@ async fn harness(_name: &'static str) -> SqliteHarness {
 const BUSINESS_TABLE: &str =
     "CREATE TABLE IF NOT EXISTS business (id INTEGER PRIMARY KEY, key TEXT NOT NULL)";
 
+impl SqliteHarness {
+    /// Open the file at `path` with the harness's clock.
+    fn open_at(&self, path: std::path::PathBuf, create: bool) -> Result<SqliteEngine> {
+        let mut opts = SqliteOptions::new(path).clock(Arc::new(self.clock.clone()));
+        opts.create = create;
+        SqliteEngine::open(opts)
+    }
+
+    /// Where [`Harness::open_absent`] opens.
+    fn absent_path(&self) -> std::path::PathBuf {
+        self._dir.path().join("absent.db")
+    }
+}
+
 impl Harness for SqliteHarness {
     type Engine = SqliteEngine;
+
+    async fn reopen(&self, create: bool) -> Result<SqliteEngine> {
+        self.open_at(self.engine.path().to_path_buf(), create)
+    }
+
+    async fn set_schema_version(&self, version: i64) -> Result<()> {
+        let db = |e: rusqlite::Error| Error::database("set schema version", e);
+        let conn = rusqlite::Connection::open(self.engine.path()).map_err(db)?;
+        conn.execute(
+            "UPDATE __alkstore_meta SET value = ?1 WHERE key = 'schema_version'",
+            [version],
+        )
+        .map_err(db)?;
+        Ok(())
+    }
+
+    async fn open_absent(&self, create: bool) -> Result<SqliteEngine> {
+        self.open_at(self.absent_path(), create)
+    }
+
+    async fn absent_created(&self) -> bool {
+        self.absent_path().exists()
+    }
 
     fn engine(&self) -> &SqliteEngine {
         &self.engine

@@ -62,25 +62,23 @@ async fn worker(name: &str) -> Res<()> {
         .stream("orders")
         .buckets(16)
         .worker_id(name)
-        .run(
-            move |e: GroupEvent| {
-                let text = String::from_utf8_lossy(&e.event.payload).into_owned();
-                let amount = text
-                    .trim_start_matches("{\"amount\":")
-                    .trim_end_matches('}')
-                    .parse::<i64>()
-                    .unwrap_or(0);
-                let customer = e.event.key.clone().unwrap_or_default();
-                let applied = conn
-                    .lock()
-                    .map_err(|_| "projection lock poisoned".to_string())
-                    .and_then(|c| {
-                        apply(&c, &customer, e.event.offset, amount).map_err(|e| e.to_string())
-                    });
-                std::future::ready(applied.map_err(std::io::Error::other))
-            },
-            alkstore::shutdown_signal(),
-        )
+        .handler(move |e: GroupEvent| {
+            let text = String::from_utf8_lossy(&e.event.payload).into_owned();
+            let amount = text
+                .trim_start_matches("{\"amount\":")
+                .trim_end_matches('}')
+                .parse::<i64>()
+                .unwrap_or(0);
+            let customer = e.event.key.clone().unwrap_or_default();
+            let applied = conn
+                .lock()
+                .map_err(|_| "projection lock poisoned".to_string())
+                .and_then(|c| {
+                    apply(&c, &customer, e.event.offset, amount).map_err(|e| e.to_string())
+                });
+            std::future::ready(applied.map_err(std::io::Error::other))
+        })
+        .run_until(alkstore::shutdown_signal())
         .await?;
     eprintln!("{name}: {report:?}");
     Ok(())

@@ -5,7 +5,7 @@
 //! workers of the group `totals` share its 8 buckets; each event adds the
 //! order's amount to its customer's row in `customer_totals`, a table of
 //! the application's own in the same database, through the transaction the
-//! group runner opened for the batch ([`GroupRunner::run_tx`]). That
+//! group runner opened for the batch ([`GroupRunner::handler_tx`]). That
 //! transaction commits the rows together with the bucket's checkpoint, so
 //! the projection needs no idempotency bookkeeping of its own: an event's
 //! amount is added once, by the run that moved the checkpoint past it.
@@ -21,7 +21,7 @@
 //! cargo run -p alkstore --example projection -- postgres://postgres@127.0.0.1:5432/postgres
 //! ```
 //!
-//! [`GroupRunner::run_tx`]: alkstore::group::GroupRunner::run_tx
+//! [`GroupRunner::handler_tx`]: alkstore::group::GroupRunner::handler_tx
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -106,16 +106,14 @@ fn spawn_worker(store: &Store, name: &str) -> tokio::task::JoinHandle<Res<u64>> 
         });
     tokio::spawn(async move {
         let report = runner
-            .run_tx(
-                |tx, e: GroupEvent| {
-                    Box::pin(async move {
-                        let customer = e.event.key.clone().unwrap_or_default();
-                        let amount = String::from_utf8_lossy(&e.event.payload).parse::<i64>()?;
-                        apply(tx, &customer, amount).await
-                    })
-                },
-                std::future::pending(),
-            )
+            .handler_tx(|tx, e: GroupEvent| {
+                Box::pin(async move {
+                    let customer = e.event.key.clone().unwrap_or_default();
+                    let amount = String::from_utf8_lossy(&e.event.payload).parse::<i64>()?;
+                    apply(tx, &customer, amount).await
+                })
+            })
+            .run_until(std::future::pending())
             .await?;
         Ok(report.handled)
     })

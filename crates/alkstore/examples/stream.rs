@@ -67,32 +67,30 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let report = stream
         .subscribe("shipping")
-        .run(
-            |event: Event| async move {
-                println!(
-                    "ship {} (offset {}, key {:?})",
-                    String::from_utf8_lossy(&event.payload),
-                    event.offset,
-                    event.key
-                );
-                Ok::<(), std::io::Error>(())
-            },
-            {
-                let stream = stream.clone();
-                async move {
-                    // Stop on a signal, or once everything placed so far is shipped.
-                    let caught_up = async {
-                        while stream.offset("shipping").await.ok().flatten() < head {
-                            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                        }
-                    };
-                    tokio::select! {
-                        () = alkstore::shutdown_signal() => {}
-                        () = caught_up => {}
+        .handler(|event: Event| async move {
+            println!(
+                "ship {} (offset {}, key {:?})",
+                String::from_utf8_lossy(&event.payload),
+                event.offset,
+                event.key
+            );
+            Ok::<(), std::io::Error>(())
+        })
+        .run_until({
+            let stream = stream.clone();
+            async move {
+                // Stop on a signal, or once everything placed so far is shipped.
+                let caught_up = async {
+                    while stream.offset("shipping").await.ok().flatten() < head {
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                     }
+                };
+                tokio::select! {
+                    () = alkstore::shutdown_signal() => {}
+                    () = caught_up => {}
                 }
-            },
-        )
+            }
+        })
         .await?;
     println!(
         "handled {} events; saved offset {:?}",

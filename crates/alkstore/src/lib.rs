@@ -48,8 +48,8 @@
 //! Every write of every primitive can also join the application's own
 //! transaction ([`Store::begin`], [`tx`]), so a job, an event or an offset
 //! commits with the application's rows or not at all; the runtimes'
-//! transactional handlers (`Worker::queue_tx`, `Subscriber::run_tx`,
-//! `GroupRunner::run_tx`) build on it for effectively-once handlers.
+//! transactional handlers (`Worker::queue_tx`, `Subscriber::handler_tx`,
+//! `GroupRunner::handler_tx`) build on it for effectively-once handlers.
 //!
 //! How each part works, and why, is in [`design`].
 //!

@@ -109,11 +109,11 @@ impl Listener {
             if !self.push {
                 let got = self
                     .engine
-                    .notify_poll(NotifyPollParams {
-                        channel: self.channel.clone(),
-                        after_id: self.after_id,
-                        limit: 1_000,
-                    })
+                    .notify_poll(NotifyPollParams::new(
+                        self.channel.clone(),
+                        self.after_id,
+                        1_000,
+                    ))
                     .await?;
                 if let Some(last) = got.last() {
                     self.after_id = last.id;

@@ -144,11 +144,7 @@ impl Queue {
     pub async fn retry(&self, claim: Claim, error: impl Into<String>) -> Result<RetryOutcome> {
         self.store
             .engine()
-            .job_retry(JobRetryParams {
-                claim,
-                error: error.into(),
-                delay: None,
-            })
+            .job_retry(JobRetryParams::new(claim, error))
             .await
     }
 
@@ -161,11 +157,7 @@ impl Queue {
     ) -> Result<RetryOutcome> {
         self.store
             .engine()
-            .job_retry(JobRetryParams {
-                claim,
-                error: error.into(),
-                delay: Some(delay),
-            })
+            .job_retry(JobRetryParams::new(claim, error).delay(delay))
             .await
     }
 

@@ -62,7 +62,7 @@ pub(crate) async fn wait(
     let deadline = now
         .checked_add(timeout)
         .unwrap_or(now + Duration::from_secs(365 * 86_400));
-    let mut announcements = store.listen(RESULTS_CHANNEL).await?;
+    let mut announcements = store.channel(RESULTS_CHANNEL).listen().await?;
     let wanted = job_id.to_string();
     loop {
         if let Some(out) = store.engine().result_get(job_id).await? {

@@ -231,9 +231,7 @@ impl Scheduler {
     ) -> Result<SchedulerReport> {
         let mut report = SchedulerReport::default();
         tokio::pin!(shutdown);
-        let params = ScheduleFireParams {
-            limit: self.opts.batch,
-        };
+        let params = ScheduleFireParams::new(self.opts.batch);
         loop {
             let wait = match self.engine.schedule_fire_due(params).await {
                 Ok(r) => {

@@ -189,28 +189,6 @@ impl Store {
         crate::notify::Channel::new(self.engine().clone(), name.into())
     }
 
-    /// A job's saved result; `None` when none was saved or it expired.
-    pub async fn result_get(&self, job_id: i64) -> Result<Option<crate::results::JobOutput>> {
-        use alkstore_core::ResultEngine;
-        self.engine().result_get(job_id).await
-    }
-
-    /// Wait up to `timeout` for a job's result, woken by the commit that
-    /// saves it (not by polling); `None` when none came in time.
-    pub async fn result_wait(
-        &self,
-        job_id: i64,
-        timeout: std::time::Duration,
-    ) -> Result<Option<crate::results::JobOutput>> {
-        crate::results::wait(self, job_id, timeout).await
-    }
-
-    /// Listen on a notification channel: the listener gets what is sent
-    /// on it from now on (see [`crate::notify`]).
-    pub async fn listen(&self, channel: impl Into<String>) -> Result<crate::notify::Listener> {
-        crate::notify::Listener::new(self.engine().clone(), channel.into()).await
-    }
-
     /// A handle to the named lock (see [`crate::lock`]).
     pub fn lock(&self, name: impl Into<String>) -> crate::lock::Lock {
         crate::lock::Lock::new(self.engine().clone(), name.into())

@@ -156,20 +156,23 @@ async fn live_latency(e: &AnyEngine, samples: usize) -> Result<(Vec<f64>, Vec<f6
         batch: 100,
         ..SubscribeOpts::default()
     };
-    let subscriber = tokio::spawn(stream.subscribe("bench").opts(opts).run(
-        move |event: Event| {
-            let at = Instant::now();
-            let i = std::str::from_utf8(&event.payload)
-                .ok()
-                .and_then(|s| s.trim_end_matches('.').trim().parse::<usize>().ok())
-                .unwrap_or(usize::MAX);
-            let _ = tx.send((i, at));
-            async { Ok::<(), std::io::Error>(()) }
-        },
-        async move {
-            let _ = stop_rx.await;
-        },
-    ));
+    let subscriber = tokio::spawn(
+        stream
+            .subscribe("bench")
+            .opts(opts)
+            .handler(move |event: Event| {
+                let at = Instant::now();
+                let i = std::str::from_utf8(&event.payload)
+                    .ok()
+                    .and_then(|s| s.trim_end_matches('.').trim().parse::<usize>().ok())
+                    .unwrap_or(usize::MAX);
+                let _ = tx.send((i, at));
+                async { Ok::<(), std::io::Error>(()) }
+            })
+            .run_until(async move {
+                let _ = stop_rx.await;
+            }),
+    );
     // Let the subscriber reach its live wait.
     tokio::time::sleep(Duration::from_millis(200)).await;
     let mut latencies = Vec::with_capacity(samples);

@@ -3,7 +3,7 @@
 //! writes one business row, two ways, on a fresh store each time:
 //!
 //! - `in_tx`: a transactional handler ([`Worker::queue_tx`],
-//!   [`GroupRunner::run_tx`](alkstore::group::GroupRunner::run_tx)): the
+//!   [`GroupRunner::handler_tx`](alkstore::group::GroupRunner::handler_tx)): the
 //!   row commits with the job's ack or the bucket's checkpoint, one
 //!   commit;
 //! - `own_tx`: a plain handler that writes its row in a transaction of its

@@ -63,11 +63,10 @@ impl DeadSelectArgs {
                 "name --queue, --id, or pass --all",
             ));
         }
-        Ok(DeadSelect {
-            queue: self.queue.clone(),
-            ids: (!self.ids.is_empty()).then(|| self.ids.clone()),
-            limit: None,
-        })
+        let mut select = DeadSelect::all();
+        select.queue = self.queue.clone();
+        select.ids = (!self.ids.is_empty()).then(|| self.ids.clone());
+        Ok(select)
     }
 }
 
@@ -109,13 +108,10 @@ pub(super) async fn run(e: &AnyEngine, cmd: DeadCommand, as_json: bool) -> Resul
             after,
             limit,
         } => {
-            let jobs = e
-                .dead_list(DeadListParams {
-                    queue,
-                    after_id: after,
-                    limit,
-                })
-                .await?;
+            let mut params = DeadListParams::new(limit);
+            params.queue = queue;
+            params.after_id = after;
+            let jobs = e.dead_list(params).await?;
             Ok(if as_json {
                 json_text(&jobs_json(&jobs))
             } else {
@@ -152,15 +148,7 @@ async fn bulk(e: &AnyEngine, op: Bulk, a: &DeadSelectArgs, as_json: bool) -> Res
     let mut done = 0u64;
     while done < total {
         let started = std::time::Instant::now();
-        let n = op
-            .call(
-                e,
-                DeadSelect {
-                    limit: Some(a.batch),
-                    ..select.clone()
-                },
-            )
-            .await?;
+        let n = op.call(e, select.clone().limit(a.batch)).await?;
         if n == 0 {
             break;
         }

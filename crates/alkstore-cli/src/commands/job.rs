@@ -81,14 +81,11 @@ pub(super) async fn list(e: &AnyEngine, a: ListArgs, as_json: bool) -> Result<St
         ListState::Processing => JobState::Processing,
         ListState::Completed => JobState::Completed,
     });
-    let jobs = e
-        .job_list(JobListParams {
-            queue: a.queue,
-            state,
-            after_id: a.after,
-            limit: a.limit,
-        })
-        .await?;
+    let mut params = JobListParams::new(a.limit);
+    params.queue = a.queue;
+    params.state = state;
+    params.after_id = a.after;
+    let jobs = e.job_list(params).await?;
     Ok(if as_json {
         json_text(&jobs_json(&jobs))
     } else {

@@ -252,13 +252,10 @@ pub(super) async fn run(store: &Store, cmd: StreamsCommand, as_json: bool) -> Re
                     "give --before OFFSET, --older-than AGE, or both",
                 ));
             }
-            let deleted = e
-                .stream_trim(alkstore::stream::StreamTrimParams {
-                    stream: a.stream.clone(),
-                    before: a.before,
-                    older_than: a.older_than,
-                })
-                .await?;
+            let mut params = alkstore::stream::StreamTrimParams::before(a.stream.clone(), 0);
+            params.before = a.before;
+            params.older_than = a.older_than;
+            let deleted = e.stream_trim(params).await?;
             if as_json {
                 json_text(&json!({ "stream": a.stream, "deleted": deleted }))
             } else {
@@ -310,11 +307,13 @@ pub(super) async fn tail(store: &Store, a: TailArgs, as_json: bool) -> Result<()
                 }
             })
         };
-        let printer = |event: Event| async move { print(event_line(&event, as_json).as_bytes()) };
+        let printer =
+            move |event: Event| async move { print(event_line(&event, as_json).as_bytes()) };
         return match stream
             .subscribe(consumer.clone())
             .opts(opts)
-            .run(printer, shutdown)
+            .handler(printer)
+            .run_until(shutdown)
             .await
         {
             Ok(_) => Ok(()),

@@ -16,15 +16,15 @@ use crate::Harness;
 /// `events` after one failed run each.
 async fn bury<E: GroupEngine>(e: &E, group: &str, epoch: i64, events: &[Event]) {
     for ev in events {
-        e.group_dead_add(GroupDeadAddParams {
-            group: group.into(),
-            bucket: 0,
-            worker: "w1".into(),
+        e.group_dead_add(GroupDeadAddParams::new(
+            group,
+            0,
+            "w1",
             epoch,
-            event: ev.clone(),
-            error: "boom".into(),
-            attempts: 1,
-        })
+            ev.clone(),
+            "boom",
+            1,
+        ))
         .await
         .expect("dead");
     }
@@ -145,14 +145,8 @@ pub async fn dead_letters_are_fenced_and_keep_the_event<H: Harness>(h: &H) {
         .await
         .expect("read")
         .remove(0);
-    let dead = |worker: &str, epoch: i64, error: &str, attempts: u32| GroupDeadAddParams {
-        group: "g".into(),
-        bucket: 0,
-        worker: worker.into(),
-        epoch,
-        event: event.clone(),
-        error: error.into(),
-        attempts,
+    let dead = |worker: &str, epoch: i64, error: &str, attempts: u32| {
+        GroupDeadAddParams::new("g", 0, worker, epoch, event.clone(), error, attempts)
     };
     let err = e
         .group_dead_add(dead("w2", epoch, "x", 1))
@@ -245,13 +239,8 @@ pub async fn requeued_dead_letters_are_taken_once_by_the_buckets_holder<H: Harne
         2
     );
 
-    let resolve = |worker: &str, epoch: i64| GroupDeadResolveParams {
-        group: "g".into(),
-        bucket: 0,
-        worker: worker.into(),
-        epoch,
-        offset: o[0],
-    };
+    let resolve =
+        |worker: &str, epoch: i64| GroupDeadResolveParams::new("g", 0, worker, epoch, o[0]);
     let err = e
         .group_dead_resolve(resolve("w2", epoch))
         .await
@@ -261,15 +250,15 @@ pub async fn requeued_dead_letters_are_taken_once_by_the_buckets_holder<H: Harne
         .await
         .expect("resolve");
     assert_eq!(list(e).await, [(o[1], true)]);
-    e.group_dead_add(GroupDeadAddParams {
-        group: "g".into(),
-        bucket: 0,
-        worker: "w1".into(),
+    e.group_dead_add(GroupDeadAddParams::new(
+        "g",
+        0,
+        "w1",
         epoch,
-        event: events[1].clone(),
-        error: "again".into(),
-        attempts: 2,
-    })
+        events[1].clone(),
+        "again",
+        2,
+    ))
     .await
     .expect("dead again");
     assert_eq!(

@@ -58,13 +58,9 @@ pub async fn stale_ack_after_reclaim_returns_false<H: Harness>(h: &H) {
 }
 
 async fn kind_of_retry<E: QueueEngine + QueueAdmin>(e: &E, j: &Job) -> RetryOutcome {
-    e.job_retry(JobRetryParams {
-        claim: j.claim(),
-        error: "x".into(),
-        delay: None,
-    })
-    .await
-    .expect("retry")
+    e.job_retry(JobRetryParams::new(j.claim(), "x"))
+        .await
+        .expect("retry")
 }
 
 /// Batch ack answers per claim and deletes only the valid ones.

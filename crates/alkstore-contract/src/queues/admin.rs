@@ -61,12 +61,11 @@ pub async fn job_list_filters_and_pages<H: Harness>(h: &H) {
     enqueue_one(e, job("jl-other", "x")).await;
     let claimed = claim(e, "jl", "w", 2).await;
     let list = |queue: Option<&str>, state, after_id, limit| {
-        e.job_list(JobListParams {
-            queue: queue.map(str::to_string),
-            state,
-            after_id,
-            limit,
-        })
+        let mut params = JobListParams::new(limit);
+        params.queue = queue.map(str::to_string);
+        params.state = state;
+        params.after_id = after_id;
+        e.job_list(params)
     };
     let all = list(Some("jl"), None, None, 100).await.expect("list");
     assert_eq!(all.iter().map(|j| j.id).collect::<Vec<_>>(), ids);
@@ -114,22 +113,16 @@ pub async fn completed_jobs_are_kept_when_opted_in<H: Harness>(h: &H) {
     );
     assert!(e.job_get(d).await.expect("get").is_none());
     let listed = e
-        .job_list(JobListParams {
-            queue: Some("keep".into()),
-            state: Some(JobState::Completed),
-            after_id: None,
-            limit: 10,
-        })
+        .job_list(
+            JobListParams::new(10)
+                .queue("keep")
+                .state(JobState::Completed),
+        )
         .await
         .expect("list");
     assert_eq!(listed.iter().map(|j| j.id).collect::<Vec<_>>(), vec![k]);
     let live = e
-        .job_list(JobListParams {
-            queue: Some("keep".into()),
-            state: None,
-            after_id: None,
-            limit: 10,
-        })
+        .job_list(JobListParams::new(10).queue("keep"))
         .await
         .expect("list");
     assert!(live.is_empty(), "completed jobs are not live");

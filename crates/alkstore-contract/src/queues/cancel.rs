@@ -84,11 +84,7 @@ pub async fn cancel_running_job_is_cooperative<H: Harness>(h: &H) {
         "finished anyway: acked"
     );
     let retried = e
-        .job_retry(JobRetryParams {
-            claim: by_id(ids[1]),
-            error: "stopped".into(),
-            delay: None,
-        })
+        .job_retry(JobRetryParams::new(by_id(ids[1]), "stopped"))
         .await
         .expect("retry");
     assert_eq!(retried, RetryOutcome::Cancelled);

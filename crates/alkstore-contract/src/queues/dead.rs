@@ -29,20 +29,12 @@ pub async fn dead_letters_list_requeue_purge<H: Harness>(h: &H) {
             .expect("fail");
     }
     let page1 = e
-        .dead_list(DeadListParams {
-            queue: Some("dl".into()),
-            after_id: None,
-            limit: 3,
-        })
+        .dead_list(DeadListParams::new(3).queue("dl"))
         .await
         .expect("list");
     assert_eq!(page1.len(), 3);
     let page2 = e
-        .dead_list(DeadListParams {
-            queue: Some("dl".into()),
-            after_id: Some(page1[2].id),
-            limit: 3,
-        })
+        .dead_list(DeadListParams::new(3).queue("dl").after_id(page1[2].id))
         .await
         .expect("list");
     assert_eq!(page2.len(), 2);
@@ -106,11 +98,7 @@ pub async fn dead_letter_retention_sweep<H: Harness>(h: &H) {
     h.clock().advance(secs(1));
     assert_eq!(e.sweep().await.expect("sweep").dead_pruned, 1);
     let left = e
-        .dead_list(DeadListParams {
-            queue: Some("ret".into()),
-            after_id: None,
-            limit: 10,
-        })
+        .dead_list(DeadListParams::new(10).queue("ret"))
         .await
         .expect("list");
     assert_eq!(left.len(), 1);

@@ -171,11 +171,7 @@ pub async fn batch_stamps_every_option<H: Harness>(h: &H) {
         .all(|j| j.claim_expires_at == h.clock().now() + 45));
     // The stamped backoff base (2 s) drives the first retry's delay.
     let out = e
-        .job_retry(JobRetryParams {
-            claim: got[1].claim(),
-            error: "x".into(),
-            delay: None,
-        })
+        .job_retry(JobRetryParams::new(got[1].claim(), "x"))
         .await
         .expect("retry");
     let RetryOutcome::Scheduled(at) = out else {

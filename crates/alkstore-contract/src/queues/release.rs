@@ -77,11 +77,7 @@ pub async fn claim_tokens_never_repeat<H: Harness>(h: &H) {
         .job_fail(JobFailParams::new(old.clone(), "x"))
         .await
         .expect("fail"));
-    let retry = JobRetryParams {
-        claim: old.clone(),
-        error: "x".into(),
-        delay: None,
-    };
+    let retry = JobRetryParams::new(old.clone(), "x");
     assert_eq!(
         e.job_retry(retry).await.expect("retry"),
         RetryOutcome::NotHeld

@@ -27,11 +27,7 @@ pub async fn retry_backs_off_with_jitter<H: Harness>(h: &H) {
         assert_eq!(j.attempt, attempt);
         let now = h.clock().now();
         let out = e
-            .job_retry(JobRetryParams {
-                claim: j.claim(),
-                error: format!("boom {attempt}"),
-                delay: None,
-            })
+            .job_retry(JobRetryParams::new(j.claim(), format!("boom {attempt}")))
             .await
             .expect("retry");
         let RetryOutcome::Scheduled(run_at) = out else {
@@ -59,11 +55,7 @@ pub async fn retry_backs_off_with_jitter<H: Harness>(h: &H) {
     }
     let j = claim(e, "r", "w", 1).await.remove(0);
     let out = e
-        .job_retry(JobRetryParams {
-            claim: j.claim(),
-            error: "e".into(),
-            delay: Some(secs(2)),
-        })
+        .job_retry(JobRetryParams::new(j.claim(), "e").delay(secs(2)))
         .await
         .expect("retry");
     assert_eq!(out, RetryOutcome::Scheduled(h.clock().now() + 2));
@@ -79,22 +71,14 @@ pub async fn retry_on_last_attempt_goes_dead<H: Harness>(h: &H) {
     .await;
     let j = claim(e, "rd", "w", 1).await.remove(0);
     let out = e
-        .job_retry(JobRetryParams {
-            claim: j.claim(),
-            error: "first".into(),
-            delay: Some(Duration::ZERO),
-        })
+        .job_retry(JobRetryParams::new(j.claim(), "first").delay(Duration::ZERO))
         .await
         .expect("retry");
     assert!(matches!(out, RetryOutcome::Scheduled(_)));
     let j = claim(e, "rd", "w", 1).await.remove(0);
     assert_eq!(j.attempt, 2);
     let out = e
-        .job_retry(JobRetryParams {
-            claim: j.claim(),
-            error: "second".into(),
-            delay: None,
-        })
+        .job_retry(JobRetryParams::new(j.claim(), "second"))
         .await
         .expect("retry");
     assert_eq!(out, RetryOutcome::Dead);
@@ -169,11 +153,7 @@ pub async fn every_attempt_error_is_kept<H: Harness>(h: &H) {
     let id = enqueue_one(e, job("errs", "x")).await;
     for n in 1..=2 {
         let j = claim(e, "errs", "w", 1).await.remove(0);
-        let p = JobRetryParams {
-            claim: j.claim(),
-            error: format!("boom {n}"),
-            delay: Some(Duration::ZERO),
-        };
+        let p = JobRetryParams::new(j.claim(), format!("boom {n}")).delay(Duration::ZERO);
         assert!(matches!(
             e.job_retry(p).await.expect("retry"),
             RetryOutcome::Scheduled(_)
@@ -214,11 +194,7 @@ pub async fn every_attempt_error_is_kept<H: Harness>(h: &H) {
     let id = enqueue_one(e, job("errs3", "x")).await;
     let j = claim(e, "errs3", "w", 1).await.remove(0);
     let retried = e
-        .job_retry(JobRetryParams {
-            claim: j.claim(),
-            error: "bad\0byte".into(),
-            delay: Some(Duration::ZERO),
-        })
+        .job_retry(JobRetryParams::new(j.claim(), "bad\0byte").delay(Duration::ZERO))
         .await
         .expect("retry with a NUL");
     assert!(matches!(retried, RetryOutcome::Scheduled(_)));
@@ -234,11 +210,9 @@ pub async fn every_attempt_error_is_kept<H: Harness>(h: &H) {
 
 /// A retry outcome for a settle batch.
 fn retry(claim: Claim, error: &str, delay: Option<Duration>) -> Settle {
-    Settle::Retry(JobRetryParams {
-        claim,
-        error: error.into(),
-        delay,
-    })
+    let mut params = JobRetryParams::new(claim, error);
+    params.delay = delay;
+    Settle::Retry(params)
 }
 
 /// Many retries, failures and snoozes recorded in one call behave exactly

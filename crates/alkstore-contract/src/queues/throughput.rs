@@ -36,12 +36,11 @@ async fn throughput<E: QueueAdmin>(
     queue: Option<&str>,
     window: Duration,
 ) -> QueueThroughput {
-    e.queue_throughput(QueueThroughputParams {
-        queue: queue.map(str::to_string),
-        window,
-    })
-    .await
-    .expect("throughput")
+    let params = match queue {
+        Some(q) => QueueThroughputParams::queue(q, window),
+        None => QueueThroughputParams::every_queue(window),
+    };
+    e.queue_throughput(params).await.expect("throughput")
 }
 
 /// Acks count as completed and retries and failures as failed, in the
@@ -72,13 +71,9 @@ pub async fn throughput_counts_each_finished_job<H: Harness>(h: &H) {
         .await
         .expect("ack");
     assert_eq!(acked, vec![true, true, true]);
-    e.job_retry(JobRetryParams {
-        claim: a[2].claim(),
-        error: "boom".into(),
-        delay: Some(Duration::ZERO),
-    })
-    .await
-    .expect("retry");
+    e.job_retry(JobRetryParams::new(a[2].claim(), "boom").delay(Duration::ZERO))
+        .await
+        .expect("retry");
     assert!(e
         .job_fail(JobFailParams::new(a[3].claim(), "bad"))
         .await

@@ -76,11 +76,7 @@ pub async fn bad_input_is_rejected_and_writes_nothing<H: Harness>(h: &H) {
         kind(e.job_ack(vec![bad_claim]).await),
         ErrorKind::InvalidInput
     );
-    let list = DeadListParams {
-        queue: None,
-        after_id: None,
-        limit: 0,
-    };
+    let list = DeadListParams::new(0);
     assert_eq!(kind(e.dead_list(list).await), ErrorKind::InvalidInput);
     assert_eq!(
         kind(e.queue_stats(String::new()).await),
@@ -174,11 +170,7 @@ pub async fn every_delay_has_one_limit<H: Harness>(h: &H) {
     );
     enqueue_one(e, job("dl1", "x")).await;
     let j = claim(e, "dl1", "w", 1).await.remove(0);
-    let retry = JobRetryParams {
-        claim: j.claim(),
-        error: "x".into(),
-        delay: Some(Duration::MAX),
-    };
+    let retry = JobRetryParams::new(j.claim(), "x").delay(Duration::MAX);
     assert_eq!(kind(e.job_retry(retry).await), ErrorKind::InvalidInput);
     assert_eq!(
         kind(
@@ -187,11 +179,7 @@ pub async fn every_delay_has_one_limit<H: Harness>(h: &H) {
         ),
         ErrorKind::InvalidInput
     );
-    let ok = JobRetryParams {
-        claim: j.claim(),
-        error: "x".into(),
-        delay: Some(secs(3600)),
-    };
+    let ok = JobRetryParams::new(j.claim(), "x").delay(secs(3600));
     assert!(matches!(
         e.job_retry(ok).await.expect("retry"),
         RetryOutcome::Scheduled(_)

@@ -104,11 +104,7 @@ pub async fn permanent_failures_and_bad_payloads_go_dead<H: RuntimeHarness>(h: &
     assert_eq!(report.dead, 2, "{report:?}");
     let dead = store
         .engine()
-        .dead_list(alkstore::queue::DeadListParams {
-            queue: Some("strict".into()),
-            after_id: None,
-            limit: 10,
-        })
+        .dead_list(alkstore::queue::DeadListParams::new(10).queue("strict"))
         .await
         .expect("list");
     let errors: Vec<_> = dead

@@ -158,7 +158,8 @@ where
         .stream("orders")
         .buckets(buckets)
         .opts(opts)
-        .run(handler, async move {
+        .handler(handler)
+        .run_until(async move {
             let _ = stop_rx.await;
         });
     (stop_tx, tokio::spawn(run))
@@ -266,7 +267,8 @@ pub async fn group_buckets_rebalance_on_join_and_fail_over_on_death<H: RuntimeHa
             .buckets(4)
             .opts(quick())
             .worker_id("a")
-            .run(log.handler("a"), std::future::pending::<()>()),
+            .handler(log.handler("a"))
+            .run_until(std::future::pending::<()>()),
     );
     until_owned(&store, "a takes all four", |o| o.get("a") == Some(&4)).await;
     let (stop_b, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -277,7 +279,8 @@ pub async fn group_buckets_rebalance_on_join_and_fail_over_on_death<H: RuntimeHa
             .buckets(4)
             .opts(quick())
             .worker_id("b")
-            .run(log.handler("b"), async move {
+            .handler(log.handler("b"))
+            .run_until(async move {
                 let _ = stop_rx.await;
             }),
     );
@@ -510,7 +513,8 @@ pub async fn bad_group_options_are_refused<H: RuntimeHarness>(h: &H) {
             runner = runner.worker_id("");
         }
         let err = runner
-            .run(log.handler("a"), std::future::ready(()))
+            .handler(log.handler("a"))
+            .run_until(std::future::ready(()))
             .await
             .expect_err(what);
         assert!(err.to_string().contains(what), "{what}: {err}");
@@ -523,7 +527,8 @@ pub async fn bad_group_options_are_refused<H: RuntimeHarness>(h: &H) {
         .group("g")
         .stream("orders")
         .buckets(0)
-        .run(log.handler("a"), std::future::ready(()))
+        .handler(log.handler("a"))
+        .run_until(std::future::ready(()))
         .await
         .expect_err("no buckets");
     assert!(err.to_string().contains("bucket count"), "{err}");
@@ -532,14 +537,16 @@ pub async fn bad_group_options_are_refused<H: RuntimeHarness>(h: &H) {
         .group("g")
         .stream("orders")
         .buckets(4)
-        .run(log.handler("a"), std::future::ready(()))
+        .handler(log.handler("a"))
+        .run_until(std::future::ready(()))
         .await
         .expect("a clean start and stop");
     let err = store
         .group("g")
         .stream("orders")
         .buckets(8)
-        .run(log.handler("a"), std::future::ready(()))
+        .handler(log.handler("a"))
+        .run_until(std::future::ready(()))
         .await
         .expect_err("another N");
     assert!(err.to_string().contains("4 buckets"), "{err}");

@@ -7,7 +7,7 @@ use std::time::Duration;
 use alkstore::prelude::*;
 use alkstore::{
     queue::{JobClaimParams, QueueOpts},
-    JobCtx, Worker,
+    AnyEngine, JobCtx, Worker,
 };
 use tokio::sync::Notify;
 
@@ -15,7 +15,9 @@ use super::support::reached;
 use crate::RuntimeHarness;
 
 /// A handler that runs past its queue's visibility timeout keeps its claim:
-/// another worker cannot claim the job meanwhile, and no claim is lost.
+/// heartbeats move the claim's expiry on, and once the first claim's
+/// expiry has passed another worker still cannot claim the job; no claim
+/// is lost.
 pub async fn heartbeats_keep_long_jobs_claimed<H: RuntimeHarness>(h: &H) {
     let store = h.store();
     let opts = QueueOpts {
@@ -29,10 +31,27 @@ pub async fn heartbeats_keep_long_jobs_claimed<H: RuntimeHarness>(h: &H) {
     let (d, n) = (done.clone(), notify.clone());
     let engine = store.engine().clone();
     let report = Worker::new(store.clone())
-        .queue("long", move |_job: JobCtx<u32>| {
+        .queue("long", move |job: JobCtx<u32>| {
             let (d, n, engine) = (d.clone(), n.clone(), engine.clone());
             async move {
-                tokio::time::sleep(Duration::from_millis(3_500)).await;
+                let expiry = |engine: AnyEngine, id: i64| async move {
+                    let info = engine.job_get(id).await.expect("get").expect("live");
+                    info.claim_expires_at.expect("claimed")
+                };
+                let first = expiry(engine.clone(), job.id()).await;
+                // Wait (polling, not a fixed sleep) until the first claim's
+                // expiry second is over by this host's clock, which both
+                // engines' clocks follow here.
+                let deadline = std::time::Instant::now() + Duration::from_secs(10);
+                while unix_now() <= first {
+                    assert!(std::time::Instant::now() < deadline, "time stood still");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                let now = expiry(engine.clone(), job.id()).await;
+                assert!(
+                    now > first,
+                    "no heartbeat moved the claim on ({first} -> {now})"
+                );
                 let stolen = engine
                     .job_claim(JobClaimParams::new("long", "thief", 1))
                     .await
@@ -50,6 +69,14 @@ pub async fn heartbeats_keep_long_jobs_claimed<H: RuntimeHarness>(h: &H) {
         .await
         .expect("run");
     assert_eq!((report.completed, report.lost_claims), (1, 0), "{report:?}");
+}
+
+/// This host's wall clock, in whole unix seconds.
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
 }
 
 /// The rows above, for [`contract_suite!`](crate::contract_suite): list each

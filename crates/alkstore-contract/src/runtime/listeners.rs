@@ -35,15 +35,15 @@ async fn send<H: RuntimeHarness>(h: &H, channel: &str, payload: &str) {
 pub async fn listeners_get_their_channels_notifications_in_order<H: RuntimeHarness>(h: &H) {
     let store = h.store();
     send(h, "orders", "before anyone listened").await;
-    let mut orders = store.listen("orders").await.expect("listen");
-    let mut billing = store.listen("billing").await.expect("listen");
+    let mut orders = store.channel("orders").listen().await.expect("listen");
+    let mut billing = store.channel("billing").listen().await.expect("listen");
     send(h, "orders", "a").await;
     send(h, "billing", "x").await;
     send(h, "orders", "b").await;
     assert_eq!(next(&mut orders).await, "a");
     assert_eq!(next(&mut orders).await, "b");
     assert_eq!(next(&mut billing).await, "x");
-    let mut late = store.listen("orders").await.expect("listen");
+    let mut late = store.channel("orders").listen().await.expect("listen");
     send(h, "orders", "c").await;
     assert_eq!(next(&mut orders).await, "c");
     assert_eq!(
@@ -53,7 +53,7 @@ pub async fn listeners_get_their_channels_notifications_in_order<H: RuntimeHarne
     );
     nothing_within(&mut orders, 300).await;
     nothing_within(&mut billing, 10).await;
-    let err = store.listen("").await.expect_err("empty channel");
+    let err = store.channel("").listen().await.expect_err("empty channel");
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
     let too_big = "x".repeat(alkstore::notify::MAX_NOTIFY_PAYLOAD + 1);
     let err = store
@@ -68,7 +68,12 @@ pub async fn listeners_get_their_channels_notifications_in_order<H: RuntimeHarne
 /// A notification sent inside the application's transaction arrives when
 /// that transaction commits, and never when it rolls back.
 pub async fn a_notification_in_a_transaction_arrives_only_on_commit<H: RuntimeHarness>(h: &H) {
-    let mut l = h.store().listen("payments").await.expect("listen");
+    let mut l = h
+        .store()
+        .channel("payments")
+        .listen()
+        .await
+        .expect("listen");
     h.notify_in_transaction("payments", "rolled back", false)
         .await
         .expect("rollback");

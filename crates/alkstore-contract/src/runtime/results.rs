@@ -15,10 +15,11 @@ pub async fn a_handlers_return_value_is_waited_for<H: RuntimeHarness>(h: &H) {
     let id = q.enqueue(&"cat.png").await.expect("enqueue").id();
     let waiter = {
         let store = store.clone();
-        tokio::spawn(async move { store.result_wait(id, Duration::from_secs(20)).await })
+        tokio::spawn(async move { store.results().wait(id, Duration::from_secs(20)).await })
     };
     let nothing = store
-        .result_wait(i64::MAX, Duration::from_millis(300))
+        .results()
+        .wait(i64::MAX, Duration::from_millis(300))
         .await;
     assert_eq!(
         nothing.expect("wait"),
@@ -44,7 +45,7 @@ pub async fn a_handlers_return_value_is_waited_for<H: RuntimeHarness>(h: &H) {
         out.value, b"\"resized cat.png\"",
         "the return value as JSON"
     );
-    let again = store.result_get(id).await.expect("get").expect("kept");
+    let again = store.results().get(id).await.expect("get").expect("kept");
     assert_eq!(again, out);
     let _ = stop_tx.send(());
     worker.await.expect("worker").expect("run");

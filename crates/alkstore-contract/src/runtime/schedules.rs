@@ -58,12 +58,7 @@ pub async fn racing_schedulers_fire_each_boundary_once<H: RuntimeHarness>(h: &H)
     }
     let jobs = store
         .engine()
-        .job_list(JobListParams {
-            queue: Some("ticks".into()),
-            state: None,
-            after_id: None,
-            limit: 100,
-        })
+        .job_list(JobListParams::new(100).queue("ticks"))
         .await
         .expect("jobs");
     assert_eq!(fired, jobs.len() as u64);

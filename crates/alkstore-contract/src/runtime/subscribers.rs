@@ -82,7 +82,8 @@ pub async fn subscriber_replays_then_follows_live<H: RuntimeHarness>(h: &H) {
     let run = stream
         .subscribe("mailer")
         .opts(opts.clone())
-        .run(handler.clone(), {
+        .handler(handler.clone())
+        .run_until({
             let (seen, stream) = (seen.clone(), stream.clone());
             async move {
                 seen.until(5).await;
@@ -122,7 +123,8 @@ pub async fn subscriber_replays_then_follows_live<H: RuntimeHarness>(h: &H) {
     stream
         .subscribe("mailer")
         .opts(opts)
-        .run(handler, async move { waiter.until(2).await })
+        .handler(handler)
+        .run_until(async move { waiter.until(2).await })
         .await
         .expect("second run");
     assert_eq!(
@@ -160,7 +162,8 @@ pub async fn subscriber_start_reads_events_held_back_when_it_began<H: RuntimeHar
     let run = stream
         .subscribe("late-reader")
         .opts(opts)
-        .run(seen.handler(), {
+        .handler(seen.handler())
+        .run_until({
             let seen = seen.clone();
             async move { seen.until(2).await }
         });
@@ -209,7 +212,8 @@ pub async fn subscriber_retries_then_stops_without_skipping<H: RuntimeHarness>(h
     let err = stream
         .subscribe("ledger")
         .opts(opts)
-        .run(handler, std::future::pending())
+        .handler(handler)
+        .run_until(std::future::pending())
         .await
         .expect_err("the poison event stops it");
     match err {
@@ -267,7 +271,8 @@ pub async fn subscriber_can_start_at_the_head<H: RuntimeHarness>(h: &H) {
     stream
         .subscribe("tail")
         .opts(opts)
-        .run(handler, publisher)
+        .handler(handler)
+        .run_until(publisher)
         .await
         .expect("run");
     assert!(seen.list().iter().all(|p| p == "new"), "{:?}", seen.list());
@@ -297,15 +302,13 @@ pub async fn a_head_start_is_saved_so_a_failure_resumes_there<H: RuntimeHarness>
             stream
                 .subscribe("picker")
                 .opts(opts)
-                .run(
-                    |event: Event| async move {
-                        if event.payload == b"bad" {
-                            return Err(std::io::Error::other("cannot pick"));
-                        }
-                        Ok(())
-                    },
-                    std::future::pending(),
-                )
+                .handler(|event: Event| async move {
+                    if event.payload == b"bad" {
+                        return Err(std::io::Error::other("cannot pick"));
+                    }
+                    Ok(())
+                })
+                .run_until(std::future::pending())
                 .await
         })
     };
@@ -337,7 +340,8 @@ pub async fn a_head_start_is_saved_so_a_failure_resumes_there<H: RuntimeHarness>
     stream
         .subscribe("picker")
         .opts(opts)
-        .run(handler, async move { waiter.until(2).await })
+        .handler(handler)
+        .run_until(async move { waiter.until(2).await })
         .await
         .expect("second run");
     assert_eq!(seen.list(), ["bad", "later"], "resumed at the failed event");

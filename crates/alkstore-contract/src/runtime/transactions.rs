@@ -318,27 +318,25 @@ pub async fn a_tx_subscriber_commits_its_writes_with_the_offset<H: RuntimeHarnes
         .stream("ledger")
         .subscribe("books")
         .opts(opts)
-        .run_tx(
-            move |tx, event: Event| {
-                let (b, r) = (b.clone(), r.clone());
-                Box::pin(async move {
-                    let run = {
-                        let mut runs = r.lock().expect("runs");
-                        let run = runs.entry(event.offset).or_default();
-                        *run += 1;
-                        *run
-                    };
-                    b.insert(tx, "ledger", event.offset).await?;
-                    if event.offset == flaky && run == 1 {
-                        return Err::<(), BoxError>("flaky once".into());
-                    }
-                    Ok(())
-                })
-            },
-            async move {
-                until_rows(waiter.as_ref(), 100, "the subscriber stalled").await;
-            },
-        )
+        .handler_tx(move |tx, event: Event| {
+            let (b, r) = (b.clone(), r.clone());
+            Box::pin(async move {
+                let run = {
+                    let mut runs = r.lock().expect("runs");
+                    let run = runs.entry(event.offset).or_default();
+                    *run += 1;
+                    *run
+                };
+                b.insert(tx, "ledger", event.offset).await?;
+                if event.offset == flaky && run == 1 {
+                    return Err::<(), BoxError>("flaky once".into());
+                }
+                Ok(())
+            })
+        })
+        .run_until(async move {
+            until_rows(waiter.as_ref(), 100, "the subscriber stalled").await;
+        })
         .await
         .expect("run");
     assert_eq!(report.handled, 100);
@@ -391,19 +389,17 @@ pub async fn a_tx_subscriber_stops_at_a_failing_event_with_what_came_before_comm
         .stream("payments")
         .subscribe("books")
         .opts(opts)
-        .run_tx(
-            move |tx, event: Event| {
-                let b = b.clone();
-                Box::pin(async move {
-                    b.insert(tx, "payment", event.offset).await?;
-                    if event.offset == poison {
-                        return Err::<(), BoxError>("poison".into());
-                    }
-                    Ok(())
-                })
-            },
-            std::future::pending(),
-        )
+        .handler_tx(move |tx, event: Event| {
+            let b = b.clone();
+            Box::pin(async move {
+                b.insert(tx, "payment", event.offset).await?;
+                if event.offset == poison {
+                    return Err::<(), BoxError>("poison".into());
+                }
+                Ok(())
+            })
+        })
+        .run_until(std::future::pending())
         .await
         .expect_err("the poison event stops it");
     match err {
@@ -458,21 +454,19 @@ pub async fn two_tx_subscribers_of_one_consumer_commit_each_event_once<H: Runtim
             .stream("shared")
             .subscribe("books")
             .opts(opts.clone())
-            .run_tx(
-                move |tx, event: Event| {
-                    let b = b.clone();
-                    Box::pin(async move {
-                        b.insert(tx, "shared", event.offset).await?;
-                        // Keep the transaction open a moment, so the two
-                        // subscribers' transactions overlap.
-                        tokio::time::sleep(Duration::from_millis(2)).await;
-                        Ok::<(), BoxError>(())
-                    })
-                },
-                async move {
-                    until_rows(waiter.as_ref(), n, "the subscribers stalled").await;
-                },
-            )
+            .handler_tx(move |tx, event: Event| {
+                let b = b.clone();
+                Box::pin(async move {
+                    b.insert(tx, "shared", event.offset).await?;
+                    // Keep the transaction open a moment, so the two
+                    // subscribers' transactions overlap.
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    Ok::<(), BoxError>(())
+                })
+            })
+            .run_until(async move {
+                until_rows(waiter.as_ref(), n, "the subscribers stalled").await;
+            })
     };
     let (a, b) = tokio::join!(subscriber(), subscriber());
     a.expect("the first subscriber");
@@ -533,7 +527,8 @@ where
         .stream("orders")
         .buckets(buckets)
         .opts(opts)
-        .run_tx(handler, async move {
+        .handler_tx(handler)
+        .run_until(async move {
             let _ = stop_rx.await;
         });
     (stop_tx, tokio::spawn(run))

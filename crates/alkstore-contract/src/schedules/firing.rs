@@ -13,12 +13,7 @@ use crate::Harness;
 
 async fn jobs<H: Harness>(h: &H, queue: &str) -> Vec<alkstore_core::JobInfo> {
     h.engine()
-        .job_list(JobListParams {
-            queue: Some(queue.into()),
-            state: None,
-            after_id: None,
-            limit: 1000,
-        })
+        .job_list(JobListParams::new(1000).queue(queue))
         .await
         .expect("list jobs")
 }

@@ -138,7 +138,7 @@ pub async fn bad_schedule_input_is_refused_and_writes_nothing<H: Harness>(h: &H)
     let err = e.schedule_pause("").await.expect_err("empty name");
     assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
     let err = e
-        .schedule_fire_due(ScheduleFireParams { limit: 0 })
+        .schedule_fire_due(ScheduleFireParams::new(0))
         .await
         .expect_err("limit 0");
     assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");

@@ -1,6 +1,6 @@
 //! Consumer offsets: unset until committed, monotone, never past the head.
 
-use alkstore_core::stream::StreamOffsetCommitParams;
+use alkstore_core::stream::{StreamOffsetCommitParams, StreamOffsetGetParams};
 use alkstore_core::{Clock, ErrorKind, StreamEngine};
 
 use super::support::{publish_one, settle};
@@ -25,14 +25,24 @@ async fn three_readable<E: StreamEngine>(e: &E) -> Vec<i64> {
 /// commit below the saved offset is ignored and returns the saved one.
 pub async fn offsets_start_unset_and_only_move_forward<H: Harness>(h: &H) {
     let e = h.engine();
-    assert_eq!(e.stream_offset_get(("s", "c")).await.expect("get"), None);
+    assert_eq!(
+        e.stream_offset_get(StreamOffsetGetParams::new("s", "c"))
+            .await
+            .expect("get"),
+        None
+    );
     assert_eq!(
         e.stream_offset_commit(commit("s", "c", 0))
             .await
             .expect("0"),
         0
     );
-    assert_eq!(e.stream_offset_get(("s", "c")).await.expect("get"), Some(0));
+    assert_eq!(
+        e.stream_offset_get(StreamOffsetGetParams::new("s", "c"))
+            .await
+            .expect("get"),
+        Some(0)
+    );
     let o = three_readable(e).await;
     assert_eq!(
         e.stream_offset_commit(commit("s", "c", o[1]))
@@ -48,7 +58,9 @@ pub async fn offsets_start_unset_and_only_move_forward<H: Harness>(h: &H) {
         "a backward commit is ignored"
     );
     assert_eq!(
-        e.stream_offset_get(("s", "c")).await.expect("get"),
+        e.stream_offset_get(StreamOffsetGetParams::new("s", "c"))
+            .await
+            .expect("get"),
         Some(o[1])
     );
     assert_eq!(
@@ -59,7 +71,9 @@ pub async fn offsets_start_unset_and_only_move_forward<H: Harness>(h: &H) {
     );
     // Consumers are independent.
     assert_eq!(
-        e.stream_offset_get(("s", "other")).await.expect("get"),
+        e.stream_offset_get(StreamOffsetGetParams::new("s", "other"))
+            .await
+            .expect("get"),
         None
     );
 }
@@ -74,14 +88,21 @@ pub async fn committing_beyond_the_head_is_refused<H: Harness>(h: &H) {
         .await
         .expect_err("beyond head");
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
-    assert_eq!(e.stream_offset_get(("s", "c")).await.expect("get"), None);
+    assert_eq!(
+        e.stream_offset_get(StreamOffsetGetParams::new("s", "c"))
+            .await
+            .expect("get"),
+        None
+    );
     let err = e
         .stream_offset_commit(commit("empty", "c", 1))
         .await
         .expect_err("no events at all");
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
     assert_eq!(
-        e.stream_offset_get(("empty", "c")).await.expect("get"),
+        e.stream_offset_get(StreamOffsetGetParams::new("empty", "c"))
+            .await
+            .expect("get"),
         None
     );
     assert_eq!(
@@ -100,7 +121,11 @@ pub async fn committing_beyond_the_head_is_refused<H: Harness>(h: &H) {
 pub async fn an_expected_commit_moves_only_from_the_expected_offset<H: Harness>(h: &H) {
     let e = h.engine();
     let o = three_readable(e).await;
-    let saved = || async { e.stream_offset_get(("s", "c")).await.expect("get") };
+    let saved = || async {
+        e.stream_offset_get(StreamOffsetGetParams::new("s", "c"))
+            .await
+            .expect("get")
+    };
     let refused = |expected: i64, offset: i64| async move {
         let err = e
             .stream_offset_commit(commit("s", "c", offset).expecting(expected))

@@ -80,10 +80,7 @@ pub async fn trim_by_age_and_by_retention<H: Harness>(h: &H) {
             "{age:?}: {err}"
         );
         let err = e
-            .stream_retention_set(StreamRetentionParams {
-                stream: "s".into(),
-                max_age: Some(age),
-            })
+            .stream_retention_set(StreamRetentionParams::new("s", Some(age)))
             .await
             .expect_err("under 1 s");
         assert_eq!(
@@ -94,10 +91,10 @@ pub async fn trim_by_age_and_by_retention<H: Harness>(h: &H) {
     }
     assert_eq!(payloads(&read_all(e, "s", 0).await), ["new"]);
 
-    e.stream_retention_set(StreamRetentionParams {
-        stream: "s".into(),
-        max_age: Some(Duration::from_secs(30)),
-    })
+    e.stream_retention_set(StreamRetentionParams::new(
+        "s",
+        Some(Duration::from_secs(30)),
+    ))
     .await
     .expect("retention");
     assert_eq!(

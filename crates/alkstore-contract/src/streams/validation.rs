@@ -1,7 +1,8 @@
 //! Bad stream input: a typed error, nothing written.
 
 use alkstore_core::stream::{
-    NewEvent, StreamOffsetCommitParams, StreamReadParams, StreamRetentionParams, StreamTrimParams,
+    NewEvent, StreamOffsetCommitParams, StreamOffsetGetParams, StreamReadParams,
+    StreamRetentionParams, StreamTrimParams,
 };
 use alkstore_core::{ErrorKind, StreamEngine};
 
@@ -21,8 +22,12 @@ pub async fn bad_stream_input_is_refused<H: Harness>(h: &H) {
             e.stream_read(StreamReadParams::new(name, 0, 10))
                 .await
                 .map(|_| ()),
-            e.stream_offset_get((name, "c")).await.map(|_| ()),
-            e.stream_offset_get(("s", name)).await.map(|_| ()),
+            e.stream_offset_get(StreamOffsetGetParams::new(name, "c"))
+                .await
+                .map(|_| ()),
+            e.stream_offset_get(StreamOffsetGetParams::new("s", name))
+                .await
+                .map(|_| ()),
             e.stream_offset_commit(StreamOffsetCommitParams::new(name, "c", 0))
                 .await
                 .map(|_| ()),
@@ -73,11 +78,8 @@ pub async fn bad_stream_input_is_refused<H: Harness>(h: &H) {
             "offset {offset} expecting {expected}"
         );
     }
-    let nothing = StreamTrimParams {
-        stream: "s".into(),
-        before: None,
-        older_than: None,
-    };
+    let mut nothing = StreamTrimParams::before("s", 0);
+    nothing.before = None;
     assert_eq!(
         e.stream_trim(nothing)
             .await
@@ -85,10 +87,7 @@ pub async fn bad_stream_input_is_refused<H: Harness>(h: &H) {
             .kind(),
         ErrorKind::InvalidInput
     );
-    let zero_age = StreamRetentionParams {
-        stream: "s".into(),
-        max_age: Some(std::time::Duration::ZERO),
-    };
+    let zero_age = StreamRetentionParams::new("s", Some(std::time::Duration::ZERO));
     assert_eq!(
         e.stream_retention_set(zero_age)
             .await

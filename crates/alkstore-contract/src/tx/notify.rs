@@ -44,11 +44,7 @@ pub async fn notify_is_delivered_only_when_committed<H: Harness>(h: &H) {
             "the commit wakes the channel's listeners"
         );
         let kept = e
-            .notify_poll(NotifyPollParams {
-                channel: channel.into(),
-                after_id: 0,
-                limit: 100,
-            })
+            .notify_poll(NotifyPollParams::new(channel, 0, 100))
             .await
             .expect("poll");
         let payloads: Vec<&str> = kept.iter().map(|n| n.payload.as_str()).collect();

@@ -126,11 +126,7 @@ pub async fn retry_commits_with_the_business_row_or_not_at_all<H: Harness>(h: &H
     for end in End::ALL {
         let mut rx = e.wake_subscribe();
         let mut tx = begin_with_row(h, &end.key(q)).await;
-        let retry = JobRetryParams {
-            claim: j.claim(),
-            error: "boom".into(),
-            delay: Some(Duration::ZERO),
-        };
+        let retry = JobRetryParams::new(j.claim(), "boom").delay(Duration::ZERO);
         let outcome = tx.job_retry(retry).await.expect("retry");
         assert!(matches!(outcome, RetryOutcome::Scheduled(_)), "{outcome:?}");
         end.finish::<H>(tx).await;
@@ -242,11 +238,7 @@ pub async fn settles_count_in_the_throughput_only_once_committed<H: Harness>(h: 
         let mut tx = begin_with_row(h, &end.key("tx-throughput")).await;
         tx.job_ack(held_b[0].claim()).await.expect("ack b");
         tx.job_ack(held_a[0].claim()).await.expect("ack a");
-        let retry = JobRetryParams {
-            claim: held_a[1].claim(),
-            error: "again".into(),
-            delay: Some(secs(60)),
-        };
+        let retry = JobRetryParams::new(held_a[1].claim(), "again").delay(secs(60));
         tx.job_retry(retry).await.expect("retry");
         tx.job_fail(JobFailParams::new(held_a[2].claim(), "fatal".to_string()))
             .await
@@ -339,11 +331,7 @@ async fn stale_claim<H: Harness>(h: &H, settle: Settle) {
     let refused = match settle {
         Settle::Ack => tx.job_ack(a.claim()).await.map(|()| 0),
         Settle::Retry => {
-            let retry = JobRetryParams {
-                claim: a.claim(),
-                error: "stale".into(),
-                delay: None,
-            };
+            let retry = JobRetryParams::new(a.claim(), "stale");
             tx.job_retry(retry).await.map(|_| 0)
         }
         Settle::Fail => tx

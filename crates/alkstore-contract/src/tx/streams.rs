@@ -66,7 +66,7 @@ pub async fn offset_commit_commits_with_the_business_row_or_not_at_all<H: Harnes
     let s = "tx-offsets";
     let offsets = three_events(h, s).await;
     let saved = |e: H::Engine| async move {
-        e.stream_offset_get(StreamOffsetGetParams::from((s, "c")))
+        e.stream_offset_get(StreamOffsetGetParams::new(s, "c"))
             .await
             .expect("offset")
     };
@@ -103,7 +103,7 @@ pub async fn offset_commit_commits_with_the_business_row_or_not_at_all<H: Harnes
 
 /// A consumer's offset as saved.
 async fn saved_offset<E: StreamEngine>(e: &E, s: &str, consumer: &str) -> Option<i64> {
-    e.stream_offset_get(StreamOffsetGetParams::from((s, consumer)))
+    e.stream_offset_get(StreamOffsetGetParams::new(s, consumer))
         .await
         .expect("offset")
 }

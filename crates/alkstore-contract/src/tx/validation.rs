@@ -96,7 +96,7 @@ pub async fn bad_input_is_refused_without_poisoning_the_transaction<H: Harness>(
     assert_rows(h, &[key.to_string()], "after the commit").await;
     assert_eq!(claim_jobs(e, "tx-bad-q", "w", 5).await.len(), 1);
     let saved = e
-        .stream_offset_get(StreamOffsetGetParams::from((s, "c")))
+        .stream_offset_get(StreamOffsetGetParams::new(s, "c"))
         .await
         .expect("offset");
     assert_eq!(saved, None, "no offset saved");

@@ -1,15 +1,26 @@
 //! The one wrapper around every engine call.
 //!
-//! Engines implement driver traits ([`QueueDriver`](crate::queue::QueueDriver)
-//! and the base [`Engine`](crate::Engine)) that hold SQL and nothing else:
-//! they take [`Checked`] parameters, so they cannot be reached with input
-//! that was not validated. The public traits callers use
-//! ([`QueueEngine`](crate::QueueEngine), [`QueueAdmin`](crate::QueueAdmin))
-//! are implemented once, here in core, for every driver. Each of their
-//! methods goes through one macro (`engine_call!`): validate once against the store's
-//! [`Limits`] (or refuse it with `Error::Closed` once the engine was
-//! closed), run the driver inside an `alkstore.<method>` span, record the
-//! call's metrics, and (in the method) send this process's wake hints.
+//! Engines implement one driver trait per primitive
+//! ([`QueueDriver`](crate::queue::QueueDriver),
+//! [`StreamDriver`](crate::stream::StreamDriver),
+//! [`GroupDriver`](crate::group::GroupDriver),
+//! [`LockDriver`](crate::lock::LockDriver),
+//! [`RateDriver`](crate::rate::RateDriver),
+//! [`ResultDriver`](crate::results::ResultDriver),
+//! [`ScheduleDriver`](crate::schedule::ScheduleDriver),
+//! [`NotifyDriver`](crate::notify::NotifyDriver), the transaction's
+//! [`TxDriver`](crate::TxDriver)) and the base [`Engine`](crate::Engine):
+//! they hold SQL and nothing else, and take [`Checked`] parameters, so
+//! they cannot be reached with input that was not validated. The public
+//! traits callers use ([`QueueEngine`](crate::QueueEngine),
+//! [`QueueAdmin`](crate::QueueAdmin), [`StreamEngine`](crate::StreamEngine),
+//! [`GroupEngine`](crate::GroupEngine), …, and the transaction's
+//! [`Transaction`](crate::Transaction)) are implemented once, in core, for
+//! every driver. Each of their methods goes through one macro
+//! (`engine_call!`): validate once against the store's [`Limits`] (or
+//! refuse it with `Error::Closed` once the engine was closed), run the
+//! driver inside an `alkstore.<method>` span, record the call's metrics,
+//! and (in the method) send this process's wake hints.
 //!
 //! Metrics, through the `metrics` facade (free while no recorder is
 //! installed):

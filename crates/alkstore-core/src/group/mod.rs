@@ -26,6 +26,43 @@ pub fn validate_group_name(group: &str) -> Result<()> {
     validate_text("group name", group)
 }
 
+/// The fencing decision of a checkpoint, both engines': `found` is the
+/// bucket's row as the call read it (its owner, epoch and saved
+/// checkpoint; `None`: no such bucket). [`NotHeld`](crate::Error::NotHeld)
+/// unless the caller holds the bucket under `p.epoch`; then `Some(saved)`
+/// when the checkpoint is already at or past `p.offset` (it never moves
+/// back, and the call returns it), or `None`: the checkpoint is to move to
+/// `p.offset` (if that is not beyond the stream's head).
+///
+/// ```
+/// use alkstore_core::group::{checkpoint_fence, GroupCheckpointParams};
+/// let p = GroupCheckpointParams::new("g", 0, "w1", 3, 10);
+/// assert_eq!(checkpoint_fence(&p, Some((Some("w1"), 3, 4))).unwrap(), None);
+/// assert_eq!(checkpoint_fence(&p, Some((Some("w1"), 3, 12))).unwrap(), Some(12));
+/// assert!(checkpoint_fence(&p, Some((Some("w2"), 3, 4))).is_err());
+/// assert!(checkpoint_fence(&p, Some((Some("w1"), 4, 4))).is_err());
+/// assert!(checkpoint_fence(&p, None).is_err());
+/// ```
+pub fn checkpoint_fence(
+    p: &GroupCheckpointParams,
+    found: Option<(Option<&str>, i64, i64)>,
+) -> Result<Option<i64>> {
+    match found {
+        Some((Some(owner), epoch, saved)) if owner == p.worker && epoch == p.epoch => {
+            Ok((saved >= p.offset).then_some(saved))
+        }
+        _ => Err(fenced(&p.group, p.bucket, p.epoch)),
+    }
+}
+
+/// The error for a group that does not exist.
+pub fn group_not_found(group: &str) -> crate::Error {
+    crate::Error::NotFound {
+        what: format!("group {group:?}"),
+        detail: "no worker or command has created it".into(),
+    }
+}
+
 /// The error for a checkpoint under an epoch that is no longer current.
 pub fn fenced(group: &str, bucket: u32, epoch: i64) -> crate::Error {
     crate::Error::NotHeld {

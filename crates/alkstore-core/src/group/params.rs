@@ -42,6 +42,7 @@ pub fn ttl_ms(ttl: Duration) -> i64 {
 
 /// Parameters of `group_ensure`: make sure the group's N bucket rows exist.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GroupEnsureParams {
     /// The group.
     pub group: String,
@@ -72,6 +73,7 @@ impl Validate for GroupEnsureParams {
 
 /// Parameters of `group_claim`: take up to `max` unowned or expired buckets.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GroupClaimParams {
     /// The group.
     pub group: String,
@@ -117,6 +119,7 @@ impl Validate for GroupClaimParams {
 
 /// Parameters of `group_renew`: extend every lease the worker holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GroupRenewParams {
     /// The group.
     pub group: String,
@@ -147,6 +150,7 @@ impl Validate for GroupRenewParams {
 
 /// Parameters of `group_release`: give buckets back at once.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GroupReleaseParams {
     /// The group.
     pub group: String,
@@ -183,6 +187,7 @@ impl Validate for GroupReleaseParams {
 
 /// Parameters of `group_checkpoint`: a fenced, forward-only checkpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GroupCheckpointParams {
     /// The group.
     pub group: String,
@@ -237,6 +242,7 @@ impl Validate for GroupCheckpointParams {
 /// Parameters of `group_read`: the events of some buckets after an
 /// offset, in offset order.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GroupReadParams {
     /// The group (its row names the stream and N).
     pub group: String,
@@ -288,6 +294,7 @@ impl Validate for GroupReadParams {
 /// bucket's lag (a scan of the stream past its checkpoint; leave it out
 /// when polling ownership or checkpoints often).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GroupStatusParams {
     /// The group.
     pub group: String,
@@ -322,6 +329,7 @@ impl Validate for GroupStatusParams {
 
 /// Parameters of `group_leave`: a worker's clean exit.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GroupLeaveParams {
     /// The group.
     pub group: String,
@@ -349,6 +357,7 @@ impl Validate for GroupLeaveParams {
 /// Parameters of `group_dead_add`: give up on an event, fenced like a
 /// checkpoint (only the bucket's current holder may).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GroupDeadAddParams {
     /// The group.
     pub group: String,
@@ -364,6 +373,30 @@ pub struct GroupDeadAddParams {
     pub error: String,
     /// How many times the handler ran.
     pub attempts: u32,
+}
+
+impl GroupDeadAddParams {
+    /// `worker`, holding `bucket` of `group` under `epoch`, gives up on
+    /// `event` after `attempts` runs, the last failing with `error`.
+    pub fn new(
+        group: impl Into<String>,
+        bucket: u32,
+        worker: impl Into<String>,
+        epoch: i64,
+        event: crate::stream::Event,
+        error: impl Into<String>,
+        attempts: u32,
+    ) -> Self {
+        GroupDeadAddParams {
+            group: group.into(),
+            bucket,
+            worker: worker.into(),
+            epoch,
+            event,
+            error: error.into(),
+            attempts,
+        }
+    }
 }
 
 impl Validate for GroupDeadAddParams {
@@ -389,6 +422,7 @@ impl Validate for GroupDeadAddParams {
 
 /// Parameters of `group_dead_list`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GroupDeadListParams {
     /// The group.
     pub group: String,
@@ -418,6 +452,7 @@ impl Validate for GroupDeadListParams {
 
 /// Parameters of `group_resize`: change a stopped group's bucket count.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GroupResizeParams {
     /// The group.
     pub group: String,
@@ -444,6 +479,7 @@ impl Validate for GroupResizeParams {
 
 /// Parameters of `group_dead_requeue`: ask for dead letters to run again.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GroupDeadRequeueParams {
     /// The group.
     pub group: String,
@@ -469,6 +505,7 @@ impl Validate for GroupDeadRequeueParams {
 
 /// Parameters of `group_dead_purge`: delete dead letters for good.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GroupDeadPurgeParams {
     /// The group.
     pub group: String,
@@ -507,6 +544,7 @@ fn validate_dead_offsets(group: &str, offsets: &[i64], limits: &Limits, call: &s
 /// Parameters of `group_dead_take`: a worker takes the requeued dead
 /// letters of the buckets it holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GroupDeadTakeParams {
     /// The group.
     pub group: String,
@@ -538,6 +576,7 @@ impl Validate for GroupDeadTakeParams {
 /// Parameters of `group_dead_resolve`: a requeued dead letter ran; delete
 /// it. Fenced like a checkpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GroupDeadResolveParams {
     /// The group.
     pub group: String,
@@ -549,6 +588,26 @@ pub struct GroupDeadResolveParams {
     pub epoch: i64,
     /// The event's offset.
     pub offset: i64,
+}
+
+impl GroupDeadResolveParams {
+    /// `worker`, holding `bucket` of `group` under `epoch`, ran the
+    /// requeued dead letter at `offset`.
+    pub fn new(
+        group: impl Into<String>,
+        bucket: u32,
+        worker: impl Into<String>,
+        epoch: i64,
+        offset: i64,
+    ) -> Self {
+        GroupDeadResolveParams {
+            group: group.into(),
+            bucket,
+            worker: worker.into(),
+            epoch,
+            offset,
+        }
+    }
 }
 
 impl Validate for GroupDeadResolveParams {

@@ -18,6 +18,7 @@ fn validate_ttl(ttl: Duration) -> Result<()> {
 /// Parameters of `lock_acquire`: take `name` for `owner` for `ttl`, if it
 /// is free (never acquired, released, or lapsed).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LockAcquireParams {
     /// The lock.
     pub name: String,
@@ -48,6 +49,7 @@ impl Validate for LockAcquireParams {
 
 /// Parameters of `lock_renew`: extend a hold to `ttl` from now.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LockRenewParams {
     /// The lock.
     pub name: String,
@@ -86,6 +88,7 @@ impl Validate for LockRenewParams {
 
 /// Parameters of `lock_release`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LockReleaseParams {
     /// The lock.
     pub name: String,
@@ -116,6 +119,7 @@ impl Validate for LockReleaseParams {
 /// Parameters of a transaction's `lock_fence`: the lock must still be held
 /// under `token` (not expired, not passed on) for the transaction to go on.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LockFenceParams {
     /// The lock.
     pub name: String,

@@ -11,7 +11,7 @@ use super::{Notification, NotifyParams, NotifyPollParams};
 
 /// Send notifications, and the reads a listener needs on engines that keep
 /// them ([`Capabilities::pushes_notifications`](crate::Capabilities) is
-/// false). Listen through the runtime (`Store::listen`).
+/// false). Listen through the runtime (`store.channel(name).listen()`).
 pub trait NotifyEngine: Engine {
     /// Send `payload` on `channel` to everyone listening when it commits.
     fn notify(&self, params: NotifyParams) -> impl Future<Output = Result<()>> + Send;

@@ -46,6 +46,7 @@ pub struct Notification {
 
 /// Parameters of `notify`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct NotifyParams {
     /// The channel (a name: non-empty, at most 200 bytes, no NUL; see
     /// [`validate_text`]).
@@ -91,6 +92,7 @@ pub fn validate_notify(channel: &str, payload: &str) -> Result<()> {
 
 /// Parameters of `notify_poll`: a channel's kept notifications after an id.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct NotifyPollParams {
     /// The channel.
     pub channel: String,
@@ -98,6 +100,17 @@ pub struct NotifyPollParams {
     pub after_id: i64,
     /// At most this many (1..=the store's page limit).
     pub limit: u32,
+}
+
+impl NotifyPollParams {
+    /// Up to `limit` notifications of `channel` after id `after_id`.
+    pub fn new(channel: impl Into<String>, after_id: i64, limit: u32) -> Self {
+        NotifyPollParams {
+            channel: channel.into(),
+            after_id,
+            limit,
+        }
+    }
 }
 
 impl Validate for NotifyPollParams {

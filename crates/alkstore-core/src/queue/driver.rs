@@ -143,3 +143,162 @@ pub trait QueueDriver: Engine {
         params: Checked<DeadCountParams>,
     ) -> impl Future<Output = Result<u64>> + Send;
 }
+
+/// Implements [`QueueDriver`](crate::queue::QueueDriver) for `$engine` the way both engines lay their
+/// queue area out: each call handed to the same-named function of the
+/// area's part — `enqueue`, `claim`, `settle`, `admin`, `throughput`,
+/// `dead` — modules at the place of the call. Each function takes the
+/// engine and the call's [`Checked`](crate::Checked) parameters (`queue_set_paused` a
+/// `paused` flag as well).
+///
+/// Written once here so that the engines' files keep one shape: an engine
+/// laid out otherwise implements the trait by hand.
+#[macro_export]
+macro_rules! queue_driver_by_parts {
+    ($engine:ty) => {
+        impl $crate::queue::QueueDriver for $engine {
+            async fn job_enqueue(
+                &self,
+                params: $crate::Checked<$crate::queue::JobEnqueueParams>,
+            ) -> $crate::Result<Vec<$crate::queue::Enqueued>> {
+                enqueue::job_enqueue(self, params).await
+            }
+
+            async fn job_enqueue_claimed(
+                &self,
+                params: $crate::Checked<$crate::queue::JobEnqueueClaimedParams>,
+            ) -> $crate::Result<$crate::queue::EnqueuedClaimed> {
+                enqueue::job_enqueue_claimed(self, params).await
+            }
+
+            async fn job_claim(
+                &self,
+                params: $crate::Checked<$crate::queue::JobClaimParams>,
+            ) -> $crate::Result<Vec<$crate::queue::Job>> {
+                claim::job_claim(self, params).await
+            }
+
+            async fn job_ack(
+                &self,
+                params: $crate::Checked<$crate::queue::JobAckParams>,
+            ) -> $crate::Result<Vec<bool>> {
+                settle::job_ack(self, params).await
+            }
+
+            async fn job_settle(
+                &self,
+                params: $crate::Checked<$crate::queue::JobSettleParams>,
+            ) -> $crate::Result<$crate::queue::Settlement> {
+                settle::job_settle(self, params).await
+            }
+
+            async fn job_heartbeat(
+                &self,
+                params: $crate::Checked<$crate::queue::JobHeartbeatParams>,
+            ) -> $crate::Result<Option<i64>> {
+                claim::job_heartbeat(self, params).await
+            }
+
+            async fn job_release(
+                &self,
+                params: $crate::Checked<$crate::queue::JobReleaseParams>,
+            ) -> $crate::Result<bool> {
+                settle::job_release(self, params).await
+            }
+
+            async fn job_cancel_requests(
+                &self,
+                params: $crate::Checked<$crate::queue::JobCancelRequestsParams>,
+            ) -> $crate::Result<Vec<i64>> {
+                claim::job_cancel_requests(self, params).await
+            }
+
+            async fn job_unclaim(
+                &self,
+                params: $crate::Checked<$crate::queue::JobUnclaimParams>,
+            ) -> $crate::Result<bool> {
+                settle::job_unclaim(self, params).await
+            }
+
+            async fn job_cancel(
+                &self,
+                params: $crate::Checked<$crate::queue::JobCancelParams>,
+            ) -> $crate::Result<$crate::queue::CancelOutcome> {
+                admin::job_cancel(self, params).await
+            }
+
+            async fn job_get(
+                &self,
+                params: $crate::Checked<$crate::queue::JobGetParams>,
+            ) -> $crate::Result<Option<$crate::queue::JobInfo>> {
+                admin::job_get(self, params).await
+            }
+
+            async fn job_list(
+                &self,
+                params: $crate::Checked<$crate::queue::JobListParams>,
+            ) -> $crate::Result<Vec<$crate::queue::JobInfo>> {
+                admin::job_list(self, params).await
+            }
+
+            async fn queue_stats(
+                &self,
+                params: $crate::Checked<$crate::queue::QueueStatsParams>,
+            ) -> $crate::Result<$crate::queue::QueueStats> {
+                admin::queue_stats(self, params).await
+            }
+
+            async fn queue_throughput(
+                &self,
+                params: $crate::Checked<$crate::queue::QueueThroughputParams>,
+            ) -> $crate::Result<$crate::queue::QueueThroughput> {
+                throughput::queue_throughput(self, params).await
+            }
+
+            async fn queue_list(&self) -> $crate::Result<Vec<String>> {
+                admin::queue_list(self).await
+            }
+
+            async fn queue_set_paused(
+                &self,
+                params: $crate::Checked<$crate::queue::QueuePauseParams>,
+                to: $crate::PauseState,
+            ) -> $crate::Result<bool> {
+                let paused = to.is_paused();
+                admin::queue_set_paused(self, params, paused).await
+            }
+
+            async fn queue_paused(&self) -> $crate::Result<Vec<String>> {
+                admin::queue_paused(self).await
+            }
+
+            async fn dead_list(
+                &self,
+                params: $crate::Checked<$crate::queue::DeadListParams>,
+            ) -> $crate::Result<Vec<$crate::queue::JobInfo>> {
+                dead::dead_list(self, params).await
+            }
+
+            async fn dead_requeue(
+                &self,
+                params: $crate::Checked<$crate::queue::DeadRequeueParams>,
+            ) -> $crate::Result<u64> {
+                dead::dead_requeue(self, params).await
+            }
+
+            async fn dead_purge(
+                &self,
+                params: $crate::Checked<$crate::queue::DeadPurgeParams>,
+            ) -> $crate::Result<u64> {
+                dead::dead_purge(self, params).await
+            }
+
+            async fn dead_count(
+                &self,
+                params: $crate::Checked<$crate::queue::DeadCountParams>,
+            ) -> $crate::Result<u64> {
+                dead::dead_count(self, params).await
+            }
+        }
+    };
+}

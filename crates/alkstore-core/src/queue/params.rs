@@ -11,6 +11,7 @@ use super::types::{Claim, JobState, NewJob, THROUGHPUT_RETENTION};
 
 /// Parameters of a claim.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct JobClaimParams {
     /// The queue to claim from.
     pub queue: String,
@@ -47,6 +48,7 @@ impl JobClaimParams {
 /// Parameters of `job_enqueue_claimed`: one job, and the worker to claim it
 /// for when nothing is ahead of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct JobEnqueueClaimedParams {
     /// The job.
     pub job: NewJob,
@@ -72,6 +74,7 @@ impl JobEnqueueClaimedParams {
 
 /// Parameters of a retry.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct JobRetryParams {
     /// The caller's claim.
     pub claim: Claim,
@@ -82,6 +85,23 @@ pub struct JobRetryParams {
 }
 
 impl JobRetryParams {
+    /// Retry the job held by `claim` after the computed backoff, recording
+    /// `error`.
+    pub fn new(claim: Claim, error: impl Into<String>) -> Self {
+        JobRetryParams {
+            claim,
+            error: error.into(),
+            delay: None,
+        }
+    }
+
+    /// Retry after `delay` instead of the computed backoff.
+    #[must_use]
+    pub fn delay(mut self, delay: Duration) -> Self {
+        self.delay = Some(delay);
+        self
+    }
+
     /// Validate against the contract (the same limits as every delay).
     pub fn validate(&self, _limits: &Limits) -> Result<()> {
         self.claim.validate()?;
@@ -153,6 +173,7 @@ impl From<JobSnoozeParams> for Settle {
 
 /// Which live jobs to list.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct JobListParams {
     /// Only this queue (all queues when `None`).
     pub queue: Option<String>,
@@ -166,6 +187,37 @@ pub struct JobListParams {
 }
 
 impl JobListParams {
+    /// Up to `limit` live jobs of every queue and state.
+    pub fn new(limit: u32) -> Self {
+        JobListParams {
+            queue: None,
+            state: None,
+            after_id: None,
+            limit,
+        }
+    }
+
+    /// Only jobs of `queue`.
+    #[must_use]
+    pub fn queue(mut self, queue: impl Into<String>) -> Self {
+        self.queue = Some(queue.into());
+        self
+    }
+
+    /// Only jobs in `state`.
+    #[must_use]
+    pub fn state(mut self, state: JobState) -> Self {
+        self.state = Some(state);
+        self
+    }
+
+    /// Only ids greater than `id` (the last id of the previous page).
+    #[must_use]
+    pub fn after_id(mut self, id: i64) -> Self {
+        self.after_id = Some(id);
+        self
+    }
+
     /// Validate against the contract and `limits`.
     pub fn validate(&self, limits: &Limits) -> Result<()> {
         if let Some(q) = &self.queue {
@@ -183,6 +235,7 @@ impl JobListParams {
 
 /// Which dead letters to list.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DeadListParams {
     /// Only this queue (all queues when `None`).
     pub queue: Option<String>,
@@ -194,6 +247,7 @@ pub struct DeadListParams {
 
 /// Which dead letters to requeue or purge.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DeadSelect {
     /// Only this queue (all queues when `None`).
     pub queue: Option<String>,
@@ -206,6 +260,29 @@ pub struct DeadSelect {
 }
 
 impl DeadListParams {
+    /// Up to `limit` dead letters of every queue.
+    pub fn new(limit: u32) -> Self {
+        DeadListParams {
+            queue: None,
+            after_id: None,
+            limit,
+        }
+    }
+
+    /// Only dead letters of `queue`.
+    #[must_use]
+    pub fn queue(mut self, queue: impl Into<String>) -> Self {
+        self.queue = Some(queue.into());
+        self
+    }
+
+    /// Only ids greater than `id` (the last id of the previous page).
+    #[must_use]
+    pub fn after_id(mut self, id: i64) -> Self {
+        self.after_id = Some(id);
+        self
+    }
+
     /// Validate against the contract and `limits`.
     pub fn validate(&self, limits: &Limits) -> Result<()> {
         if let Some(q) = &self.queue {
@@ -216,6 +293,15 @@ impl DeadListParams {
 }
 
 impl DeadSelect {
+    /// Every dead letter of every queue.
+    pub fn all() -> Self {
+        DeadSelect {
+            queue: None,
+            ids: None,
+            limit: None,
+        }
+    }
+
     /// Every dead letter of `queue`.
     pub fn queue(queue: impl Into<String>) -> Self {
         DeadSelect {
@@ -259,6 +345,7 @@ macro_rules! one_value_params {
     ($(#[$doc:meta])* $name:ident { $field:ident: $ty:ty } $(, validate: |$p:ident, $l:ident| $check:expr)?) => {
         $(#[$doc])*
         #[derive(Debug, Clone, PartialEq, Eq)]
+        #[non_exhaustive]
         pub struct $name {
             #[doc = concat!("The call's `", stringify!($field), "`.")]
             pub $field: $ty,
@@ -271,6 +358,11 @@ macro_rules! one_value_params {
         }
 
         impl $name {
+            #[doc = concat!("With this `", stringify!($field), "`.")]
+            pub fn new($field: $ty) -> Self {
+                $name { $field }
+            }
+
             /// Validate against the contract and `limits`.
             #[allow(unused_variables)]
             pub fn validate(&self, limits: &Limits) -> Result<()> {
@@ -362,6 +454,7 @@ impl From<&str> for QueueStatsParams {
 /// assert!(last_5_min.queue.is_none());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct QueueThroughputParams {
     /// One queue, or every queue (`None`).
     pub queue: Option<String>,
@@ -427,6 +520,7 @@ impl From<&str> for QueuePauseParams {
 
 /// Parameters of `job_fail`: the claim and why it failed for good.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct JobFailParams {
     /// The caller's claim.
     pub claim: Claim,
@@ -451,6 +545,7 @@ impl JobFailParams {
 
 /// Parameters of `job_snooze`: the claim and how long to wait.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct JobSnoozeParams {
     /// The caller's claim.
     pub claim: Claim,

@@ -54,6 +54,7 @@ pub const MAX_RATE_WINDOW: Duration = Duration::from_secs(86_400);
 /// assert_eq!(p.window_ms(), 1_000);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RateAcquireParams {
     /// The limit's name.
     pub name: String,

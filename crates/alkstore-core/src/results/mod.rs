@@ -1,5 +1,5 @@
 //! Job results: a value a handler saves for its job, kept for a TTL, that
-//! others read (`result_get`) or wait for (`result_wait` in the runtime,
+//! others read (`result_get`) or wait for (`store.results().wait` in the runtime,
 //! woken by the saving commit).
 //!
 //! Saving a result also sends a notification on [`RESULTS_CHANNEL`] (payload:
@@ -41,6 +41,7 @@ pub struct JobOutput {
 
 /// Parameters of `result_save`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ResultSaveParams {
     /// The job.
     pub job_id: i64,
@@ -93,6 +94,7 @@ impl Validate for ResultSaveParams {
 
 /// Parameters of `result_get`: the job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ResultGetParams {
     /// The job.
     pub job_id: i64,

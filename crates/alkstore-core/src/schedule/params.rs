@@ -18,6 +18,7 @@ pub const MAX_CATCH_UP: u32 = 1_000;
 /// # let _ = nightly;
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ScheduleSetParams {
     /// The schedule's name.
     pub name: String,
@@ -119,6 +120,7 @@ impl ScheduleSetParams {
 
 /// A schedule named in a call (`schedule_remove`, `_pause`, `_resume`).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ScheduleNameParams {
     /// The schedule's name.
     pub name: String,
@@ -138,9 +140,17 @@ impl Validate for ScheduleNameParams {
 
 /// Parameters of `schedule_fire_due`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ScheduleFireParams {
     /// Most schedules fired by one call (1..=1000; default 100).
     pub limit: u32,
+}
+
+impl ScheduleFireParams {
+    /// Fire at most `limit` due schedules.
+    pub fn new(limit: u32) -> Self {
+        ScheduleFireParams { limit }
+    }
 }
 
 impl Default for ScheduleFireParams {

@@ -11,9 +11,17 @@ use super::{validate_consumer, validate_stream_name};
 
 /// Parameters of `stream_publish`: events appended all or none.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StreamPublishParams {
     /// The events, in the order their offsets grow.
     pub events: Vec<NewEvent>,
+}
+
+impl StreamPublishParams {
+    /// Publish `events`, all or none.
+    pub fn new(events: Vec<NewEvent>) -> Self {
+        StreamPublishParams { events }
+    }
 }
 
 impl From<Vec<NewEvent>> for StreamPublishParams {
@@ -48,6 +56,7 @@ impl Validate for StreamPublishParams {
 
 /// Parameters of `stream_read`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StreamReadParams {
     /// The stream.
     pub stream: String,
@@ -77,6 +86,7 @@ impl Validate for StreamReadParams {
 
 /// Parameters of `stream_offset_get`: whose offset.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StreamOffsetGetParams {
     /// The stream.
     pub stream: String,
@@ -84,8 +94,9 @@ pub struct StreamOffsetGetParams {
     pub consumer: String,
 }
 
-impl<S: Into<String>, C: Into<String>> From<(S, C)> for StreamOffsetGetParams {
-    fn from((stream, consumer): (S, C)) -> Self {
+impl StreamOffsetGetParams {
+    /// The offset `consumer` saved on `stream`.
+    pub fn new(stream: impl Into<String>, consumer: impl Into<String>) -> Self {
         StreamOffsetGetParams {
             stream: stream.into(),
             consumer: consumer.into(),
@@ -110,6 +121,7 @@ impl Validate for StreamOffsetGetParams {
 /// exactly the expected one, and otherwise writes nothing and fails with
 /// [`Error::NotHeld`] (another instance moved it first).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StreamOffsetCommitParams {
     /// The stream.
     pub stream: String,
@@ -174,6 +186,7 @@ impl Validate for StreamOffsetCommitParams {
 
 /// Parameters of `stream_offsets`: the stream whose consumers to list.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StreamOffsetsParams {
     /// The stream.
     pub stream: String,
@@ -199,6 +212,7 @@ pub type StreamStatsParams = StreamOffsetsParams;
 /// Parameters of `stream_trim`: delete events before an offset, older than
 /// an age, or both (an event matching either goes).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StreamTrimParams {
     /// The stream.
     pub stream: String,
@@ -227,6 +241,13 @@ impl StreamTrimParams {
             older_than: Some(age),
         }
     }
+
+    /// Also delete the events published longer ago than `age`.
+    #[must_use]
+    pub fn and_older_than(mut self, age: Duration) -> Self {
+        self.older_than = Some(age);
+        self
+    }
 }
 
 impl Validate for StreamTrimParams {
@@ -254,11 +275,23 @@ impl Validate for StreamTrimParams {
 /// Parameters of `stream_retention_set`: how long maintenance keeps a
 /// stream's events.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StreamRetentionParams {
     /// The stream.
     pub stream: String,
     /// Keep events this long (`None`: keep them until trimmed by hand).
     pub max_age: Option<Duration>,
+}
+
+impl StreamRetentionParams {
+    /// Keep the events of `stream` for `max_age` (`None`: until trimmed
+    /// by hand).
+    pub fn new(stream: impl Into<String>, max_age: Option<Duration>) -> Self {
+        StreamRetentionParams {
+            stream: stream.into(),
+            max_age,
+        }
+    }
 }
 
 impl Validate for StreamRetentionParams {

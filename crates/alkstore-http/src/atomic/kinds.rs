@@ -230,14 +230,7 @@ const KINDS: &[Kind] = &[
         parse: |mut m| {
             let id = PathField::Id.take_id(&mut m)?;
             let s = body::<SnoozeRequest>(m)?;
-            Ok(Write::Snooze(JobSnoozeParams {
-                claim: ClaimRef {
-                    worker: s.worker,
-                    token: s.token,
-                }
-                .claim(id),
-                delay: Duration::from_millis(s.delay_ms),
-            }))
+            Ok(Write::Snooze(JobSnoozeParams::new(ClaimRef { worker: s.worker, token: s.token, } .claim(id), Duration::from_millis(s.delay_ms))))
         },
         held_field: "token",
     },

@@ -93,9 +93,9 @@ pub(super) async fn throughput(
     let got = app
         .store
         .engine()
-        .queue_throughput(QueueThroughputParams {
-            queue: q.queue,
-            window: Duration::from_secs(window_s),
+        .queue_throughput(match q.queue {
+            Some(queue) => QueueThroughputParams::queue(queue, Duration::from_secs(window_s)),
+            None => QueueThroughputParams::every_queue(Duration::from_secs(window_s)),
         })
         .await?;
     Ok(Json(ThroughputView::from(got)))
@@ -184,11 +184,11 @@ pub(super) async fn list_jobs(
     let jobs = app
         .store
         .engine()
-        .job_list(JobListParams {
-            queue: Some(queue),
-            state,
-            after_id: q.after_id,
-            limit,
+        .job_list({
+            let mut params = JobListParams::new(limit).queue(queue);
+            params.state = state;
+            params.after_id = q.after_id;
+            params
         })
         .await?;
     Ok(Json(JobPage::new(jobs, limit)))
@@ -443,21 +443,19 @@ pub(super) async fn dead_list(
     let jobs = app
         .store
         .engine()
-        .dead_list(DeadListParams {
-            queue: Some(queue),
-            after_id: q.after_id,
-            limit,
+        .dead_list({
+            let mut params = DeadListParams::new(limit).queue(queue);
+            params.after_id = q.after_id;
+            params
         })
         .await?;
     Ok(Json(JobPage::new(jobs, limit)))
 }
 
 fn dead_select(queue: String, req: DeadSelectRequest) -> DeadSelect {
-    DeadSelect {
-        queue: Some(queue),
-        ids: req.ids,
-        limit: None,
-    }
+    let mut select = DeadSelect::queue(queue);
+    select.ids = req.ids;
+    select
 }
 
 /// Requeue a queue's dead letters.

@@ -256,11 +256,9 @@ pub struct RetryRequest {
 impl RetryRequest {
     /// The retry of job `id`.
     pub(crate) fn into_params(self, id: i64) -> JobRetryParams {
-        JobRetryParams {
-            claim: claim_of(id, self.worker, self.token),
-            error: self.error,
-            delay: self.delay_ms.map(Duration::from_millis),
-        }
+        let mut params = JobRetryParams::new(claim_of(id, self.worker, self.token), self.error);
+        params.delay = self.delay_ms.map(Duration::from_millis);
+        params
     }
 }
 
@@ -280,10 +278,7 @@ pub struct FailRequest {
 impl FailRequest {
     /// The failure of job `id`.
     pub(crate) fn into_params(self, id: i64) -> JobFailParams {
-        JobFailParams {
-            claim: claim_of(id, self.worker, self.token),
-            error: self.error,
-        }
+        JobFailParams::new(claim_of(id, self.worker, self.token), self.error)
     }
 }
 

@@ -5,11 +5,12 @@ pub(crate) mod sql;
 
 use alkstore_core::group::BucketCount;
 use alkstore_core::group::{
-    fenced, resize_refused, ttl_ms, BucketEvent, BucketLease, BucketStatus, GroupCheckpointParams,
-    GroupClaimParams, GroupDead, GroupDeadAddParams, GroupDeadListParams, GroupDeadPurgeParams,
-    GroupDeadRequeueParams, GroupDeadResolveParams, GroupDeadTakeParams, GroupDriver,
-    GroupEnsureParams, GroupInfo, GroupLeaveParams, GroupReadParams, GroupReleaseParams,
-    GroupRenewParams, GroupResize, GroupResizeParams, GroupStatus, GroupStatusParams, Renewal,
+    checkpoint_fence, fenced, group_not_found, resize_refused, ttl_ms, BucketEvent, BucketLease,
+    BucketStatus, GroupCheckpointParams, GroupClaimParams, GroupDead, GroupDeadAddParams,
+    GroupDeadListParams, GroupDeadPurgeParams, GroupDeadRequeueParams, GroupDeadResolveParams,
+    GroupDeadTakeParams, GroupDriver, GroupEnsureParams, GroupInfo, GroupLeaveParams,
+    GroupReadParams, GroupReleaseParams, GroupRenewParams, GroupResize, GroupResizeParams,
+    GroupStatus, GroupStatusParams, Renewal,
 };
 use alkstore_core::stream::Event;
 use alkstore_core::validate::count;
@@ -61,13 +62,6 @@ fn dead(r: &Row) -> GroupDead {
     }
 }
 
-fn not_found(group: &str) -> Error {
-    Error::NotFound {
-        what: format!("group {group:?}"),
-        detail: "no worker or command has created it".into(),
-    }
-}
-
 /// Save a bucket's checkpoint on `e` under the lease epoch the caller
 /// holds: never backward, never past the stream's readable head. A lease
 /// no longer held is [`Error::NotHeld`], found from the rows the statement
@@ -92,27 +86,14 @@ pub(crate) async fn checkpoint_in<E: Exec + ?Sized>(
     let Some(r) = row else {
         return Err(fenced(&p.group, p.bucket, p.epoch));
     };
-    let (owner, epoch, saved, stream, head, moved): (
-        Option<String>,
-        i64,
-        i64,
-        String,
-        i64,
-        Option<i64>,
-    ) = (
-        r.get(0)?,
-        r.get(1)?,
-        r.get(2)?,
-        r.get(3)?,
-        r.get(4)?,
-        r.get(5)?,
-    );
-    if owner.as_deref() != Some(p.worker.as_str()) || epoch != p.epoch {
-        return Err(fenced(&p.group, p.bucket, p.epoch));
+    let (owner, epoch, saved): (Option<String>, i64, i64) = (r.get(0)?, r.get(1)?, r.get(2)?);
+    if let Some(saved) = checkpoint_fence(p, Some((owner.as_deref(), epoch, saved)))? {
+        return Ok(saved);
     }
+    // The statement moved it, unless the offset is beyond the head.
+    let (stream, head, moved): (String, i64, Option<i64>) = (r.get(3)?, r.get(4)?, r.get(5)?);
     match moved {
         Some(m) => Ok(m),
-        None if saved >= p.offset => Ok(saved),
         None => Err(alkstore_core::stream::beyond_head(p.offset, &stream, head)),
     }
 }
@@ -193,7 +174,7 @@ impl GroupDriver for PgEngine {
         let (live_workers, buckets, next_lapse_in_ms): (i32, Option<i32>, Option<i64>) =
             (r.get(0), r.get(1), r.get(2));
         let Some(buckets) = buckets else {
-            return Err(not_found(&p.group));
+            return Err(group_not_found(&p.group));
         };
         Ok(Renewal {
             held,
@@ -273,7 +254,7 @@ impl GroupDriver for PgEngine {
             )
             .await?;
         let Some(first) = rows.first() else {
-            return Err(not_found(&p.group));
+            return Err(group_not_found(&p.group));
         };
         let stream: String = first.get(6);
         let buckets = rows
@@ -394,7 +375,7 @@ impl GroupDriver for PgEngine {
         let facts: (Option<i32>, Option<String>, i64, Option<i64>, Option<i64>) =
             (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4));
         let (Some(from), Some(stream), live, Some(rewound_to), Some(epoch)) = facts else {
-            return Err(not_found(&p.group));
+            return Err(group_not_found(&p.group));
         };
         if live > 0 {
             return Err(resize_refused(&p.group, count(live)));

@@ -16,7 +16,7 @@ pub(super) async fn job_cancel(
     engine: &PgEngine,
     params: Checked<JobCancelParams>,
 ) -> Result<CancelOutcome> {
-    let JobCancelParams { id } = params.into_inner();
+    let JobCancelParams { id, .. } = params.into_inner();
     let now = engine.now_override();
     let rows = engine
         .query("job_cancel", &engine.inner.sql.cancel, &[&now, &id])
@@ -39,7 +39,7 @@ pub(super) async fn job_get(
     engine: &PgEngine,
     params: Checked<JobGetParams>,
 ) -> Result<Option<JobInfo>> {
-    let JobGetParams { id } = params.into_inner();
+    let JobGetParams { id, .. } = params.into_inner();
     let sql = &engine.inner.sql;
     for (text, source) in [
         (&sql.get_live, Source::Live),
@@ -81,7 +81,7 @@ pub(super) async fn queue_stats(
     engine: &PgEngine,
     params: Checked<QueueStatsParams>,
 ) -> Result<QueueStats> {
-    let QueueStatsParams { queue } = params.into_inner();
+    let QueueStatsParams { queue, .. } = params.into_inner();
     let now = engine.now_override();
     let rows = engine
         .query("queue_stats", &engine.inner.sql.stats, &[&now, &queue])

@@ -40,7 +40,7 @@ pub(super) async fn job_heartbeat(
     engine: &PgEngine,
     params: Checked<JobHeartbeatParams>,
 ) -> Result<Option<i64>> {
-    let JobHeartbeatParams { claim } = params.into_inner();
+    let JobHeartbeatParams { claim, .. } = params.into_inner();
     let now = engine.now_override();
     let rows = engine
         .query_relaxed(
@@ -57,7 +57,7 @@ pub(super) async fn job_cancel_requests(
     engine: &PgEngine,
     params: Checked<JobCancelRequestsParams>,
 ) -> Result<Vec<i64>> {
-    let JobCancelRequestsParams { ids } = params.into_inner();
+    let JobCancelRequestsParams { ids, .. } = params.into_inner();
     let rows = engine
         .query(
             "job_cancel_requests",

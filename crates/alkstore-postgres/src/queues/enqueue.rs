@@ -283,7 +283,7 @@ pub(super) async fn job_enqueue(
     engine: &PgEngine,
     params: Checked<JobEnqueueParams>,
 ) -> Result<Vec<Enqueued>> {
-    let JobEnqueueParams { jobs } = params.into_inner();
+    let JobEnqueueParams { jobs, .. } = params.into_inner();
     let op = "job_enqueue";
     let bytes = jobs.iter().map(|j| j.payload.len()).sum();
     if !is_keyed(&jobs) && crate::combine::groupable(jobs.len(), bytes) {
@@ -334,7 +334,7 @@ pub(super) async fn job_enqueue_claimed(
     params: Checked<JobEnqueueClaimedParams>,
 ) -> Result<EnqueuedClaimed> {
     let op = "job_enqueue_claimed";
-    let JobEnqueueClaimedParams { job, worker } = params.into_inner();
+    let JobEnqueueClaimedParams { job, worker, .. } = params.into_inner();
     if job.opts.unique_key.is_some() {
         // A keyed job may be a duplicate: the keyed insert, left pending.
         let plain = Checked::new(vec![job], engine.limits())?;

@@ -496,7 +496,7 @@ pub(crate) async fn ack_in<E: Exec + ?Sized>(
 /// The driver's `job_ack`: complete the held jobs on a relaxed
 /// connection.
 pub(super) async fn job_ack(engine: &PgEngine, params: Checked<JobAckParams>) -> Result<Vec<bool>> {
-    let JobAckParams { claims } = params.into_inner();
+    let JobAckParams { claims, .. } = params.into_inner();
     let client = engine.relaxed_client().await?;
     ack_in(
         &*client,
@@ -514,7 +514,7 @@ pub(super) async fn job_settle(
     engine: &PgEngine,
     params: Checked<JobSettleParams>,
 ) -> Result<Settlement> {
-    let JobSettleParams { mut batch } = params.into_inner();
+    let JobSettleParams { mut batch, .. } = params.into_inner();
     let op = "job_settle";
     let sql = &engine.inner.sql;
     let now = engine.now_override();
@@ -541,7 +541,7 @@ pub(super) async fn job_release(
     engine: &PgEngine,
     params: Checked<JobReleaseParams>,
 ) -> Result<bool> {
-    let JobReleaseParams { claim } = params.into_inner();
+    let JobReleaseParams { claim, .. } = params.into_inner();
     let out = engine
         .hand_back(
             "job_release",
@@ -559,7 +559,7 @@ pub(super) async fn job_unclaim(
     engine: &PgEngine,
     params: Checked<JobUnclaimParams>,
 ) -> Result<bool> {
-    let JobUnclaimParams { id } = params.into_inner();
+    let JobUnclaimParams { id, .. } = params.into_inner();
     let out = engine
         .hand_back("job_unclaim", &engine.inner.sql.unclaim, id, None, 0)
         .await?;

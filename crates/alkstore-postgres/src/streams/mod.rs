@@ -195,7 +195,7 @@ impl PgEngine {
 
 impl StreamDriver for PgEngine {
     async fn stream_publish(&self, params: Checked<StreamPublishParams>) -> Result<Vec<i64>> {
-        let StreamPublishParams { events } = params.into_inner();
+        let StreamPublishParams { events, .. } = params.into_inner();
         let op = "stream_publish";
         let bytes: usize = events.iter().map(|e| e.payload.len()).sum();
         if crate::combine::groupable(events.len(), bytes) {

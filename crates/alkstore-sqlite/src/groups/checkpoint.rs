@@ -2,7 +2,7 @@
 //! writer's call and the application's transactions (`outbox.rs`) share
 //! [`checkpoint_in`].
 
-use alkstore_core::group::{fenced, GroupCheckpointParams};
+use alkstore_core::group::{checkpoint_fence, GroupCheckpointParams};
 use alkstore_core::{Checked, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -31,15 +31,11 @@ pub(crate) fn checkpoint_in(
             .optional()
         })
         .map_err(db(op))?;
-    let Some((owner, epoch, saved, stream)) = row else {
-        return Err(fenced(&p.group, p.bucket, p.epoch));
-    };
-    if owner.as_deref() != Some(p.worker.as_str()) || epoch != p.epoch {
-        return Err(fenced(&p.group, p.bucket, p.epoch));
-    }
-    if saved >= p.offset {
+    let found = row.as_ref().map(|(o, e, s, _)| (o.as_deref(), *e, *s));
+    if let Some(saved) = checkpoint_fence(p, found)? {
         return Ok(saved);
     }
+    let stream = row.map(|r| r.3).unwrap_or_default();
     let head = crate::streams::head_bound(conn, op, &stream)?.unwrap_or(0);
     if p.offset > head {
         return Err(alkstore_core::stream::beyond_head(p.offset, &stream, head));

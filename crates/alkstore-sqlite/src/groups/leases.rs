@@ -3,8 +3,9 @@
 //! lookups of a group and of a lease the other parts share.
 
 use alkstore_core::group::{
-    resize_refused, ttl_ms, BucketLease, GroupClaimParams, GroupEnsureParams, GroupLeaveParams,
-    GroupReleaseParams, GroupRenewParams, GroupResize, GroupResizeParams, Renewal,
+    group_not_found, resize_refused, ttl_ms, BucketLease, GroupClaimParams, GroupEnsureParams,
+    GroupLeaveParams, GroupReleaseParams, GroupRenewParams, GroupResize, GroupResizeParams,
+    Renewal,
 };
 use alkstore_core::validate::count;
 use alkstore_core::{Checked, Error, Result};
@@ -63,13 +64,6 @@ pub(super) fn group_row(
             .optional()
     })
     .map_err(db(op))
-}
-
-pub(super) fn not_found(group: &str) -> Error {
-    Error::NotFound {
-        what: format!("group {group:?}"),
-        detail: "no worker or command has created it".into(),
-    }
 }
 
 /// The driver's `group_ensure`: create the group's bucket rows, or check
@@ -171,7 +165,7 @@ pub(super) async fn group_renew(
             let op = "group_renew";
             let now = st.clock.now_ms();
             let Some((_, buckets)) = group_row(&st.conn, op, &p.group)? else {
-                return Err(not_found(&p.group));
+                return Err(group_not_found(&p.group));
             };
             let held = st
                 .conn
@@ -320,7 +314,7 @@ pub(super) async fn group_resize(
                 })
                 .map_err(db(op))?;
             let (Some(from), Some(stream), live, Some(rewound_to), Some(epoch)) = facts else {
-                return Err(not_found(&p.group));
+                return Err(group_not_found(&p.group));
             };
             if live > 0 {
                 return Err(resize_refused(&p.group, live));

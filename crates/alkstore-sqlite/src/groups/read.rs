@@ -3,7 +3,8 @@
 
 use alkstore_core::group::BucketCount;
 use alkstore_core::group::{
-    BucketEvent, BucketStatus, GroupInfo, GroupReadParams, GroupStatus, GroupStatusParams,
+    group_not_found, BucketEvent, BucketStatus, GroupInfo, GroupReadParams, GroupStatus,
+    GroupStatusParams,
 };
 use alkstore_core::stream::Event;
 use alkstore_core::validate::count;
@@ -11,7 +12,7 @@ use alkstore_core::{Checked, Result};
 use rusqlite::params;
 
 use super::hash::bucket_expr;
-use super::leases::{group_row, not_found};
+use super::leases::group_row;
 use crate::{db, SqliteEngine};
 
 /// The driver's `group_read`: the next events of the wanted buckets.
@@ -77,7 +78,7 @@ pub(super) async fn group_status(
         .read("group_status", move |conn| {
             let op = "group_status";
             let Some((stream, _)) = group_row(conn, op, &p.group)? else {
-                return Err(not_found(&p.group));
+                return Err(group_not_found(&p.group));
             };
             let lag = if p.lag {
                 format!(

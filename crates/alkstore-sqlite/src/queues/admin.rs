@@ -16,7 +16,7 @@ pub(super) async fn job_cancel(
     engine: &SqliteEngine,
     params: Checked<JobCancelParams>,
 ) -> Result<CancelOutcome> {
-    let JobCancelParams { id } = params.into_inner();
+    let JobCancelParams { id, .. } = params.into_inner();
     engine
         .inner
         .writer
@@ -57,7 +57,7 @@ pub(super) async fn job_get(
     engine: &SqliteEngine,
     params: Checked<JobGetParams>,
 ) -> Result<Option<JobInfo>> {
-    let JobGetParams { id } = params.into_inner();
+    let JobGetParams { id, .. } = params.into_inner();
     engine
         .read("job_get", move |conn| {
             for (table, source) in [
@@ -86,7 +86,7 @@ pub(super) async fn queue_stats(
     engine: &SqliteEngine,
     params: Checked<QueueStatsParams>,
 ) -> Result<QueueStats> {
-    let QueueStatsParams { queue } = params.into_inner();
+    let QueueStatsParams { queue, .. } = params.into_inner();
     let now = engine.now();
     engine
         .read("queue_stats", move |conn| {

@@ -108,7 +108,7 @@ pub(super) async fn job_heartbeat(
     engine: &SqliteEngine,
     params: Checked<JobHeartbeatParams>,
 ) -> Result<Option<i64>> {
-    let JobHeartbeatParams { claim } = params.into_inner();
+    let JobHeartbeatParams { claim, .. } = params.into_inner();
     engine
         .inner
         .writer
@@ -135,7 +135,7 @@ pub(super) async fn job_cancel_requests(
     engine: &SqliteEngine,
     params: Checked<JobCancelRequestsParams>,
 ) -> Result<Vec<i64>> {
-    let JobCancelRequestsParams { ids } = params.into_inner();
+    let JobCancelRequestsParams { ids, .. } = params.into_inner();
     let list = format!(
         "[{}]",
         ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",")

@@ -106,10 +106,8 @@ pub(super) async fn dead_count(
     engine: &SqliteEngine,
     params: Checked<DeadCountParams>,
 ) -> Result<u64> {
-    let sel = DeadSelect {
-        limit: None,
-        ..params.into_inner()
-    };
+    let mut sel = params.into_inner();
+    sel.limit = None;
     engine
         .read("dead_count", move |conn| {
             if sel.ids.is_some() {

@@ -85,7 +85,7 @@ pub(super) async fn job_enqueue(
     engine: &SqliteEngine,
     params: Checked<JobEnqueueParams>,
 ) -> Result<Vec<Enqueued>> {
-    let JobEnqueueParams { jobs } = params.into_inner();
+    let JobEnqueueParams { jobs, .. } = params.into_inner();
     let jobs_len = jobs.len();
     let insert = move |st: &mut WriterState| {
         let now = st.clock.now();
@@ -110,7 +110,7 @@ pub(super) async fn job_enqueue_claimed(
     params: Checked<JobEnqueueClaimedParams>,
 ) -> Result<EnqueuedClaimed> {
     let op = "job_enqueue_claimed";
-    let JobEnqueueClaimedParams { job, worker } = params.into_inner();
+    let JobEnqueueClaimedParams { job, worker, .. } = params.into_inner();
     // The insert, then the claim of the new row alone when nothing is
     // ahead of it (see `QueueDriver::job_enqueue_claimed`): one
     // savepoint, so both or neither.

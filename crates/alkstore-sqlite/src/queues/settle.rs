@@ -268,7 +268,7 @@ pub(super) async fn job_ack(
     engine: &SqliteEngine,
     params: Checked<JobAckParams>,
 ) -> Result<Vec<bool>> {
-    let JobAckParams { claims } = params.into_inner();
+    let JobAckParams { claims, .. } = params.into_inner();
     engine
         .inner
         .writer
@@ -289,7 +289,7 @@ pub(super) async fn job_settle(
     engine: &SqliteEngine,
     params: Checked<JobSettleParams>,
 ) -> Result<Settlement> {
-    let JobSettleParams { batch } = params.into_inner();
+    let JobSettleParams { batch, .. } = params.into_inner();
     engine
         .inner
         .writer
@@ -315,7 +315,7 @@ pub(super) async fn job_release(
     engine: &SqliteEngine,
     params: Checked<JobReleaseParams>,
 ) -> Result<bool> {
-    let JobReleaseParams { claim } = params.into_inner();
+    let JobReleaseParams { claim, .. } = params.into_inner();
     engine
         .inner
         .writer
@@ -333,7 +333,7 @@ pub(super) async fn job_unclaim(
     engine: &SqliteEngine,
     params: Checked<JobUnclaimParams>,
 ) -> Result<bool> {
-    let JobUnclaimParams { id } = params.into_inner();
+    let JobUnclaimParams { id, .. } = params.into_inner();
     engine
         .inner
         .writer

@@ -236,7 +236,7 @@ pub(crate) fn offset_commit_in(
 
 impl StreamDriver for SqliteEngine {
     async fn stream_publish(&self, params: Checked<StreamPublishParams>) -> Result<Vec<i64>> {
-        let StreamPublishParams { events } = params.into_inner();
+        let StreamPublishParams { events, .. } = params.into_inner();
         self.inner
             .writer
             .write_rows("stream_publish", events.len(), move |st| {

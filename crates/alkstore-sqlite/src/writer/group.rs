@@ -60,7 +60,7 @@ pub(super) fn run_group(
     if let Err(e) = begin {
         // Each command reports why without running (see `in_savepoint`).
         let failure = if is_busy(&e) {
-            GroupFailure::Busy(st.busy_timeout.as_secs().max(1))
+            GroupFailure::Busy(st.busy_timeout)
         } else {
             tracing::error!(error = %e, "sqlite writer could not begin a transaction");
             GroupFailure::Other(format!("begin: {e}"))
@@ -148,7 +148,7 @@ fn run_begun(st: &mut WriterState, batch: Vec<Command>, count: &dyn Fn(bool)) ->
                     // Rescue bookkeeping may describe rolled-back work.
                     st.forget_rolled_back();
                     Some(if is_busy(&e) {
-                        GroupFailure::Busy(st.busy_timeout.as_secs().max(1))
+                        GroupFailure::Busy(st.busy_timeout)
                     } else {
                         GroupFailure::Other(format!("commit: {e}"))
                     })

@@ -91,6 +91,8 @@ impl Queued {
 /// The write path: a queue of commands and the one write connection.
 pub(crate) struct Writer {
     queue: Mutex<Queued>,
+    /// The store's busy timeout, for the busy errors of its commands.
+    busy_timeout: std::time::Duration,
     state: Mutex<WriterState>,
     /// Group transactions committed, and commands run in them.
     pub(crate) commits: std::sync::atomic::AtomicU64,
@@ -125,6 +127,7 @@ impl Writer {
         Arc::new(Writer {
             activity: activity.clone(),
             queue: Mutex::new(Queued::default()),
+            busy_timeout,
             state: Mutex::new(WriterState {
                 conn,
                 clock,
@@ -247,6 +250,7 @@ impl Writer {
             .map_err(|_| {
                 Error::database(op, "the write command panicked; nothing of it was written")
             })?
+            .map_err(crate::busy_waited(self.busy_timeout))
     }
 
     /// Drain the queue if nobody else is. Whoever pushes a command then calls

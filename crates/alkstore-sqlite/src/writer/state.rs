@@ -67,7 +67,7 @@ impl WriterState {
 #[derive(Clone)]
 pub(super) enum GroupFailure {
     /// Another connection held the write lock for the whole busy timeout.
-    Busy(u64),
+    Busy(std::time::Duration),
     /// Anything else SQLite reported.
     Other(String),
     /// An earlier command of the group failed the whole group (it panicked,
@@ -78,9 +78,9 @@ pub(super) enum GroupFailure {
 impl GroupFailure {
     pub(super) fn error(&self, op: &'static str) -> Error {
         match self {
-            GroupFailure::Busy(waited_s) => Error::Busy {
+            GroupFailure::Busy(waited) => Error::Busy {
                 op,
-                waited_s: *waited_s,
+                waited: *waited,
             },
             GroupFailure::Other(msg) => Error::database(op, msg.clone()),
             GroupFailure::GroupAborted(reason) => Error::Conflict {

@@ -290,7 +290,7 @@ impl BucketHandler<'_> {
 
     /// Run `events` in transactions that commit the checkpoint with the
     /// handler's writes (see
-    /// [`GroupRunner::run_tx`](super::GroupRunner::run_tx)); an event whose runs
+    /// [`GroupRunner::handler_tx`](super::GroupRunner::handler_tx)); an event whose runs
     /// are used up is dead-lettered. False when stopping, or when a
     /// transaction was refused (the lease is gone) or failed.
     async fn handle_tx(
@@ -418,26 +418,26 @@ impl BucketHandler<'_> {
             }
             Ran::Ok => {
                 s.engine
-                    .group_dead_resolve(GroupDeadResolveParams {
-                        group: s.group.clone(),
-                        bucket: self.bucket,
-                        worker: s.worker.to_string(),
-                        epoch: self.epoch,
+                    .group_dead_resolve(GroupDeadResolveParams::new(
+                        s.group.clone(),
+                        self.bucket,
+                        s.worker.to_string(),
+                        self.epoch,
                         offset,
-                    })
+                    ))
                     .await
             }
             Ran::Failed(error, attempts) => {
                 s.engine
-                    .group_dead_add(GroupDeadAddParams {
-                        group: s.group.clone(),
-                        bucket: self.bucket,
-                        worker: s.worker.to_string(),
-                        epoch: self.epoch,
+                    .group_dead_add(GroupDeadAddParams::new(
+                        s.group.clone(),
+                        self.bucket,
+                        s.worker.to_string(),
+                        self.epoch,
                         event,
                         error,
                         attempts,
-                    })
+                    ))
                     .await
             }
         };
@@ -522,15 +522,15 @@ impl BucketHandler<'_> {
         let offset = event.offset;
         let added = s
             .engine
-            .group_dead_add(GroupDeadAddParams {
-                group: s.group.clone(),
-                bucket: self.bucket,
-                worker: s.worker.to_string(),
-                epoch: self.epoch,
+            .group_dead_add(GroupDeadAddParams::new(
+                s.group.clone(),
+                self.bucket,
+                s.worker.to_string(),
+                self.epoch,
                 event,
                 error,
                 attempts,
-            })
+            ))
             .await;
         match added {
             Ok(()) => {

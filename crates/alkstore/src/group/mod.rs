@@ -10,13 +10,13 @@
 //! bucket's events in offset order and checkpoints under the lease's epoch,
 //! so a worker that lost a bucket can move nothing.
 //!
-//! A plain handler ([`GroupRunner::run`]) is at least once. A transactional
-//! one ([`GroupRunner::run_tx`]) writes through the transaction that
+//! A plain handler ([`GroupRunner::handler`]) is at least once. A
+//! transactional one ([`GroupRunner::handler_tx`]) writes through the transaction that
 //! commits the bucket's checkpoint, in batches: its writes land exactly
 //! once, even when a worker is frozen past its lease or killed mid-batch
 //! (see `examples/projection.rs` for a read model kept this way).
 
-// Layout: `runner` is the builder and `run`; `coordinator` renews, claims
+// Layout: `runner` is the builder and `run_until`; `coordinator` renews, claims
 // and releases leases every heartbeat and starts and stops the bucket
 // tasks; `fetch` reads the owned buckets' events and hands them out;
 // `bucket` is one owned bucket's task (handler runs, retries, dead
@@ -57,13 +57,11 @@ use crate::Store;
 ///     .group("projections")
 ///     .stream("orders")
 ///     .buckets(16)
-///     .run(
-///         |e: GroupEvent| async move {
-///             println!("bucket {} offset {}", e.bucket, e.event.offset);
-///             Ok::<(), std::io::Error>(())
-///         },
-///         alkstore::shutdown_signal(),
-///     )
+///     .handler(|e: GroupEvent| async move {
+///         println!("bucket {} offset {}", e.bucket, e.event.offset);
+///         Ok::<(), std::io::Error>(())
+///     })
+///     .run_until(alkstore::shutdown_signal())
 ///     .await?;
 /// # Ok(()) }
 /// ```

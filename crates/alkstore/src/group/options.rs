@@ -1,5 +1,5 @@
 //! [`GroupOpts`]: how a group runner leases, reads and checkpoints, with
-//! its defaults and the checks `run` makes before it writes anything. Plain
+//! its defaults and the checks `run_until` makes before it writes anything. Plain
 //! data, apart from the runner that uses it.
 
 use std::time::Duration;
@@ -10,7 +10,7 @@ use alkstore_core::{Error, Limits};
 
 use crate::stream::OnError;
 
-/// How a [`GroupRunner`](super::GroupRunner) leases, reads and checkpoints. `run` refuses
+/// How a [`GroupRunner`](super::GroupRunner) leases, reads and checkpoints. `run_until` refuses
 /// options outside the ranges below before it writes anything.
 #[derive(Debug, Clone)]
 pub struct GroupOpts {

@@ -2,7 +2,7 @@
 //! renews, claims and releases bucket leases every heartbeat, and one reader
 //! task per owned bucket.
 //!
-//! Here: the builder and `run`, which check the options, set up the state
+//! Here: the builder and `run_until`, which check the options, set up the state
 //! the parts share, start the fetcher and drive the coordinator until
 //! shutdown; the parts themselves are this module's siblings.
 
@@ -23,7 +23,7 @@ use crate::{Store, Tx, TxFuture};
 
 /// One worker of a consumer group (see the [module docs](super)).
 #[derive(Debug, Clone)]
-#[must_use = "a group runner does nothing until `run`"]
+#[must_use = "a group runner does nothing until `run_until`"]
 pub struct GroupRunner {
     store: Store,
     group: String,
@@ -31,6 +31,7 @@ pub struct GroupRunner {
     buckets: u32,
     opts: GroupOpts,
     worker: Option<String>,
+    handler: Option<Handler>,
 }
 
 impl GroupRunner {
@@ -42,6 +43,7 @@ impl GroupRunner {
             buckets: 16,
             opts: GroupOpts::default(),
             worker: None,
+            handler: None,
         }
     }
 
@@ -66,9 +68,9 @@ impl GroupRunner {
         self
     }
 
-    /// Run `handler` over this worker's share of the group's buckets until
-    /// `shutdown` resolves; then checkpoint and release every bucket at
-    /// once, so the others take them over without waiting for the TTL.
+    /// Handle this worker's share of the group's events with `handler`
+    /// (replacing a handler set before); [`GroupRunner::run_until`] runs
+    /// it.
     ///
     /// # What a handler is promised
     ///
@@ -99,27 +101,24 @@ impl GroupRunner {
     ///   idempotent (keyed by the event's offset) or ordered by the epoch.
     ///
     /// Handlers that write to the same database can have those writes
-    /// committed exactly once instead: see [`GroupRunner::run_tx`].
-    pub async fn run<F, Fut, E>(
-        self,
-        handler: F,
-        shutdown: impl Future<Output = ()>,
-    ) -> Result<GroupReport>
+    /// committed exactly once instead: see [`GroupRunner::handler_tx`].
+    pub fn handler<F, Fut, E>(mut self, handler: F) -> GroupRunner
     where
         F: Fn(GroupEvent) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<(), E>> + Send + 'static,
         E: Into<BoxError> + Send + 'static,
     {
-        let handler = Handler::Plain(Box::new(move |e: GroupEvent| {
+        self.handler = Some(Handler::Plain(Arc::new(move |e: GroupEvent| {
             let called = handler(e);
             Box::pin(async move { called.await.map_err(Into::into) })
-        }));
-        self.run_with(handler, shutdown).await
+        })));
+        self
     }
 
-    /// Run a **transactional** `handler` over this worker's share of the
-    /// group's buckets until `shutdown` resolves (as [`GroupRunner::run`]
-    /// does a plain one): each bucket's events run in transactions
+    /// Handle this worker's share of the group's events with a
+    /// **transactional** `handler` (replacing a handler set before; as
+    /// [`GroupRunner::handler`] sets a plain one): each bucket's events run
+    /// in transactions
     /// ([`Store::begin`](crate::Store::begin)) of up to
     /// [`GroupOpts::commit_every`] events, and each transaction commits
     /// the bucket's checkpoint, under the lease's epoch, together with the
@@ -137,7 +136,7 @@ impl GroupRunner {
     ///   the bucket has a new holder, and from then on the lease cannot be
     ///   taken over until the transaction ends), and the worker checks that
     ///   the lease is still surely valid by this host's clock (see
-    ///   [`GroupRunner::run`]). If either fails (the worker was frozen or
+    ///   [`GroupRunner::handler`]). If either fails (the worker was frozen or
     ///   cut off past its TTL, its lease lapsed and was claimed, a
     ///   rebalance took the bucket), the transaction rolls back: the
     ///   handler's writes vanish, and the bucket's next holder runs those
@@ -175,46 +174,48 @@ impl GroupRunner {
     /// store
     ///     .group("projection")
     ///     .stream("orders")
-    ///     .run_tx(
-    ///         |tx, e: GroupEvent| {
-    ///             Box::pin(async move {
-    ///                 if let Some(client) = tx.postgres() {
-    ///                     client
-    ///                         .execute(
-    ///                             "INSERT INTO order_log (key, event_offset) VALUES ($1, $2)",
-    ///                             &[&e.event.key, &e.event.offset],
-    ///                         )
-    ///                         .await?;
-    ///                 }
-    ///                 Ok::<(), alkstore::postgres::tokio_postgres::Error>(())
-    ///             })
-    ///         },
-    ///         alkstore::shutdown_signal(),
-    ///     )
+    ///     .handler_tx(|tx, e: GroupEvent| {
+    ///         Box::pin(async move {
+    ///             if let Some(client) = tx.postgres() {
+    ///                 client
+    ///                     .execute(
+    ///                         "INSERT INTO order_log (key, event_offset) VALUES ($1, $2)",
+    ///                         &[&e.event.key, &e.event.offset],
+    ///                     )
+    ///                     .await?;
+    ///             }
+    ///             Ok::<(), alkstore::postgres::tokio_postgres::Error>(())
+    ///         })
+    ///     })
+    ///     .run_until(alkstore::shutdown_signal())
     ///     .await?;
     /// # Ok(()) }
     /// ```
-    pub async fn run_tx<F, E>(
-        self,
-        handler: F,
-        shutdown: impl Future<Output = ()>,
-    ) -> Result<GroupReport>
+    pub fn handler_tx<F, E>(mut self, handler: F) -> GroupRunner
     where
         F: for<'t> Fn(&'t mut Tx, GroupEvent) -> TxFuture<'t, (), E> + Send + Sync + 'static,
         E: Into<BoxError> + 'static,
     {
-        let handler = Handler::Tx(Box::new(move |tx: &mut Tx, e: GroupEvent| {
+        self.handler = Some(Handler::Tx(Arc::new(move |tx: &mut Tx, e: GroupEvent| {
             let called = handler(tx, e);
             Box::pin(async move { called.await.map_err(Into::into) })
-        }));
-        self.run_with(handler, shutdown).await
+        })));
+        self
     }
 
-    async fn run_with(
-        self,
-        handler: Handler,
-        shutdown: impl Future<Output = ()>,
-    ) -> Result<GroupReport> {
+    /// Run the handler over this worker's share of the group's buckets
+    /// until `shutdown` resolves; then checkpoint and release every bucket
+    /// at once, so the others take them over without waiting for the TTL.
+    /// A runner without a handler, or with options out of range, is
+    /// refused with [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput)
+    /// before anything is written.
+    pub async fn run_until(self, shutdown: impl Future<Output = ()>) -> Result<GroupReport> {
+        let Some(handler) = self.handler.clone() else {
+            return Err(alkstore_core::Error::invalid(
+                "group runner",
+                "no handler: give one with handler or handler_tx before run_until",
+            ));
+        };
         let engine = self.store.engine().clone();
         let worker: Arc<str> = self.worker.unwrap_or_else(unique_worker_id).into();
         // Everything checked before anything is written: the options, and

@@ -5,6 +5,7 @@
 //! coordinator, the fetcher and the bucket tasks import it, not each other.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -47,11 +48,21 @@ pub struct GroupReport {
 }
 
 /// A group's handler, its types erased.
+#[derive(Clone)]
 pub(super) enum Handler {
-    /// [`GroupRunner::run`](super::GroupRunner::run)'s.
-    Plain(Box<PlainHandler>),
-    /// [`GroupRunner::run_tx`](super::GroupRunner::run_tx)'s.
-    Tx(Box<TxHandler>),
+    /// [`GroupRunner::handler`](super::GroupRunner::handler)'s.
+    Plain(Arc<PlainHandler>),
+    /// [`GroupRunner::handler_tx`](super::GroupRunner::handler_tx)'s.
+    Tx(Arc<TxHandler>),
+}
+
+impl fmt::Debug for Handler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Handler::Plain(_) => "Handler::Plain",
+            Handler::Tx(_) => "Handler::Tx",
+        })
+    }
 }
 
 /// A plain group handler, its types erased.

@@ -12,7 +12,7 @@ use crate::Store;
 
 pub use alkstore_core::stream::{
     validate_key, ConsumerOffset, Event, NewEvent, StreamInfo, StreamOffsetCommitParams,
-    StreamReadParams, StreamRetentionParams, StreamStats, StreamTrimParams,
+    StreamOffsetGetParams, StreamReadParams, StreamRetentionParams, StreamStats, StreamTrimParams,
 };
 pub use options::{OnError, StartAt, SubscribeOpts};
 pub(crate) use subscriber::FollowUps;
@@ -83,7 +83,7 @@ impl Stream {
     pub async fn offset(&self, consumer: &str) -> Result<Option<i64>> {
         self.store
             .engine()
-            .stream_offset_get((self.name.as_str(), consumer))
+            .stream_offset_get(StreamOffsetGetParams::new(self.name.as_str(), consumer))
             .await
     }
 
@@ -132,10 +132,7 @@ impl Stream {
     pub async fn retain(&self, max_age: Option<std::time::Duration>) -> Result<()> {
         self.store
             .engine()
-            .stream_retention_set(StreamRetentionParams {
-                stream: self.name.clone(),
-                max_age,
-            })
+            .stream_retention_set(StreamRetentionParams::new(self.name.clone(), max_age))
             .await
     }
 

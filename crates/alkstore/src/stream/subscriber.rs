@@ -1,7 +1,10 @@
 //! [`Subscriber`]: replay a stream from a consumer's saved offset, then
 //! follow it live, committing the offset as it goes.
 
+use std::fmt;
 use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use alkstore_core::stream::{Event, StreamOffsetCommitParams, StreamReadParams};
@@ -55,27 +58,53 @@ pub struct SubscribeReport {
 /// [`SubscribeOpts::commit_interval`], when caught up, and on shutdown; after
 /// a crash the events since the last save run again.
 ///
+/// Like every runtime of the crate it is built, given its handler
+/// ([`Subscriber::handler`] or [`Subscriber::handler_tx`]), and then runs
+/// until a shutdown signal: [`Subscriber::run_until`].
+///
 /// ```no_run
 /// # async fn demo(store: alkstore::Store) -> Result<(), alkstore::stream::SubscribeError> {
 /// let report = store
 ///     .stream("orders")
 ///     .subscribe("mailer")
-///     .run(
-///         |event: alkstore::stream::Event| async move {
-///             println!("{} {:?}", event.offset, event.key);
-///             Ok::<(), std::io::Error>(())
-///         },
-///         alkstore::shutdown_signal(),
-///     )
+///     .handler(|event: alkstore::stream::Event| async move {
+///         println!("{} {:?}", event.offset, event.key);
+///         Ok::<(), std::io::Error>(())
+///     })
+///     .run_until(alkstore::shutdown_signal())
 ///     .await?;
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
-#[must_use = "a subscriber does nothing until `run`"]
+#[must_use = "a subscriber does nothing until `run_until`"]
 pub struct Subscriber {
     stream: Stream,
     consumer: String,
     opts: SubscribeOpts,
+    handler: Option<EventHandler>,
+}
+
+/// A plain subscriber handler, its types erased.
+type PlainFn =
+    dyn Fn(Event) -> Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send>> + Send + Sync;
+
+/// A transactional subscriber handler, its types erased.
+type TxFn = dyn for<'t> Fn(&'t mut Tx, Event) -> TxFuture<'t, (), BoxError> + Send + Sync;
+
+/// A subscriber's handler.
+#[derive(Clone)]
+enum EventHandler {
+    Plain(Arc<PlainFn>),
+    Tx(Arc<TxFn>),
+}
+
+impl fmt::Debug for EventHandler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            EventHandler::Plain(_) => "EventHandler::Plain",
+            EventHandler::Tx(_) => "EventHandler::Tx",
+        })
+    }
 }
 
 impl Subscriber {
@@ -84,6 +113,7 @@ impl Subscriber {
             stream,
             consumer,
             opts: SubscribeOpts::default(),
+            handler: None,
         }
     }
 
@@ -93,23 +123,24 @@ impl Subscriber {
         self
     }
 
-    /// Run `handler` on every event until `shutdown` resolves (the offset is
-    /// then saved) or an error stops it.
-    pub async fn run<F, Fut, E>(
-        self,
-        handler: F,
-        shutdown: impl Future<Output = ()>,
-    ) -> Result<SubscribeReport, SubscribeError>
+    /// Handle every event with `handler`, at least once: the offset is
+    /// saved after events are handled (see the type's docs). Replaces a
+    /// handler set before.
+    pub fn handler<F, Fut, E>(mut self, handler: F) -> Subscriber
     where
-        F: Fn(Event) -> Fut,
-        Fut: Future<Output = Result<(), E>>,
-        E: Into<BoxError>,
+        F: Fn(Event) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), E>> + Send + 'static,
+        E: Into<BoxError> + 'static,
     {
-        self.follow(&Plain(&handler), shutdown).await
+        self.handler = Some(EventHandler::Plain(Arc::new(move |event: Event| {
+            let called = handler(event);
+            Box::pin(async move { called.await.map_err(Into::into) })
+        })));
+        self
     }
 
-    /// Run a **transactional** `handler` on every event until `shutdown`
-    /// resolves or an error stops it: events run in transactions
+    /// Handle every event with a **transactional** `handler`: events run
+    /// in transactions
     /// ([`Store::begin`](crate::Store::begin)) of up to
     /// [`SubscribeOpts::commit_every`] events, and each transaction commits
     /// the consumer's offset (at its last event) together with the
@@ -131,7 +162,7 @@ impl Subscriber {
     ///   back, and this one goes on from the offset saved now. They do not
     ///   share the work, they race for it: to spread a stream over several
     ///   workers use a consumer group
-    ///   ([`GroupRunner::run_tx`](crate::group::GroupRunner::run_tx)).
+    ///   ([`GroupRunner::handler_tx`](crate::group::GroupRunner::handler_tx)).
     /// - A batch is per-event handler calls inside one transaction. A
     ///   transaction takes what the last read returned, up to
     ///   `commit_every` events, and commits early once it has been open for
@@ -146,7 +177,7 @@ impl Subscriber {
     ///   HTTP calls) and writes made outside the transaction are at least
     ///   once: a rolled-back transaction's events run again.
     ///
-    /// Plain handlers ([`Subscriber::run`]) are at least once. On SQLite a
+    /// Plain handlers ([`Subscriber::handler`]) are at least once. On SQLite a
     /// transaction holds the store's write lock while its events run: keep
     /// handler calls short, and write only through the transaction.
     ///
@@ -155,31 +186,51 @@ impl Subscriber {
     /// store
     ///     .stream("orders")
     ///     .subscribe("totals")
-    ///     .run_tx(
-    ///         |tx, event: alkstore::stream::Event| {
-    ///             Box::pin(async move {
-    ///                 if let Some(conn) = tx.sqlite() {
-    ///                     conn.execute("UPDATE totals SET n = n + 1 WHERE id = 1", [])?;
-    ///                 }
-    ///                 let _ = event;
-    ///                 Ok::<(), alkstore::sqlite::rusqlite::Error>(())
-    ///             })
-    ///         },
-    ///         alkstore::shutdown_signal(),
-    ///     )
+    ///     .handler_tx(|tx, event: alkstore::stream::Event| {
+    ///         Box::pin(async move {
+    ///             if let Some(conn) = tx.sqlite() {
+    ///                 conn.execute("UPDATE totals SET n = n + 1 WHERE id = 1", [])?;
+    ///             }
+    ///             let _ = event;
+    ///             Ok::<(), alkstore::sqlite::rusqlite::Error>(())
+    ///         })
+    ///     })
+    ///     .run_until(alkstore::shutdown_signal())
     ///     .await?;
     /// # Ok(()) }
     /// ```
-    pub async fn run_tx<F, E>(
-        self,
-        handler: F,
-        shutdown: impl Future<Output = ()>,
-    ) -> Result<SubscribeReport, SubscribeError>
+    pub fn handler_tx<F, E>(mut self, handler: F) -> Subscriber
     where
-        F: for<'t> Fn(&'t mut Tx, Event) -> TxFuture<'t, (), E>,
+        F: for<'t> Fn(&'t mut Tx, Event) -> TxFuture<'t, (), E> + Send + Sync + 'static,
         E: Into<BoxError> + 'static,
     {
-        self.follow(&InTx(&handler), shutdown).await
+        self.handler = Some(EventHandler::Tx(Arc::new(
+            move |tx: &mut Tx, event: Event| {
+                let called = handler(tx, event);
+                Box::pin(async move { called.await.map_err(Into::into) })
+            },
+        )));
+        self
+    }
+
+    /// Run the handler on every event until `shutdown` resolves (the
+    /// offset is then saved) or an error stops it. A subscriber without a
+    /// handler is refused with
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) before
+    /// anything is read.
+    pub async fn run_until(
+        self,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<SubscribeReport, SubscribeError> {
+        match self.handler.clone() {
+            Some(EventHandler::Plain(f)) => self.follow(&Plain(&*f), shutdown).await,
+            Some(EventHandler::Tx(f)) => self.follow(&InTx(&*f), shutdown).await,
+            None => Err(Error::invalid(
+                "subscriber",
+                "no handler: give one with handler or handler_tx before run_until",
+            )
+            .into()),
+        }
     }
 
     async fn follow<P: Pages>(
@@ -221,14 +272,9 @@ trait Pages {
 }
 
 /// A plain handler: one call per event, the offset saved now and then.
-struct Plain<'f, F>(&'f F);
+struct Plain<'f>(&'f PlainFn);
 
-impl<F, Fut, E> Pages for Plain<'_, F>
-where
-    F: Fn(Event) -> Fut,
-    Fut: Future<Output = Result<(), E>>,
-    E: Into<BoxError>,
-{
+impl Pages for Plain<'_> {
     async fn page(
         &self,
         run: &mut Run<'_>,
@@ -253,14 +299,10 @@ where
 }
 
 /// A transactional handler: transactions of up to `commit_every` events,
-/// each committing the offset (see [`Subscriber::run_tx`]).
-struct InTx<'f, F>(&'f F);
+/// each committing the offset (see [`Subscriber::handler_tx`]).
+struct InTx<'f>(&'f TxFn);
 
-impl<F, E> Pages for InTx<'_, F>
-where
-    F: for<'t> Fn(&'t mut Tx, Event) -> TxFuture<'t, (), E>,
-    E: Into<BoxError> + 'static,
-{
+impl Pages for InTx<'_> {
     async fn page(
         &self,
         run: &mut Run<'_>,
@@ -342,21 +384,16 @@ where
 
 /// A subscriber's transactions: the handler, then the consumer's offset,
 /// moved only from `expected` (the offset the subscriber last saw saved).
-struct OffsetReader<'a, F> {
-    handler: &'a F,
+struct OffsetReader<'a> {
+    handler: &'a TxFn,
     stream: &'a str,
     consumer: &'a str,
     expected: i64,
 }
 
-impl<F, E> TxReader for OffsetReader<'_, F>
-where
-    F: for<'t> Fn(&'t mut Tx, Event) -> TxFuture<'t, (), E>,
-    E: Into<BoxError> + 'static,
-{
+impl TxReader for OffsetReader<'_> {
     fn call<'t>(&'t self, tx: &'t mut Tx, event: &Event) -> TxFuture<'t, (), BoxError> {
-        let called = (self.handler)(tx, event.clone());
-        Box::pin(async move { called.await.map_err(Into::into) })
+        (self.handler)(tx, event.clone())
     }
 
     fn position<'t>(
@@ -510,17 +547,12 @@ impl Run<'_> {
 
     /// Run the handler on `event` per the error policy; false when shutdown
     /// came during a retry wait (the event stays unhandled).
-    async fn handle<F, Fut, E>(
+    async fn handle(
         &mut self,
-        handler: &F,
+        handler: &PlainFn,
         event: Event,
         shutdown: &mut (impl futures_util::future::FusedFuture<Output = ()> + Unpin),
-    ) -> Result<bool, SubscribeError>
-    where
-        F: Fn(Event) -> Fut,
-        Fut: Future<Output = Result<(), E>>,
-        E: Into<BoxError>,
-    {
+    ) -> Result<bool, SubscribeError> {
         let (attempts, mut backoff) = match self.opts.on_error {
             OnError::Stop => (1, Duration::ZERO),
             OnError::Retry { attempts, backoff } => (attempts.max(1), backoff),
@@ -537,7 +569,6 @@ impl Run<'_> {
                     return Ok(true);
                 }
                 Err(e) => {
-                    let e: BoxError = e.into();
                     tracing::warn!(
                         stream = %self.stream.name(),
                         consumer = %self.consumer,
@@ -628,12 +659,12 @@ mod tests {
         let sub = store.stream("s").subscribe("c");
         let plain = sub
             .clone()
-            .run(|_e: Event| async { Ok::<(), std::io::Error>(()) }, async {});
+            .handler(|_e: Event| async { Ok::<(), std::io::Error>(()) })
+            .run_until(async {});
         assert_send(&plain);
-        let in_tx = sub.run_tx(
-            |_tx, _e: Event| Box::pin(async { Ok::<(), std::io::Error>(()) }),
-            async {},
-        );
+        let in_tx = sub
+            .handler_tx(|_tx, _e: Event| Box::pin(async { Ok::<(), std::io::Error>(()) }))
+            .run_until(async {});
         assert_send(&in_tx);
     }
 }

@@ -156,8 +156,8 @@ impl Worker {
 
     /// Handle queue `name` with a handler that returns a value: it is saved
     /// (as JSON, kept a day) as the job's result before the job is acked,
-    /// for [`Store::result_wait`](crate::Store::result_wait) and
-    /// [`Store::result_get`](crate::Store::result_get).
+    /// for [`Results::wait`](crate::results::Results::wait) and
+    /// [`Results::get`](crate::results::Results::get).
     ///
     /// ```no_run
     /// # async fn demo(store: alkstore::Store) -> alkstore::Result<()> {

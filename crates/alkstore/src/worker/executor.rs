@@ -78,11 +78,9 @@ pub(crate) async fn settle_outcome(
     let (ctx, running, qm) = (&queue.ctx, &queue.running, &queue.qm);
     let claim = || claim_of(&ctx.worker, key);
     let retry = |error: String, after: Option<Duration>| {
-        Some(Settle::Retry(JobRetryParams {
-            claim: claim(),
-            error,
-            delay: after,
-        }))
+        let mut params = JobRetryParams::new(claim(), error);
+        params.delay = after;
+        Some(Settle::Retry(params))
     };
     let settle = match outcome {
         Outcome::Done => None,

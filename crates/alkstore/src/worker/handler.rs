@@ -50,8 +50,8 @@ impl<T> JobCtx<T> {
     }
 
     /// Save `value` (as JSON) as this job's result, kept a day: others read
-    /// it with [`Store::result_get`](crate::Store::result_get) or wait for
-    /// it with [`Store::result_wait`](crate::Store::result_wait). Saved at
+    /// it with [`Results::get`](crate::results::Results::get) or wait for
+    /// it with [`Results::wait`](crate::results::Results::wait). Saved at
     /// once, in its own transaction; a later attempt's save replaces it.
     /// [`Worker::queue_returning`](crate::Worker::queue_returning) saves a
     /// handler's return value this way.

@@ -123,11 +123,7 @@ async fn still_bs(engine: &PgEngine, jobs: &[Job]) {
 }
 
 fn retry(job: &Job) -> JobRetryParams {
-    JobRetryParams {
-        claim: job.claim(),
-        error: "late".into(),
-        delay: Some(Duration::ZERO),
-    }
+    JobRetryParams::new(job.claim(), "late").delay(Duration::ZERO)
 }
 
 /// A lone retry: `retry_select` finds a's claim held, b claims the job

@@ -84,7 +84,7 @@ async fn rig() -> Rig {
     let handled = Arc::new(Notify::new());
     let handler = {
         let (ran, handled) = (ran.clone(), handled.clone());
-        Handler::Plain(Box::new(move |e: GroupEvent| {
+        Handler::Plain(Arc::new(move |e: GroupEvent| {
             lock(&ran).push(e.event.offset);
             handled.notify_one();
             Box::pin(std::future::ready(Ok(())))
@@ -160,15 +160,15 @@ async fn a_lapsed_lease_runs_no_requeued_dead_letter_and_gives_it_back() {
         .await
         .expect("claim");
     assert_eq!(leases.len(), 1);
-    e.group_dead_add(GroupDeadAddParams {
-        group: "g".into(),
-        bucket: 0,
-        worker: "w".into(),
-        epoch: leases[0].epoch,
-        event: event(2),
-        error: "e".into(),
-        attempts: 1,
-    })
+    e.group_dead_add(GroupDeadAddParams::new(
+        "g",
+        0,
+        "w",
+        leases[0].epoch,
+        event(2),
+        "e",
+        1,
+    ))
     .await
     .expect("dead");
     assert_eq!(
@@ -247,7 +247,7 @@ async fn tx_rig(
     let last = *offsets.last().expect("published");
     let handler = {
         let (engine, seen, at_last) = (engine.clone(), seen.clone(), Arc::new(at_last));
-        Handler::Tx(Box::new(move |tx: &mut Tx, e: GroupEvent| {
+        Handler::Tx(Arc::new(move |tx: &mut Tx, e: GroupEvent| {
             let (engine, seen, at_last) = (engine.clone(), seen.clone(), at_last.clone());
             Box::pin(async move {
                 let status = engine.group_status("g").await?;
