@@ -68,6 +68,7 @@ pub use alkstore;
 
 pub mod groups;
 pub mod locks;
+mod model;
 pub mod open;
 pub mod queues;
 pub mod rates;

@@ -4,6 +4,7 @@
 //! `__locks!` below names every file's macro.
 
 pub mod fencing;
+pub mod model;
 pub mod validation;
 
 /// The lock area: every sub-area's row list, inside `mod locks`.
@@ -13,6 +14,7 @@ macro_rules! __locks {
     ($then:path, $args:tt) => {
         $then! { @area $args locks {
             $crate::__locks_fencing!($then, $args);
+            $crate::__locks_model!($then, $args);
             $crate::__locks_validation!($then, $args);
         } }
     };

@@ -4,8 +4,8 @@
 //! minimal one, which the failure prints; such sequences are kept below as
 //! regression cases and run first.
 //!
-//! `ALKSTORE_MODEL_CASES` sets how many sequences a run tries (default 48,
-//! CI-sized; a long run: thousands).
+//! `ALKSTORE_MODEL_CASES` sets how many sequences a run tries (see
+//! [`crate::model`]).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -17,8 +17,6 @@ use alkstore_core::{
     JobState, NewJob, QueueAdmin, QueueEngine, QueueOpts, RetryOutcome,
 };
 use proptest::prelude::*;
-use proptest::strategy::ValueTree;
-use proptest::test_runner::{Config, TestRng, TestRunner};
 
 use crate::Harness;
 
@@ -121,52 +119,11 @@ fn regressions() -> Vec<Vec<Op>> {
 /// order with the same attempt, the same answer from every call, the same
 /// counts, and in the end the same state and attempts for every job.
 pub async fn random_queue_operations_match_the_model<H: Harness>(h: &H) {
-    let cases: u32 = std::env::var("ALKSTORE_MODEL_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(48);
-    let mut n = 0usize;
-    for ops in regressions() {
-        n += 1;
-        if let Err(why) = run_case(h, &format!("mreg{n}"), &ops).await {
-            panic!("regression case {n} fails again: {why}\n{ops:#?}");
-        }
-    }
     let strategy = proptest::collection::vec(op(), 1..60);
-    let mut runner = TestRunner::new_with_rng(
-        Config::default(),
-        TestRng::deterministic_rng(proptest::test_runner::RngAlgorithm::ChaCha),
-    );
-    for case in 0..cases {
-        let mut tree = strategy.new_tree(&mut runner).expect("a sequence");
-        n += 1;
-        let Err(first) = run_case(h, &format!("m{n}"), &tree.current()).await else {
-            continue;
-        };
-        // Shrink: simplify while it still fails, complicate back when a
-        // simplification passes, until neither moves.
-        let (mut smallest, mut why) = (tree.current(), first);
-        let mut steps = 0;
-        while steps < 400 && tree.simplify() {
-            loop {
-                steps += 1;
-                n += 1;
-                match run_case(h, &format!("m{n}"), &tree.current()).await {
-                    Err(e) => {
-                        (smallest, why) = (tree.current(), e);
-                        break;
-                    }
-                    Ok(()) if steps < 400 && tree.complicate() => continue,
-                    Ok(()) => break,
-                }
-            }
-        }
-        panic!(
-            "case {case}: the engine and the model disagree: {why}\n\
-             smallest sequence ({} ops), add it to `regressions()`:\n{smallest:#?}",
-            smallest.len()
-        );
-    }
+    crate::model::check(strategy, regressions(), |name, ops| async move {
+        run_case(h, &name, &ops).await
+    })
+    .await;
 }
 
 /// A job as the model holds it.
