@@ -10,6 +10,7 @@ pub(crate) mod support;
 pub use support::settle;
 
 pub mod gaps;
+pub mod model;
 pub mod offsets;
 pub mod publish;
 pub mod stats;
@@ -24,6 +25,7 @@ macro_rules! __streams {
     ($then:path, $args:tt) => {
         $then! { @area $args streams {
             $crate::__streams_gaps!($then, $args);
+            $crate::__streams_model!($then, $args);
             $crate::__streams_offsets!($then, $args);
             $crate::__streams_publish!($then, $args);
             $crate::__streams_stats!($then, $args);
