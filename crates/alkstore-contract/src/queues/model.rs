@@ -11,10 +11,10 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use alkstore_core::queue::{JobFailParams, JobSnoozeParams};
+use alkstore_core::queue::{DeadSelect, JobFailParams, JobSnoozeParams};
 use alkstore_core::{
-    backoff_delay_s, CancelOutcome, Claim, Clock, EnqueueOpts, JobClaimParams, JobRetryParams,
-    JobState, NewJob, QueueAdmin, QueueEngine, QueueOpts, RetryOutcome,
+    backoff_delay_s, CancelOutcome, Claim, Clock, EnqueueOpts, Enqueued, JobClaimParams,
+    JobRetryParams, JobState, NewJob, QueueAdmin, QueueEngine, QueueOpts, RetryOutcome,
 };
 use proptest::prelude::*;
 
@@ -37,7 +37,15 @@ pub enum Op {
         priority: i32,
         /// Due this many seconds from now.
         delay_s: u64,
+        /// One of two unique keys, or none.
+        unique: Option<u8>,
     },
+    /// Pause the queue.
+    Pause,
+    /// Resume the queue.
+    Resume,
+    /// Move every dead letter of the queue back to pending.
+    Requeue,
     /// Claim for a worker.
     Claim {
         /// Which of the two workers.
@@ -93,8 +101,9 @@ pub enum Op {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        3 => (0..3i32, prop_oneof![Just(0u64), 1..6u64])
-            .prop_map(|(priority, delay_s)| Op::Enqueue { priority, delay_s }),
+        3 => (0..3i32, prop_oneof![Just(0u64), 1..6u64], proptest::option::weighted(0.3, 0..2u8))
+            .prop_map(|(priority, delay_s, unique)| Op::Enqueue { priority, delay_s, unique }),
+        1 => prop_oneof![Just(Op::Pause), Just(Op::Resume), Just(Op::Requeue)],
         3 => (0..2usize, 1..4u32).prop_map(|(worker, limit)| Op::Claim { worker, limit }),
         2 => any::<usize>().prop_map(|pick| Op::Ack { pick }),
         1 => any::<usize>().prop_map(|pick| Op::Retry { pick }),
@@ -138,6 +147,7 @@ struct MJob {
     worker: usize,
     claim_expires_at: i64,
     cancel_requested: bool,
+    unique: Option<u8>,
     id: i64,
 }
 
@@ -170,21 +180,50 @@ async fn run_case<H: Harness>(h: &H, queue: &str, ops: &[Op]) -> Result<(), Stri
     };
     let mut jobs: Vec<MJob> = Vec::new();
     let mut held: Vec<Held> = Vec::new();
+    let mut paused = false;
     let mut log = String::new();
     let fail = |log: &str, step: usize, what: String| Err(format!("step {step}: {what}\n{log}"));
     for (step, op) in ops.iter().enumerate() {
         let now = clock.now();
         let _ = writeln!(log, "  {step}: {op:?} at {now}");
         match op {
-            Op::Enqueue { priority, delay_s } => {
+            Op::Enqueue {
+                priority,
+                delay_s,
+                unique,
+            } => {
+                let mut eo = EnqueueOpts::default()
+                    .priority(*priority)
+                    .delay(Duration::from_secs(*delay_s));
+                if let Some(u) = unique {
+                    eo = eo.unique_key(format!("u{u}"));
+                }
                 let job = NewJob::new(queue, b"m".to_vec())
                     .with_queue_opts(opts.clone())
-                    .with_opts(
-                        EnqueueOpts::default()
-                            .priority(*priority)
-                            .delay(Duration::from_secs(*delay_s)),
-                    );
-                let id = e.job_enqueue(job).await.map_err(|x| x.to_string())?[0].id();
+                    .with_opts(eo);
+                let out = e.job_enqueue(job).await.map_err(|x| x.to_string())?[0];
+                // A live job (pending or running) holds its unique key.
+                let holder = unique.and_then(|u| {
+                    jobs.iter().find(|j| {
+                        j.unique == Some(u)
+                            && matches!(j.state, MState::Pending | MState::Processing)
+                    })
+                });
+                match (out, holder) {
+                    (Enqueued::Duplicate(id), Some(j)) if id == j.id => continue,
+                    (Enqueued::Inserted(_), None) => {}
+                    (out, holder) => {
+                        return fail(
+                            &log,
+                            step,
+                            format!(
+                                "enqueue: engine {out:?}, model duplicate of {:?}",
+                                holder.map(|j| j.id)
+                            ),
+                        )
+                    }
+                }
+                let id = out.id();
                 jobs.push(MJob {
                     priority: *priority,
                     run_at: now + i64::try_from(*delay_s).unwrap_or(0),
@@ -194,6 +233,7 @@ async fn run_case<H: Harness>(h: &H, queue: &str, ops: &[Op]) -> Result<(), Stri
                     worker: 0,
                     claim_expires_at: 0,
                     cancel_requested: false,
+                    unique: *unique,
                     id,
                 });
             }
@@ -202,7 +242,7 @@ async fn run_case<H: Harness>(h: &H, queue: &str, ops: &[Op]) -> Result<(), Stri
                     .job_claim(JobClaimParams::new(queue, WORKERS[*worker], *limit))
                     .await
                     .map_err(|x| x.to_string())?;
-                let want = model_claim(&mut jobs, *worker, *limit, now);
+                let want = model_claim(&mut jobs, *worker, *limit, now, paused);
                 let got_ids: Vec<(i64, u32)> = got.iter().map(|j| (j.id, j.attempt)).collect();
                 let want_ids: Vec<(i64, u32)> = want
                     .iter()
@@ -355,6 +395,53 @@ async fn run_case<H: Harness>(h: &H, queue: &str, ops: &[Op]) -> Result<(), Stri
                 }
             }
             Op::Advance { secs } => clock.advance(Duration::from_secs(*secs)),
+            Op::Pause | Op::Resume => {
+                let got = if matches!(op, Op::Pause) {
+                    e.queue_pause(queue).await
+                } else {
+                    e.queue_resume(queue).await
+                }
+                .map_err(|x| x.to_string())?;
+                let want = paused != matches!(op, Op::Pause);
+                paused = matches!(op, Op::Pause);
+                if got != want {
+                    return fail(&log, step, format!("{op:?}: engine {got}, model {want}"));
+                }
+            }
+            Op::Requeue => {
+                let got = e
+                    .dead_requeue(DeadSelect::queue(queue))
+                    .await
+                    .map_err(|x| x.to_string())?;
+                // By id: a dead letter whose unique key a live job holds
+                // (or one requeued before it in this call) stays dead.
+                let mut want = 0u64;
+                let mut order: Vec<usize> = (0..jobs.len()).collect();
+                order.sort_by_key(|&i| jobs[i].id);
+                for i in order {
+                    if jobs[i].state != MState::Dead {
+                        continue;
+                    }
+                    let taken = jobs[i].unique.is_some_and(|u| {
+                        jobs.iter().any(|o| {
+                            o.unique == Some(u)
+                                && matches!(o.state, MState::Pending | MState::Processing)
+                        })
+                    });
+                    if taken {
+                        continue;
+                    }
+                    let j = &mut jobs[i];
+                    j.state = MState::Pending;
+                    j.attempts = 0;
+                    j.run_at = now;
+                    j.cancel_requested = false;
+                    want += 1;
+                }
+                if got != want {
+                    return fail(&log, step, format!("requeue: engine {got}, model {want}"));
+                }
+            }
             Op::Stats => {
                 let s = e.queue_stats(queue).await.map_err(|x| x.to_string())?;
                 let got = [s.ready, s.scheduled, s.processing, s.expired_claims, s.dead];
@@ -396,7 +483,7 @@ async fn run_case<H: Harness>(h: &H, queue: &str, ops: &[Op]) -> Result<(), Stri
 /// The model's claim at `now`: expired claims handed back first (dead on
 /// their last attempt or when cancelled), then due pending jobs by
 /// priority (highest first), due time, id.
-fn model_claim(jobs: &mut [MJob], worker: usize, limit: u32, now: i64) -> Vec<usize> {
+fn model_claim(jobs: &mut [MJob], worker: usize, limit: u32, now: i64, paused: bool) -> Vec<usize> {
     for j in jobs.iter_mut() {
         if j.state == MState::Processing && j.claim_expires_at <= now {
             j.state = if j.attempts >= MAX_ATTEMPTS || j.cancel_requested {
@@ -405,6 +492,9 @@ fn model_claim(jobs: &mut [MJob], worker: usize, limit: u32, now: i64) -> Vec<us
                 MState::Pending
             };
         }
+    }
+    if paused {
+        return Vec::new();
     }
     let mut due: Vec<usize> = (0..jobs.len())
         .filter(|&i| jobs[i].state == MState::Pending && jobs[i].run_at <= now)
