@@ -8,6 +8,7 @@ pub(crate) mod support;
 
 pub mod checkpoints;
 pub mod leases;
+pub mod model;
 pub mod read;
 pub mod validation;
 
@@ -19,6 +20,7 @@ macro_rules! __groups {
         $then! { @area $args groups {
             $crate::__groups_checkpoints!($then, $args);
             $crate::__groups_leases!($then, $args);
+            $crate::__groups_model!($then, $args);
             $crate::__groups_read!($then, $args);
             $crate::__groups_validation!($then, $args);
         } }
