@@ -2,7 +2,7 @@
 //! random sequences of claims, renewals, releases, leaves and fenced
 //! checkpoints by three workers on a group of four buckets, with
 //! publishes and clock advances, run on the engine and on a plain-Rust
-//! model, every answer compared (see [`crate::model`]).
+//! model, every answer compared (see `src/model.rs`).
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -153,6 +153,9 @@ async fn run_case<H: Harness>(h: &H, case: &str, ops: &[GroupOp]) -> Result<(), 
                     .collect();
                 let offsets = e.stream_publish(events).await.map_err(|x| x.to_string())?;
                 published.extend(offsets);
+                // The head that bounds a checkpoint is the readable one
+                // (see `streams::settle`).
+                crate::streams::settle(e, &stream).await;
             }
             GroupOp::Claim { worker, max, ttl_s } => {
                 let ttl = Duration::from_secs(ttl_s);

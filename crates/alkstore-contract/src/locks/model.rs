@@ -1,7 +1,7 @@
 //! Locks against a reference model: random sequences of acquires, renews
 //! and releases by three owners on two names, with clock advances, run on
 //! the engine and on a plain-Rust model, every answer compared (see
-//! [`crate::model`]).
+//! `src/model.rs`).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -5,7 +5,7 @@
 //! regression cases and run first.
 //!
 //! `ALKSTORE_MODEL_CASES` sets how many sequences a run tries (see
-//! [`crate::model`]).
+//! `src/model.rs`).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

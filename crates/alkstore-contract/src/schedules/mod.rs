@@ -4,6 +4,7 @@
 //! `__schedules!` below names every file's macro.
 
 pub mod firing;
+pub mod model;
 pub mod registry;
 
 /// The schedule area: every sub-area's row list, inside `mod schedules`.
@@ -13,6 +14,7 @@ macro_rules! __schedules {
     ($then:path, $args:tt) => {
         $then! { @area $args schedules {
             $crate::__schedules_firing!($then, $args);
+            $crate::__schedules_model!($then, $args);
             $crate::__schedules_registry!($then, $args);
         } }
     };
