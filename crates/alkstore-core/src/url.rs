@@ -377,49 +377,82 @@ fn decode_percent(s: &str, plus_is_space: bool) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
+/// A URL after its `scheme://`, with the password of its user info and
+/// its `password=` parameter replaced by `***`.
+fn mask_after_scheme(rest: &str) -> String {
+    let (base, query) = split_query(rest);
+    let base = match base.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{user}:***@{host}"),
+            None => base.to_string(),
+        },
+        None => base.to_string(),
+    };
+    if !rest.contains('?') {
+        return base;
+    }
+    let query: Vec<&str> = query
+        .split('&')
+        .map(|p| match p.split_once('=') {
+            Some(("password", _)) => "password=***",
+            _ => p,
+        })
+        .collect();
+    format!("{base}?{}", query.join("&"))
+}
+
 /// Replace the password of a connection string with `***` for error
 /// messages and logs: the one in a URL's user info or its `password=`
 /// parameter, or a key/value string's `password=…`.
 pub fn mask_password(url: &str) -> String {
     if let Some((scheme, rest)) = url.split_once("://") {
-        let (base, query) = split_query(rest);
-        let base = match base.rsplit_once('@') {
-            Some((userinfo, host)) => match userinfo.split_once(':') {
-                Some((user, _)) => format!("{user}:***@{host}"),
-                None => base.to_string(),
-            },
-            None => base.to_string(),
-        };
-        if !rest.contains('?') {
-            return format!("{scheme}://{base}");
+        // A scheme is letters, digits, `+`, `-` and `.`; anything else
+        // before `://` is text to mask like any other.
+        let is_scheme = !scheme.is_empty()
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+        if is_scheme {
+            return format!("{scheme}://{}", mask_after_scheme(rest));
         }
-        let query: Vec<&str> = query
-            .split('&')
-            .map(|p| match p.split_once('=') {
-                Some(("password", _)) => "password=***",
-                _ => p,
-            })
-            .collect();
-        return format!("{scheme}://{base}?{}", query.join("&"));
     }
-    if !url.contains("password") {
-        return url.to_string();
-    }
-    match kv_pairs(url) {
-        Ok(pairs) => {
-            let mut out = String::with_capacity(url.len());
-            let mut from = 0;
-            for p in pairs.iter().filter(|p| p.key == "password") {
-                out.push_str(&url[from..p.value_start]);
-                out.push_str("***");
-                from = p.end;
+    let masked = if url.contains("password") {
+        match kv_pairs(url) {
+            Ok(pairs) => {
+                let mut out = String::with_capacity(url.len());
+                let mut from = 0;
+                for p in pairs.iter().filter(|p| p.key == "password") {
+                    out.push_str(&url[from..p.value_start]);
+                    out.push_str("***");
+                    from = p.end;
+                }
+                out.push_str(&url[from..]);
+                out
             }
-            out.push_str(&url[from..]);
-            out
+            // Not parseable: show nothing that might be the password.
+            Err(_) => return "***".to_string(),
         }
-        // Not parseable: show nothing that might be the password.
-        Err(_) => "***".to_string(),
-    }
+    } else {
+        url.to_string()
+    };
+    // URL-shaped text without its scheme (`user:secret@host/db`, the
+    // scheme left out by mistake) still has its user info masked.
+    mask_userinfo(&masked)
+}
+
+/// `user:secret@` user info in text without a scheme, its secret replaced
+/// by `***`: in each word (split at whitespace) with an `@`, what lies
+/// between the word's first `:` and its last `@`.
+fn mask_userinfo(text: &str) -> String {
+    text.split_inclusive(char::is_whitespace)
+        .map(|word| match word.rfind('@') {
+            Some(at) => match word[..at].find(':') {
+                Some(colon) => format!("{}***{}", &word[..=colon], &word[at..]),
+                None => word.to_string(),
+            },
+            None => word.to_string(),
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -502,6 +535,64 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Any text, under any scheme, parses or is refused as an invalid
+        /// URL; splitting TLS parameters and masking never panic, and a
+        /// refusal never shows a password given in the URL.
+        #[test]
+        fn arbitrary_urls_never_panic_or_show_a_password(
+            scheme in proptest::prop_oneof![
+                proptest::strategy::Just("sqlite://"),
+                proptest::strategy::Just("postgres://"),
+                proptest::strategy::Just("postgresql://"),
+                proptest::strategy::Just(""),
+            ],
+            rest in "\\PC{0,60}",
+            password in "[A-Za-z0-9]{6,12}",
+        ) {
+            for url in [format!("{scheme}{rest}"), format!("{scheme}u:{password}@{rest}")] {
+                let shown = format!(":{password}@");
+                if let Err(e) = StoreUrl::parse(&url) {
+                    proptest::prop_assert_eq!(e.kind(), crate::ErrorKind::InvalidUrl, "{}", url);
+                    proptest::prop_assert!(!e.to_string().contains(&shown), "{}", e);
+                }
+                let _ = split_pg_tls(&url);
+                let _ = mask_password(&url);
+            }
+        }
+
+        /// A PostgreSQL URL built from valid parts parses back to them, and
+        /// its masked form hides the password.
+        #[test]
+        fn a_postgres_url_built_from_parts_parses_back(
+            user in "[a-z]{1,8}",
+            password in "[A-Za-z0-9]{1,12}",
+            host in "[a-z]{1,10}",
+            port in 1u16..65535,
+            db in "[a-z]{1,10}",
+            schema in "s[a-z0-9_]{0,20}",
+            pool in proptest::option::of(1usize..1000),
+        ) {
+            let base = format!("postgres://{user}:{password}@{host}:{port}/{db}");
+            let mut url = format!("{base}?schema={schema}");
+            if let Some(n) = pool {
+                url.push_str(&format!("&pool_size={n}"));
+            }
+            let parsed = StoreUrl::parse(&url);
+            proptest::prop_assert_eq!(
+                parsed.ok(),
+                Some(StoreUrl::Postgres {
+                    conninfo: base,
+                    schema,
+                    relaxed_commits: true,
+                    pool_size: pool,
+                })
+            );
+            let shown = format!(":{password}@");
+            proptest::prop_assert!(!mask_password(&url).contains(&shown));
+        }
+    }
+
     #[test]
     fn masks_passwords() {
         assert_eq!(
@@ -519,6 +610,8 @@ mod tests {
         );
         assert_eq!(mask_password("host=h password='unterminated"), "***");
         assert_eq!(mask_password("host=h user=u"), "host=h user=u");
+        // A URL whose scheme was left out still hides its password.
+        assert_eq!(mask_password("u:secret@h/d"), "u:***@h/d");
     }
 
     #[test]
