@@ -358,3 +358,49 @@ pub(crate) async fn run_enqueue_timed(db: &str, args: TestEnqueueTimedArgs) -> R
     out.flush().map_err(|e| Error::invalid("stdout", e))?;
     Ok(())
 }
+
+/// Arguments of `alk test-fill`.
+#[derive(Debug, Args)]
+pub(crate) struct TestFillArgs {
+    /// Queue to fill.
+    #[arg(long)]
+    queue: String,
+    /// How many jobs.
+    #[arg(long, default_value_t = 1_000)]
+    jobs: usize,
+    /// Their claims' visibility timeout, in milliseconds (whole seconds
+    /// are stored; at least 1 s).
+    #[arg(long, default_value_t = 2_000)]
+    visibility_timeout_ms: u64,
+    /// Their attempts before dead letters.
+    #[arg(long, default_value_t = 25)]
+    max_attempts: u32,
+    /// Also make the business table (`kind, ref, key`) the transactional
+    /// test workers write, and print its name.
+    #[arg(long)]
+    business_table: bool,
+}
+
+/// Enqueue `jobs` jobs with a short visibility timeout (so killed workers'
+/// claims come back quickly), in batches; with `--business-table`, make
+/// and print the table. For `scripts/chaos`.
+pub(crate) async fn run_fill(db: &str, args: TestFillArgs) -> Result<()> {
+    let store = Store::open(db).await?;
+    let q = store.queue_with(
+        args.queue,
+        alkstore::queue::QueueOpts {
+            visibility_timeout: Duration::from_millis(args.visibility_timeout_ms.max(1_000)),
+            max_attempts: args.max_attempts,
+            ..alkstore::queue::QueueOpts::default()
+        },
+    );
+    for chunk in (0..args.jobs).collect::<Vec<_>>().chunks(1_000) {
+        q.enqueue_batch(chunk.iter().copied()).await?;
+    }
+    if args.business_table {
+        let table = create_business_table(&store, db).await?;
+        println!("{table}");
+    }
+    store.flush().await;
+    Ok(())
+}

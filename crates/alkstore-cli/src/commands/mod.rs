@@ -138,6 +138,11 @@ enum Command {
     /// used by the cross-process wake benchmark.
     #[command(name = "test-enqueue-timed", hide = true)]
     TestEnqueueTimed(crate::testworker::TestEnqueueTimedArgs),
+    /// Enqueue many jobs with a short visibility timeout, and make the
+    /// business table the transactional test workers write; used by
+    /// `scripts/chaos`.
+    #[command(name = "test-fill", hide = true)]
+    TestFill(crate::testworker::TestFillArgs),
 }
 
 /// Run a parsed command line.
@@ -162,6 +167,9 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
     }
     if let Command::TestEnqueueTimed(args) = cli.command {
         return crate::testworker::run_enqueue_timed(&cli.db, args).await;
+    }
+    if let Command::TestFill(args) = cli.command {
+        return crate::testworker::run_fill(&cli.db, args).await;
     }
     let as_json = cli.json;
     if let Command::Groups(groups::GroupsCommand::Bucket { buckets, keys }) = &cli.command {
@@ -298,7 +306,8 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         | Command::Demo(_)
         | Command::TestWorker(_)
         | Command::TestGroupWorker(_)
-        | Command::TestEnqueueTimed(_) => Vec::new(),
+        | Command::TestEnqueueTimed(_)
+        | Command::TestFill(_) => Vec::new(),
     };
     store.flush().await;
     output::emit(&out)
