@@ -362,9 +362,9 @@ pub(crate) async fn run_enqueue_timed(db: &str, args: TestEnqueueTimedArgs) -> R
 /// Arguments of `alk test-fill`.
 #[derive(Debug, Args)]
 pub(crate) struct TestFillArgs {
-    /// Queue to fill.
+    /// Queue to fill (none: no jobs).
     #[arg(long)]
-    queue: String,
+    queue: Option<String>,
     /// How many jobs.
     #[arg(long, default_value_t = 1_000)]
     jobs: usize,
@@ -375,27 +375,46 @@ pub(crate) struct TestFillArgs {
     /// Their attempts before dead letters.
     #[arg(long, default_value_t = 25)]
     max_attempts: u32,
+    /// Stream to publish `--events` keyed events to (none: no events).
+    #[arg(long)]
+    stream: Option<String>,
+    /// How many events (keys `k0`..`k49`).
+    #[arg(long, default_value_t = 1_000)]
+    events: usize,
     /// Also make the business table (`kind, ref, key`) the transactional
     /// test workers write, and print its name.
     #[arg(long)]
     business_table: bool,
 }
 
-/// Enqueue `jobs` jobs with a short visibility timeout (so killed workers'
-/// claims come back quickly), in batches; with `--business-table`, make
-/// and print the table. For `scripts/chaos`.
+/// Enqueue jobs with a short visibility timeout (so killed workers' claims
+/// come back quickly) and publish keyed events, in batches; with
+/// `--business-table`, make and print the table. For `scripts/chaos`.
 pub(crate) async fn run_fill(db: &str, args: TestFillArgs) -> Result<()> {
     let store = Store::open(db).await?;
-    let q = store.queue_with(
-        args.queue,
-        alkstore::queue::QueueOpts {
-            visibility_timeout: Duration::from_millis(args.visibility_timeout_ms.max(1_000)),
-            max_attempts: args.max_attempts,
-            ..alkstore::queue::QueueOpts::default()
-        },
-    );
-    for chunk in (0..args.jobs).collect::<Vec<_>>().chunks(1_000) {
-        q.enqueue_batch(chunk.iter().copied()).await?;
+    if let Some(queue) = args.queue {
+        let q = store.queue_with(
+            queue,
+            alkstore::queue::QueueOpts {
+                visibility_timeout: Duration::from_millis(args.visibility_timeout_ms.max(1_000)),
+                max_attempts: args.max_attempts,
+                ..alkstore::queue::QueueOpts::default()
+            },
+        );
+        for chunk in (0..args.jobs).collect::<Vec<_>>().chunks(1_000) {
+            q.enqueue_batch(chunk.iter().copied()).await?;
+        }
+    }
+    if let Some(stream) = args.stream {
+        let s = store.stream(stream);
+        for chunk in (0..args.events).collect::<Vec<_>>().chunks(1_000) {
+            s.publish_batch(
+                chunk
+                    .iter()
+                    .map(|i| (Some(format!("k{}", i % 50)), i.to_string().into_bytes())),
+            )
+            .await?;
+        }
     }
     if args.business_table {
         let table = create_business_table(&store, db).await?;
