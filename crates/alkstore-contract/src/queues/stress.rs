@@ -13,6 +13,9 @@ use alkstore_core::{
     NewJob, QueueAdmin, QueueEngine, QueueOpts, RetryOutcome,
 };
 
+use proptest::prelude::RngExt;
+use proptest::test_runner::{RngAlgorithm, TestRng};
+
 use crate::Harness;
 
 const QUEUE: &str = "stress";
@@ -73,14 +76,15 @@ pub async fn many_workers_settling_one_queue_keep_its_invariants<H: Harness>(h: 
         let (e, seen, done) = (e.clone(), seen.clone(), done.clone());
         tasks.spawn(async move {
             let worker = format!("w{w}");
-            let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ (w as u64 + 1));
+            let seed = [u8::try_from(w + 1).unwrap_or(u8::MAX); 32];
+            let mut rng = TestRng::from_seed(RngAlgorithm::ChaCha, &seed);
             let mut settled: Vec<Claim> = Vec::new();
             while !done.load(Ordering::Relaxed) {
                 let got = e
                     .job_claim(JobClaimParams::new(
                         QUEUE,
                         worker.clone(),
-                        1 + u32::try_from(rng.below(4)).unwrap_or(0),
+                        rng.random_range(1..=4u32),
                     ))
                     .await
                     .expect("claim");
@@ -98,7 +102,7 @@ pub async fn many_workers_settling_one_queue_keep_its_invariants<H: Harness>(h: 
                     let claim = job.claim();
                     let id = job.id;
                     let seen_now = |f: &dyn Fn(&mut Seen)| f(&mut lock(&seen));
-                    match rng.below(100) {
+                    match rng.random_range(0..100u32) {
                         0..=39 => {
                             if e.job_ack(vec![claim.clone()]).await.expect("ack")[0] {
                                 seen_now(&|s| *s.acked.entry(id).or_default() += 1);
@@ -139,10 +143,10 @@ pub async fn many_workers_settling_one_queue_keep_its_invariants<H: Harness>(h: 
                 }
                 // Replay a call on a claim this worker already settled:
                 // that claim is no longer current, so nothing may accept it.
-                if !settled.is_empty() && rng.below(4) == 0 {
-                    let old = settled.swap_remove(rng.below(settled.len()));
+                if !settled.is_empty() && rng.random_range(0..4u32) == 0 {
+                    let old = settled.swap_remove(rng.random_range(0..settled.len()));
                     let id = old.id;
-                    let accepted = match rng.below(3) {
+                    let accepted = match rng.random_range(0..3u32) {
                         0 => e.job_ack(vec![old]).await.expect("stale ack")[0].then_some("ack"),
                         1 => e
                             .job_fail(JobFailParams::new(old, "stale"))
@@ -284,20 +288,6 @@ async fn dead_infos<E: QueueEngine + QueueAdmin>(e: &E) -> Vec<alkstore_core::Jo
 
 async fn dead_ids<E: QueueEngine + QueueAdmin>(e: &E) -> BTreeSet<i64> {
     dead_infos(e).await.into_iter().map(|j| j.id).collect()
-}
-
-/// A small deterministic generator (xorshift64*): the same run each time.
-struct Rng(u64);
-
-impl Rng {
-    /// A number in `0..n` (0 when `n` is 0).
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        let n = u64::try_from(n.max(1)).unwrap_or(1);
-        usize::try_from(self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n).unwrap_or(0)
-    }
 }
 
 /// The rows above, for [`contract_suite!`](crate::contract_suite).
