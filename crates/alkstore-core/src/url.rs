@@ -34,7 +34,41 @@ pub enum StoreUrl {
         /// `pool_size=N`: most pooled connections (1 to 1000; the engine's
         /// default when absent).
         pool_size: Option<usize>,
+        /// `pooler=transaction`: the URL reaches the server through a
+        /// transaction-mode pooler such as PgBouncer (default `none`).
+        pooler: PgPooler,
+        /// `listen_url=…` (percent-encoded): where to LISTEN for other
+        /// processes' wake-ups and notifications, straight to the server,
+        /// when the URL itself goes through a pooler that cannot LISTEN.
+        listen_url: Option<String>,
     },
+}
+
+/// What sits between a PostgreSQL store's connections and the server
+/// (`pooler=` in a store URL).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum PgPooler {
+    /// Nothing, or a session-mode pooler: each connection keeps one server
+    /// connection, so statements are prepared once and kept.
+    #[default]
+    None,
+    /// A transaction-mode pooler (PgBouncer's `pool_mode = transaction`):
+    /// each transaction, and each statement outside one, may run on a
+    /// different server connection. Statements then run unnamed, nothing
+    /// is set per session, and LISTEN needs its own direct URL.
+    Transaction,
+}
+
+impl PgPooler {
+    /// The pooler named by a `pooler` value, if any.
+    pub fn from_param(value: &str) -> Option<PgPooler> {
+        Some(match value {
+            "none" => PgPooler::None,
+            "transaction" => PgPooler::Transaction,
+            _ => return None,
+        })
+    }
 }
 
 /// The schema used when a PostgreSQL URL names none.
@@ -51,6 +85,8 @@ impl StoreUrl {
     ///     schema: "jobs".into(),
     ///     relaxed_commits: true,
     ///     pool_size: None,
+    ///     pooler: alkstore_core::url::PgPooler::None,
+    ///     listen_url: None,
     /// });
     /// assert!(StoreUrl::parse("mysql://x").is_err());
     /// ```
@@ -97,6 +133,8 @@ impl StoreUrl {
             let mut schema = DEFAULT_PG_SCHEMA.to_string();
             let mut relaxed_commits = true;
             let mut pool_size = None;
+            let mut pooler = PgPooler::None;
+            let mut listen_url = None;
             let mut kept = Vec::new();
             for (k, v) in query_pairs(query) {
                 if k == "schema" {
@@ -113,6 +151,13 @@ impl StoreUrl {
                         Ok(n @ 1..=1000) => Some(n),
                         _ => return Err(bad("pool_size must be a whole number from 1 to 1000")),
                     };
+                } else if k == "pooler" {
+                    pooler = PgPooler::from_param(v)
+                        .ok_or_else(|| bad("pooler must be none or transaction"))?;
+                } else if k == "listen_url" {
+                    let listen = percent_decode_url(v)
+                        .ok_or_else(|| bad("listen_url is not valid percent-encoded UTF-8"))?;
+                    listen_url = Some(parse_listen_url(&listen)?);
                 } else {
                     kept.push(format!("{k}={v}"));
                 }
@@ -135,10 +180,38 @@ impl StoreUrl {
                 schema,
                 relaxed_commits,
                 pool_size,
+                pooler,
+                listen_url,
             });
         }
         Err(bad("expected sqlite://… or postgres://…"))
     }
+}
+
+/// A `listen_url`: a plain PostgreSQL URL (no alkstore parameters), its
+/// TLS settings checked now.
+fn parse_listen_url(listen: &str) -> Result<String> {
+    let bad = |reason: &str| Error::InvalidUrl {
+        url: mask_password(listen),
+        reason: format!("listen_url: {reason}"),
+    };
+    if !(listen.starts_with("postgres://") || listen.starts_with("postgresql://")) {
+        return Err(bad(
+            "expected postgres://… (percent-encoded in the store URL)",
+        ));
+    }
+    for (k, _) in query_pairs(split_query(listen).1) {
+        if matches!(
+            k,
+            "schema" | "relaxed_commits" | "pool_size" | "pooler" | "listen_url"
+        ) {
+            return Err(bad(&format!(
+                "{k} belongs to the store URL, not to listen_url"
+            )));
+        }
+    }
+    split_pg_tls(listen)?;
+    Ok(listen.to_string())
 }
 
 /// libpq's `sslmode`: whether a PostgreSQL connection is encrypted and what
@@ -377,8 +450,8 @@ fn decode_percent(s: &str, plus_is_space: bool) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// A URL after its `scheme://`, with the password of its user info and
-/// its `password=` parameter replaced by `***`.
+/// A URL after its `scheme://`, with the password of its user info, its
+/// `password=` parameter and any in its `listen_url=` replaced by `***`.
 fn mask_after_scheme(rest: &str) -> String {
     let (base, query) = split_query(rest);
     let base = match base.rsplit_once('@') {
@@ -391,11 +464,16 @@ fn mask_after_scheme(rest: &str) -> String {
     if !rest.contains('?') {
         return base;
     }
-    let query: Vec<&str> = query
+    let query: Vec<String> = query
         .split('&')
         .map(|p| match p.split_once('=') {
-            Some(("password", _)) => "password=***",
-            _ => p,
+            Some(("password", _)) => "password=***".to_string(),
+            // A URL in a URL (percent-encoded): shown decoded, masked.
+            Some(("listen_url", v)) => match percent_decode_url(v) {
+                Some(inner) => format!("listen_url={}", mask_password(&inner)),
+                None => "listen_url=***".to_string(),
+            },
+            _ => p.to_string(),
         })
         .collect();
     format!("{base}?{}", query.join("&"))
@@ -490,6 +568,8 @@ mod tests {
                 schema: "x\"; DROP".into(),
                 relaxed_commits: true,
                 pool_size: None,
+                pooler: PgPooler::None,
+                listen_url: None,
             })
         );
         let u = StoreUrl::parse("postgres://h/d?relaxed_commits=false&pool_size=8").ok();
@@ -500,7 +580,50 @@ mod tests {
                 schema: "alkstore".into(),
                 relaxed_commits: false,
                 pool_size: Some(8),
+                pooler: PgPooler::None,
+                listen_url: None,
             })
+        );
+        // Through PgBouncer, listening straight to the server.
+        let u = StoreUrl::parse(
+            "postgres://u@bouncer:6432/d?pooler=transaction\
+             &listen_url=postgres%3A%2F%2Fu%40db%3A5432%2Fd%3Fsslmode%3Ddisable",
+        )
+        .ok();
+        assert_eq!(
+            u,
+            Some(StoreUrl::Postgres {
+                conninfo: "postgres://u@bouncer:6432/d".into(),
+                schema: "alkstore".into(),
+                relaxed_commits: true,
+                pool_size: None,
+                pooler: PgPooler::Transaction,
+                listen_url: Some("postgres://u@db:5432/d?sslmode=disable".into()),
+            })
+        );
+    }
+
+    #[test]
+    fn masks_a_password_inside_listen_url() {
+        let url = "postgres://u:outer@b/d?listen_url=postgres%3A%2F%2Fu%3Ainner%40db%2Fd";
+        let masked = mask_password(url);
+        assert!(
+            !masked.contains("outer") && !masked.contains("inner"),
+            "{masked}"
+        );
+        assert!(
+            masked.contains("listen_url=postgres://u:***@db/d"),
+            "{masked}"
+        );
+        // A refused listen_url does not show its password either.
+        let bad = "postgres://b/d?listen_url=mysql%3A%2F%2Fu%3Ainner%40db";
+        let err = StoreUrl::parse(bad)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            err.contains("listen_url") && !err.contains("inner"),
+            "{err}"
         );
     }
 
@@ -526,6 +649,12 @@ mod tests {
             "postgres://h/d?sslmode=",
             "postgres://h/d?sslrootcert=",
             "postgres://h/d?sslrootcert=%zz",
+            "postgres://h/d?pooler=session",
+            "postgres://h/d?listen_url=",
+            "postgres://h/d?listen_url=sqlite%3A%2F%2Fa.db",
+            "postgres://h/d?listen_url=postgres%3A%2F%2Fh%2Fd%3Fschema%3Dx",
+            "postgres://h/d?listen_url=postgres%3A%2F%2Fh%2Fd%3Fsslmode%3Dbogus",
+            "postgres://h/d?listen_url=%zz",
         ] {
             let err = StoreUrl::parse(bad).err();
             assert!(
@@ -572,11 +701,23 @@ mod tests {
             db in "[a-z]{1,10}",
             schema in "s[a-z0-9_]{0,20}",
             pool in proptest::option::of(1usize..1000),
+            pooled in proptest::bool::ANY,
+            listen in proptest::option::of(("[A-Za-z0-9]{1,12}", "[a-z]{1,10}")),
         ) {
             let base = format!("postgres://{user}:{password}@{host}:{port}/{db}");
             let mut url = format!("{base}?schema={schema}");
             if let Some(n) = pool {
                 url.push_str(&format!("&pool_size={n}"));
+            }
+            if pooled {
+                url.push_str("&pooler=transaction");
+            }
+            let listen_url = listen.as_ref().map(|(secret, host)| {
+                format!("postgres://{user}:{secret}@{host}:5432/{db}")
+            });
+            if let Some(l) = &listen_url {
+                let encoded = l.replace(':', "%3A").replace('/', "%2F").replace('@', "%40");
+                url.push_str(&format!("&listen_url={encoded}"));
             }
             let parsed = StoreUrl::parse(&url);
             proptest::prop_assert_eq!(
@@ -586,10 +727,17 @@ mod tests {
                     schema,
                     relaxed_commits: true,
                     pool_size: pool,
+                    pooler: if pooled { PgPooler::Transaction } else { PgPooler::None },
+                    listen_url: listen_url.clone(),
                 })
             );
             let shown = format!(":{password}@");
-            proptest::prop_assert!(!mask_password(&url).contains(&shown));
+            let masked = mask_password(&url);
+            proptest::prop_assert!(!masked.contains(&shown));
+            if let Some((secret, _)) = &listen {
+                let shown = format!(":{secret}@");
+                proptest::prop_assert!(!masked.contains(&shown));
+            }
         }
     }
 

@@ -60,6 +60,8 @@ struct Start {
     connector: Connector,
     queues: String,
     streams: String,
+    /// Behind a transaction-mode pooler: the statement runs unnamed.
+    unnamed: bool,
 }
 
 /// One statement for a whole gathering: `$1` channels, `$2` payloads. The
@@ -75,6 +77,7 @@ impl Announcer {
         connector: Connector,
         queues: String,
         streams: String,
+        unnamed: bool,
     ) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         let pending = Arc::new(Mutex::new(Pending::default()));
@@ -88,6 +91,7 @@ impl Announcer {
                 connector,
                 queues,
                 streams,
+                unnamed,
             })),
         }
     }
@@ -218,10 +222,11 @@ async fn run(mut s: Start) {
     }
 }
 
-/// The dedicated connection and its prepared statement.
+/// The dedicated connection and its prepared statement (none behind a
+/// transaction-mode pooler).
 struct Conn {
     client: tokio_postgres::Client,
-    send: tokio_postgres::Statement,
+    send: Option<tokio_postgres::Statement>,
 }
 
 // Without the `tls` feature the connector is `NoTls`, which is `Copy`.
@@ -241,11 +246,24 @@ async fn send(
                     tracing::debug!(error = %e, "wake-up connection ended");
                 }
             });
-            let send = client.prepare(SEND).await?;
+            // Through a transaction-mode pooler a kept statement would be
+            // unknown on the next server connection.
+            let send = match s.unnamed {
+                true => None,
+                false => Some(client.prepare(SEND).await?),
+            };
             conn.insert(Conn { client, send })
         }
     };
-    c.client.execute(&c.send, &[&channels, &payloads]).await?;
+    match &c.send {
+        Some(send) => c.client.execute(send, &[&channels, &payloads]).await?,
+        None => {
+            let text_array = tokio_postgres::types::Type::TEXT_ARRAY;
+            let params: [(&(dyn tokio_postgres::types::ToSql + Sync), _); 2] =
+                [(&channels, text_array.clone()), (&payloads, text_array)];
+            c.client.query_typed(SEND, &params).await?.len() as u64
+        }
+    };
     Ok(())
 }
 

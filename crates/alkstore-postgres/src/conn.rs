@@ -10,6 +10,9 @@ use alkstore_core::{Error, Result};
 use futures_util::future::{BoxFuture, FutureExt};
 use tokio_postgres::types::{FromSql, ToSql};
 
+use std::sync::Arc;
+
+use crate::unnamed::{self, TypeCache};
 use crate::{db, PgEngine};
 
 /// A statement parameter every driver can bind: any `tokio_postgres`
@@ -155,7 +158,194 @@ pub(crate) async fn fetch_opt<E: Exec + ?Sized>(
     Ok(e.fetch(op, text, params).await?.into_iter().next())
 }
 
+/// How one of the engine's connections, or the application's, runs a
+/// statement.
+pub(crate) enum How<'a> {
+    /// Prepared once per connection and kept in its statement cache (the
+    /// engine's own connections, straight to the server).
+    Cached(&'a deadpool_postgres::StatementCache),
+    /// Prepared as it runs, then closed (the application's connections,
+    /// straight to the server).
+    Prepared,
+    /// Unnamed, in one round trip (every connection through a
+    /// transaction-mode pooler; see [`crate::unnamed`]).
+    Unnamed(Arc<TypeCache>),
+}
+
+/// A connection (or a transaction on one) and how statements run on it.
+pub(crate) struct On<'a> {
+    client: &'a tokio_postgres::Client,
+    how: How<'a>,
+    /// The application's own: a call that fails poisons its transaction
+    /// (see [`Exec::abort`]).
+    app: bool,
+}
+
+impl<'a> On<'a> {
+    /// The application's connection (or the one its transaction runs on).
+    pub(crate) fn app(client: &'a tokio_postgres::Client, how: How<'a>) -> Self {
+        On {
+            client,
+            how,
+            app: true,
+        }
+    }
+
+    /// Run `text`; its rows.
+    pub(crate) async fn rows(
+        &self,
+        op: &'static str,
+        text: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<tokio_postgres::Row>> {
+        match &self.how {
+            How::Cached(cache) => {
+                let stmt = cache.prepare(self.client, text).await.map_err(db(op))?;
+                self.client.query(&stmt, params).await.map_err(db(op))
+            }
+            How::Prepared => self.client.query(text, params).await.map_err(db(op)),
+            How::Unnamed(types) => unnamed::query(self.client, types, text, params)
+                .await
+                .map_err(typed_err(op)),
+        }
+    }
+
+    /// Run `text`; its first row (it always returns one).
+    pub(crate) async fn row(
+        &self,
+        op: &'static str,
+        text: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<tokio_postgres::Row> {
+        self.rows(op, text, params)
+            .await?
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::database(op, "the statement returned no row"))
+    }
+
+    /// Run `text`; how many rows it changed.
+    pub(crate) async fn changed(
+        &self,
+        op: &'static str,
+        text: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<u64> {
+        match &self.how {
+            How::Cached(cache) => {
+                let stmt = cache.prepare(self.client, text).await.map_err(db(op))?;
+                self.client.execute(&stmt, params).await.map_err(db(op))
+            }
+            How::Prepared => self.client.execute(text, params).await.map_err(db(op)),
+            How::Unnamed(types) => unnamed::execute(self.client, types, text, params)
+                .await
+                .map_err(typed_err(op)),
+        }
+    }
+}
+
+fn typed_err(op: &'static str) -> impl Fn(unnamed::Typed) -> Error {
+    move |e| match e {
+        unnamed::Typed::Db(e) => db(op)(e),
+        unnamed::Typed::Count { takes, given } => Error::database(
+            op,
+            format!("the statement takes {takes} parameters, {given} were given"),
+        ),
+        unnamed::Typed::Types(why) => Error::database(op, why),
+    }
+}
+
+impl Exec for On<'_> {
+    fn fetch<'a>(
+        &'a self,
+        op: &'static str,
+        text: &'a str,
+        params: &'a Params<'a>,
+    ) -> BoxFuture<'a, Result<Vec<Row>>> {
+        async move {
+            let rows = self.rows(op, text, &tokio_params(params)).await?;
+            Ok(rows.into_iter().map(Row::Tokio).collect())
+        }
+        .boxed()
+    }
+
+    fn exec<'a>(
+        &'a self,
+        op: &'static str,
+        text: &'a str,
+        params: &'a Params<'a>,
+    ) -> BoxFuture<'a, Result<u64>> {
+        async move { self.changed(op, text, &tokio_params(params)).await }.boxed()
+    }
+
+    fn warm<'a>(&'a self, op: &'static str, texts: &'a [&'a str]) -> BoxFuture<'a, Result<()>> {
+        async move {
+            for text in texts {
+                match &self.how {
+                    How::Cached(cache) => {
+                        cache.prepare(self.client, text).await.map_err(db(op))?;
+                    }
+                    How::Unnamed(types) => {
+                        types
+                            .types(self.client, text)
+                            .await
+                            .map_err(typed_err(op))?;
+                    }
+                    How::Prepared => {}
+                }
+            }
+            Ok(())
+        }
+        .boxed()
+    }
+
+    fn abort(&self) -> BoxFuture<'_, ()> {
+        async move {
+            if self.app {
+                // Fails by design (or finds the transaction aborted already).
+                drop(self.client.batch_execute(ABORT).await);
+            }
+        }
+        .boxed()
+    }
+}
+
 impl PgEngine {
+    /// How statements run on `client`, one of the engine's pooled
+    /// connections (or a transaction on one).
+    pub(crate) fn on<'a>(&self, client: &'a deadpool_postgres::ClientWrapper) -> On<'a> {
+        self.on_cached(client, &client.statement_cache)
+    }
+
+    /// [`PgEngine::on`] for a transaction of the pool's.
+    pub(crate) fn on_tx<'a>(&self, tx: &'a deadpool_postgres::Transaction<'_>) -> On<'a> {
+        self.on_cached(tx.client(), &tx.statement_cache)
+    }
+
+    fn on_cached<'a>(
+        &self,
+        client: &'a tokio_postgres::Client,
+        cache: &'a deadpool_postgres::StatementCache,
+    ) -> On<'a> {
+        let how = match &self.inner.types {
+            Some(types) => How::Unnamed(types.clone()),
+            None => How::Cached(cache),
+        };
+        On {
+            client,
+            how,
+            app: false,
+        }
+    }
+
+    /// How statements run on the application's own connections.
+    pub(crate) fn app_how(&self) -> How<'static> {
+        match &self.inner.types {
+            Some(types) => How::Unnamed(types.clone()),
+            None => How::Prepared,
+        }
+    }
+
     /// Run a cached statement on a pooled connection (every area's reads
     /// and single-statement writes).
     pub(crate) async fn query(
@@ -164,7 +354,8 @@ impl PgEngine {
         sql: &str,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<tokio_postgres::Row>> {
-        query_on(&self.client().await?, op, sql, params).await
+        let client = self.client().await?;
+        self.on(&client).rows(op, sql, params).await
     }
 
     /// Run a statement whose commit need not wait for its WAL flush (claims,
@@ -180,7 +371,8 @@ impl PgEngine {
         sql: &str,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<tokio_postgres::Row>> {
-        query_on(&self.relaxed_client().await?, op, sql, params).await
+        let client = self.relaxed_client().await?;
+        self.on(&client).rows(op, sql, params).await
     }
 
     pub(crate) async fn execute(
@@ -190,125 +382,12 @@ impl PgEngine {
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<u64> {
         let client = self.client().await?;
-        let stmt = client.prepare_cached(sql).await.map_err(db(op))?;
-        client.execute(&stmt, params).await.map_err(db(op))
+        self.on(&client).changed(op, sql, params).await
     }
-}
-
-/// Run a cached statement on a pooled connection.
-async fn query_on(
-    client: &deadpool_postgres::Object,
-    op: &'static str,
-    sql: &str,
-    params: &[&(dyn ToSql + Sync)],
-) -> Result<Vec<tokio_postgres::Row>> {
-    let stmt = client.prepare_cached(sql).await.map_err(db(op))?;
-    client.query(&stmt, params).await.map_err(db(op))
 }
 
 fn tokio_params<'a>(params: &'a Params<'a>) -> Vec<&'a (dyn ToSql + Sync)> {
     params.iter().map(|p| p.as_tokio()).collect()
-}
-
-fn tokio_rows(rows: Vec<tokio_postgres::Row>) -> Vec<Row> {
-    rows.into_iter().map(Row::Tokio).collect()
-}
-
-/// The engine's pooled connections and the transactions on them: through
-/// the connection's prepared-statement cache.
-macro_rules! cached_exec {
-    ($ty:ty) => {
-        impl Exec for $ty {
-            fn fetch<'a>(
-                &'a self,
-                op: &'static str,
-                text: &'a str,
-                params: &'a Params<'a>,
-            ) -> BoxFuture<'a, Result<Vec<Row>>> {
-                async move {
-                    let stmt = self.prepare_cached(text).await.map_err(db(op))?;
-                    let rows = self
-                        .query(&stmt, &tokio_params(params))
-                        .await
-                        .map_err(db(op))?;
-                    Ok(tokio_rows(rows))
-                }
-                .boxed()
-            }
-
-            fn exec<'a>(
-                &'a self,
-                op: &'static str,
-                text: &'a str,
-                params: &'a Params<'a>,
-            ) -> BoxFuture<'a, Result<u64>> {
-                async move {
-                    let stmt = self.prepare_cached(text).await.map_err(db(op))?;
-                    self.execute(&stmt, &tokio_params(params))
-                        .await
-                        .map_err(db(op))
-                }
-                .boxed()
-            }
-
-            fn warm<'a>(
-                &'a self,
-                op: &'static str,
-                texts: &'a [&'a str],
-            ) -> BoxFuture<'a, Result<()>> {
-                async move {
-                    for text in texts {
-                        self.prepare_cached(text).await.map_err(db(op))?;
-                    }
-                    Ok(())
-                }
-                .boxed()
-            }
-        }
-    };
-}
-
-cached_exec!(deadpool_postgres::ClientWrapper);
-cached_exec!(deadpool_postgres::Transaction<'_>);
-
-/// The application's own tokio-postgres client, or the one its
-/// transaction runs on (no statement cache: each statement is prepared as
-/// it runs).
-impl Exec for tokio_postgres::Client {
-    fn fetch<'a>(
-        &'a self,
-        op: &'static str,
-        text: &'a str,
-        params: &'a Params<'a>,
-    ) -> BoxFuture<'a, Result<Vec<Row>>> {
-        async move {
-            let rows = self
-                .query(text, &tokio_params(params))
-                .await
-                .map_err(db(op))?;
-            Ok(tokio_rows(rows))
-        }
-        .boxed()
-    }
-
-    fn exec<'a>(
-        &'a self,
-        op: &'static str,
-        text: &'a str,
-        params: &'a Params<'a>,
-    ) -> BoxFuture<'a, Result<u64>> {
-        async move {
-            self.execute(text, &tokio_params(params))
-                .await
-                .map_err(db(op))
-        }
-        .boxed()
-    }
-
-    fn abort(&self) -> BoxFuture<'_, ()> {
-        // Fails by design (or finds the transaction aborted already).
-        async move { drop(self.batch_execute(ABORT).await) }.boxed()
-    }
 }
 
 /// The application's own sqlx connection (feature `sqlx`).
@@ -327,10 +406,16 @@ pub(crate) mod sqlx_conn {
     /// The connection, one statement at a time (sqlx's connections are
     /// `&mut`; shared statements may be issued at once, as on
     /// tokio-postgres, and then run in turn).
-    pub(crate) struct SqlxConn<'c>(pub(crate) tokio::sync::Mutex<&'c mut PgConnection>);
+    pub(crate) struct SqlxConn<'c> {
+        pub(crate) conn: tokio::sync::Mutex<&'c mut PgConnection>,
+        /// Whether sqlx may keep the statements prepared on the connection
+        /// (not behind a transaction-mode pooler: see `crate::unnamed`).
+        pub(crate) persistent: bool,
+    }
 
-    fn bound<'q>(text: &'q str, params: &'q Params<'q>) -> Query<'q> {
-        params.iter().fold(sqlx::query(text), |q, p| p.bind_sqlx(q))
+    fn bound<'q>(text: &'q str, params: &'q Params<'q>, persistent: bool) -> Query<'q> {
+        let query = sqlx::query(text).persistent(persistent);
+        params.iter().fold(query, |q, p| p.bind_sqlx(q))
     }
 
     /// A sqlx error as the engine reports a tokio-postgres one: the
@@ -360,8 +445,8 @@ pub(crate) mod sqlx_conn {
             params: &'a Params<'a>,
         ) -> BoxFuture<'a, Result<Vec<Row>>> {
             async move {
-                let mut conn = self.0.lock().await;
-                let rows = bound(text, params)
+                let mut conn = self.conn.lock().await;
+                let rows = bound(text, params, self.persistent)
                     .fetch_all(&mut **conn)
                     .await
                     .map_err(sqlx_db(op))?;
@@ -377,8 +462,8 @@ pub(crate) mod sqlx_conn {
             params: &'a Params<'a>,
         ) -> BoxFuture<'a, Result<u64>> {
             async move {
-                let mut conn = self.0.lock().await;
-                let done = bound(text, params)
+                let mut conn = self.conn.lock().await;
+                let done = bound(text, params, self.persistent)
                     .execute(&mut **conn)
                     .await
                     .map_err(sqlx_db(op))?;
@@ -389,7 +474,7 @@ pub(crate) mod sqlx_conn {
 
         fn abort(&self) -> BoxFuture<'_, ()> {
             async move {
-                let mut conn = self.0.lock().await;
+                let mut conn = self.conn.lock().await;
                 // Fails by design (or finds the transaction aborted already).
                 let abort = sqlx::query(super::ABORT).persistent(false);
                 drop(abort.execute(&mut **conn).await);

@@ -55,6 +55,7 @@ mod sweep;
 pub mod testing;
 mod tls;
 mod tx;
+mod unnamed;
 mod within;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -66,18 +67,32 @@ use alkstore_core::url::mask_password;
 use alkstore_core::{Clock, EngineState, Error, Limits, Result, Wake};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 
+/// The `tokio_postgres` this engine is built with: write your own transactions
+/// (the outbox) against this one, so both sides use the same version.
+pub use alkstore_core::url::PgPooler;
 /// The `sqlx` this engine is built with (feature `sqlx`): open the
 /// application's pool and transactions with this one, for
 /// [`PgEngine::within_sqlx`].
 #[cfg(feature = "sqlx")]
 pub use sqlx;
-/// The `tokio_postgres` this engine is built with: write your own transactions
-/// (the outbox) against this one, so both sides use the same version.
 pub use tokio_postgres;
 pub use tx::PgTx;
 pub use within::Within;
 
 /// How to open a PostgreSQL store.
+///
+/// Through PgBouncer in transaction pooling mode, LISTENing straight to the
+/// server (see `docs/pgbouncer.md`):
+///
+/// ```no_run
+/// # async fn demo() -> alkstore_core::Result<()> {
+/// use alkstore_postgres::{PgEngine, PgOptions, PgPooler};
+/// let mut opts = PgOptions::new("postgres://app@bouncer:6432/app", "alkstore");
+/// opts.pooler = PgPooler::Transaction;
+/// opts.listen_conninfo = Some("postgres://app@db:5432/app".into());
+/// let engine = PgEngine::open(opts).await?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct PgOptions {
     /// A libpq-style URL or key/value connection string. `sslmode`
@@ -111,6 +126,20 @@ pub struct PgOptions {
     /// false, a schema alkstore never bootstrapped is [`Error::NoStore`] and
     /// nothing is created (read-only tools).
     pub create: bool,
+    /// What sits between the engine and the server (default
+    /// [`PgPooler::None`]). Through a transaction-mode pooler
+    /// ([`PgPooler::Transaction`], PgBouncer's `pool_mode = transaction`)
+    /// every statement runs unnamed in one round trip, with its parameter
+    /// types learned once per engine, and claims and acks commit durably
+    /// (`relaxed_commits` needs a session setting, which such a pooler
+    /// would hand to other clients). LISTEN cannot work through such a
+    /// pooler: give `listen_conninfo`, or workers and subscribers of other
+    /// processes find new work by polling and notify/listen is refused.
+    pub pooler: PgPooler,
+    /// Where the LISTEN connection connects, straight to the server, when
+    /// `conninfo` goes through a pooler (default: `conninfo`, unless
+    /// `pooler` is [`PgPooler::Transaction`], where nothing then listens).
+    pub listen_conninfo: Option<String>,
 }
 
 impl PgOptions {
@@ -124,6 +153,8 @@ impl PgOptions {
             pool_size: 32,
             relaxed_commits: true,
             create: true,
+            pooler: PgPooler::None,
+            listen_conninfo: None,
         }
     }
 
@@ -165,8 +196,12 @@ struct Inner {
     listener_started: AtomicBool,
     /// Whether the LISTEN connection is up (set by the listener task).
     listening: Arc<tokio::sync::watch::Sender<bool>>,
-    /// How the LISTEN connection connects: the pools' config and connector.
-    listen_connect: (tokio_postgres::Config, tls::Connector),
+    /// How the LISTEN connection connects (`None`: nothing listens, behind
+    /// a transaction-mode pooler with no direct URL).
+    listen_connect: Option<(tokio_postgres::Config, tls::Connector)>,
+    /// The parameter types of unnamed statements, behind a
+    /// transaction-mode pooler (`None`: statements are prepared and kept).
+    types: Option<Arc<unnamed::TypeCache>>,
     /// What the engine connects to, for connection errors (no password).
     target: String,
 }
@@ -198,6 +233,7 @@ impl PgEngine {
         if config.get_application_name().is_none() {
             config.application_name("alkstore");
         }
+        let pooled = opts.pooler == PgPooler::Transaction;
         // Claims, acks and heartbeats use their own connections with
         // `synchronous_commit = off` set once per session (see
         // `PgOptions::relaxed_commits`), so they stay single statements.
@@ -205,11 +241,27 @@ impl PgEngine {
         let base_options = config.get_options().unwrap_or("").to_string();
         relaxed_config.options(format!("{base_options} -c synchronous_commit=off").trim());
         // The relaxed pool takes half of the connection budget.
-        let relaxed_size = (opts.pool_size / 2).max(1);
+        let relaxed = opts.relaxed_commits && !pooled;
+        let relaxed_size = if relaxed {
+            (opts.pool_size / 2).max(1)
+        } else {
+            0
+        };
         let target = tls::target(&config);
-        let listen_connect = (config.clone(), connector.clone());
+        let listen_connect = match &opts.listen_conninfo {
+            Some(direct) => {
+                let (mut config, connector) = tls::prepare(direct)?;
+                if config.get_application_name().is_none() {
+                    config.application_name("alkstore");
+                }
+                Some((config, connector))
+            }
+            None if pooled => None,
+            None => Some((config.clone(), connector.clone())),
+        };
+        let types = pooled.then(|| Arc::new(unnamed::TypeCache::default()));
         let pool = build_pool(
-            config,
+            config.clone(),
             connector.clone(),
             opts.pool_size.saturating_sub(relaxed_size).max(1),
             &target,
@@ -224,8 +276,8 @@ impl PgEngine {
             }
             schema::bootstrap(&mut client, &opts.schema).await?;
         }
-        let relaxed_pool = if opts.relaxed_commits {
-            let relaxed = build_pool(relaxed_config, connector, relaxed_size, &target)?;
+        let relaxed_pool = if relaxed {
+            let relaxed = build_pool(relaxed_config, connector.clone(), relaxed_size, &target)?;
             // A pooler that refuses startup options (PgBouncer by default)
             // would fail every claim later: find out now and fall back.
             match checkout(&relaxed, &target).await {
@@ -239,7 +291,9 @@ impl PgEngine {
             None
         };
         let announce = {
-            let (mut config, connector) = listen_connect.clone();
+            // Wake-ups are sent through the pools' URL: a NOTIFY is
+            // transactional, so a pooler passes it on at its commit.
+            let mut config = config;
             config.connect_timeout(Duration::from_secs(5));
             config.keepalives_idle(Duration::from_secs(30));
             announce::Announcer::new(
@@ -247,6 +301,7 @@ impl PgEngine {
                 connector,
                 schema::notify_channel(&opts.schema),
                 schema::stream_channel(&opts.schema),
+                pooled,
             )
         };
         let state = EngineState::new(opts.limits.clone());
@@ -276,6 +331,7 @@ impl PgEngine {
                 listener_started: AtomicBool::new(false),
                 listening: Arc::new(tokio::sync::watch::channel(false).0),
                 listen_connect,
+                types,
                 target,
             }),
         };
@@ -284,11 +340,16 @@ impl PgEngine {
 
     /// Subscribe to wake hints: this engine's own writes hint at once, and a
     /// dedicated LISTEN connection (started on first use, reconnecting after
-    /// failures) relays every other process's enqueues at their commit.
+    /// failures) relays every other process's enqueues at their commit
+    /// (none behind a transaction-mode pooler without `listen_conninfo`:
+    /// see [`PgEngine::can_listen`]).
     pub fn wake_hints(&self) -> tokio::sync::broadcast::Receiver<Wake> {
         let rx = self.inner.state.wake_hub().subscribe();
-        if !self.inner.listener_started.swap(true, Ordering::SeqCst) {
-            let (config, connector) = self.inner.listen_connect.clone();
+        let listen = self.inner.listen_connect.as_ref();
+        if let Some((config, connector)) =
+            listen.filter(|_| !self.inner.listener_started.swap(true, Ordering::SeqCst))
+        {
+            let (config, connector) = (config.clone(), connector.clone());
             listen::spawn(
                 config,
                 connector,
@@ -298,6 +359,13 @@ impl PgEngine {
             );
         }
         rx
+    }
+
+    /// Whether this engine has a LISTEN connection to start: not behind a
+    /// transaction-mode pooler without a direct `listen_conninfo`, where
+    /// other processes' writes are found by polling.
+    pub fn can_listen(&self) -> bool {
+        self.inner.listen_connect.is_some()
     }
 
     /// The engine-owned schema.

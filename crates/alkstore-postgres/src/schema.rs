@@ -24,6 +24,7 @@
 use std::fmt;
 
 use alkstore_core::{Error, Result};
+use tokio_postgres::types::Type;
 
 /// The default engine-owned schema name.
 pub const DEFAULT_SCHEMA: &str = "alkstore";
@@ -173,11 +174,20 @@ pub fn validate_schema_name(schema: &str) -> Result<()> {
 pub async fn exists(client: &tokio_postgres::Client, schema: &str) -> Result<bool> {
     validate_schema_name(schema)?;
     let meta = QualifiedTable::new(schema, tables::META).to_string();
-    let row = client
-        .query_one("SELECT to_regclass($1) IS NOT NULL", &[&meta])
+    // One simple-protocol statement: it runs whole through a
+    // transaction-mode pooler too, where a statement prepared in one round
+    // trip may be gone in the next.
+    let rows = client
+        .simple_query(&format!(
+            "SELECT to_regclass({}) IS NOT NULL",
+            quote_literal(&meta)
+        ))
         .await
         .map_err(|e| Error::database("schema check", e))?;
-    Ok(row.get(0))
+    Ok(rows.iter().any(|m| match m {
+        tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0) == Some("t"),
+        _ => false,
+    }))
 }
 
 /// Create or check the schema on `client`. Idempotent and safe to run from
@@ -187,9 +197,12 @@ pub async fn bootstrap(client: &mut tokio_postgres::Client, schema: &str) -> Res
     let op = "schema bootstrap";
     let db = |e| Error::database(op, e);
     let tx = client.transaction().await.map_err(db)?;
-    tx.execute(
+    // Unnamed statements (`query_typed`), which run whole through a
+    // transaction-mode pooler: a pooler's server connection may still hold
+    // a named one another client left behind under the same name.
+    tx.query_typed(
         "SELECT pg_advisory_xact_lock(hashtextextended('alkstore bootstrap ' || $1, 0))",
-        &[&schema],
+        &[(&schema, Type::TEXT)],
     )
     .await
     .map_err(db)?;
@@ -202,7 +215,7 @@ pub async fn bootstrap(client: &mut tokio_postgres::Client, schema: &str) -> Res
     .await
     .map_err(db)?;
     let found: Option<i64> = tx
-        .query_opt(
+        .query_typed_opt(
             &format!("SELECT value FROM {meta} WHERE key = 'schema_version'"),
             &[],
         )
@@ -230,12 +243,12 @@ pub async fn bootstrap(client: &mut tokio_postgres::Client, schema: &str) -> Res
             .await
             .map_err(db)?;
     }
-    tx.execute(
+    tx.query_typed(
         &format!(
             "INSERT INTO {meta} (key, value) VALUES ('schema_version', $1)
              ON CONFLICT (key) DO UPDATE SET value = excluded.value"
         ),
-        &[&SCHEMA_VERSION],
+        &[(&SCHEMA_VERSION, Type::INT8)],
     )
     .await
     .map_err(db)?;

@@ -20,36 +20,26 @@ impl PgEngine {
         let now = self.now_override();
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(db(op))?;
+        let on = self.on_tx(&tx);
         if let Some(every_s) = every_s {
-            let mark = tx.prepare_cached(&sql.sweep_mark).await.map_err(db(op))?;
-            if tx.execute(&mark, &[&now, &every_s]).await.map_err(db(op))? == 0 {
+            if on.changed(op, &sql.sweep_mark, &[&now, &every_s]).await? == 0 {
                 return Ok(None);
             }
         }
-        let sweep = tx.prepare_cached(&sql.sweep).await.map_err(db(op))?;
-        let r = tx.query_one(&sweep, &[&now]).await.map_err(db(op))?;
+        let r = on.row(op, &sql.sweep, &[&now]).await?;
         let (expired, exhausted, rescued): (i64, i64, i64) = (r.get(0), r.get(1), r.get(2));
         let mut pruned = [0u64; 2];
         for (i, text) in [&sql.sweep_prune_dead, &sql.sweep_prune_done]
             .into_iter()
             .enumerate()
         {
-            let stmt = tx.prepare_cached(text).await.map_err(db(op))?;
-            pruned[i] = tx.execute(&stmt, &[&now]).await.map_err(db(op))?;
+            pruned[i] = on.changed(op, text, &[&now]).await?;
         }
-        let fold = tx
-            .prepare_cached(&sql.sweep_fold_throughput)
-            .await
-            .map_err(db(op))?;
         let retention = secs(THROUGHPUT_RETENTION);
-        tx.execute(&fold, &[&now, &retention])
-            .await
-            .map_err(db(op))?;
-        let trim = tx
-            .prepare_cached(&self.inner.stream_sql.sweep_trim)
-            .await
-            .map_err(db(op))?;
-        let events_trimmed: i64 = tx.query_one(&trim, &[&now]).await.map_err(db(op))?.get(0);
+        on.changed(op, &sql.sweep_fold_throughput, &[&now, &retention])
+            .await?;
+        let trim = &self.inner.stream_sql.sweep_trim;
+        let events_trimmed: i64 = on.row(op, trim, &[&now]).await?.get(0);
         tx.commit().await.map_err(db(op))?;
         Ok(Some(SweepReport {
             events_trimmed: count(events_trimmed),
@@ -71,10 +61,11 @@ impl PgEngine {
         let client = self.client().await?;
         // The statistics collector's counts (flushed by backends about once
         // a second): cheap, and close enough to decide.
-        let row = client
-            .query_one(&self.inner.sql.job_tuples, &[&self.inner.sql.job_table])
-            .await
-            .map_err(db(op))?;
+        let sql = &self.inner.sql;
+        let row = self
+            .on(&client)
+            .row(op, &sql.job_tuples, &[&sql.job_table])
+            .await?;
         let (live, dead): (i64, i64) = (row.get(0), row.get(1));
         if dead < 50_000 || dead < 2 * live {
             return Ok(0);

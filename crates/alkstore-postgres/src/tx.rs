@@ -146,7 +146,7 @@ impl PgEngine {
         };
         let Err(e) = c.batch_execute(sql).await else {
             if sql == COMMIT {
-                self.count_throughput(&**c, &tx.tally).await;
+                self.count_throughput(&self.on(c), &tx.tally).await;
             }
             conn.clean();
             return Ok(());
@@ -205,7 +205,7 @@ impl TxDriver for PgEngine {
         p: Checked<JobEnqueueParams>,
     ) -> Result<Vec<Enqueued>> {
         let jobs = p.into_inner().jobs;
-        let e = tx.exec("job_enqueue")?;
+        let e = &self.on(tx.exec("job_enqueue")?);
         crate::queues::enqueue::enqueue_in(
             e,
             &self.inner.sql,
@@ -218,6 +218,7 @@ impl TxDriver for PgEngine {
 
     async fn tx_job_ack(&self, tx: &mut PgTx, p: Checked<JobAckParams>) -> Result<Vec<bool>> {
         let (e, tally) = tx.settling("job_ack")?;
+        let e = &self.on(e);
         let sql = &self.inner.sql;
         crate::queues::settle::ack_in(e, sql, self.now_override(), &p.claims, Some(tally)).await
     }
@@ -228,6 +229,7 @@ impl TxDriver for PgEngine {
         p: Checked<JobSettleParams>,
     ) -> Result<Vec<Settled>> {
         let (e, tally) = tx.settling("job_settle")?;
+        let e = &self.on(e);
         let batch = p.into_inner().batch;
         let (sql, now) = (&self.inner.sql, self.now_override());
         let settled = crate::queues::settle::settle_all_in(e, sql, now, batch, Some(tally)).await?;
@@ -239,7 +241,7 @@ impl TxDriver for PgEngine {
         tx: &mut PgTx,
         p: Checked<StreamPublishParams>,
     ) -> Result<Vec<i64>> {
-        let e = tx.exec("stream_publish")?;
+        let e = &self.on(tx.exec("stream_publish")?);
         let sql = &self.inner.stream_sql;
         crate::streams::publish_in(e, sql, self.now_override(), &p.events, Wakes::AtCommit).await
     }
@@ -249,13 +251,13 @@ impl TxDriver for PgEngine {
         tx: &mut PgTx,
         p: Checked<StreamOffsetCommitParams>,
     ) -> Result<i64> {
-        let e = tx.exec("stream_offset_commit")?;
+        let e = &self.on(tx.exec("stream_offset_commit")?);
         let sql = &self.inner.stream_sql;
         crate::streams::offset_commit_in(e, sql, self.now_override(), &p).await
     }
 
     async fn tx_notify(&self, tx: &mut PgTx, p: Checked<NotifyParams>) -> Result<()> {
-        let e = tx.exec("notify")?;
+        let e = &self.on(tx.exec("notify")?);
         crate::notify::send_in(e, self.schema(), &p.channel, &p.payload).await
     }
 
@@ -264,7 +266,7 @@ impl TxDriver for PgEngine {
         tx: &mut PgTx,
         p: Checked<ScheduleSetParams>,
     ) -> Result<ScheduleInfo> {
-        let e = tx.exec("schedule_set")?;
+        let e = &self.on(tx.exec("schedule_set")?);
         let sql = &self.inner.schedule_sql;
         crate::schedules::schedule_set_in(e, sql, self.now_ms_override(), &p).await
     }
@@ -274,7 +276,7 @@ impl TxDriver for PgEngine {
         tx: &mut PgTx,
         p: Checked<ScheduleNameParams>,
     ) -> Result<bool> {
-        let e = tx.exec("schedule_remove")?;
+        let e = &self.on(tx.exec("schedule_remove")?);
         crate::schedules::schedule_remove_in(e, &self.inner.schedule_sql, &p).await
     }
 
@@ -285,7 +287,7 @@ impl TxDriver for PgEngine {
         to: alkstore_core::PauseState,
     ) -> Result<ScheduleInfo> {
         let paused = to.is_paused();
-        let e = tx.exec("schedule_set_paused")?;
+        let e = &self.on(tx.exec("schedule_set_paused")?);
         let sql = &self.inner.schedule_sql;
         crate::schedules::schedule_set_paused_in(e, sql, self.now_ms_override(), &p, paused).await
     }
@@ -295,13 +297,13 @@ impl TxDriver for PgEngine {
         tx: &mut PgTx,
         p: Checked<GroupCheckpointParams>,
     ) -> Result<i64> {
-        let e = tx.exec("group_checkpoint")?;
+        let e = &self.on(tx.exec("group_checkpoint")?);
         let sql = &self.inner.group_sql;
         crate::groups::checkpoint_in(e, sql, self.now_ms_override(), &p).await
     }
 
     async fn tx_lock_fence(&self, tx: &mut PgTx, p: Checked<LockFenceParams>) -> Result<()> {
-        let e = tx.exec("lock_fence")?;
+        let e = &self.on(tx.exec("lock_fence")?);
         crate::locks::fence_in(e, &self.inner.lock_sql, self.now_ms_override(), &p).await
     }
 }

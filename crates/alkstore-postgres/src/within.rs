@@ -80,8 +80,8 @@ pub struct Within<'e, 'c> {
 /// transaction can commit in the same scope.
 enum Conn<'c> {
     /// A tokio-postgres client (a transaction's statements run on its
-    /// client).
-    Tokio(&'c tokio_postgres::Client),
+    /// client), and how statements run on it.
+    Tokio(crate::conn::On<'c>),
     /// A sqlx connection.
     #[cfg(feature = "sqlx")]
     Sqlx(crate::conn::sqlx_conn::SqlxConn<'c>),
@@ -90,7 +90,7 @@ enum Conn<'c> {
 impl Conn<'_> {
     fn exec(&self) -> &dyn Exec {
         match self {
-            Conn::Tokio(client) => *client,
+            Conn::Tokio(on) => on,
             #[cfg(feature = "sqlx")]
             Conn::Sqlx(conn) => conn,
         }
@@ -123,7 +123,7 @@ impl PgEngine {
     pub fn within<'c, C: GenericClient + Sync>(&self, client: &'c C) -> Within<'_, 'c> {
         Within {
             engine: self,
-            conn: Conn::Tokio(client.client()),
+            conn: Conn::Tokio(crate::conn::On::app(client.client(), self.app_how())),
         }
     }
 
@@ -144,9 +144,10 @@ impl PgEngine {
     pub fn within_sqlx<'c>(&self, conn: &'c mut sqlx::PgConnection) -> Within<'_, 'c> {
         Within {
             engine: self,
-            conn: Conn::Sqlx(crate::conn::sqlx_conn::SqlxConn(tokio::sync::Mutex::new(
-                conn,
-            ))),
+            conn: Conn::Sqlx(crate::conn::sqlx_conn::SqlxConn {
+                conn: tokio::sync::Mutex::new(conn),
+                persistent: self.inner.types.is_none(),
+            }),
         }
     }
 }

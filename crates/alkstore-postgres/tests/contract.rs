@@ -1,5 +1,11 @@
 //! The contract suite on the PostgreSQL engine. Each test gets its own schema
 //! in the `alkstore_test` database of the server at `DATABASE_URL`.
+//!
+//! With `ALKSTORE_CONTRACT_THROUGH_PGBOUNCER=1` and `ALKSTORE_TEST_PGBOUNCER_URL`
+//! (a PgBouncer in transaction pooling mode in front of that server:
+//! `scripts/ensure-pgbouncer` starts one and prints it), the engine and the
+//! application's own connections go through the pooler, with
+//! `PgPooler::Transaction`, and only LISTEN goes straight to the server.
 
 use std::sync::Arc;
 
@@ -7,23 +13,53 @@ use alkstore_contract::alkstore::{AnyEngine, Store, Tx};
 use alkstore_contract::{Business, BusinessFuture, Harness, HeldPublish, RuntimeHarness};
 use alkstore_core::stream::NewEvent;
 use alkstore_core::{Error, ManualClock, NewJob, Result, Transaction};
-use alkstore_postgres::{testing, PgEngine, PgOptions};
+use alkstore_postgres::{testing, PgEngine, PgOptions, PgPooler};
+// Unnamed statements (`query_typed`): each runs whole in one round trip,
+// as the application's own statements must through a transaction-mode
+// pooler (see `ALKSTORE_TEST_PGBOUNCER_URL` above).
+use tokio_postgres::types::Type;
 use tokio_postgres::NoTls;
 
 struct PgHarness {
     engine: PgEngine,
     clock: ManualClock,
     url: String,
+    /// The direct URL LISTEN uses, when `url` goes through the pooler.
+    listen: Option<String>,
     schema: String,
 }
 
-async fn harness(_name: &'static str) -> PgHarness {
-    let url = testing::ensure_database(&testing::database_url(), "alkstore_test")
+/// Where the tests connect: the test database, straight or through the
+/// pooler of `ALKSTORE_TEST_PGBOUNCER_URL`; and where LISTEN connects.
+async fn test_database() -> (String, Option<String>) {
+    let direct = testing::ensure_database(&testing::database_url(), "alkstore_test")
         .await
         .expect("PostgreSQL at DATABASE_URL (scripts/test starts one)");
+    let through = std::env::var("ALKSTORE_CONTRACT_THROUGH_PGBOUNCER").is_ok_and(|v| v == "1");
+    match std::env::var("ALKSTORE_TEST_PGBOUNCER_URL") {
+        Ok(bouncer) if through && !bouncer.is_empty() => (
+            testing::with_database(&bouncer, "alkstore_test"),
+            Some(direct),
+        ),
+        _ => (direct, None),
+    }
+}
+
+/// Options for `schema` at `url` (through the pooler when `listen` is set).
+fn pg_options(url: &str, listen: &Option<String>, schema: &str) -> PgOptions {
+    let mut opts = PgOptions::new(url, schema);
+    if let Some(direct) = listen {
+        opts.pooler = PgPooler::Transaction;
+        opts.listen_conninfo = Some(direct.clone());
+    }
+    opts
+}
+
+async fn harness(_name: &'static str) -> PgHarness {
+    let (url, listen) = test_database().await;
     let schema = testing::unique_schema("ct");
     let clock = ManualClock::starting_now();
-    let opts = PgOptions::new(url.clone(), schema.clone()).clock(Arc::new(clock.clone()));
+    let opts = pg_options(&url, &listen, &schema).clock(Arc::new(clock.clone()));
     let engine = PgEngine::open(opts).await.expect("open");
     engine
         .client()
@@ -41,6 +77,7 @@ async fn harness(_name: &'static str) -> PgHarness {
         engine,
         clock,
         url,
+        listen,
         schema,
     }
 }
@@ -48,8 +85,8 @@ async fn harness(_name: &'static str) -> PgHarness {
 impl PgHarness {
     /// Open `schema` with the harness's clock.
     async fn open_schema(&self, schema: &str, create: bool) -> Result<PgEngine> {
-        let mut opts = PgOptions::new(self.url.clone(), schema.to_string())
-            .clock(Arc::new(self.clock.clone()));
+        let mut opts =
+            pg_options(&self.url, &self.listen, schema).clock(Arc::new(self.clock.clone()));
         opts.create = create;
         PgEngine::open(opts).await
     }
@@ -74,9 +111,9 @@ impl Harness for PgHarness {
         );
         let (client, driver) = self.app_connection().await?;
         client
-            .execute(
+            .query_typed(
                 &format!("UPDATE {meta} SET value = $1 WHERE key = 'schema_version'"),
-                &[&version],
+                &[(&version, Type::INT8)],
             )
             .await
             .map_err(outbox_err)?;
@@ -92,9 +129,9 @@ impl Harness for PgHarness {
     async fn absent_created(&self) -> bool {
         let (client, driver) = self.app_connection().await.expect("connect");
         let n: i64 = client
-            .query_one(
+            .query_typed_one(
                 "SELECT count(*) FROM pg_namespace WHERE nspname = $1",
-                &[&self.absent_schema()],
+                &[(&self.absent_schema(), Type::TEXT)],
             )
             .await
             .expect("catalog")
@@ -144,12 +181,12 @@ impl Harness for PgHarness {
             .ok_or_else(|| Error::database("business insert", "the transaction ended"))?
             .client();
         client
-            .execute(
+            .query_typed(
                 &format!(
                     "INSERT INTO {} (key) VALUES ($1)",
                     business_table(&self.schema)
                 ),
-                &[&key],
+                &[(&key, Type::TEXT)],
             )
             .await
             .map(drop)
@@ -159,7 +196,7 @@ impl Harness for PgHarness {
     async fn business_rows(&self) -> Vec<String> {
         let client = self.engine.client().await.expect("client");
         client
-            .query(
+            .query_typed(
                 &format!(
                     "SELECT key FROM {} ORDER BY id",
                     business_table(&self.schema)
@@ -271,11 +308,9 @@ struct PgRuntime {
 }
 
 async fn runtime_harness(_name: &'static str) -> PgRuntime {
-    let url = testing::ensure_database(&testing::database_url(), "alkstore_test")
-        .await
-        .expect("PostgreSQL at DATABASE_URL (scripts/test starts one)");
+    let (url, listen) = test_database().await;
     let schema = testing::unique_schema("wk");
-    let engine = PgEngine::open(PgOptions::new(url.clone(), schema.clone()))
+    let engine = PgEngine::open(pg_options(&url, &listen, &schema))
         .await
         .expect("open");
     engine
@@ -310,9 +345,9 @@ impl Business for PgBusiness {
                 Error::database("business insert", "not a PostgreSQL transaction")
             })?;
             client
-                .execute(
+                .query_typed(
                     &format!("INSERT INTO {} (key, n) VALUES ($1, $2)", self.table),
-                    &[&key, &n],
+                    &[(&key, Type::TEXT), (&n, Type::INT8)],
                 )
                 .await
                 .map(drop)
@@ -324,7 +359,7 @@ impl Business for PgBusiness {
         Box::pin(async move {
             let client = self.engine.client().await?;
             let rows = client
-                .query(
+                .query_typed(
                     &format!("SELECT key, n FROM {} ORDER BY id", self.table),
                     &[],
                 )

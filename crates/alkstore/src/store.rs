@@ -67,8 +67,12 @@ impl Store {
                 schema,
                 relaxed_commits,
                 pool_size,
+                pooler,
+                listen_url,
             } => {
                 let mut pg = alkstore_postgres::PgOptions::new(conninfo, schema);
+                pg.pooler = pooler;
+                pg.listen_conninfo = listen_url;
                 pg.clock = opts.clock;
                 pg.limits = opts.limits;
                 pg.relaxed_commits = relaxed_commits;

@@ -105,12 +105,12 @@ impl GroupDriver for PgEngine {
         let sql = &self.inner.group_sql;
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(db(op))?;
+        let on = self.on_tx(&tx);
         // Two workers ensuring different N at once: one waits, then sees
         // the other's rows and refuses.
-        tx.execute(&sql.lock, &[&self.inner.opts.schema, &p.group])
-            .await
-            .map_err(db(op))?;
-        let existing = tx.query(&sql.existing, &[&p.group]).await.map_err(db(op))?;
+        on.changed(op, &sql.lock, &[&self.inner.opts.schema, &p.group])
+            .await?;
+        let existing = on.rows(op, &sql.existing, &[&p.group]).await?;
         for r in &existing {
             let (n, stream): (i32, String) = (r.get(0), r.get(1));
             if small(n) != p.buckets || stream != p.stream {
@@ -124,12 +124,13 @@ impl GroupDriver for PgEngine {
             }
         }
         let n = int(p.buckets);
-        tx.execute(
+        on.changed(
+            op,
             &sql.insert,
             &[&self.now_ms_override(), &p.group, &n, &p.stream],
         )
-        .await
-        .map_err(db(op))?;
+        .await?;
+        drop(existing);
         tx.commit().await.map_err(db(op))
     }
 
@@ -202,7 +203,13 @@ impl GroupDriver for PgEngine {
         // Like acks (see `query_relaxed`): a checkpoint lost to a server
         // crash only means its events are delivered again.
         let client = self.relaxed_client().await?;
-        checkpoint_in(&*client, &self.inner.group_sql, self.now_ms_override(), &p).await
+        checkpoint_in(
+            &self.on(&client),
+            &self.inner.group_sql,
+            self.now_ms_override(),
+            &p,
+        )
+        .await
     }
 
     async fn group_read(&self, params: Checked<GroupReadParams>) -> Result<Vec<BucketEvent>> {
@@ -365,13 +372,10 @@ impl GroupDriver for PgEngine {
         let now = self.now_ms_override();
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(db(op))?;
-        tx.execute(&sql.lock, &[&self.inner.opts.schema, &p.group])
-            .await
-            .map_err(db(op))?;
-        let r = tx
-            .query_one(&sql.resize_facts, &[&now, &p.group])
-            .await
-            .map_err(db(op))?;
+        let on = self.on_tx(&tx);
+        on.changed(op, &sql.lock, &[&self.inner.opts.schema, &p.group])
+            .await?;
+        let r = on.row(op, &sql.resize_facts, &[&now, &p.group]).await?;
         let facts: (Option<i32>, Option<String>, i64, Option<i64>, Option<i64>) =
             (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4));
         let (Some(from), Some(stream), live, Some(rewound_to), Some(epoch)) = facts else {
@@ -380,16 +384,14 @@ impl GroupDriver for PgEngine {
         if live > 0 {
             return Err(resize_refused(&p.group, count(live)));
         }
-        tx.execute(&sql.resize_delete, &[&p.group])
-            .await
-            .map_err(db(op))?;
+        on.changed(op, &sql.resize_delete, &[&p.group]).await?;
         let n = int(p.buckets);
-        tx.execute(
+        on.changed(
+            op,
             &sql.resize_insert,
             &[&now, &p.group, &n, &stream, &epoch, &rewound_to],
         )
-        .await
-        .map_err(db(op))?;
+        .await?;
         tx.commit().await.map_err(db(op))?;
         Ok(GroupResize {
             from: small(from),
@@ -400,22 +402,16 @@ impl GroupDriver for PgEngine {
 
     async fn group_dead_requeue(&self, params: Checked<GroupDeadRequeueParams>) -> Result<u64> {
         let p = params.into_inner();
-        let rows = self
-            .client()
-            .await?
-            .execute(&self.inner.group_sql.dead_requeue, &[&p.group, &p.offsets])
+        let sql = &self.inner.group_sql.dead_requeue;
+        self.execute("group_dead_requeue", sql, &[&p.group, &p.offsets])
             .await
-            .map_err(db("group_dead_requeue"))?;
-        Ok(rows)
     }
 
     async fn group_dead_purge(&self, params: Checked<GroupDeadPurgeParams>) -> Result<u64> {
         let p = params.into_inner();
-        self.client()
-            .await?
-            .execute(&self.inner.group_sql.dead_purge, &[&p.group, &p.offsets])
+        let sql = &self.inner.group_sql.dead_purge;
+        self.execute("group_dead_purge", sql, &[&p.group, &p.offsets])
             .await
-            .map_err(db("group_dead_purge"))
     }
 
     async fn group_dead_take(
@@ -443,19 +439,24 @@ impl GroupDriver for PgEngine {
         let tx = client.transaction().await.map_err(db(op))?;
         // The lease row stays locked until the delete commits: no claim
         // can take the bucket in between.
-        let held = tx
-            .query(
+        let on = self.on_tx(&tx);
+        let held = on
+            .rows(
+                op,
                 &self.inner.group_sql.holds,
                 &[&p.group, &bucket, &p.worker, &p.epoch],
             )
-            .await
-            .map_err(db(op))?;
+            .await?;
         if held.is_empty() {
             return Err(fenced(&p.group, p.bucket, p.epoch));
         }
-        tx.execute(&self.inner.group_sql.dead_delete, &[&p.group, &p.offset])
-            .await
-            .map_err(db(op))?;
+        drop(held);
+        on.changed(
+            op,
+            &self.inner.group_sql.dead_delete,
+            &[&p.group, &p.offset],
+        )
+        .await?;
         tx.commit().await.map_err(db(op))
     }
 

@@ -32,7 +32,13 @@ impl NotifyDriver for PgEngine {
     async fn notify(&self, params: Checked<NotifyParams>) -> Result<()> {
         let p = params.into_inner();
         let client = self.client().await?;
-        send_in(&*client, &self.inner.opts.schema, &p.channel, &p.payload).await
+        send_in(
+            &self.on(&client),
+            &self.inner.opts.schema,
+            &p.channel,
+            &p.payload,
+        )
+        .await
     }
 
     async fn notify_poll(&self, _params: Checked<NotifyPollParams>) -> Result<Vec<Notification>> {
@@ -40,6 +46,13 @@ impl NotifyDriver for PgEngine {
     }
 
     async fn notify_ready(&self) -> Result<()> {
+        if !self.can_listen() {
+            return Err(Error::connect(
+                self.inner.target.clone(),
+                "nothing can LISTEN through a transaction-mode pooler: \
+                 give the store URL a listen_url (straight to the server) to listen",
+            ));
+        }
         // Starts the LISTEN connection if nobody had subscribed yet.
         let _hints = self.wake_hints();
         let mut up = self.inner.listening.subscribe();

@@ -8,7 +8,7 @@ use alkstore_core::{
 };
 
 use super::rows::{job_info, Source};
-use crate::{db, PgEngine};
+use crate::PgEngine;
 
 /// The driver's `job_cancel`: a pending job is cancelled at once, a
 /// claimed one is asked to cancel.
@@ -121,18 +121,17 @@ pub(super) async fn queue_set_paused(
     paused: bool,
 ) -> Result<bool> {
     let p = params.into_inner();
-    let client = engine.client().await?;
     let now = engine.now_override();
+    let op = "queue_set_paused";
     let n = if paused {
-        client
-            .execute(&engine.inner.sql.queue_pause, &[&now, &p.queue])
-            .await
+        engine
+            .execute(op, &engine.inner.sql.queue_pause, &[&now, &p.queue])
+            .await?
     } else {
-        client
-            .execute(&engine.inner.sql.queue_resume, &[&p.queue])
-            .await
-    }
-    .map_err(db("queue_set_paused"))?;
+        engine
+            .execute(op, &engine.inner.sql.queue_resume, &[&p.queue])
+            .await?
+    };
     Ok(n > 0)
 }
 

@@ -258,7 +258,14 @@ impl PgEngine {
             let queues = queues_of(&jobs);
             let client = self.client().await?;
             let now = self.now_override();
-            let out = enqueue_in(&*client, &self.inner.sql, jobs, now, Wakes::AfterCommit).await?;
+            let out = enqueue_in(
+                &self.on(&client),
+                &self.inner.sql,
+                jobs,
+                now,
+                Wakes::AfterCommit,
+            )
+            .await?;
             self.announce_queues(&queues, &out);
             Ok(out)
         })
@@ -302,7 +309,7 @@ pub(super) async fn job_enqueue(
     // `crate::announce`).
     let queues = queues_of(&jobs);
     if !is_keyed(&jobs) {
-        let out = enqueue_in(&*client, sql, jobs, now, Wakes::AfterCommit).await?;
+        let out = enqueue_in(&engine.on(&client), sql, jobs, now, Wakes::AfterCommit).await?;
         engine.announce_queues(&queues, &out);
         return Ok(out);
     }
@@ -313,7 +320,15 @@ pub(super) async fn job_enqueue(
     loop {
         tries += 1;
         let tx = client.transaction().await.map_err(db(op))?;
-        match enqueue_in(&tx, sql, jobs.clone(), now, Wakes::AfterCommit).await {
+        match enqueue_in(
+            &engine.on_tx(&tx),
+            sql,
+            jobs.clone(),
+            now,
+            Wakes::AfterCommit,
+        )
+        .await
+        {
             Ok(out) => {
                 tx.commit().await.map_err(db(op))?;
                 engine.announce_queues(&queues, &out);
@@ -349,10 +364,6 @@ pub(super) async fn job_enqueue_claimed(
     }
     let client = engine.client().await?;
     let sql = &engine.inner.sql;
-    let stmt = client
-        .prepare_cached(&sql.enqueue_claimed)
-        .await
-        .map_err(db(op))?;
     let now = engine.now_override();
     let channel = Wakes::AfterCommit.channel(&sql.channel);
     let one = OneRow::of(&job);
@@ -362,7 +373,10 @@ pub(super) async fn job_enqueue_claimed(
         .map(|p| p.as_tokio())
         .collect();
     params.push(&worker);
-    let row = client.query_one(&stmt, &params).await.map_err(db(op))?;
+    let row = engine
+        .on(&client)
+        .row(op, &sql.enqueue_claimed, &params)
+        .await?;
     let is_claimed: bool = row.get(11);
     if !is_claimed {
         engine.inner.announce.queue(&job.queue);

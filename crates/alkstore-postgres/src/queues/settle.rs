@@ -499,7 +499,7 @@ pub(super) async fn job_ack(engine: &PgEngine, params: Checked<JobAckParams>) ->
     let JobAckParams { claims, .. } = params.into_inner();
     let client = engine.relaxed_client().await?;
     ack_in(
-        &*client,
+        &engine.on(&client),
         &engine.inner.sql,
         engine.now_override(),
         &claims,
@@ -521,11 +521,11 @@ pub(super) async fn job_settle(
     let mut client = engine.client().await?;
     // A failure or snooze alone is one statement: no transaction needed.
     let settled = if batch.len() == 1 && !matches!(batch[0], Settle::Retry(_)) {
-        vec![settle_in(&*client, sql, now, batch.remove(0), None).await?]
+        vec![settle_in(&engine.on(&client), sql, now, batch.remove(0), None).await?]
     } else {
         // One transaction, one WAL flush for the whole batch.
         let tx = client.transaction().await.map_err(db(op))?;
-        let settled = settle_all_in(&tx, sql, now, batch, None).await?;
+        let settled = settle_all_in(&engine.on_tx(&tx), sql, now, batch, None).await?;
         tx.commit().await.map_err(db(op))?;
         settled
     };

@@ -46,13 +46,13 @@ impl ResultDriver for PgEngine {
         let now = self.now_ms_override();
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(db(op))?;
-        tx.execute(&sql.prune, &[&now]).await.map_err(db(op))?;
-        let row = tx
-            .query_one(&sql.save, &[&now, &p.job_id, &p.value, &p.ttl_ms()])
-            .await
-            .map_err(db(op))?;
+        let on = self.on_tx(&tx);
+        on.changed(op, &sql.prune, &[&now]).await?;
+        let row = on
+            .row(op, &sql.save, &[&now, &p.job_id, &p.value, &p.ttl_ms()])
+            .await?;
         crate::notify::send_in(
-            &tx,
+            &on,
             &self.inner.opts.schema,
             RESULTS_CHANNEL,
             &p.job_id.to_string(),

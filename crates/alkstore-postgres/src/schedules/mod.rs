@@ -186,8 +186,13 @@ impl ScheduleDriver for PgEngine {
         let op = "schedule_set";
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(db(op))?;
-        let out =
-            schedule_set_in(&tx, &self.inner.schedule_sql, self.now_ms_override(), &p).await?;
+        let out = schedule_set_in(
+            &self.on_tx(&tx),
+            &self.inner.schedule_sql,
+            self.now_ms_override(),
+            &p,
+        )
+        .await?;
         tx.commit().await.map_err(db(op))?;
         Ok(out)
     }
@@ -195,7 +200,7 @@ impl ScheduleDriver for PgEngine {
     async fn schedule_remove(&self, params: Checked<ScheduleNameParams>) -> Result<bool> {
         let p = params.into_inner();
         let client = self.client().await?;
-        schedule_remove_in(&*client, &self.inner.schedule_sql, &p).await
+        schedule_remove_in(&self.on(&client), &self.inner.schedule_sql, &p).await
     }
 
     async fn schedule_set_paused(
@@ -209,14 +214,16 @@ impl ScheduleDriver for PgEngine {
         let sql = &self.inner.schedule_sql;
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(db(op))?;
-        let out = schedule_set_paused_in(&tx, sql, self.now_ms_override(), &p, paused).await?;
+        let out = schedule_set_paused_in(&self.on_tx(&tx), sql, self.now_ms_override(), &p, paused)
+            .await?;
         tx.commit().await.map_err(db(op))?;
         Ok(out)
     }
 
     async fn schedule_list(&self) -> Result<Vec<ScheduleInfo>> {
         let client = self.client().await?;
-        let rows = client
+        let rows = self
+            .on(&client)
             .fetch("schedule_list", &self.inner.schedule_sql.list, &[])
             .await?;
         rows.iter().map(info).collect()
@@ -228,7 +235,8 @@ impl ScheduleDriver for PgEngine {
         let sql = &self.inner.schedule_sql;
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(db(op))?;
-        let due = tx
+        let on = self.on_tx(&tx);
+        let due = on
             .fetch(
                 op,
                 &sql.due,
@@ -252,7 +260,7 @@ impl ScheduleDriver for PgEngine {
             plans.push((s, plan));
         }
         if !plans.is_empty() {
-            let advanced: std::collections::HashSet<String> = tx
+            let advanced: std::collections::HashSet<String> = on
                 .fetch(op, &sql.advance, &[&names, &olds, &nexts, &lasts])
                 .await?
                 .iter()
@@ -269,7 +277,7 @@ impl ScheduleDriver for PgEngine {
                 .collect();
             let enqueue = enqueue_text(&self.inner.sql, true);
             let mut ids = insert_jobs(
-                &tx,
+                &on,
                 enqueue,
                 &self.inner.sql,
                 jobs,
@@ -295,10 +303,10 @@ impl ScheduleDriver for PgEngine {
             }
         }
         tx.commit().await.map_err(db(op))?;
-        let next_due = client
-            .query_one(&sql.next_due, &[&self.now_ms_override()])
-            .await
-            .map_err(db(op))?;
+        let next_due = self
+            .on(&client)
+            .row(op, &sql.next_due, &[&self.now_ms_override()])
+            .await?;
         report.next_due_ms = next_due.get(0);
         report.now_ms = next_due.get(1);
         Ok(report)

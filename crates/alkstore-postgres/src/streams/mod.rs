@@ -154,7 +154,7 @@ impl PgEngine {
             let payloads: Vec<&[u8]> = events.iter().map(|e| e.payload.as_slice()).collect();
             let now = self.now_override();
             let row = fetch_one(
-                &*client,
+                &self.on(&client),
                 "stream_publish",
                 &sql.publish_alone,
                 &[&now, &streams, &keys, &payloads],
@@ -164,7 +164,7 @@ impl PgEngine {
         } else {
             // The function's check refuses them with its reason.
             publish_in(
-                &*client,
+                &self.on(&client),
                 sql,
                 self.now_override(),
                 events,
@@ -251,7 +251,13 @@ impl StreamDriver for PgEngine {
     async fn stream_offset_commit(&self, params: Checked<StreamOffsetCommitParams>) -> Result<i64> {
         let p = params.into_inner();
         let client = self.client().await?;
-        offset_commit_in(&*client, &self.inner.stream_sql, self.now_override(), &p).await
+        offset_commit_in(
+            &self.on(&client),
+            &self.inner.stream_sql,
+            self.now_override(),
+            &p,
+        )
+        .await
     }
 
     async fn stream_offsets(

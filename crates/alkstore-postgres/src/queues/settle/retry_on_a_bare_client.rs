@@ -13,7 +13,7 @@ use alkstore_core::{
 use futures_util::future::{BoxFuture, FutureExt};
 
 use super::{retry_in, settle_all_in};
-use crate::conn::{Exec, Params, Row};
+use crate::conn::{Exec, How, On, Params, Row};
 use crate::{testing, PgEngine, PgOptions};
 
 /// The application's bare client, with `between` run once right after
@@ -32,7 +32,9 @@ impl Exec for Interleaved<'_> {
         params: &'a Params<'a>,
     ) -> BoxFuture<'a, alkstore_core::Result<Vec<Row>>> {
         async move {
-            let rows = self.client.fetch(op, text, params).await?;
+            let rows = On::app(self.client, How::Prepared)
+                .fetch(op, text, params)
+                .await?;
             if text == self.after {
                 let between = self.between.lock().expect("between").take();
                 if let Some(between) = between {
@@ -50,7 +52,12 @@ impl Exec for Interleaved<'_> {
         text: &'a str,
         params: &'a Params<'a>,
     ) -> BoxFuture<'a, alkstore_core::Result<u64>> {
-        self.client.exec(op, text, params)
+        async move {
+            On::app(self.client, How::Prepared)
+                .exec(op, text, params)
+                .await
+        }
+        .boxed()
     }
 }
 
