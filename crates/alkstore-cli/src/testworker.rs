@@ -207,6 +207,10 @@ pub(crate) struct TestGroupWorkerArgs {
     /// `group_tx` baseline).
     #[arg(long, conflicts_with = "tx_table")]
     own_tx_table: Option<String>,
+    /// Milliseconds each transactional handler sleeps inside its
+    /// transaction (so that kills land mid-work).
+    #[arg(long, default_value_t = 0)]
+    sleep_ms: u64,
 }
 
 /// A consumer-group worker for the multi-process tests: logs every handled
@@ -264,10 +268,14 @@ pub(crate) async fn run_group(db: &str, args: TestGroupWorkerArgs) -> Result<()>
         }
         (Some(table), _) => {
             let table: Arc<str> = table.into();
+            let pause = Duration::from_millis(args.sleep_ms);
             runner
                 .handler_tx(move |tx, e: GroupEvent| {
                     let (log, table) = (log.clone(), table.clone());
                     Box::pin(async move {
+                        if !pause.is_zero() {
+                            tokio::time::sleep(pause).await;
+                        }
                         let key = e.event.key.as_deref().unwrap_or("-");
                         insert_row(tx, &table, "event", e.event.offset, key).await?;
                         append(&log, &line(&e))?;
