@@ -25,7 +25,9 @@ fuzz_target!(|input: (&str, &str)| {
         match StoreUrl::parse(&url) {
             Ok(_) => {}
             Err(Error::InvalidUrl { url: shown, .. }) => {
-                if secret.len() >= 4 {
+                // (Unless the text itself holds the same characters
+                // elsewhere: then they are not the password.)
+                if secret.len() >= 4 && !text.contains(&secret) {
                     assert!(!shown.contains(&format!(":{secret}@")), "{shown}");
                 }
             }

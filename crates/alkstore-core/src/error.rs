@@ -86,6 +86,16 @@ pub enum Error {
         /// How long it waited: the store's busy timeout.
         waited: std::time::Duration,
     },
+    /// The database's disk (or its size limit) is full: nothing of the
+    /// call was written. Work already committed is intact; the same call
+    /// succeeds once space is freed.
+    #[error(
+        "the database's disk is full during {op}; nothing was written: free space, then retry"
+    )]
+    StorageFull {
+        /// The operation (for example `job_enqueue`).
+        op: &'static str,
+    },
     /// A concurrent change got in the way; nothing was written, and the same
     /// call is expected to succeed when tried again.
     #[error("conflict during {op}: {reason}; nothing was written, retry")]
@@ -179,6 +189,8 @@ pub enum ErrorKind {
     GroupMismatch,
     /// See [`Error::RolledBack`].
     RolledBack,
+    /// See [`Error::StorageFull`]: retryable once space is freed.
+    StorageFull,
 }
 
 impl ErrorKind {
@@ -200,6 +212,7 @@ impl ErrorKind {
             ErrorKind::NotHeld => "not_held",
             ErrorKind::GroupMismatch => "group_mismatch",
             ErrorKind::RolledBack => "rolled_back",
+            ErrorKind::StorageFull => "storage_full",
         }
     }
 }
@@ -223,6 +236,7 @@ impl Error {
             Error::NotHeld { .. } => ErrorKind::NotHeld,
             Error::GroupMismatch { .. } => ErrorKind::GroupMismatch,
             Error::RolledBack { .. } => ErrorKind::RolledBack,
+            Error::StorageFull { .. } => ErrorKind::StorageFull,
         }
     }
 

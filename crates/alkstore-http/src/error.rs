@@ -30,7 +30,8 @@ pub struct ErrorDetail {
     /// A stable snake_case name: `invalid_input`, `payload_too_large`,
     /// `not_found`, `unauthorized`, `forbidden`, `busy`, `conflict`,
     /// `not_held` (a claim, lease or lock is no longer the caller's),
-    /// `rolled_back`, `unavailable`, `internal`.
+    /// `rolled_back`, `storage_full` (507: the database's disk is full), `unavailable`,
+    /// `internal`.
     pub code: String,
     /// The request field at fault, when one is.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -148,6 +149,7 @@ impl From<alkstore::Error> for ApiError {
                 K::Busy | K::Conflict => (StatusCode::SERVICE_UNAVAILABLE, None),
                 K::GroupMismatch => (StatusCode::CONFLICT, None),
                 K::Closed | K::Connect => (StatusCode::SERVICE_UNAVAILABLE, None),
+                K::StorageFull => (StatusCode::INSUFFICIENT_STORAGE, None),
                 _ => (StatusCode::INTERNAL_SERVER_ERROR, None),
             },
         };

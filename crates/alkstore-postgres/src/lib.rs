@@ -452,6 +452,10 @@ pub(crate) fn db(op: &'static str) -> impl Fn(tokio_postgres::Error) -> Error {
         // The driver's own text for a server error is just "db error": say
         // what the server said, and its SQLSTATE.
         match e.as_db_error() {
+            // disk_full: the server could not extend a file.
+            Some(d) if d.code() == &tokio_postgres::error::SqlState::DISK_FULL => {
+                Error::StorageFull { op }
+            }
             Some(d) => Error::database(
                 op,
                 format!("{} (SQLSTATE {})", d.message(), d.code().code()),

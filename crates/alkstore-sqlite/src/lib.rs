@@ -341,6 +341,8 @@ pub(crate) fn db(op: &'static str) -> impl Fn(rusqlite::Error) -> Error {
                 op,
                 waited: DEFAULT_BUSY_TIMEOUT,
             }
+        } else if is_full(&e) {
+            Error::StorageFull { op }
         } else {
             Error::database(op, e)
         }
@@ -361,6 +363,11 @@ pub(crate) fn busy_waited(timeout: Duration) -> impl Fn(Error) -> Error {
 
 /// The default busy timeout (see [`SqliteOptions::busy_timeout`]).
 const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Whether the disk (or `max_page_count`) is full.
+pub(crate) fn is_full(e: &rusqlite::Error) -> bool {
+    e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull)
+}
 
 /// Whether SQLite gave up waiting for another connection's lock.
 pub(crate) fn is_busy(e: &rusqlite::Error) -> bool {

@@ -1098,3 +1098,44 @@ async fn tx_within_the_applications_own_transaction() {
     let s = e.queue_stats("q").await.expect("stats");
     assert_eq!((s.ready, s.processing), (0, 0), "acked");
 }
+
+/// A full database (here its `max_page_count`, as a full disk) is a typed
+/// `StorageFull` error, nothing of the call is written, and the same call
+/// succeeds once there is room.
+#[tokio::test]
+async fn a_full_database_is_a_storage_full_error() {
+    use alkstore_core::Transaction;
+    let dir = tempfile::tempdir().expect("tmp");
+    let e = SqliteEngine::open(SqliteOptions::new(dir.path().join("full.db"))).expect("open");
+    e.job_enqueue(vec![NewJob::new("q", b"kept".to_vec())])
+        .await
+        .expect("enqueue");
+    let big = || -> Vec<NewJob> {
+        (0..200)
+            .map(|_| NewJob::new("q", vec![b'x'; 8 * 1024]))
+            .collect()
+    };
+    let mut tx = Transaction::begin(&e).await.expect("begin");
+    let conn = tx.driver_tx().expect("open").conn();
+    let pages: i64 = conn
+        .query_row("PRAGMA page_count", [], |r| r.get(0))
+        .expect("page count");
+    conn.execute_batch(&format!("PRAGMA max_page_count = {pages}"))
+        .expect("limit");
+    let err = tx.job_enqueue(big()).await.expect_err("no room");
+    assert_eq!(err.kind(), ErrorKind::StorageFull, "{err}");
+    assert!(err.to_string().contains("disk is full"), "{err}");
+    drop(tx);
+    let stats = e.queue_stats("q").await.expect("stats");
+    assert_eq!(stats.ready, 1, "nothing of the refused call was written");
+    let mut tx = Transaction::begin(&e).await.expect("begin");
+    tx.driver_tx()
+        .expect("open")
+        .conn()
+        .execute_batch("PRAGMA max_page_count = 1073741823")
+        .expect("room");
+    tx.job_enqueue(big()).await.expect("room again");
+    tx.commit().await.expect("commit");
+    let stats = e.queue_stats("q").await.expect("stats");
+    assert_eq!(stats.ready, 201);
+}

@@ -149,6 +149,8 @@ fn run_begun(st: &mut WriterState, batch: Vec<Command>, count: &dyn Fn(bool)) ->
                     st.forget_rolled_back();
                     Some(if is_busy(&e) {
                         GroupFailure::Busy(st.busy_timeout)
+                    } else if crate::is_full(&e) {
+                        GroupFailure::Full
                     } else {
                         GroupFailure::Other(format!("commit: {e}"))
                     })

@@ -68,6 +68,8 @@ impl WriterState {
 pub(super) enum GroupFailure {
     /// Another connection held the write lock for the whole busy timeout.
     Busy(std::time::Duration),
+    /// The disk (or the size limit) is full.
+    Full,
     /// Anything else SQLite reported.
     Other(String),
     /// An earlier command of the group failed the whole group (it panicked,
@@ -82,6 +84,7 @@ impl GroupFailure {
                 op,
                 waited: *waited,
             },
+            GroupFailure::Full => Error::StorageFull { op },
             GroupFailure::Other(msg) => Error::database(op, msg.clone()),
             GroupFailure::GroupAborted(reason) => Error::Conflict {
                 op,
