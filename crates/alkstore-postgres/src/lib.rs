@@ -444,6 +444,18 @@ async fn checkout(pool: &Pool, target: &str) -> Result<deadpool_postgres::Object
 }
 
 /// Map a tokio-postgres error to [`Error::Database`] for operation `op`.
+/// Whether a server error means the session is gone (see [`db`]).
+fn is_gone(code: &tokio_postgres::error::SqlState) -> bool {
+    use tokio_postgres::error::SqlState;
+    code.code().starts_with("08")
+        || [
+            SqlState::ADMIN_SHUTDOWN,
+            SqlState::CRASH_SHUTDOWN,
+            SqlState::CANNOT_CONNECT_NOW,
+        ]
+        .contains(code)
+}
+
 pub(crate) fn db(op: &'static str) -> impl Fn(tokio_postgres::Error) -> Error {
     move |e| {
         if e.is_closed() {
@@ -452,6 +464,15 @@ pub(crate) fn db(op: &'static str) -> impl Fn(tokio_postgres::Error) -> Error {
         // The driver's own text for a server error is just "db error": say
         // what the server said, and its SQLSTATE.
         match e.as_db_error() {
+            // The server ending the session (shutdown, restart, a
+            // terminated backend, a failover) or refusing it for now: the
+            // connection is gone, as when it is closed, and a new one may
+            // work (class 08, and admin_shutdown, crash_shutdown,
+            // cannot_connect_now).
+            Some(d) if is_gone(d.code()) => Error::connect(
+                "the database",
+                format!("{} (SQLSTATE {})", d.message(), d.code().code()),
+            ),
             // disk_full: the server could not extend a file.
             Some(d) if d.code() == &tokio_postgres::error::SqlState::DISK_FULL => {
                 Error::StorageFull { op }

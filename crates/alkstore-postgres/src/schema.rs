@@ -195,8 +195,7 @@ pub async fn exists(client: &tokio_postgres::Client, schema: &str) -> Result<boo
 pub async fn bootstrap(client: &mut tokio_postgres::Client, schema: &str) -> Result<()> {
     validate_schema_name(schema)?;
     let op = "schema bootstrap";
-    let db = |e| Error::database(op, e);
-    let tx = client.transaction().await.map_err(db)?;
+    let tx = client.transaction().await.map_err(crate::db(op))?;
     // Unnamed statements (`query_typed`), which run whole through a
     // transaction-mode pooler: a pooler's server connection may still hold
     // a named one another client left behind under the same name.
@@ -205,7 +204,7 @@ pub async fn bootstrap(client: &mut tokio_postgres::Client, schema: &str) -> Res
         &[(&schema, Type::TEXT)],
     )
     .await
-    .map_err(db)?;
+    .map_err(crate::db(op))?;
     let meta = QualifiedTable::new(schema, tables::META);
     tx.batch_execute(&format!(
         "CREATE SCHEMA IF NOT EXISTS {s};
@@ -213,14 +212,14 @@ pub async fn bootstrap(client: &mut tokio_postgres::Client, schema: &str) -> Res
         s = quote_identifier(schema)
     ))
     .await
-    .map_err(db)?;
+    .map_err(crate::db(op))?;
     let found: Option<i64> = tx
         .query_typed_opt(
             &format!("SELECT value FROM {meta} WHERE key = 'schema_version'"),
             &[],
         )
         .await
-        .map_err(db)?
+        .map_err(crate::db(op))?
         .map(|r| r.get(0));
     if let Some(found) = found {
         if found > SCHEMA_VERSION {
@@ -234,14 +233,14 @@ pub async fn bootstrap(client: &mut tokio_postgres::Client, schema: &str) -> Res
             // `CREATE OR REPLACE TRIGGER` lock the job table even when they
             // change nothing, and would queue every worker behind any long
             // transaction that touched it.
-            return tx.commit().await.map_err(db);
+            return tx.commit().await.map_err(crate::db(op));
         }
     }
     let from = usize::try_from(found.unwrap_or(0)).unwrap_or(0);
     for migration in &MIGRATIONS[from..] {
         tx.batch_execute(&render(migration, schema))
             .await
-            .map_err(db)?;
+            .map_err(crate::db(op))?;
     }
     tx.query_typed(
         &format!(
@@ -251,8 +250,8 @@ pub async fn bootstrap(client: &mut tokio_postgres::Client, schema: &str) -> Res
         &[(&SCHEMA_VERSION, Type::INT8)],
     )
     .await
-    .map_err(db)?;
-    tx.commit().await.map_err(db)
+    .map_err(crate::db(op))?;
+    tx.commit().await.map_err(crate::db(op))
 }
 
 /// `text` as a SQL string literal, whatever `standard_conforming_strings`

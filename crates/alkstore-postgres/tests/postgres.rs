@@ -1302,3 +1302,56 @@ async fn a_failed_group_fails_each_of_its_calls() {
     drop(engine);
     testing::drop_schema(&url, &schema).await.expect("drop");
 }
+
+/// A session the server ends (a restart, a failover, a terminated backend)
+/// is a connection error, never a database one, and the next calls
+/// reconnect.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminated_session_is_a_connect_error_and_calls_reconnect() {
+    let url = test_db().await;
+    let app = format!("alk_term_{}", std::process::id());
+    let schema = testing::unique_schema("term");
+    let mut opts = PgOptions::new(format!("{url}?application_name={app}"), schema.clone());
+    opts.relaxed_commits = false;
+    let engine = PgEngine::open(opts).await.expect("open");
+    let one = || vec![NewJob::new("q", b"x".to_vec())];
+    let (admin, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    let driver = tokio::spawn(conn);
+    let mut seen = Vec::new();
+    for _ in 0..5 {
+        // Several sessions in use, so some are ended mid-call.
+        let calls = futures_util::future::join_all((0..4).map(|_| engine.job_enqueue(one())));
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&app];
+        let ended = admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
+            &params,
+        );
+        let (results, ended) = tokio::join!(calls, ended);
+        ended.expect("terminate");
+        seen.extend(
+            results
+                .into_iter()
+                .filter_map(|r| r.err())
+                .map(|e| e.kind()),
+        );
+        let after = engine.job_enqueue(one()).await.err().map(|e| e.kind());
+        seen.extend(after);
+    }
+    assert!(
+        seen.iter().all(|k| *k == ErrorKind::Connect),
+        "every failure a connection error: {seen:?}"
+    );
+    let mut last = engine.job_enqueue(one()).await;
+    for _ in 0..3 {
+        if last.is_ok() {
+            break;
+        }
+        last = engine.job_enqueue(one()).await;
+    }
+    last.expect("a call after the sessions ended reconnects");
+    drop(admin);
+    let _ = driver.await;
+    testing::drop_schema(&url, &schema).await.expect("drop");
+}

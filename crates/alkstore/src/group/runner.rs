@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use alkstore_core::group::{GroupEnsureParams, GroupLeaveParams, GroupRenewParams};
 use alkstore_core::{BoxError, Engine, GroupEngine, Result, Validate};
@@ -19,7 +19,7 @@ use super::coordinator::Coordinator;
 use super::fetch::fetch;
 use super::options::GroupOpts;
 use super::shared::{GroupEvent, GroupReport, Handler, Shared};
-use crate::{Store, Tx, TxFuture};
+use crate::{AnyEngine, Store, Tx, TxFuture};
 
 /// One worker of a consumer group (see the [module docs](super)).
 #[derive(Debug, Clone)]
@@ -226,7 +226,10 @@ impl GroupRunner {
         ensure.validate_params(limits)?;
         GroupRenewParams::new(self.group.clone(), &*worker, self.opts.ttl)
             .validate_params(limits)?;
-        engine.group_ensure(ensure).await?;
+        let mut shutdown = std::pin::pin!(shutdown);
+        if !join(&engine, ensure, shutdown.as_mut()).await? {
+            return Ok(GroupReport::default());
+        }
         let shared = Arc::new(Shared {
             engine: engine.clone(),
             group: self.group.clone(),
@@ -270,4 +273,30 @@ fn unique_worker_id() -> String {
         .map(|d| d.as_nanos())
         .unwrap_or(0);
     format!("w{}-{:x}", std::process::id(), nanos)
+}
+
+/// Make sure the group exists, riding out a store that cannot be reached
+/// yet (a database restarting or failing over as the worker starts), as
+/// the running worker rides out its heartbeats' errors. False when
+/// `shutdown` came first.
+async fn join(
+    engine: &AnyEngine,
+    ensure: GroupEnsureParams,
+    mut shutdown: std::pin::Pin<&mut impl Future<Output = ()>>,
+) -> Result<bool> {
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        match engine.group_ensure(ensure.clone()).await {
+            Ok(()) => return Ok(true),
+            Err(e) if e.kind() == crate::ErrorKind::Connect => {
+                tracing::warn!(error = %e, "cannot reach the store to join the group; trying again");
+                tokio::select! {
+                    () = shutdown.as_mut() => return Ok(false),
+                    () = tokio::time::sleep(backoff) => {}
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(2));
+            }
+            Err(e) => return Err(e),
+        }
+    }
 }
