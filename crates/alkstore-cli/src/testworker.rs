@@ -395,6 +395,59 @@ pub(crate) struct TestFillArgs {
     business_table: bool,
 }
 
+/// Arguments of `alk test-subscriber`.
+#[derive(Debug, Args)]
+pub(crate) struct TestSubscriberArgs {
+    /// The stream to follow.
+    #[arg(long)]
+    stream: String,
+    /// The consumer whose offset it commits (processes of one consumer
+    /// share it).
+    #[arg(long)]
+    consumer: String,
+    /// Insert `('sub', offset, key)` into this table (`kind, ref, key`)
+    /// inside the transaction that commits the consumer's offset.
+    #[arg(long)]
+    tx_table: String,
+    /// File to append `offset key` lines to.
+    #[arg(long)]
+    log: Option<std::path::PathBuf>,
+    /// Milliseconds each handler sleeps inside its transaction.
+    #[arg(long, default_value_t = 0)]
+    sleep_ms: u64,
+}
+
+/// A transactional subscriber for `scripts/chaos`: each event's business
+/// row and the consumer's offset commit together; stops gracefully on
+/// SIGTERM.
+pub(crate) async fn run_subscriber(db: &str, args: TestSubscriberArgs) -> Result<()> {
+    use alkstore::stream::Event;
+    let store = Store::open(db).await?;
+    let log = open_log(args.log.as_deref())?;
+    let table: Arc<str> = args.tx_table.into();
+    let pause = Duration::from_millis(args.sleep_ms);
+    let report = store
+        .stream(args.stream)
+        .subscribe(args.consumer)
+        .handler_tx(move |tx, e: Event| {
+            let (log, table) = (log.clone(), table.clone());
+            Box::pin(async move {
+                if !pause.is_zero() {
+                    tokio::time::sleep(pause).await;
+                }
+                let key = e.key.as_deref().unwrap_or("-");
+                insert_row(tx, &table, "sub", e.offset, key).await?;
+                append(&log, &format!("{} {key}\n", e.offset))?;
+                Ok::<(), alkstore::BoxError>(())
+            })
+        })
+        .run_until(alkstore::shutdown_signal())
+        .await
+        .map_err(|e| Error::database("subscriber", e.to_string()))?;
+    eprintln!("{report:?}");
+    Ok(())
+}
+
 /// Enqueue jobs with a short visibility timeout (so killed workers' claims
 /// come back quickly) and publish keyed events, in batches; with
 /// `--business-table`, make and print the table. For `scripts/chaos`.

@@ -1355,3 +1355,89 @@ async fn a_terminated_session_is_a_connect_error_and_calls_reconnect() {
     let _ = driver.await;
     testing::drop_schema(&url, &schema).await.expect("drop");
 }
+
+/// A subscriber rides out the store being out of reach for a while (its
+/// sessions ended by the server, new ones refused, as in a restart or a
+/// failover): it follows again from the saved offset and handles every
+/// event, instead of stopping with a connection error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_rides_out_the_store_being_out_of_reach() {
+    use alkstore_contract::alkstore::stream::{Event, SubscribeOpts};
+    use alkstore_contract::alkstore::{AnyEngine, Store};
+    use std::collections::BTreeSet;
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+    // A database of its own: it is closed to new connections for a while.
+    let db = "alkstore_test_unreachable";
+    let url = testing::ensure_database(&testing::database_url(), db)
+        .await
+        .expect("database");
+    let schema = testing::unique_schema("unreach");
+    let engine = PgEngine::open(PgOptions::new(url.clone(), schema.clone()))
+        .await
+        .expect("open");
+    let store = Store::from_engine(AnyEngine::Postgres(engine));
+    let stream = store.stream("s");
+    let events = 300;
+    for i in 0..events {
+        stream
+            .publish(None, format!("{i}").into_bytes())
+            .await
+            .expect("publish");
+    }
+    let seen = Arc::new(Mutex::new(BTreeSet::new()));
+    let seen_by_handler = seen.clone();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    // Small pages, saved often: the store is called all along.
+    let opts = SubscribeOpts {
+        batch: 10,
+        commit_every: 10,
+        ..SubscribeOpts::default()
+    };
+    let subscriber = stream
+        .subscribe("c")
+        .opts(opts)
+        .handler(move |e: Event| {
+            let seen = seen_by_handler.clone();
+            async move {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                seen.lock().expect("lock").insert(e.offset);
+                Ok::<(), std::io::Error>(())
+            }
+        })
+        .run_until(async move {
+            let _ = stopped.await;
+        });
+    let running = tokio::spawn(subscriber);
+    let (admin, conn) = tokio_postgres::connect(&testing::database_url(), tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    let driver = tokio::spawn(conn);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    admin
+        .batch_execute(&format!(
+            "ALTER DATABASE {db} ALLOW_CONNECTIONS false; \
+             SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{db}'"
+        ))
+        .await
+        .expect("close the database");
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    admin
+        .batch_execute(&format!("ALTER DATABASE {db} ALLOW_CONNECTIONS true"))
+        .await
+        .expect("open the database");
+    let all = async {
+        while seen.lock().expect("lock").len() < events {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let handled_all = tokio::time::timeout(Duration::from_secs(30), all).await;
+    let _ = stop.send(());
+    let report = running.await.expect("join");
+    let report = report.expect("the subscriber rode out the unreachable store");
+    handled_all.expect("every event handled within 30 s");
+    assert!(report.handled >= events as u64, "{report:?}");
+    drop(admin);
+    let _ = driver.await;
+    testing::drop_schema(&url, &schema).await.expect("drop");
+}

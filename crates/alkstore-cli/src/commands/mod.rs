@@ -134,6 +134,10 @@ enum Command {
     /// Stops gracefully on SIGTERM or Ctrl-C.
     #[command(name = "test-group-worker", hide = true)]
     TestGroupWorker(crate::testworker::TestGroupWorkerArgs),
+    /// A transactional stream subscriber whose handler writes a business
+    /// row per event with the consumer's offset; used by `scripts/chaos`.
+    #[command(name = "test-subscriber", hide = true)]
+    TestSubscriber(crate::testworker::TestSubscriberArgs),
     /// Enqueue jobs one at a time, printing `id call_us commit_us` per job;
     /// used by the cross-process wake benchmark.
     #[command(name = "test-enqueue-timed", hide = true)]
@@ -164,6 +168,9 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
     }
     if let Command::TestGroupWorker(args) = cli.command {
         return crate::testworker::run_group(&cli.db, args).await;
+    }
+    if let Command::TestSubscriber(args) = cli.command {
+        return crate::testworker::run_subscriber(&cli.db, args).await;
     }
     if let Command::TestEnqueueTimed(args) = cli.command {
         return crate::testworker::run_enqueue_timed(&cli.db, args).await;
@@ -306,6 +313,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         | Command::Demo(_)
         | Command::TestWorker(_)
         | Command::TestGroupWorker(_)
+        | Command::TestSubscriber(_)
         | Command::TestEnqueueTimed(_)
         | Command::TestFill(_) => Vec::new(),
     };

@@ -214,7 +214,11 @@ impl Subscriber {
     }
 
     /// Run the handler on every event until `shutdown` resolves (the
-    /// offset is then saved) or an error stops it. A subscriber without a
+    /// offset is then saved) or an error stops it. A store out of reach
+    /// for now ([`ErrorKind::Connect`](crate::ErrorKind::Connect) or
+    /// [`Busy`](crate::ErrorKind::Busy): a restart, a failover, a dropped
+    /// connection) does not stop it: it waits (100 ms, doubling to 5 s)
+    /// and follows again from the saved offset. A subscriber without a
     /// handler is refused with
     /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) before
     /// anything is read.
@@ -238,26 +242,54 @@ impl Subscriber {
         pages: &P,
         shutdown: impl Future<Output = ()>,
     ) -> Result<SubscribeReport, SubscribeError> {
-        let mut run = Run {
-            stream: &self.stream,
-            consumer: &self.consumer,
-            opts: &self.opts,
-            offset: 0,
-            saved: None,
-            unsaved: 0,
-            reread: false,
-            last_save: Instant::now(),
-            report: SubscribeReport::default(),
-        };
-        let out = run.follow(pages, shutdown).await;
-        // Save what was handled, whatever stopped the run.
-        let saved = run.save().await;
-        match (out, saved) {
-            (Err(e), _) => Err(e),
-            (Ok(()), Err(e)) => Err(e.into()),
-            (Ok(()), Ok(())) => Ok(run.report),
+        let mut shutdown = std::pin::pin!(shutdown.fuse());
+        let mut report = SubscribeReport::default();
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            let mut run = Run {
+                stream: &self.stream,
+                consumer: &self.consumer,
+                opts: &self.opts,
+                offset: 0,
+                saved: None,
+                unsaved: 0,
+                reread: false,
+                last_save: Instant::now(),
+                report: SubscribeReport::default(),
+            };
+            let out = run.follow(pages, shutdown.as_mut()).await;
+            // Save what was handled, whatever stopped the run.
+            let saved = run.save().await;
+            report.handled += run.report.handled;
+            report.committed = run.report.committed.or(report.committed);
+            match (out, saved) {
+                // The store out of reach for now (a restart, a failover, a
+                // dropped connection): wait, then follow again from the
+                // saved offset, as a worker rides out its claims' errors.
+                // Events handled since the last save run again.
+                (Err(SubscribeError::Store(e)), _) if is_transient(&e) => {
+                    tracing::warn!(error = %e, stream = %self.stream.name(), "subscriber lost the store; following again");
+                    tokio::select! {
+                        () = shutdown.as_mut() => return Ok(report),
+                        () = tokio::time::sleep(backoff) => {}
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                }
+                (Err(e), _) => return Err(e),
+                (Ok(()), Err(e)) => return Err(e.into()),
+                (Ok(()), Ok(())) => return Ok(report),
+            }
         }
     }
+}
+
+/// Store errors a subscriber rides out: the store could not be reached, or
+/// stayed locked (nothing was written either way).
+fn is_transient(e: &Error) -> bool {
+    matches!(
+        e.kind(),
+        alkstore_core::ErrorKind::Connect | alkstore_core::ErrorKind::Busy
+    )
 }
 
 /// What a subscriber does with a page of events it read: false when
