@@ -1441,3 +1441,83 @@ async fn a_subscriber_rides_out_the_store_being_out_of_reach() {
     let _ = driver.await;
     testing::drop_schema(&url, &schema).await.expect("drop");
 }
+
+/// A group worker that starts while the store is out of reach (a
+/// database restarting or failing over) joins once it is back, and
+/// handles the stream, instead of stopping on its first connection error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_worker_joins_once_the_store_is_back() {
+    use alkstore_contract::alkstore::group::GroupEvent;
+    use alkstore_contract::alkstore::{AnyEngine, Store};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+    let db = "alkstore_test_unreachable_group";
+    let url = testing::ensure_database(&testing::database_url(), db)
+        .await
+        .expect("database");
+    let schema = testing::unique_schema("unreachg");
+    let engine = PgEngine::open(PgOptions::new(url.clone(), schema.clone()))
+        .await
+        .expect("open");
+    let store = Store::from_engine(AnyEngine::Postgres(engine));
+    let events = 50;
+    for i in 0..events {
+        store
+            .stream("s")
+            .publish(Some(&format!("k{i}")), b"e".to_vec())
+            .await
+            .expect("publish");
+    }
+    let (admin, conn) = tokio_postgres::connect(&testing::database_url(), tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    let driver = tokio::spawn(conn);
+    admin
+        .batch_execute(&format!(
+            "ALTER DATABASE {db} ALLOW_CONNECTIONS false; \
+             SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{db}'"
+        ))
+        .await
+        .expect("close the database");
+    let handled = Arc::new(AtomicUsize::new(0));
+    let counted = handled.clone();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(
+        store
+            .group("g")
+            .stream("s")
+            .buckets(4)
+            .handler(move |_e: GroupEvent| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                std::future::ready(Ok::<(), std::io::Error>(()))
+            })
+            .run_until(async move {
+                let _ = stopped.await;
+            }),
+    );
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert!(
+        !running.is_finished(),
+        "the worker stopped while the store was out of reach"
+    );
+    admin
+        .batch_execute(&format!("ALTER DATABASE {db} ALLOW_CONNECTIONS true"))
+        .await
+        .expect("open the database");
+    let all = async {
+        while handled.load(Ordering::SeqCst) < events {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let handled_all = tokio::time::timeout(Duration::from_secs(30), all).await;
+    let _ = stop.send(());
+    running
+        .await
+        .expect("join")
+        .expect("the worker joined once the store was back");
+    handled_all.expect("every event handled within 30 s");
+    drop(admin);
+    let _ = driver.await;
+    testing::drop_schema(&url, &schema).await.expect("drop");
+}
