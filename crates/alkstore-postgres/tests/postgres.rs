@@ -1372,6 +1372,9 @@ async fn a_subscriber_rides_out_the_store_being_out_of_reach() {
     let url = testing::ensure_database(&testing::database_url(), db)
         .await
         .expect("database");
+    // Open, whatever an interrupted run left it as.
+    let gate = Gate::connect(db).await;
+    gate.open().await;
     let schema = testing::unique_schema("unreach");
     let engine = PgEngine::open(PgOptions::new(url.clone(), schema.clone()))
         .await
@@ -1409,23 +1412,10 @@ async fn a_subscriber_rides_out_the_store_being_out_of_reach() {
             let _ = stopped.await;
         });
     let running = tokio::spawn(subscriber);
-    let (admin, conn) = tokio_postgres::connect(&testing::database_url(), tokio_postgres::NoTls)
-        .await
-        .expect("connect");
-    let driver = tokio::spawn(conn);
     tokio::time::sleep(Duration::from_millis(100)).await;
-    admin
-        .batch_execute(&format!(
-            "ALTER DATABASE {db} ALLOW_CONNECTIONS false; \
-             SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{db}'"
-        ))
-        .await
-        .expect("close the database");
+    gate.close().await;
     tokio::time::sleep(Duration::from_millis(700)).await;
-    admin
-        .batch_execute(&format!("ALTER DATABASE {db} ALLOW_CONNECTIONS true"))
-        .await
-        .expect("open the database");
+    gate.open().await;
     let all = async {
         while seen.lock().expect("lock").len() < events {
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -1437,8 +1427,7 @@ async fn a_subscriber_rides_out_the_store_being_out_of_reach() {
     let report = report.expect("the subscriber rode out the unreachable store");
     handled_all.expect("every event handled within 30 s");
     assert!(report.handled >= events as u64, "{report:?}");
-    drop(admin);
-    let _ = driver.await;
+    gate.finish().await;
     testing::drop_schema(&url, &schema).await.expect("drop");
 }
 
@@ -1456,6 +1445,9 @@ async fn a_group_worker_joins_once_the_store_is_back() {
     let url = testing::ensure_database(&testing::database_url(), db)
         .await
         .expect("database");
+    // Open, whatever an interrupted run left it as.
+    let gate = Gate::connect(db).await;
+    gate.open().await;
     let schema = testing::unique_schema("unreachg");
     let engine = PgEngine::open(PgOptions::new(url.clone(), schema.clone()))
         .await
@@ -1469,17 +1461,7 @@ async fn a_group_worker_joins_once_the_store_is_back() {
             .await
             .expect("publish");
     }
-    let (admin, conn) = tokio_postgres::connect(&testing::database_url(), tokio_postgres::NoTls)
-        .await
-        .expect("connect");
-    let driver = tokio::spawn(conn);
-    admin
-        .batch_execute(&format!(
-            "ALTER DATABASE {db} ALLOW_CONNECTIONS false; \
-             SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{db}'"
-        ))
-        .await
-        .expect("close the database");
+    gate.close().await;
     let handled = Arc::new(AtomicUsize::new(0));
     let counted = handled.clone();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -1501,10 +1483,7 @@ async fn a_group_worker_joins_once_the_store_is_back() {
         !running.is_finished(),
         "the worker stopped while the store was out of reach"
     );
-    admin
-        .batch_execute(&format!("ALTER DATABASE {db} ALLOW_CONNECTIONS true"))
-        .await
-        .expect("open the database");
+    gate.open().await;
     let all = async {
         while handled.load(Ordering::SeqCst) < events {
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -1517,7 +1496,55 @@ async fn a_group_worker_joins_once_the_store_is_back() {
         .expect("join")
         .expect("the worker joined once the store was back");
     handled_all.expect("every event handled within 30 s");
-    drop(admin);
-    let _ = driver.await;
+    gate.finish().await;
     testing::drop_schema(&url, &schema).await.expect("drop");
+}
+
+/// Opens and closes a test database to new connections, from a connection
+/// to the server's default database.
+struct Gate {
+    db: &'static str,
+    admin: tokio_postgres::Client,
+    driver: tokio::task::JoinHandle<Result<(), tokio_postgres::Error>>,
+}
+
+impl Gate {
+    async fn connect(db: &'static str) -> Gate {
+        let (admin, conn) =
+            tokio_postgres::connect(&testing::database_url(), tokio_postgres::NoTls)
+                .await
+                .expect("connect");
+        Gate {
+            db,
+            admin,
+            driver: tokio::spawn(conn),
+        }
+    }
+
+    /// Refuse new connections and end the open ones (as a restart does).
+    async fn close(&self) {
+        let db = self.db;
+        self.admin
+            .batch_execute(&format!(
+                "ALTER DATABASE {db} ALLOW_CONNECTIONS false; \
+                 SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{db}'"
+            ))
+            .await
+            .expect("close the database");
+    }
+
+    async fn open(&self) {
+        self.admin
+            .batch_execute(&format!(
+                "ALTER DATABASE {} ALLOW_CONNECTIONS true",
+                self.db
+            ))
+            .await
+            .expect("open the database");
+    }
+
+    async fn finish(self) {
+        drop(self.admin);
+        let _ = self.driver.await;
+    }
 }
