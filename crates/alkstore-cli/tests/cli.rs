@@ -1,9 +1,12 @@
 //! The `alk` binary end to end on a temporary SQLite file (and, where the
 //! engine matters, on PostgreSQL at `DATABASE_URL`).
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+mod common;
+
+use std::process::{Command, Output};
 use std::time::Duration;
+
+use common::alk_stdin;
 
 use alkstore::{queue::QueueOpts, Store};
 use serde_json::Value;
@@ -16,27 +19,6 @@ fn alk(db: &str, args: &[&str]) -> Output {
         .env_remove("DATABASE_URL")
         .output()
         .expect("run alk")
-}
-
-/// `alk` with `input` on its stdin.
-fn alk_stdin(db: &str, args: &[&str], input: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_alk"))
-        .arg("--db")
-        .arg(db)
-        .args(args)
-        .env_remove("DATABASE_URL")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run alk");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(input)
-        .expect("write stdin");
-    child.wait_with_output().expect("alk output")
 }
 
 fn stdout(o: &Output) -> String {

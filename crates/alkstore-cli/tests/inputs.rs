@@ -5,30 +5,9 @@
 //! `--raw`) or refused with exit code 1 and a message naming the payload;
 //! never a panic, and a refused one writes nothing.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+mod common;
 
 use proptest::prelude::*;
-
-fn alk(db: &str, args: &[String], stdin: Option<&[u8]>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_alk"))
-        .arg("--db")
-        .arg(db)
-        .args(args)
-        .env_remove("DATABASE_URL")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run alk");
-    let mut input = child.stdin.take().expect("stdin");
-    if let Some(bytes) = stdin {
-        // A process that refuses early may close its stdin first.
-        let _ = input.write_all(bytes);
-    }
-    drop(input);
-    child.wait_with_output().expect("alk output")
-}
 
 /// How the payload reaches `alk`.
 #[derive(Debug, Clone)]
@@ -91,7 +70,7 @@ proptest! {
         if raw {
             args.push("--raw".into());
         }
-        let mut stdin = None;
+        let mut stdin: &[u8] = &[];
         match via {
             Via::Argument => match std::str::from_utf8(&bytes) {
                 // An argument is text without NUL (the OS's rule).
@@ -109,10 +88,11 @@ proptest! {
             Via::Stdin => {
                 args.push("--payload-file".into());
                 args.push("-".into());
-                stdin = Some(bytes.as_slice());
+                stdin = &bytes;
             }
         }
-        let out = alk(&db, &args, stdin);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = common::alk_stdin(&db, &args, stdin);
         let stderr = String::from_utf8_lossy(&out.stderr).to_string();
         prop_assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
         let is_json = serde_json::from_slice::<serde_json::Value>(&bytes).is_ok();

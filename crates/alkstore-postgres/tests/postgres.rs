@@ -1363,23 +1363,12 @@ async fn a_terminated_session_is_a_connect_error_and_calls_reconnect() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscriber_rides_out_the_store_being_out_of_reach() {
     use alkstore_contract::alkstore::stream::{Event, SubscribeOpts};
-    use alkstore_contract::alkstore::{AnyEngine, Store};
     use std::collections::BTreeSet;
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
     // A database of its own: it is closed to new connections for a while.
     let db = "alkstore_test_unreachable";
-    let url = testing::ensure_database(&testing::database_url(), db)
-        .await
-        .expect("database");
-    // Open, whatever an interrupted run left it as.
-    let gate = Gate::connect(db).await;
-    gate.open().await;
-    let schema = testing::unique_schema("unreach");
-    let engine = PgEngine::open(PgOptions::new(url.clone(), schema.clone()))
-        .await
-        .expect("open");
-    let store = Store::from_engine(AnyEngine::Postgres(engine));
+    let (gate, store) = Gate::store(db, "unreach").await;
     let stream = store.stream("s");
     let events = 300;
     for i in 0..events {
@@ -1428,7 +1417,6 @@ async fn a_subscriber_rides_out_the_store_being_out_of_reach() {
     handled_all.expect("every event handled within 30 s");
     assert!(report.handled >= events as u64, "{report:?}");
     gate.finish().await;
-    testing::drop_schema(&url, &schema).await.expect("drop");
 }
 
 /// A group worker that starts while the store is out of reach (a
@@ -1437,22 +1425,11 @@ async fn a_subscriber_rides_out_the_store_being_out_of_reach() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_group_worker_joins_once_the_store_is_back() {
     use alkstore_contract::alkstore::group::GroupEvent;
-    use alkstore_contract::alkstore::{AnyEngine, Store};
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
     use std::time::Duration;
     let db = "alkstore_test_unreachable_group";
-    let url = testing::ensure_database(&testing::database_url(), db)
-        .await
-        .expect("database");
-    // Open, whatever an interrupted run left it as.
-    let gate = Gate::connect(db).await;
-    gate.open().await;
-    let schema = testing::unique_schema("unreachg");
-    let engine = PgEngine::open(PgOptions::new(url.clone(), schema.clone()))
-        .await
-        .expect("open");
-    let store = Store::from_engine(AnyEngine::Postgres(engine));
+    let (gate, store) = Gate::store(db, "unreachg").await;
     let events = 50;
     for i in 0..events {
         store
@@ -1497,28 +1474,46 @@ async fn a_group_worker_joins_once_the_store_is_back() {
         .expect("the worker joined once the store was back");
     handled_all.expect("every event handled within 30 s");
     gate.finish().await;
-    testing::drop_schema(&url, &schema).await.expect("drop");
 }
 
 /// Opens and closes a test database to new connections, from a connection
-/// to the server's default database.
+/// to the server's default database; and the store in it, in a schema of
+/// its own.
 struct Gate {
     db: &'static str,
     admin: tokio_postgres::Client,
     driver: tokio::task::JoinHandle<Result<(), tokio_postgres::Error>>,
+    url: String,
+    schema: String,
 }
 
 impl Gate {
-    async fn connect(db: &'static str) -> Gate {
+    /// A store in database `db` (created if missing, and opened whatever
+    /// an interrupted run left it as), and the gate of `db`.
+    async fn store(
+        db: &'static str,
+        schema_prefix: &str,
+    ) -> (Gate, alkstore_contract::alkstore::Store) {
+        use alkstore_contract::alkstore::{AnyEngine, Store};
+        let url = testing::ensure_database(&testing::database_url(), db)
+            .await
+            .expect("database");
         let (admin, conn) =
             tokio_postgres::connect(&testing::database_url(), tokio_postgres::NoTls)
                 .await
                 .expect("connect");
-        Gate {
+        let gate = Gate {
             db,
             admin,
             driver: tokio::spawn(conn),
-        }
+            url,
+            schema: testing::unique_schema(schema_prefix),
+        };
+        gate.open().await;
+        let engine = PgEngine::open(PgOptions::new(gate.url.clone(), gate.schema.clone()))
+            .await
+            .expect("open");
+        (gate, Store::from_engine(AnyEngine::Postgres(engine)))
     }
 
     /// Refuse new connections and end the open ones (as a restart does).
@@ -1543,7 +1538,11 @@ impl Gate {
             .expect("open the database");
     }
 
+    /// Drop the store's schema and disconnect.
     async fn finish(self) {
+        testing::drop_schema(&self.url, &self.schema)
+            .await
+            .expect("drop");
         drop(self.admin);
         let _ = self.driver.await;
     }
