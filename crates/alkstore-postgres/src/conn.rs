@@ -145,7 +145,12 @@ pub(crate) async fn fetch_one<E: Exec + ?Sized>(
         .await?
         .into_iter()
         .next()
-        .ok_or_else(|| Error::database(op, "the statement returned no row"))
+        .ok_or_else(|| no_row(op))
+}
+
+/// A statement that always returns a row returned none.
+fn no_row(op: &'static str) -> Error {
+    Error::database(op, "the statement returned no row")
 }
 
 /// Run `text`; its first row, if any.
@@ -221,7 +226,7 @@ impl<'a> On<'a> {
             .await?
             .into_iter()
             .next()
-            .ok_or_else(|| Error::database(op, "the statement returned no row"))
+            .ok_or_else(|| no_row(op))
     }
 
     /// Run `text`; how many rows it changed.

@@ -67,14 +67,14 @@ use alkstore_core::url::mask_password;
 use alkstore_core::{Clock, EngineState, Error, Limits, Result, Wake};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 
-/// The `tokio_postgres` this engine is built with: write your own transactions
-/// (the outbox) against this one, so both sides use the same version.
 pub use alkstore_core::url::PgPooler;
 /// The `sqlx` this engine is built with (feature `sqlx`): open the
 /// application's pool and transactions with this one, for
 /// [`PgEngine::within_sqlx`].
 #[cfg(feature = "sqlx")]
 pub use sqlx;
+/// The `tokio_postgres` this engine is built with: write your own transactions
+/// (the outbox) against this one, so both sides use the same version.
 pub use tokio_postgres;
 pub use tx::PgTx;
 pub use within::Within;
