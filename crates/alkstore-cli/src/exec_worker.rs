@@ -2,7 +2,9 @@
 //! writing Rust. Each job runs `sh -c CMD` with the payload on stdin and
 //! `ALK_JOB_ID`, `ALK_JOB_ATTEMPT`, `ALK_QUEUE` in the environment: exit 0
 //! acks it; any other exit retries it (with the end of stderr as the
-//! error).
+//! error). `alk worker --group G --stream S --exec CMD` is a consumer-group
+//! member instead: the command runs per event of the buckets it holds, in
+//! order per bucket (`run_group`).
 //!
 //! Each command runs in a process group of its own, so whatever it starts
 //! is stopped with it: past `--timeout`, when its job is cancelled, and at
@@ -21,6 +23,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use alkstore::group::{GroupEvent, GroupOpts};
+use alkstore::stream::OnError;
 use alkstore::{
     prelude::QueueAdmin, Error, JobCtx, JobError, JobResult, Result, Store, Worker, WorkerOpts,
     WorkerReport,
@@ -36,8 +40,24 @@ use crate::commands::text::parse_duration;
 #[derive(Debug, Args)]
 pub(crate) struct ExecWorkerArgs {
     /// The queue to work.
-    #[arg(long)]
-    queue: String,
+    #[arg(long, required_unless_present = "group", conflicts_with = "group")]
+    queue: Option<String>,
+    /// Instead of a queue: be a member of this consumer group and run the
+    /// command per event of the member's buckets (with `--stream`).
+    #[arg(long, requires = "stream")]
+    group: Option<String>,
+    /// The stream the group reads (with `--group`).
+    #[arg(long, requires = "group")]
+    stream: Option<String>,
+    /// The group's bucket count, when this member creates the group
+    /// (default 16; every member must agree).
+    #[arg(long, requires = "group", default_value_t = 16)]
+    buckets: u32,
+    /// With `--group`: runs of a failing event before it goes to the
+    /// group's dead letters and its bucket goes on (at least 1).
+    #[arg(long, requires = "group", default_value_t = 5,
+          value_parser = clap::builder::RangedU64ValueParser::<u32>::new().range(1..=1_000_000))]
+    attempts: u32,
     /// The command to run per job (through `sh -c`), payload on stdin.
     #[arg(long)]
     exec: String,
@@ -100,7 +120,25 @@ pub(crate) async fn run(db: &str, args: ExecWorkerArgs) -> Result<()> {
         }
     }
     let store = Store::open(db).await?;
-    let queue = args.queue.clone();
+    let (stop_tx, stop) = watch::channel(false);
+    let shared = Arc::new(Shared {
+        command: args.exec.clone(),
+        timeout: args.timeout,
+        shutdown_timeout: args.shutdown_timeout,
+        verbose: args.verbose,
+        stop,
+        timed_out: AtomicU64::new(0),
+        handed_back: AtomicU64::new(0),
+    });
+    if let (Some(group), Some(stream)) = (args.group.clone(), args.stream.clone()) {
+        return run_group(store, shared, stop_tx, group, stream, &args).await;
+    }
+    let Some(queue) = args.queue.clone() else {
+        return Err(Error::invalid(
+            "--queue",
+            "give --queue, or --group with --stream",
+        ));
+    };
     eprintln!(
         "alk worker: queue {queue:?}, {} at a time, running: {}",
         args.concurrency, args.exec
@@ -110,16 +148,6 @@ pub(crate) async fn run(db: &str, args: ExecWorkerArgs) -> Result<()> {
             "alk worker: queue {queue:?} is paused: nothing is claimed until `alk queues resume {queue}`"
         );
     }
-    let (stop_tx, stop) = watch::channel(false);
-    let shared = Arc::new(Shared {
-        command: args.exec,
-        timeout: args.timeout,
-        shutdown_timeout: args.shutdown_timeout,
-        verbose: args.verbose,
-        stop,
-        timed_out: AtomicU64::new(0),
-        handed_back: AtomicU64::new(0),
-    });
     // The handlers stop their commands themselves; the runtime's own
     // deadlines are backstops past those (its timeout drops a handler, and
     // the dropped command's group is killed at once).
@@ -148,6 +176,126 @@ pub(crate) async fn run(db: &str, args: ExecWorkerArgs) -> Result<()> {
         .await?;
     eprintln!("alk worker: stopped; {}", summary(&report, &shared));
     Ok(())
+}
+
+/// Be a member of `group` on `stream` until SIGTERM or Ctrl-C, running the
+/// command once per event of the buckets held, in order within each
+/// bucket: exit 0 handles the event (checkpointed with the bucket); any
+/// other exit runs it again, up to `--attempts`, then it goes to the
+/// group's dead letters. At shutdown a command still running past
+/// `--shutdown-timeout` is stopped and its event left to the bucket's next
+/// holder.
+async fn run_group(
+    store: Store,
+    shared: Arc<Shared>,
+    stop_tx: watch::Sender<bool>,
+    group: String,
+    stream: String,
+    args: &ExecWorkerArgs,
+) -> Result<()> {
+    eprintln!(
+        "alk worker: group {group:?} on stream {stream:?}, one command at a time per bucket held, running: {}",
+        args.exec
+    );
+    let opts = GroupOpts {
+        on_error: OnError::Retry {
+            attempts: args.attempts,
+            backoff: Duration::from_millis(200),
+        },
+        // Each event's command is a process: checkpoint often, so a
+        // restart runs few of them again.
+        commit_every: 1,
+        ..GroupOpts::default()
+    };
+    let handlers = shared.clone();
+    let drain = args.shutdown_timeout;
+    let (group_env, stream_env) = (group.clone(), stream.clone());
+    let report = store
+        .group(group)
+        .stream(stream)
+        .buckets(args.buckets)
+        .opts(opts)
+        .handler(move |e: GroupEvent| {
+            let (w, group, stream) = (handlers.clone(), group_env.clone(), stream_env.clone());
+            async move { run_event(&w, &group, &stream, e).await }
+        })
+        .run_until(async move {
+            alkstore::shutdown_signal().await;
+            eprintln!(
+                "alk worker: stopping; running commands get {} to finish, then are stopped and their events left to the next member",
+                humantime::format_duration(drain)
+            );
+            let _ = stop_tx.send(true);
+        })
+        .await?;
+    eprintln!(
+        "alk worker: stopped; {} handled, {} dead-lettered, {} timed out, {} stopped at shutdown; buckets: {} claimed, {} lost, {} released",
+        report.handled,
+        report.dead_lettered,
+        shared.timed_out.load(Ordering::Relaxed),
+        shared.handed_back.load(Ordering::Relaxed),
+        report.claimed,
+        report.lost,
+        report.released,
+    );
+    Ok(())
+}
+
+/// Run one event's command: `ALK_GROUP`, `ALK_STREAM`, `ALK_BUCKET`,
+/// `ALK_EPOCH`, `ALK_EVENT_OFFSET` and (when it has one) `ALK_EVENT_KEY`
+/// in the environment, the payload on stdin.
+async fn run_event(
+    w: &Shared,
+    group: &str,
+    stream: &str,
+    e: GroupEvent,
+) -> std::result::Result<(), std::io::Error> {
+    let started = Instant::now();
+    let mut env = vec![
+        ("ALK_GROUP", group.to_string()),
+        ("ALK_STREAM", stream.to_string()),
+        ("ALK_BUCKET", e.bucket.to_string()),
+        ("ALK_EPOCH", e.epoch.to_string()),
+        ("ALK_EVENT_OFFSET", e.event.offset.to_string()),
+    ];
+    if let Some(key) = &e.event.key {
+        env.push(("ALK_EVENT_KEY", key.clone()));
+    }
+    let ended = run_command(w, &env, &e.event.payload, std::future::pending()).await;
+    let result = match ended {
+        Ended::NotStarted(err) => Err(std::io::Error::other(format!(
+            "could not start `sh -c {}`: {err}",
+            w.command
+        ))),
+        Ended::Exited(status, _) if status.success() => Ok(()),
+        Ended::Exited(status, stderr) => Err(std::io::Error::other(failure(status, &stderr))),
+        Ended::Stopped(Stop::TimedOut) => {
+            w.timed_out.fetch_add(1, Ordering::Relaxed);
+            Err(std::io::Error::other(format!(
+                "timed out after {}",
+                humantime::format_duration(w.timeout)
+            )))
+        }
+        // Never sent for an event; treated as a shutdown.
+        Ended::Stopped(Stop::Cancelled | Stop::Shutdown) => {
+            w.handed_back.fetch_add(1, Ordering::Relaxed);
+            Err(std::io::Error::other("stopped at shutdown"))
+        }
+    };
+    if w.verbose {
+        let outcome = match &result {
+            Ok(()) => "handled".to_string(),
+            Err(err) => err.to_string(),
+        };
+        eprintln!(
+            "alk worker: event {} (bucket {}, epoch {}): {outcome} in {:.1}s",
+            e.event.offset,
+            e.bucket,
+            e.epoch,
+            started.elapsed().as_secs_f64()
+        );
+    }
+    result
 }
 
 /// Every outcome of the worker's jobs: `3 completed, 1 retried, 2 dead, 1
@@ -186,7 +334,12 @@ enum Stop {
 /// Run one job's command and turn how it ended into the job's outcome.
 async fn run_one(w: Arc<Shared>, job: JobCtx<Vec<u8>>) -> JobResult {
     let started = Instant::now();
-    let ended = run_command(&w, &job).await;
+    let env = [
+        ("ALK_JOB_ID", job.id().to_string()),
+        ("ALK_JOB_ATTEMPT", job.attempt().to_string()),
+        ("ALK_QUEUE", job.job().queue.clone()),
+    ];
+    let ended = run_command(&w, &env, job.payload(), job.cancelled()).await;
     let result = match ended {
         Ended::NotStarted(e) => Err(JobError::retry(format!(
             "could not start `sh -c {}`: {e}",
@@ -249,16 +402,21 @@ fn failure(status: std::process::ExitStatus, stderr: &[u8]) -> String {
     }
 }
 
-/// Run `sh -c CMD` for `job` in a process group of its own until it exits,
-/// or stop the group (past the timeout, cancelled, or at shutdown).
-async fn run_command(w: &Shared, job: &JobCtx<Vec<u8>>) -> Ended {
+/// Run `sh -c CMD` with `env` and `payload` on stdin, in a process group
+/// of its own, until it exits; or stop the group (past the timeout, when
+/// `cancelled` resolves, or at shutdown).
+async fn run_command(
+    w: &Shared,
+    env: &[(&str, String)],
+    payload: &[u8],
+    cancelled: impl std::future::Future<Output = ()>,
+) -> Ended {
     let mut command = tokio::process::Command::new("sh");
+    command.arg("-c").arg(&w.command);
+    for (name, value) in env {
+        command.env(name, value);
+    }
     command
-        .arg("-c")
-        .arg(&w.command)
-        .env("ALK_JOB_ID", job.id().to_string())
-        .env("ALK_JOB_ATTEMPT", job.attempt().to_string())
-        .env("ALK_QUEUE", &job.job().queue)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::inherit())
         .stderr(std::process::Stdio::piped())
@@ -275,7 +433,6 @@ async fn run_command(w: &Shared, job: &JobCtx<Vec<u8>>) -> Ended {
     // stderr before reading its input would otherwise block both sides.
     let stdin = child.stdin.take();
     let stderr = child.stderr.take();
-    let payload = job.payload();
     let feed = async {
         if let Some(mut stdin) = stdin {
             // A command that does not read its input closes it early: fine.
@@ -314,7 +471,7 @@ async fn run_command(w: &Shared, job: &JobCtx<Vec<u8>>) -> Ended {
             };
         }
         () = tokio::time::sleep(w.timeout) => Stop::TimedOut,
-        () = job.cancelled() => Stop::Cancelled,
+        () = cancelled => Stop::Cancelled,
         () = async {
             if stop.wait_for(|s| *s).await.is_err() {
                 std::future::pending::<()>().await;

@@ -396,3 +396,136 @@ async fn a_paused_queue_is_named_and_zero_concurrency_refused() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--concurrency"), "{err}");
 }
+
+/// `alk worker --group G --stream S --exec CMD`: a command per event, in
+/// order per key, with the event's place in the environment; an event
+/// whose command keeps failing goes to the group's dead letters; one whose
+/// command is stopped at shutdown does not, and its bucket's checkpoint
+/// stays before it, for the next member.
+async fn group_members_run_a_command_per_event(db: String) {
+    use alkstore::group::{GroupDeadListParams, GroupStatusParams};
+    use alkstore::prelude::{GroupEngine, StreamEngine};
+    use alkstore::stream::NewEvent;
+
+    let dir = tempfile::tempdir().expect("tmp");
+    let out = dir.path().join("events.txt");
+    let started = dir.path().join("slow-started");
+    let store = Store::open(&db).await.expect("open");
+    let mut events: Vec<NewEvent> = (1..=6)
+        .map(|i| {
+            NewEvent::new("orders", format!("{{\"n\":{i}}}").into_bytes())
+                .key(format!("k{}", i % 2))
+        })
+        .collect();
+    events.push(NewEvent::new("orders", b"\"bad\"".to_vec()).key("bad"));
+    events.push(NewEvent::new("orders", b"\"slow\"".to_vec()).key("slow"));
+    let offsets = store
+        .engine()
+        .stream_publish(events)
+        .await
+        .expect("publish");
+    let (bad, slow) = (offsets[6], offsets[7]);
+    let script = format!(
+        "p=$(cat); case \"$p\" in *bad*) echo \"bad event $ALK_EVENT_OFFSET\" >&2; exit 3;; \
+         *slow*) touch {started}; sleep 30;; esac; \
+         echo \"$ALK_GROUP $ALK_STREAM $ALK_EVENT_OFFSET $ALK_EVENT_KEY $ALK_BUCKET $ALK_EPOCH\" >> {out}",
+        started = started.display(),
+        out = out.display()
+    );
+    let (worker, text) = spawn_worker(
+        &db,
+        &[
+            "--group",
+            "g",
+            "--stream",
+            "orders",
+            "--buckets",
+            "4",
+            "--attempts",
+            "1",
+            "--shutdown-timeout",
+            "1s",
+            "--exec",
+            &script,
+        ],
+    );
+    wait_until(
+        "six events handled, one dead, the slow one running",
+        async || {
+            let lines = std::fs::read_to_string(&out)
+                .unwrap_or_default()
+                .lines()
+                .count();
+            let dead = store
+                .engine()
+                .group_dead_list(GroupDeadListParams::new("g", 0, 10))
+                .await
+                .map(|d| d.len())
+                .unwrap_or(0);
+            lines == 6 && dead == 1 && started.exists()
+        },
+    )
+    .await;
+    let said = stop_worker(worker, &text);
+    assert!(said.contains("1 stopped at shutdown"), "{said}");
+
+    let ran = std::fs::read_to_string(&out).expect("events ran");
+    let mut per_key: std::collections::BTreeMap<String, Vec<i64>> = Default::default();
+    for line in ran.lines() {
+        let f: Vec<&str> = line.split(' ').collect();
+        assert_eq!(f.len(), 6, "{line}");
+        assert_eq!((f[0], f[1]), ("g", "orders"), "{line}");
+        let offset: i64 = f[2].parse().expect("offset");
+        let bucket: u32 = f[4].parse().expect("bucket");
+        assert_eq!(
+            bucket,
+            alkstore::group::bucket_of(f[3].as_bytes(), 4),
+            "{line}"
+        );
+        assert!(f[5].parse::<i64>().expect("epoch") >= 1, "{line}");
+        per_key.entry(f[3].to_string()).or_default().push(offset);
+    }
+    assert_eq!(per_key["k1"], vec![offsets[0], offsets[2], offsets[4]]);
+    assert_eq!(per_key["k0"], vec![offsets[1], offsets[3], offsets[5]]);
+
+    let dead = store
+        .engine()
+        .group_dead_list(GroupDeadListParams::new("g", 0, 10))
+        .await
+        .expect("dead");
+    assert_eq!(dead.len(), 1, "only the failing event is dead: {dead:?}");
+    assert_eq!(dead[0].offset, bad);
+    assert!(dead[0].error.contains("bad event"), "{:?}", dead[0].error);
+    let status = store
+        .engine()
+        .group_status(GroupStatusParams::without_lag("g"))
+        .await
+        .expect("status");
+    let slow_bucket = alkstore::group::bucket_of(b"slow", 4);
+    let checkpoint = status.buckets[slow_bucket as usize].checkpoint;
+    assert!(
+        checkpoint < slow,
+        "the stopped event is left for the next member: {checkpoint} < {slow}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_group_members_run_a_command_per_event() {
+    let dir = tempfile::tempdir().expect("tmp");
+    group_members_run_a_command_per_event(format!(
+        "sqlite://{}",
+        dir.path().join("g.db").display()
+    ))
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_group_members_run_a_command_per_event() {
+    use alkstore_postgres::testing;
+    let url = testing::ensure_database(&testing::database_url(), "alkstore_test")
+        .await
+        .expect("postgres");
+    let schema = testing::unique_schema("execmember");
+    group_members_run_a_command_per_event(format!("{url}?schema={schema}")).await;
+    testing::drop_schema(&url, &schema).await.expect("drop");
+}

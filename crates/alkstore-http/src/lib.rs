@@ -17,6 +17,7 @@
 //! names are answered. Changes requested by another site's page are refused.
 
 pub mod atomic;
+pub mod channels;
 mod dashboard;
 mod document;
 mod error;
@@ -24,9 +25,12 @@ mod extract;
 pub mod groups;
 mod guard;
 pub mod locks;
+pub mod members;
 mod metrics_route;
 mod payload;
 pub mod queues;
+pub mod rates;
+pub mod results;
 pub mod schedules;
 pub mod streams;
 mod wait;
@@ -156,9 +160,13 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(queues::routes())
         .merge(streams::routes())
         .merge(groups::routes())
+        .merge(members::routes())
         .merge(schedules::routes())
         .merge(locks::routes())
         .merge(atomic::routes())
+        .merge(results::routes())
+        .merge(rates::routes())
+        .merge(channels::routes())
 }
 
 /// The OpenAPI document of every API route, generated from the routes

@@ -143,7 +143,7 @@ async fn list_locks(State(app): State<AppState>) -> ApiResult<Json<LockList>> {
 ///
 /// Take the lock for `ttl_ms` if it is free or lapsed; the grant's fencing
 /// token grows on every change of holder.
-#[utoipa::path(post, path = "/api/v1/locks/{name}/acquire", tag = "locks",
+#[utoipa::path(post, path = "/api/v1/locks/{name}/acquire", tag = "locks", operation_id = "acquire_lock",
     params(("name" = String, Path, description = "Lock name")),
     request_body = AcquireRequest,
     responses((status = 200, description = "Granted, or held by another", body = GrantView),
@@ -169,7 +169,7 @@ async fn acquire(
 ///
 /// Extend the holder's lease by `ttl_ms`; `held: false` when it is no longer
 /// the holder.
-#[utoipa::path(post, path = "/api/v1/locks/{name}/renew", tag = "locks",
+#[utoipa::path(post, path = "/api/v1/locks/{name}/renew", tag = "locks", operation_id = "renew_lock",
     params(("name" = String, Path, description = "Lock name")),
     request_body = RenewRequest,
     responses((status = 200, description = "Renewed, or no longer held", body = GrantView),
@@ -201,7 +201,7 @@ async fn renew(
 /// Release a lock.
 ///
 /// Free the lock if the caller still holds it under the token.
-#[utoipa::path(post, path = "/api/v1/locks/{name}/release", tag = "locks",
+#[utoipa::path(post, path = "/api/v1/locks/{name}/release", tag = "locks", operation_id = "release_lock",
     params(("name" = String, Path, description = "Lock name")),
     request_body = ReleaseRequest,
     responses((status = 200, description = "Released, or no longer held", body = ReleasedView),

@@ -118,6 +118,13 @@ enum Command {
     /// dead-lettered or handed back. On stopping, the worker says how many
     /// jobs completed, were retried, died, timed out (each also counted as
     /// retried or dead) and were handed back.
+    ///
+    /// With --group G --stream S instead of --queue, the worker is a member
+    /// of consumer group G: the command runs per event of the buckets it
+    /// holds (one at a time per bucket, in order; ALK_GROUP, ALK_STREAM,
+    /// ALK_BUCKET, ALK_EPOCH, ALK_EVENT_OFFSET, ALK_EVENT_KEY set), exit 0
+    /// checkpoints the event, and one that keeps failing goes to the
+    /// group's dead letters after --attempts runs.
     Worker(crate::exec_worker::ExecWorkerArgs),
     /// Serve the HTTP API (any language can enqueue, claim, ack, publish,
     /// read), `/openapi.json` and Prometheus `/metrics`.

@@ -22,13 +22,16 @@ use super::views::{
     ThroughputView,
 };
 use super::wire::{
-    claim_of, AckBatchRequest, AckBatchResponse, CancelResponse, Changed, ClaimRef, ClaimRequest,
-    ClaimedJob, ClaimedJobs, Count, DeadSelectRequest, Done, EnqueueBatchRequest, EnqueueRequest,
-    EnqueuedJob, EnqueuedJobs, FailRequest, HeartbeatResponse, JobId, RetryRequest, RetryResponse,
+    claim_of, AckBatchRequest, AckBatchResponse, AckRequest, CancelResponse, Changed, ClaimRef,
+    ClaimRequest, ClaimedJob, ClaimedJobs, Count, DeadSelectRequest, Done, EnqueueBatchRequest,
+    EnqueueRequest, EnqueuedJob, EnqueuedJobs, FailRequest, HeartbeatResponse, JobId, RetryRequest,
+    RetryResponse,
 };
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::payload::encode;
 use crate::AppState;
+use alkstore_core::results::ResultSaveParams;
 
 /// List every queue with its counts.
 ///
@@ -253,19 +256,33 @@ pub(super) async fn get_job(
 /// Ack a job: it is done.
 ///
 /// Finish the claimed job: it is deleted, or kept as `completed` when its
-/// queue keeps completed jobs. `done: false` when the claim was no longer
-/// held.
+/// queue keeps completed jobs. With `result`, the result is saved first
+/// (kept a day, read with `GET /api/v1/jobs/{id}/result`). `done: false`
+/// when the claim was no longer held (nothing is saved then).
 #[utoipa::path(post, path = "/api/v1/jobs/{id}/ack", tag = "jobs",
     params(("id" = i64, Path, description = "Job id")),
-    request_body = ClaimRef,
+    request_body = AckRequest,
     responses((status = 200, description = "Acked, or not held", body = Done),
         (status = 400, description = "Bad input", body = ErrorBody)))]
 pub(super) async fn ack(
     State(app): State<AppState>,
     ApiPath(JobId(id)): ApiPath<JobId>,
-    ApiJson(c): ApiJson<ClaimRef>,
+    ApiJson(req): ApiJson<AckRequest>,
 ) -> ApiResult<Json<Done>> {
-    let done = app.store.engine().job_ack(vec![c.claim(id)]).await?;
+    let engine = app.store.engine();
+    let claim = claim_of(id, req.worker, req.token);
+    if let Some(result) = &req.result {
+        // Saved before the ack, as the Rust worker saves a handler's return
+        // value, so whoever sees the job done finds its result; and only
+        // while the claim is held, so a worker whose claim lapsed never
+        // replaces the result of the attempt that took the job over.
+        let value = encode(result).map_err(|e| e.with_field("result"))?;
+        if engine.job_heartbeat(claim.clone()).await?.is_none() {
+            return Ok(Json(Done { done: false }));
+        }
+        engine.result_save(ResultSaveParams::new(id, value)).await?;
+    }
+    let done = engine.job_ack(vec![claim]).await?;
     Ok(Json(Done {
         done: done.first().copied().unwrap_or(false),
     }))
@@ -360,7 +377,7 @@ pub(super) async fn heartbeat(
 ///
 /// Give the claimed job back to the queue at once without using an attempt (a
 /// worker shutting down).
-#[utoipa::path(post, path = "/api/v1/jobs/{id}/release", tag = "jobs",
+#[utoipa::path(post, path = "/api/v1/jobs/{id}/release", tag = "jobs", operation_id = "release_job",
     params(("id" = i64, Path, description = "Job id")),
     request_body = ClaimRef,
     responses((status = 200, description = "Handed back without using an attempt, or not held", body = Done),
@@ -399,7 +416,7 @@ pub(super) async fn cancel(
 ///
 /// Nothing is claimed from the queue until it is resumed; enqueues still
 /// land.
-#[utoipa::path(post, path = "/api/v1/queues/{queue}/pause", tag = "queues",
+#[utoipa::path(post, path = "/api/v1/queues/{queue}/pause", tag = "queues", operation_id = "pause_queue",
     params(("queue" = String, Path, description = "Queue name")),
     responses((status = 200, description = "Paused (nothing is claimed from it)", body = Changed),
         (status = 400, description = "Bad input", body = ErrorBody)))]
@@ -414,7 +431,7 @@ pub(super) async fn pause(
 /// Resume a paused queue.
 ///
 /// Claims take the queue's jobs again.
-#[utoipa::path(post, path = "/api/v1/queues/{queue}/resume", tag = "queues",
+#[utoipa::path(post, path = "/api/v1/queues/{queue}/resume", tag = "queues", operation_id = "resume_queue",
     params(("queue" = String, Path, description = "Queue name")),
     responses((status = 200, description = "Resumed", body = Changed),
         (status = 400, description = "Bad input", body = ErrorBody)))]

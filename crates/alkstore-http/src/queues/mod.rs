@@ -21,10 +21,12 @@ pub use views::{
     AttemptErrorView, DeadPageQuery, JobPage, JobView, PageQuery, QueueList, QueueTotalsView,
     QueueView, ThroughputBucketView, ThroughputQuery, ThroughputView,
 };
+pub(crate) use wire::JobId;
 pub use wire::{
-    AckBatchRequest, AckBatchResponse, CancelResponse, Changed, ClaimItem, ClaimRef, ClaimRequest,
-    ClaimedJob, ClaimedJobs, Count, DeadSelectRequest, Done, EnqueueBatchRequest, EnqueueRequest,
-    EnqueuedJob, EnqueuedJobs, FailRequest, HeartbeatResponse, RetryRequest, RetryResponse,
+    AckBatchRequest, AckBatchResponse, AckRequest, CancelResponse, Changed, ClaimItem, ClaimRef,
+    ClaimRequest, ClaimedJob, ClaimedJobs, Count, DeadSelectRequest, Done, EnqueueBatchRequest,
+    EnqueueRequest, EnqueuedJob, EnqueuedJobs, FailRequest, HeartbeatResponse, RetryRequest,
+    RetryResponse,
 };
 
 pub(crate) fn routes() -> OpenApiRouter<AppState> {

@@ -204,6 +204,21 @@ impl ClaimRef {
     }
 }
 
+/// The claim to ack, and what the job produced.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AckRequest {
+    /// The worker named in the claim.
+    #[schema(min_length = 1, max_length = 200, pattern = "^[^\\u0000]+$")]
+    pub worker: String,
+    /// The claim's token.
+    pub token: i64,
+    /// The job's result, any JSON: saved (kept a day) before the ack, for
+    /// `GET /api/v1/jobs/{id}/result`. A later attempt's result replaces it.
+    #[serde(default)]
+    pub result: Option<serde_json::Value>,
+}
+
 /// One claim of a batch ack.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

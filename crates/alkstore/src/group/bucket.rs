@@ -486,6 +486,13 @@ impl BucketHandler<'_> {
             };
             tracing::warn!(group = %s.group, bucket = self.bucket, offset = event.offset, run, error = %error, "group handler failed");
             if run >= attempts {
+                // A run that failed as the bucket was being given up (a
+                // shutdown that stopped it, a lapsing lease) is not the
+                // event's fault: the next holder runs it again instead of
+                // it going to the dead letters.
+                if self.stopping(stop) {
+                    return Ran::Stopped;
+                }
                 return Ran::Failed(error.to_string(), run);
             }
             tokio::select! {

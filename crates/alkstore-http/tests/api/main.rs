@@ -1,5 +1,6 @@
 //! The HTTP API on both engines, through the router in-process (no socket):
-//! every route, its bad input, and the guard.
+//! every route, its bad input, and the guard (`any_language`: results,
+//! rate limits, notify/listen and group membership, for other languages).
 
 use std::time::{Duration, Instant};
 
@@ -13,6 +14,9 @@ use axum::Router;
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use tower::ServiceExt;
+
+mod any_language;
+use any_language::*;
 
 /// A router over a fresh store, and how to drop that store.
 struct Api {
@@ -1566,6 +1570,10 @@ on_both_engines!(
     atomic_with_a_lost_lock_or_lease_is_refused_and_writes_nothing(ServeOptions::default()),
     atomic_requests_are_capped(ServeOptions::default()),
     offset_commits_with_expected_are_compare_and_set(ServeOptions::default()),
+    job_results_are_saved_by_the_ack_and_waited_for(ServeOptions::default()),
+    rate_limits_admit_up_to_their_limit(ServeOptions::default()),
+    notifications_reach_an_event_stream_listener(ServeOptions::default()),
+    group_members_over_http_share_buckets_and_are_fenced(ServeOptions::default()),
 );
 
 /// Every operation of the OpenAPI document has a summary and a description.
@@ -1607,7 +1615,7 @@ fn the_documented_max_attempts_default_is_the_real_one() {
 
 #[test]
 fn the_committed_openapi_document_matches_the_routes() {
-    let committed = include_str!("../openapi.json");
+    let committed = include_str!("../../openapi.json");
     let generated = alkstore_http::openapi_json();
     assert!(
         committed.trim() == generated.trim(),
@@ -1622,6 +1630,10 @@ fn the_committed_openapi_document_matches_the_routes() {
         "/api/v1/schedules/{name}",
         "/api/v1/locks/{name}/acquire",
         "/api/v1/atomic",
+        "/api/v1/jobs/{id}/result",
+        "/api/v1/rates/{name}/acquire",
+        "/api/v1/channels/{channel}/listen",
+        "/api/v1/groups/{group}/members/{member}/claim",
     ] {
         assert!(doc["paths"].get(path).is_some(), "{path} documented");
     }
