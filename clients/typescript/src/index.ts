@@ -1,0 +1,14 @@
+// @alkstore/client: a client for alkstore's HTTP API (`alk serve`).
+//
+// `Client` has one method per operation of the API (generated from its
+// OpenAPI document, named after each operationId) plus `listen`, `result`,
+// `notify` and `rate_acquire`; `Worker`/`work` run a job loop, `GroupMember`
+// a consumer-group member.
+
+export * from "./generated.js";
+export { ApiError, Client, Listener } from "./client.js";
+export type { ClientOptions, Notification } from "./client.js";
+export { Fail, Worker, work } from "./worker.js";
+export type { JobHandler, WorkerCounts, WorkerOptions } from "./worker.js";
+export { GroupMember } from "./group.js";
+export type { EventHandler, GroupMemberOptions } from "./group.js";
