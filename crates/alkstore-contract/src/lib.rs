@@ -57,8 +57,9 @@ use std::task::Poll;
 
 use alkstore_core::stream::NewEvent;
 use alkstore_core::{
-    GroupEngine, LockEngine, ManualClock, NewJob, NotifyEngine, QueueAdmin, QueueEngine,
-    RateEngine, Result, ResultEngine, ScheduleEngine, StreamEngine, Transaction, TxDriver,
+    GroupEngine, LockEngine, ManualClock, NewJob, NotifyEngine, ProcessEngine, QueueAdmin,
+    QueueEngine, RateEngine, Result, ResultEngine, ScheduleEngine, StreamEngine, Transaction,
+    TxDriver,
 };
 
 /// The facade the `runtime` rows drive, re-exported so an engine's
@@ -70,6 +71,7 @@ pub mod groups;
 pub mod locks;
 mod model;
 pub mod open;
+pub mod processes;
 pub mod queues;
 pub mod rates;
 pub mod results;
@@ -90,6 +92,7 @@ pub trait Harness: Send + Sync + Sized + 'static {
         + ResultEngine
         + ScheduleEngine
         + NotifyEngine
+        + ProcessEngine
         + TxDriver
         + Clone;
 
@@ -281,6 +284,7 @@ macro_rules! __areas {
         $crate::__groups!($then, $args);
         $crate::__locks!($then, $args);
         $crate::__open!($then, $args);
+        $crate::__processes!($then, $args);
         $crate::__rates!($then, $args);
         $crate::__results!($then, $args);
         $crate::__schedules!($then, $args);

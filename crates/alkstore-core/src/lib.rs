@@ -14,6 +14,8 @@
 //! - [`schedule`]: schedules (`@every`, cron) that enqueue a job at each
 //!   boundary, exactly once however many schedulers run.
 //! - [`lock`]: named, TTL-bounded locks with fencing tokens.
+//! - [`process`]: the registry of running workers, subscribers, group
+//!   members and schedulers, kept by their heartbeats.
 //! - [`rate`]: rate limits: fixed windows counted in the store, shared by
 //!   every process.
 //! - [`results`]: job results, kept for a TTL, that others read or wait
@@ -41,6 +43,7 @@ pub mod group;
 pub mod lock;
 pub mod notify;
 mod pause;
+pub mod process;
 pub mod queue;
 pub mod rate;
 pub mod results;
@@ -60,6 +63,7 @@ pub use group::{GroupDriver, GroupEngine};
 pub use lock::{LockDriver, LockEngine};
 pub use notify::{NotifyDriver, NotifyEngine};
 pub use pause::PauseState;
+pub use process::{ProcessDriver, ProcessEngine};
 pub use queue::{
     backoff_delay_s, AttemptError, CancelOutcome, Claim, DeadListParams, DeadSelect, EnqueueOpts,
     Enqueued, EnqueuedClaimed, Job, JobClaimParams, JobEnqueueClaimedParams, JobInfo,
@@ -80,8 +84,8 @@ pub use validate::Limits;
 /// methods are called.
 pub mod prelude {
     pub use crate::{
-        Engine, GroupEngine, LockEngine, NotifyEngine, QueueAdmin, QueueEngine, RateEngine,
-        ResultEngine, ScheduleEngine, StreamEngine,
+        Engine, GroupEngine, LockEngine, NotifyEngine, ProcessEngine, QueueAdmin, QueueEngine,
+        RateEngine, ResultEngine, ScheduleEngine, StreamEngine,
     };
 }
 pub use wake::{Offer, Taker, Takers, Wake, WakeHub};

@@ -43,6 +43,7 @@ mod listen;
 mod locks;
 mod notify;
 mod outbox;
+mod processes;
 mod queues;
 mod rates;
 mod results;
@@ -179,6 +180,7 @@ struct Inner {
     stream_sql: streams::sql::StreamSql,
     group_sql: groups::sql::GroupSql,
     lock_sql: locks::LockSql,
+    process_sql: processes::ProcessSql,
     schedule_sql: schedules::ScheduleSql,
     rate_sql: String,
     result_sql: results::ResultSql,
@@ -311,6 +313,7 @@ impl PgEngine {
                 stream_sql: streams::sql::StreamSql::new(&opts.schema),
                 group_sql: groups::sql::GroupSql::new(&opts.schema),
                 lock_sql: locks::LockSql::new(&opts.schema),
+                process_sql: processes::ProcessSql::new(&opts.schema),
                 schedule_sql: schedules::ScheduleSql::new(&opts.schema),
                 rate_sql: rates::acquire_sql(&opts.schema),
                 result_sql: results::ResultSql::new(&opts.schema),

@@ -45,6 +45,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/010_queue_throughput.sql"),
     include_str!("../migrations/011_inline_notify.sql"),
     include_str!("../migrations/012_announce_after_commit.sql"),
+    include_str!("../migrations/013_processes.sql"),
 ];
 
 /// The schema version this build writes and understands.
@@ -136,6 +137,8 @@ pub mod tables {
     pub const JOB_RESULT: &str = "job_result";
     /// Jobs finished per queue, in buckets of time.
     pub const QUEUE_THROUGHPUT: &str = "queue_throughput";
+    /// Running processes, kept by their heartbeats.
+    pub const PROCESS: &str = "process";
 }
 
 /// The LISTEN/NOTIFY channel of a schema's queues (`alkstore_{schema}`).
@@ -299,6 +302,7 @@ fn render(sql: &str, schema: &str) -> String {
             "rate_limit" => QualifiedTable::new(schema, tables::RATE_LIMIT).to_string(),
             "job_result" => QualifiedTable::new(schema, tables::JOB_RESULT).to_string(),
             "queue_throughput" => QualifiedTable::new(schema, tables::QUEUE_THROUGHPUT).to_string(),
+            "process" => QualifiedTable::new(schema, tables::PROCESS).to_string(),
             "schema" => quote_identifier(schema),
             "schema_literal" => quote_literal(schema),
             _ => match token.strip_prefix("index:") {

@@ -74,6 +74,7 @@ mod groups;
 mod locks;
 mod notify;
 mod outbox;
+mod processes;
 mod queues;
 mod rates;
 mod results;

@@ -10,6 +10,10 @@ use alkstore_core::lock::{
     LockRenewParams, LockRenewed,
 };
 use alkstore_core::notify::{Notification, NotifyDriver, NotifyParams, NotifyPollParams};
+use alkstore_core::process::{
+    ProcessBeatParams, ProcessDriver, ProcessInfo, ProcessOrder, ProcessOrderParams,
+    ProcessRemoveParams,
+};
 use alkstore_core::queue::{
     DeadCountParams, DeadPurgeParams, DeadRequeueParams, EnqueuedClaimed, JobAckParams,
     JobCancelParams, JobCancelRequestsParams, JobEnqueueClaimedParams, JobEnqueueParams,
@@ -186,6 +190,13 @@ forward!(GroupDriver {
     fn group_dead_take(p: Checked<GroupDeadTakeParams>) -> Vec<GroupDead>;
     fn group_dead_resolve(p: Checked<GroupDeadResolveParams>) -> ();
     fn group_counts(p: Checked<GroupStatusParams>) -> Vec<BucketCount>;
+});
+
+forward!(ProcessDriver {
+    fn process_beat(p: Checked<ProcessBeatParams>) -> ProcessOrder;
+    fn process_order(p: Checked<ProcessOrderParams>) -> bool;
+    fn process_remove(p: Checked<ProcessRemoveParams>) -> bool;
+    fn process_list() -> Vec<ProcessInfo>;
 });
 
 forward!(LockDriver {

@@ -79,6 +79,7 @@ pub mod design;
 pub mod group;
 pub mod lock;
 pub mod notify;
+pub mod process;
 pub mod queue;
 pub mod rate;
 pub mod results;

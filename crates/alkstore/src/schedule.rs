@@ -230,6 +230,19 @@ impl Scheduler {
         mut on_fire: impl FnMut(&Fired),
     ) -> Result<SchedulerReport> {
         let mut report = SchedulerReport::default();
+        let registration = {
+            use crate::process::{ProcessBeatParams, Registration, PROCESS_HEARTBEAT, PROCESS_TTL};
+            let id = crate::worker::default_worker_id();
+            let mut p = ProcessBeatParams::new(id, "scheduler", PROCESS_TTL);
+            p.concurrency = 1;
+            Registration::start(
+                self.engine.clone(),
+                p,
+                PROCESS_HEARTBEAT,
+                std::sync::Arc::new(|| 0),
+            )
+        };
+        let shutdown = registration.or_ordered(shutdown);
         tokio::pin!(shutdown);
         let params = ScheduleFireParams::new(self.opts.batch);
         loop {
@@ -265,17 +278,22 @@ impl Scheduler {
                         wait.min(self.opts.poll)
                     }
                 }
-                Err(alkstore_core::Error::Closed) => return Err(alkstore_core::Error::Closed),
+                Err(alkstore_core::Error::Closed) => {
+                    registration.end().await;
+                    return Err(alkstore_core::Error::Closed);
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "firing schedules failed; retrying");
                     Duration::from_secs(1).min(self.opts.poll)
                 }
             };
             tokio::select! {
-                () = &mut shutdown => return Ok(report),
+                () = &mut shutdown => break,
                 () = tokio::time::sleep(wait) => {}
             }
         }
+        registration.end().await;
+        Ok(report)
     }
 }
 

@@ -193,6 +193,19 @@ impl Store {
         crate::notify::Channel::new(self.engine().clone(), name.into())
     }
 
+    /// Every registered process (workers, subscribers, group members,
+    /// schedulers), alive or recently dead (see [`crate::process`]).
+    pub async fn processes(&self) -> Result<Vec<crate::process::ProcessInfo>> {
+        use alkstore_core::ProcessEngine;
+        self.engine().process_list().await
+    }
+
+    /// A handle to the registered process `id`, to send it an order (see
+    /// [`crate::process`]).
+    pub fn process(&self, id: impl Into<String>) -> crate::process::Process {
+        crate::process::Process::new(self.engine().clone(), id.into())
+    }
+
     /// A handle to the named lock (see [`crate::lock`]).
     pub fn lock(&self, name: impl Into<String>) -> crate::lock::Lock {
         crate::lock::Lock::new(self.engine().clone(), name.into())

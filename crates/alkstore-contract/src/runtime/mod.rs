@@ -19,6 +19,7 @@ pub mod handoff;
 pub mod heartbeats;
 pub mod listeners;
 pub mod locks;
+pub mod registry;
 pub mod results;
 pub mod schedules;
 pub mod shutdown;
@@ -41,6 +42,7 @@ macro_rules! __runtime {
             $crate::__runtime_heartbeats!($then, $args);
             $crate::__runtime_listeners!($then, $args);
             $crate::__runtime_locks!($then, $args);
+            $crate::__runtime_registry!($then, $args);
             $crate::__runtime_results!($then, $args);
             $crate::__runtime_schedules!($then, $args);
             $crate::__runtime_shutdown!($then, $args);

@@ -18,7 +18,7 @@ use tokio::sync::{watch, Notify};
 use super::coordinator::Coordinator;
 use super::fetch::fetch;
 use super::options::GroupOpts;
-use super::shared::{GroupEvent, GroupReport, Handler, Shared};
+use super::shared::{lock, GroupEvent, GroupReport, Handler, Shared};
 use crate::{AnyEngine, Store, Tx, TxFuture};
 
 /// One worker of a consumer group (see the [module docs](super)).
@@ -250,7 +250,23 @@ impl GroupRunner {
             last_live: 0,
             settle_until: Instant::now() + self.opts.heartbeat,
         };
-        let out = coordinator.run(shutdown).await;
+        let registration = {
+            use crate::process::{ProcessBeatParams, Registration, PROCESS_HEARTBEAT};
+            // As often as the member's own heartbeat (10 ms..=5 s).
+            let every = self
+                .opts
+                .heartbeat
+                .clamp(std::time::Duration::from_millis(10), PROCESS_HEARTBEAT);
+            let mut p = ProcessBeatParams::new(&*worker, "group", every * 3);
+            p.roles = vec![format!("{}/{}", self.group, self.stream)];
+            p.concurrency = self.buckets;
+            let holding = coordinator.shared.clone();
+            let held = move || u32::try_from(lock(&holding.fetch).len()).unwrap_or(u32::MAX);
+            Registration::start(engine.clone(), p, every, Arc::new(held))
+        };
+        // An operator's quiet or stop order ends the member's run as its
+        // shutdown does: its buckets go to the others.
+        let out = coordinator.run(registration.or_ordered(shutdown)).await;
         // Whatever stopped the run: stop fetching, stop the bucket handlers
         // (they checkpoint), then give every bucket back at once.
         fetch_stop.send_replace(true);
@@ -259,6 +275,7 @@ impl GroupRunner {
         let left = engine
             .group_leave(GroupLeaveParams::new(self.group.clone(), &*worker))
             .await;
+        registration.end().await;
         out?;
         left?;
         Ok(coordinator.report)

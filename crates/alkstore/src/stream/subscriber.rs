@@ -226,15 +226,33 @@ impl Subscriber {
         self,
         shutdown: impl Future<Output = ()>,
     ) -> Result<SubscribeReport, SubscribeError> {
-        match self.handler.clone() {
-            Some(EventHandler::Plain(f)) => self.follow(&Plain(&*f), shutdown).await,
-            Some(EventHandler::Tx(f)) => self.follow(&InTx(&*f), shutdown).await,
-            None => Err(Error::invalid(
+        let Some(handler) = self.handler.clone() else {
+            return Err(Error::invalid(
                 "subscriber",
                 "no handler: give one with handler or handler_tx before run_until",
             )
-            .into()),
-        }
+            .into());
+        };
+        let registration = {
+            use crate::process::{ProcessBeatParams, Registration, PROCESS_HEARTBEAT, PROCESS_TTL};
+            let id = crate::worker::default_worker_id();
+            let mut p = ProcessBeatParams::new(id, "subscriber", PROCESS_TTL);
+            p.roles = vec![format!("{}/{}", self.stream.name(), self.consumer)];
+            p.concurrency = 1;
+            Registration::start(
+                self.stream.store.engine().clone(),
+                p,
+                PROCESS_HEARTBEAT,
+                Arc::new(|| 0),
+            )
+        };
+        let shutdown = registration.or_ordered(shutdown);
+        let out = match handler {
+            EventHandler::Plain(f) => self.follow(&Plain(&*f), shutdown).await,
+            EventHandler::Tx(f) => self.follow(&InTx(&*f), shutdown).await,
+        };
+        registration.end().await;
+        out
     }
 
     async fn follow<P: Pages>(

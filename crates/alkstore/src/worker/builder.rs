@@ -79,23 +79,11 @@ impl std::fmt::Debug for Worker {
     }
 }
 
-/// This machine's host name: the kernel's (or `/etc/hostname`), else
-/// `$HOSTNAME`, else `host`.
-fn host_name() -> String {
-    ["/proc/sys/kernel/hostname", "/etc/hostname"]
-        .iter()
-        .filter_map(|p| std::fs::read_to_string(p).ok())
-        .map(|s| s.trim().to_string())
-        .find(|s| !s.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok().filter(|s| !s.is_empty()))
-        .unwrap_or_else(|| "host".into())
-}
-
 /// `host-pid-nanos`: the host name, the process id, and the wall clock's
 /// nanoseconds within the current second (in hex), to tell apart workers
 /// started by one process.
 pub(crate) fn default_worker_id() -> String {
-    let host = host_name();
+    let host = alkstore_core::process::host_name();
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
@@ -406,6 +394,11 @@ impl Worker {
         {
             return bad("sweep_interval must be at least 10 ms");
         }
+        if o.process_heartbeat < Duration::from_millis(10)
+            || o.process_heartbeat > Duration::from_secs(1_200)
+        {
+            return bad("process_heartbeat must be 10 ms..=20 min");
+        }
         if self.queues.iter().any(|q| q.concurrency > MAX_CONCURRENCY) {
             return bad("concurrency must be at most 1,000,000 per queue");
         }
@@ -448,6 +441,27 @@ impl Worker {
             counters.clone(),
         );
         let (stop_tx, stop_rx) = watch::channel(false);
+        let registration = {
+            use crate::process::{ProcessBeatParams, Registration, MAX_PROCESS_ROLES};
+            let every = self.opts.process_heartbeat;
+            let mut p = ProcessBeatParams::new(self.id.clone(), "worker", every * 3);
+            p.roles = self
+                .queues
+                .iter()
+                .take(MAX_PROCESS_ROLES)
+                .map(|q| q.name.clone())
+                .collect();
+            let slots: usize = self.queues.iter().map(|q| q.concurrency).sum();
+            p.concurrency = u32::try_from(slots).unwrap_or(u32::MAX);
+            let counting = counters.clone();
+            Registration::start(
+                engine.clone(),
+                p,
+                every,
+                Arc::new(move || counting.running_now()),
+            )
+        };
+        let orders = registration.orders();
         let mut loops = JoinSet::new();
         for spec in self.queues {
             let ctx = LoopCtx {
@@ -466,7 +480,23 @@ impl Worker {
             .sweep_interval
             .map(|every| tokio::spawn(sweep_loop(engine.clone(), every)));
         let _sweeper_guard = sweeper.as_ref().map(|t| AbortOnDrop(t.abort_handle()));
-        shutdown.await;
+        // An operator's quiet order drains the worker (nothing new is
+        // claimed, running jobs finish) and it idles, registered, until
+        // shut down; a stop order shuts it down.
+        let mut shutdown = std::pin::pin!(shutdown);
+        tokio::select! {
+            () = &mut shutdown => {}
+            () = crate::process::quiet_ordered(orders.clone()) => {
+                tracing::info!(worker = %self.id, "told to go quiet: claiming nothing new");
+                let _ = stop_tx.send(true);
+                tokio::select! {
+                    () = &mut shutdown => {}
+                    () = crate::process::stop_ordered(orders) => {
+                        tracing::info!(worker = %self.id, "told to stop");
+                    }
+                }
+            }
+        }
         let _ = stop_tx.send(true);
         while loops.join_next().await.is_some() {}
         // A handler that ignores cancellation still holds an ack sender;
@@ -482,6 +512,7 @@ impl Worker {
                 "acks still pending at shutdown; those jobs return when their claims expire"
             );
         }
+        registration.end().await;
         Ok(WorkerReport {
             claimed: counters.claimed.load(Ordering::Relaxed),
             claims: counters.claims.load(Ordering::Relaxed),

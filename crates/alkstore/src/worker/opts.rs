@@ -28,6 +28,10 @@ pub struct WorkerOpts {
     /// and kept completed jobs past retention (default 60 s; `None` leaves it
     /// to someone else).
     pub sweep_interval: Option<Duration>,
+    /// How often the worker beats in the store's process registry, where
+    /// it also reads an operator's quiet or stop order (default 5 s;
+    /// 10 ms..=20 min). Three missed beats and it is shown as dead.
+    pub process_heartbeat: Duration,
 }
 
 impl Default for WorkerOpts {
@@ -39,6 +43,7 @@ impl Default for WorkerOpts {
             ack_batch: 1_000,
             claimers: 2,
             sweep_interval: Some(Duration::from_secs(60)),
+            process_heartbeat: crate::process::PROCESS_HEARTBEAT,
         }
     }
 }

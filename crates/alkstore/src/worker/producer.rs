@@ -60,6 +60,9 @@ pub(crate) async fn queue_loop(ctx: LoopCtx, spec: QueueSpec) {
         spec,
         ctx: ctx.clone(),
     });
+    if let Ok(mut maps) = ctx.counters.running.lock() {
+        maps.push(shared.running.clone());
+    }
     let heartbeats = tokio::spawn(heartbeat_sweeper(
         ctx.engine.clone(),
         ctx.worker.clone(),

@@ -30,6 +30,20 @@ pub(crate) struct Counters {
     pub(crate) released: AtomicU64,
     pub(crate) snoozed: AtomicU64,
     pub(crate) cancelled: AtomicU64,
+    /// Each queue's running jobs, for the process registry's count.
+    pub(crate) running: std::sync::Mutex<Vec<super::inflight::Running>>,
+}
+
+impl Counters {
+    /// Jobs running now, over every queue.
+    pub(crate) fn running_now(&self) -> u32 {
+        let maps = self.running.lock().map(|m| m.clone()).unwrap_or_default();
+        let n: usize = maps
+            .iter()
+            .map(|r| r.lock().map(|r| r.len()).unwrap_or(0))
+            .sum();
+        u32::try_from(n).unwrap_or(u32::MAX)
+    }
 }
 
 /// Counters shared with the worker report.
