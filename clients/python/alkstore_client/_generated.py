@@ -508,6 +508,55 @@ class GeneratedClient:
         """
         return self._request("POST", f"/api/v1/locks/{_seg(name)}/renew", body=_pick({"owner": owner, "token": token, "ttl_ms": ttl_ms}, {}))
 
+    def list_processes(self):
+        """List the running processes.
+
+        Every worker, group member, subscriber and scheduler registered in the
+        store: host, pid, version, what it works, slots, what it runs now, its
+        last heartbeat, whether it is alive (dead ones are listed for an hour)
+        and any order left for it.
+
+        `GET /api/v1/processes`
+
+        Returns:
+            ProcessList (200: Every registered process)
+        """
+        return self._request("GET", "/api/v1/processes")
+
+    def quiet_process(self, id):
+        """Quiet a process.
+
+        Ask the process to claim nothing new: a worker finishes the jobs it
+        runs and idles until stopped; a group member, subscriber or scheduler
+        stops. Acted on at its next heartbeat (within seconds).
+
+        `POST /api/v1/processes/{id}/quiet`
+
+        Args:
+            id: Process id
+
+        Returns:
+            Done (200: Ordered)
+        """
+        return self._request("POST", f"/api/v1/processes/{_seg(id)}/quiet")
+
+    def stop_process(self, id):
+        """Stop a process.
+
+        Ask the process to shut down gracefully, as at SIGTERM (running jobs
+        get its shutdown timeout, then go back to their queue). Acted on at its
+        next heartbeat.
+
+        `POST /api/v1/processes/{id}/stop`
+
+        Args:
+            id: Process id
+
+        Returns:
+            Done (200: Ordered)
+        """
+        return self._request("POST", f"/api/v1/processes/{_seg(id)}/stop")
+
     def list_queues(self):
         """List every queue with its counts.
 
@@ -943,4 +992,4 @@ class GeneratedClient:
 
 # Operations answering with a text/event-stream, written by hand in client.py:
 STREAMING = ('listen_channel',)
-OPERATIONS = ('atomic', 'notify_channel', 'list_groups', 'group_status', 'group_dead_list', 'group_dead_purge', 'group_dead_requeue', 'join_group', 'leave_group', 'member_checkpoint', 'member_claim', 'member_heartbeat', 'ack_batch', 'get_job', 'ack', 'cancel', 'fail', 'heartbeat', 'release_job', 'get_result', 'retry', 'list_locks', 'acquire_lock', 'release_lock', 'renew_lock', 'list_queues', 'queue_stats', 'claim', 'dead_list', 'dead_purge', 'dead_requeue', 'list_jobs', 'enqueue', 'enqueue_batch', 'pause_queue', 'resume_queue', 'acquire_rate', 'list_schedules', 'set_schedule', 'remove_schedule', 'pause_schedule', 'resume_schedule', 'list_streams', 'stream_info', 'offset_get', 'offset_commit', 'read', 'publish', 'throughput')
+OPERATIONS = ('atomic', 'notify_channel', 'list_groups', 'group_status', 'group_dead_list', 'group_dead_purge', 'group_dead_requeue', 'join_group', 'leave_group', 'member_checkpoint', 'member_claim', 'member_heartbeat', 'ack_batch', 'get_job', 'ack', 'cancel', 'fail', 'heartbeat', 'release_job', 'get_result', 'retry', 'list_locks', 'acquire_lock', 'release_lock', 'renew_lock', 'list_processes', 'quiet_process', 'stop_process', 'list_queues', 'queue_stats', 'claim', 'dead_list', 'dead_purge', 'dead_requeue', 'list_jobs', 'enqueue', 'enqueue_batch', 'pause_queue', 'resume_queue', 'acquire_rate', 'list_schedules', 'set_schedule', 'remove_schedule', 'pause_schedule', 'resume_schedule', 'list_streams', 'stream_info', 'offset_get', 'offset_commit', 'read', 'publish', 'throughput')

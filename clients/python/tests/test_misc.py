@@ -21,7 +21,9 @@ class RatesAndChannels(unittest.TestCase):
         self.assertTrue(self.c.rate_acquire(name("rate"), limit=1, per_ms=60000)["admitted"])
         with self.assertRaises(ApiError) as cm:
             self.c.rate_acquire(r, limit=0, per_ms=1000)
-        self.assertEqual((cm.exception.status, cm.exception.code), (400, "invalid_input"))
+        self.assertEqual(
+            (cm.exception.status, cm.exception.code, cm.exception.field), (400, "invalid_input", "limit")
+        )
 
     def test_notify_reaches_a_listener(self):
         ch = name("channel")

@@ -389,6 +389,48 @@ export class GeneratedClient {
         return this.request("POST", `/api/v1/locks/${seg(name)}/renew`, undefined, args, options);
     }
     /**
+     * List the running processes.
+     *
+     * Every worker, group member, subscriber and scheduler registered in the
+     * store: host, pid, version, what it works, slots, what it runs now, its
+     * last heartbeat, whether it is alive (dead ones are listed for an hour)
+     * and any order left for it.
+     *
+     * `GET /api/v1/processes`
+     * @returns ProcessList (200: Every registered process)
+     */
+    async list_processes(options) {
+        return this.request("GET", `/api/v1/processes`, undefined, undefined, options);
+    }
+    /**
+     * Quiet a process.
+     *
+     * Ask the process to claim nothing new: a worker finishes the jobs it
+     * runs and idles until stopped; a group member, subscriber or scheduler
+     * stops. Acted on at its next heartbeat (within seconds).
+     *
+     * `POST /api/v1/processes/{id}/quiet`
+     * @param id Process id
+     * @returns Done (200: Ordered)
+     */
+    async quiet_process(id, options) {
+        return this.request("POST", `/api/v1/processes/${seg(id)}/quiet`, undefined, undefined, options);
+    }
+    /**
+     * Stop a process.
+     *
+     * Ask the process to shut down gracefully, as at SIGTERM (running jobs
+     * get its shutdown timeout, then go back to their queue). Acted on at its
+     * next heartbeat.
+     *
+     * `POST /api/v1/processes/{id}/stop`
+     * @param id Process id
+     * @returns Done (200: Ordered)
+     */
+    async stop_process(id, options) {
+        return this.request("POST", `/api/v1/processes/${seg(id)}/stop`, undefined, undefined, options);
+    }
+    /**
      * List every queue with its counts.
      *
      * Every queue that has live, dead or kept completed jobs, or finished jobs

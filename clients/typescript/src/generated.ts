@@ -417,7 +417,9 @@ export interface ErrorDetail {
    * A stable snake_case name: `invalid_input`, `payload_too_large`,
    * `not_found`, `unauthorized`, `forbidden`, `busy`, `conflict`,
    * `not_held` (a claim, lease or lock is no longer the caller's),
-   * `rolled_back`, `storage_full` (507: the database's disk is full), `unavailable`,
+   * `group_mismatch` (409: a consumer group exists with another stream
+   * or bucket count), `method_not_allowed`, `rolled_back`,
+   * `storage_full` (507: the database's disk is full), `unavailable`,
    * `internal`.
    */
   code: string;
@@ -842,6 +844,45 @@ export interface OffsetCommitOp {
 export interface OffsetView {
   /** The last offset it handled (null: it never committed). */
   offset?: number | null;
+}
+
+/** Every registered process. */
+export interface ProcessList {
+  /** By kind, then id. */
+  processes: Array<ProcessView>;
+}
+
+/** A registered process. */
+export interface ProcessView {
+  /** Beat within its expiry; dead processes are listed for an hour. */
+  alive: boolean;
+  /** How many things it may run at once: handler slots, or buckets. */
+  concurrency: number;
+  /** When it is taken for dead without another heartbeat (unix ms). */
+  expires_at_ms: number;
+  /** Its last heartbeat (unix ms). */
+  heartbeat_at_ms: number;
+  /** Its host. */
+  host: string;
+  /** Its id (unique per process run). */
+  id: string;
+  /** `worker`, `group`, `subscriber` or `scheduler`. */
+  kind: string;
+  /** What an operator asked: `run`, `quiet` or `stop`. */
+  order: string;
+  /** Its process id on the host. */
+  pid: number;
+  /**
+   * What it works: queues (worker), `group/stream` (group member),
+   * `stream/consumer` (subscriber).
+   */
+  roles: Array<string>;
+  /** How many it ran at its last heartbeat: jobs, or buckets held. */
+  running: number;
+  /** When it started (unix ms). */
+  started_at_ms: number;
+  /** The version it runs. */
+  version: string;
 }
 
 /** One event to publish. */
@@ -1658,6 +1699,51 @@ export abstract class GeneratedClient {
    */
   async renew_lock(name: string, args: RenewRequest, options?: CallOptions): Promise<GrantView> {
     return this.request("POST", `/api/v1/locks/${seg(name)}/renew`, undefined, args, options);
+  }
+
+  /**
+   * List the running processes.
+   *
+   * Every worker, group member, subscriber and scheduler registered in the
+   * store: host, pid, version, what it works, slots, what it runs now, its
+   * last heartbeat, whether it is alive (dead ones are listed for an hour)
+   * and any order left for it.
+   *
+   * `GET /api/v1/processes`
+   * @returns ProcessList (200: Every registered process)
+   */
+  async list_processes(options?: CallOptions): Promise<ProcessList> {
+    return this.request("GET", `/api/v1/processes`, undefined, undefined, options);
+  }
+
+  /**
+   * Quiet a process.
+   *
+   * Ask the process to claim nothing new: a worker finishes the jobs it
+   * runs and idles until stopped; a group member, subscriber or scheduler
+   * stops. Acted on at its next heartbeat (within seconds).
+   *
+   * `POST /api/v1/processes/{id}/quiet`
+   * @param id Process id
+   * @returns Done (200: Ordered)
+   */
+  async quiet_process(id: string, options?: CallOptions): Promise<Done> {
+    return this.request("POST", `/api/v1/processes/${seg(id)}/quiet`, undefined, undefined, options);
+  }
+
+  /**
+   * Stop a process.
+   *
+   * Ask the process to shut down gracefully, as at SIGTERM (running jobs
+   * get its shutdown timeout, then go back to their queue). Acted on at its
+   * next heartbeat.
+   *
+   * `POST /api/v1/processes/{id}/stop`
+   * @param id Process id
+   * @returns Done (200: Ordered)
+   */
+  async stop_process(id: string, options?: CallOptions): Promise<Done> {
+    return this.request("POST", `/api/v1/processes/${seg(id)}/stop`, undefined, undefined, options);
   }
 
   /**

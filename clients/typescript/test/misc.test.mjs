@@ -13,7 +13,7 @@ test("rate_acquire admits `limit`, then refuses", T, async () => {
   assert.ok(answers.every((a) => a.reset_at_ms === answers[0].reset_at_ms), JSON.stringify(answers));
   assert.equal((await c.rate_acquire(name("rate"), 1, 60_000)).admitted, true);
   const e = await apiError(c.rate_acquire(r, 0, 1000));
-  assert.deepEqual([e.status, e.code], [400, "invalid_input"]);
+  assert.deepEqual([e.status, e.code, e.field], [400, "invalid_input", "limit"]);
 });
 
 test("notify reaches a listener", T, async () => {

@@ -529,3 +529,52 @@ async fn postgres_group_members_run_a_command_per_event() {
     group_members_run_a_command_per_event(format!("{url}?schema={schema}")).await;
     testing::drop_schema(&url, &schema).await.expect("drop");
 }
+
+/// `alk processes`: a running `alk worker` is listed (kind, queue, pid),
+/// `alk processes stop` makes it shut down at its next heartbeat, and its
+/// row is gone after; an unknown id is an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn alk_processes_lists_and_stops_a_worker() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = format!("sqlite://{}", dir.path().join("p.db").display());
+    let alk = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_alk"))
+            .args(["--db", &db])
+            .args(args)
+            .env_remove("DATABASE_URL")
+            .output()
+            .expect("run alk")
+    };
+    let listed = || -> Vec<serde_json::Value> {
+        let out = alk(&["--json", "processes", "list"]);
+        serde_json::from_slice(&out.stdout).unwrap_or_default()
+    };
+    let (mut worker, text) = spawn_worker(&db, &["--queue", "mail", "--exec", "true"]);
+    let pid = worker.id();
+    wait_until("the worker is registered", async || !listed().is_empty()).await;
+    let p = listed().remove(0);
+    assert_eq!(p["kind"], "worker", "{p}");
+    assert_eq!(p["roles"], serde_json::json!(["mail"]), "{p}");
+    assert_eq!(p["pid"], serde_json::json!(pid), "{p}");
+    assert_eq!(p["alive"], serde_json::json!(true), "{p}");
+    let id = p["id"].as_str().expect("id").to_string();
+
+    let out = alk(&["processes", "stop", &id]);
+    assert!(out.status.success(), "{out:?}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while worker.try_wait().expect("wait").is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "the worker did not stop: {}",
+            said(&text)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(listed().is_empty(), "removed at exit");
+    let out = alk(&["processes", "stop", "nobody"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not found"),
+        "{out:?}"
+    );
+}

@@ -30,7 +30,9 @@ pub struct ErrorDetail {
     /// A stable snake_case name: `invalid_input`, `payload_too_large`,
     /// `not_found`, `unauthorized`, `forbidden`, `busy`, `conflict`,
     /// `not_held` (a claim, lease or lock is no longer the caller's),
-    /// `rolled_back`, `storage_full` (507: the database's disk is full), `unavailable`,
+    /// `group_mismatch` (409: a consumer group exists with another stream
+    /// or bucket count), `method_not_allowed`, `rolled_back`,
+    /// `storage_full` (507: the database's disk is full), `unavailable`,
     /// `internal`.
     pub code: String,
     /// The request field at fault, when one is.

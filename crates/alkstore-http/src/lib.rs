@@ -28,6 +28,7 @@ pub mod locks;
 pub mod members;
 mod metrics_route;
 mod payload;
+pub mod processes;
 pub mod queues;
 pub mod rates;
 pub mod results;
@@ -165,6 +166,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(locks::routes())
         .merge(atomic::routes())
         .merge(results::routes())
+        .merge(processes::routes())
         .merge(rates::routes())
         .merge(channels::routes())
 }
@@ -222,6 +224,14 @@ pub fn router(store: Store, opts: ServeOptions) -> Router {
             error::ApiError::not_found(
                 "path",
                 "no such route; the API is described at /openapi.json",
+            )
+        })
+        .method_not_allowed_fallback(|| async {
+            error::ApiError::new(
+                axum::http::StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                Some("method"),
+                "this route does not take that method; the API is described at /openapi.json",
             )
         })
         .with_state(state)

@@ -332,7 +332,13 @@ async fn join_group(
         },
     };
     let ensure = GroupEnsureParams::new(group.clone(), req.stream.clone(), buckets);
-    engine.group_ensure(ensure).await?;
+    engine
+        .group_ensure(ensure)
+        .await
+        .map_err(|e| match e.kind() {
+            alkstore::ErrorKind::GroupMismatch => ApiError::from(e).with_field("stream"),
+            _ => ApiError::from(e),
+        })?;
     let beat = heartbeat(&app, &group, &member, ttl).await?;
     Ok(Json(beat.membership(group, req.stream, member, ttl)))
 }

@@ -2,7 +2,8 @@
 //! oldest ready age, dead letters, jobs finished per queue by every worker,
 //! stream lag per consumer, group bucket ownership, lag and epoch — the
 //! epoch grows on every change of owner, so lease failovers show as its
-//! increase) set through the `metrics` facade, then rendered with
+//! increase; registered processes by kind and what they run) set through
+//! the `metrics` facade, then rendered with
 //! everything else this process recorded (its workers' job counters and
 //! histograms) in Prometheus text format.
 
@@ -91,7 +92,38 @@ async fn record_store_gauges(app: &AppState) -> alkstore::Result<()> {
             .set(f64::from(g.live_workers));
         metrics::gauge!("alkstore_group_dead", "group" => g.group.clone()).set(g.dead as f64);
     }
+    record_process_gauges(&app.store.processes().await?);
     Ok(())
+}
+
+/// Processes by kind (alive or dead within the hour), and the jobs or
+/// buckets the live ones hold and may hold. Every built-in kind is set,
+/// to 0 when none runs, so a gauge falls when the last one stops.
+fn record_process_gauges(processes: &[alkstore::process::ProcessInfo]) {
+    use std::collections::BTreeMap;
+    let mut by_kind: BTreeMap<&str, [u64; 4]> = ["worker", "group", "subscriber", "scheduler"]
+        .into_iter()
+        .map(|k| (k, [0; 4]))
+        .collect();
+    for p in processes {
+        let n = by_kind.entry(p.kind.as_str()).or_default();
+        if p.alive {
+            n[0] += 1;
+            n[2] += u64::from(p.running);
+            n[3] += u64::from(p.concurrency);
+        } else {
+            n[1] += 1;
+        }
+    }
+    for (kind, [alive, dead, running, slots]) in by_kind {
+        let kind = kind.to_string();
+        metrics::gauge!("alkstore_processes", "kind" => kind.clone(), "state" => "alive")
+            .set(alive as f64);
+        metrics::gauge!("alkstore_processes", "kind" => kind.clone(), "state" => "dead")
+            .set(dead as f64);
+        metrics::gauge!("alkstore_process_running", "kind" => kind.clone()).set(running as f64);
+        metrics::gauge!("alkstore_process_slots", "kind" => kind).set(slots as f64);
+    }
 }
 
 /// The `# HELP` line of every family this process may render: the store's
@@ -148,6 +180,18 @@ fn describe() {
     describe_gauge!(
         "alkstore_group_dead",
         "Dead letters of a consumer group (events its handler gave up on)"
+    );
+    describe_gauge!(
+        "alkstore_processes",
+        "Registered processes by kind (worker, group, subscriber, scheduler) and state (alive, or dead within the hour)"
+    );
+    describe_gauge!(
+        "alkstore_process_running",
+        "What live processes of a kind run now: jobs (workers), buckets held (group members)"
+    );
+    describe_gauge!(
+        "alkstore_process_slots",
+        "What live processes of a kind may run at once: handler slots (workers), bucket counts (group members)"
     );
     describe_histogram!(
         "alkstore_handler_duration_seconds",

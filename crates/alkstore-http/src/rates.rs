@@ -17,6 +17,9 @@ use crate::AppState;
 /// The most admissions per window a request may name.
 const MAX_LIMIT: u32 = 1_000_000_000;
 
+/// The longest window, in ms: the store's (a day).
+const MAX_WINDOW_MS: u64 = 86_400_000;
+
 pub(crate) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(acquire_rate))
 }
@@ -59,10 +62,17 @@ async fn acquire_rate(
     ApiPath(name): ApiPath<String>,
     ApiJson(req): ApiJson<RateAcquireRequest>,
 ) -> ApiResult<Json<RateDecisionView>> {
-    if req.limit > MAX_LIMIT {
+    // Checked here to name the request's fields (the store names its own).
+    if !(1..=MAX_LIMIT).contains(&req.limit) {
         return Err(ApiError::invalid(
             "limit",
             format!("must be 1 to {MAX_LIMIT}"),
+        ));
+    }
+    if !(1..=MAX_WINDOW_MS).contains(&req.per_ms) {
+        return Err(ApiError::invalid(
+            "per_ms",
+            format!("must be 1 to {MAX_WINDOW_MS} (a day)"),
         ));
     }
     let d = app

@@ -127,7 +127,7 @@ async fn metrics_show_depth_lag_ownership_and_the_runtimes_counters() {
         .expect("fail");
 
     let app = router(
-        store,
+        store.clone(),
         ServeOptions {
             prometheus: Some(handle),
             ..ServeOptions::default()
@@ -181,6 +181,23 @@ async fn metrics_show_depth_lag_ownership_and_the_runtimes_counters() {
         Some(0.0),
         "{text}"
     );
+    // Registered processes by kind: one live worker running 3 of 8 slots.
+    let mut beat = alkstore::process::ProcessBeatParams::new(
+        "w-metrics",
+        "worker",
+        std::time::Duration::from_secs(30),
+    );
+    (beat.running, beat.concurrency) = (3, 8);
+    e.process_beat(beat).await.expect("beat");
+    let (_, text) = scrape(&app).await;
+    for (series, want) in [
+        ("alkstore_processes{kind=\"worker\",state=\"alive\"}", 1.0),
+        ("alkstore_processes{kind=\"group\",state=\"alive\"}", 0.0),
+        ("alkstore_process_running{kind=\"worker\"}", 3.0),
+        ("alkstore_process_slots{kind=\"worker\"}", 8.0),
+    ] {
+        assert_eq!(sample(&text, series), Some(want), "{series}: {text}");
+    }
     // The store's gauges, the runtime's and the engine calls' series alike.
     assert_every_family_has_help(&text);
 }

@@ -7,6 +7,7 @@ mod groups;
 mod job;
 mod locks;
 pub(crate) mod output;
+mod processes;
 mod queues;
 mod schedules;
 mod streams;
@@ -85,6 +86,10 @@ enum Command {
     /// Named locks: who holds each, its fencing token and expiry.
     #[command(subcommand)]
     Locks(locks::LocksCommand),
+    /// Running workers, group members, subscribers and schedulers: list,
+    /// and quiet or stop one.
+    #[command(subcommand)]
+    Processes(processes::ProcessesCommand),
     /// Queues: pause and resume claims.
     #[command(subcommand)]
     Queues(queues::QueuesCommand),
@@ -274,6 +279,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         Command::Streams(cmd) => streams::run(&store, cmd, as_json).await?.into_bytes(),
         Command::Groups(cmd) => groups::run(&store, cmd, as_json).await?.into_bytes(),
         Command::Locks(cmd) => locks::run(&store, cmd, as_json).await?.into_bytes(),
+        Command::Processes(cmd) => processes::run(&store, cmd, as_json).await?.into_bytes(),
         Command::Queues(cmd) => queues::run(&store, cmd, as_json).await?.into_bytes(),
         Command::Schedules(cmd) => schedules::run(&store, cmd, as_json).await?.into_bytes(),
         Command::Stats { queue } => {

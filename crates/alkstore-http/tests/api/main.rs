@@ -1574,6 +1574,7 @@ on_both_engines!(
     rate_limits_admit_up_to_their_limit(ServeOptions::default()),
     notifications_reach_an_event_stream_listener(ServeOptions::default()),
     group_members_over_http_share_buckets_and_are_fenced(ServeOptions::default()),
+    processes_are_listed_and_take_orders(ServeOptions::default()),
 );
 
 /// Every operation of the OpenAPI document has a summary and a description.
