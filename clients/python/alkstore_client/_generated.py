@@ -864,6 +864,19 @@ class GeneratedClient:
         """
         return self._request("POST", f"/api/v1/schedules/{_seg(name)}/resume")
 
+    def store_info(self):
+        """Describe the store.
+
+        The engine, where the store is (its URL, password masked) and its
+        schema: which store the dashboard shows.
+
+        `GET /api/v1/store`
+
+        Returns:
+            StoreInfo (200: The store this server serves)
+        """
+        return self._request("GET", "/api/v1/store")
+
     def list_streams(self):
         """List every stream.
 
@@ -992,4 +1005,4 @@ class GeneratedClient:
 
 # Operations answering with a text/event-stream, written by hand in client.py:
 STREAMING = ('listen_channel',)
-OPERATIONS = ('atomic', 'notify_channel', 'list_groups', 'group_status', 'group_dead_list', 'group_dead_purge', 'group_dead_requeue', 'join_group', 'leave_group', 'member_checkpoint', 'member_claim', 'member_heartbeat', 'ack_batch', 'get_job', 'ack', 'cancel', 'fail', 'heartbeat', 'release_job', 'get_result', 'retry', 'list_locks', 'acquire_lock', 'release_lock', 'renew_lock', 'list_processes', 'quiet_process', 'stop_process', 'list_queues', 'queue_stats', 'claim', 'dead_list', 'dead_purge', 'dead_requeue', 'list_jobs', 'enqueue', 'enqueue_batch', 'pause_queue', 'resume_queue', 'acquire_rate', 'list_schedules', 'set_schedule', 'remove_schedule', 'pause_schedule', 'resume_schedule', 'list_streams', 'stream_info', 'offset_get', 'offset_commit', 'read', 'publish', 'throughput')
+OPERATIONS = ('atomic', 'notify_channel', 'list_groups', 'group_status', 'group_dead_list', 'group_dead_purge', 'group_dead_requeue', 'join_group', 'leave_group', 'member_checkpoint', 'member_claim', 'member_heartbeat', 'ack_batch', 'get_job', 'ack', 'cancel', 'fail', 'heartbeat', 'release_job', 'get_result', 'retry', 'list_locks', 'acquire_lock', 'release_lock', 'renew_lock', 'list_processes', 'quiet_process', 'stop_process', 'list_queues', 'queue_stats', 'claim', 'dead_list', 'dead_purge', 'dead_requeue', 'list_jobs', 'enqueue', 'enqueue_batch', 'pause_queue', 'resume_queue', 'acquire_rate', 'list_schedules', 'set_schedule', 'remove_schedule', 'pause_schedule', 'resume_schedule', 'store_info', 'list_streams', 'stream_info', 'offset_get', 'offset_commit', 'read', 'publish', 'throughput')

@@ -1082,6 +1082,20 @@ export interface Snoozed {
     /** When it is due (unix seconds). */
     run_at: number;
 }
+/** The store this server serves. */
+export interface StoreInfo {
+    /** `sqlite` or `postgres`. */
+    engine: string;
+    /**
+     * Where it is: the store URL with any password masked, or the
+     * SQLite file's path.
+     */
+    location: string;
+    /** The PostgreSQL schema (null on SQLite). */
+    schema?: string | null;
+    /** The alkstore version serving it. */
+    version: string;
+}
 /** Every stream. */
 export interface StreamList {
     /** By name. */
@@ -1740,6 +1754,16 @@ export declare abstract class GeneratedClient {
      * @returns ScheduleView (200: Resumed from the next boundary)
      */
     resume_schedule(name: string, options?: CallOptions): Promise<ScheduleView>;
+    /**
+     * Describe the store.
+     *
+     * The engine, where the store is (its URL, password masked) and its
+     * schema: which store the dashboard shows.
+     *
+     * `GET /api/v1/store`
+     * @returns StoreInfo (200: The store this server serves)
+     */
+    store_info(options?: CallOptions): Promise<StoreInfo>;
     /**
      * List every stream.
      *

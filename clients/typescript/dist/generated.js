@@ -664,6 +664,18 @@ export class GeneratedClient {
         return this.request("POST", `/api/v1/schedules/${seg(name)}/resume`, undefined, undefined, options);
     }
     /**
+     * Describe the store.
+     *
+     * The engine, where the store is (its URL, password masked) and its
+     * schema: which store the dashboard shows.
+     *
+     * `GET /api/v1/store`
+     * @returns StoreInfo (200: The store this server serves)
+     */
+    async store_info(options) {
+        return this.request("GET", `/api/v1/store`, undefined, undefined, options);
+    }
+    /**
      * List every stream.
      *
      * Every stream with its head offset, event count and consumers' offsets and

@@ -1186,6 +1186,21 @@ export interface Snoozed {
   run_at: number;
 }
 
+/** The store this server serves. */
+export interface StoreInfo {
+  /** `sqlite` or `postgres`. */
+  engine: string;
+  /**
+   * Where it is: the store URL with any password masked, or the
+   * SQLite file's path.
+   */
+  location: string;
+  /** The PostgreSQL schema (null on SQLite). */
+  schema?: string | null;
+  /** The alkstore version serving it. */
+  version: string;
+}
+
 /** Every stream. */
 export interface StreamList {
   /** By name. */
@@ -1994,6 +2009,19 @@ export abstract class GeneratedClient {
    */
   async resume_schedule(name: string, options?: CallOptions): Promise<ScheduleView> {
     return this.request("POST", `/api/v1/schedules/${seg(name)}/resume`, undefined, undefined, options);
+  }
+
+  /**
+   * Describe the store.
+   *
+   * The engine, where the store is (its URL, password masked) and its
+   * schema: which store the dashboard shows.
+   *
+   * `GET /api/v1/store`
+   * @returns StoreInfo (200: The store this server serves)
+   */
+  async store_info(options?: CallOptions): Promise<StoreInfo> {
+    return this.request("GET", `/api/v1/store`, undefined, undefined, options);
   }
 
   /**

@@ -68,6 +68,7 @@ pub(crate) async fn run(db: &str, args: DemoArgs) -> Result<()> {
         store.clone(),
         alkstore_http::ServeOptions {
             prometheus: Some(prometheus),
+            store_url: Some(db.to_string()),
             ..alkstore_http::ServeOptions::default()
         },
     );

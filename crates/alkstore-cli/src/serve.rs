@@ -66,6 +66,7 @@ pub(crate) async fn run(db: &str, args: ServeArgs) -> Result<()> {
                 .max_wait_ms
                 .unwrap_or_else(|| u64::try_from(args.max_wait.as_millis()).unwrap_or(u64::MAX)),
             prometheus: Some(prometheus),
+            store_url: Some(db.to_string()),
         },
     );
     println!("alk serve: http://{addr}/ (API /api/v1, OpenAPI /openapi.json, Prometheus /metrics)");

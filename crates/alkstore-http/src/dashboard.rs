@@ -33,15 +33,15 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/", get(index))
         .route(
             "/assets/app.js",
-            get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }),
+            get(|| async { asset("text/javascript; charset=utf-8", text("app.js", APP_JS)) }),
         )
         .route(
             "/assets/app.css",
-            get(|| async { asset("text/css; charset=utf-8", APP_CSS) }),
+            get(|| async { asset("text/css; charset=utf-8", text("app.css", APP_CSS)) }),
         )
         .route(
             "/assets/favicon.svg",
-            get(|| async { asset("image/svg+xml", FAVICON_SVG) }),
+            get(|| async { asset("image/svg+xml", FAVICON_SVG.into()) }),
         )
 }
 
@@ -98,12 +98,23 @@ fn page() -> Response {
             (header::X_FRAME_OPTIONS, "DENY"),
             (header::REFERRER_POLICY, "no-referrer"),
         ],
-        INDEX_HTML,
+        text("index.html", INDEX_HTML),
     )
         .into_response()
 }
 
-fn asset(content_type: &'static str, body: &'static str) -> Response {
+/// An asset's text: compiled in, or, when `ALK_DASHBOARD_DIR` names a
+/// folder (while working on the dashboard), read from there at each
+/// request, so a reload shows an edit without a rebuild.
+fn text(name: &str, compiled: &'static str) -> std::borrow::Cow<'static, str> {
+    match std::env::var_os("ALK_DASHBOARD_DIR") {
+        Some(dir) => std::fs::read_to_string(std::path::Path::new(&dir).join(name))
+            .map_or(compiled.into(), Into::into),
+        None => compiled.into(),
+    }
+}
+
+fn asset(content_type: &'static str, body: std::borrow::Cow<'static, str>) -> Response {
     let headers: [(HeaderName, &'static str); 3] = [
         (header::CONTENT_TYPE, content_type),
         // Compiled in: a new binary may bring new assets, so revalidate.

@@ -33,6 +33,7 @@ pub mod queues;
 pub mod rates;
 pub mod results;
 pub mod schedules;
+pub mod store_info;
 pub mod streams;
 mod wait;
 
@@ -61,6 +62,9 @@ pub struct ServeOptions {
     /// Where `/metrics` renders from (`None`: no Prometheus recorder is
     /// installed and `/metrics` answers 404).
     pub prometheus: Option<metrics_exporter_prometheus::PrometheusHandle>,
+    /// The store's URL, shown (password masked) in the dashboard's header
+    /// and `GET /api/v1/store` (`None`: the engine and schema only).
+    pub store_url: Option<String>,
 }
 
 impl Default for ServeOptions {
@@ -70,6 +74,7 @@ impl Default for ServeOptions {
             max_body_bytes: 1 << 20,
             max_wait_ms: queues::MAX_WAIT_MS,
             prometheus: None,
+            store_url: None,
         }
     }
 }
@@ -114,6 +119,7 @@ pub(crate) struct AppState {
     pub(crate) token: Option<std::sync::Arc<str>>,
     pub(crate) prometheus: Option<metrics_exporter_prometheus::PrometheusHandle>,
     pub(crate) max_wait_ms: u64,
+    pub(crate) store_url: Option<std::sync::Arc<str>>,
 }
 
 impl AppState {
@@ -167,6 +173,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(atomic::routes())
         .merge(results::routes())
         .merge(processes::routes())
+        .merge(store_info::routes())
         .merge(rates::routes())
         .merge(channels::routes())
 }
@@ -196,6 +203,7 @@ pub fn router(store: Store, opts: ServeOptions) -> Router {
         token: opts.token.map(std::sync::Arc::from),
         prometheus: opts.prometheus,
         max_wait_ms: opts.max_wait_ms.min(queues::MAX_WAIT_MS),
+        store_url: opts.store_url.map(std::sync::Arc::from),
     };
     let (api, doc) = api_routes().split_for_parts();
     let doc_json = serde_json::to_string_pretty(&document::complete(&doc, state.max_wait_ms))
@@ -212,6 +220,16 @@ pub fn router(store: Store, opts: ServeOptions) -> Router {
         )
         .route("/metrics", get(metrics_route::metrics))
         .merge(dashboard::routes())
+        // Behind the guard like the routes: a caller without the token
+        // learns nothing of which methods a route takes.
+        .method_not_allowed_fallback(|| async {
+            error::ApiError::new(
+                axum::http::StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                Some("method"),
+                "this route does not take that method; the API is described at /openapi.json",
+            )
+        })
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             guard::guard,
@@ -224,14 +242,6 @@ pub fn router(store: Store, opts: ServeOptions) -> Router {
             error::ApiError::not_found(
                 "path",
                 "no such route; the API is described at /openapi.json",
-            )
-        })
-        .method_not_allowed_fallback(|| async {
-            error::ApiError::new(
-                axum::http::StatusCode::METHOD_NOT_ALLOWED,
-                "method_not_allowed",
-                Some("method"),
-                "this route does not take that method; the API is described at /openapi.json",
             )
         })
         .with_state(state)

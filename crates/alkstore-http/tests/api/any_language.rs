@@ -460,3 +460,45 @@ pub(crate) async fn processes_are_listed_and_take_orders(api: Api) {
     assert_eq!((s, field(&v)), (StatusCode::NOT_FOUND, "id"), "{v}");
     api.done().await;
 }
+
+pub(crate) async fn the_store_says_which_store_it_is(api: Api) {
+    let (s, v) = api.get("/api/v1/store").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    match (api.store.sqlite(), api.store.postgres()) {
+        (Some(sqlite), _) => {
+            assert_eq!(v["engine"], json!("sqlite"), "{v}");
+            assert_eq!(v["location"], json!(sqlite.path().display().to_string()));
+            assert_eq!(v["schema"], json!(null));
+        }
+        (None, Some(pg)) => {
+            assert_eq!(v["engine"], json!("postgres"), "{v}");
+            assert_eq!(v["schema"], json!(pg.schema()));
+        }
+        (None, None) => panic!("no engine"),
+    }
+    assert_eq!(v["version"], json!(env!("CARGO_PKG_VERSION")));
+    // A URL given to the server is shown with its password masked.
+    let app = alkstore_http::router(
+        api.store.clone(),
+        alkstore_http::ServeOptions {
+            store_url: Some("postgres://app:s3cret@db.internal/app?schema=jobs".into()),
+            ..alkstore_http::ServeOptions::default()
+        },
+    );
+    let res = app
+        .oneshot(
+            Request::get("/api/v1/store")
+                .header("host", "127.0.0.1:7878")
+                .body(Body::empty())
+                .expect("request"),
+        )
+        .await
+        .expect("infallible");
+    let bytes = res.into_body().collect().await.expect("body").to_bytes();
+    let text = String::from_utf8_lossy(&bytes);
+    if api.store.postgres().is_some() {
+        assert!(text.contains("app:***@db.internal"), "{text}");
+    }
+    assert!(!text.contains("s3cret"), "{text}");
+    api.done().await;
+}

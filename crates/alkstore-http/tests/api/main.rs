@@ -1575,6 +1575,7 @@ on_both_engines!(
     notifications_reach_an_event_stream_listener(ServeOptions::default()),
     group_members_over_http_share_buckets_and_are_fenced(ServeOptions::default()),
     processes_are_listed_and_take_orders(ServeOptions::default()),
+    the_store_says_which_store_it_is(ServeOptions::default()),
 );
 
 /// Every operation of the OpenAPI document has a summary and a description.
