@@ -275,6 +275,30 @@ class GeneratedClient:
         """
         return self._request("POST", f"/api/v1/groups/{_seg(group)}/members/{_seg(member)}/heartbeat", body=_pick({}, {"ttl_ms": ttl_ms}))
 
+    def search_jobs(self, *, state=None, queue=None, where=None, after_id=None, limit=None):
+        """Search jobs.
+
+        Jobs of every queue (or one) in a state as operators know it, and
+        optionally with a payload field equal to a value, lowest ids first.
+        Reads at most 10,000 jobs per request: a short page with
+        `next_after_id` set means read on from there.
+
+        `GET /api/v1/jobs`
+
+        Args:
+            state (query): `pending` (due now), `scheduled`, `retryable`, `running`,
+                `completed`, `dead` or `cancelled` (default: every live job).
+            queue (query): Only this queue.
+            where (query): Only jobs whose payload has this value at this path:
+                `$.customer_id = 42`, `$.order.kind = "refund"`, `$.items[0] = 3`.
+            after_id (query): Start after this id.
+            limit (query): 1 to 1,000 (default 100).
+
+        Returns:
+            JobPage (200: A page of the jobs found)
+        """
+        return self._request("GET", "/api/v1/jobs", query=_pick({}, {"state": state, "queue": queue, "where": where, "after_id": after_id, "limit": limit}))
+
     def ack_batch(self, *, claims):
         """Ack several jobs at once.
 
@@ -290,6 +314,44 @@ class GeneratedClient:
             AckBatchResponse (200: Each claim acked, or not held)
         """
         return self._request("POST", "/api/v1/jobs/ack", body=_pick({"claims": claims}, {}))
+
+    def bulk_jobs(self, *, action, ids):
+        """Act on many jobs.
+
+        Retry, run now, cancel or delete the chosen jobs, whatever their
+        queues: each job is acted on as its state allows, and the others are
+        left alone (counted out of `changed`).
+
+        `POST /api/v1/jobs/bulk`
+
+        Args:
+            action: `retry` (dead letters run again as fresh jobs; waiting jobs run
+                now), `run_now` (scheduled and retryable jobs run now), `cancel`
+                (pending jobs go to the dead letters as cancelled; running ones are
+                asked to stop) or `delete` (pending jobs and dead letters go for good).
+            ids: 1 to 1,000 job ids.
+
+        Returns:
+            BulkResult (200: What changed)
+        """
+        return self._request("POST", "/api/v1/jobs/bulk", body=_pick({"action": action, "ids": ids}, {}))
+
+    def job_counts(self, *, queue=None):
+        """Count jobs per state.
+
+        Every queue's jobs (or one queue's) counted per state as operators know
+        them: pending, scheduled, retryable, running, dead (and of those
+        cancelled), completed.
+
+        `GET /api/v1/jobs/counts`
+
+        Args:
+            queue (query): Only this queue (default: every queue).
+
+        Returns:
+            JobCounts (200: Jobs per state)
+        """
+        return self._request("GET", "/api/v1/jobs/counts", query=_pick({}, {"queue": queue}))
 
     def get_job(self, id):
         """Get a job.
@@ -1005,4 +1067,4 @@ class GeneratedClient:
 
 # Operations answering with a text/event-stream, written by hand in client.py:
 STREAMING = ('listen_channel',)
-OPERATIONS = ('atomic', 'notify_channel', 'list_groups', 'group_status', 'group_dead_list', 'group_dead_purge', 'group_dead_requeue', 'join_group', 'leave_group', 'member_checkpoint', 'member_claim', 'member_heartbeat', 'ack_batch', 'get_job', 'ack', 'cancel', 'fail', 'heartbeat', 'release_job', 'get_result', 'retry', 'list_locks', 'acquire_lock', 'release_lock', 'renew_lock', 'list_processes', 'quiet_process', 'stop_process', 'list_queues', 'queue_stats', 'claim', 'dead_list', 'dead_purge', 'dead_requeue', 'list_jobs', 'enqueue', 'enqueue_batch', 'pause_queue', 'resume_queue', 'acquire_rate', 'list_schedules', 'set_schedule', 'remove_schedule', 'pause_schedule', 'resume_schedule', 'store_info', 'list_streams', 'stream_info', 'offset_get', 'offset_commit', 'read', 'publish', 'throughput')
+OPERATIONS = ('atomic', 'notify_channel', 'list_groups', 'group_status', 'group_dead_list', 'group_dead_purge', 'group_dead_requeue', 'join_group', 'leave_group', 'member_checkpoint', 'member_claim', 'member_heartbeat', 'search_jobs', 'ack_batch', 'bulk_jobs', 'job_counts', 'get_job', 'ack', 'cancel', 'fail', 'heartbeat', 'release_job', 'get_result', 'retry', 'list_locks', 'acquire_lock', 'release_lock', 'renew_lock', 'list_processes', 'quiet_process', 'stop_process', 'list_queues', 'queue_stats', 'claim', 'dead_list', 'dead_purge', 'dead_requeue', 'list_jobs', 'enqueue', 'enqueue_batch', 'pause_queue', 'resume_queue', 'acquire_rate', 'list_schedules', 'set_schedule', 'remove_schedule', 'pause_schedule', 'resume_schedule', 'store_info', 'list_streams', 'stream_info', 'offset_get', 'offset_commit', 'read', 'publish', 'throughput')

@@ -132,6 +132,26 @@ export interface BucketView {
     /** Its holder (null: never taken, or released). */
     owner?: string | null;
 }
+/** An action on chosen jobs. */
+export interface BulkRequest {
+    /**
+     * `retry` (dead letters run again as fresh jobs; waiting jobs run
+     * now), `run_now` (scheduled and retryable jobs run now), `cancel`
+     * (pending jobs go to the dead letters as cancelled; running ones are
+     * asked to stop) or `delete` (pending jobs and dead letters go for
+     * good).
+     */
+    action: string;
+    /** 1 to 1,000 job ids. */
+    ids: Array<number>;
+}
+/** What a bulk action did. */
+export interface BulkResult {
+    /** Jobs it changed (for `cancel`: cancelled at once). */
+    changed: number;
+    /** For `cancel`: running jobs asked to stop. */
+    requested: number;
+}
 /** What a cancel did. */
 export interface CancelResponse {
     /**
@@ -563,6 +583,25 @@ export interface HeartbeatResponse {
     /** False when the claim is no longer held: stop working on the job. */
     held: boolean;
 }
+/** Jobs per state, as operators know them. */
+export interface JobCounts {
+    /** Dead letters that were cancelled. */
+    cancelled: number;
+    /** Acked and kept. */
+    completed: number;
+    /** Dead letters (the cancelled ones included). */
+    dead: number;
+    /** Past their expiry, about to be dead. */
+    expired: number;
+    /** Waiting and due now. */
+    pending: number;
+    /** Waiting out a retry's backoff. */
+    retryable: number;
+    /** Claimed by a worker (lapsed claims included). */
+    running: number;
+    /** Waiting for their first run, due later. */
+    scheduled: number;
+}
 /** A page of jobs. */
 export interface JobPage {
     /** Lowest ids first. */
@@ -852,6 +891,8 @@ export interface QueueTotalsView {
 }
 /** A queue's counts. */
 export interface QueueView {
+    /** Of `dead`: cancelled. */
+    cancelled: number;
     /** Acked and kept. */
     completed: number;
     /** Dead letters. */
@@ -870,7 +911,9 @@ export interface QueueView {
     queue: string;
     /** Waiting and due now. */
     ready: number;
-    /** Waiting, due later. */
+    /** Of `scheduled`: waiting out a retry's backoff. */
+    retryable: number;
+    /** Waiting, due later (the retryable ones included). */
     scheduled: number;
 }
 /** The limit to admit a call under. */
@@ -1147,6 +1190,30 @@ export interface GroupDeadListQuery {
     /** 1 to 1,000 (default 100). */
     limit?: number;
 }
+/** The query parameters of `search_jobs`. */
+export interface SearchJobsQuery {
+    /**
+     * `pending` (due now), `scheduled`, `retryable`, `running`,
+     * `completed`, `dead` or `cancelled` (default: every live job).
+     */
+    state?: string;
+    /** Only this queue. */
+    queue?: string;
+    /**
+     * Only jobs whose payload has this value at this path:
+     * `$.customer_id = 42`, `$.order.kind = "refund"`, `$.items[0] = 3`.
+     */
+    where?: string;
+    /** Start after this id. */
+    after_id?: number;
+    /** 1 to 1,000 (default 100). */
+    limit?: number;
+}
+/** The query parameters of `job_counts`. */
+export interface JobCountsQuery {
+    /** Only this queue (default: every queue). */
+    queue?: string;
+}
 /** The query parameters of `get_result`. */
 export interface GetResultQuery {
     /**
@@ -1366,6 +1433,19 @@ export declare abstract class GeneratedClient {
      */
     member_heartbeat(group: string, member: string, args?: HeartbeatRequest, options?: CallOptions): Promise<Membership>;
     /**
+     * Search jobs.
+     *
+     * Jobs of every queue (or one) in a state as operators know it, and
+     * optionally with a payload field equal to a value, lowest ids first.
+     * Reads at most 10,000 jobs per request: a short page with
+     * `next_after_id` set means read on from there.
+     *
+     * `GET /api/v1/jobs`
+     * @param args query parameters
+     * @returns JobPage (200: A page of the jobs found)
+     */
+    search_jobs(args?: SearchJobsQuery, options?: CallOptions): Promise<JobPage>;
+    /**
      * Ack several jobs at once.
      *
      * Ack 1 to 1,000 claims in one transaction; one flag per claim in request
@@ -1376,6 +1456,30 @@ export declare abstract class GeneratedClient {
      * @returns AckBatchResponse (200: Each claim acked, or not held)
      */
     ack_batch(args: AckBatchRequest, options?: CallOptions): Promise<AckBatchResponse>;
+    /**
+     * Act on many jobs.
+     *
+     * Retry, run now, cancel or delete the chosen jobs, whatever their
+     * queues: each job is acted on as its state allows, and the others are
+     * left alone (counted out of `changed`).
+     *
+     * `POST /api/v1/jobs/bulk`
+     * @param args the JSON body
+     * @returns BulkResult (200: What changed)
+     */
+    bulk_jobs(args: BulkRequest, options?: CallOptions): Promise<BulkResult>;
+    /**
+     * Count jobs per state.
+     *
+     * Every queue's jobs (or one queue's) counted per state as operators know
+     * them: pending, scheduled, retryable, running, dead (and of those
+     * cancelled), completed.
+     *
+     * `GET /api/v1/jobs/counts`
+     * @param args query parameters
+     * @returns JobCounts (200: Jobs per state)
+     */
+    job_counts(args?: JobCountsQuery, options?: CallOptions): Promise<JobCounts>;
     /**
      * Get a job.
      *

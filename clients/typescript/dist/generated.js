@@ -209,6 +209,21 @@ export class GeneratedClient {
         return this.request("POST", `/api/v1/groups/${seg(group)}/members/${seg(member)}/heartbeat`, undefined, args, options);
     }
     /**
+     * Search jobs.
+     *
+     * Jobs of every queue (or one) in a state as operators know it, and
+     * optionally with a payload field equal to a value, lowest ids first.
+     * Reads at most 10,000 jobs per request: a short page with
+     * `next_after_id` set means read on from there.
+     *
+     * `GET /api/v1/jobs`
+     * @param args query parameters
+     * @returns JobPage (200: A page of the jobs found)
+     */
+    async search_jobs(args = {}, options) {
+        return this.request("GET", `/api/v1/jobs`, args, undefined, options);
+    }
+    /**
      * Ack several jobs at once.
      *
      * Ack 1 to 1,000 claims in one transaction; one flag per claim in request
@@ -220,6 +235,34 @@ export class GeneratedClient {
      */
     async ack_batch(args, options) {
         return this.request("POST", `/api/v1/jobs/ack`, undefined, args, options);
+    }
+    /**
+     * Act on many jobs.
+     *
+     * Retry, run now, cancel or delete the chosen jobs, whatever their
+     * queues: each job is acted on as its state allows, and the others are
+     * left alone (counted out of `changed`).
+     *
+     * `POST /api/v1/jobs/bulk`
+     * @param args the JSON body
+     * @returns BulkResult (200: What changed)
+     */
+    async bulk_jobs(args, options) {
+        return this.request("POST", `/api/v1/jobs/bulk`, undefined, args, options);
+    }
+    /**
+     * Count jobs per state.
+     *
+     * Every queue's jobs (or one queue's) counted per state as operators know
+     * them: pending, scheduled, retryable, running, dead (and of those
+     * cancelled), completed.
+     *
+     * `GET /api/v1/jobs/counts`
+     * @param args query parameters
+     * @returns JobCounts (200: Jobs per state)
+     */
+    async job_counts(args = {}, options) {
+        return this.request("GET", `/api/v1/jobs/counts`, args, undefined, options);
     }
     /**
      * Get a job.

@@ -12,6 +12,8 @@
   const GAP_MS = 5000; // a longer gap between samples breaks a chart line
   const JOBS_PAGE = 50;
   const DEAD_PAGE = 100;
+  const STORE_EVERY_MS = 60 * 1000; // which store: read again this often
+  const EVENT_PAGES = [25, 50, 100, 200]; // the event browser's page sizes
   // Shown on id columns: ids are unique and growing, not dense.
   const ID_NOTE = 'Unique and growing, not dense: on SQLite each process takes ids in blocks of 1,024, so ids of jobs enqueued by different processes jump by up to 1,024.';
   const PALETTE = ['#2f6fde', '#1f9d55', '#d9480f', '#8b5cf6', '#0891b2', '#db2777',
@@ -22,6 +24,13 @@
     routeKey: '',
     queues: null, // the last /api/v1/queues answer
     groups: null, // the last /api/v1/groups answer (for their dead letters)
+    procs: null, // the last /api/v1/processes answer (null: not read yet)
+    procsError: null, // why /api/v1/processes failed (an older server has none)
+    procKind: '', // the processes view's kind filter ('' for all)
+    store: null, // /api/v1/store: which store this server serves
+    storeAt: 0, // when it was read (Date.now())
+    ev: null, // the stream view's event browser (evState())
+    edit: null, // the schedule being edited or created (editState())
     hist: new Map(), // queue -> samples [{t, ready, processing, dead, done}]
     tp: null, // the store's throughput buckets (fetchThroughput)
     chartQueue: null,
@@ -71,7 +80,7 @@
     }
   }
 
-  const HANDLERS = ['onclick', 'onchange', 'onmousemove', 'onmouseleave'];
+  const HANDLERS = ['onclick', 'onchange', 'oninput', 'onkeydown', 'onsubmit', 'onmousemove', 'onmouseleave'];
 
   function keyOf(n) {
     return n.nodeType === 1 ? n.getAttribute('data-key') : null;
@@ -187,6 +196,19 @@
     if (targetMs === null || targetMs === undefined) return '–';
     const d = targetMs - now();
     return d >= 0 ? `in ${fmtDur(d)}` : `${fmtDur(d)} ago`;
+  }
+
+  // How long ago a moment was, in whole seconds: "3s ago".
+  function ago(ms) {
+    if (ms === null || ms === undefined) return '–';
+    const s = Math.floor((now() - ms) / 1000);
+    return s < 1 ? 'just now' : `${fmtAge(s)} ago`;
+  }
+
+  // A payload in full, for an expanded row or an editor.
+  function pretty(v, b64) {
+    if (b64) return `(not JSON: ${b64.length} base64 characters)\n${b64}`;
+    return JSON.stringify(v === undefined ? null : v, null, 2);
   }
 
   function preview(v, b64) {
@@ -316,11 +338,19 @@
         record(list.queues);
       })
       .catch((e) => errors.push(e));
+    const procs = api('GET', '/api/v1/processes')
+      .then((r) => { S.procs = r.processes; S.procsError = null; })
+      .catch((e) => {
+        // A server without the process registry answers 404: say so on its page only.
+        if (e.status === 404) { S.procs = null; S.procsError = e; } else errors.push(e);
+      });
+    const store = S.store && Date.now() - S.storeAt < STORE_EVERY_MS ? null
+      : api('GET', '/api/v1/store').then((r) => { S.store = r; S.storeAt = Date.now(); }).catch(() => {});
     const view = pollView(key).catch((e) => {
       if (S.routeKey === key) S.viewError = e;
       if (!(e.status >= 400 && e.status < 500) || e.status === 401) errors.push(e);
     });
-    await Promise.all([core, view]);
+    await Promise.all([core, procs, store, view]);
     setStatus(errors[0] || null);
   }
 
@@ -345,16 +375,28 @@
         data = { dead: page.dead, next_after_id: page.next_after };
         break;
       }
-      case 'streams':
-        data = await api('GET', '/api/v1/streams');
-        break;
-      case 'groups': {
-        const list = await api('GET', '/api/v1/groups');
-        const statuses = await Promise.all(list.groups.map((g) =>
-          api('GET', `/api/v1/groups/${enc(g.group)}`).catch((e) => ({ error: e }))));
-        data = list.groups.map((g, i) => ({ info: g, status: statuses[i] }));
+      case 'streams': {
+        const [list, groups] = await Promise.all([api('GET', '/api/v1/streams'), groupsWithStatus(null)]);
+        data = { streams: list.streams, groups };
         break;
       }
+      case 'stream': {
+        // The page read is stamped with what it asked for: a click on Next
+        // must not show the previous page's answer arriving late.
+        const at = { after: S.ev.after, limit: S.ev.limit };
+        const [info, page, groups] = await Promise.all([
+          api('GET', `/api/v1/streams/${enc(r.s)}`),
+          api('GET', `/api/v1/streams/${enc(r.s)}/events` + qs(at)),
+          groupsWithStatus(r.s),
+        ]);
+        data = { info, page: Object.assign(page, { at }), groups };
+        break;
+      }
+      case 'groups':
+        data = await groupsWithStatus(null);
+        break;
+      case 'processes':
+        return; // S.procs, polled with the queues
       case 'schedules':
         data = await api('GET', '/api/v1/schedules');
         break;
@@ -368,6 +410,14 @@
       S.data = data;
       S.viewError = null;
     }
+  }
+
+  // Every consumer group (or those reading `stream`) with its buckets.
+  async function groupsWithStatus(stream) {
+    const list = (await api('GET', '/api/v1/groups')).groups.filter((g) => stream === null || g.stream === stream);
+    const statuses = await Promise.all(list.map((g) =>
+      api('GET', `/api/v1/groups/${enc(g.group)}`).catch((e) => ({ error: e }))));
+    return list.map((g, i) => ({ info: g, status: statuses[i] }));
   }
 
   function setStatus(err) {
@@ -478,7 +528,8 @@
       case 'jobs': return arg !== undefined ? { view: 'job', id: arg } : { view: 'queues' };
       case 'dead': return { view: 'dead', q: arg !== undefined ? arg : null };
       case 'group-dead': return arg !== undefined ? { view: 'groupDead', g: arg } : { view: 'dead', q: null };
-      case 'streams': case 'groups': case 'schedules': case 'locks': return { view: v };
+      case 'streams': return arg !== undefined ? { view: 'stream', s: arg } : { view: 'streams' };
+      case 'processes': case 'groups': case 'schedules': case 'locks': return { view: v };
       default: return { view: 'queues' };
     }
   }
@@ -491,6 +542,8 @@
     S.cursor = [];
     S.after = null;
     S.jobsState = '';
+    S.ev = evState();
+    S.edit = null;
     if (S.route.view === 'queue') S.chartQueue = S.route.q;
     render();
     tick();
@@ -515,7 +568,7 @@
 
   // ------------------------------------------------------------- views
 
-  const NAV_OF = { queues: 'queues', queue: 'queues', job: 'queues', dead: 'dead', groupDead: 'dead' };
+  const NAV_OF = { queues: 'queues', queue: 'queues', job: 'queues', dead: 'dead', groupDead: 'dead', stream: 'streams' };
 
   function updateNav() {
     const active = NAV_OF[S.route.view] || S.route.view;
@@ -528,6 +581,40 @@
       (S.groups || []).reduce((n, g) => n + (g.dead || 0), 0);
     badge.hidden = dead === 0;
     badge.textContent = fmtInt(dead);
+    const live = (S.procs || []).filter((p) => p.alive).length;
+    const procBadge = document.getElementById('nav-process-count');
+    procBadge.hidden = S.procs === null;
+    procBadge.textContent = fmtInt(live);
+    procBadge.title = `${plural(live, 'live process', 'live processes')}`;
+    updateStore();
+  }
+
+  // Which store the page shows, in the top bar: engine, where, schema.
+  function updateStore() {
+    const el = document.getElementById('store');
+    const st = S.store;
+    const holder = document.createElement('div');
+    if (st) {
+      holder.appendChild(h('span', { class: `engine ${st.engine}`, testid: 'store-engine', text: st.engine }));
+      holder.appendChild(h('span', { class: 'loc mono', testid: 'store-location', text: shortLocation(st.location) }));
+      if (st.schema) holder.appendChild(h('span', { class: 'schema', testid: 'store-schema' }, 'schema ', h('span', { class: 'mono', text: st.schema })));
+      el.title = `${st.engine} store: ${st.location}${st.schema ? ` (schema ${st.schema})` : ''} · alkstore ${st.version}`;
+      el.setAttribute('data-engine', st.engine);
+      document.title = `alkstore · ${st.engine} ${tailOf(st.location)}`;
+    } else {
+      holder.appendChild(h('span', { class: 'loc sub', text: 'store…' }));
+    }
+    morphChildren(el, holder);
+  }
+
+  // A long location keeps its end (a file's name, a database's name).
+  function shortLocation(loc) {
+    return loc.length > 56 ? `…${loc.slice(-55)}` : loc;
+  }
+
+  function tailOf(loc) {
+    const m = /[^/]+\/?$/.exec(loc.replace(/[?#].*$/, ''));
+    return m ? m[0] : loc;
   }
 
   function render() {
@@ -551,6 +638,8 @@
       case 'dead': return S.route.q === null ? viewDeadIndex() : viewDead(S.route.q);
       case 'groupDead': return viewGroupDead(S.route.g);
       case 'streams': return viewStreams();
+      case 'stream': return viewStream(S.route.s);
+      case 'processes': return viewProcesses();
       case 'groups': return viewGroups();
       case 'schedules': return viewSchedules();
       case 'locks': return viewLocks();
@@ -570,6 +659,11 @@
       return h('div', { class: 'panel', testid: 'view-error' }, h('div', { class: 'empty', text }));
     }
     return h('div', { class: 'panel' }, h('div', { class: 'empty', text: 'Loading…' }));
+  }
+
+  // A table that scrolls sideways inside its panel when the window is narrow.
+  function table(attrs, ...kids) {
+    return h('div', { class: 'tscroll' }, h('table', attrs, ...kids));
   }
 
   function num(value, testid, hotWhenPositive) {
@@ -612,7 +706,7 @@
       h('div', { class: 'panel' },
         queues.length === 0
           ? h('div', { class: 'empty', text: 'No queues yet: enqueue a job with POST /api/v1/queues/{queue}/jobs.' })
-          : h('table', { testid: 'queues-table' },
+          : table({ testid: 'queues-table' },
             h('thead', null, h('tr', null,
               h('th', { text: 'Queue' }), h('th', { class: 'num', text: 'Ready' }),
               h('th', { class: 'num', text: 'Scheduled' }), h('th', { class: 'num', text: 'Processing' }),
@@ -940,7 +1034,7 @@
           pager()),
         jobs === undefined || jobs === null ? loading()
           : jobs.length === 0 ? h('div', { class: 'empty', text: 'No jobs here.' })
-            : h('table', { testid: 'jobs-table' },
+            : table({ testid: 'jobs-table' },
               h('thead', null, h('tr', null,
                 h('th', { text: 'Id', title: ID_NOTE }), h('th', { text: 'State' }), h('th', { class: 'num', text: 'Priority' }),
                 h('th', { class: 'num', text: 'Attempts' }), h('th', { text: 'Run at' }), h('th', { text: 'Created' }),
@@ -1043,7 +1137,7 @@
           : null,
         j.errors.length === 0
           ? h('div', { class: 'empty', text: 'No errors recorded.' })
-          : h('table', { class: 'errors', testid: 'job-errors' },
+          : table({ class: 'errors', testid: 'job-errors' },
             h('thead', null, h('tr', null, h('th', { class: 'num', text: 'Attempt' }), h('th', { text: 'At' }), h('th', { text: 'Error' }))),
             h('tbody', null, j.errors.map((e, i) => h('tr', { key: i },
               h('td', { class: 'num', text: e.attempt }),
@@ -1070,7 +1164,7 @@
         h('div', { class: 'panel-head' }, h('h2', { text: 'Queues' })),
         withDead.length === 0
           ? h('div', { class: 'empty', testid: 'dead-none', text: 'No dead letters in any queue.' })
-          : h('table', null,
+          : table(null,
             h('thead', null, h('tr', null, h('th', { text: 'Queue' }), h('th', { class: 'num', text: 'Dead letters' }))),
             h('tbody', null, withDead.map((q) => h('tr', { key: q.queue, testid: 'dead-queue-row', 'data-queue': q.queue },
               h('td', null, h('a', { class: 'mono', href: `#/dead/${enc(q.queue)}`, text: q.queue })),
@@ -1079,7 +1173,7 @@
         h('div', { class: 'panel-head' }, h('h2', { text: 'Consumer groups' })),
         groupsWithDead.length === 0
           ? h('div', { class: 'empty', testid: 'group-dead-none', text: 'No dead letters in any consumer group.' })
-          : h('table', null,
+          : table(null,
             h('thead', null, h('tr', null, h('th', { text: 'Group' }), h('th', { text: 'Stream' }), h('th', { class: 'num', text: 'Dead letters' }))),
             h('tbody', null, groupsWithDead.map((g) => h('tr', { key: g.group, testid: 'dead-group-row', 'data-group': g.group },
               h('td', null, h('a', { class: 'mono', href: `#/group-dead/${enc(g.group)}`, text: g.group })),
@@ -1113,7 +1207,7 @@
           h('span', { class: 'spacer' }), pager()),
         dead === undefined || dead === null ? loading()
           : dead.length === 0 ? h('div', { class: 'empty', testid: 'group-dead-empty', text: 'No dead letters in this group.' })
-            : h('table', { testid: 'group-dead-table' },
+            : table({ testid: 'group-dead-table' },
               h('thead', null, h('tr', null,
                 h('th', { class: 'num', text: 'Offset' }), h('th', { class: 'num', text: 'Bucket' }), h('th', { text: 'Key' }),
                 h('th', { class: 'num', text: 'Attempts' }), h('th', { text: 'Failed' }), h('th', { text: 'Error' }),
@@ -1152,7 +1246,7 @@
         h('div', { class: 'panel-head' }, h('h2', { text: 'Lowest ids first' }), h('span', { class: 'spacer' }), pager()),
         jobs === undefined || jobs === null ? loading()
           : jobs.length === 0 ? h('div', { class: 'empty', testid: 'dead-empty', text: 'No dead letters in this queue.' })
-            : h('table', { testid: 'dead-table' },
+            : table({ testid: 'dead-table' },
               h('thead', null, h('tr', null,
                 h('th', { text: 'Id', title: ID_NOTE }), h('th', { text: 'Reason' }), h('th', { class: 'num', text: 'Attempts' }),
                 h('th', { text: 'Died' }), h('th', { text: 'Last error' }), h('th', { text: 'Payload' }), h('th', null))),
@@ -1171,37 +1265,326 @@
     ];
   }
 
-  // 4. Streams.
+  // 4. Streams: each with everything that reads it and how far behind it is;
+  // a stream's page browses its events.
+  function evState() {
+    return { after: 0, limit: 50, cursor: [], key: '', open: new Set(), seeking: false };
+  }
+
+  // Who reads `stream`: consumers (saved offsets, and the subscriber
+  // processes reading as them), and the consumer groups on it with the
+  // processes that are their members.
+  function readersOf(stream, consumers, groups) {
+    const procs = S.procs || [];
+    const prefix = `${stream}/`;
+    const longer = knownStreams().filter((x) => x.length > stream.length && x.startsWith(prefix));
+    const subs = new Map(); // consumer -> subscriber processes
+    for (const p of procs) {
+      if (p.kind !== 'subscriber') continue;
+      for (const r of p.roles) {
+        if (!r.startsWith(prefix) || longer.some((x) => r.startsWith(`${x}/`))) continue;
+        const c = r.slice(prefix.length);
+        if (!subs.has(c)) subs.set(c, []);
+        subs.get(c).push(p);
+      }
+    }
+    const rows = consumers.map((c) => ({ kind: 'consumer', name: c.consumer, c, procs: subs.get(c.consumer) || [] }));
+    for (const [name, ps] of subs) {
+      if (!consumers.some((c) => c.consumer === name)) rows.push({ kind: 'consumer', name, c: null, procs: ps });
+    }
+    for (const { info, status } of groups) {
+      const role = `${info.group}/${stream}`;
+      rows.push({
+        kind: 'group', name: info.group, info, status,
+        procs: procs.filter((p) => p.kind === 'group' && p.roles.includes(role)),
+      });
+    }
+    return rows;
+  }
+
+  // Events a reader has still to handle: a consumer's after its offset, a
+  // group's after each bucket's checkpoint (null: not known).
+  function readerLag(r) {
+    if (r.kind === 'group') return r.status && !r.status.error ? r.status.buckets.reduce((n, b) => n + b.lag, 0) : null;
+    return r.c ? r.c.lag : null;
+  }
+
   function viewStreams() {
     const d = S.data;
     if (!d) return loading();
-    const streams = d.streams;
     return [
       h('div', { class: 'head' }, h('h1', { text: 'Streams' }),
-        h('span', { class: 'sub', text: 'offsets grow across the whole store; lag counts this stream\u2019s events after a consumer\u2019s offset' })),
-      streams.length === 0
-        ? h('div', { class: 'panel' }, h('div', { class: 'empty', text: 'No streams yet: publish with POST /api/v1/streams/{stream}/events.' }))
-        : streams.map((s) => {
-          const maxLag = s.consumers.reduce((m, c) => Math.max(m, c.lag), 0);
-          return h('div', { class: 'panel', key: s.stream, testid: 'stream', 'data-stream': s.stream },
-            h('div', { class: 'panel-head' },
-              h('h2', { class: 'mono', text: s.stream }),
-              h('span', { class: 'spacer' }),
-              h('span', { class: 'sub' }, 'head ', h('span', { class: 'mono', testid: 'stream-head', text: s.head === null || s.head === undefined ? '–' : s.head })),
-              h('span', { class: 'sub' }, 'events ', h('span', { class: 'mono', testid: 'stream-events', text: fmtInt(s.events) })),
-              h('span', { class: 'sub' }, 'max lag ', h('span', { class: 'mono', text: fmtInt(maxLag) }))),
-            s.consumers.length === 0
-              ? h('div', { class: 'empty', text: 'No consumer has committed an offset.' })
-              : h('table', null,
-                h('thead', null, h('tr', null, h('th', { text: 'Consumer' }), h('th', { class: 'num', text: 'Offset' }),
-                  h('th', { class: 'num', text: 'Lag' }), h('th', { text: 'Last commit' }))),
-                h('tbody', null, s.consumers.map((c) => h('tr', { key: c.consumer, testid: 'consumer-row', 'data-consumer': c.consumer },
-                  h('td', { class: 'mono', text: c.consumer }),
-                  h('td', { class: 'num', testid: 'consumer-offset', text: c.offset }),
-                  h('td', { class: c.lag > 0 ? 'num hot' : 'num zero', testid: 'consumer-lag', text: fmtInt(c.lag) }),
-                  h('td', { title: iso(c.updated_at) }, fmtTime(c.updated_at), h('span', { class: 'sub', text: ` (${countdown(c.updated_at * 1000)})` })))))));
-        }),
+        h('span', { class: 'sub', text: 'offsets grow across the whole store; lag counts a stream\u2019s events after a reader\u2019s position' })),
+      h('div', { class: 'panel' },
+        d.streams.length === 0
+          ? h('div', { class: 'empty', text: 'No streams yet: publish with POST /api/v1/streams/{stream}/events.' })
+          : table({ testid: 'streams-table' },
+            h('thead', null, h('tr', null,
+              h('th', { text: 'Stream' }), h('th', { class: 'num', text: 'Head' }), h('th', { class: 'num', text: 'Events' }),
+              h('th', { class: 'num', text: 'Consumers' }), h('th', { class: 'num', text: 'Groups' }),
+              h('th', { class: 'num', text: 'Live readers', title: 'subscriber and group-member processes alive' }),
+              h('th', { class: 'num', text: 'Most behind', title: 'the largest lag of a consumer or a group (all its buckets)' }))),
+            h('tbody', null, d.streams.map((s) => streamRow(s, d.groups))))),
     ];
+  }
+
+  function streamRow(s, groups) {
+    const readers = readersOf(s.stream, s.consumers, groups.filter((g) => g.info.stream === s.stream));
+    const lag = readers.reduce((m, r) => Math.max(m, readerLag(r) || 0), 0);
+    const live = new Set(readers.flatMap((r) => r.procs.filter((p) => p.alive).map((p) => p.id))).size;
+    return h('tr', { key: s.stream, testid: 'stream', 'data-stream': s.stream },
+      h('td', null, h('a', { class: 'mono', href: `#/streams/${enc(s.stream)}`, testid: 'stream-link', text: s.stream })),
+      h('td', { class: 'num', testid: 'stream-head', text: s.head === null || s.head === undefined ? '–' : s.head }),
+      num(s.events, 'stream-events'),
+      num(s.consumers.length, 'stream-consumers'),
+      num(readers.filter((r) => r.kind === 'group').length, 'stream-groups'),
+      num(live, 'stream-live'),
+      h('td', { class: lag > 0 ? 'num hot' : 'num zero', testid: 'stream-lag', text: fmtInt(lag) }));
+  }
+
+  function viewStream(name) {
+    const d = S.data;
+    const crumbs = h('div', { class: 'crumbs' }, h('a', { href: '#/streams', text: 'Streams' }), ' / ', name);
+    if (!d) return [crumbs, loading()];
+    const info = d.info;
+    const readers = readersOf(name, info.consumers, d.groups);
+    return [
+      crumbs,
+      h('div', { class: 'head' },
+        h('h1', { class: 'mono', text: name }),
+        h('span', { class: 'sub' }, 'head ', h('span', { class: 'mono', testid: 'stream-head', text: info.head === null || info.head === undefined ? '–' : info.head })),
+        h('span', { class: 'sub' }, 'events ', h('span', { class: 'mono', testid: 'stream-events', text: fmtInt(info.events) })),
+        h('span', { class: 'sub' }, 'readers ', h('span', { class: 'mono', testid: 'stream-readers', text: fmtInt(readers.length) }))),
+      readersPanel(readers),
+      eventsPanel(name, d),
+    ];
+  }
+
+  function readersPanel(readers) {
+    return h('div', { class: 'panel', testid: 'readers' },
+      h('div', { class: 'panel-head' }, h('h2', { text: 'Readers' }),
+        h('span', { class: 'sub', text: 'consumers with a saved offset, consumer groups, and the processes reading' })),
+      readers.length === 0
+        ? h('div', { class: 'empty', testid: 'readers-empty', text: 'Nothing reads this stream: no consumer saved an offset and no consumer group reads it.' })
+        : table({ testid: 'readers-table' },
+          h('thead', null, h('tr', null,
+            h('th', { text: 'Reader' }), h('th', { text: 'Kind' }),
+            h('th', { class: 'num', text: 'Position', title: 'a consumer\u2019s saved offset; a group\u2019s lowest and highest bucket checkpoint' }),
+            h('th', { class: 'num', text: 'Lag' }), h('th', { text: 'Progress' }), h('th', { text: 'Processes' }))),
+          h('tbody', null, readers.map((r) => (r.kind === 'group' ? groupReaderRow(r) : consumerRow(r))))));
+  }
+
+  function consumerRow(r) {
+    const c = r.c;
+    return h('tr', { key: `c:${r.name}`, testid: 'consumer-row', 'data-consumer': r.name },
+      h('td', { class: 'mono', text: r.name }),
+      h('td', null, h('span', { class: 'pill kind consumer', text: 'consumer' })),
+      h('td', { class: 'num', testid: 'consumer-offset', text: c ? c.offset : '–' }),
+      c ? h('td', { class: c.lag > 0 ? 'num hot' : 'num zero', testid: 'consumer-lag', text: fmtInt(c.lag) })
+        : h('td', { class: 'num zero', testid: 'consumer-lag', text: '–' }),
+      c ? h('td', { title: iso(c.updated_at) }, 'saved ', fmtTime(c.updated_at), h('span', { class: 'sub', text: ` (${ago(c.updated_at * 1000)})` }))
+        : h('td', { class: 'sub', text: 'reading; no offset saved yet' }),
+      h('td', { class: 'procs', testid: 'reader-processes' }, procChips(r.procs, [])));
+  }
+
+  function groupReaderRow(r) {
+    const ok = r.status && !r.status.error;
+    const buckets = ok ? r.status.buckets : [];
+    const lag = readerLag(r);
+    const behind = buckets.filter((b) => b.lag > 0).length;
+    const cps = buckets.map((b) => b.checkpoint);
+    const lo = Math.min(...cps);
+    const hi = Math.max(...cps);
+    const owners = Array.from(new Set(buckets.filter((b) => b.owner && !b.expired).map((b) => b.owner))).sort();
+    return h('tr', { key: `g:${r.name}`, testid: 'group-reader-row', 'data-group': r.name },
+      h('td', null, h('a', { class: 'mono', href: '#/groups', text: r.name })),
+      h('td', null, h('span', { class: 'pill kind group', text: 'group' })),
+      h('td', { class: 'num', text: cps.length ? (lo === hi ? lo : `${lo}–${hi}`) : '–' }),
+      h('td', { class: lag > 0 ? 'num hot' : 'num zero', testid: 'group-lag', text: lag === null ? '–' : fmtInt(lag) }),
+      h('td', null, ok
+        ? [lagBars(buckets), h('span', { class: 'sub', testid: 'group-behind', text: ` ${fmtInt(behind)} of ${plural(buckets.length, 'bucket', 'buckets')} behind` })]
+        : h('span', { class: 'sub', text: `Error: ${r.status && r.status.error ? r.status.error.message : 'no status'}` })),
+      h('td', { class: 'procs', testid: 'reader-processes' }, procChips(r.procs, owners)));
+  }
+
+  // Lag per bucket as small bars (at most 64: wider groups are binned).
+  function lagBars(buckets) {
+    const n = Math.min(64, buckets.length);
+    const bins = [];
+    for (let i = 0; i < n; i++) {
+      const part = buckets.slice(Math.floor((i * buckets.length) / n), Math.floor(((i + 1) * buckets.length) / n));
+      const lag = part.reduce((m, b) => Math.max(m, b.lag), 0);
+      const name = part.length === 1 ? `bucket ${part[0].bucket}` : `buckets ${part[0].bucket}–${part[part.length - 1].bucket}`;
+      const owner = part.length === 1 && part[0].owner ? ` · ${part[0].owner}${part[0].expired ? ' (expired)' : ''}` : '';
+      bins.push({ key: i, lag, title: `${name}: lag ${fmtInt(lag)}${owner}` });
+    }
+    const top = bins.reduce((m, b) => Math.max(m, b.lag), 0);
+    return h('span', { class: 'lagbars', testid: 'lag-bars', 'aria-label': 'lag per bucket' }, bins.map((b) => h('span', {
+      key: b.key, class: b.lag > 0 ? 'hot' : null, title: b.title, 'data-lag': b.lag,
+      style: { height: `${top > 0 && b.lag > 0 ? Math.max(3, Math.round((16 * b.lag) / top)) : 2}px` },
+    })));
+  }
+
+  // The processes doing a reader's reading, live first; a group's bucket
+  // owners that no registered process matches are listed by name.
+  function procChips(procs, owners) {
+    const list = procs.slice().sort(byProcess);
+    const extra = owners.filter((o) => !procs.some((p) => p.id === o));
+    if (!list.length && !extra.length) return h('span', { class: 'sub', text: 'none registered' });
+    return h('span', { class: 'chips' },
+      list.map((p) => h('a', {
+        key: `p:${p.id}`, class: p.alive ? 'chip' : 'chip gone', href: '#/processes', testid: 'reader-process',
+        'data-id': p.id, 'data-alive': String(p.alive),
+        title: `${kindOf(p.kind).one} ${p.id} · ${p.host} pid ${p.pid} · ${p.alive ? 'alive' : 'dead'} · heartbeat ${ago(p.heartbeat_at_ms)}`,
+      }, h('span', { class: 'dot' }), p.kind === 'group' ? p.id : `${p.host}:${p.pid}`)),
+      extra.map((o) => h('span', { key: `o:${o}`, class: 'chip', title: `owns buckets; no registered process ${o}` }, h('span', { class: 'dot' }), o)));
+  }
+
+  // The event browser: a page after an offset, paged both ways; a key
+  // filter over the page; a click shows a payload in full.
+  function eventsPanel(name, d) {
+    const ev = S.ev;
+    const fresh = d.page.at.after === ev.after && d.page.at.limit === ev.limit;
+    const events = fresh ? d.page.events : [];
+    const q = ev.key.trim().toLowerCase();
+    const shown = q ? events.filter((e) => (e.key === null || e.key === undefined ? '' : e.key).toLowerCase().includes(q)) : events;
+    const head = d.info.head;
+    const first = events[0];
+    const last = events[events.length - 1];
+    const atHead = head === null || head === undefined || (last ? last.offset >= head : ev.after >= head);
+    const range = !fresh ? 'loading…'
+      : events.length ? `offsets ${first.offset}–${last.offset} · ${plural(events.length, 'event', 'events')}`
+        : `nothing after offset ${ev.after}`;
+    return h('div', { class: 'panel', testid: 'events-panel' },
+      h('div', { class: 'panel-head' },
+        h('h2', { text: 'Events' }),
+        h('span', { class: 'sub', testid: 'events-range', text: range }),
+        h('span', { class: 'spacer' }),
+        h('span', { class: 'pager' },
+          h('button', { testid: 'events-oldest', disabled: ev.seeking || ev.after === 0, onclick: () => evJump(0), text: 'Oldest' }),
+          h('button', { testid: 'events-prev', disabled: ev.seeking || ev.after === 0, onclick: () => evPrev(name, first), text: '← Previous' }),
+          h('button', { testid: 'events-next', disabled: ev.seeking || !fresh || atHead, onclick: () => evNext(d.page), text: 'Next →' }),
+          h('button', {
+            testid: 'events-newest', disabled: ev.seeking || !fresh || (atHead && (ev.after === 0 || events.length === ev.limit)),
+            onclick: () => evSeek(name, head), text: 'Newest',
+          }))),
+      h('div', { class: 'toolbar' },
+        h('input', {
+          key: 'key', type: 'search', class: 'filter', testid: 'events-key', value: ev.key,
+          placeholder: 'Filter this page by key', 'aria-label': 'Filter the events on this page by key',
+          oninput: (e) => { S.ev.key = e.target.value; render(); },
+        }),
+        q ? h('span', { class: 'sub', testid: 'events-matched', text: `${fmtInt(shown.length)} of ${fmtInt(events.length)} on this page` }) : null,
+        h('span', { class: 'spacer' }),
+        h('form', {
+          key: 'jump', class: 'inline', testid: 'events-jump',
+          onsubmit: (e) => {
+            e.preventDefault();
+            const v = e.target.elements.from.value.trim();
+            if (!/^\d+$/.test(v) || Number(v) < 1) { toast('An offset is a whole number from 1', true); return; }
+            evJump(Number(v) - 1);
+          },
+        },
+        h('label', { for: 'events-from', class: 'sub', text: 'From offset' }),
+        h('input', { key: 'from', id: 'events-from', name: 'from', type: 'text', inputmode: 'numeric', size: '9', testid: 'events-from', placeholder: String(first ? first.offset : ev.after + 1) }),
+        h('button', { type: 'submit', testid: 'events-go', text: 'Go' })),
+        h('select', {
+          key: 'limit', testid: 'events-limit', selected: String(ev.limit), 'aria-label': 'Events per page',
+          onchange: (e) => { S.ev.limit = Number(e.target.value); S.ev.cursor = []; evJump(S.ev.after, true); },
+        }, EVENT_PAGES.map((n) => h('option', { key: n, value: String(n), text: `${n} a page` })))),
+      !fresh ? h('div', { class: 'empty', text: 'Loading…' })
+        : events.length === 0 ? h('div', { class: 'empty', testid: 'events-empty', text: ev.after ? `No events after offset ${ev.after} yet.` : 'No events.' })
+          : shown.length === 0 ? h('div', { class: 'empty', testid: 'events-empty', text: `No event on this page has a key holding “${ev.key.trim()}”.` })
+            : table({ testid: 'events-table', class: 'events' },
+              h('thead', null, h('tr', null, h('th', null), h('th', { class: 'num', text: 'Offset' }), h('th', { text: 'Key' }),
+                h('th', { text: 'Published' }), h('th', { text: 'Payload' }))),
+              h('tbody', null, shown.map(eventRows))));
+  }
+
+  function eventRows(e) {
+    const open = S.ev.open.has(e.offset);
+    const row = h('tr', {
+      key: e.offset, testid: 'event-row', class: open ? 'open' : null, 'data-offset': e.offset,
+      'data-event-key': e.key === null || e.key === undefined ? '' : e.key, title: open ? null : 'Click to show the payload',
+      onclick: (ev) => {
+        if (ev.target.closest('a') || String(window.getSelection() || '')) return;
+        if (S.ev.open.has(e.offset)) S.ev.open.delete(e.offset); else S.ev.open.add(e.offset);
+        render();
+      },
+    },
+    h('td', { class: 'toggle' }, h('button', {
+      class: 'icon', testid: 'event-toggle', 'aria-expanded': String(open),
+      'aria-label': open ? 'Hide the payload' : 'Show the payload', text: open ? '▾' : '▸',
+    })),
+    h('td', { class: 'num', text: e.offset }),
+    h('td', { class: 'mono truncate', testid: 'event-key', text: e.key === null || e.key === undefined ? '–' : e.key }),
+    h('td', { title: iso(e.created_at), text: fmtTime(e.created_at) }),
+    h('td', { class: 'mono truncate wide', testid: 'event-payload', text: preview(e.payload, e.payload_base64) }));
+    if (!open) return row;
+    return [row, h('tr', { key: `open:${e.offset}`, class: 'detail', testid: 'event-detail', 'data-offset': e.offset },
+      h('td', { colspan: '5' }, h('pre', { class: 'json', testid: 'event-json', text: pretty(e.payload, e.payload_base64) })))];
+  }
+
+  // Show the page after `after` (a fresh start: no way back but searching).
+  function evJump(after, keepOpen) {
+    S.ev.cursor = [];
+    evGo(after, keepOpen);
+  }
+
+  function evGo(after, keepOpen) {
+    S.ev.after = Math.max(0, after);
+    if (!keepOpen) S.ev.open.clear();
+    render();
+    tick();
+  }
+
+  function evNext(page) {
+    S.ev.cursor.push(S.ev.after);
+    evGo(page.next_after);
+  }
+
+  function evPrev(name, first) {
+    if (S.ev.cursor.length) { evGo(S.ev.cursor.pop()); return; }
+    evSeek(name, first ? first.offset - 1 : S.ev.after);
+  }
+
+  // Show the last page of events up to offset `end`.
+  async function evSeek(name, end) {
+    const ev = S.ev;
+    if (ev.seeking || end === null || end === undefined) return;
+    ev.seeking = true;
+    render();
+    try {
+      const after = await afterForLastN(name, end, ev.limit);
+      if (S.ev === ev) evJump(after);
+    } catch (e) {
+      toast(`Failed: ${e.message}`, true);
+    } finally {
+      ev.seeking = false;
+      render();
+    }
+  }
+
+  // The `after` whose page holds the last `n` events of `stream` up to
+  // offset `end`. Reads go forward only, and offsets grow across the whole
+  // store (other streams' events sit between this one's), so look back from
+  // `end` in growing spans, then halve between too few and too many.
+  async function afterForLastN(stream, end, n) {
+    const read = (after) => api('GET', `/api/v1/streams/${enc(stream)}/events` + qs({ after, limit: 1000 }));
+    let small = 0;
+    let big = null;
+    let span = n;
+    for (let i = 0; i < 32; i++) {
+      const after = Math.max(0, end - span);
+      const page = await read(after);
+      const upto = page.events.filter((e) => e.offset <= end);
+      const reached = page.events.length < 1000 || upto.length < page.events.length;
+      if (reached && (upto.length >= n || after === 0)) return upto.length >= n ? upto[upto.length - n].offset - 1 : 0;
+      if (reached) small = span; else big = span;
+      if (big !== null && big - small <= 1) break;
+      span = big === null ? span * 4 : Math.floor((small + big) / 2);
+    }
+    return Math.max(0, end - n);
   }
 
   // 5. Consumer groups: who owns which bucket.
@@ -1280,40 +1663,145 @@
       h('div', null, 'lag ', h('span', { class: b.lag > 0 ? 'lag-hot' : null, testid: 'cell-lag', text: fmtInt(b.lag) }))));
   }
 
-  // 6. Schedules.
+  // 6. Schedules: edit, pause, resume, delete; and new ones.
   function viewSchedules() {
     const d = S.data;
     if (!d) return loading();
     const list = d.schedules;
+    const e = S.edit;
     return [
       h('div', { class: 'head' }, h('h1', { text: 'Schedules' }),
-        h('span', { class: 'sub', text: 'each boundary enqueues one job on its queue' })),
+        h('span', { class: 'sub', text: 'each boundary enqueues one job on its queue, once across every scheduler' }),
+        h('span', { class: 'spacer' }),
+        h('button', { testid: 'schedule-new', class: 'primary', disabled: !!(e && e.isNew), onclick: () => { S.edit = editState(null); render(); }, text: 'New schedule' })),
+      e && e.isNew
+        ? h('div', { class: 'panel', key: 'new', testid: 'schedule-new-panel' },
+          h('div', { class: 'panel-head' }, h('h2', { text: 'New schedule' })),
+          scheduleForm(e, list))
+        : null,
       h('div', { class: 'panel' },
         list.length === 0
-          ? h('div', { class: 'empty', text: 'No schedules: create one with PUT /api/v1/schedules/{name}.' })
-          : h('table', { testid: 'schedules-table' },
+          ? h('div', { class: 'empty', text: 'No schedules: add one with New schedule, PUT /api/v1/schedules/{name} or alk schedules add.' })
+          : table({ testid: 'schedules-table' },
             h('thead', null, h('tr', null,
               h('th', { text: 'Name' }), h('th', { text: 'Spec' }), h('th', { text: 'Time zone' }), h('th', { text: 'Queue' }),
-              h('th', { text: 'Next fire' }), h('th', { text: 'In' }), h('th', { text: 'Last fired' }), h('th', { text: 'State' }), h('th', null))),
-            h('tbody', null, list.map((s) => {
-              const busy = S.busy.has(`schedule:${s.name}`);
-              const verb = s.paused ? 'resume' : 'pause';
-              return h('tr', { key: s.name, testid: 'schedule-row', 'data-name': s.name, 'data-paused': String(s.paused) },
-                h('td', { class: 'mono', text: s.name }),
-                h('td', { class: 'mono', text: s.spec }),
-                h('td', { text: s.tz || 'UTC' }),
-                h('td', null, h('a', { class: 'mono', href: `#/queues/${enc(s.queue)}`, text: s.queue })),
-                h('td', { title: isoMs(s.next_fire_at_ms), testid: 'schedule-next', text: s.paused ? '–' : fmtTimeMs(s.next_fire_at_ms) }),
-                h('td', { class: 'mono', text: s.paused ? '–' : countdown(s.next_fire_at_ms) }),
-                h('td', { title: isoMs(s.last_boundary_ms), text: fmtTimeMs(s.last_boundary_ms) }),
-                h('td', null, pausedPill(s.paused)),
-                h('td', { class: 'actions' }, h('button', {
-                  testid: `schedule-${verb}`, disabled: busy, text: s.paused ? 'Resume' : 'Pause',
-                  onclick: () => act(`schedule:${s.name}`, `${s.paused ? 'Resumed' : 'Paused'} ${s.name}`,
-                    () => api('POST', `/api/v1/schedules/${enc(s.name)}/${verb}`)),
-                })));
-            })))),
+              h('th', { text: 'Payload' }), h('th', { text: 'Next fire' }), h('th', { text: 'In' }), h('th', { text: 'Last fired' }),
+              h('th', { text: 'State' }), h('th', null))),
+            h('tbody', null, list.flatMap((s) => scheduleRows(s, list))))),
     ];
+  }
+
+  const SCHEDULE_COLS = 10;
+
+  function scheduleRows(s, list) {
+    const busy = S.busy.has(`schedule:${s.name}`);
+    const verb = s.paused ? 'resume' : 'pause';
+    const editing = S.edit && !S.edit.isNew && S.edit.name === s.name;
+    const row = h('tr', { key: s.name, testid: 'schedule-row', class: editing ? 'selected' : null, 'data-name': s.name, 'data-paused': String(s.paused) },
+      h('td', { class: 'mono', text: s.name }),
+      h('td', { class: 'mono', testid: 'schedule-spec', text: s.spec }),
+      h('td', { text: s.tz || 'UTC' }),
+      h('td', null, h('a', { class: 'mono', href: `#/queues/${enc(s.queue)}`, text: s.queue })),
+      h('td', { class: 'mono truncate', testid: 'schedule-payload', title: pretty(s.payload, s.payload_base64), text: preview(s.payload, s.payload_base64) }),
+      h('td', { title: isoMs(s.next_fire_at_ms), testid: 'schedule-next', text: s.paused ? '–' : fmtTimeMs(s.next_fire_at_ms) }),
+      h('td', { class: 'mono', text: s.paused ? '–' : countdown(s.next_fire_at_ms) }),
+      h('td', { title: isoMs(s.last_boundary_ms), text: fmtTimeMs(s.last_boundary_ms) }),
+      h('td', null, pausedPill(s.paused)),
+      h('td', { class: 'actions' },
+        h('button', { testid: 'schedule-edit', disabled: editing, onclick: () => { S.edit = editState(s); render(); }, text: 'Edit' }),
+        h('button', {
+          testid: `schedule-${verb}`, disabled: busy, text: s.paused ? 'Resume' : 'Pause',
+          onclick: () => act(`schedule:${s.name}`, `${s.paused ? 'Resumed' : 'Paused'} ${s.name}`,
+            () => api('POST', `/api/v1/schedules/${enc(s.name)}/${verb}`)),
+        }),
+        h('button', {
+          testid: 'schedule-delete', class: 'danger', disabled: busy, text: 'Delete',
+          onclick: () => {
+            if (!window.confirm(`Delete schedule ${s.name}? Jobs it already enqueued stay.`)) return;
+            if (editing) S.edit = null;
+            act(`schedule:${s.name}`, `Deleted ${s.name}`, () => api('DELETE', `/api/v1/schedules/${enc(s.name)}`));
+          },
+        })));
+    if (!editing) return [row];
+    return [row, h('tr', { key: `edit:${s.name}`, class: 'editor' },
+      h('td', { colspan: String(SCHEDULE_COLS) }, scheduleForm(S.edit, list)))];
+  }
+
+  // The editor's fields as typed (strings), from a schedule or blank.
+  function editState(s) {
+    if (!s) return { isNew: true, name: '', spec: '', tz: '', queue: '', priority: '0', payload: '', binary: false, maxCatchUp: null, error: null };
+    return {
+      isNew: false, name: s.name, spec: s.spec, tz: s.tz || '', queue: s.queue, priority: String(s.priority),
+      payload: s.payload_base64 ? '' : pretty(s.payload, null), binary: !!s.payload_base64,
+      maxCatchUp: s.max_catch_up, error: null,
+    };
+  }
+
+  function scheduleForm(e, list) {
+    const busy = S.busy.has('schedule:save');
+    const field = (label, key, attrs, hint) => h('label', { class: 'field', key: `f:${key}` },
+      h('span', { class: 'k', text: label }),
+      h('input', Object.assign({
+        type: 'text', name: key, value: e[key], testid: `schedule-field-${key}`, spellcheck: 'false',
+        oninput: (ev) => { e[key] = ev.target.value; },
+      }, attrs)),
+      hint ? h('span', { class: 'hint', text: hint }) : null);
+    return h('form', {
+      class: 'form', testid: 'schedule-form', 'data-name': e.name,
+      onsubmit: (ev) => { ev.preventDefault(); saveSchedule(e, list); },
+      onkeydown: (ev) => { if (ev.key === 'Escape') { S.edit = null; render(); } },
+    },
+    h('div', { class: 'fields' },
+      e.isNew ? field('Name', 'name', { required: true, maxlength: '200', autofocus: true }) : null,
+      field('Spec', 'spec', { required: true, placeholder: '@every 1h' }, '@every 30s / 5m / 1h / 1d, or cron: 0 3 * * * (6 fields: seconds first)'),
+      field('Time zone', 'tz', { placeholder: 'UTC' }, 'IANA name, for cron: Europe/Paris'),
+      field('Queue', 'queue', { required: true, maxlength: '200' }),
+      field('Priority', 'priority', { inputmode: 'numeric', size: '6' })),
+    h('label', { class: 'field wide', key: 'f:payload' },
+      h('span', { class: 'k', text: 'Payload (JSON)' }),
+      h('textarea', {
+        name: 'payload', rows: '5', spellcheck: 'false', testid: 'schedule-field-payload', text: e.payload,
+        placeholder: e.binary ? 'This schedule\u2019s payload is not JSON: saving needs a JSON payload, which replaces it' : 'null',
+        oninput: (ev) => { e.payload = ev.target.value; },
+      })),
+    e.error ? h('div', { class: 'form-error', testid: 'schedule-error', role: 'alert', text: e.error }) : null,
+    h('div', { class: 'form-actions' },
+      h('button', { type: 'submit', class: 'primary', testid: 'schedule-save', disabled: busy, text: e.isNew ? 'Create' : 'Save' }),
+      h('button', { type: 'button', testid: 'schedule-cancel', onclick: () => { S.edit = null; render(); }, text: 'Cancel' }),
+      e.isNew ? null : h('span', { class: 'sub', text: 'the same spec keeps its next boundary; a paused schedule stays paused' })));
+  }
+
+  // PUT the editor's schedule; errors stay in the editor.
+  async function saveSchedule(e, list) {
+    const fail = (msg) => { e.error = msg; render(); };
+    const name = e.name.trim();
+    if (!name) return fail('Give the schedule a name.');
+    if (e.isNew && list.some((s) => s.name === name)) return fail(`There is a schedule ${name} already: edit it instead.`);
+    if (!e.spec.trim()) return fail('Give a spec: @every 1h, or a cron pattern.');
+    if (!e.queue.trim()) return fail('Give the queue its jobs go to.');
+    if (!/^-?\d+$/.test(e.priority.trim())) return fail('The priority is a whole number.');
+    let payload = null;
+    if (e.payload.trim()) {
+      try { payload = JSON.parse(e.payload); } catch (err) { return fail(`The payload is not JSON: ${err.message}`); }
+    } else if (e.binary) {
+      return fail('This schedule\u2019s payload is not JSON, and the API sets JSON payloads only: give one to save.');
+    }
+    const body = { spec: e.spec.trim(), queue: e.queue, tz: e.tz.trim() || null, priority: Number(e.priority.trim()), payload };
+    if (e.maxCatchUp !== null) body.max_catch_up = e.maxCatchUp;
+    if (S.busy.has('schedule:save')) return;
+    S.busy.add('schedule:save');
+    e.error = null;
+    render();
+    try {
+      await api('PUT', `/api/v1/schedules/${enc(name)}`, body);
+      if (S.edit === e) S.edit = null;
+      toast(`${e.isNew ? 'Created' : 'Saved'} ${name}`);
+    } catch (err) {
+      e.error = err.message;
+    } finally {
+      S.busy.delete('schedule:save');
+      tick();
+    }
   }
 
   // 7. Locks.
@@ -1328,7 +1816,7 @@
       h('div', { class: 'panel' },
         list.length === 0
           ? h('div', { class: 'empty', text: 'No locks.' })
-          : h('table', { testid: 'locks-table' },
+          : table({ testid: 'locks-table' },
             h('thead', null, h('tr', null,
               h('th', { text: 'Name' }), h('th', { text: 'Owner' }), h('th', { class: 'num', text: 'Token' }),
               h('th', { text: 'Acquired' }), h('th', { text: 'Expires' }), h('th', { text: 'State' }))),
@@ -1349,6 +1837,202 @@
     ];
   }
 
+
+  // 8. Processes: every worker, group member, subscriber and scheduler that
+  // registered in the store, with its heartbeat, and orders for it.
+  const KINDS = [
+    { kind: 'worker', label: 'Workers', one: 'worker' },
+    { kind: 'group', label: 'Group members', one: 'group member' },
+    { kind: 'subscriber', label: 'Subscribers', one: 'subscriber' },
+    { kind: 'scheduler', label: 'Schedulers', one: 'scheduler' },
+  ];
+  const kindOf = (k) => KINDS.find((x) => x.kind === k) || { kind: k, label: k, one: k };
+  const KIND_RANK = new Map(KINDS.map((k, i) => [k.kind, i]));
+
+  // What Quiet does, by kind (the API's words).
+  const QUIET_DOES = {
+    worker: 'It finishes the jobs it runs, claims nothing new and idles until stopped.',
+    group: 'It leaves the group (its buckets go to the other members).',
+    subscriber: 'It stops reading.',
+    scheduler: 'It stops firing schedules (other schedulers go on).',
+  };
+
+  // Live ones first, then by kind, host and id.
+  function byProcess(a, b) {
+    return (b.alive - a.alive) || ((KIND_RANK.get(a.kind) ?? 9) - (KIND_RANK.get(b.kind) ?? 9)) ||
+      a.host.localeCompare(b.host) || a.id.localeCompare(b.id);
+  }
+
+  function viewProcesses() {
+    const all = S.procs;
+    if (all === null) {
+      if (S.procsError) {
+        return h('div', { class: 'panel', testid: 'view-error' }, h('div', {
+          class: 'empty', text: `This server lists no processes (${S.procsError.message}): it is older than the process registry.`,
+        }));
+      }
+      return loading();
+    }
+    const list = all.filter((p) => !S.procKind || p.kind === S.procKind).sort(byProcess);
+    const live = all.filter((p) => p.alive);
+    const workers = live.filter((p) => p.kind === 'worker');
+    const slots = workers.reduce((n, p) => n + p.concurrency, 0);
+    const busy = workers.reduce((n, p) => n + p.running, 0);
+    const t = now();
+    return [
+      h('div', { class: 'head' }, h('h1', { text: 'Processes' }),
+        h('span', { class: 'sub', text: 'registered in the store by alk worker, group members, subscribers and schedulers; each beats in, and a dead one stays listed for an hour' })),
+      h('div', { class: 'tiles' },
+        KINDS.map((k) => kindTile(k, all)),
+        h('div', { class: 'tile', key: 'busy', testid: 'proc-busy', title: 'jobs running / handler slots of live workers, at their last heartbeat' },
+          h('div', { class: 'k', text: 'Worker slots busy' }),
+          h('div', { class: 'v' }, fmtInt(busy), h('span', { class: 'of', text: ` / ${fmtInt(slots)}` })),
+          meter(busy, slots))),
+      h('div', { class: 'panel' },
+        h('div', { class: 'panel-head' },
+          h('div', { class: 'tabs', testid: 'proc-kinds' }, [{ kind: '', label: 'All' }].concat(KINDS).map((k) => h('button', {
+            key: k.kind || 'all', class: S.procKind === k.kind ? 'on' : null, 'data-kind': k.kind,
+            text: `${k.label} ${fmtInt(k.kind ? all.filter((p) => p.kind === k.kind).length : all.length)}`,
+            onclick: () => { S.procKind = k.kind; render(); },
+          }))),
+          h('span', { class: 'spacer' }),
+          h('span', { class: 'sub', text: 'Quiet and Stop are carried out at the process\u2019s next heartbeat' })),
+        list.length === 0
+          ? h('div', { class: 'empty', testid: 'processes-empty', text: all.length
+            ? 'None of this kind.'
+            : 'No process has registered: start one with alk worker --queue Q --exec CMD, or alk schedules run.' })
+          : table({ testid: 'processes-table', class: 'processes' },
+            h('thead', null, h('tr', null,
+              h('th', { text: 'Process' }), h('th', { text: 'Kind' }), h('th', { text: 'Host' }), h('th', { class: 'num', text: 'Pid' }),
+              h('th', { text: 'Version' }), h('th', { text: 'Works' }),
+              h('th', { class: 'num', text: 'Running', title: 'jobs running / handler slots (workers), buckets held / wanted (group members), at the last heartbeat' }),
+              h('th', { text: 'Up' }), h('th', { text: 'Heartbeat' }), h('th', { text: 'State' }), h('th', null))),
+            h('tbody', null, list.map((p) => processRow(p, t))))),
+    ];
+  }
+
+  function kindTile(k, all) {
+    const of = all.filter((p) => p.kind === k.kind);
+    const alive = of.filter((p) => p.alive).length;
+    const dead = of.length - alive;
+    return h('div', {
+      class: S.procKind === k.kind ? 'tile pick on' : 'tile pick', key: k.kind, testid: `proc-count-${k.kind}`,
+      'data-alive': alive, 'data-dead': dead, title: `Show only ${k.label.toLowerCase()}`,
+      onclick: () => { S.procKind = S.procKind === k.kind ? '' : k.kind; render(); },
+    },
+    h('div', { class: 'k', text: k.label }),
+    h('div', { class: 'v' }, fmtInt(alive), dead ? h('span', { class: 'of dead', text: ` +${fmtInt(dead)} dead` }) : null));
+  }
+
+  // A bar for used of total.
+  function meter(used, total) {
+    const pct = total > 0 ? Math.min(100, Math.round((100 * used) / total)) : 0;
+    return h('span', { class: 'meter', title: `${fmtInt(used)} of ${fmtInt(total)}` },
+      h('span', { style: { width: `${pct}%` } }));
+  }
+
+  function processRow(p, t) {
+    const busy = S.busy.has(`proc:${p.id}`);
+    const k = kindOf(p.kind);
+    const late = p.alive && t - p.heartbeat_at_ms > (p.expires_at_ms - p.heartbeat_at_ms) / 2;
+    return h('tr', {
+      key: p.id, testid: 'process-row', class: p.alive ? null : 'gone',
+      'data-id': p.id, 'data-kind': p.kind, 'data-pid': p.pid, 'data-alive': String(p.alive), 'data-order': p.order,
+    },
+    h('td', { class: 'mono truncate', testid: 'process-id', title: p.id, text: p.id }),
+    h('td', null, h('span', { class: `pill kind ${p.kind}`, testid: 'process-kind', text: k.one })),
+    h('td', { class: 'mono', text: p.host }),
+    h('td', { class: 'num', text: p.pid }),
+    h('td', { class: 'mono', text: p.version }),
+    h('td', { class: 'roles', testid: 'process-roles' }, rolesOf(p)),
+    h('td', { class: 'num', testid: 'process-running', 'data-running': p.running, 'data-concurrency': p.concurrency },
+      `${fmtInt(p.running)} / ${fmtInt(p.concurrency)}`, p.alive ? meter(p.running, p.concurrency) : null),
+    h('td', { title: `started ${isoMs(p.started_at_ms)}`, text: fmtAge((t - p.started_at_ms) / 1000) }),
+    h('td', {
+      testid: 'process-heartbeat', class: late ? 'late' : null,
+      title: `last heartbeat ${isoMs(p.heartbeat_at_ms)}; ${p.alive ? 'taken for dead' : 'dead'} from ${isoMs(p.expires_at_ms)}`,
+      text: ago(p.heartbeat_at_ms),
+    }),
+    h('td', { class: 'state' },
+      p.alive
+        ? h('span', { class: 'pill live', testid: 'process-state', 'data-state': 'alive', text: 'alive' })
+        : h('span', { class: 'pill dead', testid: 'process-state', 'data-state': 'dead', title: 'no heartbeat within its expiry', text: 'dead' }),
+      orderPill(p)),
+    h('td', { class: 'actions' },
+      h('button', {
+        testid: 'process-quiet', disabled: busy || !p.alive || p.order !== 'run',
+        title: QUIET_DOES[p.kind] || null, onclick: () => orderProcess(p, 'quiet'), text: 'Quiet',
+      }),
+      h('button', {
+        testid: 'process-stop', class: 'danger', disabled: busy || !p.alive || p.order === 'stop',
+        title: 'shut down gracefully', onclick: () => orderProcess(p, 'stop'), text: 'Stop',
+      })));
+  }
+
+  function orderPill(p) {
+    if (p.order === 'run') return null;
+    const label = p.order === 'stop' ? (p.alive ? 'stopping' : 'stop ordered') : 'quiet';
+    return h('span', {
+      class: 'pill paused', testid: 'process-order', 'data-order': p.order,
+      title: p.order === 'stop' ? 'ordered to stop' : 'ordered to claim nothing new', text: label,
+    });
+  }
+
+  function orderProcess(p, verb) {
+    const k = kindOf(p.kind).one;
+    const who = `${k} ${p.id} on ${p.host} (pid ${p.pid})`;
+    const question = verb === 'quiet'
+      ? `Quiet ${who}? ${QUIET_DOES[p.kind] || ''}`
+      : `Stop ${who}? It shuts down gracefully${p.kind === 'worker' ? ', after the jobs it runs' : ''}.`;
+    if (!window.confirm(question)) return;
+    return act(`proc:${p.id}`, `${verb === 'quiet' ? 'Quiet' : 'Stop'} ordered for ${p.id}: carried out at its next heartbeat`,
+      () => api('POST', `/api/v1/processes/${enc(p.id)}/${verb}`));
+  }
+
+  // What a process works, as links: queues; group and stream; stream and
+  // consumer; a scheduler fires every schedule.
+  function rolesOf(p) {
+    if (p.kind === 'scheduler') return h('a', { href: '#/schedules', text: 'every schedule' });
+    if (!p.roles.length) return '–';
+    return p.roles.map((r) => h('div', { key: `r:${r}`, class: 'role' }, roleLinks(p.kind, r)));
+  }
+
+  function roleLinks(kind, role) {
+    if (kind === 'worker') return h('a', { class: 'mono', href: `#/queues/${enc(role)}`, text: role });
+    if (kind === 'group') {
+      const [g, st] = splitGroupRole(role);
+      return [h('a', { class: 'mono', href: '#/groups', text: g }), h('span', { class: 'sub', text: ' reads ' }),
+        h('a', { class: 'mono', href: `#/streams/${enc(st)}`, text: st })];
+    }
+    if (kind === 'subscriber') {
+      const [st, c] = splitAt(role, knownStreams());
+      return [h('a', { class: 'mono', href: `#/streams/${enc(st)}`, text: st }), h('span', { class: 'sub', text: ' as ' }),
+        h('span', { class: 'mono', text: c })];
+    }
+    return h('span', { class: 'mono', text: role });
+  }
+
+  // `group/stream`: names may hold a slash, so known groups decide.
+  function splitGroupRole(role) {
+    const g = (S.groups || []).find((x) => `${x.group}/${x.stream}` === role);
+    return g ? [g.group, g.stream] : splitAt(role, []);
+  }
+
+  // `prefix/rest`, the longest known prefix first, else at the first slash.
+  function splitAt(role, prefixes) {
+    const known = prefixes.filter((p) => role.startsWith(`${p}/`)).sort((a, b) => b.length - a.length)[0];
+    if (known !== undefined) return [known, role.slice(known.length + 1)];
+    const i = role.indexOf('/');
+    return i < 0 ? [role, ''] : [role.slice(0, i), role.slice(i + 1)];
+  }
+
+  function knownStreams() {
+    const names = new Set((S.groups || []).map((g) => g.stream));
+    if (S.route.view === 'stream') names.add(S.route.s);
+    if (S.route.view === 'streams' && S.data && S.data.streams) for (const x of S.data.streams) names.add(x.stream);
+    return Array.from(names);
+  }
+
   // -------------------------------------------------------------- start
 
   // For the browser test: the parts with no server-side twin.
@@ -1358,7 +2042,7 @@
   window.addEventListener('resize', () => render());
   // Countdowns move between polls.
   setInterval(() => {
-    if (['groups', 'schedules', 'locks', 'job'].includes(S.route.view)) render();
+    if (['groups', 'schedules', 'locks', 'job', 'processes', 'stream'].includes(S.route.view)) render();
   }, 250);
   onRoute();
 })();

@@ -24,6 +24,7 @@ mod error;
 mod extract;
 pub mod groups;
 mod guard;
+pub mod jobs;
 pub mod locks;
 pub mod members;
 mod metrics_route;
@@ -172,6 +173,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(locks::routes())
         .merge(atomic::routes())
         .merge(results::routes())
+        .merge(jobs::routes())
         .merge(processes::routes())
         .merge(store_info::routes())
         .merge(rates::routes())

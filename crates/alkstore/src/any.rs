@@ -16,9 +16,10 @@ use alkstore_core::process::{
 };
 use alkstore_core::queue::{
     DeadCountParams, DeadPurgeParams, DeadRequeueParams, EnqueuedClaimed, JobAckParams,
-    JobCancelParams, JobCancelRequestsParams, JobEnqueueClaimedParams, JobEnqueueParams,
-    JobGetParams, JobHeartbeatParams, JobReleaseParams, JobSettleParams, JobUnclaimParams,
-    QueuePauseParams, QueueStatsParams, QueueThroughput, QueueThroughputParams,
+    JobCancelParams, JobCancelRequestsParams, JobDeleteParams, JobEnqueueClaimedParams,
+    JobEnqueueParams, JobGetParams, JobHeartbeatParams, JobReleaseParams, JobRunNowParams,
+    JobSettleParams, JobUnclaimParams, QueuePauseParams, QueueStatsParams, QueueThroughput,
+    QueueThroughputParams,
 };
 use alkstore_core::rate::{RateAcquireParams, RateDecision, RateDriver};
 use alkstore_core::results::{JobOutput, ResultDriver, ResultGetParams, ResultSaveParams};
@@ -149,6 +150,8 @@ forward!(QueueDriver {
     fn job_list(p: Checked<JobListParams>) -> Vec<JobInfo>;
     fn job_cancel(p: Checked<JobCancelParams>) -> CancelOutcome;
     fn job_unclaim(p: Checked<JobUnclaimParams>) -> bool;
+    fn job_run_now(p: Checked<JobRunNowParams>) -> u64;
+    fn job_delete(p: Checked<JobDeleteParams>) -> u64;
     fn queue_stats(p: Checked<QueueStatsParams>) -> QueueStats;
     fn queue_throughput(p: Checked<QueueThroughputParams>) -> QueueThroughput;
     fn queue_list() -> Vec<String>;

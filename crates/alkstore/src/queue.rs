@@ -4,14 +4,15 @@
 //! handlers over queues. The queue's types (options, jobs, claims,
 //! outcomes) are here too.
 
+pub use alkstore_core::queue::validate_queue_name;
 pub use alkstore_core::queue::{
     AttemptError, CancelOutcome, Claim, DeadCountParams, DeadListParams, DeadPurgeParams,
     DeadRequeueParams, DeadSelect, EnqueueOpts, Enqueued, EnqueuedClaimed, Job, JobClaimParams,
-    JobEnqueueClaimedParams, JobFailParams, JobInfo, JobListParams, JobRetryParams,
-    JobSnoozeParams, JobState, NewJob, QueueAdmin, QueueEngine, QueueOpts, QueueStats,
-    QueueThroughput, QueueThroughputParams, QueueTotals, RetryOutcome, Settle, Settled, Settlement,
-    ThroughputBucket, DEFAULT_MAX_ATTEMPTS, MAX_ERRORS_KEPT, MAX_ERROR_BYTES, THROUGHPUT_BUCKET_S,
-    THROUGHPUT_RETENTION,
+    JobDeleteParams, JobEnqueueClaimedParams, JobFailParams, JobInfo, JobListParams,
+    JobRetryParams, JobRunNowParams, JobSnoozeParams, JobState, NewJob, QueueAdmin, QueueEngine,
+    QueueOpts, QueueStats, QueueThroughput, QueueThroughputParams, QueueTotals, RetryOutcome,
+    Settle, Settled, Settlement, ThroughputBucket, DEFAULT_MAX_ATTEMPTS, MAX_ACTION_IDS,
+    MAX_ERRORS_KEPT, MAX_ERROR_BYTES, THROUGHPUT_BUCKET_S, THROUGHPUT_RETENTION,
 };
 
 use alkstore_core::{Engine, Error, Result, Taker};

@@ -1,6 +1,6 @@
 //! Inspection: stats, queue and job lists, kept completed jobs.
 
-use alkstore_core::queue::JobFailParams;
+use alkstore_core::queue::{JobDeleteParams, JobFailParams, JobRetryParams, JobRunNowParams};
 use alkstore_core::{
     Clock, Engine, EnqueueOpts, ErrorKind, JobListParams, JobState, QueueAdmin, QueueEngine,
     QueueOpts,
@@ -9,7 +9,8 @@ use alkstore_core::{
 use super::support::{claim, enqueue_ids, enqueue_one, job, kind, secs};
 use crate::Harness;
 
-/// Stats count ready, scheduled, processing and dead, and the oldest age.
+/// Stats count ready, scheduled (and retryable), processing and dead (and
+/// cancelled), and the oldest age.
 pub async fn stats_count_each_state<H: Harness>(h: &H) {
     let e = h.engine();
     let now = h.clock().now();
@@ -31,7 +32,34 @@ pub async fn stats_count_each_state<H: Harness>(h: &H) {
         .expect("fail");
     let s = e.queue_stats("st").await.expect("stats");
     assert_eq!((s.ready, s.scheduled, s.processing, s.dead), (2, 1, 1, 1));
+    assert_eq!((s.retryable, s.cancelled), (0, 0));
     assert_eq!(s.oldest_ready_age_s, Some(40));
+    // A retry waiting out its backoff is scheduled and retryable; a
+    // cancelled job is dead and cancelled.
+    let mut retry = JobRetryParams::new(got[1].claim(), "later");
+    retry.delay = Some(secs(100));
+    e.job_retry(retry).await.expect("retry");
+    let ready = e
+        .job_list(JobListParams::new(10).queue("st").state(JobState::Pending))
+        .await
+        .expect("list");
+    let due = ready
+        .iter()
+        .find(|j| j.run_at <= now && j.attempts == 0)
+        .expect("a due job");
+    e.job_cancel(due.id).await.expect("cancel");
+    let s = e.queue_stats("st").await.expect("stats");
+    assert_eq!(
+        (
+            s.ready,
+            s.scheduled,
+            s.retryable,
+            s.processing,
+            s.dead,
+            s.cancelled
+        ),
+        (1, 2, 1, 0, 2, 1)
+    );
     let empty = e.queue_stats("nothing").await.expect("stats");
     assert_eq!(
         (empty.ready, empty.dead, empty.oldest_ready_age_s),
@@ -157,6 +185,72 @@ pub async fn a_single_ack_keeps_a_completed_job_when_opted_in<H: Harness>(h: &H)
     assert_eq!(e.queue_stats("keep1").await.expect("stats").completed, 1);
 }
 
+/// Run now makes scheduled and retryable jobs due (attempts kept) and
+/// leaves others alone; delete removes pending jobs only; bad id lists
+/// are refused and change nothing.
+pub async fn run_now_and_delete_act_only_on_pending_jobs<H: Harness>(h: &H) {
+    let e = h.engine();
+    let later = enqueue_one(
+        e,
+        job("rn", "later").with_opts(EnqueueOpts::default().delay(secs(100))),
+    )
+    .await;
+    let failing = enqueue_one(e, job("rn", "failing")).await;
+    let got = claim(e, "rn", "w", 1).await;
+    assert_eq!(got[0].id, failing);
+    let mut retry = JobRetryParams::new(got[0].claim(), "boom");
+    retry.delay = Some(secs(100));
+    e.job_retry(retry).await.expect("retry");
+    let running = enqueue_one(e, job("rn", "running")).await;
+    let held = claim(e, "rn", "w", 1).await;
+    assert_eq!(held[0].id, running);
+    let due = enqueue_one(e, job("rn", "due")).await;
+    let s = e.queue_stats("rn").await.expect("stats");
+    assert_eq!(
+        (s.ready, s.scheduled, s.retryable, s.processing),
+        (1, 2, 1, 1)
+    );
+
+    for bad in [vec![], vec![0], (1..=1_001).collect::<Vec<i64>>()] {
+        let err = e
+            .job_run_now(JobRunNowParams::new(bad.clone()))
+            .await
+            .expect_err("refused");
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad:?}");
+        let err = e
+            .job_delete(JobDeleteParams::new(bad))
+            .await
+            .expect_err("refused");
+        assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    }
+    let moved = e
+        .job_run_now(JobRunNowParams::new(vec![
+            later, failing, running, due, 999_999,
+        ]))
+        .await
+        .expect("run now");
+    assert_eq!(moved, 2, "the scheduled and the retryable job");
+    let s = e.queue_stats("rn").await.expect("stats");
+    assert_eq!(
+        (s.ready, s.scheduled, s.retryable, s.processing),
+        (3, 0, 0, 1)
+    );
+    let info = e.job_get(failing).await.expect("get").expect("job");
+    assert_eq!(info.attempts, 1, "attempts kept");
+    assert!(info.run_at <= h.clock().now());
+
+    let deleted = e
+        .job_delete(JobDeleteParams::new(vec![due, running, 999_999]))
+        .await
+        .expect("delete");
+    assert_eq!(deleted, 1, "only the pending job");
+    assert!(e.job_get(due).await.expect("get").is_none());
+    assert_eq!(
+        e.job_get(running).await.expect("get").map(|j| j.state),
+        Some(JobState::Processing)
+    );
+}
+
 /// The rows above, for [`contract_suite!`](crate::contract_suite): list each
 /// `pub async fn …<H: Harness>` here, next to where it is written.
 #[doc(hidden)]
@@ -169,6 +263,7 @@ macro_rules! __queues_admin {
             job_list_filters_and_pages,
             completed_jobs_are_kept_when_opted_in,
             a_single_ack_keeps_a_completed_job_when_opted_in,
+            run_now_and_delete_act_only_on_pending_jobs,
         ] }
     };
 }

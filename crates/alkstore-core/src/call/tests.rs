@@ -136,6 +136,16 @@ impl crate::queue::QueueDriver for Recorder {
         Ok(false)
     }
 
+    async fn job_run_now(&self, _: Checked<crate::queue::JobRunNowParams>) -> Result<u64> {
+        self.reached("job_run_now");
+        Ok(0)
+    }
+
+    async fn job_delete(&self, _: Checked<crate::queue::JobDeleteParams>) -> Result<u64> {
+        self.reached("job_delete");
+        Ok(0)
+    }
+
     async fn queue_stats(&self, _: Checked<QueueStatsParams>) -> Result<QueueStats> {
         self.reached("queue_stats");
         Ok(QueueStats::default())

@@ -93,6 +93,18 @@ pub trait QueueDriver: Engine {
         params: Checked<JobUnclaimParams>,
     ) -> impl Future<Output = Result<bool>> + Send;
 
+    /// See [`QueueAdmin::job_run_now`](super::QueueAdmin::job_run_now).
+    fn job_run_now(
+        &self,
+        params: Checked<JobRunNowParams>,
+    ) -> impl Future<Output = Result<u64>> + Send;
+
+    /// See [`QueueAdmin::job_delete`](super::QueueAdmin::job_delete).
+    fn job_delete(
+        &self,
+        params: Checked<JobDeleteParams>,
+    ) -> impl Future<Output = Result<u64>> + Send;
+
     /// See [`QueueAdmin::queue_stats`](super::QueueAdmin::queue_stats).
     fn queue_stats(
         &self,
@@ -239,6 +251,20 @@ macro_rules! queue_driver_by_parts {
                 params: $crate::Checked<$crate::queue::JobListParams>,
             ) -> $crate::Result<Vec<$crate::queue::JobInfo>> {
                 admin::job_list(self, params).await
+            }
+
+            async fn job_run_now(
+                &self,
+                params: $crate::Checked<$crate::queue::JobRunNowParams>,
+            ) -> $crate::Result<u64> {
+                admin::job_run_now(self, params).await
+            }
+
+            async fn job_delete(
+                &self,
+                params: $crate::Checked<$crate::queue::JobDeleteParams>,
+            ) -> $crate::Result<u64> {
+                admin::job_delete(self, params).await
             }
 
             async fn queue_stats(

@@ -147,6 +147,16 @@ pub trait QueueAdmin: Engine {
         params: impl Into<JobUnclaimParams> + Send,
     ) -> impl Future<Output = Result<bool>> + Send;
 
+    /// Make waiting jobs due now: scheduled ones (first run later) and
+    /// retryable ones (waiting out a backoff) run at once; the attempt
+    /// count is kept. Jobs not pending (processing, dead, gone) are left
+    /// alone. How many were moved.
+    fn job_run_now(&self, params: JobRunNowParams) -> impl Future<Output = Result<u64>> + Send;
+
+    /// Delete pending jobs for good (a running job is not deleted: cancel
+    /// it). How many were deleted.
+    fn job_delete(&self, params: JobDeleteParams) -> impl Future<Output = Result<u64>> + Send;
+
     /// Counts for one queue.
     fn queue_stats(
         &self,
@@ -369,6 +379,20 @@ impl<D: QueueDriver> QueueAdmin for D {
             }
             Ok(released)
         })
+    }
+
+    async fn job_run_now(&self, params: JobRunNowParams) -> Result<u64> {
+        engine_call!(self, job_run_now, params => JobRunNowParams, |p| async move {
+            let moved = QueueDriver::job_run_now(self, p).await?;
+            if moved > 0 {
+                self.wake_hub().all();
+            }
+            Ok(moved)
+        })
+    }
+
+    async fn job_delete(&self, params: JobDeleteParams) -> Result<u64> {
+        engine_call!(self, job_delete, params => JobDeleteParams, |p| QueueDriver::job_delete(self, p))
     }
 
     async fn queue_stats(&self, params: impl Into<QueueStatsParams> + Send) -> Result<QueueStats> {

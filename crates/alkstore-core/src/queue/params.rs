@@ -432,6 +432,40 @@ one_value_params! {
 }
 
 one_value_params! {
+    /// Parameters of `job_run_now`: the waiting jobs (scheduled, or
+    /// retryable) to make due now; 1 to 1,000 ids.
+    JobRunNowParams { ids: Vec<i64> },
+    validate: |p, _l| check_ids(&p.ids)
+}
+
+one_value_params! {
+    /// Parameters of `job_delete`: the pending jobs to delete; 1 to 1,000
+    /// ids.
+    JobDeleteParams { ids: Vec<i64> },
+    validate: |p, _l| check_ids(&p.ids)
+}
+
+/// The most jobs one operator action names.
+pub const MAX_ACTION_IDS: usize = 1_000;
+
+/// 1 to [`MAX_ACTION_IDS`] positive job ids.
+fn check_ids(ids: &[i64]) -> Result<()> {
+    if ids.is_empty() || ids.len() > MAX_ACTION_IDS {
+        return Err(Error::invalid(
+            "ids",
+            format!("{} ids: name 1 to {MAX_ACTION_IDS}", ids.len()),
+        ));
+    }
+    if let Some(bad) = ids.iter().find(|id| **id < 1) {
+        return Err(Error::invalid(
+            "ids",
+            format!("job ids are positive, not {bad}"),
+        ));
+    }
+    Ok(())
+}
+
+one_value_params! {
     /// Parameters of `queue_stats`: the queue.
     QueueStatsParams { queue: String },
     validate: |p, _l| validate_queue_name(&p.queue)
@@ -601,6 +635,8 @@ impl_validate!(
     JobListParams,
     JobCancelParams,
     JobUnclaimParams,
+    JobRunNowParams,
+    JobDeleteParams,
     QueueStatsParams,
     QueueThroughputParams,
     QueuePauseParams,

@@ -613,8 +613,11 @@ pub struct QueueStats {
     pub queue: String,
     /// Pending and due now.
     pub ready: u64,
-    /// Pending, due later.
+    /// Pending, due later (retryable ones included).
     pub scheduled: u64,
+    /// Of `scheduled`: jobs that failed an attempt and wait out their
+    /// retry's backoff.
+    pub retryable: u64,
     /// Claimed, and the claim is still valid.
     pub processing: u64,
     /// Claimed, but the claim lapsed (its worker died or hangs): the job is
@@ -624,6 +627,8 @@ pub struct QueueStats {
     pub expired: u64,
     /// In the dead-letter table.
     pub dead: u64,
+    /// Of `dead`: jobs cancelled (before or while they ran).
+    pub cancelled: u64,
     /// Acked and kept ([`QueueOpts::keep_completed`]).
     pub completed: u64,
     /// Age in seconds of the oldest ready job.

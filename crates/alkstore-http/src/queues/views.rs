@@ -74,7 +74,7 @@ pub struct AttemptErrorView {
 
 impl JobView {
     /// The job as shown at `now` (unix seconds).
-    pub(super) fn new(j: JobInfo, now: i64) -> Self {
+    pub(crate) fn new(j: JobInfo, now: i64) -> Self {
         let (payload, payload_base64) = decode(&j.payload);
         JobView {
             state: j.shown_state(now).to_string(),
@@ -140,8 +140,10 @@ pub struct QueueView {
     pub queue: String,
     /// Waiting and due now.
     pub ready: u64,
-    /// Waiting, due later.
+    /// Waiting, due later (the retryable ones included).
     pub scheduled: u64,
+    /// Of `scheduled`: waiting out a retry's backoff.
+    pub retryable: u64,
     /// Claimed, claim valid.
     pub processing: u64,
     /// Claimed, claim lapsed (the worker died or hangs).
@@ -150,6 +152,8 @@ pub struct QueueView {
     pub expired: u64,
     /// Dead letters.
     pub dead: u64,
+    /// Of `dead`: cancelled.
+    pub cancelled: u64,
     /// Acked and kept.
     pub completed: u64,
     /// Age in seconds of the oldest ready job.
@@ -164,10 +168,12 @@ impl QueueView {
             queue: s.queue,
             ready: s.ready,
             scheduled: s.scheduled,
+            retryable: s.retryable,
             processing: s.processing,
             expired_claims: s.expired_claims,
             expired: s.expired,
             dead: s.dead,
+            cancelled: s.cancelled,
             completed: s.completed,
             oldest_ready_age_s: s.oldest_ready_age_s,
             paused,

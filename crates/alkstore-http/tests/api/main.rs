@@ -16,7 +16,9 @@ use serde_json::{json, Value};
 use tower::ServiceExt;
 
 mod any_language;
+mod operator;
 use any_language::*;
+use operator::*;
 
 /// A router over a fresh store, and how to drop that store.
 struct Api {
@@ -1576,6 +1578,7 @@ on_both_engines!(
     group_members_over_http_share_buckets_and_are_fenced(ServeOptions::default()),
     processes_are_listed_and_take_orders(ServeOptions::default()),
     the_store_says_which_store_it_is(ServeOptions::default()),
+    operators_count_search_and_act_on_jobs_by_state(ServeOptions::default()),
 );
 
 /// Every operation of the OpenAPI document has a summary and a description.

@@ -1,7 +1,10 @@
 //! The operator's calls on jobs and queues: cancel a job, look jobs up
 //! and list them, count a queue's jobs, list queues, pause and resume.
 
-use alkstore_core::queue::{JobCancelParams, JobGetParams, QueuePauseParams, QueueStatsParams};
+use alkstore_core::queue::{
+    JobCancelParams, JobDeleteParams, JobGetParams, JobRunNowParams, QueuePauseParams,
+    QueueStatsParams,
+};
 use alkstore_core::validate::count;
 use alkstore_core::{
     CancelOutcome, Checked, Error, JobInfo, JobListParams, JobState, QueueStats, Result,
@@ -32,6 +35,28 @@ pub(super) async fn job_cancel(
     } else {
         CancelOutcome::NotFound
     })
+}
+
+/// The driver's `job_run_now`: make waiting jobs due now.
+pub(super) async fn job_run_now(
+    engine: &PgEngine,
+    params: Checked<JobRunNowParams>,
+) -> Result<u64> {
+    let JobRunNowParams { ids, .. } = params.into_inner();
+    let now = engine.now_override();
+    let rows = engine
+        .query("job_run_now", &engine.inner.sql.run_now, &[&now, &ids])
+        .await?;
+    Ok(rows.first().map_or(0, |r| count(r.get(0))))
+}
+
+/// The driver's `job_delete`: delete pending jobs.
+pub(super) async fn job_delete(engine: &PgEngine, params: Checked<JobDeleteParams>) -> Result<u64> {
+    let JobDeleteParams { ids, .. } = params.into_inner();
+    let rows = engine
+        .query("job_delete", &engine.inner.sql.delete, &[&ids])
+        .await?;
+    Ok(rows.first().map_or(0, |r| count(r.get(0))))
 }
 
 /// The driver's `job_get`: job `id` from the live, dead or done table.
@@ -95,10 +120,12 @@ pub(super) async fn queue_stats(
     Ok(QueueStats {
         ready: n(0),
         scheduled: n(1),
+        retryable: n(9),
         expired: n(2),
         processing: n(3),
         expired_claims: n(4),
         dead: n(6),
+        cancelled: n(10),
         completed: n(7),
         oldest_ready_age_s: oldest.map(|t| (db_now - t).max(0)),
         queue,

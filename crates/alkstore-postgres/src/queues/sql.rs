@@ -73,6 +73,8 @@ pub(crate) struct Sql {
     pub hand_back: String,
     pub unclaim: String,
     pub cancel: String,
+    pub run_now: String,
+    pub delete: String,
     pub cancel_requests: String,
     pub get_live: String,
     pub get_dead: String,
@@ -579,6 +581,16 @@ impl Sql {
                 &dead,
                 "id = $2 AND state = 'processing' AND $3::text IS NULL AND $4::bigint IS NULL",
             ),
+            run_now: format!(
+                "WITH moved AS (UPDATE {job} SET run_at = {NOW} \
+                   WHERE id = ANY($2) AND state = 'pending' AND run_at > {NOW} RETURNING 1) \
+                 SELECT count(*) FROM moved"
+            ),
+            delete: format!(
+                "WITH gone AS (DELETE FROM {job} WHERE id = ANY($1) AND state = 'pending' \
+                   RETURNING 1) \
+                 SELECT count(*) FROM gone"
+            ),
             cancel: format!(
                 "WITH gone AS (DELETE FROM {job} WHERE id = $2 AND state = 'pending' RETURNING *), \
                  buried AS ({bury}), \
@@ -620,7 +632,10 @@ impl Sql {
                           AND (expires_at IS NULL OR expires_at > {NOW})), \
                         (SELECT count(*) FROM {dead} WHERE queue = $2), \
                         (SELECT count(*) FROM {done} WHERE queue = $2), \
-                        {NOW} \
+                        {NOW}, \
+                        count(*) FILTER (WHERE state = 'pending' AND run_at > {NOW} AND attempts > 0 \
+                          AND (expires_at IS NULL OR expires_at > {NOW})), \
+                        (SELECT count(*) FROM {dead} WHERE queue = $2 AND reason = 'cancelled') \
                  FROM {job} WHERE queue = $2"
             ),
             queue_list: format!(

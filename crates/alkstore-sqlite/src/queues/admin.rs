@@ -1,7 +1,10 @@
 //! The operator's calls on jobs and queues: cancel a job, look jobs up
 //! and list them, count a queue's jobs, list queues, pause and resume.
 
-use alkstore_core::queue::{JobCancelParams, JobGetParams, QueuePauseParams, QueueStatsParams};
+use alkstore_core::queue::{
+    JobCancelParams, JobDeleteParams, JobGetParams, JobRunNowParams, QueuePauseParams,
+    QueueStatsParams,
+};
 use alkstore_core::validate::count;
 use alkstore_core::{CancelOutcome, Checked, JobInfo, JobListParams, JobState, QueueStats, Result};
 use rusqlite::{params, OptionalExtension};
@@ -52,6 +55,54 @@ pub(super) async fn job_cancel(
         .await
 }
 
+/// The driver's `job_run_now`: make waiting jobs due now.
+pub(super) async fn job_run_now(
+    engine: &SqliteEngine,
+    params: Checked<JobRunNowParams>,
+) -> Result<u64> {
+    let JobRunNowParams { ids, .. } = params.into_inner();
+    let ids = serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into());
+    engine
+        .inner
+        .writer
+        .write("job_run_now", move |st| {
+            let now = st.clock.now();
+            st.conn
+                .prepare_cached(
+                    "UPDATE __alkstore_job SET run_at = ?2 \
+                     WHERE id IN (SELECT value FROM json_each(?1)) \
+                       AND state = 'pending' AND run_at > ?2",
+                )
+                .and_then(|mut s| s.execute(params![ids, now]))
+                .map(|n| n as u64)
+                .map_err(db("job_run_now"))
+        })
+        .await
+}
+
+/// The driver's `job_delete`: delete pending jobs.
+pub(super) async fn job_delete(
+    engine: &SqliteEngine,
+    params: Checked<JobDeleteParams>,
+) -> Result<u64> {
+    let JobDeleteParams { ids, .. } = params.into_inner();
+    let ids = serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into());
+    engine
+        .inner
+        .writer
+        .write("job_delete", move |st| {
+            st.conn
+                .prepare_cached(
+                    "DELETE FROM __alkstore_job \
+                     WHERE id IN (SELECT value FROM json_each(?1)) AND state = 'pending'",
+                )
+                .and_then(|mut s| s.execute([ids]))
+                .map(|n| n as u64)
+                .map_err(db("job_delete"))
+        })
+        .await
+}
+
 /// The driver's `job_get`: job `id` from the live, dead or done table.
 pub(super) async fn job_get(
     engine: &SqliteEngine,
@@ -91,7 +142,7 @@ pub(super) async fn queue_stats(
     engine
         .read("queue_stats", move |conn| {
             let op = "queue_stats";
-            let live: [Option<i64>; 6] = conn
+            let live: [Option<i64>; 7] = conn
                 .prepare_cached(
                     "SELECT COALESCE(SUM(state = 'pending' AND run_at <= ?2 \
                           AND (expires_at IS NULL OR expires_at > ?2)), 0), \
@@ -101,7 +152,9 @@ pub(super) async fn queue_stats(
                         COALESCE(SUM(state = 'processing' AND claim_expires_at > ?2), 0), \
                         COALESCE(SUM(state = 'processing' AND claim_expires_at <= ?2), 0), \
                         MIN(CASE WHEN state = 'pending' AND run_at <= ?2 \
-                          AND (expires_at IS NULL OR expires_at > ?2) THEN run_at END) \
+                          AND (expires_at IS NULL OR expires_at > ?2) THEN run_at END), \
+                        COALESCE(SUM(state = 'pending' AND run_at > ?2 AND attempts > 0 \
+                          AND (expires_at IS NULL OR expires_at > ?2)), 0) \
                  FROM __alkstore_job WHERE queue = ?1",
                 )
                 .and_then(|mut s| {
@@ -113,6 +166,7 @@ pub(super) async fn queue_stats(
                             r.get(3)?,
                             r.get(4)?,
                             r.get(5)?,
+                            r.get(6)?,
                         ])
                     })
                 })
@@ -124,14 +178,23 @@ pub(super) async fn queue_stats(
                     .map_err(db(op))
             };
             let (dead, completed) = (rows_in("__alkstore_dead")?, rows_in("__alkstore_done")?);
+            let cancelled = conn
+                .prepare_cached(
+                    "SELECT COUNT(*) FROM __alkstore_dead WHERE queue = ?1 AND reason = 'cancelled'",
+                )
+                .and_then(|mut s| s.query_row([&queue], |r| r.get::<_, i64>(0)))
+                .map(count)
+                .map_err(db(op))?;
             let n = |i: usize| count(live[i].unwrap_or(0));
             Ok(QueueStats {
                 ready: n(0),
                 scheduled: n(1),
+                retryable: n(6),
                 expired: n(2),
                 processing: n(3),
                 expired_claims: n(4),
                 dead,
+                cancelled,
                 completed,
                 oldest_ready_age_s: live[5].map(|t| (now - t).max(0)),
                 queue,
