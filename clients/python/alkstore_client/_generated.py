@@ -895,6 +895,23 @@ class GeneratedClient:
         """
         return self._request("DELETE", f"/api/v1/schedules/{_seg(name)}")
 
+    def schedule_fires(self, name, *, limit=None):
+        """List a schedule's last fires.
+
+        The jobs the schedule enqueued, newest first: each boundary fired and
+        each manual run (the last 50 are kept).
+
+        `GET /api/v1/schedules/{name}/fires`
+
+        Args:
+            name: Schedule name
+            limit (query): 1 to 50 (default 20).
+
+        Returns:
+            ScheduleFires (200: Its last fires)
+        """
+        return self._request("GET", f"/api/v1/schedules/{_seg(name)}/fires", query=_pick({}, {"limit": limit}))
+
     def pause_schedule(self, name):
         """Pause a schedule.
 
@@ -925,6 +942,22 @@ class GeneratedClient:
             ScheduleView (200: Resumed from the next boundary)
         """
         return self._request("POST", f"/api/v1/schedules/{_seg(name)}/resume")
+
+    def run_schedule(self, name):
+        """Run a schedule now.
+
+        Enqueue the schedule's job at once, paused or not, outside its
+        boundaries (which do not move); kept in its history as a manual fire.
+
+        `POST /api/v1/schedules/{name}/run`
+
+        Args:
+            name: Schedule name
+
+        Returns:
+            ScheduleFireView (200: The job enqueued)
+        """
+        return self._request("POST", f"/api/v1/schedules/{_seg(name)}/run")
 
     def store_info(self):
         """Describe the store.
@@ -1067,4 +1100,4 @@ class GeneratedClient:
 
 # Operations answering with a text/event-stream, written by hand in client.py:
 STREAMING = ('listen_channel',)
-OPERATIONS = ('atomic', 'notify_channel', 'list_groups', 'group_status', 'group_dead_list', 'group_dead_purge', 'group_dead_requeue', 'join_group', 'leave_group', 'member_checkpoint', 'member_claim', 'member_heartbeat', 'search_jobs', 'ack_batch', 'bulk_jobs', 'job_counts', 'get_job', 'ack', 'cancel', 'fail', 'heartbeat', 'release_job', 'get_result', 'retry', 'list_locks', 'acquire_lock', 'release_lock', 'renew_lock', 'list_processes', 'quiet_process', 'stop_process', 'list_queues', 'queue_stats', 'claim', 'dead_list', 'dead_purge', 'dead_requeue', 'list_jobs', 'enqueue', 'enqueue_batch', 'pause_queue', 'resume_queue', 'acquire_rate', 'list_schedules', 'set_schedule', 'remove_schedule', 'pause_schedule', 'resume_schedule', 'store_info', 'list_streams', 'stream_info', 'offset_get', 'offset_commit', 'read', 'publish', 'throughput')
+OPERATIONS = ('atomic', 'notify_channel', 'list_groups', 'group_status', 'group_dead_list', 'group_dead_purge', 'group_dead_requeue', 'join_group', 'leave_group', 'member_checkpoint', 'member_claim', 'member_heartbeat', 'search_jobs', 'ack_batch', 'bulk_jobs', 'job_counts', 'get_job', 'ack', 'cancel', 'fail', 'heartbeat', 'release_job', 'get_result', 'retry', 'list_locks', 'acquire_lock', 'release_lock', 'renew_lock', 'list_processes', 'quiet_process', 'stop_process', 'list_queues', 'queue_stats', 'claim', 'dead_list', 'dead_purge', 'dead_requeue', 'list_jobs', 'enqueue', 'enqueue_batch', 'pause_queue', 'resume_queue', 'acquire_rate', 'list_schedules', 'set_schedule', 'remove_schedule', 'schedule_fires', 'pause_schedule', 'resume_schedule', 'run_schedule', 'store_info', 'list_streams', 'stream_info', 'offset_get', 'offset_commit', 'read', 'publish', 'throughput')

@@ -1013,6 +1013,29 @@ export interface RetryResponse {
     /** When it runs again (unix seconds), for `scheduled`. */
     run_at?: number | null;
 }
+/** A job a schedule enqueued. */
+export interface ScheduleFireView {
+    /** The boundary fired (unix ms); for a manual run, when it was asked. */
+    boundary_ms: number;
+    /** When it was enqueued (unix ms). */
+    fired_at_ms: number;
+    /**
+     * The job's id (it may have finished since: a finished job is kept
+     * only on queues that keep completed jobs).
+     */
+    job_id: number;
+    /** Asked for by an operator, not a boundary. */
+    manual: boolean;
+    /** The queue. */
+    queue: string;
+    /** The schedule. */
+    schedule: string;
+}
+/** A schedule's last fires. */
+export interface ScheduleFires {
+    /** Newest first. */
+    fires: Array<ScheduleFireView>;
+}
 /** Every schedule. */
 export interface ScheduleList {
     /** By name. */
@@ -1240,6 +1263,11 @@ export interface ListJobsQuery {
     /** Start after this id. */
     after_id?: number;
     /** 1 to 1,000 (default 100). */
+    limit?: number;
+}
+/** The query parameters of `schedule_fires`. */
+export interface ScheduleFiresQuery {
+    /** 1 to 50 (default 20). */
     limit?: number;
 }
 /** The query parameters of `read`. */
@@ -1838,6 +1866,18 @@ export declare abstract class GeneratedClient {
      */
     remove_schedule(name: string, options?: CallOptions): Promise<Removed>;
     /**
+     * List a schedule's last fires.
+     *
+     * The jobs the schedule enqueued, newest first: each boundary fired and
+     * each manual run (the last 50 are kept).
+     *
+     * `GET /api/v1/schedules/{name}/fires`
+     * @param name Schedule name
+     * @param args query parameters
+     * @returns ScheduleFires (200: Its last fires)
+     */
+    schedule_fires(name: string, args?: ScheduleFiresQuery, options?: CallOptions): Promise<ScheduleFires>;
+    /**
      * Pause a schedule.
      *
      * No boundary fires until it is resumed.
@@ -1858,6 +1898,17 @@ export declare abstract class GeneratedClient {
      * @returns ScheduleView (200: Resumed from the next boundary)
      */
     resume_schedule(name: string, options?: CallOptions): Promise<ScheduleView>;
+    /**
+     * Run a schedule now.
+     *
+     * Enqueue the schedule's job at once, paused or not, outside its
+     * boundaries (which do not move); kept in its history as a manual fire.
+     *
+     * `POST /api/v1/schedules/{name}/run`
+     * @param name Schedule name
+     * @returns ScheduleFireView (200: The job enqueued)
+     */
+    run_schedule(name: string, options?: CallOptions): Promise<ScheduleFireView>;
     /**
      * Describe the store.
      *

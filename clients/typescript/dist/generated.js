@@ -682,6 +682,20 @@ export class GeneratedClient {
         return this.request("DELETE", `/api/v1/schedules/${seg(name)}`, undefined, undefined, options);
     }
     /**
+     * List a schedule's last fires.
+     *
+     * The jobs the schedule enqueued, newest first: each boundary fired and
+     * each manual run (the last 50 are kept).
+     *
+     * `GET /api/v1/schedules/{name}/fires`
+     * @param name Schedule name
+     * @param args query parameters
+     * @returns ScheduleFires (200: Its last fires)
+     */
+    async schedule_fires(name, args = {}, options) {
+        return this.request("GET", `/api/v1/schedules/${seg(name)}/fires`, args, undefined, options);
+    }
+    /**
      * Pause a schedule.
      *
      * No boundary fires until it is resumed.
@@ -705,6 +719,19 @@ export class GeneratedClient {
      */
     async resume_schedule(name, options) {
         return this.request("POST", `/api/v1/schedules/${seg(name)}/resume`, undefined, undefined, options);
+    }
+    /**
+     * Run a schedule now.
+     *
+     * Enqueue the schedule's job at once, paused or not, outside its
+     * boundaries (which do not move); kept in its history as a manual fire.
+     *
+     * `POST /api/v1/schedules/{name}/run`
+     * @param name Schedule name
+     * @returns ScheduleFireView (200: The job enqueued)
+     */
+    async run_schedule(name, options) {
+        return this.request("POST", `/api/v1/schedules/${seg(name)}/run`, undefined, undefined, options);
     }
     /**
      * Describe the store.

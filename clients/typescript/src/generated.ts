@@ -1111,6 +1111,31 @@ export interface RetryResponse {
   run_at?: number | null;
 }
 
+/** A job a schedule enqueued. */
+export interface ScheduleFireView {
+  /** The boundary fired (unix ms); for a manual run, when it was asked. */
+  boundary_ms: number;
+  /** When it was enqueued (unix ms). */
+  fired_at_ms: number;
+  /**
+   * The job's id (it may have finished since: a finished job is kept
+   * only on queues that keep completed jobs).
+   */
+  job_id: number;
+  /** Asked for by an operator, not a boundary. */
+  manual: boolean;
+  /** The queue. */
+  queue: string;
+  /** The schedule. */
+  schedule: string;
+}
+
+/** A schedule's last fires. */
+export interface ScheduleFires {
+  /** Newest first. */
+  fires: Array<ScheduleFireView>;
+}
+
 /** Every schedule. */
 export interface ScheduleList {
   /** By name. */
@@ -1357,6 +1382,12 @@ export interface ListJobsQuery {
   /** Start after this id. */
   after_id?: number;
   /** 1 to 1,000 (default 100). */
+  limit?: number;
+}
+
+/** The query parameters of `schedule_fires`. */
+export interface ScheduleFiresQuery {
+  /** 1 to 50 (default 20). */
   limit?: number;
 }
 
@@ -2103,6 +2134,21 @@ export abstract class GeneratedClient {
   }
 
   /**
+   * List a schedule's last fires.
+   *
+   * The jobs the schedule enqueued, newest first: each boundary fired and
+   * each manual run (the last 50 are kept).
+   *
+   * `GET /api/v1/schedules/{name}/fires`
+   * @param name Schedule name
+   * @param args query parameters
+   * @returns ScheduleFires (200: Its last fires)
+   */
+  async schedule_fires(name: string, args: ScheduleFiresQuery = {}, options?: CallOptions): Promise<ScheduleFires> {
+    return this.request("GET", `/api/v1/schedules/${seg(name)}/fires`, args, undefined, options);
+  }
+
+  /**
    * Pause a schedule.
    *
    * No boundary fires until it is resumed.
@@ -2127,6 +2173,20 @@ export abstract class GeneratedClient {
    */
   async resume_schedule(name: string, options?: CallOptions): Promise<ScheduleView> {
     return this.request("POST", `/api/v1/schedules/${seg(name)}/resume`, undefined, undefined, options);
+  }
+
+  /**
+   * Run a schedule now.
+   *
+   * Enqueue the schedule's job at once, paused or not, outside its
+   * boundaries (which do not move); kept in its history as a manual fire.
+   *
+   * `POST /api/v1/schedules/{name}/run`
+   * @param name Schedule name
+   * @returns ScheduleFireView (200: The job enqueued)
+   */
+  async run_schedule(name: string, options?: CallOptions): Promise<ScheduleFireView> {
+    return this.request("POST", `/api/v1/schedules/${seg(name)}/run`, undefined, undefined, options);
   }
 
   /**

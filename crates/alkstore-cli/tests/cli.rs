@@ -1013,6 +1013,13 @@ fn schedules_add_list_pause_resume_remove_and_bad_specs() {
     assert!(alk(&db, &["schedules", "remove", "bare"]).status.success());
     let paused = alk_json(&db, &["schedules", "pause", "daily"]);
     assert_eq!(paused["paused"], true);
+    // Fired by hand while paused: a job now, kept in its history.
+    let fired = alk_json(&db, &["schedules", "fire-now", "daily"]);
+    let job = fired["job_id"].as_i64().expect("job id");
+    let fires = alk_json(&db, &["schedules", "fires", "daily"]);
+    assert_eq!(fires[0]["job_id"], job, "{fires}");
+    assert_eq!(fires[0]["manual"], true, "{fires}");
+    assert!(!alk(&db, &["schedules", "fire-now", "nope"]).status.success());
     let text = stdout(&alk(&db, &["schedules", "list"]));
     assert!(
         text.lines()

@@ -31,6 +31,7 @@
     storeAt: 0, // when it was read (Date.now())
     ev: null, // the stream view's event browser (evState())
     edit: null, // the schedule being edited or created (editState())
+    sel: new Set(), // job ids chosen on the jobs view
     hist: new Map(), // queue -> samples [{t, ready, processing, dead, done}]
     tp: null, // the store's throughput buckets (fetchThroughput)
     chartQueue: null,
@@ -106,6 +107,8 @@
     }
     syncStyle(a, b);
     morphChildren(a, b);
+    // A box the user ticked keeps its own state past the attribute: set it.
+    if (a.nodeName === 'INPUT' && a.type === 'checkbox' && a.checked !== b.checked) a.checked = b.checked;
     if (a.nodeName === 'SELECT' && b.hasAttribute('data-selected')) {
       const v = b.getAttribute('data-selected');
       if (a.value !== v) a.value = v;
@@ -397,6 +400,16 @@
         break;
       case 'processes':
         return; // S.procs, polled with the queues
+      case 'jobs': {
+        // A bad filter (`where`) is the list's error; the counts still show.
+        const [counts, page] = await Promise.all([
+          api('GET', '/api/v1/jobs/counts' + qs({ queue: r.queue })),
+          api('GET', '/api/v1/jobs' + qs({ state: r.state, queue: r.queue, where: r.where, after_id: S.after, limit: JOBS_PAGE }))
+            .catch((e) => { if (e.status === 400) return { listError: e }; throw e; }),
+        ]);
+        data = page.listError ? { counts, listError: page.listError } : { counts, jobs: page.jobs, next_after_id: page.next_after_id };
+        break;
+      }
       case 'schedules':
         data = await api('GET', '/api/v1/schedules');
         break;
@@ -519,19 +532,29 @@
   // ------------------------------------------------------------ router
 
   function parseRoute() {
-    const parts = location.hash.replace(/^#\/?/, '').split('/').filter(Boolean).map((p) => {
+    // Names in the path are percent-encoded, so a bare `?` starts a query.
+    const [path, query] = splitOnce(location.hash.replace(/^#\/?/, ''), '?');
+    const params = new URLSearchParams(query);
+    const parts = path.split('/').filter(Boolean).map((p) => {
       try { return decodeURIComponent(p); } catch (e) { return p; }
     });
     const [v, arg] = parts;
     switch (v) {
       case 'queues': return arg !== undefined ? { view: 'queue', q: arg } : { view: 'queues' };
-      case 'jobs': return arg !== undefined ? { view: 'job', id: arg } : { view: 'queues' };
+      case 'jobs': return arg !== undefined ? { view: 'job', id: arg } : {
+        view: 'jobs', state: params.get('state') || '', queue: params.get('queue') || '', where: params.get('where') || '',
+      };
       case 'dead': return { view: 'dead', q: arg !== undefined ? arg : null };
       case 'group-dead': return arg !== undefined ? { view: 'groupDead', g: arg } : { view: 'dead', q: null };
       case 'streams': return arg !== undefined ? { view: 'stream', s: arg } : { view: 'streams' };
       case 'processes': case 'groups': case 'schedules': case 'locks': return { view: v };
       default: return { view: 'queues' };
     }
+  }
+
+  function splitOnce(s, sep) {
+    const i = s.indexOf(sep);
+    return i < 0 ? [s, ''] : [s.slice(0, i), s.slice(i + 1)];
   }
 
   function onRoute() {
@@ -544,6 +567,7 @@
     S.jobsState = '';
     S.ev = evState();
     S.edit = null;
+    S.sel.clear();
     if (S.route.view === 'queue') S.chartQueue = S.route.q;
     render();
     tick();
@@ -568,7 +592,7 @@
 
   // ------------------------------------------------------------- views
 
-  const NAV_OF = { queues: 'queues', queue: 'queues', job: 'queues', dead: 'dead', groupDead: 'dead', stream: 'streams' };
+  const NAV_OF = { queues: 'queues', queue: 'queues', job: 'jobs', dead: 'dead', groupDead: 'dead', stream: 'streams' };
 
   function updateNav() {
     const active = NAV_OF[S.route.view] || S.route.view;
@@ -640,6 +664,7 @@
       case 'streams': return viewStreams();
       case 'stream': return viewStream(S.route.s);
       case 'processes': return viewProcesses();
+      case 'jobs': return viewJobs();
       case 'groups': return viewGroups();
       case 'schedules': return viewSchedules();
       case 'locks': return viewLocks();
@@ -1682,31 +1707,31 @@
       h('div', { class: 'panel' },
         list.length === 0
           ? h('div', { class: 'empty', text: 'No schedules: add one with New schedule, PUT /api/v1/schedules/{name} or alk schedules add.' })
-          : table({ testid: 'schedules-table' },
+          : table({ testid: 'schedules-table', class: 'schedules' },
             h('thead', null, h('tr', null,
               h('th', { text: 'Name' }), h('th', { text: 'Spec' }), h('th', { text: 'Time zone' }), h('th', { text: 'Queue' }),
-              h('th', { text: 'Payload' }), h('th', { text: 'Next fire' }), h('th', { text: 'In' }), h('th', { text: 'Last fired' }),
+              h('th', { text: 'Payload' }), h('th', { text: 'Next fire' }), h('th', { text: 'Last fired' }),
               h('th', { text: 'State' }), h('th', null))),
             h('tbody', null, list.flatMap((s) => scheduleRows(s, list))))),
     ];
   }
 
-  const SCHEDULE_COLS = 10;
+  const SCHEDULE_COLS = 9;
 
   function scheduleRows(s, list) {
     const busy = S.busy.has(`schedule:${s.name}`);
     const verb = s.paused ? 'resume' : 'pause';
     const editing = S.edit && !S.edit.isNew && S.edit.name === s.name;
     const row = h('tr', { key: s.name, testid: 'schedule-row', class: editing ? 'selected' : null, 'data-name': s.name, 'data-paused': String(s.paused) },
-      h('td', { class: 'mono', text: s.name }),
-      h('td', { class: 'mono', testid: 'schedule-spec', text: s.spec }),
-      h('td', { text: s.tz || 'UTC' }),
-      h('td', null, h('a', { class: 'mono', href: `#/queues/${enc(s.queue)}`, text: s.queue })),
+      h('td', { class: 'mono nw', text: s.name }),
+      h('td', { class: 'mono nw', testid: 'schedule-spec', text: s.spec }),
+      h('td', { class: 'nw', text: s.tz || 'UTC' }),
+      h('td', { class: 'nw' }, h('a', { class: 'mono', href: `#/queues/${enc(s.queue)}`, text: s.queue })),
       h('td', { class: 'mono truncate', testid: 'schedule-payload', title: pretty(s.payload, s.payload_base64), text: preview(s.payload, s.payload_base64) }),
-      h('td', { title: isoMs(s.next_fire_at_ms), testid: 'schedule-next', text: s.paused ? '–' : fmtTimeMs(s.next_fire_at_ms) }),
-      h('td', { class: 'mono', text: s.paused ? '–' : countdown(s.next_fire_at_ms) }),
+      h('td', { title: isoMs(s.next_fire_at_ms), testid: 'schedule-next' }, s.paused ? '–' : [
+        fmtTimeMs(s.next_fire_at_ms), h('span', { class: 'sub', text: ` (${countdown(s.next_fire_at_ms)})` })]),
       h('td', { title: isoMs(s.last_boundary_ms), text: fmtTimeMs(s.last_boundary_ms) }),
-      h('td', null, pausedPill(s.paused)),
+      h('td', { class: 'nw' }, pausedPill(s.paused)),
       h('td', { class: 'actions' },
         h('button', { testid: 'schedule-edit', disabled: editing, onclick: () => { S.edit = editState(s); render(); }, text: 'Edit' }),
         h('button', {
@@ -1947,7 +1972,10 @@
     h('td', { class: 'roles', testid: 'process-roles' }, rolesOf(p)),
     h('td', { class: 'num', testid: 'process-running', 'data-running': p.running, 'data-concurrency': p.concurrency },
       `${fmtInt(p.running)} / ${fmtInt(p.concurrency)}`, p.alive ? meter(p.running, p.concurrency) : null),
-    h('td', { title: `started ${isoMs(p.started_at_ms)}`, text: fmtAge((t - p.started_at_ms) / 1000) }),
+    h('td', {
+      title: `started ${isoMs(p.started_at_ms)}${p.alive ? '' : '; ran until its last heartbeat'}`,
+      text: fmtAge(((p.alive ? t : p.heartbeat_at_ms) - p.started_at_ms) / 1000),
+    }),
     h('td', {
       testid: 'process-heartbeat', class: late ? 'late' : null,
       title: `last heartbeat ${isoMs(p.heartbeat_at_ms)}; ${p.alive ? 'taken for dead' : 'dead'} from ${isoMs(p.expires_at_ms)}`,
@@ -2031,6 +2059,158 @@
     if (S.route.view === 'stream') names.add(S.route.s);
     if (S.route.view === 'streams' && S.data && S.data.streams) for (const x of S.data.streams) names.add(x.stream);
     return Array.from(names);
+  }
+
+  // 9. Jobs of every queue by state, filtered by queue and by a payload
+  // field, with bulk retry, run now, cancel and delete.
+  const JOB_STATES = [
+    { state: '', label: 'All live', title: 'every live job: waiting and running' },
+    { state: 'pending', label: 'Pending', title: 'waiting and due now' },
+    { state: 'scheduled', label: 'Scheduled', title: 'waiting for a first run due later' },
+    { state: 'retryable', label: 'Retryable', title: 'waiting out a retry\u2019s backoff' },
+    { state: 'running', label: 'Running', title: 'claimed by a worker (lapsed claims included)' },
+    { state: 'dead', label: 'Dead', title: 'dead letters, the cancelled ones included' },
+    { state: 'cancelled', label: 'Cancelled', title: 'dead letters that were cancelled' },
+    { state: 'completed', label: 'Completed', title: 'acked and kept by a queue that keeps completed jobs' },
+  ];
+
+  // What each bulk action does, and the shown states it applies to.
+  const BULK = [
+    { action: 'retry', label: 'Retry', done: 'Retried', states: ['dead', 'pending', 'scheduled', 'retryable'],
+      title: 'dead letters run again as fresh jobs; waiting jobs run now' },
+    { action: 'run_now', label: 'Run now', done: 'Ran now', states: ['scheduled', 'retryable'],
+      title: 'scheduled and retryable jobs run now' },
+    { action: 'cancel', label: 'Cancel', done: 'Cancelled', states: ['pending', 'scheduled', 'retryable', 'processing'], danger: true,
+      title: 'waiting jobs go to the dead letters as cancelled; running ones are asked to stop' },
+    { action: 'delete', label: 'Delete', done: 'Deleted', states: ['pending', 'scheduled', 'retryable', 'dead'], danger: true,
+      title: 'waiting jobs and dead letters are deleted for good' },
+  ];
+
+  function jobsHash(f) {
+    return `#/jobs${qs({ state: f.state, queue: f.queue, where: f.where })}`;
+  }
+
+  function countOf(counts, state) {
+    if (!counts) return null;
+    if (state === '') return counts.pending + counts.scheduled + counts.retryable + counts.running;
+    return counts[state];
+  }
+
+  function viewJobs() {
+    const f = S.route;
+    const d = S.data;
+    const counts = d && d.counts;
+    return [
+      h('div', { class: 'head' }, h('h1', { text: 'Jobs' }),
+        h('span', { class: 'sub', text: f.queue ? `of queue ${f.queue}` : 'of every queue' }),
+        counts && counts.expired ? h('span', { class: 'pill dead', title: 'past their expiry: the next sweep makes them dead letters', text: `${fmtInt(counts.expired)} expired` }) : null),
+      h('div', { class: 'statebar', testid: 'job-states', role: 'tablist' }, JOB_STATES.map((s) => {
+        const n = countOf(counts, s.state);
+        return h('a', {
+          key: s.state || 'all', href: jobsHash(Object.assign({}, f, { state: s.state })), role: 'tab',
+          class: f.state === s.state ? 'state on' : 'state', 'aria-selected': String(f.state === s.state),
+          testid: `job-state-${s.state || 'all'}`, 'data-count': n === null ? '' : n, title: s.title,
+        },
+        h('span', { class: 'k', text: s.label }),
+        h('span', { class: n ? `v ${s.state}` : 'v zero', text: n === null ? '…' : fmtInt(n) }));
+      })),
+      jobFilters(f),
+      jobsPanel(f, d),
+    ];
+  }
+
+  function jobFilters(f) {
+    const names = (S.queues || []).map((q) => q.queue);
+    if (f.queue && !names.includes(f.queue)) names.push(f.queue);
+    return h('form', {
+      class: 'toolbar filters', key: `filters:${S.routeKey}`, testid: 'job-filters',
+      onsubmit: (ev) => {
+        ev.preventDefault();
+        const el = ev.target.elements;
+        location.hash = jobsHash({ state: f.state, queue: el.queue.value, where: el.where.value.trim() });
+      },
+    },
+    h('label', { class: 'sub', for: 'jobs-queue', text: 'Queue' }),
+    h('select', {
+      id: 'jobs-queue', name: 'queue', testid: 'jobs-queue', selected: f.queue,
+      onchange: (ev) => { location.hash = jobsHash(Object.assign({}, f, { queue: ev.target.value })); },
+    }, h('option', { key: '', value: '', text: 'every queue' }), names.map((n) => h('option', { key: n, value: n, text: n }))),
+    h('label', { class: 'sub', for: 'jobs-where', text: 'Payload' }),
+    h('input', {
+      id: 'jobs-where', name: 'where', type: 'search', class: 'where mono', testid: 'jobs-where', value: f.where,
+      placeholder: '$.customer_id = 42', spellcheck: 'false',
+      'aria-label': 'Only jobs whose payload has this value at this path: $.field = JSON value',
+    }),
+    h('button', { type: 'submit', testid: 'jobs-apply', text: 'Filter' }),
+    f.queue || f.where ? h('a', { href: jobsHash({ state: f.state }), testid: 'jobs-clear', text: 'Clear' }) : null,
+    h('span', { class: 'hint sub', text: 'a payload field equal to a JSON value: $.order.kind = "refund", $.items[0] = 3' }));
+  }
+
+  function jobsPanel(f, d) {
+    const jobs = d && d.jobs;
+    const sel = S.sel;
+    const chosen = jobs ? jobs.filter((j) => sel.has(j.id)) : [];
+    const all = jobs && jobs.length > 0 && chosen.length === jobs.length;
+    return h('div', { class: 'panel' },
+      h('div', { class: 'panel-head' },
+        h('label', { class: 'check', title: 'Select every job on this page' },
+          h('input', {
+            type: 'checkbox', testid: 'jobs-select-all', disabled: !jobs || !jobs.length, checked: all,
+            onchange: (ev) => { for (const j of jobs || []) { if (ev.target.checked) sel.add(j.id); else sel.delete(j.id); } render(); },
+          })),
+        h('span', { class: 'sub', testid: 'jobs-selected', text: chosen.length ? `${plural(chosen.length, 'job', 'jobs')} selected` : 'select jobs for a bulk action' }),
+        h('span', { class: 'bulk' }, BULK.map((b) => {
+          const n = chosen.filter((j) => b.states.includes(j.state)).length;
+          return h('button', {
+            key: b.action, testid: `jobs-bulk-${b.action}`, class: b.danger ? 'danger' : null, title: b.title,
+            disabled: n === 0 || S.busy.has('jobs:bulk'), onclick: () => bulkJobs(b, chosen),
+            text: n ? `${b.label} ${fmtInt(n)}` : b.label,
+          });
+        })),
+        h('span', { class: 'spacer' }),
+        h('span', { class: 'sub', text: 'lowest ids first' }),
+        pager()),
+      d && d.listError ? h('div', { class: 'empty error', testid: 'jobs-error', text: d.listError.message })
+        : jobs === undefined || jobs === null ? loading()
+          : jobs.length === 0 ? h('div', { class: 'empty', testid: 'jobs-empty', text: d.next_after_id
+            ? 'None in the 10,000 jobs read: Next → reads on.' : 'No jobs match.' })
+            : table({ testid: 'all-jobs-table', class: 'jobs' },
+              h('thead', null, h('tr', null,
+                h('th', { class: 'check' }), h('th', { text: 'Id', title: ID_NOTE }), h('th', { text: 'Queue' }), h('th', { text: 'State' }),
+                h('th', { class: 'num', text: 'Attempts' }), h('th', { text: 'Run at' }), h('th', { text: 'Created' }),
+                h('th', { text: 'Worker' }), h('th', { text: 'Payload' }), h('th', { text: 'Last error' }))),
+              h('tbody', null, jobs.map((j) => h('tr', {
+                key: j.id, testid: 'jobs-row', 'data-job-id': j.id, 'data-state': j.state, class: sel.has(j.id) ? 'selected' : null,
+              },
+              h('td', { class: 'check' }, h('input', {
+                type: 'checkbox', testid: 'job-select', checked: sel.has(j.id), 'aria-label': `Select job ${j.id}`,
+                onchange: (ev) => { if (ev.target.checked) sel.add(j.id); else sel.delete(j.id); render(); },
+              })),
+              h('td', null, h('a', { class: 'mono', href: `#/jobs/${j.id}`, text: j.id })),
+              h('td', null, h('a', { class: 'mono', href: `#/queues/${enc(j.queue)}`, text: j.queue })),
+              h('td', { class: 'nw' }, statePill(j)),
+              h('td', { class: 'num', text: `${j.attempts}/${j.max_attempts}` }),
+              h('td', { class: 'nw', title: iso(j.run_at), text: fmtTime(j.run_at) }),
+              h('td', { class: 'nw', title: iso(j.created_at), text: fmtTime(j.created_at) }),
+              h('td', { class: 'mono', text: j.worker || '–' }),
+              h('td', { class: 'mono truncate', testid: 'jobs-payload', title: pretty(j.payload, j.payload_base64), text: preview(j.payload, j.payload_base64) }),
+              h('td', { class: 'truncate', title: j.last_error, text: j.last_error || '' }))))));
+  }
+
+  function bulkJobs(b, chosen) {
+    const ids = chosen.filter((j) => b.states.includes(j.state)).map((j) => j.id);
+    if (!ids.length) return;
+    if (b.danger && !window.confirm(`${b.label} ${plural(ids.length, 'job', 'jobs')}? ${b.title[0].toUpperCase()}${b.title.slice(1)}.`)) return;
+    return act('jobs:bulk', (r) => {
+      const left = ids.length - r.changed - r.requested;
+      return `${b.done} ${plural(r.changed, 'job', 'jobs')}` +
+        (r.requested ? `; ${plural(r.requested, 'running job', 'running jobs')} asked to stop` : '') +
+        (left > 0 ? `; ${fmtInt(left)} had moved on and were left alone` : '');
+    }, async () => {
+      const r = await api('POST', '/api/v1/jobs/bulk', { action: b.action, ids });
+      S.sel.clear();
+      return r;
+    });
   }
 
   // -------------------------------------------------------------- start

@@ -1,5 +1,5 @@
 //! Schedules over HTTP: list with next fire times, set, pause, resume,
-//! remove.
+//! remove, run now, and each one's last fires with their jobs.
 
 use alkstore::prelude::*;
 use alkstore_core::schedule::{ScheduleInfo, ScheduleSetParams};
@@ -21,6 +21,8 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(set_schedule, remove_schedule))
         .routes(routes!(pause_schedule))
         .routes(routes!(resume_schedule))
+        .routes(routes!(run_schedule))
+        .routes(routes!(schedule_fires))
 }
 
 /// A schedule.
@@ -197,4 +199,119 @@ async fn resume_schedule(
     ApiPath(name): ApiPath<String>,
 ) -> ApiResult<Json<ScheduleView>> {
     Ok(Json(app.store.engine().schedule_resume(name).await?.into()))
+}
+
+/// A job a schedule enqueued.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ScheduleFireView {
+    /// The schedule.
+    pub schedule: String,
+    /// The boundary fired (unix ms); for a manual run, when it was asked.
+    pub boundary_ms: i64,
+    /// The queue.
+    pub queue: String,
+    /// The job's id (it may have finished since: a finished job is kept
+    /// only on queues that keep completed jobs).
+    pub job_id: i64,
+    /// When it was enqueued (unix ms).
+    pub fired_at_ms: i64,
+    /// Asked for by an operator, not a boundary.
+    pub manual: bool,
+}
+
+impl From<alkstore::schedule::ScheduleFire> for ScheduleFireView {
+    fn from(f: alkstore::schedule::ScheduleFire) -> Self {
+        ScheduleFireView {
+            schedule: f.schedule,
+            boundary_ms: f.boundary_ms,
+            queue: f.queue,
+            job_id: f.job_id,
+            fired_at_ms: f.fired_at_ms,
+            manual: f.manual,
+        }
+    }
+}
+
+/// A schedule's last fires.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ScheduleFires {
+    /// Newest first.
+    pub fires: Vec<ScheduleFireView>,
+}
+
+/// How many fires to list.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct FiresQuery {
+    /// 1 to 50 (default 20).
+    #[param(minimum = 1, maximum = 50)]
+    pub limit: Option<u32>,
+}
+
+/// Run a schedule now.
+///
+/// Enqueue the schedule's job at once, paused or not, outside its
+/// boundaries (which do not move); kept in its history as a manual fire.
+#[utoipa::path(post, path = "/api/v1/schedules/{name}/run", tag = "schedules",
+    params(("name" = String, Path, description = "Schedule name")),
+    responses((status = 200, description = "The job enqueued", body = ScheduleFireView),
+        (status = 400, description = "Bad input", body = ErrorBody),
+        (status = 404, description = "No such schedule", body = ErrorBody)))]
+async fn run_schedule(
+    State(app): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+) -> ApiResult<Json<ScheduleFireView>> {
+    let engine = app.store.engine();
+    let fired = engine
+        .schedule_run_now(name.clone())
+        .await?
+        .ok_or_else(|| crate::ApiError::not_found("name", format!("no schedule {name:?}")))?;
+    // Read back from the history, for its time.
+    let fires = engine
+        .schedule_fires(alkstore::schedule::ScheduleFiresParams::new(name, 1))
+        .await?;
+    let view = match fires.into_iter().next() {
+        Some(f) if f.job_id == fired.job_id => f.into(),
+        _ => ScheduleFireView {
+            schedule: fired.schedule,
+            boundary_ms: fired.boundary_ms,
+            queue: fired.queue,
+            job_id: fired.job_id,
+            fired_at_ms: fired.boundary_ms,
+            manual: true,
+        },
+    };
+    Ok(Json(view))
+}
+
+/// List a schedule's last fires.
+///
+/// The jobs the schedule enqueued, newest first: each boundary fired and
+/// each manual run (the last 50 are kept).
+#[utoipa::path(get, path = "/api/v1/schedules/{name}/fires", tag = "schedules",
+    params(("name" = String, Path, description = "Schedule name"), FiresQuery),
+    responses((status = 200, description = "Its last fires", body = ScheduleFires),
+        (status = 400, description = "Bad input", body = ErrorBody)))]
+async fn schedule_fires(
+    State(app): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    crate::extract::ApiQuery(q): crate::extract::ApiQuery<FiresQuery>,
+) -> ApiResult<Json<ScheduleFires>> {
+    let limit = q.limit.unwrap_or(20);
+    let most = alkstore::schedule::MAX_FIRES_KEPT;
+    if !(1..=most).contains(&limit) {
+        return Err(crate::ApiError::invalid(
+            "limit",
+            format!("must be 1 to {most}"),
+        ));
+    }
+    let fires = app
+        .store
+        .engine()
+        .schedule_fires(alkstore::schedule::ScheduleFiresParams::new(name, limit))
+        .await?;
+    Ok(Json(ScheduleFires {
+        fires: fires.into_iter().map(ScheduleFireView::from).collect(),
+    }))
 }

@@ -46,6 +46,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/011_inline_notify.sql"),
     include_str!("../migrations/012_announce_after_commit.sql"),
     include_str!("../migrations/013_processes.sql"),
+    include_str!("../migrations/014_schedule_fires.sql"),
 ];
 
 /// The schema version this build writes and understands.
@@ -139,6 +140,8 @@ pub mod tables {
     pub const QUEUE_THROUGHPUT: &str = "queue_throughput";
     /// Running processes, kept by their heartbeats.
     pub const PROCESS: &str = "process";
+    /// Each schedule's last fires.
+    pub const SCHEDULE_FIRE: &str = "schedule_fire";
 }
 
 /// The LISTEN/NOTIFY channel of a schema's queues (`alkstore_{schema}`).
@@ -303,6 +306,7 @@ fn render(sql: &str, schema: &str) -> String {
             "job_result" => QualifiedTable::new(schema, tables::JOB_RESULT).to_string(),
             "queue_throughput" => QualifiedTable::new(schema, tables::QUEUE_THROUGHPUT).to_string(),
             "process" => QualifiedTable::new(schema, tables::PROCESS).to_string(),
+            "schedule_fire" => QualifiedTable::new(schema, tables::SCHEDULE_FIRE).to_string(),
             "schema" => quote_identifier(schema),
             "schema_literal" => quote_literal(schema),
             _ => match token.strip_prefix("index:") {

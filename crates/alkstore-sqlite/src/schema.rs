@@ -24,6 +24,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/012_queue_throughput.sql"),
     include_str!("../migrations/013_job_ids.sql"),
     include_str!("../migrations/014_processes.sql"),
+    include_str!("../migrations/015_schedule_fires.sql"),
 ];
 
 /// Read the recorded schema version (`None` for a file alkstore never wrote).

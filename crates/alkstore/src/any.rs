@@ -24,8 +24,8 @@ use alkstore_core::queue::{
 use alkstore_core::rate::{RateAcquireParams, RateDecision, RateDriver};
 use alkstore_core::results::{JobOutput, ResultDriver, ResultGetParams, ResultSaveParams};
 use alkstore_core::schedule::{
-    FireReport, ScheduleDriver, ScheduleFireParams, ScheduleInfo, ScheduleNameParams,
-    ScheduleSetParams,
+    FireReport, Fired, ScheduleDriver, ScheduleFire, ScheduleFireParams, ScheduleFiresParams,
+    ScheduleInfo, ScheduleNameParams, ScheduleSetParams,
 };
 use alkstore_core::stream::{
     ConsumerOffset, Event, StreamDriver, StreamInfo, StreamOffsetCommitParams,
@@ -215,6 +215,8 @@ forward!(ScheduleDriver {
     fn schedule_set_paused(p: Checked<ScheduleNameParams>, to: PauseState) -> ScheduleInfo;
     fn schedule_list() -> Vec<ScheduleInfo>;
     fn schedule_fire_due(p: Checked<ScheduleFireParams>) -> FireReport;
+    fn schedule_run_now(p: Checked<ScheduleNameParams>) -> Option<Fired>;
+    fn schedule_fires(p: Checked<ScheduleFiresParams>) -> Vec<ScheduleFire>;
 });
 
 forward!(RateDriver {

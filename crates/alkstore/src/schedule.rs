@@ -19,8 +19,9 @@ use std::future::Future;
 use std::time::Duration;
 
 pub use alkstore_core::schedule::{
-    fired_job_key, schedule_not_found, FireReport, Fired, ScheduleFireParams, ScheduleInfo,
-    ScheduleNameParams, ScheduleSetParams, Spec, MAX_CATCH_UP,
+    fired_job_key, schedule_not_found, FireReport, Fired, ScheduleFire, ScheduleFireParams,
+    ScheduleFiresParams, ScheduleInfo, ScheduleNameParams, ScheduleSetParams, Spec, MAX_CATCH_UP,
+    MAX_FIRES_KEPT,
 };
 use alkstore_core::{Clock, Error, Result, ScheduleEngine, SystemClock};
 use serde::Serialize;
@@ -148,8 +149,23 @@ impl Schedule {
         self.engine.schedule_resume(self.name.clone()).await
     }
 
-    /// Remove it; `false` when there was none. Jobs it already enqueued
-    /// stay.
+    /// Enqueue its job now, outside its boundaries (which do not move),
+    /// paused or not; `None` when there is no such schedule (see
+    /// [`ScheduleEngine::schedule_run_now`]).
+    pub async fn run_now(&self) -> Result<Option<Fired>> {
+        self.engine.schedule_run_now(self.name.clone()).await
+    }
+
+    /// Its last `limit` fires (boundaries and manual runs), newest first,
+    /// with their jobs (see [`ScheduleEngine::schedule_fires`]).
+    pub async fn fires(&self, limit: u32) -> Result<Vec<ScheduleFire>> {
+        self.engine
+            .schedule_fires(ScheduleFiresParams::new(self.name.clone(), limit))
+            .await
+    }
+
+    /// Remove it; `false` when there was none (its history goes with it).
+    /// Jobs it already enqueued stay.
     pub async fn remove(&self) -> Result<bool> {
         self.engine.schedule_remove(self.name.clone()).await
     }

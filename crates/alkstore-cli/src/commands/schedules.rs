@@ -33,6 +33,21 @@ pub(super) enum SchedulesCommand {
     /// Run a scheduler until SIGTERM or Ctrl-C (as many as you like: each
     /// boundary fires once).
     Run,
+    /// Enqueue a schedule's job now, paused or not; its boundaries do not
+    /// move.
+    FireNow {
+        /// Schedule name.
+        name: String,
+    },
+    /// A schedule's last fires, newest first: boundary, job, and whether
+    /// it was fired by hand.
+    Fires {
+        /// Schedule name.
+        name: String,
+        /// How many (1 to 50).
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+    },
 }
 
 /// `alk schedules add`.
@@ -158,6 +173,56 @@ pub(super) async fn run(store: &Store, cmd: SchedulesCommand, as_json: bool) -> 
         }
         SchedulesCommand::Pause { name } => one(&e.schedule_pause(name).await?, as_json),
         SchedulesCommand::Resume { name } => one(&e.schedule_resume(name).await?, as_json),
+        SchedulesCommand::FireNow { name } => {
+            let Some(f) = e.schedule_run_now(name.as_str()).await? else {
+                return Err(alkstore::schedule::schedule_not_found(&name));
+            };
+            if as_json {
+                json_text(&json!({
+                    "schedule": f.schedule,
+                    "queue": f.queue,
+                    "job_id": f.job_id,
+                    "boundary": unix_seconds_from_ms(f.boundary_ms),
+                }))
+            } else {
+                format!("{name}: job {} enqueued on {}\n", f.job_id, f.queue)
+            }
+        }
+        SchedulesCommand::Fires { name, limit } => {
+            let fires = e
+                .schedule_fires(alkstore::schedule::ScheduleFiresParams::new(name, limit))
+                .await?;
+            if as_json {
+                json_text(&Value::Array(
+                    fires
+                        .iter()
+                        .map(|f| {
+                            json!({
+                                "schedule": f.schedule,
+                                "boundary": unix_seconds_from_ms(f.boundary_ms),
+                                "queue": f.queue,
+                                "job_id": f.job_id,
+                                "fired_at": unix_seconds_from_ms(f.fired_at_ms),
+                                "manual": f.manual,
+                            })
+                        })
+                        .collect(),
+                ))
+            } else {
+                let now = now();
+                let mut out = format!("{:<10} {:>10} {:<24} {}\n", "FIRED", "JOB", "QUEUE", "HOW");
+                for f in &fires {
+                    out.push_str(&format!(
+                        "{:<10} {:>10} {:<24} {}\n",
+                        relative(f.fired_at_ms / 1000, now),
+                        f.job_id,
+                        shorten(&f.queue, 24),
+                        if f.manual { "by hand" } else { "boundary" }
+                    ));
+                }
+                out
+            }
+        }
         SchedulesCommand::Run => {
             let report = Scheduler::new(store.clone())
                 .run_until(alkstore::shutdown_signal())

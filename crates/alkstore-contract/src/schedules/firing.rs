@@ -143,6 +143,89 @@ pub async fn missed_boundaries_follow_the_catch_up_cap<H: Harness>(h: &H) {
     assert_eq!(jobs(h, "late").await.len(), 4);
 }
 
+/// Each fire is kept in its schedule's history with its job, newest
+/// first, the last `MAX_FIRES_KEPT` of them; run now enqueues the job at
+/// once (paused or not) without moving the boundaries, and is kept as a
+/// manual fire; removing the schedule removes its history.
+pub async fn fires_are_kept_and_run_now_enqueues_at_once<H: Harness>(h: &H) {
+    use alkstore_core::schedule::{ScheduleFiresParams, MAX_FIRES_KEPT};
+    use alkstore_core::ErrorKind;
+    let e = h.engine();
+    let set = e
+        .schedule_set(ScheduleSetParams::new("tick", "@every 1s", "ticks").payload(b"t".to_vec()))
+        .await
+        .expect("set");
+    let first = set.next_fire_at_ms.expect("next");
+    let fires = |limit| e.schedule_fires(ScheduleFiresParams::new("tick", limit));
+    assert!(fires(10).await.expect("fires").is_empty());
+    let total = i64::from(MAX_FIRES_KEPT) + 5;
+    let mut fired = Vec::new();
+    for i in 0..total {
+        h.clock().set_ms(first + i * 1_000);
+        let r = e
+            .schedule_fire_due(ScheduleFireParams::default())
+            .await
+            .expect("fire");
+        fired.extend(r.fired);
+    }
+    assert_eq!(i64::try_from(fired.len()).ok(), Some(total));
+    let kept = fires(MAX_FIRES_KEPT).await.expect("fires");
+    assert_eq!(
+        kept.len(),
+        MAX_FIRES_KEPT as usize,
+        "only the newest are kept"
+    );
+    assert_eq!(
+        kept[0].boundary_ms,
+        first + (total - 1) * 1_000,
+        "newest first"
+    );
+    assert_eq!(kept[0].job_id, fired.last().expect("last").job_id);
+    assert_eq!((kept[0].queue.as_str(), kept[0].manual), ("ticks", false));
+    assert_eq!(kept[0].fired_at_ms, h.clock().now_ms());
+    assert_eq!(fires(3).await.expect("fires").len(), 3);
+
+    // Run now: a job due now, the boundaries unmoved, kept as manual; a
+    // paused schedule runs too.
+    e.schedule_pause("tick").await.expect("pause");
+    let before = e.schedule_list().await.expect("list")[0].next_fire_at_ms;
+    h.clock().advance(Duration::from_millis(250));
+    let now = h.clock().now_ms();
+    let manual = e
+        .schedule_run_now("tick")
+        .await
+        .expect("run")
+        .expect("fired");
+    assert_eq!((manual.boundary_ms, manual.queue.as_str()), (now, "ticks"));
+    let job = e.job_get(manual.job_id).await.expect("get").expect("job");
+    assert_eq!(job.payload, b"t".to_vec());
+    assert_eq!(job.unique_key, Some(fired_job_key("tick", now)));
+    assert!(job.run_at <= h.clock().now());
+    assert_eq!(
+        e.schedule_list().await.expect("list")[0].next_fire_at_ms,
+        before
+    );
+    let newest = &fires(1).await.expect("fires")[0];
+    assert_eq!((newest.job_id, newest.manual), (manual.job_id, true));
+    assert_eq!(
+        fires(MAX_FIRES_KEPT).await.expect("fires").len(),
+        MAX_FIRES_KEPT as usize
+    );
+
+    assert!(e.schedule_run_now("nothing").await.expect("run").is_none());
+    for bad in [0, MAX_FIRES_KEPT + 1] {
+        let err = fires(bad).await.expect_err("refused");
+        assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    }
+    let err = e.schedule_run_now("").await.expect_err("refused");
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    assert!(e.schedule_remove("tick").await.expect("remove"));
+    assert!(
+        fires(10).await.expect("fires").is_empty(),
+        "history removed"
+    );
+}
+
 /// The rows above, for [`contract_suite!`](crate::contract_suite).
 #[doc(hidden)]
 #[macro_export]
@@ -151,6 +234,7 @@ macro_rules! __schedules_firing {
         $then! { @rows $args schedules::firing [
             each_boundary_fires_once_under_4_racing_schedulers,
             missed_boundaries_follow_the_catch_up_cap,
+            fires_are_kept_and_run_now_enqueues_at_once,
         ] }
     };
 }

@@ -41,4 +41,16 @@ pub trait ScheduleDriver: Engine {
         &self,
         params: Checked<ScheduleFireParams>,
     ) -> impl Future<Output = Result<FireReport>> + Send;
+
+    /// See [`ScheduleEngine::schedule_run_now`](super::ScheduleEngine::schedule_run_now).
+    fn schedule_run_now(
+        &self,
+        params: Checked<ScheduleNameParams>,
+    ) -> impl Future<Output = Result<Option<Fired>>> + Send;
+
+    /// See [`ScheduleEngine::schedule_fires`](super::ScheduleEngine::schedule_fires).
+    fn schedule_fires(
+        &self,
+        params: Checked<ScheduleFiresParams>,
+    ) -> impl Future<Output = Result<Vec<ScheduleFire>>> + Send;
 }

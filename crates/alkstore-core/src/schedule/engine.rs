@@ -62,6 +62,23 @@ pub trait ScheduleEngine: Engine {
         &self,
         params: ScheduleFireParams,
     ) -> impl Future<Output = Result<FireReport>> + Send;
+
+    /// Enqueue schedule `name`'s job now, paused or not, outside its
+    /// boundaries (which do not move): unique key `{schedule}@{now_ms}`,
+    /// due now. Kept in its history as a manual fire. `None` when there is
+    /// no such schedule.
+    fn schedule_run_now(
+        &self,
+        params: impl Into<ScheduleNameParams> + Send,
+    ) -> impl Future<Output = Result<Option<Fired>>> + Send;
+
+    /// A schedule's last fires (boundaries and manual runs), newest first:
+    /// the last [`MAX_FIRES_KEPT`](super::MAX_FIRES_KEPT) are kept, and a
+    /// removed schedule's go with it.
+    fn schedule_fires(
+        &self,
+        params: ScheduleFiresParams,
+    ) -> impl Future<Output = Result<Vec<ScheduleFire>>> + Send;
 }
 
 impl<D: ScheduleDriver> ScheduleEngine for D {
@@ -109,6 +126,25 @@ impl<D: ScheduleDriver> ScheduleEngine for D {
                 self.wake_hub().queue(q);
             }
             Ok(report)
+        })
+    }
+
+    async fn schedule_run_now(
+        &self,
+        params: impl Into<ScheduleNameParams> + Send,
+    ) -> Result<Option<Fired>> {
+        engine_call!(self, schedule_run_now, params => ScheduleNameParams, |p| async move {
+            let fired = ScheduleDriver::schedule_run_now(self, p).await?;
+            if let Some(f) = &fired {
+                self.wake_hub().queue(&f.queue);
+            }
+            Ok(fired)
+        })
+    }
+
+    async fn schedule_fires(&self, params: ScheduleFiresParams) -> Result<Vec<ScheduleFire>> {
+        engine_call!(self, schedule_fires, params => ScheduleFiresParams, |p| {
+            ScheduleDriver::schedule_fires(self, p)
         })
     }
 }

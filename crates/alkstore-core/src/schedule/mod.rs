@@ -60,6 +60,10 @@ pub fn next_on_pause(old: &ScheduleInfo, paused: bool, now_ms: i64) -> crate::Re
     Ok(Spec::parse(&old.spec, old.tz.as_deref())?.next_after(now_ms))
 }
 
+/// How many fires (boundaries and manual runs) each schedule's history
+/// keeps.
+pub const MAX_FIRES_KEPT: u32 = 50;
+
 /// The unique key of the job fired for `boundary_ms` of schedule `name`:
 /// `{name}@{boundary_ms}` — the job carries its boundary, and cannot be
 /// enqueued twice while live.

@@ -170,3 +170,36 @@ impl Validate for ScheduleFireParams {
         Ok(())
     }
 }
+
+/// Parameters of `schedule_fires`: a schedule's last fires.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ScheduleFiresParams {
+    /// The schedule's name.
+    pub name: String,
+    /// Most fires to return, newest first (1..=[`MAX_FIRES_KEPT`](super::MAX_FIRES_KEPT)).
+    pub limit: u32,
+}
+
+impl ScheduleFiresParams {
+    /// Up to `limit` of schedule `name`'s last fires.
+    pub fn new(name: impl Into<String>, limit: u32) -> Self {
+        ScheduleFiresParams {
+            name: name.into(),
+            limit,
+        }
+    }
+}
+
+impl Validate for ScheduleFiresParams {
+    fn validate_params(&self, _limits: &Limits) -> Result<()> {
+        validate_schedule_name(&self.name)?;
+        if !(1..=super::MAX_FIRES_KEPT).contains(&self.limit) {
+            return Err(crate::Error::invalid(
+                "fires limit",
+                format!("{} is outside 1..={}", self.limit, super::MAX_FIRES_KEPT),
+            ));
+        }
+        Ok(())
+    }
+}

@@ -56,3 +56,23 @@ pub struct FireReport {
     /// host's wall clock says.
     pub now_ms: i64,
 }
+
+/// One job a schedule enqueued, as its history keeps it (the last
+/// [`MAX_FIRES_KEPT`](super::MAX_FIRES_KEPT) per schedule).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScheduleFire {
+    /// The schedule.
+    pub schedule: String,
+    /// The boundary fired (unix ms); for a manual run, the time it was
+    /// asked for.
+    pub boundary_ms: i64,
+    /// The queue.
+    pub queue: String,
+    /// The job's id (it may since have finished and been deleted).
+    pub job_id: i64,
+    /// When it was enqueued (unix ms, the store's clock).
+    pub fired_at_ms: i64,
+    /// Asked for by an operator ([`run now`](super::ScheduleEngine::schedule_run_now)),
+    /// not a boundary.
+    pub manual: bool,
+}

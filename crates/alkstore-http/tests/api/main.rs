@@ -1579,6 +1579,7 @@ on_both_engines!(
     processes_are_listed_and_take_orders(ServeOptions::default()),
     the_store_says_which_store_it_is(ServeOptions::default()),
     operators_count_search_and_act_on_jobs_by_state(ServeOptions::default()),
+    schedules_run_now_and_keep_their_fires(ServeOptions::default()),
 );
 
 /// Every operation of the OpenAPI document has a summary and a description.

@@ -206,3 +206,56 @@ pub(crate) async fn operators_count_search_and_act_on_jobs_by_state(api: Api) {
     assert_eq!(counts(&api, "").await, c);
     api.done().await;
 }
+
+pub(crate) async fn schedules_run_now_and_keep_their_fires(api: Api) {
+    let (s, v) = api
+        .call(
+            "PUT",
+            "/api/v1/schedules/nightly%20report",
+            Some(json!({"spec": "0 3 * * *", "queue": "reports", "payload": {"kind": "daily"}})),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let next = v["next_fire_at_ms"].clone();
+    let (_, fires) = api.get("/api/v1/schedules/nightly%20report/fires").await;
+    assert_eq!(fires, json!({"fires": []}));
+
+    let (s, run) = api
+        .post("/api/v1/schedules/nightly%20report/run", json!({}))
+        .await;
+    assert_eq!(s, StatusCode::OK, "{run}");
+    assert_eq!(
+        (&run["queue"], &run["manual"]),
+        (&json!("reports"), &json!(true)),
+        "{run}"
+    );
+    let id = run["job_id"].as_i64().expect("job id");
+    let (_, job) = api.get(&format!("/api/v1/jobs/{id}")).await;
+    assert_eq!(
+        (&job["state"], &job["payload"]),
+        (&json!("pending"), &json!({"kind": "daily"})),
+        "{job}"
+    );
+    let (_, list) = api.get("/api/v1/schedules").await;
+    assert_eq!(
+        list["schedules"][0]["next_fire_at_ms"], next,
+        "boundaries unmoved"
+    );
+    let (_, fires) = api
+        .get("/api/v1/schedules/nightly%20report/fires?limit=5")
+        .await;
+    assert_eq!(fires["fires"][0]["job_id"], json!(id), "{fires}");
+    assert_eq!(fires["fires"].as_array().map(Vec::len), Some(1));
+
+    let (s, v) = api.post("/api/v1/schedules/missing/run", json!({})).await;
+    assert_eq!((s, field(&v)), (StatusCode::NOT_FOUND, "name"), "{v}");
+    let (s, v) = api
+        .get("/api/v1/schedules/nightly%20report/fires?limit=51")
+        .await;
+    assert_eq!((s, field(&v)), (StatusCode::BAD_REQUEST, "limit"), "{v}");
+    api.call("DELETE", "/api/v1/schedules/nightly%20report", None)
+        .await;
+    let (_, fires) = api.get("/api/v1/schedules/nightly%20report/fires").await;
+    assert_eq!(fires, json!({"fires": []}), "removed with the schedule");
+    api.done().await;
+}

@@ -6,7 +6,8 @@
 
 use alkstore_core::schedule::{
     fired_job, next_on_pause, next_on_set, plan_fire, schedule_not_found, FireReport, Fired,
-    ScheduleDriver, ScheduleFireParams, ScheduleInfo, ScheduleNameParams, ScheduleSetParams,
+    ScheduleDriver, ScheduleFire, ScheduleFireParams, ScheduleFiresParams, ScheduleInfo,
+    ScheduleNameParams, ScheduleSetParams, MAX_FIRES_KEPT,
 };
 use alkstore_core::{Checked, Enqueued, Error, Result};
 
@@ -31,11 +32,15 @@ pub(crate) struct ScheduleSql {
     due: String,
     advance: String,
     next_due: String,
+    record_fires: String,
+    prune_fires: String,
+    fires: String,
 }
 
 impl ScheduleSql {
     pub(crate) fn new(schema: &str) -> Self {
         let t = QualifiedTable::new(schema, tables::SCHEDULE);
+        let fire = QualifiedTable::new(schema, tables::SCHEDULE_FIRE);
         ScheduleSql {
             now: format!("SELECT {NOW_MS}"),
             get_for_update: format!("SELECT {COLS} FROM {t} WHERE name = $1 FOR UPDATE"),
@@ -49,7 +54,10 @@ impl ScheduleSql {
                    next_fire_at = excluded.next_fire_at, updated_at = excluded.updated_at \
                  RETURNING {COLS}"
             ),
-            remove: format!("DELETE FROM {t} WHERE name = $1"),
+            // Its history goes with it.
+            remove: format!(
+                "WITH fires AS (DELETE FROM {fire} WHERE name = $1) DELETE FROM {t} WHERE name = $1"
+            ),
             set_paused: format!(
                 "UPDATE {t} SET paused = $2, next_fire_at = $3, updated_at = $4 \
                  WHERE name = $1 RETURNING {COLS}"
@@ -69,6 +77,23 @@ impl ScheduleSql {
                    AS a(name, old, next, last) \
                  WHERE s.name = a.name AND s.next_fire_at = a.old \
                  RETURNING s.name"
+            ),
+            record_fires: format!(
+                "INSERT INTO {fire} (name, boundary_ms, queue, job_id, fired_at, manual) \
+                 SELECT a.name, a.boundary, a.queue, a.job, {NOW_MS}, $6 \
+                 FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bigint[]) \
+                   AS a(name, boundary, queue, job)"
+            ),
+            // Run after the insert (a statement sees the rows of those
+            // before it), so exactly the newest are kept.
+            prune_fires: format!(
+                "DELETE FROM {fire} f WHERE f.name = ANY($1) AND f.id NOT IN \
+                   (SELECT g.id FROM {fire} g WHERE g.name = f.name \
+                    ORDER BY g.fired_at DESC, g.id DESC LIMIT $2)"
+            ),
+            fires: format!(
+                "SELECT name, boundary_ms, queue, job_id, fired_at, manual FROM {fire} \
+                 WHERE name = $1 ORDER BY fired_at DESC, id DESC LIMIT $2"
             ),
             next_due: format!(
                 "SELECT (SELECT MIN(next_fire_at) FROM {t} WHERE NOT paused), \
@@ -108,6 +133,41 @@ async fn schedule_now<E: Exec + ?Sized>(
     op: &'static str,
 ) -> Result<i64> {
     fetch_one(e, op, &sql.now, &[&now_ms]).await?.get(0)
+}
+
+/// Keep `fired` in their schedules' histories on `e` (a transaction), and
+/// only each one's newest [`MAX_FIRES_KEPT`].
+async fn record_fires<E: Exec + ?Sized>(
+    e: &E,
+    sql: &ScheduleSql,
+    now_ms: Option<i64>,
+    fired: &[Fired],
+    manual: bool,
+) -> Result<()> {
+    if fired.is_empty() {
+        return Ok(());
+    }
+    let op = "schedule_fires";
+    let names: Vec<&str> = fired.iter().map(|f| f.schedule.as_str()).collect();
+    let boundaries: Vec<i64> = fired.iter().map(|f| f.boundary_ms).collect();
+    let queues: Vec<&str> = fired.iter().map(|f| f.queue.as_str()).collect();
+    let jobs: Vec<i64> = fired.iter().map(|f| f.job_id).collect();
+    e.exec(
+        op,
+        &sql.record_fires,
+        &[&now_ms, &names, &boundaries, &queues, &jobs, &manual],
+    )
+    .await?;
+    let mut distinct = names;
+    distinct.sort_unstable();
+    distinct.dedup();
+    e.exec(
+        op,
+        &sql.prune_fires,
+        &[&distinct, &i64::from(MAX_FIRES_KEPT)],
+    )
+    .await?;
+    Ok(())
 }
 
 /// Register or change a schedule on `e`, which must be a transaction (the
@@ -302,6 +362,7 @@ impl ScheduleDriver for PgEngine {
                 }
             }
         }
+        record_fires(&on, sql, self.now_ms_override(), &report.fired, false).await?;
         tx.commit().await.map_err(db(op))?;
         let next_due = self
             .on(&client)
@@ -310,5 +371,75 @@ impl ScheduleDriver for PgEngine {
         report.next_due_ms = next_due.get(0);
         report.now_ms = next_due.get(1);
         Ok(report)
+    }
+
+    async fn schedule_run_now(&self, params: Checked<ScheduleNameParams>) -> Result<Option<Fired>> {
+        let p = params.into_inner();
+        let op = "schedule_run_now";
+        let sql = &self.inner.schedule_sql;
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(db(op))?;
+        let on = self.on_tx(&tx);
+        let Some(row) = fetch_opt(&on, op, &sql.get_for_update, &[&p.name]).await? else {
+            return Ok(None);
+        };
+        let d = info(&row)?;
+        let now = schedule_now(&on, sql, self.now_ms_override(), op).await?;
+        let job = fired_job(&d.name, &d.queue, &d.payload, d.priority, now);
+        let enqueue = enqueue_text(&self.inner.sql, true);
+        let ids = insert_jobs(
+            &on,
+            enqueue,
+            &self.inner.sql,
+            vec![job],
+            self.now_override(),
+            crate::announce::Wakes::AtCommit,
+        )
+        .await?;
+        let Some(Enqueued::Inserted(job_id) | Enqueued::Duplicate(job_id)) = ids.first().cloned()
+        else {
+            return Err(Error::database(op, "no job id"));
+        };
+        let fired = Fired {
+            schedule: d.name,
+            boundary_ms: now,
+            queue: d.queue,
+            job_id,
+        };
+        record_fires(
+            &on,
+            sql,
+            self.now_ms_override(),
+            std::slice::from_ref(&fired),
+            true,
+        )
+        .await?;
+        tx.commit().await.map_err(db(op))?;
+        Ok(Some(fired))
+    }
+
+    async fn schedule_fires(
+        &self,
+        params: Checked<ScheduleFiresParams>,
+    ) -> Result<Vec<ScheduleFire>> {
+        let p = params.into_inner();
+        let rows = self
+            .query(
+                "schedule_fires",
+                &self.inner.schedule_sql.fires,
+                &[&p.name, &i64::from(p.limit)],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| ScheduleFire {
+                schedule: r.get(0),
+                boundary_ms: r.get(1),
+                queue: r.get(2),
+                job_id: r.get(3),
+                fired_at_ms: r.get(4),
+                manual: r.get(5),
+            })
+            .collect())
     }
 }

@@ -4,7 +4,8 @@
 
 use alkstore_core::schedule::{
     fired_job, next_on_pause, next_on_set, plan_fire, schedule_not_found, FireReport, Fired,
-    ScheduleDriver, ScheduleFireParams, ScheduleInfo, ScheduleNameParams, ScheduleSetParams,
+    ScheduleDriver, ScheduleFire, ScheduleFireParams, ScheduleFiresParams, ScheduleInfo,
+    ScheduleNameParams, ScheduleSetParams, MAX_FIRES_KEPT,
 };
 use alkstore_core::{Checked, Enqueued, Result};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -84,10 +85,47 @@ pub(crate) fn set_in(
 /// Remove a schedule; `false` when there was none. Shared by the writer
 /// and transactions.
 pub(crate) fn remove_in(conn: &Connection, name: &str) -> Result<bool> {
+    conn.prepare_cached("DELETE FROM __alkstore_schedule_fire WHERE name = ?1")
+        .and_then(|mut s| s.execute([name]))
+        .map_err(db("schedule_remove"))?;
     conn.prepare_cached("DELETE FROM __alkstore_schedule WHERE name = ?1")
         .and_then(|mut s| s.execute([name]))
         .map(|n| n > 0)
         .map_err(db("schedule_remove"))
+}
+
+/// Keep `fired` in its schedule's history, and only the newest
+/// [`MAX_FIRES_KEPT`] of it.
+fn record_fire(
+    conn: &Connection,
+    op: &'static str,
+    fired: &Fired,
+    at_ms: i64,
+    manual: bool,
+) -> Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO __alkstore_schedule_fire (name, boundary_ms, queue, job_id, fired_at, manual) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )
+    .and_then(|mut s| {
+        s.execute(params![
+            fired.schedule,
+            fired.boundary_ms,
+            fired.queue,
+            fired.job_id,
+            at_ms,
+            manual
+        ])
+    })
+    .map_err(db(op))?;
+    conn.prepare_cached(
+        "DELETE FROM __alkstore_schedule_fire WHERE name = ?1 AND rowid NOT IN \
+           (SELECT rowid FROM __alkstore_schedule_fire WHERE name = ?1 \
+            ORDER BY fired_at DESC, rowid DESC LIMIT ?2)",
+    )
+    .and_then(|mut s| s.execute(params![fired.schedule, MAX_FIRES_KEPT]))
+    .map_err(db(op))?;
+    Ok(())
 }
 
 /// Pause or resume a schedule at `now_ms`
@@ -205,12 +243,14 @@ impl ScheduleDriver for SqliteEngine {
                         let id = match insert_job(conn, &job, at, ids, JOB_ID_BLOCK)? {
                             Enqueued::Inserted(id) | Enqueued::Duplicate(id) => id,
                         };
-                        report.fired.push(Fired {
+                        let fired = Fired {
                             schedule: d.name.clone(),
                             boundary_ms: b,
                             queue: d.queue.clone(),
                             job_id: id,
-                        });
+                        };
+                        record_fire(&st.conn, op, &fired, now, false)?;
+                        report.fired.push(fired);
                     }
                 }
                 report.next_due_ms = st
@@ -224,5 +264,61 @@ impl ScheduleDriver for SqliteEngine {
                 Ok(report)
             })
             .await
+    }
+
+    async fn schedule_run_now(&self, params: Checked<ScheduleNameParams>) -> Result<Option<Fired>> {
+        let p = params.into_inner();
+        self.inner
+            .writer
+            .write("schedule_run_now", move |st| {
+                let op = "schedule_run_now";
+                let Some(d) = get(&st.conn, op, &p.name)? else {
+                    return Ok(None);
+                };
+                let now = st.clock.now_ms();
+                let job = fired_job(&d.name, &d.queue, &d.payload, d.priority, now);
+                let (conn, ids) = (&st.conn, &mut st.job_ids);
+                let id = match insert_job(conn, &job, now.div_euclid(1_000), ids, JOB_ID_BLOCK)? {
+                    Enqueued::Inserted(id) | Enqueued::Duplicate(id) => id,
+                };
+                let fired = Fired {
+                    schedule: d.name,
+                    boundary_ms: now,
+                    queue: d.queue,
+                    job_id: id,
+                };
+                record_fire(&st.conn, op, &fired, now, true)?;
+                Ok(Some(fired))
+            })
+            .await
+    }
+
+    async fn schedule_fires(
+        &self,
+        params: Checked<ScheduleFiresParams>,
+    ) -> Result<Vec<ScheduleFire>> {
+        let p = params.into_inner();
+        self.read("schedule_fires", move |conn| {
+            conn.prepare_cached(
+                "SELECT name, boundary_ms, queue, job_id, fired_at, manual \
+                 FROM __alkstore_schedule_fire WHERE name = ?1 \
+                 ORDER BY fired_at DESC, rowid DESC LIMIT ?2",
+            )
+            .and_then(|mut s| {
+                s.query_map(params![p.name, p.limit], |r| {
+                    Ok(ScheduleFire {
+                        schedule: r.get(0)?,
+                        boundary_ms: r.get(1)?,
+                        queue: r.get(2)?,
+                        job_id: r.get(3)?,
+                        fired_at_ms: r.get(4)?,
+                        manual: r.get(5)?,
+                    })
+                })?
+                .collect()
+            })
+            .map_err(db("schedule_fires"))
+        })
+        .await
     }
 }
