@@ -158,6 +158,24 @@ class GeneratedClient:
         """
         return self._request("POST", f"/api/v1/groups/{_seg(group)}/dead/requeue", body=_pick({}, {"offsets": offsets}))
 
+    def group_handoffs(self, group, *, limit=None):
+        """List a group's handoffs.
+
+        Who took which bucket from whom, and why: a first lease, a rebalance,
+        a leave, or a lapse (a failover), newest first; and every handoff
+        counted by cause, so failovers show apart from rebalances.
+
+        `GET /api/v1/groups/{group}/handoffs`
+
+        Args:
+            group: Group name
+            limit (query): 1 to 1,000 (default 100).
+
+        Returns:
+            GroupHandoffsView (200: The group's lease history)
+        """
+        return self._request("GET", f"/api/v1/groups/{_seg(group)}/handoffs", query=_pick({}, {"limit": limit}))
+
     def join_group(self, group, *, stream, buckets=None, member=None, ttl_ms=None):
         """Join a consumer group.
 
@@ -1100,4 +1118,4 @@ class GeneratedClient:
 
 # Operations answering with a text/event-stream, written by hand in client.py:
 STREAMING = ('listen_channel',)
-OPERATIONS = ('atomic', 'notify_channel', 'list_groups', 'group_status', 'group_dead_list', 'group_dead_purge', 'group_dead_requeue', 'join_group', 'leave_group', 'member_checkpoint', 'member_claim', 'member_heartbeat', 'search_jobs', 'ack_batch', 'bulk_jobs', 'job_counts', 'get_job', 'ack', 'cancel', 'fail', 'heartbeat', 'release_job', 'get_result', 'retry', 'list_locks', 'acquire_lock', 'release_lock', 'renew_lock', 'list_processes', 'quiet_process', 'stop_process', 'list_queues', 'queue_stats', 'claim', 'dead_list', 'dead_purge', 'dead_requeue', 'list_jobs', 'enqueue', 'enqueue_batch', 'pause_queue', 'resume_queue', 'acquire_rate', 'list_schedules', 'set_schedule', 'remove_schedule', 'schedule_fires', 'pause_schedule', 'resume_schedule', 'run_schedule', 'store_info', 'list_streams', 'stream_info', 'offset_get', 'offset_commit', 'read', 'publish', 'throughput')
+OPERATIONS = ('atomic', 'notify_channel', 'list_groups', 'group_status', 'group_dead_list', 'group_dead_purge', 'group_dead_requeue', 'group_handoffs', 'join_group', 'leave_group', 'member_checkpoint', 'member_claim', 'member_heartbeat', 'search_jobs', 'ack_batch', 'bulk_jobs', 'job_counts', 'get_job', 'ack', 'cancel', 'fail', 'heartbeat', 'release_job', 'get_result', 'retry', 'list_locks', 'acquire_lock', 'release_lock', 'renew_lock', 'list_processes', 'quiet_process', 'stop_process', 'list_queues', 'queue_stats', 'claim', 'dead_list', 'dead_purge', 'dead_requeue', 'list_jobs', 'enqueue', 'enqueue_batch', 'pause_queue', 'resume_queue', 'acquire_rate', 'list_schedules', 'set_schedule', 'remove_schedule', 'schedule_fires', 'pause_schedule', 'resume_schedule', 'run_schedule', 'store_info', 'list_streams', 'stream_info', 'offset_get', 'offset_commit', 'read', 'publish', 'throughput')

@@ -542,6 +542,13 @@ export interface GroupEventView {
     /** The payload's bytes in base64, when they are not JSON. */
     payload_base64?: string | null;
 }
+/** A group's lease history. */
+export interface GroupHandoffsView {
+    /** Newest first (a week is kept). */
+    handoffs: Array<HandoffView>;
+    /** Every handoff by cause. */
+    totals: HandoffTotals;
+}
 /** Every group. */
 export interface GroupList {
     /** By name. */
@@ -570,6 +577,36 @@ export interface GroupView {
     live_workers: number;
     /** The stream it reads. */
     stream: string;
+}
+/** Handoffs counted by cause since the group was created. */
+export interface HandoffTotals {
+    /** First leases. */
+    first: number;
+    /** Lapses: failovers. */
+    lapse: number;
+    /** Leaves. */
+    leave: number;
+    /** Rebalances. */
+    rebalance: number;
+}
+/** One change of a bucket's holder. */
+export interface HandoffView {
+    /** When (unix ms). */
+    at_ms: number;
+    /** The bucket. */
+    bucket: number;
+    /**
+     * `first`, `rebalance` (given back to make room for a member that
+     * joined), `leave` (its holder left) or `lapse` (its holder's lease
+     * ran out: a failover).
+     */
+    cause: string;
+    /** The new lease's epoch. */
+    epoch: number;
+    /** Who held it before (null for a first lease). */
+    from_worker?: string | null;
+    /** Who holds it now. */
+    to_worker: string;
 }
 /** A heartbeat's lease time. */
 export interface HeartbeatRequest {
@@ -1213,6 +1250,11 @@ export interface GroupDeadListQuery {
     /** 1 to 1,000 (default 100). */
     limit?: number;
 }
+/** The query parameters of `group_handoffs`. */
+export interface GroupHandoffsQuery {
+    /** 1 to 1,000 (default 100). */
+    limit?: number;
+}
 /** The query parameters of `search_jobs`. */
 export interface SearchJobsQuery {
     /**
@@ -1383,6 +1425,19 @@ export declare abstract class GeneratedClient {
      * @returns Count (200: How many were marked to run again)
      */
     group_dead_requeue(group: string, args?: GroupDeadSelectRequest, options?: CallOptions): Promise<Count>;
+    /**
+     * List a group's handoffs.
+     *
+     * Who took which bucket from whom, and why: a first lease, a rebalance,
+     * a leave, or a lapse (a failover), newest first; and every handoff
+     * counted by cause, so failovers show apart from rebalances.
+     *
+     * `GET /api/v1/groups/{group}/handoffs`
+     * @param group Group name
+     * @param args query parameters
+     * @returns GroupHandoffsView (200: The group's lease history)
+     */
+    group_handoffs(group: string, args?: GroupHandoffsQuery, options?: CallOptions): Promise<GroupHandoffsView>;
     /**
      * Join a consumer group.
      *

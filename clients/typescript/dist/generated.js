@@ -122,6 +122,21 @@ export class GeneratedClient {
         return this.request("POST", `/api/v1/groups/${seg(group)}/dead/requeue`, undefined, args, options);
     }
     /**
+     * List a group's handoffs.
+     *
+     * Who took which bucket from whom, and why: a first lease, a rebalance,
+     * a leave, or a lapse (a failover), newest first; and every handoff
+     * counted by cause, so failovers show apart from rebalances.
+     *
+     * `GET /api/v1/groups/{group}/handoffs`
+     * @param group Group name
+     * @param args query parameters
+     * @returns GroupHandoffsView (200: The group's lease history)
+     */
+    async group_handoffs(group, args = {}, options) {
+        return this.request("GET", `/api/v1/groups/${seg(group)}/handoffs`, args, undefined, options);
+    }
+    /**
      * Join a consumer group.
      *
      * Become a member of `group` (created on `stream` with `buckets` buckets

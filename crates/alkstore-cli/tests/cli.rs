@@ -1019,7 +1019,9 @@ fn schedules_add_list_pause_resume_remove_and_bad_specs() {
     let fires = alk_json(&db, &["schedules", "fires", "daily"]);
     assert_eq!(fires[0]["job_id"], job, "{fires}");
     assert_eq!(fires[0]["manual"], true, "{fires}");
-    assert!(!alk(&db, &["schedules", "fire-now", "nope"]).status.success());
+    assert!(!alk(&db, &["schedules", "fire-now", "nope"])
+        .status
+        .success());
     let text = stdout(&alk(&db, &["schedules", "list"]));
     assert!(
         text.lines()

@@ -14,6 +14,8 @@
   const DEAD_PAGE = 100;
   const STORE_EVERY_MS = 60 * 1000; // which store: read again this often
   const EVENT_PAGES = [25, 50, 100, 200]; // the event browser's page sizes
+  const FIRES = 10; // a schedule's last fires shown
+  const JOB_SEEN_MS = 5000; // how often a fired job's state is read again
   // Shown on id columns: ids are unique and growing, not dense.
   const ID_NOTE = 'Unique and growing, not dense: on SQLite each process takes ids in blocks of 1,024, so ids of jobs enqueued by different processes jump by up to 1,024.';
   const PALETTE = ['#2f6fde', '#1f9d55', '#d9480f', '#8b5cf6', '#0891b2', '#db2777',
@@ -32,6 +34,8 @@
     ev: null, // the stream view's event browser (evState())
     edit: null, // the schedule being edited or created (editState())
     sel: new Set(), // job ids chosen on the jobs view
+    firesOpen: new Set(), // schedules whose last fires are shown
+    jobSeen: new Map(), // job id -> {state, at}: the jobs schedules' fires made
     hist: new Map(), // queue -> samples [{t, ready, processing, dead, done}]
     tp: null, // the store's throughput buckets (fetchThroughput)
     chartQueue: null,
@@ -410,9 +414,16 @@
         data = page.listError ? { counts, listError: page.listError } : { counts, jobs: page.jobs, next_after_id: page.next_after_id };
         break;
       }
-      case 'schedules':
-        data = await api('GET', '/api/v1/schedules');
+      case 'schedules': {
+        const list = await api('GET', '/api/v1/schedules');
+        const open = list.schedules.filter((x) => S.firesOpen.has(x.name));
+        const fires = await Promise.all(open.map((x) =>
+          api('GET', `/api/v1/schedules/${enc(x.name)}/fires` + qs({ limit: FIRES })).then((f) => f.fires)
+            .catch((e) => (e.status === 404 ? null : Promise.reject(e)))));
+        await lookJobs(fires.flat().filter(Boolean).map((f) => f.job_id));
+        data = Object.assign(list, { fires: new Map(open.map((x, i) => [x.name, fires[i]])) });
         break;
+      }
       case 'locks':
         data = await api('GET', '/api/v1/locks');
         break;
@@ -423,6 +434,19 @@
       S.data = data;
       S.viewError = null;
     }
+  }
+
+  // The states of jobs schedules fired, read again after JOB_SEEN_MS; a job
+  // gone (acked, on a queue that keeps no completed jobs) stays "finished".
+  async function lookJobs(ids) {
+    const t = Date.now();
+    const due = Array.from(new Set(ids)).filter((id) => {
+      const j = S.jobSeen.get(id);
+      return !j || (j.state !== 'finished' && t - j.at > JOB_SEEN_MS);
+    });
+    await Promise.all(due.map((id) => api('GET', `/api/v1/jobs/${id}`)
+      .then((j) => S.jobSeen.set(id, { state: j.state, job: j, at: t }))
+      .catch((e) => { if (e.status === 404) S.jobSeen.set(id, { state: 'finished', at: t }); })));
   }
 
   // Every consumer group (or those reading `stream`) with its buckets.
@@ -568,6 +592,7 @@
     S.ev = evState();
     S.edit = null;
     S.sel.clear();
+    S.firesOpen.clear();
     if (S.route.view === 'queue') S.chartQueue = S.route.q;
     render();
     tick();
@@ -1036,6 +1061,7 @@
         h('h1', { class: 'mono', text: name }),
         q ? pausedPill(q.paused) : null,
         h('span', { class: 'spacer' }),
+        h('a', { href: jobsHash({ queue: name }), testid: 'queue-jobs-link', title: 'its jobs by state, a payload filter, bulk actions', text: 'Jobs by state →' }),
         q && q.dead > 0 ? h('a', { href: `#/dead/${enc(name)}`, text: `${plural(q.dead, 'dead letter', 'dead letters')} →` }) : null,
         q ? pauseButton(name, q.paused) : null),
       q
@@ -1144,6 +1170,21 @@
               act(`cancel:${j.id}`, (r) => `Cancel: ${r.outcome}`, () => api('POST', `/api/v1/jobs/${j.id}/cancel`));
             },
             text: j.cancel_requested ? 'Cancel requested' : 'Cancel' })
+          : null,
+        ['scheduled', 'retryable'].includes(j.state)
+          ? h('button', { testid: 'job-run-now', disabled: S.busy.has(`job:${j.id}`), title: 'Make it due now',
+            onclick: () => act(`job:${j.id}`, (r) => (r.changed ? `Job ${j.id} runs now` : `Job ${j.id} had moved on`),
+              () => api('POST', '/api/v1/jobs/bulk', { action: 'run_now', ids: [j.id] })),
+            text: 'Run now' })
+          : null,
+        ['pending', 'scheduled', 'retryable', 'dead'].includes(j.state)
+          ? h('button', { testid: 'job-delete', class: 'danger', disabled: S.busy.has(`job:${j.id}`),
+            onclick: () => {
+              if (!window.confirm(`Delete job ${j.id} for good?`)) return;
+              act(`job:${j.id}`, (r) => (r.changed ? `Deleted job ${j.id}` : `Job ${j.id} had moved on`),
+                () => api('POST', '/api/v1/jobs/bulk', { action: 'delete', ids: [j.id] }));
+            },
+            text: 'Delete' })
           : null),
       h('div', { class: 'cols' },
         h('div', { class: 'panel' },
@@ -1532,7 +1573,10 @@
       key: e.offset, testid: 'event-row', class: open ? 'open' : null, 'data-offset': e.offset,
       'data-event-key': e.key === null || e.key === undefined ? '' : e.key, title: open ? null : 'Click to show the payload',
       onclick: (ev) => {
-        if (ev.target.closest('a') || String(window.getSelection() || '')) return;
+        // Not when following a link, or ending a text selection in the row.
+        const picked = window.getSelection();
+        if (ev.target.closest('a')) return;
+        if (!ev.target.closest('button') && picked && !picked.isCollapsed && ev.currentTarget.contains(picked.anchorNode)) return;
         if (S.ev.open.has(e.offset)) S.ev.open.delete(e.offset); else S.ev.open.add(e.offset);
         render();
       },
@@ -1655,12 +1699,25 @@
         h('div', { class: 'owners', testid: 'group-legend' },
           owners.map((o) => h('span', { key: `o:${o}`, testid: 'group-owner', 'data-owner': o },
             h('span', { class: 'sw', style: { '--owner': ownerColour(o) } }),
-            h('span', { class: 'mono', text: o }), h('span', { class: 'sub', text: ` · ${plural(owned.get(o), 'bucket', 'buckets')}` }))),
+            h('span', { class: 'mono', text: o }), h('span', { class: 'sub', text: ` · ${plural(owned.get(o), 'bucket', 'buckets')}` }),
+            memberOf(info, o))),
           expired ? h('span', { key: 'expired' }, h('span', { class: 'sw expired' }), `${fmtInt(expired)} expired`) : null,
           free ? h('span', { key: 'free' }, h('span', { class: 'sw free' }), `${fmtInt(free)} free`) : null,
           h('span', { key: 'lag', class: 'sub', text: `total lag ${fmtInt(lag)}` })),
         h('div', { style: { height: '12px' } }),
         h('div', { class: 'grid', testid: 'group-grid' }, status.buckets.map((b) => bucketCell(info.group, b, t)))));
+  }
+
+  // The registered process of a group member: where it runs.
+  function memberOf(info, member) {
+    const role = `${info.group}/${info.stream}`;
+    const p = (S.procs || []).find((x) => x.kind === 'group' && x.id === member && x.roles.includes(role));
+    if (!p) return null;
+    return h('a', {
+      class: 'sub', href: '#/processes', testid: 'group-owner-process',
+      title: `${p.alive ? 'alive' : 'dead'} · heartbeat ${ago(p.heartbeat_at_ms)} · alkstore ${p.version}`,
+      text: ` · ${p.host}:${p.pid}`,
+    });
   }
 
   function bucketCell(group, b, t) {
@@ -1709,31 +1766,43 @@
           ? h('div', { class: 'empty', text: 'No schedules: add one with New schedule, PUT /api/v1/schedules/{name} or alk schedules add.' })
           : table({ testid: 'schedules-table', class: 'schedules' },
             h('thead', null, h('tr', null,
-              h('th', { text: 'Name' }), h('th', { text: 'Spec' }), h('th', { text: 'Time zone' }), h('th', { text: 'Queue' }),
+              h('th', { text: 'Name' }), h('th', { text: 'Spec', title: 'cron patterns are read in UTC unless a time zone is shown' }), h('th', { text: 'Queue' }),
               h('th', { text: 'Payload' }), h('th', { text: 'Next fire' }), h('th', { text: 'Last fired' }),
               h('th', { text: 'State' }), h('th', null))),
             h('tbody', null, list.flatMap((s) => scheduleRows(s, list))))),
     ];
   }
 
-  const SCHEDULE_COLS = 9;
+  const SCHEDULE_COLS = 8;
 
   function scheduleRows(s, list) {
     const busy = S.busy.has(`schedule:${s.name}`);
     const verb = s.paused ? 'resume' : 'pause';
     const editing = S.edit && !S.edit.isNew && S.edit.name === s.name;
+    const firesOpen = S.firesOpen.has(s.name);
     const row = h('tr', { key: s.name, testid: 'schedule-row', class: editing ? 'selected' : null, 'data-name': s.name, 'data-paused': String(s.paused) },
       h('td', { class: 'mono nw', text: s.name }),
-      h('td', { class: 'mono nw', testid: 'schedule-spec', text: s.spec }),
-      h('td', { class: 'nw', text: s.tz || 'UTC' }),
+      h('td', { class: 'nw' }, h('div', { class: 'mono', testid: 'schedule-spec', text: s.spec }),
+        s.tz ? h('div', { class: 'sub', testid: 'schedule-tz', title: 'the time zone its cron pattern is read in', text: s.tz }) : null),
       h('td', { class: 'nw' }, h('a', { class: 'mono', href: `#/queues/${enc(s.queue)}`, text: s.queue })),
       h('td', { class: 'mono truncate', testid: 'schedule-payload', title: pretty(s.payload, s.payload_base64), text: preview(s.payload, s.payload_base64) }),
       h('td', { title: isoMs(s.next_fire_at_ms), testid: 'schedule-next' }, s.paused ? '–' : [
         fmtTimeMs(s.next_fire_at_ms), h('span', { class: 'sub', text: ` (${countdown(s.next_fire_at_ms)})` })]),
-      h('td', { title: isoMs(s.last_boundary_ms), text: fmtTimeMs(s.last_boundary_ms) }),
+      h('td', { class: 'nw' }, h('button', {
+        class: 'link', testid: 'schedule-fires-toggle', 'aria-expanded': String(firesOpen),
+        title: firesOpen ? 'Hide its last fires' : 'Show its last fires and their jobs',
+        onclick: () => { if (firesOpen) S.firesOpen.delete(s.name); else S.firesOpen.add(s.name); render(); tick(); },
+      }, h('span', { title: isoMs(s.last_boundary_ms), text: s.last_boundary_ms ? fmtTimeMs(s.last_boundary_ms) : 'history' }),
+      h('span', { class: 'caret', text: firesOpen ? ' ▾' : ' ▸' }))),
       h('td', { class: 'nw' }, pausedPill(s.paused)),
       h('td', { class: 'actions' },
         h('button', { testid: 'schedule-edit', disabled: editing, onclick: () => { S.edit = editState(s); render(); }, text: 'Edit' }),
+        h('button', {
+          testid: 'schedule-run', disabled: busy, title: `Enqueue one job on ${s.queue} now (the schedule’s own boundaries stay as they are)`,
+          onclick: () => act(`schedule:${s.name}`, (r) => `Ran ${s.name} now: job ${r.job_id} on ${r.queue}`,
+            () => api('POST', `/api/v1/schedules/${enc(s.name)}/run`)),
+          text: 'Run now',
+        }),
         h('button', {
           testid: `schedule-${verb}`, disabled: busy, text: s.paused ? 'Resume' : 'Pause',
           onclick: () => act(`schedule:${s.name}`, `${s.paused ? 'Resumed' : 'Paused'} ${s.name}`,
@@ -1747,9 +1816,47 @@
             act(`schedule:${s.name}`, `Deleted ${s.name}`, () => api('DELETE', `/api/v1/schedules/${enc(s.name)}`));
           },
         })));
-    if (!editing) return [row];
-    return [row, h('tr', { key: `edit:${s.name}`, class: 'editor' },
-      h('td', { colspan: String(SCHEDULE_COLS) }, scheduleForm(S.edit, list)))];
+    const rows = [row];
+    if (editing) {
+      rows.push(h('tr', { key: `edit:${s.name}`, class: 'editor' },
+        h('td', { colspan: String(SCHEDULE_COLS) }, scheduleForm(S.edit, list))));
+    }
+    if (firesOpen) {
+      rows.push(h('tr', { key: `fires:${s.name}`, class: 'editor', testid: 'schedule-fires', 'data-name': s.name },
+        h('td', { colspan: String(SCHEDULE_COLS) }, firesList(s))));
+    }
+    return rows;
+  }
+
+  // A schedule's last fires, newest first, each with the job it made.
+  function firesList(s) {
+    const fires = S.data && S.data.fires ? S.data.fires.get(s.name) : undefined;
+    let body;
+    if (fires === undefined) body = h('div', { class: 'sub', text: 'Loading…' });
+    else if (fires === null) body = h('div', { class: 'sub', text: 'This server keeps no history of fires.' });
+    else if (!fires.length) body = h('div', { class: 'sub', testid: 'schedule-fires-none', text: 'No fires yet.' });
+    else {
+      body = table({ class: 'fires', testid: 'fires-table' },
+        h('thead', null, h('tr', null, h('th', { text: 'Fired' }), h('th', { text: 'Boundary' }), h('th', { text: 'How' }),
+          h('th', { text: 'Queue' }), h('th', { text: 'Job' }), h('th', { text: 'Job state' }))),
+        h('tbody', null, fires.map((f) => {
+          const seen = S.jobSeen.get(f.job_id);
+          return h('tr', { key: `${f.boundary_ms}:${f.job_id}`, testid: 'fire-row', 'data-job-id': f.job_id, 'data-manual': String(f.manual) },
+            h('td', { title: isoMs(f.fired_at_ms) }, fmtTimeMs(f.fired_at_ms), h('span', { class: 'sub', text: ` (${ago(f.fired_at_ms)})` })),
+            h('td', { title: isoMs(f.boundary_ms), text: f.manual ? '–' : fmtTimeMs(f.boundary_ms) }),
+            h('td', null, f.manual
+              ? h('span', { class: 'pill scheduled', title: 'Run now, from the dashboard or the API', text: 'run now' })
+              : h('span', { class: 'pill', text: 'on schedule' })),
+            h('td', null, h('a', { class: 'mono', href: `#/queues/${enc(f.queue)}`, text: f.queue })),
+            h('td', null, h('a', { class: 'mono', href: `#/jobs/${f.job_id}`, testid: 'fire-job', text: f.job_id })),
+            h('td', { testid: 'fire-job-state' }, !seen ? '…'
+              : seen.state === 'finished'
+                ? h('span', { class: 'pill completed', title: 'acked and deleted: its queue keeps no completed jobs', text: 'finished' })
+                : statePill(seen.job)));
+        })));
+    }
+    return h('div', { class: 'form' },
+      h('div', { class: 'sub', text: `Last fires of ${s.name}, newest first` }), body);
   }
 
   // The editor's fields as typed (strings), from a schedule or blank.

@@ -1,6 +1,7 @@
 //! Consumer groups over HTTP: every group, one group's buckets (owner,
 //! epoch, lease expiry, checkpoint, lag): the dashboard's ownership grid;
-//! and a group's dead letters (list, requeue, purge).
+//! a group's dead letters (list, requeue, purge); and its lease history
+//! (handoffs by cause: failovers apart from rebalances).
 
 use alkstore::prelude::*;
 use alkstore_core::group::{
@@ -27,6 +28,7 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(group_dead_list))
         .routes(routes!(group_dead_requeue))
         .routes(routes!(group_dead_purge))
+        .routes(routes!(group_handoffs))
 }
 
 /// A group in a listing.
@@ -325,4 +327,102 @@ async fn group_dead_purge(
         .group_dead_purge(GroupDeadPurgeParams::new(group, offsets))
         .await?;
     Ok(Json(Count { count }))
+}
+
+/// One change of a bucket's holder.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HandoffView {
+    /// The bucket.
+    pub bucket: u32,
+    /// The new lease's epoch.
+    pub epoch: i64,
+    /// Who held it before (null for a first lease).
+    pub from_worker: Option<String>,
+    /// Who holds it now.
+    pub to_worker: String,
+    /// `first`, `rebalance` (given back to make room for a member that
+    /// joined), `leave` (its holder left) or `lapse` (its holder's lease
+    /// ran out: a failover).
+    pub cause: String,
+    /// When (unix ms).
+    pub at_ms: i64,
+}
+
+/// Handoffs counted by cause since the group was created.
+#[derive(Debug, Default, Serialize, ToSchema)]
+pub struct HandoffTotals {
+    /// First leases.
+    pub first: u64,
+    /// Rebalances.
+    pub rebalance: u64,
+    /// Leaves.
+    pub leave: u64,
+    /// Lapses: failovers.
+    pub lapse: u64,
+}
+
+/// A group's lease history.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct GroupHandoffsView {
+    /// Newest first (a week is kept).
+    pub handoffs: Vec<HandoffView>,
+    /// Every handoff by cause.
+    pub totals: HandoffTotals,
+}
+
+/// How many handoffs to list.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct HandoffsQuery {
+    /// 1 to 1,000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
+    pub limit: Option<u32>,
+}
+
+/// List a group's handoffs.
+///
+/// Who took which bucket from whom, and why: a first lease, a rebalance,
+/// a leave, or a lapse (a failover), newest first; and every handoff
+/// counted by cause, so failovers show apart from rebalances.
+#[utoipa::path(get, path = "/api/v1/groups/{group}/handoffs", tag = "consumer groups",
+    params(("group" = String, Path, description = "Group name"), HandoffsQuery),
+    responses((status = 200, description = "The group's lease history", body = GroupHandoffsView),
+        (status = 400, description = "Bad input", body = ErrorBody)))]
+async fn group_handoffs(
+    State(app): State<AppState>,
+    ApiPath(group): ApiPath<String>,
+    ApiQuery(q): ApiQuery<HandoffsQuery>,
+) -> ApiResult<Json<GroupHandoffsView>> {
+    use alkstore_core::group::{GroupHandoffsParams, HandoffCause};
+    let limit = batch_limit(q.limit, 100)?;
+    let h = app
+        .store
+        .engine()
+        .group_handoffs(GroupHandoffsParams::new(group, limit))
+        .await?;
+    let mut totals = HandoffTotals::default();
+    for (cause, n) in h.totals {
+        *match cause {
+            HandoffCause::First => &mut totals.first,
+            HandoffCause::Rebalance => &mut totals.rebalance,
+            HandoffCause::Leave => &mut totals.leave,
+            HandoffCause::Lapse => &mut totals.lapse,
+        } += n;
+    }
+    Ok(Json(GroupHandoffsView {
+        handoffs: h
+            .recent
+            .into_iter()
+            .map(|x| HandoffView {
+                bucket: x.bucket,
+                epoch: x.epoch,
+                from_worker: x.from_worker,
+                to_worker: x.to_worker,
+                cause: x.cause.as_str().to_string(),
+                at_ms: x.at_ms,
+            })
+            .collect(),
+        totals,
+    }))
 }

@@ -91,6 +91,16 @@ async fn record_store_gauges(app: &AppState) -> alkstore::Result<()> {
         metrics::gauge!("alkstore_group_live_workers", "group" => g.group.clone())
             .set(f64::from(g.live_workers));
         metrics::gauge!("alkstore_group_dead", "group" => g.group.clone()).set(g.dead as f64);
+        let handoffs = e
+            .group_handoffs(alkstore_core::group::GroupHandoffsParams::new(
+                g.group.clone(),
+                1,
+            ))
+            .await?;
+        for (cause, n) in handoffs.totals {
+            metrics::counter!("alkstore_group_handoffs_total", "group" => g.group.clone(), "cause" => cause.as_str())
+                .absolute(n);
+        }
     }
     record_process_gauges(&app.store.processes().await?);
     Ok(())
@@ -180,6 +190,10 @@ fn describe() {
     describe_gauge!(
         "alkstore_group_dead",
         "Dead letters of a consumer group (events its handler gave up on)"
+    );
+    describe_counter!(
+        "alkstore_group_handoffs_total",
+        "Changes of a consumer group's bucket holders, by cause: first, rebalance, leave, or lapse (a failover)"
     );
     describe_gauge!(
         "alkstore_processes",

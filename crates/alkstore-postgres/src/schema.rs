@@ -47,6 +47,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/012_announce_after_commit.sql"),
     include_str!("../migrations/013_processes.sql"),
     include_str!("../migrations/014_schedule_fires.sql"),
+    include_str!("../migrations/015_group_handoffs.sql"),
 ];
 
 /// The schema version this build writes and understands.
@@ -142,6 +143,10 @@ pub mod tables {
     pub const PROCESS: &str = "process";
     /// Each schedule's last fires.
     pub const SCHEDULE_FIRE: &str = "schedule_fire";
+    /// Consumer-group lease handoffs (a week of them).
+    pub const GROUP_HANDOFF: &str = "group_handoff";
+    /// Consumer-group handoffs counted by cause.
+    pub const GROUP_HANDOFF_TOTAL: &str = "group_handoff_total";
 }
 
 /// The LISTEN/NOTIFY channel of a schema's queues (`alkstore_{schema}`).
@@ -307,6 +312,10 @@ fn render(sql: &str, schema: &str) -> String {
             "queue_throughput" => QualifiedTable::new(schema, tables::QUEUE_THROUGHPUT).to_string(),
             "process" => QualifiedTable::new(schema, tables::PROCESS).to_string(),
             "schedule_fire" => QualifiedTable::new(schema, tables::SCHEDULE_FIRE).to_string(),
+            "group_handoff" => QualifiedTable::new(schema, tables::GROUP_HANDOFF).to_string(),
+            "group_handoff_total" => {
+                QualifiedTable::new(schema, tables::GROUP_HANDOFF_TOTAL).to_string()
+            }
             "schema" => quote_identifier(schema),
             "schema_literal" => quote_literal(schema),
             _ => match token.strip_prefix("index:") {

@@ -25,6 +25,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/013_job_ids.sql"),
     include_str!("../migrations/014_processes.sql"),
     include_str!("../migrations/015_schedule_fires.sql"),
+    include_str!("../migrations/016_group_handoffs.sql"),
 ];
 
 /// Read the recorded schema version (`None` for a file alkstore never wrote).

@@ -1,9 +1,9 @@
 use alkstore_core::group::{
     BucketCount, BucketEvent, BucketLease, GroupCheckpointParams, GroupClaimParams, GroupDead,
     GroupDeadAddParams, GroupDeadListParams, GroupDeadPurgeParams, GroupDeadRequeueParams,
-    GroupDeadResolveParams, GroupDeadTakeParams, GroupDriver, GroupEnsureParams, GroupInfo,
-    GroupLeaveParams, GroupReadParams, GroupReleaseParams, GroupRenewParams, GroupResize,
-    GroupResizeParams, GroupStatus, GroupStatusParams, Renewal,
+    GroupDeadResolveParams, GroupDeadTakeParams, GroupDriver, GroupEnsureParams, GroupHandoffs,
+    GroupHandoffsParams, GroupInfo, GroupLeaveParams, GroupReadParams, GroupReleaseParams,
+    GroupRenewParams, GroupResize, GroupResizeParams, GroupStatus, GroupStatusParams, Renewal,
 };
 use alkstore_core::lock::{
     LockAcquireParams, LockDriver, LockGrant, LockInfo, LockReleaseParams, LockReleased,
@@ -193,6 +193,7 @@ forward!(GroupDriver {
     fn group_dead_take(p: Checked<GroupDeadTakeParams>) -> Vec<GroupDead>;
     fn group_dead_resolve(p: Checked<GroupDeadResolveParams>) -> ();
     fn group_counts(p: Checked<GroupStatusParams>) -> Vec<BucketCount>;
+    fn group_handoffs(p: Checked<GroupHandoffsParams>) -> GroupHandoffs;
 });
 
 forward!(ProcessDriver {

@@ -204,6 +204,81 @@ pub async fn live_workers_count_members_until_they_lapse_or_leave<H: Harness>(h:
     assert_eq!(claim(e, "g", "w3", 4).await.len(), 4, "claimable at once");
 }
 
+/// Every change of a bucket's holder is recorded with its cause — a first
+/// lease, a rebalance (released), a leave, a lapse (failover) — and who
+/// held it; counted by cause for good; a week of handoffs kept.
+pub async fn handoffs_record_first_rebalance_leave_and_lapse<H: Harness>(h: &H) {
+    use alkstore_core::group::{
+        GroupHandoffsParams, GroupLeaveParams, HandoffCause as C, HANDOFF_RETENTION,
+    };
+    let e = h.engine();
+    ensure(e, "ho", 2).await;
+    let history = || e.group_handoffs(GroupHandoffsParams::new("ho", 100));
+    assert_eq!(history().await.expect("handoffs"), Default::default());
+    let t0 = h.clock().now_ms();
+    assert_eq!(buckets(&claim(e, "ho", "a", 2).await), vec![0, 1]);
+    // b takes bucket 1 after a gives it back (a rebalance).
+    assert_eq!(release(e, "ho", "a", &[1]).await, 1);
+    assert_eq!(buckets(&claim(e, "ho", "b", 1).await), vec![1]);
+    // b leaves; c takes bucket 1 (a leave).
+    e.group_leave(GroupLeaveParams::new("ho", "b"))
+        .await
+        .expect("leave");
+    assert_eq!(buckets(&claim(e, "ho", "c", 1).await), vec![1]);
+    // a stops renewing: d takes bucket 0 once a's lease lapses (a failover).
+    h.clock().advance(TTL + std::time::Duration::from_millis(1));
+    let d = claim(e, "ho", "d", 2).await;
+    assert_eq!(buckets(&d), vec![0, 1], "c's lease lapsed too");
+    let got = history().await.expect("handoffs");
+    let seen: Vec<(u32, Option<&str>, &str, C)> = got
+        .recent
+        .iter()
+        .map(|x| {
+            (
+                x.bucket,
+                x.from_worker.as_deref(),
+                x.to_worker.as_str(),
+                x.cause,
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            (1, Some("c"), "d", C::Lapse),
+            (0, Some("a"), "d", C::Lapse),
+            (1, Some("b"), "c", C::Leave),
+            (1, Some("a"), "b", C::Rebalance),
+            (1, None, "a", C::First),
+            (0, None, "a", C::First),
+        ],
+        "newest first (same-time rows by insertion, newest first)"
+    );
+    assert!(got.recent.iter().all(|x| x.at_ms >= t0));
+    assert_eq!(got.recent[0].epoch, d[1].epoch);
+    assert_eq!(
+        got.totals,
+        vec![
+            (C::First, 2),
+            (C::Lapse, 2),
+            (C::Leave, 1),
+            (C::Rebalance, 1)
+        ]
+    );
+    // A week on, the handoffs are pruned at the next claim; the totals stay.
+    h.clock().advance(HANDOFF_RETENTION + TTL);
+    assert_eq!(claim(e, "ho", "e", 1).await.len(), 1);
+    let later = history().await.expect("handoffs");
+    assert_eq!(later.recent.len(), 1, "{later:?}");
+    assert_eq!(later.recent[0].cause, C::Lapse);
+    assert_eq!(later.totals.iter().map(|(_, n)| n).sum::<u64>(), 7);
+    let err = e
+        .group_handoffs(GroupHandoffsParams::new("ho", 0))
+        .await
+        .expect_err("refused");
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+}
+
 /// The rows above, for [`contract_suite!`](crate::contract_suite).
 #[doc(hidden)]
 #[macro_export]
@@ -216,6 +291,7 @@ macro_rules! __groups_leases {
             renew_reports_lost_buckets_and_expiry_is_the_stores_clock,
             release_touches_only_the_callers_rows,
             live_workers_count_members_until_they_lapse_or_leave,
+            handoffs_record_first_rebalance_leave_and_lapse,
         ] }
     };
 }

@@ -112,4 +112,10 @@ pub trait GroupDriver: Engine {
         &self,
         params: Checked<GroupStatusParams>,
     ) -> impl Future<Output = Result<Vec<BucketCount>>> + Send;
+
+    /// See [`GroupEngine::group_handoffs`](super::GroupEngine::group_handoffs).
+    fn group_handoffs(
+        &self,
+        params: Checked<GroupHandoffsParams>,
+    ) -> impl Future<Output = Result<GroupHandoffs>> + Send;
 }

@@ -78,6 +78,16 @@ pub trait GroupEngine: Engine {
         params: impl Into<GroupStatusParams> + Send,
     ) -> impl Future<Output = Result<Vec<BucketCount>>> + Send;
 
+    /// A group's lease history: its latest handoffs (who took which bucket
+    /// from whom, and why: a first lease, a rebalance, a leave, or a lapse
+    /// — a failover), newest first, kept for
+    /// [`HANDOFF_RETENTION`](super::HANDOFF_RETENTION); and every handoff
+    /// counted by cause since the group was created.
+    fn group_handoffs(
+        &self,
+        params: GroupHandoffsParams,
+    ) -> impl Future<Output = Result<GroupHandoffs>> + Send;
+
     /// Every group, by name.
     fn group_list(&self) -> impl Future<Output = Result<Vec<GroupInfo>>> + Send;
 
@@ -256,6 +266,12 @@ impl<D: GroupDriver> GroupEngine for D {
     ) -> Result<Vec<BucketCount>> {
         engine_call!(self, group_counts, params => GroupStatusParams, |p| {
             GroupDriver::group_counts(self, p)
+        })
+    }
+
+    async fn group_handoffs(&self, params: GroupHandoffsParams) -> Result<GroupHandoffs> {
+        engine_call!(self, group_handoffs, params => GroupHandoffsParams, |p| {
+            GroupDriver::group_handoffs(self, p)
         })
     }
 }

@@ -87,6 +87,10 @@ pub fn check_buckets(group: &str, wanted: &[u32], buckets: u32) -> Result<()> {
 /// heartbeat.
 pub const MAX_BUCKETS: u32 = 4096;
 
+/// How long a group's handoffs are kept one by one (their counts by cause
+/// are kept for good).
+pub const HANDOFF_RETENTION: std::time::Duration = std::time::Duration::from_secs(7 * 86_400);
+
 /// The error for a resize while leases are live.
 pub fn resize_refused(group: &str, live: u64) -> crate::Error {
     crate::Error::Conflict {

@@ -624,3 +624,30 @@ impl Validate for GroupDeadResolveParams {
         Ok(())
     }
 }
+
+/// Parameters of `group_handoffs`: a group's lease history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GroupHandoffsParams {
+    /// The group.
+    pub group: String,
+    /// Most recent handoffs to return, newest first (1..=`Limits::max_page`).
+    pub limit: u32,
+}
+
+impl GroupHandoffsParams {
+    /// Up to `limit` of `group`'s latest handoffs, and its totals.
+    pub fn new(group: impl Into<String>, limit: u32) -> Self {
+        GroupHandoffsParams {
+            group: group.into(),
+            limit,
+        }
+    }
+}
+
+impl Validate for GroupHandoffsParams {
+    fn validate_params(&self, limits: &Limits) -> Result<()> {
+        validate_group_name(&self.group)?;
+        limits.check_page("handoffs limit", self.limit)
+    }
+}

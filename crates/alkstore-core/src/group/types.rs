@@ -150,3 +150,67 @@ pub struct BucketCount {
     /// How many rows have it.
     pub rows: u64,
 }
+
+/// How a bucket's lease came to its holder: the cause of a handoff.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum HandoffCause {
+    /// The bucket's first lease.
+    First,
+    /// Its holder gave it back to make room for a member that joined.
+    Rebalance,
+    /// Its holder left the group (a clean shutdown).
+    Leave,
+    /// Its holder's lease lapsed: the holder died, hung or lost the
+    /// database (a failover).
+    Lapse,
+}
+
+impl HandoffCause {
+    /// `first`, `rebalance`, `leave` or `lapse`: how the store keeps it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HandoffCause::First => "first",
+            HandoffCause::Rebalance => "rebalance",
+            HandoffCause::Leave => "leave",
+            HandoffCause::Lapse => "lapse",
+        }
+    }
+
+    /// The cause a stored word names (`None` for an unknown one).
+    pub fn parse(word: &str) -> Option<HandoffCause> {
+        Some(match word {
+            "first" => HandoffCause::First,
+            "rebalance" => HandoffCause::Rebalance,
+            "leave" => HandoffCause::Leave,
+            "lapse" => HandoffCause::Lapse,
+            _ => return None,
+        })
+    }
+}
+
+/// One change of a bucket's holder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Handoff {
+    /// The bucket.
+    pub bucket: u32,
+    /// The new lease's epoch.
+    pub epoch: i64,
+    /// Who held it before (`None` for a first lease).
+    pub from_worker: Option<String>,
+    /// Who holds it now.
+    pub to_worker: String,
+    /// Why it moved.
+    pub cause: HandoffCause,
+    /// When (unix ms, the store's clock).
+    pub at_ms: i64,
+}
+
+/// A group's lease history: the latest handoffs, and every handoff ever
+/// counted by cause.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GroupHandoffs {
+    /// Newest first (kept for [`HANDOFF_RETENTION`](super::HANDOFF_RETENTION)).
+    pub recent: Vec<Handoff>,
+    /// Every handoff of the group by cause, since it was created.
+    pub totals: Vec<(HandoffCause, u64)>,
+}

@@ -1580,6 +1580,7 @@ on_both_engines!(
     the_store_says_which_store_it_is(ServeOptions::default()),
     operators_count_search_and_act_on_jobs_by_state(ServeOptions::default()),
     schedules_run_now_and_keep_their_fires(ServeOptions::default()),
+    group_handoffs_tell_failovers_from_rebalances(ServeOptions::default()),
 );
 
 /// Every operation of the OpenAPI document has a summary and a description.

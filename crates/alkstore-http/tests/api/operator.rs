@@ -53,6 +53,13 @@ async fn found(api: &Api, query: &str) -> Vec<i64> {
         .collect()
 }
 
+/// `POST path` with `body`, asserting 200.
+async fn ok(api: &Api, path: &str, body: Value) -> Value {
+    let (s, v) = api.post(path, body).await;
+    assert_eq!(s, StatusCode::OK, "{path}: {v}");
+    v
+}
+
 async fn bulk(api: &Api, action: &str, ids: &[i64]) -> Value {
     let (s, v) = api
         .post("/api/v1/jobs/bulk", json!({"action": action, "ids": ids}))
@@ -257,5 +264,44 @@ pub(crate) async fn schedules_run_now_and_keep_their_fires(api: Api) {
         .await;
     let (_, fires) = api.get("/api/v1/schedules/nightly%20report/fires").await;
     assert_eq!(fires, json!({"fires": []}), "removed with the schedule");
+    api.done().await;
+}
+
+pub(crate) async fn group_handoffs_tell_failovers_from_rebalances(api: Api) {
+    let base = "/api/v1/groups/audit/members";
+    ok(
+        &api,
+        base,
+        json!({"stream": "orders", "member": "a", "buckets": 2}),
+    )
+    .await;
+    ok(&api, base, json!({"stream": "orders", "member": "b"})).await;
+    ok(&api, &format!("{base}/a/heartbeat"), json!({})).await;
+    let b = ok(&api, &format!("{base}/b/heartbeat"), json!({})).await;
+    assert_eq!(b["leases"].as_array().map(Vec::len), Some(1), "{b}");
+    let (s, _) = api.call("DELETE", &format!("{base}/b"), None).await;
+    assert_eq!(s, StatusCode::OK);
+    ok(&api, &format!("{base}/a/heartbeat"), json!({})).await;
+
+    let (s, v) = api.get("/api/v1/groups/audit/handoffs").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(
+        v["totals"],
+        json!({"first": 2, "rebalance": 1, "leave": 1, "lapse": 0}),
+        "{v}"
+    );
+    let newest = &v["handoffs"][0];
+    assert_eq!(
+        (
+            &newest["from_worker"],
+            &newest["to_worker"],
+            &newest["cause"]
+        ),
+        (&json!("b"), &json!("a"), &json!("leave")),
+        "{v}"
+    );
+    assert_eq!(v["handoffs"].as_array().map(Vec::len), Some(4));
+    let (s, v) = api.get("/api/v1/groups/audit/handoffs?limit=0").await;
+    assert_eq!((s, field(&v)), (StatusCode::BAD_REQUEST, "limit"), "{v}");
     api.done().await;
 }

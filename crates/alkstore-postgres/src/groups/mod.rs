@@ -146,6 +146,7 @@ impl GroupDriver for PgEngine {
                     &p.worker,
                     &ttl_ms(p.ttl),
                     &i64::from(p.max),
+                    &ttl_ms(alkstore_core::group::HANDOFF_RETENTION),
                 ],
             )
             .await?;
@@ -458,6 +459,36 @@ impl GroupDriver for PgEngine {
         )
         .await?;
         tx.commit().await.map_err(db(op))
+    }
+
+    async fn group_handoffs(
+        &self,
+        params: Checked<alkstore_core::group::GroupHandoffsParams>,
+    ) -> Result<alkstore_core::group::GroupHandoffs> {
+        use alkstore_core::group::{GroupHandoffs, Handoff, HandoffCause};
+        let p = params.into_inner();
+        let op = "group_handoffs";
+        let sql = &self.inner.group_sql;
+        let recent = self
+            .query(op, &sql.handoffs, &[&p.group, &i64::from(p.limit)])
+            .await?
+            .iter()
+            .map(|r| Handoff {
+                bucket: u32::try_from(r.get::<_, i32>(0)).unwrap_or(0),
+                epoch: r.get(1),
+                from_worker: r.get(2),
+                to_worker: r.get(3),
+                cause: HandoffCause::parse(r.get(4)).unwrap_or(HandoffCause::Lapse),
+                at_ms: r.get(5),
+            })
+            .collect();
+        let totals = self
+            .query(op, &sql.handoff_totals, &[&p.group])
+            .await?
+            .iter()
+            .filter_map(|r| Some((HandoffCause::parse(r.get(0))?, count(r.get(1)))))
+            .collect();
+        Ok(GroupHandoffs { recent, totals })
     }
 
     async fn group_counts(&self, params: Checked<GroupStatusParams>) -> Result<Vec<BucketCount>> {

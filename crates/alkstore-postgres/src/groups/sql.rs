@@ -50,6 +50,8 @@ pub(crate) struct GroupSql {
     pub existing: String,
     pub insert: String,
     pub claim: String,
+    pub handoffs: String,
+    pub handoff_totals: String,
     pub renew: String,
     pub live: String,
     pub release: String,
@@ -79,6 +81,8 @@ impl GroupSql {
         let stream = QualifiedTable::new(schema, tables::STREAM);
         let gm = QualifiedTable::new(schema, tables::GROUP_MEMBER);
         let gd = QualifiedTable::new(schema, tables::GROUP_DEAD);
+        let handoff = QualifiedTable::new(schema, tables::GROUP_HANDOFF);
+        let handoff_total = QualifiedTable::new(schema, tables::GROUP_HANDOFF_TOTAL);
         let lease_cols = "g.bucket, g.epoch, g.checkpoint, g.lease_expires_at";
         GroupSql {
             lock: "SELECT pg_advisory_xact_lock(hashtextextended('alkstore group ' || $1 || ' ' || $2, 0))"
@@ -90,14 +94,37 @@ impl GroupSql {
                  ON CONFLICT DO NOTHING"
             ),
             // SKIP LOCKED: two claimers never wait on, nor both win, a bucket.
+            // Each bucket taken records its handoff: from whom and why (a
+            // first lease, a rebalance or leave by its holder, or a lapse:
+            // a failover), counted by cause; a week of handoffs is kept.
             claim: format!(
-                "WITH c AS (SELECT bucket FROM {gb} WHERE group_name = $2 \
+                "WITH c AS (SELECT bucket, COALESCE(owner, last_owner) AS from_worker, \
+                     CASE WHEN epoch = 0 THEN 'first' \
+                          WHEN owner IS NULL THEN COALESCE(released_how, 'rebalance') \
+                          ELSE 'lapse' END AS cause \
+                   FROM {gb} WHERE group_name = $2 \
                    AND (owner IS NULL OR lease_expires_at <= {NOW_MS}) \
-                   ORDER BY bucket LIMIT $5 FOR UPDATE SKIP LOCKED) \
-                 UPDATE {gb} g SET owner = $3, lease_expires_at = {NOW_MS} + $4, \
+                   ORDER BY bucket LIMIT $5 FOR UPDATE SKIP LOCKED), \
+                 u AS (UPDATE {gb} g SET owner = $3, last_owner = $3, released_how = NULL, \
+                   lease_expires_at = {NOW_MS} + $4, \
                    heartbeat_at = {NOW_MS}, epoch = g.epoch + 1, updated_at = {NOW_MS} \
                  FROM c WHERE g.group_name = $2 AND g.bucket = c.bucket \
-                 RETURNING {lease_cols}"
+                 RETURNING {lease_cols}, c.from_worker, c.cause), \
+                 h AS (INSERT INTO {handoff} (group_name, bucket, epoch, from_worker, to_worker, \
+                   cause, at) SELECT $2, bucket, epoch, from_worker, $3, cause, {NOW_MS} FROM u), \
+                 t AS (INSERT INTO {handoff_total} AS t (group_name, cause, n) \
+                   SELECT $2, cause, count(*) FROM u GROUP BY cause \
+                   ON CONFLICT (group_name, cause) DO UPDATE SET n = t.n + excluded.n), \
+                 old AS (DELETE FROM {handoff} WHERE group_name = $2 AND at < {NOW_MS} - $6 \
+                   AND EXISTS (SELECT 1 FROM u)) \
+                 SELECT bucket, epoch, checkpoint, lease_expires_at FROM u"
+            ),
+            handoffs: format!(
+                "SELECT bucket, epoch, from_worker, to_worker, cause, at FROM {handoff} \
+                 WHERE group_name = $1 ORDER BY at DESC, id DESC LIMIT $2"
+            ),
+            handoff_totals: format!(
+                "SELECT cause, n FROM {handoff_total} WHERE group_name = $1 ORDER BY cause"
             ),
             renew: format!(
                 "UPDATE {gb} g SET lease_expires_at = {NOW_MS} + $4, heartbeat_at = {NOW_MS}, \
@@ -119,7 +146,8 @@ impl GroupSql {
                       AND owner <> $3 AND lease_expires_at > {NOW_MS})"
             ),
             release: format!(
-                "UPDATE {gb} SET owner = NULL, lease_expires_at = NULL, updated_at = {NOW_MS} \
+                "UPDATE {gb} SET owner = NULL, lease_expires_at = NULL, \
+                   released_how = 'rebalance', updated_at = {NOW_MS} \
                  WHERE group_name = $2 AND owner = $3 AND bucket = ANY($4::int[]) RETURNING bucket"
             ),
             // One round trip: lock the bucket's row, bound the offset by the
@@ -160,7 +188,8 @@ impl GroupSql {
             ),
             leave: format!(
                 "WITH r AS (UPDATE {gb} SET owner = NULL, lease_expires_at = NULL, \
-                   updated_at = {NOW_MS} WHERE group_name = $2 AND owner = $3 RETURNING 1), \
+                   released_how = 'leave', updated_at = {NOW_MS} \
+                   WHERE group_name = $2 AND owner = $3 RETURNING 1), \
                  d AS (DELETE FROM {gm} WHERE group_name = $2 AND worker = $3) \
                  SELECT count(*) FROM r"
             ),

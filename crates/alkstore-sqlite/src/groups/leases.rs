@@ -5,7 +5,7 @@
 use alkstore_core::group::{
     group_not_found, resize_refused, ttl_ms, BucketLease, GroupClaimParams, GroupEnsureParams,
     GroupLeaveParams, GroupReleaseParams, GroupRenewParams, GroupResize, GroupResizeParams,
-    Renewal,
+    Renewal, HANDOFF_RETENTION,
 };
 use alkstore_core::validate::count;
 use alkstore_core::{Checked, Error, Result};
@@ -129,25 +129,82 @@ pub(super) async fn group_claim(
         .inner
         .writer
         .write("group_claim", move |st| {
+            let op = "group_claim";
             let now = st.clock.now_ms();
-            st.conn
+            // Each bucket taken, with how it came free: its handoff.
+            let taken: Vec<(u32, Option<String>, String)> = st
+                .conn
                 .prepare_cached(
-                    "UPDATE __alkstore_group_bucket SET owner = ?2, \
-                       lease_expires_at = ?3 + ?4, heartbeat_at = ?3, \
-                       epoch = epoch + 1, updated_at = ?3 \
-                     WHERE group_name = ?1 AND bucket IN ( \
-                       SELECT bucket FROM __alkstore_group_bucket WHERE group_name = ?1 \
-                         AND (owner IS NULL OR lease_expires_at <= ?3) \
-                       ORDER BY bucket LIMIT ?5) \
-                     RETURNING bucket, epoch, checkpoint, lease_expires_at",
+                    "SELECT bucket, COALESCE(owner, last_owner), \
+                       CASE WHEN epoch = 0 THEN 'first' \
+                            WHEN owner IS NULL THEN COALESCE(released_how, 'rebalance') \
+                            ELSE 'lapse' END \
+                     FROM __alkstore_group_bucket WHERE group_name = ?1 \
+                       AND (owner IS NULL OR lease_expires_at <= ?2) \
+                     ORDER BY bucket LIMIT ?3",
                 )
                 .and_then(|mut s| {
-                    collect_leases(
-                        &mut s,
-                        params![p.group, p.worker, now, ttl_ms(p.ttl), p.max],
-                    )
+                    s.query_map(params![p.group, now, p.max], |r| {
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                    })?
+                    .collect()
                 })
-                .map_err(db("group_claim"))
+                .map_err(db(op))?;
+            let mut leases = Vec::with_capacity(taken.len());
+            for (bucket, from, cause) in taken {
+                let lease = st
+                    .conn
+                    .prepare_cached(
+                        "UPDATE __alkstore_group_bucket SET owner = ?3, last_owner = ?3, \
+                           released_how = NULL, lease_expires_at = ?4 + ?5, heartbeat_at = ?4, \
+                           epoch = epoch + 1, updated_at = ?4 \
+                         WHERE group_name = ?1 AND bucket = ?2 \
+                         RETURNING bucket, epoch, checkpoint, lease_expires_at",
+                    )
+                    .and_then(|mut s| {
+                        s.query_row(
+                            params![p.group, bucket, p.worker, now, ttl_ms(p.ttl)],
+                            lease,
+                        )
+                    })
+                    .map_err(db(op))?;
+                st.conn
+                    .prepare_cached(
+                        "INSERT INTO __alkstore_group_handoff \
+                           (group_name, bucket, epoch, from_worker, to_worker, cause, at) \
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    )
+                    .and_then(|mut s| {
+                        s.execute(params![
+                            p.group,
+                            bucket,
+                            lease.epoch,
+                            from,
+                            p.worker,
+                            cause,
+                            now
+                        ])
+                    })
+                    .map_err(db(op))?;
+                st.conn
+                    .prepare_cached(
+                        "INSERT INTO __alkstore_group_handoff_total (group_name, cause, n) \
+                         VALUES (?1, ?2, 1) \
+                         ON CONFLICT (group_name, cause) DO UPDATE SET n = n + 1",
+                    )
+                    .and_then(|mut s| s.execute(params![p.group, cause]))
+                    .map_err(db(op))?;
+                leases.push(lease);
+            }
+            if !leases.is_empty() {
+                st.conn
+                    .prepare_cached(
+                        "DELETE FROM __alkstore_group_handoff WHERE group_name = ?1 AND at < ?2",
+                    )
+                    .and_then(|mut s| s.execute(params![p.group, now - ttl_ms(HANDOFF_RETENTION)]))
+                    .map_err(db(op))?;
+            }
+            Ok(leases)
         })
         .await
 }
@@ -235,7 +292,7 @@ pub(super) async fn group_release(
                 .conn
                 .prepare_cached(
                     "UPDATE __alkstore_group_bucket SET owner = NULL, \
-                       lease_expires_at = NULL, updated_at = ?4 \
+                       lease_expires_at = NULL, released_how = 'rebalance', updated_at = ?4 \
                      WHERE group_name = ?1 AND owner = ?2 AND bucket = ?3",
                 )
                 .map_err(db("group_release"))?;
@@ -264,7 +321,7 @@ pub(super) async fn group_leave(
                 .conn
                 .prepare_cached(
                     "UPDATE __alkstore_group_bucket SET owner = NULL, \
-                       lease_expires_at = NULL, updated_at = ?3 \
+                       lease_expires_at = NULL, released_how = 'leave', updated_at = ?3 \
                      WHERE group_name = ?1 AND owner = ?2",
                 )
                 .and_then(|mut s| s.execute(params![p.group, p.worker, st.clock.now_ms()]))

@@ -100,4 +100,11 @@ impl GroupDriver for SqliteEngine {
     async fn group_counts(&self, params: Checked<GroupStatusParams>) -> Result<Vec<BucketCount>> {
         read::group_counts(self, params).await
     }
+
+    async fn group_handoffs(
+        &self,
+        params: Checked<alkstore_core::group::GroupHandoffsParams>,
+    ) -> Result<alkstore_core::group::GroupHandoffs> {
+        read::group_handoffs(self, params).await
+    }
 }

@@ -178,3 +178,56 @@ pub(super) async fn group_counts(
         })
         .await
 }
+
+/// The driver's `group_handoffs`: the latest handoffs, newest first, and
+/// the counts by cause.
+pub(super) async fn group_handoffs(
+    engine: &SqliteEngine,
+    params: Checked<alkstore_core::group::GroupHandoffsParams>,
+) -> Result<alkstore_core::group::GroupHandoffs> {
+    use alkstore_core::group::{GroupHandoffs, Handoff, HandoffCause};
+    let p = params.into_inner();
+    engine
+        .read("group_handoffs", move |conn| {
+            let op = "group_handoffs";
+            let recent = conn
+                .prepare_cached(
+                    "SELECT bucket, epoch, from_worker, to_worker, cause, at \
+                     FROM __alkstore_group_handoff WHERE group_name = ?1 \
+                     ORDER BY at DESC, rowid DESC LIMIT ?2",
+                )
+                .and_then(|mut s| {
+                    s.query_map(rusqlite::params![p.group, p.limit], |r| {
+                        let cause: String = r.get(4)?;
+                        Ok(Handoff {
+                            bucket: r.get(0)?,
+                            epoch: r.get(1)?,
+                            from_worker: r.get(2)?,
+                            to_worker: r.get(3)?,
+                            cause: HandoffCause::parse(&cause).unwrap_or(HandoffCause::Lapse),
+                            at_ms: r.get(5)?,
+                        })
+                    })?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+                })
+                .map_err(db(op))?;
+            let totals = conn
+                .prepare_cached(
+                    "SELECT cause, n FROM __alkstore_group_handoff_total \
+                     WHERE group_name = ?1 ORDER BY cause",
+                )
+                .and_then(|mut s| {
+                    s.query_map([&p.group], |r| {
+                        let cause: String = r.get(0)?;
+                        Ok((cause, r.get::<_, i64>(1)?))
+                    })?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+                })
+                .map_err(db(op))?
+                .into_iter()
+                .filter_map(|(c, n)| Some((HandoffCause::parse(&c)?, count(n))))
+                .collect();
+            Ok(GroupHandoffs { recent, totals })
+        })
+        .await
+}
