@@ -73,6 +73,26 @@ class GeneratedClient:
         """
         return self._request("POST", f"/api/v1/channels/{_seg(channel)}/notify", body=_pick({}, {"payload": payload}))
 
+    def depth(self, *, queue=None, window_s=None):
+        """Read queue depth over time.
+
+        Each queue's ready, scheduled, processing and dead counts, sampled by
+        the store's maintenance sweep each time it runs (once a minute by
+        default, by whichever worker holds it) and kept a week, so a chart
+        opened now shows the past day.
+
+        `GET /api/v1/depth`
+
+        Args:
+            queue (query): Only this queue (default: every queue).
+            window_s (query): Seconds back from now, 1 to 604,800 (a week; default
+                86,400).
+
+        Returns:
+            DepthView (200: Depth samples over the window)
+        """
+        return self._request("GET", "/api/v1/depth", query=_pick({}, {"queue": queue, "window_s": window_s}))
+
     def list_groups(self):
         """List every consumer group.
 
@@ -1108,7 +1128,8 @@ class GeneratedClient:
 
         Args:
             queue (query): Only this queue (default: every queue).
-            window_s (query): Seconds back from now, 1 to 3,600 (default 300).
+            window_s (query): Seconds back from now, 1 to 604,800 (a week; default 300).
+                Within the last hour buckets are 10 s; before it, 5 minutes.
 
         Returns:
             ThroughputView (200: Jobs finished per queue in 10-second buckets over the window, and each queue's totals: counted by the store on every ack, retry and failure, whoever made it (any process, any host, this API))
@@ -1118,4 +1139,4 @@ class GeneratedClient:
 
 # Operations answering with a text/event-stream, written by hand in client.py:
 STREAMING = ('listen_channel',)
-OPERATIONS = ('atomic', 'notify_channel', 'list_groups', 'group_status', 'group_dead_list', 'group_dead_purge', 'group_dead_requeue', 'group_handoffs', 'join_group', 'leave_group', 'member_checkpoint', 'member_claim', 'member_heartbeat', 'search_jobs', 'ack_batch', 'bulk_jobs', 'job_counts', 'get_job', 'ack', 'cancel', 'fail', 'heartbeat', 'release_job', 'get_result', 'retry', 'list_locks', 'acquire_lock', 'release_lock', 'renew_lock', 'list_processes', 'quiet_process', 'stop_process', 'list_queues', 'queue_stats', 'claim', 'dead_list', 'dead_purge', 'dead_requeue', 'list_jobs', 'enqueue', 'enqueue_batch', 'pause_queue', 'resume_queue', 'acquire_rate', 'list_schedules', 'set_schedule', 'remove_schedule', 'schedule_fires', 'pause_schedule', 'resume_schedule', 'run_schedule', 'store_info', 'list_streams', 'stream_info', 'offset_get', 'offset_commit', 'read', 'publish', 'throughput')
+OPERATIONS = ('atomic', 'notify_channel', 'depth', 'list_groups', 'group_status', 'group_dead_list', 'group_dead_purge', 'group_dead_requeue', 'group_handoffs', 'join_group', 'leave_group', 'member_checkpoint', 'member_claim', 'member_heartbeat', 'search_jobs', 'ack_batch', 'bulk_jobs', 'job_counts', 'get_job', 'ack', 'cancel', 'fail', 'heartbeat', 'release_job', 'get_result', 'retry', 'list_locks', 'acquire_lock', 'release_lock', 'renew_lock', 'list_processes', 'quiet_process', 'stop_process', 'list_queues', 'queue_stats', 'claim', 'dead_list', 'dead_purge', 'dead_requeue', 'list_jobs', 'enqueue', 'enqueue_batch', 'pause_queue', 'resume_queue', 'acquire_rate', 'list_schedules', 'set_schedule', 'remove_schedule', 'schedule_fires', 'pause_schedule', 'resume_schedule', 'run_schedule', 'store_info', 'list_streams', 'stream_info', 'offset_get', 'offset_commit', 'read', 'publish', 'throughput')

@@ -280,6 +280,29 @@ export interface DeadSelectRequest {
     /** Only these ids (default: every dead letter of the queue). */
     ids?: Array<number> | null;
 }
+/** One queue's counts at one moment. */
+export interface DepthSampleView {
+    /** When (unix seconds). */
+    at: number;
+    /** Dead letters. */
+    dead: number;
+    /** Claimed. */
+    processing: number;
+    /** Queue name. */
+    queue: string;
+    /** Waiting and due. */
+    ready: number;
+    /** Waiting, due later. */
+    scheduled: number;
+}
+/** Queue depth over time. */
+export interface DepthView {
+    /**
+     * Oldest first, then by queue: one per queue each time the
+     * maintenance sweep ran (once a minute by default).
+     */
+    samples: Array<DepthSampleView>;
+}
 /**
  * Whether the call changed the job: false when the claim was no longer
  * held (it lapsed and the job went back, or another worker has it).
@@ -1223,12 +1246,20 @@ export interface ThroughputBucketView {
     failed: number;
     /** Queue name. */
     queue: string;
-    /** The bucket's start (unix seconds, a multiple of `bucket_s`). */
+    /**
+     * The bucket's span in seconds: 10 within the last hour, 300 before
+     * (older buckets are folded coarser, and kept a week).
+     */
+    span_s: number;
+    /** The bucket's start (unix seconds, a multiple of `span_s`). */
     start: number;
 }
 /** Recent buckets and all-time totals. */
 export interface ThroughputView {
-    /** Seconds per bucket. */
+    /**
+     * Seconds per bucket within the last hour (each bucket says its own
+     * span: older ones are coarser).
+     */
     bucket_s: number;
     /**
      * Buckets within the window, oldest first, then by queue; a bucket in
@@ -1242,6 +1273,13 @@ export interface ThroughputView {
     now: number;
     /** Every selected queue's totals, by name. */
     totals: Array<QueueTotalsView>;
+}
+/** The query parameters of `depth`. */
+export interface DepthQuery {
+    /** Only this queue (default: every queue). */
+    queue?: string;
+    /** Seconds back from now, 1 to 604,800 (a week; default 86,400). */
+    window_s?: number;
 }
 /** The query parameters of `group_dead_list`. */
 export interface GroupDeadListQuery {
@@ -1325,7 +1363,10 @@ export interface ReadQuery {
 export interface ThroughputQuery {
     /** Only this queue (default: every queue). */
     queue?: string;
-    /** Seconds back from now, 1 to 3,600 (default 300). */
+    /**
+     * Seconds back from now, 1 to 604,800 (a week; default 300). Within
+     * the last hour buckets are 10 s; before it, 5 minutes.
+     */
     window_s?: number;
 }
 /** Every JSON operation of the API; `Client` supplies `request` and the hand-written helpers. */
@@ -1366,6 +1407,19 @@ export declare abstract class GeneratedClient {
      * @returns Done (200: Sent)
      */
     notify_channel(channel: string, args?: ChannelNotifyRequest, options?: CallOptions): Promise<Done>;
+    /**
+     * Read queue depth over time.
+     *
+     * Each queue's ready, scheduled, processing and dead counts, sampled by
+     * the store's maintenance sweep each time it runs (once a minute by
+     * default, by whichever worker holds it) and kept a week, so a chart
+     * opened now shows the past day.
+     *
+     * `GET /api/v1/depth`
+     * @param args query parameters
+     * @returns DepthView (200: Depth samples over the window)
+     */
+    depth(args?: DepthQuery, options?: CallOptions): Promise<DepthView>;
     /**
      * List every consumer group.
      *

@@ -53,6 +53,21 @@ export class GeneratedClient {
         return this.request("POST", `/api/v1/channels/${seg(channel)}/notify`, undefined, args, options);
     }
     /**
+     * Read queue depth over time.
+     *
+     * Each queue's ready, scheduled, processing and dead counts, sampled by
+     * the store's maintenance sweep each time it runs (once a minute by
+     * default, by whichever worker holds it) and kept a week, so a chart
+     * opened now shows the past day.
+     *
+     * `GET /api/v1/depth`
+     * @param args query parameters
+     * @returns DepthView (200: Depth samples over the window)
+     */
+    async depth(args = {}, options) {
+        return this.request("GET", `/api/v1/depth`, args, undefined, options);
+    }
+    /**
      * List every consumer group.
      *
      * Every consumer group with its stream, bucket count, live owners and

@@ -319,6 +319,31 @@ export interface DeadSelectRequest {
   ids?: Array<number> | null;
 }
 
+/** One queue's counts at one moment. */
+export interface DepthSampleView {
+  /** When (unix seconds). */
+  at: number;
+  /** Dead letters. */
+  dead: number;
+  /** Claimed. */
+  processing: number;
+  /** Queue name. */
+  queue: string;
+  /** Waiting and due. */
+  ready: number;
+  /** Waiting, due later. */
+  scheduled: number;
+}
+
+/** Queue depth over time. */
+export interface DepthView {
+  /**
+   * Oldest first, then by queue: one per queue each time the
+   * maintenance sweep ran (once a minute by default).
+   */
+  samples: Array<DepthSampleView>;
+}
+
 /**
  * Whether the call changed the job: false when the claim was no longer
  * held (it lapsed and the job went back, or another worker has it).
@@ -1338,13 +1363,21 @@ export interface ThroughputBucketView {
   failed: number;
   /** Queue name. */
   queue: string;
-  /** The bucket's start (unix seconds, a multiple of `bucket_s`). */
+  /**
+   * The bucket's span in seconds: 10 within the last hour, 300 before
+   * (older buckets are folded coarser, and kept a week).
+   */
+  span_s: number;
+  /** The bucket's start (unix seconds, a multiple of `span_s`). */
   start: number;
 }
 
 /** Recent buckets and all-time totals. */
 export interface ThroughputView {
-  /** Seconds per bucket. */
+  /**
+   * Seconds per bucket within the last hour (each bucket says its own
+   * span: older ones are coarser).
+   */
   bucket_s: number;
   /**
    * Buckets within the window, oldest first, then by queue; a bucket in
@@ -1358,6 +1391,14 @@ export interface ThroughputView {
   now: number;
   /** Every selected queue's totals, by name. */
   totals: Array<QueueTotalsView>;
+}
+
+/** The query parameters of `depth`. */
+export interface DepthQuery {
+  /** Only this queue (default: every queue). */
+  queue?: string;
+  /** Seconds back from now, 1 to 604,800 (a week; default 86,400). */
+  window_s?: number;
 }
 
 /** The query parameters of `group_dead_list`. */
@@ -1451,7 +1492,10 @@ export interface ReadQuery {
 export interface ThroughputQuery {
   /** Only this queue (default: every queue). */
   queue?: string;
-  /** Seconds back from now, 1 to 3,600 (default 300). */
+  /**
+   * Seconds back from now, 1 to 604,800 (a week; default 300). Within
+   * the last hour buckets are 10 s; before it, 5 minutes.
+   */
   window_s?: number;
 }
 
@@ -1504,6 +1548,22 @@ export abstract class GeneratedClient {
    */
   async notify_channel(channel: string, args: ChannelNotifyRequest = {}, options?: CallOptions): Promise<Done> {
     return this.request("POST", `/api/v1/channels/${seg(channel)}/notify`, undefined, args, options);
+  }
+
+  /**
+   * Read queue depth over time.
+   *
+   * Each queue's ready, scheduled, processing and dead counts, sampled by
+   * the store's maintenance sweep each time it runs (once a minute by
+   * default, by whichever worker holds it) and kept a week, so a chart
+   * opened now shows the past day.
+   *
+   * `GET /api/v1/depth`
+   * @param args query parameters
+   * @returns DepthView (200: Depth samples over the window)
+   */
+  async depth(args: DepthQuery = {}, options?: CallOptions): Promise<DepthView> {
+    return this.request("GET", `/api/v1/depth`, args, undefined, options);
   }
 
   /**

@@ -16,6 +16,8 @@
   const EVENT_PAGES = [25, 50, 100, 200]; // the event browser's page sizes
   const FIRES = 10; // a schedule's last fires shown
   const JOB_SEEN_MS = 5000; // how often a fired job's state is read again
+  const HANDOFFS_EVERY_MS = 2000; // how often a group's handoffs are read again
+  const RECENT_HANDOFF_MS = 60 * 1000; // a bucket handed off this recently is flagged
   // Shown on id columns: ids are unique and growing, not dense.
   const ID_NOTE = 'Unique and growing, not dense: on SQLite each process takes ids in blocks of 1,024, so ids of jobs enqueued by different processes jump by up to 1,024.';
   const PALETTE = ['#2f6fde', '#1f9d55', '#d9480f', '#8b5cf6', '#0891b2', '#db2777',
@@ -35,6 +37,9 @@
     edit: null, // the schedule being edited or created (editState())
     sel: new Set(), // job ids chosen on the jobs view
     firesOpen: new Set(), // schedules whose last fires are shown
+    handoffs: new Map(), // group -> {at, list, totals} or {at, error}: its bucket handoffs
+    handoffSpan: '1h', // the handoff chart's span
+    handoffMore: new Set(), // groups whose every kept handoff is listed
     jobSeen: new Map(), // job id -> {state, at}: the jobs schedules' fires made
     hist: new Map(), // queue -> samples [{t, ready, processing, dead, done}]
     tp: null, // the store's throughput buckets (fetchThroughput)
@@ -401,6 +406,7 @@
       }
       case 'groups':
         data = await groupsWithStatus(null);
+        await fetchHandoffs(data.map((g) => g.info.group));
         break;
       case 'processes':
         return; // S.procs, polled with the queues
@@ -751,8 +757,10 @@
         h('h1', { text: 'Queues' }),
         h('span', { class: 'sub', text: `${plural(queues.length, 'queue', 'queues')} · counts polled every second` })),
       h('div', { class: 'tiles' },
-        tile('Ready', totals.ready), tile('Scheduled', totals.scheduled),
-        tile('Processing', totals.processing), tile('Dead', totals.dead)),
+        tile('Ready', totals.ready, null, jobsHash({ state: 'pending' })),
+        tile('Scheduled', totals.scheduled, null, jobsHash({ state: 'scheduled' })),
+        tile('Processing', totals.processing, null, jobsHash({ state: 'running' })),
+        tile('Dead', totals.dead, null, jobsHash({ state: 'dead' }))),
       h('div', { class: 'panel' },
         queues.length === 0
           ? h('div', { class: 'empty', text: 'No queues yet: enqueue a job with POST /api/v1/queues/{queue}/jobs.' })
@@ -768,8 +776,10 @@
     ];
   }
 
-  function tile(k, v, testid) {
-    return h('div', { class: 'tile', testid }, h('div', { class: 'k', text: k }), h('div', { class: 'v', text: fmtInt(v) }));
+  // A count; with `href`, a link to the jobs it counts.
+  function tile(k, v, testid, href) {
+    return h(href ? 'a' : 'div', { class: href ? 'tile pick' : 'tile', testid, href, title: href ? `List them: ${k.toLowerCase()} jobs` : null },
+      h('div', { class: 'k', text: k }), h('div', { class: 'v', text: fmtInt(v) }));
   }
 
   // A queue's all-time count of finished jobs (`completed` or `failed`).
@@ -1066,8 +1076,13 @@
         q ? pauseButton(name, q.paused) : null),
       q
         ? h('div', { class: 'tiles', testid: 'queue-tiles' },
-          tile('Ready', q.ready), tile('Scheduled', q.scheduled), tile('Processing', q.processing),
-          tile('Expired claims', q.expired_claims), tile('Dead', q.dead), tile('Completed, kept', q.completed),
+          tile('Ready', q.ready, null, jobsHash({ state: 'pending', queue: name })),
+          tile('Scheduled', q.scheduled, null, jobsHash({ state: 'scheduled', queue: name })),
+          q.retryable !== undefined ? tile('of them retryable', q.retryable, 'queue-retryable', jobsHash({ state: 'retryable', queue: name })) : null,
+          tile('Processing', q.processing, null, jobsHash({ state: 'running', queue: name })),
+          tile('Expired claims', q.expired_claims), tile('Dead', q.dead, null, jobsHash({ state: 'dead', queue: name })),
+          q.cancelled !== undefined ? tile('of them cancelled', q.cancelled, 'queue-cancelled', jobsHash({ state: 'cancelled', queue: name })) : null,
+          tile('Completed, kept', q.completed, null, jobsHash({ state: 'completed', queue: name })),
           tile('Completed, all time', totalOf(name, 'completed'), 'total-completed'),
           tile('Failed attempts, all time', totalOf(name, 'failed'), 'total-failed'),
           h('div', { class: 'tile' }, h('div', { class: 'k', text: 'Oldest ready' }), h('div', { class: 'v', text: fmtAge(q.oldest_ready_age_s) })))
@@ -1693,6 +1708,7 @@
     }
     const owners = Array.from(owned.keys()).sort();
     for (const o of owners) ownerColour(o);
+    const recent = recentHandoffs(info.group, t);
     return h('div', { class: 'panel', key: info.group, testid: 'group', 'data-group': info.group },
       head,
       h('div', { class: 'panel-body' },
@@ -1705,7 +1721,119 @@
           free ? h('span', { key: 'free' }, h('span', { class: 'sw free' }), `${fmtInt(free)} free`) : null,
           h('span', { key: 'lag', class: 'sub', text: `total lag ${fmtInt(lag)}` })),
         h('div', { style: { height: '12px' } }),
-        h('div', { class: 'grid', testid: 'group-grid' }, status.buckets.map((b) => bucketCell(info.group, b, t)))));
+        h('div', { class: 'grid', testid: 'group-grid' }, status.buckets.map((b) => bucketCell(info.group, b, t, recent.get(b.bucket)))),
+        handoffsSection(info.group, t)));
+  }
+
+  // A group's bucket handoffs: who took each bucket from whom, and why. A
+  // lapse is a failover (the owner died or stalled); a rebalance evens out
+  // the buckets when members join; a leave is a member letting go.
+  const CAUSES = [
+    { cause: 'lapse', label: 'failovers', title: 'the owner\u2019s lease lapsed (it died or stalled) and another member took the bucket' },
+    { cause: 'rebalance', label: 'rebalances', title: 'handed over to even out the buckets when members joined' },
+    { cause: 'leave', label: 'leaves', title: 'let go by a member leaving, then taken' },
+    { cause: 'first', label: 'first claims', title: 'taken for the first time' },
+  ];
+  const CAUSE_LABEL = { lapse: 'failover', rebalance: 'rebalance', leave: 'leave', first: 'first claim' };
+  const SPANS = [
+    { key: '15m', ms: 900e3, bins: 60, step: '15 seconds' },
+    { key: '1h', ms: 3600e3, bins: 60, step: 'a minute' },
+    { key: '24h', ms: 86400e3, bins: 48, step: '30 minutes' },
+    { key: '7d', ms: 7 * 86400e3, bins: 56, step: '3 hours' },
+  ];
+  const HANDOFFS_SHOWN = 6;
+
+  // Read each group's handoffs again after HANDOFFS_EVERY_MS (up to a week's).
+  async function fetchHandoffs(groups) {
+    const t = Date.now();
+    await Promise.all(groups.filter((g) => {
+      const c = S.handoffs.get(g);
+      return !c || t - c.at > HANDOFFS_EVERY_MS;
+    }).map((g) => api('GET', `/api/v1/groups/${enc(g)}/handoffs` + qs({ limit: 1000 }))
+      .then((r) => S.handoffs.set(g, { at: t, list: r.handoffs, totals: r.totals }))
+      .catch((e) => S.handoffs.set(g, { at: t, error: e }))));
+  }
+
+  function handoffsSection(group, t) {
+    const ho = S.handoffs.get(group);
+    if (!ho) return null;
+    if (ho.error) {
+      return h('div', { class: 'handoffs sub', text: ho.error.status === 404 ? 'This server keeps no handoff history.' : `Handoffs: ${ho.error.message}` });
+    }
+    const span = SPANS.find((s) => s.key === S.handoffSpan) || SPANS[0];
+    return h('div', { class: 'handoffs', testid: 'handoffs', 'data-group': group },
+      h('div', { class: 'handoffs-head' },
+        h('h3', { text: 'Bucket handoffs' }),
+        h('span', { class: 'sub', text: 'kept a week' }),
+        CAUSES.map((c) => h('span', {
+          key: c.cause, class: `cause ${c.cause}`, testid: `handoffs-${c.cause}`, 'data-count': ho.totals[c.cause], title: c.title,
+        }, h('span', { class: 'sw' }), h('b', { text: fmtInt(ho.totals[c.cause]) }), ` ${c.label}`)),
+        h('span', { class: 'spacer' }),
+        !ho.list.length ? null : h('div', { class: 'tabs small', 'aria-label': 'Span of the chart' }, SPANS.map((s) => h('button', {
+          key: s.key, class: s === span ? 'on' : null, text: s.key, onclick: () => { S.handoffSpan = s.key; render(); },
+        })))),
+      ho.list.length ? handoffChart(ho.list, span, t) : null,
+      handoffList(group, ho.list, t));
+  }
+
+  // Handoffs per stretch of time, stacked by cause.
+  function handoffChart(list, span, t) {
+    const w = span.ms / span.bins;
+    const t0 = t - span.ms;
+    const bins = Array.from({ length: span.bins }, () => ({ lapse: 0, rebalance: 0, leave: 0, first: 0, n: 0 }));
+    for (const x of list) {
+      const i = Math.floor((x.at_ms - t0) / w);
+      if (i < 0 || i >= span.bins) continue;
+      if (bins[i][x.cause] !== undefined) bins[i][x.cause]++;
+      bins[i].n++;
+    }
+    const top = bins.reduce((m, b) => Math.max(m, b.n), 0);
+    return h('div', { class: 'hchart', testid: 'handoff-chart', title: `handoffs per ${span.step}` },
+      h('div', { class: 'bars' }, bins.map((b, i) => h('div', {
+        key: i, class: 'bin', 'data-n': b.n,
+        title: b.n ? `${fmtTimeMs(t0 + i * w)}–${fmtTimeMs(t0 + (i + 1) * w)}: ` +
+          CAUSES.filter((c) => b[c.cause]).map((c) => `${b[c.cause]} ${c.label}`).join(', ') : null,
+      }, CAUSES.filter((c) => b[c.cause]).map((c) => h('span', {
+        key: c.cause, class: `seg ${c.cause}`, style: { height: `${Math.max(2, Math.round((36 * b[c.cause]) / top))}px` },
+      }))))),
+      h('div', { class: 'axis' }, h('span', { text: `-${span.key}` }), h('span', { text: 'now' })));
+  }
+
+  function handoffList(group, list, t) {
+    if (!list.length) return h('div', { class: 'sub', testid: 'handoffs-none', text: 'No handoffs kept.' });
+    const more = S.handoffMore.has(group);
+    const shown = more ? list : list.slice(0, HANDOFFS_SHOWN);
+    return h('div', null,
+      table({ class: 'handoff-list', testid: 'handoff-list' },
+        h('thead', null, h('tr', null, h('th', { text: 'When' }), h('th', { class: 'num', text: 'Bucket' }), h('th', { class: 'num', text: 'Epoch' }),
+          h('th', { text: 'From' }), h('th', { text: 'To' }), h('th', { text: 'Why' }))),
+        h('tbody', null, shown.map((x) => h('tr', {
+          key: `${x.bucket}:${x.epoch}`, testid: 'handoff-row', 'data-cause': x.cause, 'data-bucket': x.bucket,
+          'data-from': x.from_worker === null || x.from_worker === undefined ? '' : x.from_worker, 'data-to': x.to_worker,
+        },
+        h('td', { class: 'nw', title: isoMs(x.at_ms) }, fmtTimeMs(x.at_ms), h('span', { class: 'sub', text: ` (${ago(x.at_ms)})` })),
+        h('td', { class: 'num', text: x.bucket }),
+        h('td', { class: 'num', text: x.epoch }),
+        h('td', { class: 'mono', text: x.from_worker || '–' }),
+        h('td', { class: 'mono', text: x.to_worker }),
+        h('td', null, h('span', { class: `pill cause ${x.cause}`, text: CAUSE_LABEL[x.cause] || x.cause })))))),
+      list.length > HANDOFFS_SHOWN ? h('button', {
+        class: 'link more', testid: 'handoffs-more',
+        onclick: () => { if (more) S.handoffMore.delete(group); else S.handoffMore.add(group); render(); },
+        text: more ? 'Show fewer' : `Show all ${fmtInt(list.length)}`,
+      }) : null);
+  }
+
+  // Each bucket's latest handoff, if recent: flagged on its cell.
+  function recentHandoffs(group, t) {
+    const ho = S.handoffs.get(group);
+    const out = new Map();
+    if (!ho || !ho.list) return out;
+    for (const x of ho.list) {
+      if (t - x.at_ms > RECENT_HANDOFF_MS) break;
+      if (!out.has(x.bucket)) out.set(x.bucket, x);
+    }
+    return out;
   }
 
   // The registered process of a group member: where it runs.
@@ -1720,7 +1848,7 @@
     });
   }
 
-  function bucketCell(group, b, t) {
+  function bucketCell(group, b, t, handoff) {
     const hasOwner = b.owner !== null && b.owner !== undefined;
     const cls = !hasOwner ? 'cell free' : b.expired ? 'cell expired' : 'cell';
     const left = b.expires_at_ms === null || b.expires_at_ms === undefined ? null : b.expires_at_ms - t;
@@ -1737,7 +1865,14 @@
         (b.expires_at_ms ? ` · lease until ${isoMs(b.expires_at_ms)}` : ''),
     },
     h('div', { class: 'b', text: `#${b.bucket}` }),
-    b.expired && hasOwner ? h('span', { class: 'flag', text: 'EXPIRED' }) : null,
+    b.expired && hasOwner ? h('span', { class: 'flag', text: 'EXPIRED' })
+      : handoff && (handoff.cause === 'lapse' || handoff.cause === 'rebalance') && handoff.to_worker === b.owner
+        ? h('span', {
+          class: `flag ${handoff.cause}`, testid: 'cell-handoff', 'data-cause': handoff.cause,
+          title: `${CAUSE_LABEL[handoff.cause]} from ${handoff.from_worker || 'nobody'} ${ago(handoff.at_ms)}`,
+          text: handoff.cause === 'lapse' ? 'FAILED OVER' : 'REBALANCED',
+        })
+        : null,
     h('div', { class: 'o', testid: 'cell-owner', text: hasOwner ? b.owner : 'free' }),
     h('div', { class: 'm' },
       h('div', { text: `epoch ${b.epoch}` }),
@@ -2066,7 +2201,9 @@
   function processRow(p, t) {
     const busy = S.busy.has(`proc:${p.id}`);
     const k = kindOf(p.kind);
-    const late = p.alive && t - p.heartbeat_at_ms > (p.expires_at_ms - p.heartbeat_at_ms) / 2;
+    // Late: most of its expiry window gone without a beat (and more than a
+    // poll or two: group members beat many times a second).
+    const late = p.alive && t - p.heartbeat_at_ms > Math.max(0.75 * (p.expires_at_ms - p.heartbeat_at_ms), 3000);
     return h('tr', {
       key: p.id, testid: 'process-row', class: p.alive ? null : 'gone',
       'data-id': p.id, 'data-kind': p.kind, 'data-pid': p.pid, 'data-alive': String(p.alive), 'data-order': p.order,

@@ -216,7 +216,7 @@ fn request_field(what: &str) -> &str {
         "event key" => "key",
         "group name" => "group",
         "read limit" | "list limit" | "batch limit" => "limit",
-        "throughput window" => "window_s",
+        "throughput window" | "depth window" => "window_s",
         "snooze delay" => "delay_ms",
         "notify payload" => "payload",
         "checkpoint" => "offset",

@@ -48,6 +48,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/013_processes.sql"),
     include_str!("../migrations/014_schedule_fires.sql"),
     include_str!("../migrations/015_group_handoffs.sql"),
+    include_str!("../migrations/016_queue_depth.sql"),
 ];
 
 /// The schema version this build writes and understands.
@@ -147,6 +148,8 @@ pub mod tables {
     pub const GROUP_HANDOFF: &str = "group_handoff";
     /// Consumer-group handoffs counted by cause.
     pub const GROUP_HANDOFF_TOTAL: &str = "group_handoff_total";
+    /// Queue depth samples, taken by the sweep.
+    pub const QUEUE_DEPTH: &str = "queue_depth";
 }
 
 /// The LISTEN/NOTIFY channel of a schema's queues (`alkstore_{schema}`).
@@ -313,6 +316,7 @@ fn render(sql: &str, schema: &str) -> String {
             "process" => QualifiedTable::new(schema, tables::PROCESS).to_string(),
             "schedule_fire" => QualifiedTable::new(schema, tables::SCHEDULE_FIRE).to_string(),
             "group_handoff" => QualifiedTable::new(schema, tables::GROUP_HANDOFF).to_string(),
+            "queue_depth" => QualifiedTable::new(schema, tables::QUEUE_DEPTH).to_string(),
             "group_handoff_total" => {
                 QualifiedTable::new(schema, tables::GROUP_HANDOFF_TOTAL).to_string()
             }

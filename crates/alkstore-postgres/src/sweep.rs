@@ -4,7 +4,7 @@
 //! every area and runs from the maintenance-lock holder, not a worker's
 //! claim.
 
-use alkstore_core::queue::{secs, THROUGHPUT_RETENTION};
+use alkstore_core::queue::{secs, THROUGHPUT_HISTORY, THROUGHPUT_RETENTION};
 use alkstore_core::validate::count;
 use alkstore_core::{Engine, Error, Result, SweepReport};
 
@@ -35,8 +35,14 @@ impl PgEngine {
         {
             pruned[i] = on.changed(op, text, &[&now]).await?;
         }
-        let retention = secs(THROUGHPUT_RETENTION);
-        on.changed(op, &sql.sweep_fold_throughput, &[&now, &retention])
+        let (retention, history) = (secs(THROUGHPUT_RETENTION), secs(THROUGHPUT_HISTORY));
+        on.changed(
+            op,
+            &sql.sweep_fold_throughput,
+            &[&now, &retention, &history],
+        )
+        .await?;
+        on.changed(op, &sql.sweep_sample_depth, &[&now, &history])
             .await?;
         let trim = &self.inner.stream_sql.sweep_trim;
         let events_trimmed: i64 = on.row(op, trim, &[&now]).await?.get(0);

@@ -8,7 +8,7 @@ use alkstore_core::{Result, SweepReport};
 use rusqlite::params;
 
 use crate::queues::rescue::rescue_expired;
-use crate::queues::throughput::fold_throughput;
+use crate::queues::throughput::{fold_throughput, sample_depth};
 use crate::{db, SqliteEngine};
 
 impl SqliteEngine {
@@ -51,6 +51,7 @@ impl SqliteEngine {
                     "DELETE FROM __alkstore_done WHERE completed_at + keep_completed_s <= ?1",
                 )?;
                 fold_throughput(&st.conn, op, now)?;
+                sample_depth(&st.conn, op, now)?;
                 let events_trimmed = crate::streams::trim_retained(&st.conn, op, now)?;
                 Ok(Some(SweepReport {
                     expired: r.expired,

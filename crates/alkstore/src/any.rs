@@ -18,8 +18,8 @@ use alkstore_core::queue::{
     DeadCountParams, DeadPurgeParams, DeadRequeueParams, EnqueuedClaimed, JobAckParams,
     JobCancelParams, JobCancelRequestsParams, JobDeleteParams, JobEnqueueClaimedParams,
     JobEnqueueParams, JobGetParams, JobHeartbeatParams, JobReleaseParams, JobRunNowParams,
-    JobSettleParams, JobUnclaimParams, QueuePauseParams, QueueStatsParams, QueueThroughput,
-    QueueThroughputParams,
+    JobSettleParams, JobUnclaimParams, QueueDepthParams, QueueDepthSample, QueuePauseParams,
+    QueueStatsParams, QueueThroughput, QueueThroughputParams,
 };
 use alkstore_core::rate::{RateAcquireParams, RateDecision, RateDriver};
 use alkstore_core::results::{JobOutput, ResultDriver, ResultGetParams, ResultSaveParams};
@@ -151,6 +151,7 @@ forward!(QueueDriver {
     fn job_cancel(p: Checked<JobCancelParams>) -> CancelOutcome;
     fn job_unclaim(p: Checked<JobUnclaimParams>) -> bool;
     fn job_run_now(p: Checked<JobRunNowParams>) -> u64;
+    fn queue_depth_history(p: Checked<QueueDepthParams>) -> Vec<QueueDepthSample>;
     fn job_delete(p: Checked<JobDeleteParams>) -> u64;
     fn queue_stats(p: Checked<QueueStatsParams>) -> QueueStats;
     fn queue_throughput(p: Checked<QueueThroughputParams>) -> QueueThroughput;

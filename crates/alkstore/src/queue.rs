@@ -9,10 +9,11 @@ pub use alkstore_core::queue::{
     AttemptError, CancelOutcome, Claim, DeadCountParams, DeadListParams, DeadPurgeParams,
     DeadRequeueParams, DeadSelect, EnqueueOpts, Enqueued, EnqueuedClaimed, Job, JobClaimParams,
     JobDeleteParams, JobEnqueueClaimedParams, JobFailParams, JobInfo, JobListParams,
-    JobRetryParams, JobRunNowParams, JobSnoozeParams, JobState, NewJob, QueueAdmin, QueueEngine,
-    QueueOpts, QueueStats, QueueThroughput, QueueThroughputParams, QueueTotals, RetryOutcome,
-    Settle, Settled, Settlement, ThroughputBucket, DEFAULT_MAX_ATTEMPTS, MAX_ACTION_IDS,
-    MAX_ERRORS_KEPT, MAX_ERROR_BYTES, THROUGHPUT_BUCKET_S, THROUGHPUT_RETENTION,
+    JobRetryParams, JobRunNowParams, JobSnoozeParams, JobState, NewJob, QueueAdmin,
+    QueueDepthParams, QueueDepthSample, QueueEngine, QueueOpts, QueueStats, QueueThroughput,
+    QueueThroughputParams, QueueTotals, RetryOutcome, Settle, Settled, Settlement,
+    ThroughputBucket, DEFAULT_MAX_ATTEMPTS, MAX_ACTION_IDS, MAX_ERRORS_KEPT, MAX_ERROR_BYTES,
+    THROUGHPUT_BUCKET_S, THROUGHPUT_COARSE_S, THROUGHPUT_HISTORY, THROUGHPUT_RETENTION,
 };
 
 use alkstore_core::{Engine, Error, Result, Taker};

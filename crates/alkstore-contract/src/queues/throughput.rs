@@ -5,6 +5,7 @@ use alkstore_core::queue::JobFailParams;
 use alkstore_core::queue::JobSnoozeParams;
 use std::time::Duration;
 
+use alkstore_core::queue::{QueueDepthParams, THROUGHPUT_COARSE_S, THROUGHPUT_HISTORY};
 use alkstore_core::{
     Clock, DeadSelect, Engine, ErrorKind, JobRetryParams, QueueAdmin, QueueEngine, QueueOpts,
     QueueThroughput, QueueThroughputParams, QueueTotals, ThroughputBucket, THROUGHPUT_BUCKET_S,
@@ -18,6 +19,7 @@ fn bucket(queue: &str, start: i64, completed: u64, failed: u64) -> ThroughputBuc
     ThroughputBucket {
         queue: queue.to_string(),
         start,
+        span_s: THROUGHPUT_BUCKET_S,
         completed,
         failed,
     }
@@ -155,6 +157,16 @@ pub async fn throughput_totals_survive_the_sweep<H: Harness>(h: &H) {
     let folded = throughput(e, Some("tp-fold"), THROUGHPUT_RETENTION).await;
     assert!(folded.buckets.is_empty());
     assert_eq!(folded.totals, vec![totals("tp-fold", 1, 1)]);
+    // Past the hour, the bucket lives on in a coarse one for the week.
+    let coarse = throughput(e, Some("tp-fold"), 2 * THROUGHPUT_RETENTION).await;
+    assert_eq!(coarse.buckets.len(), 1, "{coarse:?}");
+    let c = &coarse.buckets[0];
+    assert_eq!(
+        (c.span_s, c.completed, c.failed),
+        (THROUGHPUT_COARSE_S, 1, 1)
+    );
+    assert_eq!(c.start % THROUGHPUT_COARSE_S, 0);
+    assert_eq!(coarse.totals, vec![totals("tp-fold", 1, 1)]);
     assert!(!e
         .queue_list()
         .await
@@ -168,15 +180,70 @@ pub async fn throughput_totals_survive_the_sweep<H: Harness>(h: &H) {
     let after = throughput(e, Some("tp-fold"), secs(60)).await;
     assert_eq!(after.totals, vec![totals("tp-fold", 2, 1)]);
     assert_eq!(after.buckets.len(), 1);
+    // Past the week, coarse buckets fold into the totals.
+    h.clock()
+        .advance(THROUGHPUT_HISTORY + secs(THROUGHPUT_BUCKET_S.unsigned_abs()));
+    e.sweep().await.expect("sweep");
+    let old = throughput(e, Some("tp-fold"), THROUGHPUT_HISTORY).await;
+    assert!(old.buckets.is_empty(), "{old:?}");
+    assert_eq!(old.totals, vec![totals("tp-fold", 2, 1)]);
 }
 
-/// A window outside 1 s ..= the retention, or a bad queue name, is refused.
+/// Each sweep samples every queue's depth; samples are kept a week and
+/// read back oldest first; a bad window is refused.
+pub async fn the_sweep_keeps_a_week_of_depth_samples<H: Harness>(h: &H) {
+    let e = h.engine();
+    let ids = enqueue_ids(e, vec![job("dp", "1"), job("dp", "2"), job("dp", "3")]).await;
+    let got = claim(e, "dp", "w", 1).await;
+    e.job_fail(JobFailParams::new(got[0].claim(), "x"))
+        .await
+        .expect("fail");
+    assert_eq!(ids.len(), 3);
+    e.sweep().await.expect("sweep");
+    let first_at = h.clock().now();
+    h.clock().advance(secs(60));
+    claim(e, "dp", "w", 1).await;
+    e.sweep().await.expect("sweep");
+    let samples = e
+        .queue_depth_history(QueueDepthParams::new(Some("dp".into()), secs(3_600)))
+        .await
+        .expect("depth");
+    let got: Vec<(i64, u64, u64, u64)> = samples
+        .iter()
+        .map(|s| (s.at, s.ready, s.processing, s.dead))
+        .collect();
+    assert_eq!(got, vec![(first_at, 2, 0, 1), (first_at + 60, 1, 1, 1)]);
+    let every = e
+        .queue_depth_history(QueueDepthParams::new(None, secs(3_600)))
+        .await
+        .expect("depth");
+    assert_eq!(every.len(), 2, "one queue so far: {every:?}");
+    h.clock().advance(THROUGHPUT_HISTORY);
+    e.sweep().await.expect("sweep");
+    let kept = e
+        .queue_depth_history(QueueDepthParams::new(Some("dp".into()), THROUGHPUT_HISTORY))
+        .await
+        .expect("depth");
+    assert_eq!(kept.len(), 1, "older samples dropped: {kept:?}");
+    for window in [Duration::ZERO, THROUGHPUT_HISTORY + secs(1)] {
+        assert_eq!(
+            kind(
+                e.queue_depth_history(QueueDepthParams::new(None, window))
+                    .await
+            ),
+            ErrorKind::InvalidInput
+        );
+    }
+}
+
+/// A window outside 1 s ..= the history (a week), or a bad queue name, is
+/// refused.
 pub async fn throughput_refuses_bad_input<H: Harness>(h: &H) {
     let e = h.engine();
     for window in [
         Duration::ZERO,
         Duration::from_millis(999),
-        THROUGHPUT_RETENTION + secs(1),
+        THROUGHPUT_HISTORY + secs(1),
     ] {
         assert_eq!(
             kind(
@@ -206,6 +273,7 @@ macro_rules! __queues_throughput {
             throughput_counts_each_finished_job,
             throughput_totals_survive_the_sweep,
             throughput_refuses_bad_input,
+            the_sweep_keeps_a_week_of_depth_samples,
         ] }
     };
 }

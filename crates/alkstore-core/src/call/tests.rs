@@ -141,6 +141,14 @@ impl crate::queue::QueueDriver for Recorder {
         Ok(0)
     }
 
+    async fn queue_depth_history(
+        &self,
+        _: Checked<crate::queue::QueueDepthParams>,
+    ) -> Result<Vec<crate::queue::QueueDepthSample>> {
+        self.reached("queue_depth_history");
+        Ok(Vec::new())
+    }
+
     async fn job_delete(&self, _: Checked<crate::queue::JobDeleteParams>) -> Result<u64> {
         self.reached("job_delete");
         Ok(0)

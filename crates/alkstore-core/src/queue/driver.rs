@@ -117,6 +117,12 @@ pub trait QueueDriver: Engine {
         params: Checked<QueueThroughputParams>,
     ) -> impl Future<Output = Result<QueueThroughput>> + Send;
 
+    /// See [`QueueAdmin::queue_depth_history`](super::QueueAdmin::queue_depth_history).
+    fn queue_depth_history(
+        &self,
+        params: Checked<QueueDepthParams>,
+    ) -> impl Future<Output = Result<Vec<QueueDepthSample>>> + Send;
+
     /// See [`QueueAdmin::queue_list`](super::QueueAdmin::queue_list).
     fn queue_list(&self) -> impl Future<Output = Result<Vec<String>>> + Send;
 
@@ -283,6 +289,13 @@ macro_rules! queue_driver_by_parts {
 
             async fn queue_list(&self) -> $crate::Result<Vec<String>> {
                 admin::queue_list(self).await
+            }
+
+            async fn queue_depth_history(
+                &self,
+                params: $crate::Checked<$crate::queue::QueueDepthParams>,
+            ) -> $crate::Result<Vec<$crate::queue::QueueDepthSample>> {
+                throughput::queue_depth_history(self, params).await
             }
 
             async fn queue_set_paused(

@@ -157,6 +157,15 @@ pub trait QueueAdmin: Engine {
     /// it). How many were deleted.
     fn job_delete(&self, params: JobDeleteParams) -> impl Future<Output = Result<u64>> + Send;
 
+    /// Queue depth samples (ready, scheduled, processing, dead) over the
+    /// last `window`, oldest first: the maintenance sweep takes one per
+    /// queue each time it runs (once a minute by default) and keeps a
+    /// week of them.
+    fn queue_depth_history(
+        &self,
+        params: QueueDepthParams,
+    ) -> impl Future<Output = Result<Vec<QueueDepthSample>>> + Send;
+
     /// Counts for one queue.
     fn queue_stats(
         &self,
@@ -388,6 +397,12 @@ impl<D: QueueDriver> QueueAdmin for D {
                 self.wake_hub().all();
             }
             Ok(moved)
+        })
+    }
+
+    async fn queue_depth_history(&self, params: QueueDepthParams) -> Result<Vec<QueueDepthSample>> {
+        engine_call!(self, queue_depth_history, params => QueueDepthParams, |p| {
+            QueueDriver::queue_depth_history(self, p)
         })
     }
 

@@ -7,7 +7,7 @@ use crate::validate::{validate_duration, validate_queue_name, validate_worker};
 use crate::Error;
 use crate::{Limits, Result};
 
-use super::types::{Claim, JobState, NewJob, THROUGHPUT_RETENTION};
+use super::types::{Claim, JobState, NewJob, THROUGHPUT_HISTORY};
 
 /// Parameters of a claim.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -493,7 +493,7 @@ pub struct QueueThroughputParams {
     /// One queue, or every queue (`None`).
     pub queue: Option<String>,
     /// The span of buckets to return, back from now (1 s up to
-    /// [`THROUGHPUT_RETENTION`]).
+    /// [`THROUGHPUT_HISTORY`]).
     pub window: Duration,
 }
 
@@ -519,13 +519,13 @@ impl QueueThroughputParams {
         if let Some(q) = &self.queue {
             validate_queue_name(q)?;
         }
-        if self.window < Duration::from_secs(1) || self.window > THROUGHPUT_RETENTION {
+        if self.window < Duration::from_secs(1) || self.window > THROUGHPUT_HISTORY {
             return Err(Error::invalid(
                 "throughput window",
                 format!(
                     "{:?} is outside 1 s..={} s",
                     self.window,
-                    THROUGHPUT_RETENTION.as_secs()
+                    THROUGHPUT_HISTORY.as_secs()
                 ),
             ));
         }
@@ -535,6 +535,47 @@ impl QueueThroughputParams {
     /// The window in whole seconds (at least 1).
     pub fn window_s(&self) -> i64 {
         i64::try_from(self.window.as_secs()).unwrap_or(i64::MAX)
+    }
+}
+
+/// Parameters of `queue_depth_history`: which queue's samples, how far
+/// back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct QueueDepthParams {
+    /// One queue, or every queue (`None`).
+    pub queue: Option<String>,
+    /// How far back from now (1 s up to [`THROUGHPUT_HISTORY`]).
+    pub window: Duration,
+}
+
+impl QueueDepthParams {
+    /// Samples of `queue` (every queue when `None`) over `window`.
+    pub fn new(queue: Option<String>, window: Duration) -> Self {
+        QueueDepthParams { queue, window }
+    }
+
+    /// The window in whole seconds (at least 1).
+    pub fn window_s(&self) -> i64 {
+        i64::try_from(self.window.as_secs()).unwrap_or(i64::MAX)
+    }
+
+    /// Validate against the contract.
+    pub fn validate(&self, _limits: &Limits) -> Result<()> {
+        if let Some(q) = &self.queue {
+            validate_queue_name(q)?;
+        }
+        if self.window < Duration::from_secs(1) || self.window > THROUGHPUT_HISTORY {
+            return Err(Error::invalid(
+                "depth window",
+                format!(
+                    "{:?} is outside 1 s..={} s",
+                    self.window,
+                    THROUGHPUT_HISTORY.as_secs()
+                ),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -639,6 +680,7 @@ impl_validate!(
     JobDeleteParams,
     QueueStatsParams,
     QueueThroughputParams,
+    QueueDepthParams,
     QueuePauseParams,
     DeadListParams,
     DeadSelect,

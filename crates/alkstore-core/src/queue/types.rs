@@ -560,8 +560,35 @@ impl JobInfo {
 pub const THROUGHPUT_BUCKET_S: i64 = 10;
 
 /// How long throughput buckets are kept one by one; the maintenance sweep
-/// folds older ones into each queue's all-time totals.
+/// folds older ones into coarse buckets of [`THROUGHPUT_COARSE_S`].
 pub const THROUGHPUT_RETENTION: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// The span of a coarse throughput bucket: what the sweep folds buckets
+/// past [`THROUGHPUT_RETENTION`] into.
+pub const THROUGHPUT_COARSE_S: i64 = 300;
+
+/// How long coarse throughput buckets are kept (a week); the sweep folds
+/// older ones into each queue's all-time totals. Also how long queue depth
+/// samples are kept.
+pub const THROUGHPUT_HISTORY: std::time::Duration = std::time::Duration::from_secs(7 * 86_400);
+
+/// One queue's counts at one moment, sampled by the maintenance sweep (so
+/// a chart opened now shows the past week).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueueDepthSample {
+    /// Queue name.
+    pub queue: String,
+    /// When (unix seconds, the store's clock).
+    pub at: i64,
+    /// Pending and due.
+    pub ready: u64,
+    /// Pending, due later.
+    pub scheduled: u64,
+    /// Claimed.
+    pub processing: u64,
+    /// Dead letters.
+    pub dead: u64,
+}
 
 /// Jobs of one queue finished within one bucket of
 /// [`THROUGHPUT_BUCKET_S`] seconds, whoever finished them (any process,
@@ -570,9 +597,11 @@ pub const THROUGHPUT_RETENTION: std::time::Duration = std::time::Duration::from_
 pub struct ThroughputBucket {
     /// Queue name.
     pub queue: String,
-    /// The bucket's start (unix seconds, a multiple of
-    /// [`THROUGHPUT_BUCKET_S`]).
+    /// The bucket's start (unix seconds, a multiple of its span).
     pub start: i64,
+    /// Its span in seconds: [`THROUGHPUT_BUCKET_S`] within the last
+    /// [`THROUGHPUT_RETENTION`], [`THROUGHPUT_COARSE_S`] before.
+    pub span_s: i64,
     /// Jobs acked.
     pub completed: u64,
     /// Attempts that ended in an error reported by their worker: a retry

@@ -8,7 +8,7 @@ use alkstore::prelude::*;
 use alkstore::{
     queue::{
         CancelOutcome, DeadListParams, DeadSelect, JobClaimParams, JobListParams, JobState,
-        QueueThroughputParams,
+        QueueDepthParams, QueueThroughputParams,
     },
     Clock, SystemClock,
 };
@@ -18,8 +18,8 @@ use axum::Json;
 
 use super::limits::{batch_limit, check_batch};
 use super::views::{
-    DeadPageQuery, JobPage, JobView, PageQuery, QueueList, QueueView, ThroughputQuery,
-    ThroughputView,
+    DeadPageQuery, DepthQuery, DepthSampleView, DepthView, JobPage, JobView, PageQuery, QueueList,
+    QueueView, ThroughputQuery, ThroughputView,
 };
 use super::wire::{
     claim_of, AckBatchRequest, AckBatchResponse, AckRequest, CancelResponse, Changed, ClaimRef,
@@ -102,6 +102,41 @@ pub(super) async fn throughput(
         })
         .await?;
     Ok(Json(ThroughputView::from(got)))
+}
+
+/// Read queue depth over time.
+///
+/// Each queue's ready, scheduled, processing and dead counts, sampled by
+/// the store's maintenance sweep each time it runs (once a minute by
+/// default, by whichever worker holds it) and kept a week, so a chart
+/// opened now shows the past day.
+#[utoipa::path(get, path = "/api/v1/depth", tag = "queues",
+    params(DepthQuery),
+    responses((status = 200, description = "Depth samples over the window", body = DepthView),
+        (status = 400, description = "Bad input", body = ErrorBody)))]
+pub(super) async fn depth(
+    State(app): State<AppState>,
+    ApiQuery(q): ApiQuery<DepthQuery>,
+) -> ApiResult<Json<DepthView>> {
+    let window = Duration::from_secs(q.window_s.unwrap_or(86_400));
+    let samples = app
+        .store
+        .engine()
+        .queue_depth_history(QueueDepthParams::new(q.queue, window))
+        .await?;
+    Ok(Json(DepthView {
+        samples: samples
+            .into_iter()
+            .map(|s| DepthSampleView {
+                queue: s.queue,
+                at: s.at,
+                ready: s.ready,
+                scheduled: s.scheduled,
+                processing: s.processing,
+                dead: s.dead,
+            })
+            .collect(),
+    }))
 }
 
 /// Enqueue a job.

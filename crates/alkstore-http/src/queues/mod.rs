@@ -18,8 +18,9 @@ use crate::AppState;
 pub(crate) use limits::{batch_limit, check_batch};
 pub use limits::{MAX_BATCH, MAX_WAIT_MS};
 pub use views::{
-    AttemptErrorView, DeadPageQuery, JobPage, JobView, PageQuery, QueueList, QueueTotalsView,
-    QueueView, ThroughputBucketView, ThroughputQuery, ThroughputView,
+    AttemptErrorView, DeadPageQuery, DepthQuery, DepthSampleView, DepthView, JobPage, JobView,
+    PageQuery, QueueList, QueueTotalsView, QueueView, ThroughputBucketView, ThroughputQuery,
+    ThroughputView,
 };
 pub(crate) use wire::JobId;
 pub use wire::{
@@ -34,6 +35,7 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(handlers::list_queues))
         .routes(routes!(handlers::queue_stats))
         .routes(routes!(handlers::throughput))
+        .routes(routes!(handlers::depth))
         .routes(routes!(handlers::enqueue, handlers::list_jobs))
         .routes(routes!(handlers::enqueue_batch))
         .routes(routes!(handlers::claim))

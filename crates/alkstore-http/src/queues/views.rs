@@ -213,8 +213,9 @@ pub struct ThroughputQuery {
     /// Only this queue (default: every queue).
     #[param(min_length = 1, max_length = 200)]
     pub queue: Option<String>,
-    /// Seconds back from now, 1 to 3,600 (default 300).
-    #[param(minimum = 1, maximum = 3600)]
+    /// Seconds back from now, 1 to 604,800 (a week; default 300). Within
+    /// the last hour buckets are 10 s; before it, 5 minutes.
+    #[param(minimum = 1, maximum = 604800)]
     pub window_s: Option<u64>,
 }
 
@@ -223,8 +224,11 @@ pub struct ThroughputQuery {
 pub struct ThroughputBucketView {
     /// Queue name.
     pub queue: String,
-    /// The bucket's start (unix seconds, a multiple of `bucket_s`).
+    /// The bucket's start (unix seconds, a multiple of `span_s`).
     pub start: i64,
+    /// The bucket's span in seconds: 10 within the last hour, 300 before
+    /// (older buckets are folded coarser, and kept a week).
+    pub span_s: i64,
     /// Jobs acked.
     pub completed: u64,
     /// Attempts that ended in a retry or a failure.
@@ -248,7 +252,8 @@ pub struct ThroughputView {
     /// The store's clock (unix seconds): the newest bucket may still be
     /// filling.
     pub now: i64,
-    /// Seconds per bucket.
+    /// Seconds per bucket within the last hour (each bucket says its own
+    /// span: older ones are coarser).
     pub bucket_s: i64,
     /// Buckets within the window, oldest first, then by queue; a bucket in
     /// which nothing finished is absent.
@@ -268,6 +273,7 @@ impl From<QueueThroughput> for ThroughputView {
                 .map(|b| ThroughputBucketView {
                     queue: b.queue,
                     start: b.start,
+                    span_s: b.span_s,
                     completed: b.completed,
                     failed: b.failed,
                 })
@@ -295,4 +301,42 @@ pub struct DeadPageQuery {
     /// 1 to 1,000 (default 100).
     #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
+}
+
+/// Which depth samples to read.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct DepthQuery {
+    /// Only this queue (default: every queue).
+    #[param(min_length = 1, max_length = 200)]
+    pub queue: Option<String>,
+    /// Seconds back from now, 1 to 604,800 (a week; default 86,400).
+    #[param(minimum = 1, maximum = 604800)]
+    pub window_s: Option<u64>,
+}
+
+/// One queue's counts at one moment.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DepthSampleView {
+    /// Queue name.
+    pub queue: String,
+    /// When (unix seconds).
+    pub at: i64,
+    /// Waiting and due.
+    pub ready: u64,
+    /// Waiting, due later.
+    pub scheduled: u64,
+    /// Claimed.
+    pub processing: u64,
+    /// Dead letters.
+    pub dead: u64,
+}
+
+/// Queue depth over time.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DepthView {
+    /// Oldest first, then by queue: one per queue each time the
+    /// maintenance sweep ran (once a minute by default).
+    pub samples: Vec<DepthSampleView>,
 }

@@ -437,7 +437,7 @@ async fn bad_input_is_a_4xx_naming_the_field_and_writes_nothing(api: Api) {
     assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
     for (query, want_field) in [
         ("window_s=0", "window_s"),
-        ("window_s=3601", "window_s"),
+        ("window_s=604801", "window_s"),
         ("window_s=-5", "window_s"),
         ("queue=", "queue"),
         ("bucket=1", "bucket"),
@@ -1581,6 +1581,7 @@ on_both_engines!(
     operators_count_search_and_act_on_jobs_by_state(ServeOptions::default()),
     schedules_run_now_and_keep_their_fires(ServeOptions::default()),
     group_handoffs_tell_failovers_from_rebalances(ServeOptions::default()),
+    depth_history_and_a_week_of_throughput(ServeOptions::default()),
 );
 
 /// Every operation of the OpenAPI document has a summary and a description.

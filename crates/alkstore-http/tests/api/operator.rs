@@ -305,3 +305,45 @@ pub(crate) async fn group_handoffs_tell_failovers_from_rebalances(api: Api) {
     assert_eq!((s, field(&v)), (StatusCode::BAD_REQUEST, "limit"), "{v}");
     api.done().await;
 }
+
+pub(crate) async fn depth_history_and_a_week_of_throughput(api: Api) {
+    use alkstore::prelude::Engine;
+    enqueue(&api, "depth%20q", json!({"n": 1}), json!({})).await;
+    enqueue(
+        &api,
+        "depth%20q",
+        json!({"n": 2}),
+        json!({"delay_ms": 600_000}),
+    )
+    .await;
+    let (_, v) = api.get("/api/v1/depth").await;
+    assert_eq!(v, json!({"samples": []}), "no sweep ran yet");
+    api.store.engine().sweep().await.expect("sweep");
+    let (s, v) = api.get("/api/v1/depth?queue=depth%20q&window_s=3600").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let sample = &v["samples"][0];
+    assert_eq!(
+        (
+            &sample["queue"],
+            &sample["ready"],
+            &sample["scheduled"],
+            &sample["dead"]
+        ),
+        (&json!("depth q"), &json!(1), &json!(1), &json!(0)),
+        "{v}"
+    );
+    let (s, v) = api.get("/api/v1/throughput?window_s=604800").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    for bad in [
+        "/api/v1/throughput?window_s=604801",
+        "/api/v1/depth?window_s=0",
+    ] {
+        let (s, v) = api.get(bad).await;
+        assert_eq!(
+            (s, field(&v)),
+            (StatusCode::BAD_REQUEST, "window_s"),
+            "{bad}: {v}"
+        );
+    }
+    api.done().await;
+}

@@ -4,7 +4,7 @@
 //! fragment falls back to the database clock, so claims and expiries never
 //! depend on a worker host's clock.
 
-use alkstore_core::queue::{Claim, MAX_ERRORS_KEPT, THROUGHPUT_BUCKET_S};
+use alkstore_core::queue::{Claim, MAX_ERRORS_KEPT, THROUGHPUT_BUCKET_S, THROUGHPUT_COARSE_S};
 
 use crate::schema::{quote_identifier, tables, QualifiedTable};
 
@@ -84,6 +84,8 @@ pub(crate) struct Sql {
     pub stats: String,
     pub queue_list: String,
     pub throughput_buckets: String,
+    pub depth_history: String,
+    pub sweep_sample_depth: String,
     pub throughput_totals: String,
     pub sweep_fold_throughput: String,
     pub queue_pause: String,
@@ -397,6 +399,7 @@ impl Sql {
         let meta = QualifiedTable::new(schema, tables::META);
         let paused = QualifiedTable::new(schema, tables::QUEUE_PAUSE);
         let throughput = QualifiedTable::new(schema, tables::QUEUE_THROUGHPUT);
+        let depth = QualifiedTable::new(schema, tables::QUEUE_DEPTH);
         // Rows held by the claims in arrays `$2` ids and `$3` claims, each
         // "token worker" (see `held_claims`). `id = ANY($2)` finds the rows;
         // each row's claim is looked up by its id in a jsonb object built
@@ -640,12 +643,38 @@ impl Sql {
             ),
             queue_list: format!(
                 "SELECT queue FROM {job} UNION SELECT queue FROM {dead} UNION SELECT queue FROM {done} \
-                 UNION SELECT queue FROM {throughput} WHERE bucket > 0 ORDER BY 1"
+                 UNION SELECT queue FROM {throughput} WHERE bucket > 0 AND shard >= 0 ORDER BY 1"
             ),
             throughput_buckets: format!(
-                "SELECT bucket, queue, sum(completed)::bigint, sum(failed)::bigint FROM {throughput} \
+                "SELECT bucket, queue, sum(completed)::bigint, sum(failed)::bigint, \
+                   CASE WHEN shard < 0 THEN {coarse}::bigint ELSE {fine}::bigint END AS span \
+                 FROM {throughput} \
                  WHERE bucket > {NOW} - $2::bigint AND ($3::text IS NULL OR queue = $3) \
-                 GROUP BY bucket, queue ORDER BY bucket, queue"
+                 GROUP BY bucket, queue, span ORDER BY bucket, queue, span",
+                coarse = THROUGHPUT_COARSE_S,
+                fine = THROUGHPUT_BUCKET_S,
+            ),
+            depth_history: format!(
+                "SELECT queue, at, ready, scheduled, processing, dead FROM {depth} \
+                 WHERE at > {NOW} - $2::bigint AND ($3::text IS NULL OR queue = $3) \
+                 ORDER BY at, queue"
+            ),
+            // One sample of every queue's counts (live and dead), and the
+            // samples past the history dropped.
+            sweep_sample_depth: format!(
+                "WITH old AS (DELETE FROM {depth} WHERE at <= {NOW} - $2::bigint) \
+                 INSERT INTO {depth} (queue, at, ready, scheduled, processing, dead) \
+                 SELECT queue, {NOW}, sum(ready), sum(scheduled), sum(processing), sum(dead) FROM ( \
+                   SELECT queue, \
+                     count(*) FILTER (WHERE state = 'pending' AND run_at <= {NOW}) AS ready, \
+                     count(*) FILTER (WHERE state = 'pending' AND run_at > {NOW}) AS scheduled, \
+                     count(*) FILTER (WHERE state = 'processing') AS processing, 0::bigint AS dead \
+                   FROM {job} GROUP BY queue \
+                   UNION ALL SELECT queue, 0, 0, 0, count(*) FROM {dead} GROUP BY queue \
+                 ) c GROUP BY queue \
+                 ON CONFLICT (queue, at) DO UPDATE SET ready = excluded.ready, \
+                   scheduled = excluded.scheduled, processing = excluded.processing, \
+                   dead = excluded.dead"
             ),
             // Always one row at least (the clock's), queue NULL when none.
             throughput_totals: format!(
@@ -656,15 +685,31 @@ impl Sql {
             ),
             // Buckets past the retention fold into bucket 0, one row per
             // queue: the totals stay whole, the table stays small.
+            // Past the hour ($2), fine buckets fold into coarse ones of
+            // 5 minutes (shard -1); past the week ($3), coarse ones into
+            // bucket 0, one row per queue: the totals stay whole.
             sweep_fold_throughput: format!(
-                "WITH old AS ( \
-                   DELETE FROM {throughput} WHERE bucket > 0 AND bucket <= {NOW} - $2::bigint RETURNING * \
+                "WITH fine AS ( \
+                   DELETE FROM {throughput} WHERE bucket > 0 AND shard >= 0 \
+                     AND bucket <= {NOW} - $2::bigint RETURNING * \
+                 ), coarse AS ( \
+                   DELETE FROM {throughput} WHERE bucket > 0 AND shard < 0 \
+                     AND bucket <= {NOW} - $3::bigint RETURNING * \
+                 ), folded AS ( \
+                   SELECT CASE WHEN bucket <= {NOW} - $3::bigint THEN 0 \
+                       ELSE bucket / {span} * {span} END AS bucket, queue, \
+                     CASE WHEN bucket <= {NOW} - $3::bigint THEN 0 ELSE -1 END AS shard, \
+                     completed, failed \
+                   FROM fine \
+                   UNION ALL SELECT 0, queue, 0, completed, failed FROM coarse \
                  ) \
                  INSERT INTO {throughput} (bucket, queue, shard, completed, failed) \
-                 SELECT 0, queue, 0, sum(completed), sum(failed) FROM old GROUP BY queue \
+                 SELECT bucket, queue, shard, sum(completed), sum(failed) FROM folded \
+                 GROUP BY bucket, queue, shard \
                  ON CONFLICT (bucket, queue, shard) DO UPDATE \
                  SET completed = {throughput}.completed + excluded.completed, \
-                     failed = {throughput}.failed + excluded.failed"
+                     failed = {throughput}.failed + excluded.failed",
+                span = THROUGHPUT_COARSE_S,
             ),
             queue_pause: format!(
                 "INSERT INTO {paused} (queue, paused_at) \

@@ -129,6 +129,7 @@ pub(super) async fn queue_throughput(
             .iter()
             .map(|r| ThroughputBucket {
                 start: r.get(0),
+                span_s: r.get(4),
                 queue: r.get(1),
                 completed: count(r.get(2)),
                 failed: count(r.get(3)),
@@ -145,4 +146,32 @@ pub(super) async fn queue_throughput(
             })
             .collect(),
     })
+}
+
+/// The driver's `queue_depth_history`: the samples in the window, oldest
+/// first.
+pub(super) async fn queue_depth_history(
+    engine: &PgEngine,
+    params: Checked<alkstore_core::queue::QueueDepthParams>,
+) -> Result<Vec<alkstore_core::queue::QueueDepthSample>> {
+    let window_s = params.window_s();
+    let p = params.into_inner();
+    let rows = engine
+        .query(
+            "queue_depth_history",
+            &engine.inner.sql.depth_history,
+            &[&engine.now_override(), &window_s, &p.queue],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| alkstore_core::queue::QueueDepthSample {
+            queue: r.get(0),
+            at: r.get(1),
+            ready: count(r.get(2)),
+            scheduled: count(r.get(3)),
+            processing: count(r.get(4)),
+            dead: count(r.get(5)),
+        })
+        .collect())
 }

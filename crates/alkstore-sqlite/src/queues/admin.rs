@@ -246,7 +246,7 @@ pub(super) async fn queue_list(engine: &SqliteEngine) -> Result<Vec<String>> {
         conn.prepare_cached(
             "SELECT DISTINCT queue FROM __alkstore_job UNION SELECT DISTINCT queue FROM __alkstore_dead \
              UNION SELECT DISTINCT queue FROM __alkstore_done \
-             UNION SELECT DISTINCT queue FROM __alkstore_queue_throughput WHERE bucket > 0 ORDER BY 1",
+             UNION SELECT DISTINCT queue FROM __alkstore_queue_throughput WHERE bucket > 0 AND shard >= 0 ORDER BY 1",
         )
         .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
         .map_err(db("queue_list"))

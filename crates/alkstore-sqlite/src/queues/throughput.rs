@@ -5,8 +5,9 @@
 use std::sync::Arc;
 
 use alkstore_core::queue::{
-    secs, QueueThroughput, QueueThroughputParams, QueueTotals, ThroughputBucket,
-    THROUGHPUT_BUCKET_S, THROUGHPUT_RETENTION,
+    secs, QueueDepthParams, QueueDepthSample, QueueThroughput, QueueThroughputParams, QueueTotals,
+    ThroughputBucket, THROUGHPUT_BUCKET_S, THROUGHPUT_COARSE_S, THROUGHPUT_HISTORY,
+    THROUGHPUT_RETENTION,
 };
 use alkstore_core::validate::count;
 use alkstore_core::{Checked, Result};
@@ -67,26 +68,102 @@ impl Finished {
     }
 }
 
-/// Fold throughput buckets past the retention into bucket 0, one row per
-/// queue: the totals stay whole, the table stays small.
+/// Fold throughput buckets past the retention into coarse buckets of
+/// [`THROUGHPUT_COARSE_S`] (shard -1), and coarse ones past the history
+/// into bucket 0, one row per queue: the totals stay whole, the table
+/// stays small.
 pub(crate) fn fold_throughput(conn: &Connection, op: &'static str, now: i64) -> Result<()> {
     let cutoff = now - secs(THROUGHPUT_RETENTION);
-    // `WHERE true`: SQLite's rule for an upsert whose source is a SELECT.
-    conn.prepare_cached(
+    let history = now - secs(THROUGHPUT_HISTORY);
+    let run = |sql: &str, p: &[&dyn rusqlite::ToSql]| {
+        conn.prepare_cached(sql)
+            .and_then(|mut s| s.execute(p))
+            .map_err(db(op))
+    };
+    // Each upsert's SELECT has a WHERE: SQLite's rule for an upsert whose
+    // source is a SELECT.
+    run(
         "INSERT INTO __alkstore_queue_throughput (bucket, queue, shard, completed, failed) \
-         SELECT 0, queue, 0, sum(completed), sum(failed) FROM __alkstore_queue_throughput \
-         WHERE bucket > 0 AND bucket <= ?1 GROUP BY queue \
+         SELECT bucket / ?2 * ?2, queue, -1, sum(completed), sum(failed) \
+         FROM __alkstore_queue_throughput \
+         WHERE bucket > 0 AND shard >= 0 AND bucket <= ?1 GROUP BY bucket / ?2, queue \
          ON CONFLICT (bucket, queue, shard) DO UPDATE \
          SET completed = completed + excluded.completed, failed = failed + excluded.failed",
-    )
-    .and_then(|mut s| s.execute([cutoff]))
-    .map_err(db(op))?;
-    conn.prepare_cached(
-        "DELETE FROM __alkstore_queue_throughput WHERE bucket > 0 AND bucket <= ?1",
-    )
-    .and_then(|mut s| s.execute([cutoff]))
-    .map_err(db(op))?;
+        &[&cutoff, &THROUGHPUT_COARSE_S],
+    )?;
+    run(
+        "DELETE FROM __alkstore_queue_throughput WHERE bucket > 0 AND shard >= 0 AND bucket <= ?1",
+        &[&cutoff],
+    )?;
+    run(
+        "INSERT INTO __alkstore_queue_throughput (bucket, queue, shard, completed, failed) \
+         SELECT 0, queue, 0, sum(completed), sum(failed) FROM __alkstore_queue_throughput \
+         WHERE bucket > 0 AND shard < 0 AND bucket <= ?1 GROUP BY queue \
+         ON CONFLICT (bucket, queue, shard) DO UPDATE \
+         SET completed = completed + excluded.completed, failed = failed + excluded.failed",
+        &[&history],
+    )?;
+    run(
+        "DELETE FROM __alkstore_queue_throughput WHERE bucket > 0 AND shard < 0 AND bucket <= ?1",
+        &[&history],
+    )?;
     Ok(())
+}
+
+/// Take one depth sample of every queue at `now` (unix seconds), and drop
+/// samples past the history.
+pub(crate) fn sample_depth(conn: &Connection, op: &'static str, now: i64) -> Result<()> {
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO __alkstore_queue_depth \
+           (queue, at, ready, scheduled, processing, dead) \
+         SELECT queue, ?1, sum(ready), sum(scheduled), sum(processing), sum(dead) FROM ( \
+           SELECT queue, \
+             COALESCE(SUM(state = 'pending' AND run_at <= ?1), 0) AS ready, \
+             COALESCE(SUM(state = 'pending' AND run_at > ?1), 0) AS scheduled, \
+             COALESCE(SUM(state = 'processing'), 0) AS processing, 0 AS dead \
+           FROM __alkstore_job GROUP BY queue \
+           UNION ALL \
+           SELECT queue, 0, 0, 0, COUNT(*) FROM __alkstore_dead GROUP BY queue \
+         ) GROUP BY queue",
+    )
+    .and_then(|mut s| s.execute([now]))
+    .map_err(db(op))?;
+    conn.prepare_cached("DELETE FROM __alkstore_queue_depth WHERE at <= ?1")
+        .and_then(|mut s| s.execute([now - secs(THROUGHPUT_HISTORY)]))
+        .map_err(db(op))?;
+    Ok(())
+}
+
+/// The driver's `queue_depth_history`: the samples in the window, oldest
+/// first.
+pub(super) async fn queue_depth_history(
+    engine: &SqliteEngine,
+    params: Checked<QueueDepthParams>,
+) -> Result<Vec<QueueDepthSample>> {
+    let since = engine.now() - params.window_s();
+    let QueueDepthParams { queue, .. } = params.into_inner();
+    engine
+        .read("queue_depth_history", move |conn| {
+            conn.prepare_cached(
+                "SELECT queue, at, ready, scheduled, processing, dead FROM __alkstore_queue_depth \
+                 WHERE at > ?1 AND (?2 IS NULL OR queue = ?2) ORDER BY at, queue",
+            )
+            .and_then(|mut s| {
+                s.query_map(params![since, queue], |r| {
+                    Ok(QueueDepthSample {
+                        queue: r.get(0)?,
+                        at: r.get(1)?,
+                        ready: count(r.get(2)?),
+                        scheduled: count(r.get(3)?),
+                        processing: count(r.get(4)?),
+                        dead: count(r.get(5)?),
+                    })
+                })?
+                .collect()
+            })
+            .map_err(db("queue_depth_history"))
+        })
+        .await
 }
 
 /// The driver's `queue_throughput`: the buckets in the window, and each
@@ -103,13 +180,19 @@ pub(super) async fn queue_throughput(
             let op = "queue_throughput";
             let buckets = conn
                 .prepare_cached(
-                    "SELECT bucket, queue, completed, failed FROM __alkstore_queue_throughput \
-                 WHERE bucket > ?1 AND (?2 IS NULL OR queue = ?2) ORDER BY bucket, queue",
+                    "SELECT bucket, queue, completed, failed, shard FROM __alkstore_queue_throughput \
+                 WHERE bucket > ?1 AND (?2 IS NULL OR queue = ?2) ORDER BY bucket, queue, shard",
                 )
                 .and_then(|mut s| {
                     s.query_map(params![since, queue], |r| {
+                        let shard: i64 = r.get(4)?;
                         Ok(ThroughputBucket {
                             start: r.get(0)?,
+                            span_s: if shard < 0 {
+                                THROUGHPUT_COARSE_S
+                            } else {
+                                THROUGHPUT_BUCKET_S
+                            },
                             queue: r.get(1)?,
                             completed: count(r.get(2)?),
                             failed: count(r.get(3)?),
