@@ -1281,7 +1281,10 @@ export interface ScheduleView {
   max_catch_up: number;
   /** Its name. */
   name: string;
-  /** Its next boundary (unix ms; null while paused). */
+  /**
+   * Its next boundary (unix ms; kept while paused, and not fired until
+   * resumed: a resume moves it to the next boundary after then).
+   */
   next_fire_at_ms?: number | null;
   /** Paused: fires nothing until resumed. */
   paused: boolean;

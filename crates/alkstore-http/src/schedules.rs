@@ -47,7 +47,8 @@ pub struct ScheduleView {
     pub max_catch_up: u32,
     /// Paused: fires nothing until resumed.
     pub paused: bool,
-    /// Its next boundary (unix ms; null while paused).
+    /// Its next boundary (unix ms; kept while paused, and not fired until
+    /// resumed: a resume moves it to the next boundary after then).
     pub next_fire_at_ms: Option<i64>,
     /// The last boundary fired (unix ms).
     pub last_boundary_ms: Option<i64>,
@@ -292,7 +293,8 @@ async fn run_schedule(
 #[utoipa::path(get, path = "/api/v1/schedules/{name}/fires", tag = "schedules",
     params(("name" = String, Path, description = "Schedule name"), FiresQuery),
     responses((status = 200, description = "Its last fires", body = ScheduleFires),
-        (status = 400, description = "Bad input", body = ErrorBody)))]
+        (status = 400, description = "Bad input", body = ErrorBody),
+        (status = 404, description = "No such schedule", body = ErrorBody)))]
 async fn schedule_fires(
     State(app): State<AppState>,
     ApiPath(name): ApiPath<String>,
@@ -306,11 +308,20 @@ async fn schedule_fires(
             format!("must be 1 to {most}"),
         ));
     }
-    let fires = app
-        .store
-        .engine()
-        .schedule_fires(alkstore::schedule::ScheduleFiresParams::new(name, limit))
+    let engine = app.store.engine();
+    let fires = engine
+        .schedule_fires(alkstore::schedule::ScheduleFiresParams::new(
+            name.clone(),
+            limit,
+        ))
         .await?;
+    // No fires may mean no schedule: say which, as `run` does.
+    if fires.is_empty() && !engine.schedule_list().await?.iter().any(|s| s.name == name) {
+        return Err(crate::ApiError::not_found(
+            "name",
+            format!("no schedule {name:?}"),
+        ));
+    }
     Ok(Json(ScheduleFires {
         fires: fires.into_iter().map(ScheduleFireView::from).collect(),
     }))
