@@ -10,6 +10,19 @@
   const POLL_MS = 1000;
   const WINDOW_MS = 5 * 60 * 1000; // the charts' span
   const GAP_MS = 5000; // a longer gap between samples breaks a chart line
+  // The charts' spans: the last 5 minutes from this page's own samples (one
+  // a second); longer ones from the store's history (depth sampled by each
+  // maintenance sweep, about a minute apart; throughput in 10-second buckets
+  // within the last hour and 5-minute ones before), read every HISTORY_EVERY_MS.
+  const CHART_SPANS = [
+    { key: '5m', label: 'Last 5 minutes', ms: 5 * 60e3, tick: 60e3, unit: 'm', gap: GAP_MS },
+    { key: '1h', label: 'Last hour', ms: 3600e3, tick: 10 * 60e3, unit: 'm', gap: 5 * 60e3 },
+    { key: '24h', label: 'Last 24 hours', ms: 86400e3, tick: 4 * 3600e3, unit: 'h', gap: 30 * 60e3 },
+    { key: '7d', label: 'Last 7 days', ms: 7 * 86400e3, tick: 86400e3, unit: 'd', gap: 3 * 3600e3 },
+  ];
+  const UNIT_MS = { m: 60e3, h: 3600e3, d: 86400e3 };
+  const HISTORY_EVERY_MS = 5000;
+  const COARSE_S = 300; // throughput buckets older than an hour
   const JOBS_PAGE = 50;
   const DEAD_PAGE = 100;
   const STORE_EVERY_MS = 60 * 1000; // which store: read again this often
@@ -43,6 +56,9 @@
     jobSeen: new Map(), // job id -> {state, at}: the jobs schedules' fires made
     hist: new Map(), // queue -> samples [{t, ready, processing, dead, done}]
     tp: null, // the store's throughput buckets (fetchThroughput)
+    chartSpan: '5m', // the charts' span (CHART_SPANS)
+    history: null, // {key, at, depth, tp}: the charted queue's history over a long span
+    historyError: null, // why it could not be read (an older server has none)
     chartQueue: null,
     hover: null, // {q, x} while the pointer is over a chart
     data: null, // the current view's data
@@ -300,6 +316,36 @@
     S.tp = { now: t.now, at: Date.now(), bucketS: t.bucket_s, byQueue, totals: new Map(t.totals.map((x) => [x.queue, x])) };
   }
 
+  function chartSpan() {
+    return CHART_SPANS.find((x) => x.key === S.chartSpan) || CHART_SPANS[0];
+  }
+
+  // The queue charted now (null: none).
+  function chartedQueue() {
+    if (S.route.view === 'queue') return S.route.q;
+    return S.route.view === 'queues' ? S.chartQueue : null;
+  }
+
+  // Over a span longer than the page's own samples: the store's depth
+  // samples and throughput buckets for the charted queue.
+  async function fetchHistory() {
+    const span = chartSpan();
+    const q = chartedQueue();
+    if (span.key === '5m' || !q) return;
+    const key = `${span.key}|${q}`;
+    if (S.history && S.history.key === key && Date.now() - S.history.at < HISTORY_EVERY_MS) return;
+    const windowS = span.ms / 1000;
+    const [depth, tp] = await Promise.all([
+      api('GET', '/api/v1/depth' + qs({ queue: q, window_s: windowS })),
+      api('GET', '/api/v1/throughput' + qs({ queue: q, window_s: Math.min(604800, windowS + COARSE_S) })),
+    ]);
+    S.history = {
+      key, at: Date.now(), depth: depth.samples.filter((x) => x.queue === q),
+      tp: { now: tp.now, at: Date.now(), bucketS: tp.bucket_s, buckets: tp.buckets.filter((b) => b.queue === q) },
+    };
+    S.historyError = null;
+  }
+
   function record(queues) {
     const t = Date.now();
     for (const q of queues) {
@@ -358,11 +404,15 @@
       });
     const store = S.store && Date.now() - S.storeAt < STORE_EVERY_MS ? null
       : api('GET', '/api/v1/store').then((r) => { S.store = r; S.storeAt = Date.now(); }).catch(() => {});
+    const history = fetchHistory().catch((e) => {
+      S.historyError = e;
+      if (e.status !== 404) errors.push(e);
+    });
     const view = pollView(key).catch((e) => {
       if (S.routeKey === key) S.viewError = e;
       if (!(e.status >= 400 && e.status < 500) || e.status === 401) errors.push(e);
     });
-    await Promise.all([core, procs, store, view]);
+    await Promise.all([core, procs, store, history, view]);
     setStatus(errors[0] || null);
   }
 
@@ -823,7 +873,11 @@
     const names = (S.queues || []).map((x) => x.queue);
     return h('div', { class: 'panel', testid: 'chart-panel' },
       h('div', { class: 'panel-head' },
-        h('h2', { text: 'Last 5 minutes' }),
+        h('h2', { testid: 'chart-title', text: chartSpan().label }),
+        h('div', { class: 'tabs small', testid: 'chart-spans', 'aria-label': 'Span of the chart' }, CHART_SPANS.map((x) => h('button', {
+          key: x.key, class: x.key === S.chartSpan ? 'on' : null, 'data-span': x.key, text: x.key,
+          onclick: () => { S.chartSpan = x.key; S.history = null; S.historyError = null; render(); tick(); },
+        }))),
         selector
           ? h('select', {
             testid: 'chart-queue', selected: q, 'aria-label': 'Queue to chart',
@@ -842,7 +896,7 @@
       h('div', { class: 'panel-body' },
         h('div', { class: 'chart-wrap' },
           h('canvas', { key: `chart:${q}`, 'data-chart': q, 'data-keep': '', testid: 'chart',
-            'aria-label': `Depth of ${q} by state over the last five minutes`,
+            'aria-label': `Depth of ${q} by state: ${chartSpan().label.toLowerCase()}`,
             onmousemove: (ev) => {
               const r = ev.target.getBoundingClientRect();
               S.hover = { q, x: ev.clientX - r.left };
@@ -859,8 +913,13 @@
 
   function rateNote(hasRate) {
     if (!hasRate) return 'completed/s, failed/s: not read yet.';
-    return 'completed/s and failed/s (right axis): counted by the store on every ack, retry and failure ' +
-      `— every worker of every process and every HTTP client — in ${S.tp.bucketS}-second buckets.`;
+    const span = chartSpan();
+    const counted = 'completed/s and failed/s (right axis): counted by the store on every ack, retry and failure ' +
+      '— every worker of every process and every HTTP client — ';
+    if (span.key === '5m') return `${counted}in ${S.tp.bucketS}-second buckets.`;
+    if (S.historyError) return `This server keeps no history (${S.historyError.message}).`;
+    return `${counted}in ${S.tp.bucketS}-second buckets within the last hour, 5-minute ones before. ` +
+      'Depth: sampled by the store\u2019s maintenance sweep (about once a minute while a worker runs), then this page\u2019s own samples.';
   }
 
   // An axis from 0 in three to five round steps (whole ones for counts).
@@ -908,6 +967,47 @@
     return rates(S.tp.byQueue.get(q) || [], S.tp.now, S.tp.bucketS, S.tp.at);
   }
 
+  // Per-second rates over a long span from buckets of mixed sizes (each its
+  // `span_s`: fine within the last hour, COARSE_S before; an absent bucket
+  // finished nothing), one point at each bucket's end from `fromS` to `now`.
+  function ratesOver(buckets, now, bucketS, localNow, fromS) {
+    const by = new Map(buckets.map((b) => [b.start, b]));
+    const fineFrom = now - 3600 - COARSE_S;
+    const out = [];
+    let start = Math.floor(fromS / COARSE_S) * COARSE_S;
+    while (start <= now) {
+      const b = by.get(start);
+      const step = b && b.span_s ? b.span_s : start >= fineFrom ? bucketS : COARSE_S;
+      const end = Math.min(start + step, now);
+      if (end - start >= 3) {
+        out.push({ t: localNow - (now - end) * 1000, v: (b ? b.completed : 0) / (end - start), f: (b ? b.failed : 0) / (end - start) });
+      }
+      start += step;
+    }
+    return out;
+  }
+
+  // What a chart draws: depth samples and rates over its span (null: the
+  // history is not read yet).
+  function chartData(q, span, t0) {
+    if (span.key === '5m') {
+      return { samples: (S.hist.get(q) || []).filter((x) => x.t >= t0 - GAP_MS), rates: ratesOf(q), stored: 0 };
+    }
+    const hs = S.history;
+    if (!hs || hs.key !== `${span.key}|${q}`) return null;
+    // Store times are the store's clock: drawn on this page's.
+    const stored = hs.depth.map((x) => ({ t: x.at * 1000 - S.clockOffset, ready: x.ready, processing: x.processing, dead: x.dead }));
+    const last = stored.length ? stored[stored.length - 1].t : -Infinity;
+    const live = (S.hist.get(q) || []).filter((x) => x.t > last + 1000);
+    const tp = hs.tp;
+    return {
+      samples: stored.filter((x) => x.t >= t0 - span.gap).concat(live),
+      rates: ratesOver(tp.buckets, tp.now, tp.bucketS, tp.at, tp.now - span.ms / 1000),
+      stored: stored.length,
+      storedReady: stored.length ? stored[stored.length - 1].ready : null,
+    };
+  }
+
   function drawChart(canvas, q) {
     const rect = canvas.getBoundingClientRect();
     const W = Math.max(1, Math.round(rect.width));
@@ -922,10 +1022,17 @@
     ctx.clearRect(0, 0, W, H);
     const css = getComputedStyle(document.documentElement);
     const col = (n) => css.getPropertyValue(n).trim() || '#888';
+    const span = chartSpan();
     const t1 = Date.now();
-    const t0 = t1 - WINDOW_MS;
-    const samples = (S.hist.get(q) || []).filter((s) => s.t >= t0 - GAP_MS);
-    const rs = ratesOf(q).filter((r) => r.t >= t0);
+    const t0 = t1 - span.ms;
+    const data = chartData(q, span, t0) || { samples: [], rates: [], stored: 0, loading: true };
+    const samples = data.samples;
+    const rs = data.rates.filter((r) => r.t >= t0);
+    // For the browser test: what was drawn.
+    canvas.setAttribute('data-span', span.key);
+    canvas.setAttribute('data-points', String(samples.length));
+    canvas.setAttribute('data-stored', String(data.stored));
+    canvas.setAttribute('data-stored-ready', data.storedReady === null || data.storedReady === undefined ? '' : String(data.storedReady));
     const showRate = hasRateSeries();
     const pad = { l: 52, r: showRate ? 56 : 16, t: 10, b: 22 };
     const pw = W - pad.l - pad.r;
@@ -937,7 +1044,7 @@
     const ar = niceAxis(rs.reduce((m, r) => Math.max(m, r.v, r.f), 0), false);
     const maxY = ay.max;
     const maxR = ar.max;
-    const x = (t) => pad.l + ((t - t0) / WINDOW_MS) * pw;
+    const x = (t) => pad.l + ((t - t0) / span.ms) * pw;
     const y = (v) => pad.t + ph - (v / maxY) * ph;
     const yr = (v) => pad.t + ph - (v / maxR) * ph;
 
@@ -963,10 +1070,11 @@
     }
     ctx.textBaseline = 'top';
     ctx.textAlign = 'center';
-    for (let m = 5; m >= 0; m--) {
-      const xx = Math.round(x(t1 - m * 60000)) + 0.5;
+    for (let m = Math.round(span.ms / span.tick); m >= 0; m--) {
+      const xx = Math.round(x(t1 - m * span.tick)) + 0.5;
       ctx.beginPath(); ctx.moveTo(xx, pad.t); ctx.lineTo(xx, pad.t + ph); ctx.stroke();
-      ctx.fillText(m === 0 ? 'now' : `-${m}m`, Math.min(Math.max(xx, pad.l + 12), pad.l + pw - 12), pad.t + ph + 6);
+      const label = m === 0 ? 'now' : `-${(m * span.tick) / UNIT_MS[span.unit]}${span.unit}`;
+      ctx.fillText(label, Math.min(Math.max(xx, pad.l + 12), pad.l + pw - 12), pad.t + ph + 6);
     }
 
     ctx.save();
@@ -977,7 +1085,7 @@
       const out = [];
       let cur = [];
       for (let i = 0; i < pts.length; i++) {
-        if (i > 0 && pts[i].t - pts[i - 1].t > GAP_MS) { out.push(cur); cur = []; }
+        if (i > 0 && pts[i].t - pts[i - 1].t > span.gap) { out.push(cur); cur = []; }
         cur.push(pts[i]);
       }
       if (cur.length) out.push(cur);
@@ -1021,12 +1129,15 @@
       ctx.fillStyle = col('--muted');
       ctx.textAlign = 'center';
       ctx.textBaseline = 'middle';
-      ctx.fillText('collecting samples…', pad.l + pw / 2, pad.t + ph / 2);
+      const why = span.key === '5m' ? 'collecting samples…'
+        : S.historyError ? 'no history on this server'
+          : data.loading ? 'reading the store\u2019s history…' : 'no depth samples in this span yet';
+      ctx.fillText(why, pad.l + pw / 2, pad.t + ph / 2);
       return;
     }
     // The pointer's crosshair: the nearest sample's values.
     if (S.hover && S.hover.q === q && S.hover.x >= pad.l && S.hover.x <= pad.l + pw) {
-      const t = t0 + ((S.hover.x - pad.l) / pw) * WINDOW_MS;
+      const t = t0 + ((S.hover.x - pad.l) / pw) * span.ms;
       let best = samples[0];
       for (const s of samples) if (Math.abs(s.t - t) < Math.abs(best.t - t)) best = s;
       const xx = Math.round(x(best.t)) + 0.5;
@@ -2460,7 +2571,7 @@
   // -------------------------------------------------------------- start
 
   // For the browser test: the parts with no server-side twin.
-  window.alkDashboard = Object.freeze({ rates, niceAxis });
+  window.alkDashboard = Object.freeze({ rates, ratesOver, niceAxis });
 
   window.addEventListener('hashchange', onRoute);
   window.addEventListener('resize', () => render());

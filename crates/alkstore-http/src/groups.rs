@@ -388,7 +388,8 @@ pub struct HandoffsQuery {
 #[utoipa::path(get, path = "/api/v1/groups/{group}/handoffs", tag = "consumer groups",
     params(("group" = String, Path, description = "Group name"), HandoffsQuery),
     responses((status = 200, description = "The group's lease history", body = GroupHandoffsView),
-        (status = 400, description = "Bad input", body = ErrorBody)))]
+        (status = 400, description = "Bad input", body = ErrorBody),
+        (status = 404, description = "No such group", body = ErrorBody)))]
 async fn group_handoffs(
     State(app): State<AppState>,
     ApiPath(group): ApiPath<String>,
@@ -396,11 +397,16 @@ async fn group_handoffs(
 ) -> ApiResult<Json<GroupHandoffsView>> {
     use alkstore_core::group::{GroupHandoffsParams, HandoffCause};
     let limit = batch_limit(q.limit, 100)?;
-    let h = app
-        .store
-        .engine()
-        .group_handoffs(GroupHandoffsParams::new(group, limit))
+    let engine = app.store.engine();
+    let h = engine
+        .group_handoffs(GroupHandoffsParams::new(group.clone(), limit))
         .await?;
+    if h.recent.is_empty() && h.totals.is_empty() {
+        // Nothing recorded may mean no group: say which.
+        engine
+            .group_status(alkstore_core::group::GroupStatusParams::without_lag(group))
+            .await?;
+    }
     let mut totals = HandoffTotals::default();
     for (cause, n) in h.totals {
         *match cause {

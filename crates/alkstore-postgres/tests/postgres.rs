@@ -66,17 +66,22 @@ async fn hostile_schema_name_creates_exactly_that_schema() {
             "event",
             "group_bucket",
             "group_dead",
+            "group_handoff",
+            "group_handoff_total",
             "group_member",
             "job",
             "job_result",
             "lock",
             "meta",
+            "process",
+            "queue_depth",
             "queue_pause",
             "queue_throughput",
             "rate_limit",
             "schedule",
+            "schedule_fire",
             "stream",
-            "stream_offset"
+            "stream_offset",
         ],
         "the schema is named exactly as given"
     );

@@ -267,6 +267,8 @@ async fn version_1_files_migrate_keeping_live_claims() {
          ALTER TABLE __alkstore_dead DROP COLUMN errors;
          DROP TABLE __alkstore_done;
          ALTER TABLE __alkstore_event DROP COLUMN key_hash;
+         ALTER TABLE __alkstore_group_bucket DROP COLUMN last_owner;
+         ALTER TABLE __alkstore_group_bucket DROP COLUMN released_how;
          UPDATE __alkstore_meta SET value = 1 WHERE key = 'schema_version';",
     )
     .expect("downgrade");
@@ -411,6 +413,8 @@ async fn events_from_before_the_key_hash_get_it_on_migration() {
     let conn = rusqlite::Connection::open(&path).expect("conn");
     conn.execute_batch(
         "ALTER TABLE __alkstore_event DROP COLUMN key_hash;
+         ALTER TABLE __alkstore_group_bucket DROP COLUMN last_owner;
+         ALTER TABLE __alkstore_group_bucket DROP COLUMN released_how;
          UPDATE __alkstore_meta SET value = 10 WHERE key = 'schema_version';",
     )
     .expect("downgrade");
@@ -624,6 +628,8 @@ async fn ids_continue_above_an_autoincrement_counter() {
          INSERT INTO sqlite_sequence (name, seq) SELECT '__alkstore_job', 5000
            WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = '__alkstore_job');
          DELETE FROM __alkstore_meta WHERE key = 'job_id_high';
+         ALTER TABLE __alkstore_group_bucket DROP COLUMN last_owner;
+         ALTER TABLE __alkstore_group_bucket DROP COLUMN released_how;
          UPDATE __alkstore_meta SET value = 12 WHERE key = 'schema_version';",
     )
     .expect("downgrade");

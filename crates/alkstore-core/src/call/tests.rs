@@ -13,7 +13,7 @@ use crate::queue::{
     JobCancelParams, JobCancelRequestsParams, JobEnqueueClaimedParams, JobEnqueueParams,
     JobGetParams, JobHeartbeatParams, JobReleaseParams, JobSettleParams, JobUnclaimParams,
     QueuePauseParams, QueueStatsParams, QueueThroughput, QueueThroughputParams,
-    THROUGHPUT_RETENTION,
+    THROUGHPUT_HISTORY,
 };
 use crate::{
     CancelOutcome, Capabilities, Checked, Claim, DeadListParams, DeadSelect, Engine, EngineState,
@@ -247,7 +247,7 @@ fn bad_input_never_reaches_the_driver() {
         assert!(d.queue_stats("a\0b").await.is_err());
         for window in [
             Duration::ZERO,
-            THROUGHPUT_RETENTION + Duration::from_secs(1),
+            THROUGHPUT_HISTORY + Duration::from_secs(1),
         ] {
             let e = d
                 .queue_throughput(QueueThroughputParams::every_queue(window))

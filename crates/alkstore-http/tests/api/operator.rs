@@ -305,6 +305,8 @@ pub(crate) async fn group_handoffs_tell_failovers_from_rebalances(api: Api) {
         "{v}"
     );
     assert_eq!(v["handoffs"].as_array().map(Vec::len), Some(4));
+    let (s, v) = api.get("/api/v1/groups/nobody/handoffs").await;
+    assert_eq!(s, StatusCode::NOT_FOUND, "{v}");
     let (s, v) = api.get("/api/v1/groups/audit/handoffs?limit=0").await;
     assert_eq!((s, field(&v)), (StatusCode::BAD_REQUEST, "limit"), "{v}");
     api.done().await;
