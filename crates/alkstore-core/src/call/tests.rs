@@ -12,8 +12,7 @@ use crate::queue::{
     DeadCountParams, DeadPurgeParams, DeadRequeueParams, EnqueuedClaimed, JobAckParams,
     JobCancelParams, JobCancelRequestsParams, JobEnqueueClaimedParams, JobEnqueueParams,
     JobGetParams, JobHeartbeatParams, JobReleaseParams, JobSettleParams, JobUnclaimParams,
-    QueuePauseParams, QueueStatsParams, QueueThroughput, QueueThroughputParams,
-    THROUGHPUT_HISTORY,
+    QueuePauseParams, QueueStatsParams, QueueThroughput, QueueThroughputParams, THROUGHPUT_HISTORY,
 };
 use crate::{
     CancelOutcome, Capabilities, Checked, Claim, DeadListParams, DeadSelect, Engine, EngineState,
@@ -245,10 +244,7 @@ fn bad_input_never_reaches_the_driver() {
             .await
             .is_err());
         assert!(d.queue_stats("a\0b").await.is_err());
-        for window in [
-            Duration::ZERO,
-            THROUGHPUT_HISTORY + Duration::from_secs(1),
-        ] {
+        for window in [Duration::ZERO, THROUGHPUT_HISTORY + Duration::from_secs(1)] {
             let e = d
                 .queue_throughput(QueueThroughputParams::every_queue(window))
                 .await;
