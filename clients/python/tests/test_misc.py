@@ -40,12 +40,18 @@ class RatesAndChannels(unittest.TestCase):
             listener.close()
             self.assertEqual(joined(self, t, box, 3), [])
 
-    def test_notify_without_listener_is_dropped(self):
+    def test_a_listener_hears_what_is_sent_after_it_listens(self):
+        # Fire and forget: a notification sent before anyone listens is not
+        # kept for later listeners, but on PostgreSQL one still in flight
+        # may reach a listener that subscribed just after the send returned.
         ch = name("quiet channel")
-        self.assertEqual(self.c.notify(ch, payload="nobody hears this"), {"done": True})
+        self.assertEqual(self.c.notify(ch, payload="early"), {"done": True})
         with self.c.listen(ch, timeout=5) as listener:
             self.c.notify(ch, payload="heard")
-            self.assertEqual(next(listener).payload, "heard")
+            got = next(listener).payload
+            if got == "early":
+                got = next(listener).payload
+            self.assertEqual(got, "heard")
 
 
 class LocksAndSchedules(unittest.TestCase):

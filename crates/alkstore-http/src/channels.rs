@@ -60,8 +60,9 @@ async fn notify_channel(
 /// Listen on a channel.
 ///
 /// Server-sent events: one `notification` event per notification sent on
-/// the channel while the response is open (its data is the payload text),
-/// and a comment every 15 s. Should listening fail midway (the store out
+/// the channel while the response is open (its data is the payload text;
+/// on PostgreSQL, where delivery is asynchronous, one sent just before the
+/// listen began may still arrive), and a comment every 15 s. Should listening fail midway (the store out
 /// of reach), an `error` event says why and the stream ends: connect
 /// again. On PostgreSQL behind a transaction pooler, listening needs the
 /// store URL's `listen_url` (503 without it).

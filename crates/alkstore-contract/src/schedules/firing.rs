@@ -199,14 +199,23 @@ pub async fn fires_are_kept_and_run_now_enqueues_at_once<H: Harness>(h: &H) {
     assert_eq!((manual.boundary_ms, manual.queue.as_str()), (now, "ticks"));
     let job = e.job_get(manual.job_id).await.expect("get").expect("job");
     assert_eq!(job.payload, b"t".to_vec());
-    assert_eq!(job.unique_key, Some(fired_job_key("tick", now)));
+    assert_eq!(job.unique_key, None, "each run is a job of its own");
+    let again = e
+        .schedule_run_now("tick")
+        .await
+        .expect("run")
+        .expect("fired");
+    assert_ne!(
+        again.job_id, manual.job_id,
+        "two runs in one millisecond, two jobs"
+    );
     assert!(job.run_at <= h.clock().now());
     assert_eq!(
         e.schedule_list().await.expect("list")[0].next_fire_at_ms,
         before
     );
     let newest = &fires(1).await.expect("fires")[0];
-    assert_eq!((newest.job_id, newest.manual), (manual.job_id, true));
+    assert_eq!((newest.job_id, newest.manual), (again.job_id, true));
     assert_eq!(
         fires(MAX_FIRES_KEPT).await.expect("fires").len(),
         MAX_FIRES_KEPT as usize

@@ -64,8 +64,8 @@ pub trait ScheduleEngine: Engine {
     ) -> impl Future<Output = Result<FireReport>> + Send;
 
     /// Enqueue schedule `name`'s job now, paused or not, outside its
-    /// boundaries (which do not move): unique key `{schedule}@{now_ms}`,
-    /// due now. Kept in its history as a manual fire. `None` when there is
+    /// boundaries (which do not move): due now, with no unique key (each
+    /// run is a job of its own). Kept in its history as a manual fire. `None` when there is
     /// no such schedule.
     fn schedule_run_now(
         &self,

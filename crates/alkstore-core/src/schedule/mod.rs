@@ -89,6 +89,17 @@ pub fn fired_job(
     })
 }
 
+/// The job a manual run of schedule `name` enqueues at `now_ms`: as
+/// [`fired_job`], due now, but with no unique key, so every run is a job
+/// of its own (two runs within a millisecond included).
+pub fn manual_job(queue: &str, payload: &[u8], priority: i32, now_ms: i64) -> crate::NewJob {
+    crate::NewJob::new(queue, payload.to_vec()).with_opts(crate::EnqueueOpts {
+        priority,
+        run_at: Some(now_ms.div_euclid(1_000)),
+        ..crate::EnqueueOpts::default()
+    })
+}
+
 /// What firing one due schedule at `now_ms` does: the boundaries to fire,
 /// how many are skipped, the next boundary to store, and the boundary read
 /// (the advance is conditional on it).

@@ -5,8 +5,8 @@
 //! the database's clock (`$1` overrides it in tests).
 
 use alkstore_core::schedule::{
-    fired_job, next_on_pause, next_on_set, plan_fire, schedule_not_found, FireReport, Fired,
-    ScheduleDriver, ScheduleFire, ScheduleFireParams, ScheduleFiresParams, ScheduleInfo,
+    fired_job, manual_job, next_on_pause, next_on_set, plan_fire, schedule_not_found, FireReport,
+    Fired, ScheduleDriver, ScheduleFire, ScheduleFireParams, ScheduleFiresParams, ScheduleInfo,
     ScheduleNameParams, ScheduleSetParams, MAX_FIRES_KEPT,
 };
 use alkstore_core::{Checked, Enqueued, Error, Result};
@@ -385,8 +385,9 @@ impl ScheduleDriver for PgEngine {
         };
         let d = info(&row)?;
         let now = schedule_now(&on, sql, self.now_ms_override(), op).await?;
-        let job = fired_job(&d.name, &d.queue, &d.payload, d.priority, now);
-        let enqueue = enqueue_text(&self.inner.sql, true);
+        let job = manual_job(&d.queue, &d.payload, d.priority, now);
+        // No unique key: the plain statement.
+        let enqueue = enqueue_text(&self.inner.sql, false);
         let ids = insert_jobs(
             &on,
             enqueue,

@@ -3,8 +3,8 @@
 //! conditional all the same), timed by the engine's clock.
 
 use alkstore_core::schedule::{
-    fired_job, next_on_pause, next_on_set, plan_fire, schedule_not_found, FireReport, Fired,
-    ScheduleDriver, ScheduleFire, ScheduleFireParams, ScheduleFiresParams, ScheduleInfo,
+    fired_job, manual_job, next_on_pause, next_on_set, plan_fire, schedule_not_found, FireReport,
+    Fired, ScheduleDriver, ScheduleFire, ScheduleFireParams, ScheduleFiresParams, ScheduleInfo,
     ScheduleNameParams, ScheduleSetParams, MAX_FIRES_KEPT,
 };
 use alkstore_core::{Checked, Enqueued, Result};
@@ -276,7 +276,7 @@ impl ScheduleDriver for SqliteEngine {
                     return Ok(None);
                 };
                 let now = st.clock.now_ms();
-                let job = fired_job(&d.name, &d.queue, &d.payload, d.priority, now);
+                let job = manual_job(&d.queue, &d.payload, d.priority, now);
                 let (conn, ids) = (&st.conn, &mut st.job_ids);
                 let id = match insert_job(conn, &job, now.div_euclid(1_000), ids, JOB_ID_BLOCK)? {
                     Enqueued::Inserted(id) | Enqueued::Duplicate(id) => id,
