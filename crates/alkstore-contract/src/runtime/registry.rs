@@ -71,8 +71,19 @@ pub async fn a_worker_is_registered_and_obeys_quiet_then_stop<H: RuntimeHarness>
 
     assert!(store.process("w-registered").quiet().await.expect("quiet"));
     assert!(!store.process("nobody").quiet().await.expect("quiet"));
-    // Quiet: a job enqueued now is not claimed, the running one finishes.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Quiet: once a beat has read the order, a job enqueued is not
+    // claimed, and the running one finishes. A beat stamped after this
+    // read of the row ran after the order, so it returned it.
+    let seen = listed(store, "w-registered", "the order", |p| {
+        p.order == ProcessOrder::Quiet
+    })
+    .await
+    .heartbeat_at_ms;
+    listed(store, "w-registered", "a beat after the order", |p| {
+        p.heartbeat_at_ms > seen
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
     let later = a.enqueue(&2u32).await.expect("enqueue").id();
     release.notify_one();
     listed(store, "w-registered", "quiet, nothing running", |p| {
