@@ -7,7 +7,8 @@
 //              a subscriber, a scheduler, sweeps)
 //   ALK_DB     the server's --db URL (the workers share it)
 //   ALK_SCREENSHOT=1  also save docs/dashboard.png (the queues under load, 1280 wide),
-//                     docs/dashboard-processes.png, docs/dashboard-streams.png and
+//                     docs/dashboard-processes.png, docs/dashboard-streams.png,
+//                     docs/dashboard-jobs.png (tagged jobs) and
 //                     docs/dashboard-narrow.png (375x800)
 //   ALK_REPO   the repository root (where docs/ is)
 // Every wait is a bounded poll; any failure exits non-zero.
@@ -870,6 +871,41 @@ await step('jobs: counts per state, filters by queue, state and payload field, a
   await waitFor('every job of bulk deleted', async () => {
     const seen = { pending: await count('pending'), all: await count('all'), empty: await page.locator(sel('jobs-empty')).count() };
     return { ok: seen.pending === '0' && seen.all === '0' && seen.empty === 1, seen };
+  });
+});
+
+await step('jobs: tags shown as links; a tag narrows the list; a job\'s page shows its tags and meta', async () => {
+  const q = 'tagged';
+  const made = await api('POST', `/api/v1/queues/${q}/jobs/batch`, { jobs: [
+    { payload: { n: 1 }, tags: ['billing', 'vip'], meta: { requested_by: 'ops@example.com' } },
+    { payload: { n: 2 }, tags: ['billing'] },
+    { payload: { n: 3 } },
+  ] });
+  const [vip, billing] = made.jobs.map((j) => String(j.id));
+  const rows = page.locator(sel('jobs-row'));
+  const ids = async () => rows.evaluateAll((rs) => rs.map((r) => r.getAttribute('data-job-id')));
+  await goto(`#/jobs?queue=${q}`);
+  await waitFor('three listed; the first shows its two tags', async () => {
+    const seen = { ids: await ids(), tags: await rows.first().locator(sel('job-tag')).allTextContents() };
+    return { ok: seen.ids.length === 3 && seen.tags.join(',') === 'billing,vip', seen };
+  });
+  if (SCREENSHOT) await page.screenshot({ path: path.join(REPO, 'docs', 'dashboard-jobs.png') });
+  // A tag's link lists the jobs carrying it (every queue), the filter box says which.
+  await rows.first().locator(sel('job-tag')).last().click();
+  await waitFor('the vip link: only the vip job', async () => {
+    const seen = { ids: await ids(), tag: await page.locator(sel('jobs-tag')).inputValue(), url: page.url() };
+    return { ok: seen.ids.join() === vip && seen.tag === 'vip' && seen.url.includes('tag=vip'), seen };
+  });
+  await page.locator(sel('jobs-tag')).fill('billing');
+  await page.locator(sel('jobs-apply')).click();
+  await waitFor('billing: the two billing jobs', async () => {
+    const seen = await ids();
+    return { ok: seen.join() === `${vip},${billing}`, seen };
+  });
+  await goto(`#/jobs/${vip}`);
+  await waitFor('the job page shows tags and meta', async () => {
+    const seen = { tags: await page.locator(sel('job-tag')).allTextContents(), meta: await text(page.locator(sel('job-meta'))) };
+    return { ok: seen.tags.join(',') === 'billing,vip' && !!seen.meta && seen.meta.includes('ops@example.com'), seen };
   });
 });
 

@@ -313,11 +313,12 @@ class GeneratedClient:
         """
         return self._request("POST", f"/api/v1/groups/{_seg(group)}/members/{_seg(member)}/heartbeat", body=_pick({}, {"ttl_ms": ttl_ms}))
 
-    def search_jobs(self, *, state=None, queue=None, where=None, after_id=None, limit=None):
+    def search_jobs(self, *, state=None, queue=None, tag=None, where=None, after_id=None, limit=None):
         """Search jobs.
 
         Jobs of every queue (or one) in a state as operators know it, and
-        optionally with a payload field equal to a value, lowest ids first.
+        optionally with a tag or a payload field equal to a value, lowest ids
+        first.
         Reads at most 10,000 jobs per request: a short page with
         `next_after_id` set means read on from there.
 
@@ -327,6 +328,7 @@ class GeneratedClient:
             state (query): `pending` (due now), `scheduled`, `retryable`, `running`,
                 `completed`, `dead` or `cancelled` (default: every live job).
             queue (query): Only this queue.
+            tag (query): Only jobs carrying this tag.
             where (query): Only jobs whose payload has this value at this path:
                 `$.customer_id = 42`, `$.order.kind = "refund"`, `$.items[0] = 3`.
             after_id (query): Start after this id.
@@ -335,7 +337,7 @@ class GeneratedClient:
         Returns:
             JobPage (200: A page of the jobs found)
         """
-        return self._request("GET", "/api/v1/jobs", query=_pick({}, {"state": state, "queue": queue, "where": where, "after_id": after_id, "limit": limit}))
+        return self._request("GET", "/api/v1/jobs", query=_pick({}, {"state": state, "queue": queue, "tag": tag, "where": where, "after_id": after_id, "limit": limit}))
 
     def ack_batch(self, *, claims):
         """Ack several jobs at once.
@@ -785,7 +787,7 @@ class GeneratedClient:
         """
         return self._request("GET", f"/api/v1/queues/{_seg(queue)}/jobs", query=_pick({}, {"state": state, "after_id": after_id, "limit": limit}))
 
-    def enqueue(self, queue, *, payload, delay_ms=None, expires_in_ms=None, max_attempts=None, priority=None, run_at=None, unique_key=None):
+    def enqueue(self, queue, *, payload, delay_ms=None, expires_in_ms=None, max_attempts=None, meta=None, priority=None, run_at=None, tags=None, unique_key=None):
         """Enqueue a job.
 
         Add one job to the queue. With a `unique_key` already held by a live job
@@ -805,16 +807,20 @@ class GeneratedClient:
             max_attempts: Attempts allowed before the job is dead (default: the queue's,
                 which is this schema's `default` unless the program that owns the store
                 configured the queue otherwise).
+            meta: Facts about the job kept beside its payload and shown with it (who
+                asked, a trace id): a JSON object of at most 8,192 bytes.
             priority: Higher runs first (default 0).
             run_at: Run no earlier than this unix time in seconds (wins over
                 `delay_ms`).
+            tags: Labels to find the job by (`GET /api/v1/jobs?tag=`): at most 20, each
+                1 to 200 bytes; repeats are kept once.
             unique_key: At most one live job per queue with this key: a second enqueue
                 returns the first one's id with `duplicate: true`.
 
         Returns:
             EnqueuedJob (201: Enqueued)
         """
-        return self._request("POST", f"/api/v1/queues/{_seg(queue)}/jobs", body=_pick({"payload": payload}, {"delay_ms": delay_ms, "expires_in_ms": expires_in_ms, "max_attempts": max_attempts, "priority": priority, "run_at": run_at, "unique_key": unique_key}))
+        return self._request("POST", f"/api/v1/queues/{_seg(queue)}/jobs", body=_pick({"payload": payload}, {"delay_ms": delay_ms, "expires_in_ms": expires_in_ms, "max_attempts": max_attempts, "meta": meta, "priority": priority, "run_at": run_at, "tags": tags, "unique_key": unique_key}))
 
     def enqueue_batch(self, queue, *, jobs):
         """Enqueue several jobs at once.

@@ -231,6 +231,50 @@ class JobsByState(unittest.TestCase):
         self.assertTrue(e.message)
 
 
+class Tags(unittest.TestCase):
+    def setUp(self):
+        self.c = client()
+
+    def test_tags_and_meta_are_kept_shown_and_searched(self):
+        q = name("tagged")
+        vip = f"vip-{random.randrange(10**9)}"
+        both = self.c.enqueue(q, payload=1, tags=["billing", vip, "billing"], meta={"by": "py", "n": 2})["id"]
+        billing = self.c.enqueue(q, payload=2, tags=["billing"])["id"]
+        plain = self.c.enqueue(q, payload=3)["id"]
+        batch = [j["id"] for j in self.c.enqueue_batch(q, jobs=[
+            {"payload": 4, "tags": [vip]}, {"payload": 5, "meta": {"step": "b"}}])["jobs"]]
+
+        shown = self.c.get_job(both)
+        self.assertEqual((shown["tags"], shown["meta"]), (["billing", vip], {"by": "py", "n": 2}))
+        self.assertEqual((self.c.get_job(plain)["tags"], self.c.get_job(plain)["meta"]), ([], {}))
+        self.assertEqual(self.c.get_job(batch[1])["meta"], {"step": "b"})
+
+        def found(**query):
+            return [j["id"] for j in self.c.search_jobs(**query)["jobs"]]
+
+        self.assertEqual(found(queue=q, tag="billing"), [both, billing])
+        self.assertEqual(found(tag=vip), [both, batch[0]])  # every queue
+        self.assertEqual(found(queue=q, tag="bill"), [])
+        # A worker gets them with the job.
+        jobs = self.c.claim(q, worker="py-tags", limit=1, wait_ms=2000)["jobs"]
+        self.assertEqual((jobs[0]["id"], jobs[0]["tags"], jobs[0]["meta"]),
+                         (both, ["billing", vip], {"by": "py", "n": 2}))
+        self.assertEqual(found(state="running", tag=vip), [both])
+        self.c.fail(both, worker="py-tags", token=jobs[0]["token"], error="no")
+        self.assertEqual(found(state="dead", tag=vip), [both])
+
+        bad = name("bad tags")
+        for body, field in [({"tags": [f"t{i}" for i in range(21)]}, "tags"),
+                            ({"tags": [""]}, "tags"),
+                            ({"meta": [1, 2]}, "meta"),
+                            ({"meta": {"blob": "x" * 9000}}, "meta")]:
+            e = api_error(self, self.c.enqueue, bad, payload=0, **body)
+            self.assertEqual((e.status, e.code, e.field), (400, "invalid_input", field), body)
+        self.assertEqual(self.c.job_counts(queue=bad), ZERO)
+        e = api_error(self, self.c.search_jobs, tag="")
+        self.assertEqual((e.status, e.field), (400, "tag"))
+
+
 class ScheduleFires(unittest.TestCase):
     def setUp(self):
         self.c = client()

@@ -218,6 +218,8 @@ export interface ClaimedJob {
     id: number;
     /** Attempts allowed. */
     max_attempts: number;
+    /** Its metadata, as enqueued (an empty object when none). */
+    meta: Record<string, unknown>;
     /**
      * The payload as enqueued (null when it is not JSON; see
      * `payload_base64`).
@@ -234,6 +236,8 @@ export interface ClaimedJob {
     queue: string;
     /** When the job became due (unix seconds). */
     run_at: number;
+    /** Its tags, as enqueued. */
+    tags: Array<string>;
     /** This claim's token: settle and heartbeat with it. */
     token: number;
     /** Its unique key. */
@@ -343,6 +347,11 @@ export interface EnqueueOp {
      * configured the queue otherwise).
      */
     max_attempts?: number | null;
+    /**
+     * Facts about the job kept beside its payload and shown with it (who
+     * asked, a trace id): a JSON object of at most 8,192 bytes.
+     */
+    meta?: Record<string, unknown>;
     /** The op's kind. */
     op: "enqueue";
     /** Any JSON value; the handler gets it back as enqueued. */
@@ -353,6 +362,11 @@ export interface EnqueueOp {
     queue: string;
     /** Run no earlier than this unix time in seconds (wins over `delay_ms`). */
     run_at?: number | null;
+    /**
+     * Labels to find the job by (`GET /api/v1/jobs?tag=`): at most 20,
+     * each 1 to 200 bytes; repeats are kept once.
+     */
+    tags?: Array<Tag>;
     /**
      * At most one live job per queue with this key: a second enqueue
      * returns the first one's id with `duplicate: true`.
@@ -377,12 +391,22 @@ export interface EnqueueRequest {
      * configured the queue otherwise).
      */
     max_attempts?: number | null;
+    /**
+     * Facts about the job kept beside its payload and shown with it (who
+     * asked, a trace id): a JSON object of at most 8,192 bytes.
+     */
+    meta?: Record<string, unknown>;
     /** Any JSON value; the handler gets it back as enqueued. */
     payload: unknown;
     /** Higher runs first (default 0). */
     priority?: number;
     /** Run no earlier than this unix time in seconds (wins over `delay_ms`). */
     run_at?: number | null;
+    /**
+     * Labels to find the job by (`GET /api/v1/jobs?tag=`): at most 20,
+     * each 1 to 200 bytes; repeats are kept once.
+     */
+    tags?: Array<Tag>;
     /**
      * At most one live job per queue with this key: a second enqueue
      * returns the first one's id with `duplicate: true`.
@@ -700,6 +724,8 @@ export interface JobView {
     last_error?: string | null;
     /** Attempts allowed. */
     max_attempts: number;
+    /** Its metadata (an empty object when none). */
+    meta: Record<string, unknown>;
     /** The payload (null when not JSON; see `payload_base64`). */
     payload: unknown;
     /** The payload's bytes in base64, when they are not JSON. */
@@ -716,6 +742,8 @@ export interface JobView {
      * `processing`, `dead` or `completed`.
      */
     state: string;
+    /** Its tags. */
+    tags: Array<string>;
     /** Its unique key. */
     unique_key?: string | null;
     /** The last worker to claim it. */
@@ -1241,6 +1269,8 @@ export interface StreamView {
     /** Its name. */
     stream: string;
 }
+/** A job's tag: 1 to 200 bytes of UTF-8, no NUL. */
+export type Tag = string;
 /** Jobs of one queue finished within one bucket. */
 export interface ThroughputBucketView {
     /** Jobs acked. */
@@ -1305,6 +1335,8 @@ export interface SearchJobsQuery {
     state?: string;
     /** Only this queue. */
     queue?: string;
+    /** Only jobs carrying this tag. */
+    tag?: string;
     /**
      * Only jobs whose payload has this value at this path:
      * `$.customer_id = 42`, `$.order.kind = "refund"`, `$.items[0] = 3`.
@@ -1576,7 +1608,8 @@ export declare abstract class GeneratedClient {
      * Search jobs.
      *
      * Jobs of every queue (or one) in a state as operators know it, and
-     * optionally with a payload field equal to a value, lowest ids first.
+     * optionally with a tag or a payload field equal to a value, lowest ids
+     * first.
      * Reads at most 10,000 jobs per request: a short page with
      * `next_after_id` set means read on from there.
      *

@@ -242,7 +242,8 @@ export class GeneratedClient {
      * Search jobs.
      *
      * Jobs of every queue (or one) in a state as operators know it, and
-     * optionally with a payload field equal to a value, lowest ids first.
+     * optionally with a tag or a payload field equal to a value, lowest ids
+     * first.
      * Reads at most 10,000 jobs per request: a short page with
      * `next_after_id` set means read on from there.
      *

@@ -189,6 +189,45 @@ test("jobs: counts per state, search by state and payload, bulk actions", T, asy
   assert.ok(e.detail.length > 0);
 });
 
+test("jobs: tags and meta are kept, shown and searched", T, async () => {
+  const q = name("tagged");
+  const vip = `vip-${Math.floor(Math.random() * 1e9)}`;
+  const both = (await c.enqueue(q, { payload: 1, tags: ["billing", vip, "billing"], meta: { by: "js", n: 2 } })).id;
+  const billing = (await c.enqueue(q, { payload: 2, tags: ["billing"] })).id;
+  const plain = (await c.enqueue(q, { payload: 3 })).id;
+  const batch = (await c.enqueue_batch(q, { jobs: [{ payload: 4, tags: [vip] }, { payload: 5, meta: { step: "b" } }] })).jobs.map((j) => j.id);
+
+  const shown = await c.get_job(both);
+  assert.deepEqual([shown.tags, shown.meta], [["billing", vip], { by: "js", n: 2 }]);
+  const bare = await c.get_job(plain);
+  assert.deepEqual([bare.tags, bare.meta], [[], {}]);
+  assert.deepEqual((await c.get_job(batch[1])).meta, { step: "b" });
+
+  const found = async (query) => (await c.search_jobs(query)).jobs.map((j) => j.id);
+  assert.deepEqual(await found({ queue: q, tag: "billing" }), [both, billing]);
+  assert.deepEqual(await found({ tag: vip }), [both, batch[0]]);
+  assert.deepEqual(await found({ queue: q, tag: "bill" }), []);
+  const { jobs } = await c.claim(q, { worker: "js-tags", limit: 1, wait_ms: 2000 });
+  assert.deepEqual([jobs[0].id, jobs[0].tags, jobs[0].meta], [both, ["billing", vip], { by: "js", n: 2 }]);
+  assert.deepEqual(await found({ state: "running", tag: vip }), [both]);
+  await c.fail(both, { worker: "js-tags", token: jobs[0].token, error: "no" });
+  assert.deepEqual(await found({ state: "dead", tag: vip }), [both]);
+
+  const bad = name("bad tags");
+  for (const [body, field] of [
+    [{ tags: Array.from({ length: 21 }, (_, i) => `t${i}`) }, "tags"],
+    [{ tags: [""] }, "tags"],
+    [{ meta: [1, 2] }, "meta"],
+    [{ meta: { blob: "x".repeat(9000) } }, "meta"],
+  ]) {
+    const e = await apiError(c.enqueue(bad, { payload: 0, ...body }));
+    assert.deepEqual([e.status, e.code, e.field], [400, "invalid_input", field], JSON.stringify(body).slice(0, 80));
+  }
+  assert.deepEqual(await c.job_counts({ queue: bad }), ZERO);
+  const e = await apiError(c.search_jobs({ tag: "" }));
+  assert.deepEqual([e.status, e.field], [400, "tag"]);
+});
+
 test("schedules: a run now is listed as a manual fire", T, async () => {
   const sched = name("fired schedule");
   const q = name("fired queue");

@@ -464,7 +464,7 @@
         // A bad filter (`where`) is the list's error; the counts still show.
         const [counts, page] = await Promise.all([
           api('GET', '/api/v1/jobs/counts' + qs({ queue: r.queue })),
-          api('GET', '/api/v1/jobs' + qs({ state: r.state, queue: r.queue, where: r.where, after_id: S.after, limit: JOBS_PAGE }))
+          api('GET', '/api/v1/jobs' + qs({ state: r.state, queue: r.queue, tag: r.tag, where: r.where, after_id: S.after, limit: JOBS_PAGE }))
             .catch((e) => { if (e.status === 400) return { listError: e }; throw e; }),
         ]);
         data = page.listError ? { counts, listError: page.listError } : { counts, jobs: page.jobs, next_after_id: page.next_after_id };
@@ -622,7 +622,8 @@
     switch (v) {
       case 'queues': return arg !== undefined ? { view: 'queue', q: arg } : { view: 'queues' };
       case 'jobs': return arg !== undefined ? { view: 'job', id: arg } : {
-        view: 'jobs', state: params.get('state') || '', queue: params.get('queue') || '', where: params.get('where') || '',
+        view: 'jobs', state: params.get('state') || '', queue: params.get('queue') || '', tag: params.get('tag') || '',
+        where: params.get('where') || '',
       };
       case 'dead': return { view: 'dead', q: arg !== undefined ? arg : null };
       case 'group-dead': return arg !== undefined ? { view: 'groupDead', g: arg } : { view: 'dead', q: null };
@@ -1269,6 +1270,9 @@
       ['Priority', String(j.priority)],
       ['Worker', h('span', { class: 'mono', text: j.worker || '–' })],
       ['Unique key', h('span', { class: 'mono', text: j.unique_key || '–' })],
+      ['Tags', j.tags && j.tags.length ? tagChips(j.tags, j.state) : '–'],
+      ['Meta', j.meta && Object.keys(j.meta).length
+        ? h('pre', { class: 'mono meta', testid: 'job-meta', text: JSON.stringify(j.meta, null, 2) }) : '–'],
       ['Created', timeCell(j.created_at)],
       ['Run at', timeCell(j.run_at)],
       j.state === 'processing' ? ['Claim expires', timeCell(j.claim_expires_at)] : null,
@@ -2442,7 +2446,15 @@
   ];
 
   function jobsHash(f) {
-    return `#/jobs${qs({ state: f.state, queue: f.queue, where: f.where })}`;
+    return `#/jobs${qs({ state: f.state, queue: f.queue, tag: f.tag, where: f.where })}`;
+  }
+
+  // A job's tags, each a link to the jobs carrying it.
+  function tagChips(tags, state) {
+    return h('span', { class: 'tags', testid: 'job-tags' }, tags.map((t) => h('a', {
+      key: t, class: 'tag', testid: 'job-tag', href: jobsHash({ state: state === 'processing' ? 'running' : '', tag: t }),
+      title: `Jobs tagged ${t}`, text: t,
+    })));
   }
 
   function countOf(counts, state) {
@@ -2482,7 +2494,7 @@
       onsubmit: (ev) => {
         ev.preventDefault();
         const el = ev.target.elements;
-        location.hash = jobsHash({ state: f.state, queue: el.queue.value, where: el.where.value.trim() });
+        location.hash = jobsHash({ state: f.state, queue: el.queue.value, tag: el.tag.value.trim(), where: el.where.value.trim() });
       },
     },
     h('label', { class: 'sub', for: 'jobs-queue', text: 'Queue' }),
@@ -2490,6 +2502,11 @@
       id: 'jobs-queue', name: 'queue', testid: 'jobs-queue', selected: f.queue,
       onchange: (ev) => { location.hash = jobsHash(Object.assign({}, f, { queue: ev.target.value })); },
     }, h('option', { key: '', value: '', text: 'every queue' }), names.map((n) => h('option', { key: n, value: n, text: n }))),
+    h('label', { class: 'sub', for: 'jobs-tag', text: 'Tag' }),
+    h('input', {
+      id: 'jobs-tag', name: 'tag', type: 'search', class: 'tag-filter mono', testid: 'jobs-tag', value: f.tag,
+      placeholder: 'billing', spellcheck: 'false', 'aria-label': 'Only jobs carrying this tag',
+    }),
     h('label', { class: 'sub', for: 'jobs-where', text: 'Payload' }),
     h('input', {
       id: 'jobs-where', name: 'where', type: 'search', class: 'where mono', testid: 'jobs-where', value: f.where,
@@ -2497,7 +2514,7 @@
       'aria-label': 'Only jobs whose payload has this value at this path: $.field = JSON value',
     }),
     h('button', { type: 'submit', testid: 'jobs-apply', text: 'Filter' }),
-    f.queue || f.where ? h('a', { href: jobsHash({ state: f.state }), testid: 'jobs-clear', text: 'Clear' }) : null,
+    f.queue || f.tag || f.where ? h('a', { href: jobsHash({ state: f.state }), testid: 'jobs-clear', text: 'Clear' }) : null,
     h('span', { class: 'hint sub', text: 'a payload field equal to a JSON value: $.order.kind = "refund", $.items[0] = 3' }));
   }
 
@@ -2548,7 +2565,8 @@
               h('td', { class: 'nw', title: iso(j.run_at), text: fmtTime(j.run_at) }),
               h('td', { class: 'nw', title: iso(j.created_at), text: fmtTime(j.created_at) }),
               h('td', { class: 'mono', text: j.worker || '–' }),
-              h('td', { class: 'mono truncate', testid: 'jobs-payload', title: pretty(j.payload, j.payload_base64), text: preview(j.payload, j.payload_base64) }),
+              h('td', { class: 'truncate' }, j.tags && j.tags.length ? tagChips(j.tags, j.state) : null,
+                h('span', { class: 'mono', testid: 'jobs-payload', title: pretty(j.payload, j.payload_base64), text: preview(j.payload, j.payload_base64) })),
               h('td', { class: 'truncate', title: j.last_error, text: j.last_error || '' }))))));
   }
 

@@ -205,6 +205,7 @@ fn request_field(what: &str) -> &str {
         "queue name" => "queue",
         "worker id" => "worker",
         "unique key" => "unique_key",
+        "tag" => "tags",
         "max attempts" => "max_attempts",
         "delay" | "retry delay" => "delay_ms",
         "expiry" => "expires_in_ms",

@@ -1,6 +1,6 @@
 //! Jobs across queues, as operators know them: counts per state (pending,
 //! scheduled, retryable, running, dead, cancelled, completed), a search by
-//! state, queue and a payload field (`$.customer_id = 42`), and bulk
+//! state, queue, tag and a payload field (`$.customer_id = 42`), and bulk
 //! actions on the jobs found (retry, run now, cancel, delete).
 //!
 //! The search pages through the store's job (or dead-letter) listing and
@@ -164,6 +164,8 @@ pub struct SearchQuery {
     pub state: Option<String>,
     /// Only this queue.
     pub queue: Option<String>,
+    /// Only jobs carrying this tag.
+    pub tag: Option<String>,
     /// Only jobs whose payload has this value at this path:
     /// `$.customer_id = 42`, `$.order.kind = "refund"`, `$.items[0] = 3`.
     #[serde(rename = "where")]
@@ -179,7 +181,8 @@ pub struct SearchQuery {
 /// Search jobs.
 ///
 /// Jobs of every queue (or one) in a state as operators know it, and
-/// optionally with a payload field equal to a value, lowest ids first.
+/// optionally with a tag or a payload field equal to a value, lowest ids
+/// first.
 /// Reads at most 10,000 jobs per request: a short page with
 /// `next_after_id` set means read on from there.
 #[utoipa::path(get, path = "/api/v1/jobs", tag = "jobs",
@@ -210,6 +213,10 @@ async fn search_jobs(
         alkstore::queue::validate_queue_name(queue)
             .map_err(|e| ApiError::from(e).with_field("queue"))?;
     }
+    if let Some(tag) = &q.tag {
+        alkstore::queue::validate_text("tag", tag)
+            .map_err(|e| ApiError::from(e).with_field("tag"))?;
+    }
     let engine = app.store.engine();
     let now = SystemClock.now();
     let mut after = q.after_id.unwrap_or(0);
@@ -219,12 +226,14 @@ async fn search_jobs(
             Some(Shown::Dead | Shown::Cancelled) => {
                 let mut p = DeadListParams::new(SCAN_PAGE);
                 p.queue = q.queue.clone();
+                p.tag = q.tag.clone();
                 p.after_id = Some(after);
                 engine.dead_list(p).await?
             }
             _ => {
                 let mut p = JobListParams::new(SCAN_PAGE);
                 p.queue = q.queue.clone();
+                p.tag = q.tag.clone();
                 p.after_id = Some(after);
                 p.state = match shown {
                     Some(Shown::Completed) => Some(JobState::Completed),

@@ -49,6 +49,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/014_schedule_fires.sql"),
     include_str!("../migrations/015_group_handoffs.sql"),
     include_str!("../migrations/016_queue_depth.sql"),
+    include_str!("../migrations/017_job_tags_meta.sql"),
 ];
 
 /// The schema version this build writes and understands.

@@ -27,6 +27,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/015_schedule_fires.sql"),
     include_str!("../migrations/016_group_handoffs.sql"),
     include_str!("../migrations/017_queue_depth.sql"),
+    include_str!("../migrations/018_job_tags_meta.sql"),
 ];
 
 /// Read the recorded schema version (`None` for a file alkstore never wrote).

@@ -265,6 +265,10 @@ async fn version_1_files_migrate_keeping_live_claims() {
          ALTER TABLE __alkstore_dead DROP COLUMN claim_count;
          ALTER TABLE __alkstore_dead DROP COLUMN keep_completed_s;
          ALTER TABLE __alkstore_dead DROP COLUMN errors;
+         ALTER TABLE __alkstore_job DROP COLUMN tags;
+         ALTER TABLE __alkstore_job DROP COLUMN meta;
+         ALTER TABLE __alkstore_dead DROP COLUMN tags;
+         ALTER TABLE __alkstore_dead DROP COLUMN meta;
          DROP TABLE __alkstore_done;
          ALTER TABLE __alkstore_event DROP COLUMN key_hash;
          ALTER TABLE __alkstore_group_bucket DROP COLUMN last_owner;
@@ -413,6 +417,12 @@ async fn events_from_before_the_key_hash_get_it_on_migration() {
     let conn = rusqlite::Connection::open(&path).expect("conn");
     conn.execute_batch(
         "ALTER TABLE __alkstore_event DROP COLUMN key_hash;
+         ALTER TABLE __alkstore_job DROP COLUMN tags;
+         ALTER TABLE __alkstore_job DROP COLUMN meta;
+         ALTER TABLE __alkstore_dead DROP COLUMN tags;
+         ALTER TABLE __alkstore_dead DROP COLUMN meta;
+         ALTER TABLE __alkstore_done DROP COLUMN tags;
+         ALTER TABLE __alkstore_done DROP COLUMN meta;
          ALTER TABLE __alkstore_group_bucket DROP COLUMN last_owner;
          ALTER TABLE __alkstore_group_bucket DROP COLUMN released_how;
          UPDATE __alkstore_meta SET value = 10 WHERE key = 'schema_version';",
@@ -628,6 +638,10 @@ async fn ids_continue_above_an_autoincrement_counter() {
          INSERT INTO sqlite_sequence (name, seq) SELECT '__alkstore_job', 5000
            WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = '__alkstore_job');
          DELETE FROM __alkstore_meta WHERE key = 'job_id_high';
+         ALTER TABLE __alkstore_dead DROP COLUMN tags;
+         ALTER TABLE __alkstore_dead DROP COLUMN meta;
+         ALTER TABLE __alkstore_done DROP COLUMN tags;
+         ALTER TABLE __alkstore_done DROP COLUMN meta;
          ALTER TABLE __alkstore_group_bucket DROP COLUMN last_owner;
          ALTER TABLE __alkstore_group_bucket DROP COLUMN released_how;
          UPDATE __alkstore_meta SET value = 12 WHERE key = 'schema_version';",

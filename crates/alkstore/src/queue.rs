@@ -4,7 +4,7 @@
 //! handlers over queues. The queue's types (options, jobs, claims,
 //! outcomes) are here too.
 
-pub use alkstore_core::queue::validate_queue_name;
+pub use alkstore_core::queue::{validate_queue_name, validate_text};
 pub use alkstore_core::queue::{
     AttemptError, CancelOutcome, Claim, DeadCountParams, DeadListParams, DeadPurgeParams,
     DeadRequeueParams, DeadSelect, EnqueueOpts, Enqueued, EnqueuedClaimed, Job, JobClaimParams,
@@ -13,7 +13,8 @@ pub use alkstore_core::queue::{
     QueueDepthParams, QueueDepthSample, QueueEngine, QueueOpts, QueueStats, QueueThroughput,
     QueueThroughputParams, QueueTotals, RetryOutcome, Settle, Settled, Settlement,
     ThroughputBucket, DEFAULT_MAX_ATTEMPTS, MAX_ACTION_IDS, MAX_ERRORS_KEPT, MAX_ERROR_BYTES,
-    THROUGHPUT_BUCKET_S, THROUGHPUT_COARSE_S, THROUGHPUT_HISTORY, THROUGHPUT_RETENTION,
+    MAX_META_BYTES, MAX_TAGS, THROUGHPUT_BUCKET_S, THROUGHPUT_COARSE_S, THROUGHPUT_HISTORY,
+    THROUGHPUT_RETENTION,
 };
 
 use alkstore_core::{Engine, Error, Result, Taker};

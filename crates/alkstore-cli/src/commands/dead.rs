@@ -22,6 +22,9 @@ pub(super) enum DeadCommand {
         /// Only this queue.
         #[arg(long)]
         queue: Option<String>,
+        /// Only dead letters carrying this tag.
+        #[arg(long)]
+        tag: Option<String>,
         /// Only ids above this (paging: pass the last id shown).
         #[arg(long, allow_negative_numbers = true)]
         after: Option<i64>,
@@ -105,11 +108,13 @@ pub(super) async fn run(e: &AnyEngine, cmd: DeadCommand, as_json: bool) -> Resul
     match cmd {
         DeadCommand::List {
             queue,
+            tag,
             after,
             limit,
         } => {
             let mut params = DeadListParams::new(limit);
             params.queue = queue;
+            params.tag = tag;
             params.after_id = after;
             let jobs = e.dead_list(params).await?;
             Ok(if as_json {

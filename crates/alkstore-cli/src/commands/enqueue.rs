@@ -34,6 +34,25 @@ pub(super) struct EnqueueArgs {
     /// Attempts before the job is dead-lettered.
     #[arg(long)]
     max_attempts: Option<u32>,
+    /// A tag to find the job by (`alk jobs --tag`); repeatable.
+    #[arg(long = "tag", value_name = "TAG")]
+    tags: Vec<String>,
+    /// A metadata entry, `KEY=VALUE`; the value is JSON when it parses as
+    /// JSON (`attempt=3`, `vip=true`), else text. Repeatable.
+    #[arg(long = "meta", value_name = "KEY=VALUE", value_parser = parse_meta_entry)]
+    meta: Vec<(String, serde_json::Value)>,
+}
+
+/// `KEY=VALUE` for `--meta`: the value as JSON when it is JSON, else text.
+fn parse_meta_entry(text: &str) -> std::result::Result<(String, serde_json::Value), String> {
+    let (key, value) = text
+        .split_once('=')
+        .ok_or("write it as KEY=VALUE, as in --meta requested_by=ops")?;
+    if key.is_empty() {
+        return Err("the key before `=` is empty".into());
+    }
+    let value = serde_json::from_str(value).unwrap_or_else(|_| value.into());
+    Ok((key.to_string(), value))
 }
 
 /// Where a payload comes from (shared by `enqueue` and `streams publish`).
@@ -112,6 +131,10 @@ pub(super) fn prepare(a: EnqueueArgs) -> Result<Prepared> {
     }
     if let Some(m) = a.max_attempts {
         opts = opts.max_attempts(m);
+    }
+    opts.tags = a.tags;
+    for (key, value) in a.meta {
+        opts = opts.meta(key, value);
     }
     Ok(Prepared {
         queue: a.queue,

@@ -20,6 +20,9 @@ pub(super) struct ListArgs {
     /// Only this state (default: pending and processing).
     #[arg(long, value_enum)]
     state: Option<ListState>,
+    /// Only jobs carrying this tag.
+    #[arg(long)]
+    tag: Option<String>,
     /// Only ids above this (paging: pass the last id shown).
     #[arg(long, allow_negative_numbers = true)]
     after: Option<i64>,
@@ -84,6 +87,7 @@ pub(super) async fn list(e: &AnyEngine, a: ListArgs, as_json: bool) -> Result<St
     let mut params = JobListParams::new(a.limit);
     params.queue = a.queue;
     params.state = state;
+    params.tag = a.tag;
     params.after_id = a.after;
     let jobs = e.job_list(params).await?;
     Ok(if as_json {

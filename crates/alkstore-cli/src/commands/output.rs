@@ -84,6 +84,8 @@ pub(crate) fn job_json(j: &JobInfo) -> Value {
         "worker": j.worker,
         "claim_expires_at": j.live_claim_expires_at(),
         "unique_key": j.unique_key,
+        "tags": j.tags,
+        "meta": j.meta,
         "cancel_requested": j.cancel_requested,
         "last_error": j.last_error,
         "errors": errors,
@@ -186,6 +188,12 @@ pub(crate) fn job_detail(j: &JobInfo, now: i64) -> String {
     }
     if let Some(k) = &j.unique_key {
         outln!(out, "unique_key:       {k}");
+    }
+    if !j.tags.is_empty() {
+        outln!(out, "tags:             {}", j.tags.join(", "));
+    }
+    if !j.meta.is_empty() {
+        outln!(out, "meta:             {}", Value::Object(j.meta.clone()));
     }
     if matches!(j.state, JobState::Pending | JobState::Processing) {
         let flag = if j.cancel_requested { "yes" } else { "no" };

@@ -22,6 +22,7 @@ pub mod pause;
 pub mod release;
 pub mod retry;
 pub mod stress;
+pub mod tags;
 pub mod throughput;
 pub mod validation;
 pub mod wake;
@@ -48,6 +49,7 @@ macro_rules! __queues {
             $crate::__queues_release!($then, $args);
             $crate::__queues_retry!($then, $args);
             $crate::__queues_stress!($then, $args);
+            $crate::__queues_tags!($then, $args);
             $crate::__queues_throughput!($then, $args);
             $crate::__queues_validation!($then, $args);
             $crate::__queues_wake!($then, $args);

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::validate::{validate_duration, validate_queue_name, validate_worker};
+use crate::validate::{validate_duration, validate_queue_name, validate_text, validate_worker};
 use crate::Error;
 use crate::{Limits, Result};
 
@@ -180,6 +180,8 @@ pub struct JobListParams {
     /// Only jobs in this state (`Pending`, `Processing` or `Completed`; all
     /// live jobs when `None`).
     pub state: Option<JobState>,
+    /// Only jobs carrying this tag.
+    pub tag: Option<String>,
     /// Only ids greater than this (for paging).
     pub after_id: Option<i64>,
     /// Most rows to return (1..=10,000).
@@ -192,6 +194,7 @@ impl JobListParams {
         JobListParams {
             queue: None,
             state: None,
+            tag: None,
             after_id: None,
             limit,
         }
@@ -211,6 +214,13 @@ impl JobListParams {
         self
     }
 
+    /// Only jobs carrying `tag`.
+    #[must_use]
+    pub fn tag(mut self, tag: impl Into<String>) -> Self {
+        self.tag = Some(tag.into());
+        self
+    }
+
     /// Only ids greater than `id` (the last id of the previous page).
     #[must_use]
     pub fn after_id(mut self, id: i64) -> Self {
@@ -222,6 +232,9 @@ impl JobListParams {
     pub fn validate(&self, limits: &Limits) -> Result<()> {
         if let Some(q) = &self.queue {
             validate_queue_name(q)?;
+        }
+        if let Some(t) = &self.tag {
+            validate_text("tag", t)?;
         }
         if self.state == Some(JobState::Dead) {
             return Err(Error::invalid(
@@ -239,6 +252,8 @@ impl JobListParams {
 pub struct DeadListParams {
     /// Only this queue (all queues when `None`).
     pub queue: Option<String>,
+    /// Only dead letters carrying this tag.
+    pub tag: Option<String>,
     /// Only ids greater than this (for paging).
     pub after_id: Option<i64>,
     /// Most rows to return (1..=10,000).
@@ -264,6 +279,7 @@ impl DeadListParams {
     pub fn new(limit: u32) -> Self {
         DeadListParams {
             queue: None,
+            tag: None,
             after_id: None,
             limit,
         }
@@ -273,6 +289,13 @@ impl DeadListParams {
     #[must_use]
     pub fn queue(mut self, queue: impl Into<String>) -> Self {
         self.queue = Some(queue.into());
+        self
+    }
+
+    /// Only dead letters carrying `tag`.
+    #[must_use]
+    pub fn tag(mut self, tag: impl Into<String>) -> Self {
+        self.tag = Some(tag.into());
         self
     }
 
@@ -287,6 +310,9 @@ impl DeadListParams {
     pub fn validate(&self, limits: &Limits) -> Result<()> {
         if let Some(q) = &self.queue {
             validate_queue_name(q)?;
+        }
+        if let Some(t) = &self.tag {
+            validate_text("tag", t)?;
         }
         limits.check_page("limit", self.limit)
     }

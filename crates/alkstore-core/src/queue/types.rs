@@ -66,6 +66,13 @@ pub struct EnqueueOpts {
     pub expires_in: Option<Duration>,
     /// At most one live job per queue and unique key.
     pub unique_key: Option<String>,
+    /// Labels an operator filters jobs by (at most [`MAX_TAGS`], each a
+    /// non-empty text of at most 200 bytes; repeats are kept once).
+    pub tags: Vec<String>,
+    /// Free-form facts about the job (who asked, a trace id) kept beside
+    /// the payload and shown with it; at most [`MAX_META_BYTES`] as JSON.
+    /// Empty stores nothing.
+    pub meta: serde_json::Map<String, serde_json::Value>,
 }
 
 impl EnqueueOpts {
@@ -105,6 +112,64 @@ impl EnqueueOpts {
         self.unique_key = Some(key.into());
         self
     }
+    /// Add a tag.
+    #[must_use]
+    pub fn tag(mut self, tag: impl Into<String>) -> Self {
+        self.tags.push(tag.into());
+        self
+    }
+    /// Set one metadata entry.
+    ///
+    /// ```
+    /// use alkstore_core::EnqueueOpts;
+    /// let opts = EnqueueOpts::default().tag("billing").meta("requested_by", "ops@example.com");
+    /// assert_eq!(opts.meta["requested_by"], "ops@example.com");
+    /// ```
+    #[must_use]
+    pub fn meta(mut self, key: impl Into<String>, value: impl Into<serde_json::Value>) -> Self {
+        self.meta.insert(key.into(), value.into());
+        self
+    }
+}
+
+/// Most tags one job carries.
+pub const MAX_TAGS: usize = 20;
+
+/// Largest job metadata, as compact JSON.
+pub const MAX_META_BYTES: usize = 8 * 1024;
+
+/// Tags as stored: a JSON array with repeats dropped, or `None` for none.
+pub fn tags_json(tags: &[String]) -> Option<String> {
+    if tags.is_empty() {
+        return None;
+    }
+    let mut kept: Vec<&str> = Vec::with_capacity(tags.len());
+    for t in tags {
+        if !kept.contains(&t.as_str()) {
+            kept.push(t);
+        }
+    }
+    serde_json::to_string(&kept).ok()
+}
+
+/// Metadata as stored: a JSON object, or `None` when empty.
+pub fn meta_json(meta: &serde_json::Map<String, serde_json::Value>) -> Option<String> {
+    if meta.is_empty() {
+        return None;
+    }
+    serde_json::to_string(meta).ok()
+}
+
+/// Read stored tags back (`None` or unreadable text: no tags).
+pub fn parse_tags(json: Option<&str>) -> Vec<String> {
+    json.and_then(|j| serde_json::from_str(j).ok())
+        .unwrap_or_default()
+}
+
+/// Read stored metadata back (`None` or unreadable text: empty).
+pub fn parse_meta(json: Option<&str>) -> serde_json::Map<String, serde_json::Value> {
+    json.and_then(|j| serde_json::from_str(j).ok())
+        .unwrap_or_default()
 }
 
 /// A job to insert, fully described. Engines resolve its relative times
@@ -169,6 +234,29 @@ impl NewJob {
         }
         if let Some(key) = &self.opts.unique_key {
             validate_text("unique key", key)?;
+        }
+        if self.opts.tags.len() > MAX_TAGS {
+            return Err(Error::invalid(
+                "tags",
+                format!(
+                    "{} tags, more than the {MAX_TAGS} allowed",
+                    self.opts.tags.len()
+                ),
+            ));
+        }
+        for tag in &self.opts.tags {
+            validate_text("tag", tag)?;
+        }
+        if let Some(meta) = self.meta_json() {
+            if meta.len() > MAX_META_BYTES {
+                return Err(Error::invalid(
+                    "meta",
+                    format!(
+                        "{} bytes as JSON, more than the {MAX_META_BYTES} allowed",
+                        meta.len()
+                    ),
+                ));
+            }
         }
         if let Some(e) = self.opts.expires_in {
             if e.as_secs() < 1 {
@@ -251,6 +339,16 @@ impl NewJob {
     pub fn keep_completed_s(&self) -> Option<i64> {
         self.queue_opts.keep_completed.map(secs)
     }
+
+    /// The tags as stored (see [`tags_json`]).
+    pub fn tags_json(&self) -> Option<String> {
+        tags_json(&self.opts.tags)
+    }
+
+    /// The metadata as stored (see [`meta_json`]).
+    pub fn meta_json(&self) -> Option<String> {
+        meta_json(&self.opts.meta)
+    }
 }
 
 /// The result of one enqueue.
@@ -312,6 +410,10 @@ pub struct Job {
     pub created_at: i64,
     /// Its unique key, if any.
     pub unique_key: Option<String>,
+    /// Its tags, as enqueued.
+    pub tags: Vec<String>,
+    /// Its metadata, as enqueued.
+    pub meta: serde_json::Map<String, serde_json::Value>,
     /// This claim's token: the job's claim count, which grows on every claim
     /// (release and snooze give the attempt back, never the token).
     pub claim_token: i64,
@@ -515,6 +617,10 @@ pub struct JobInfo {
     pub claim_expires_at: Option<i64>,
     /// Its unique key.
     pub unique_key: Option<String>,
+    /// Its tags.
+    pub tags: Vec<String>,
+    /// Its metadata.
+    pub meta: serde_json::Map<String, serde_json::Value>,
     /// The last error recorded by retry or fail.
     pub last_error: Option<String>,
     /// Why it died (`failed`, `exhausted`, `expired`, `cancelled`), for dead

@@ -73,7 +73,7 @@ pub fn fired_job_key(name: &str, boundary_ms: i64) -> String {
 
 /// The job schedule `name` fires for `boundary_ms`: onto its queue, with
 /// its payload and priority, `run_at` the boundary (whole seconds) and the
-/// unique key [`fired_job_key`].
+/// unique key [`fired_job_key`], its metadata `{"schedule": name}`.
 pub fn fired_job(
     name: &str,
     queue: &str,
@@ -81,23 +81,37 @@ pub fn fired_job(
     priority: i32,
     boundary_ms: i64,
 ) -> crate::NewJob {
-    crate::NewJob::new(queue, payload.to_vec()).with_opts(crate::EnqueueOpts {
-        priority,
-        run_at: Some(boundary_ms.div_euclid(1_000)),
-        unique_key: Some(fired_job_key(name, boundary_ms)),
-        ..crate::EnqueueOpts::default()
-    })
+    crate::NewJob::new(queue, payload.to_vec()).with_opts(
+        crate::EnqueueOpts {
+            priority,
+            run_at: Some(boundary_ms.div_euclid(1_000)),
+            unique_key: Some(fired_job_key(name, boundary_ms)),
+            ..crate::EnqueueOpts::default()
+        }
+        .meta("schedule", name),
+    )
 }
 
 /// The job a manual run of schedule `name` enqueues at `now_ms`: as
 /// [`fired_job`], due now, but with no unique key, so every run is a job
-/// of its own (two runs within a millisecond included).
-pub fn manual_job(queue: &str, payload: &[u8], priority: i32, now_ms: i64) -> crate::NewJob {
-    crate::NewJob::new(queue, payload.to_vec()).with_opts(crate::EnqueueOpts {
-        priority,
-        run_at: Some(now_ms.div_euclid(1_000)),
-        ..crate::EnqueueOpts::default()
-    })
+/// of its own (two runs within a millisecond included), and metadata
+/// `{"schedule": name, "manual": true}`.
+pub fn manual_job(
+    name: &str,
+    queue: &str,
+    payload: &[u8],
+    priority: i32,
+    now_ms: i64,
+) -> crate::NewJob {
+    crate::NewJob::new(queue, payload.to_vec()).with_opts(
+        crate::EnqueueOpts {
+            priority,
+            run_at: Some(now_ms.div_euclid(1_000)),
+            ..crate::EnqueueOpts::default()
+        }
+        .meta("schedule", name)
+        .meta("manual", true),
+    )
 }
 
 /// What firing one due schedule at `now_ms` does: the boundaries to fire,

@@ -49,6 +49,11 @@ pub struct JobView {
     pub claim_expires_at: Option<i64>,
     /// Its unique key.
     pub unique_key: Option<String>,
+    /// Its tags.
+    pub tags: Vec<String>,
+    /// Its metadata (an empty object when none).
+    #[schema(value_type = Object)]
+    pub meta: serde_json::Map<String, serde_json::Value>,
     /// The last error recorded.
     pub last_error: Option<String>,
     /// Why it died: `failed`, `exhausted`, `expired` or `cancelled`.
@@ -91,6 +96,8 @@ impl JobView {
             expires_at: j.expires_at,
             worker: j.worker,
             unique_key: j.unique_key,
+            tags: j.tags,
+            meta: j.meta,
             last_error: j.last_error,
             dead_reason: j.dead_reason,
             died_at: j.died_at,

@@ -44,7 +44,23 @@ pub struct EnqueueRequest {
     /// returns the first one's id with `duplicate: true`.
     #[schema(min_length = 1, max_length = 200, pattern = "^[^\\u0000]+$")]
     pub unique_key: Option<String>,
+    /// Labels to find the job by (`GET /api/v1/jobs?tag=`): at most 20,
+    /// each 1 to 200 bytes; repeats are kept once.
+    #[serde(default)]
+    #[schema(max_items = 20)]
+    pub tags: Vec<Tag>,
+    /// Facts about the job kept beside its payload and shown with it (who
+    /// asked, a trace id): a JSON object of at most 8,192 bytes.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub meta: serde_json::Map<String, serde_json::Value>,
 }
+
+/// A job's tag: 1 to 200 bytes of UTF-8, no NUL.
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[serde(transparent)]
+#[schema(value_type = String, min_length = 1, max_length = 200, pattern = "^[^\\u0000]+$")]
+pub struct Tag(pub String);
 
 impl EnqueueRequest {
     /// The job to store on `queue`.
@@ -62,6 +78,8 @@ impl EnqueueRequest {
             },
             expires_in: self.expires_in_ms.map(Duration::from_millis),
             unique_key: self.unique_key,
+            tags: self.tags.into_iter().map(|t| t.0).collect(),
+            meta: self.meta,
         };
         Ok(NewJob::new(queue, encode(&self.payload)?).with_opts(opts))
     }
@@ -157,6 +175,11 @@ pub struct ClaimedJob {
     pub created_at: i64,
     /// Its unique key.
     pub unique_key: Option<String>,
+    /// Its tags, as enqueued.
+    pub tags: Vec<String>,
+    /// Its metadata, as enqueued (an empty object when none).
+    #[schema(value_type = Object)]
+    pub meta: serde_json::Map<String, serde_json::Value>,
 }
 
 impl From<Job> for ClaimedJob {
@@ -175,6 +198,8 @@ impl From<Job> for ClaimedJob {
             run_at: j.run_at,
             created_at: j.created_at,
             unique_key: j.unique_key,
+            tags: j.tags,
+            meta: j.meta,
         }
     }
 }

@@ -96,7 +96,11 @@ pub(super) async fn job_list(
     let after = p.after_id.unwrap_or(i64::MIN);
     let limit = i64::from(p.limit);
     let rows = engine
-        .query("job_list", text, &[&p.queue, &state, &after, &limit])
+        .query(
+            "job_list",
+            text,
+            &[&p.queue, &state, &after, &limit, &p.tag],
+        )
         .await?;
     Ok(rows.iter().map(|r| job_info(r, source)).collect())
 }

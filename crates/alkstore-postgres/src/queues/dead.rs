@@ -19,7 +19,7 @@ pub(super) async fn dead_list(
         .query(
             "dead_list",
             &engine.inner.sql.dead_list,
-            &[&p.queue, &after, &limit],
+            &[&p.queue, &after, &limit, &p.tag],
         )
         .await?;
     Ok(rows.iter().map(|r| job_info(r, Source::Dead)).collect())

@@ -43,12 +43,14 @@ pub(crate) fn is_uniform(jobs: &[NewJob]) -> bool {
                 && j.max_attempts() == first.max_attempts()
                 && j.opts.expires_in == first.opts.expires_in
                 && j.opts.unique_key.is_none()
+                && j.opts.tags == first.opts.tags
+                && j.opts.meta == first.opts.meta
                 && j.queue_opts == first.queue_opts
         })
 }
 
 /// The scalar parameters of `Sql::enqueue_one` and `Sql::enqueue_uniform`
-/// (`$1`–`$13`), drawn from one job; `Sql::enqueue_claimed` adds `$14`.
+/// (`$1`–`$15`), drawn from one job; `Sql::enqueue_claimed` adds `$16`.
 struct OneRow<'a> {
     job: &'a NewJob,
     priority: i64,
@@ -59,6 +61,8 @@ struct OneRow<'a> {
     backoff: i64,
     retention: Option<i64>,
     keep: Option<i64>,
+    tags: Option<String>,
+    meta: Option<String>,
 }
 
 impl<'a> OneRow<'a> {
@@ -73,6 +77,8 @@ impl<'a> OneRow<'a> {
             backoff: job.backoff_base_s(),
             retention: job.dead_letter_retention_s(),
             keep: job.keep_completed_s(),
+            tags: job.tags_json(),
+            meta: job.meta_json(),
         }
     }
 
@@ -81,7 +87,7 @@ impl<'a> OneRow<'a> {
         now: &'b Option<i64>,
         payload: &'b dyn Param,
         channel: &'b &'b str,
-    ) -> [&'b dyn Param; 13] {
+    ) -> [&'b dyn Param; 15] {
         [
             now,
             &self.job.queue,
@@ -96,6 +102,8 @@ impl<'a> OneRow<'a> {
             payload,
             &self.keep,
             channel,
+            &self.tags,
+            &self.meta,
         ]
     }
 }
@@ -187,6 +195,8 @@ pub(crate) async fn insert_jobs<E: Exec + ?Sized>(
         &c.retention,
         &c.unique_key,
         &c.keep,
+        &c.tags,
+        &c.meta,
     ];
     if !keyed {
         params.push(&channel);
@@ -377,7 +387,7 @@ pub(super) async fn job_enqueue_claimed(
         .on(&client)
         .row(op, &sql.enqueue_claimed, &params)
         .await?;
-    let is_claimed: bool = row.get(11);
+    let is_claimed: bool = row.get(13);
     if !is_claimed {
         engine.inner.announce.queue(&job.queue);
     }

@@ -1,7 +1,7 @@
 //! Row shapes of the queue area on PostgreSQL: the column arrays of a batch
 //! enqueue and the decoding of `JobInfo` rows.
 
-use alkstore_core::queue::parse_attempt_errors;
+use alkstore_core::queue::{parse_attempt_errors, parse_meta, parse_tags};
 use alkstore_core::validate::{attempts, secs};
 use alkstore_core::{Job, JobInfo, JobState, NewJob};
 use tokio_postgres::Row;
@@ -20,6 +20,8 @@ pub(crate) struct Columns {
     pub(crate) retention: Vec<Option<i64>>,
     pub(crate) unique_key: Vec<Option<String>>,
     pub(crate) keep: Vec<Option<i64>>,
+    pub(crate) tags: Vec<Option<String>>,
+    pub(crate) meta: Vec<Option<String>>,
 }
 
 impl Columns {
@@ -38,6 +40,8 @@ impl Columns {
             retention: Vec::with_capacity(n),
             unique_key: Vec::with_capacity(n),
             keep: Vec::with_capacity(n),
+            tags: Vec::with_capacity(n),
+            meta: Vec::with_capacity(n),
         };
         for j in jobs {
             c.priority.push(j.opts.priority.into());
@@ -49,6 +53,8 @@ impl Columns {
             c.backoff.push(j.backoff_base_s());
             c.retention.push(j.dead_letter_retention_s());
             c.keep.push(j.keep_completed_s());
+            c.tags.push(j.tags_json());
+            c.meta.push(j.meta_json());
             c.queue.push(j.queue);
             c.payload.push(j.payload);
             c.unique_key.push(j.opts.unique_key);
@@ -67,23 +73,25 @@ pub(crate) enum Source {
 
 pub(crate) fn job_info(r: &Row, source: Source) -> JobInfo {
     let errors: Option<String> = r.get(13);
+    let tags: Option<String> = r.get(14);
+    let meta: Option<String> = r.get(15);
     let (state, dead_reason, died_at, cancel_requested) = match source {
         Source::Dead => (
             JobState::Dead,
-            Some(r.get::<_, String>(14)),
-            Some(r.get(15)),
+            Some(r.get::<_, String>(16)),
+            Some(r.get(17)),
             false,
         ),
         Source::Live => {
-            let s: String = r.get(14);
+            let s: String = r.get(16);
             (
                 JobState::parse(&s).unwrap_or(JobState::Pending),
                 None,
                 None,
-                r.get(15),
+                r.get(17),
             )
         }
-        Source::Done => (JobState::Completed, None, Some(r.get(14)), false),
+        Source::Done => (JobState::Completed, None, Some(r.get(16)), false),
     };
     JobInfo {
         id: r.get(0),
@@ -100,6 +108,8 @@ pub(crate) fn job_info(r: &Row, source: Source) -> JobInfo {
         unique_key: r.get(11),
         last_error: r.get(12),
         errors: parse_attempt_errors(errors.as_deref()),
+        tags: parse_tags(tags.as_deref()),
+        meta: parse_meta(meta.as_deref()),
         state,
         dead_reason,
         died_at,
@@ -121,6 +131,8 @@ pub(crate) fn claimed(r: &Row, queue: &str, worker: &str) -> Job {
         unique_key: r.get(8),
         claimed_at: r.get(9),
         claim_token: r.get(10),
+        tags: parse_tags(r.get::<_, Option<&str>>(11)),
+        meta: parse_meta(r.get::<_, Option<&str>>(12)),
         queue: queue.to_string(),
         worker: worker.to_string(),
     }

@@ -19,13 +19,14 @@ pub(crate) const NOW: &str = concat!(
 
 /// Columns read into `JobInfo` (then the source's extra columns).
 pub(crate) const JOB_COLS: &str = "id, queue, payload, priority, run_at, attempts, max_attempts, \
-     worker_id, claim_expires_at, created_at, expires_at, unique_key, last_error, errors::text";
+     worker_id, claim_expires_at, created_at, expires_at, unique_key, last_error, errors::text, \
+     tags::text, meta::text";
 
 /// Columns copied from a job row into the dead or done table (and back on
 /// requeue).
 const MOVE_COLS: &str = "id, queue, payload, priority, run_at, attempts, max_attempts, worker_id, \
      claimed_at, claim_expires_at, created_at, expires_at, visibility_timeout_s, backoff_base_s, \
-     dead_letter_retention_s, unique_key, claim_count, keep_completed_s";
+     dead_letter_retention_s, unique_key, claim_count, keep_completed_s, tags, meta";
 
 /// A valid claim: `$2` id, `$3` worker, `$4` token.
 const HELD: &str = concat!(
@@ -213,7 +214,8 @@ fn uniform_row(payload: &str) -> String {
         "$2::text, {payload}, $3::bigint, COALESCE($4::bigint, {NOW} + $5::bigint), $6::bigint, {NOW}, \
          CASE WHEN $7::bigint IS NULL THEN NULL \
            ELSE GREATEST(COALESCE($4::bigint, {NOW} + $5::bigint), {NOW}) + $7::bigint END, \
-         $8::bigint, $9::bigint, $10::bigint, NULL::text, $12::bigint"
+         $8::bigint, $9::bigint, $10::bigint, NULL::text, $12::bigint, $14::text::jsonb, \
+         $15::text::jsonb"
     )
 }
 
@@ -428,18 +430,19 @@ impl Sql {
         );
         let unnest = "unnest($2::text[], $3::bytea[], $4::bigint[], $5::bigint[], $6::bigint[], \
               $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], \
-              $13::bigint[]) \
+              $13::bigint[], $14::text[], $15::text[]) \
               WITH ORDINALITY AS u(queue, payload, priority, run_at, delay_s, max_attempts, \
-              expires_in, vis, backoff, retention, unique_key, keep, ord)";
+              expires_in, vis, backoff, retention, unique_key, keep, tags, meta, ord)";
         let due = format!("COALESCE(run_at, {NOW} + delay_s)");
         let values = format!(
             "queue, payload, priority, {due}, max_attempts, {NOW}, \
              CASE WHEN expires_in IS NULL THEN NULL ELSE GREATEST({due}, {NOW}) + expires_in END, \
-             vis, backoff, retention, unique_key, keep"
+             vis, backoff, retention, unique_key, keep, tags::jsonb, meta::jsonb"
         );
         let insert_cols =
             "queue, payload, priority, run_at, max_attempts, created_at, expires_at, \
-             visibility_timeout_s, backoff_base_s, dead_letter_retention_s, unique_key, keep_completed_s";
+             visibility_timeout_s, backoff_base_s, dead_letter_retention_s, unique_key, keep_completed_s, \
+             tags, meta";
         Sql {
             job_seq: format!("{}.{}", quote_identifier(schema), quote_identifier("job_id_seq")),
             channel: crate::schema::notify_channel(schema),
@@ -451,7 +454,7 @@ impl Sql {
                    RETURNING id, queue \
                  ) \
                  SELECT id, {} FROM ins",
-                notify_queues_of("ins", 14)
+                notify_queues_of("ins", 16)
             ),
             // A batch whose jobs differ only in payload (the common batch):
             // one array instead of twelve.
@@ -488,11 +491,12 @@ impl Sql {
                    INSERT INTO {job} ({insert_cols}, state, attempts, claim_count, worker_id, \
                      claimed_at, claim_expires_at) \
                    SELECT {}, CASE WHEN ok THEN 'processing' ELSE 'pending' END, ok::int, ok::int, \
-                     CASE WHEN ok THEN $14::text END, CASE WHEN ok THEN {NOW} END, \
+                     CASE WHEN ok THEN $16::text END, CASE WHEN ok THEN {NOW} END, \
                      CASE WHEN ok THEN {NOW} + $8::bigint END \
                    FROM free \
                    RETURNING id, payload, priority, attempts, max_attempts, claim_expires_at, run_at, \
-                     created_at, unique_key, claimed_at, claim_count, state = 'processing' AS claimed \
+                     created_at, unique_key, claimed_at, claim_count, tags::text, meta::text, \
+                     state = 'processing' AS claimed \
                  ) \
                  SELECT ins.*, CASE WHEN NOT ins.claimed THEN {NOTIFY_QUEUE} END \
                  FROM ins",
@@ -503,7 +507,7 @@ impl Sql {
             // this batch or from before it).
             enqueue_unique: format!(
                 "WITH input AS ( \
-                   SELECT nextval($14::text::regclass) AS id, t.* FROM (SELECT * FROM {unnest} ORDER BY ord) t \
+                   SELECT nextval($16::text::regclass) AS id, t.* FROM (SELECT * FROM {unnest} ORDER BY ord) t \
                  ), ins AS ( \
                    INSERT INTO {job} (id, {insert_cols}) SELECT id, {values} FROM input \
                    ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL DO NOTHING \
@@ -518,7 +522,7 @@ impl Sql {
                  LEFT JOIN LATERAL (SELECT j.id FROM {job} j WHERE ins.id IS NULL AND j.queue = i.queue \
                    AND j.unique_key = i.unique_key LIMIT 1) existing ON true \
                  ORDER BY i.ord",
-                notify = notify_queues_of("ins", 15)
+                notify = notify_queues_of("ins", 17)
             ),
             unique_holder: format!("SELECT id FROM {job} WHERE queue = $1 AND unique_key = $2"),
             rescue: rescue(&job, &dead, true),
@@ -543,7 +547,8 @@ impl Sql {
                      AND NOT EXISTS (SELECT 1 FROM {paused} WHERE queue = $2) \
                    ORDER BY priority DESC, run_at, id LIMIT (SELECT $4::bigint) FOR UPDATE SKIP LOCKED)) \
                  RETURNING j.id, j.payload, j.priority, j.attempts, j.max_attempts, j.claim_expires_at, \
-                   j.run_at, j.created_at, j.unique_key, j.claimed_at, j.claim_count"
+                   j.run_at, j.created_at, j.unique_key, j.claimed_at, j.claim_count, j.tags::text, \
+                   j.meta::text"
             ),
             counted: settle_sql(&job, &dead, &done, &throughput, &held_each, true),
             uncounted: settle_sql(&job, &dead, &done, &throughput, &held_each, false),
@@ -616,11 +621,13 @@ impl Sql {
             list_live: format!(
                 "SELECT {JOB_COLS}, state, cancel_requested FROM {job} \
                  WHERE ($1::text IS NULL OR queue = $1) AND ($2::text IS NULL OR state = $2) AND id > $3 \
+                   AND ($5::text IS NULL OR tags ? $5) \
                  ORDER BY id LIMIT $4"
             ),
             list_done: format!(
                 "SELECT {JOB_COLS}, completed_at FROM {done} \
                  WHERE ($1::text IS NULL OR queue = $1) AND $2::text IS NULL AND id > $3 \
+                   AND ($5::text IS NULL OR tags ? $5) \
                  ORDER BY id LIMIT $4"
             ),
             stats: format!(
@@ -742,7 +749,8 @@ impl Sql {
             ),
             dead_list: format!(
                 "SELECT {JOB_COLS}, reason, died_at FROM {dead} \
-                 WHERE ($1::text IS NULL OR queue = $1) AND id > $2 ORDER BY id LIMIT $3"
+                 WHERE ($1::text IS NULL OR queue = $1) AND id > $2 \
+                   AND ($4::text IS NULL OR tags ? $4) ORDER BY id LIMIT $3"
             ),
             dead_requeue: format!(
                 "WITH sel AS ( \
@@ -754,10 +762,10 @@ impl Sql {
                  ), ins AS ( \
                    INSERT INTO {job} (id, queue, payload, priority, run_at, attempts, max_attempts, \
                      created_at, visibility_timeout_s, backoff_base_s, dead_letter_retention_s, unique_key, \
-                     last_error, errors, claim_count, keep_completed_s) \
+                     last_error, errors, claim_count, keep_completed_s, tags, meta) \
                    SELECT d.id, d.queue, d.payload, d.priority, {NOW}, 0, d.max_attempts, d.created_at, \
                      d.visibility_timeout_s, d.backoff_base_s, d.dead_letter_retention_s, d.unique_key, \
-                     d.last_error, d.errors, d.claim_count, d.keep_completed_s \
+                     d.last_error, d.errors, d.claim_count, d.keep_completed_s, d.tags, d.meta \
                    FROM {dead} d JOIN sel USING (id) ORDER BY d.id \
                    ON CONFLICT DO NOTHING RETURNING id, queue \
                  ) \

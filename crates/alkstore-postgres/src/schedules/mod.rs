@@ -385,7 +385,7 @@ impl ScheduleDriver for PgEngine {
         };
         let d = info(&row)?;
         let now = schedule_now(&on, sql, self.now_ms_override(), op).await?;
-        let job = manual_job(&d.queue, &d.payload, d.priority, now);
+        let job = manual_job(&d.name, &d.queue, &d.payload, d.priority, now);
         // No unique key: the plain statement.
         let enqueue = enqueue_text(&self.inner.sql, false);
         let ids = insert_jobs(

@@ -225,12 +225,19 @@ pub(super) async fn job_list(
             conn.prepare_cached(&format!(
                 "SELECT {JOB_COLS}, {extra} FROM {table} \
              WHERE (?1 IS NULL OR queue = ?1) AND {state_filter} AND id > ?3 \
+               AND (?5 IS NULL OR EXISTS (SELECT 1 FROM json_each(tags) WHERE value = ?5)) \
              ORDER BY id LIMIT (SELECT ?4)",
                 extra = source.extra_cols(),
             ))
             .and_then(|mut s| {
                 s.query_map(
-                    params![p.queue, state, p.after_id.unwrap_or(i64::MIN), p.limit],
+                    params![
+                        p.queue,
+                        state,
+                        p.after_id.unwrap_or(i64::MIN),
+                        p.limit,
+                        p.tag
+                    ],
                     |r| job_info(r, source),
                 )?
                 .collect()

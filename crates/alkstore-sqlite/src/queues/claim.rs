@@ -78,7 +78,7 @@ pub(super) async fn job_claim(
                          AND NOT EXISTS (SELECT 1 FROM __alkstore_queue_pause WHERE queue = ?3) \
                        ORDER BY priority DESC, run_at, id LIMIT (SELECT ?4)) \
                      RETURNING id, payload, priority, attempts, max_attempts, claim_expires_at, \
-                       run_at, created_at, unique_key, claimed_at, claim_count",
+                       run_at, created_at, unique_key, claimed_at, claim_count, tags, meta",
                 )
                 .map_err(db("job_claim"))?;
             let rows = stmt

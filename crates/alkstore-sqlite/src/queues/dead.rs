@@ -19,11 +19,13 @@ pub(super) async fn dead_list(
         .read("dead_list", move |conn| {
             conn.prepare_cached(&format!(
                 "SELECT {JOB_COLS}, reason, died_at FROM __alkstore_dead \
-             WHERE (?1 IS NULL OR queue = ?1) AND id > ?2 ORDER BY id LIMIT (SELECT ?3)"
+             WHERE (?1 IS NULL OR queue = ?1) AND id > ?2 \
+               AND (?4 IS NULL OR EXISTS (SELECT 1 FROM json_each(tags) WHERE value = ?4)) \
+             ORDER BY id LIMIT (SELECT ?3)"
             ))
             .and_then(|mut s| {
                 s.query_map(
-                    params![p.queue, p.after_id.unwrap_or(i64::MIN), p.limit],
+                    params![p.queue, p.after_id.unwrap_or(i64::MIN), p.limit, p.tag],
                     |r| job_info(r, Source::Dead),
                 )?
                 .collect()
@@ -53,10 +55,10 @@ pub(super) async fn dead_requeue(
                     "INSERT INTO __alkstore_job (id, queue, payload, priority, run_at, attempts, \
                        max_attempts, created_at, visibility_timeout_s, backoff_base_s, \
                        dead_letter_retention_s, unique_key, last_error, errors, claim_count, \
-                       keep_completed_s) \
+                       keep_completed_s, tags, meta) \
                      SELECT id, queue, payload, priority, ?2, 0, max_attempts, created_at, \
                        visibility_timeout_s, backoff_base_s, dead_letter_retention_s, unique_key, \
-                       last_error, errors, claim_count, keep_completed_s \
+                       last_error, errors, claim_count, keep_completed_s, tags, meta \
                      FROM __alkstore_dead WHERE id = ?1 \
                      ON CONFLICT DO NOTHING",
                 )

@@ -30,8 +30,8 @@ pub(crate) fn insert_job(
         .prepare_cached(
             "INSERT INTO __alkstore_job (queue, payload, priority, run_at, max_attempts, created_at, \
                expires_at, visibility_timeout_s, backoff_base_s, dead_letter_retention_s, unique_key, \
-               keep_completed_s, id) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) \
+               keep_completed_s, id, tags, meta) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) \
              ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL DO NOTHING",
         )
         .map_err(db(op))?;
@@ -50,6 +50,8 @@ pub(crate) fn insert_job(
             job.opts.unique_key,
             job.keep_completed_s(),
             id,
+            job.tags_json(),
+            job.meta_json(),
         ])
         .map_err(db(op))?;
     if inserted == 1 {
@@ -137,7 +139,7 @@ pub(super) async fn job_enqueue_claimed(
                          AND state = 'pending' AND run_at <= ?2 AND id <> ?3 \
                          AND (expires_at IS NULL OR expires_at > ?2)) \
                      RETURNING id, payload, priority, attempts, max_attempts, claim_expires_at, \
-                       run_at, created_at, unique_key, claimed_at, claim_count",
+                       run_at, created_at, unique_key, claimed_at, claim_count, tags, meta",
                 )
                 .and_then(|mut s| {
                     s.query(params![worker, now, id, job.queue])

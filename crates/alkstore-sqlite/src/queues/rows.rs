@@ -1,18 +1,18 @@
 //! Column lists and row decoding shared by the queue statements.
 
-use alkstore_core::queue::parse_attempt_errors;
+use alkstore_core::queue::{parse_attempt_errors, parse_meta, parse_tags};
 use alkstore_core::{Job, JobInfo, JobState};
 use rusqlite::Row;
 
 /// Columns common to the job, dead and done tables, in `JobInfo` order.
 pub(crate) const JOB_COLS: &str = "id, queue, payload, priority, run_at, attempts, max_attempts, \
-     worker_id, claim_expires_at, created_at, expires_at, unique_key, last_error, errors";
+     worker_id, claim_expires_at, created_at, expires_at, unique_key, last_error, errors, tags, meta";
 
 /// Columns copied from a job row into the dead or done table (and back on
 /// requeue).
 pub(crate) const MOVE_COLS: &str = "id, queue, payload, priority, run_at, attempts, max_attempts, \
      worker_id, claimed_at, claim_expires_at, created_at, expires_at, visibility_timeout_s, \
-     backoff_base_s, dead_letter_retention_s, unique_key, claim_count, keep_completed_s";
+     backoff_base_s, dead_letter_retention_s, unique_key, claim_count, keep_completed_s, tags, meta";
 
 /// Which table a `JobInfo` row comes from, and so which columns follow
 /// `JOB_COLS`.
@@ -40,23 +40,25 @@ impl Source {
 /// Decode `JOB_COLS` plus the source's extra columns.
 pub(crate) fn job_info(row: &Row<'_>, source: Source) -> rusqlite::Result<JobInfo> {
     let errors: Option<String> = row.get(13)?;
+    let tags: Option<String> = row.get(14)?;
+    let meta: Option<String> = row.get(15)?;
     let (state, dead_reason, died_at, cancel_requested) = match source {
         Source::Dead => (
             JobState::Dead,
-            Some(row.get::<_, String>(14)?),
-            Some(row.get(15)?),
+            Some(row.get::<_, String>(16)?),
+            Some(row.get(17)?),
             false,
         ),
         Source::Live => {
-            let s: String = row.get(14)?;
+            let s: String = row.get(16)?;
             (
                 JobState::parse(&s).unwrap_or(JobState::Pending),
                 None,
                 None,
-                row.get(15)?,
+                row.get(17)?,
             )
         }
-        Source::Done => (JobState::Completed, None, Some(row.get(14)?), false),
+        Source::Done => (JobState::Completed, None, Some(row.get(16)?), false),
     };
     Ok(JobInfo {
         id: row.get(0)?,
@@ -73,6 +75,8 @@ pub(crate) fn job_info(row: &Row<'_>, source: Source) -> rusqlite::Result<JobInf
         unique_key: row.get(11)?,
         last_error: row.get(12)?,
         errors: parse_attempt_errors(errors.as_deref()),
+        tags: parse_tags(tags.as_deref()),
+        meta: parse_meta(meta.as_deref()),
         state,
         dead_reason,
         died_at,
@@ -105,12 +109,14 @@ struct ClaimedRow {
     claim_token: i64,
     payload: std::ops::Range<usize>,
     unique_key: Option<std::ops::Range<usize>>,
+    tags: Option<std::ops::Range<usize>>,
+    meta: Option<std::ops::Range<usize>>,
 }
 
 impl ClaimedRows {
     /// Read every row of a claim's `RETURNING id, payload, priority,
     /// attempts, max_attempts, claim_expires_at, run_at, created_at,
-    /// unique_key, claimed_at, claim_count`.
+    /// unique_key, claimed_at, claim_count, tags, meta`.
     pub(crate) fn read(mut rows: rusqlite::Rows<'_>) -> rusqlite::Result<ClaimedRows> {
         let mut out = ClaimedRows::default();
         while let Some(r) = rows.next()? {
@@ -119,6 +125,14 @@ impl ClaimedRows {
                 .get_ref(8)?
                 .as_str_or_null()?
                 .map(|k| out.push(k.as_bytes()));
+            let tags = r
+                .get_ref(11)?
+                .as_str_or_null()?
+                .map(|t| out.push(t.as_bytes()));
+            let meta = r
+                .get_ref(12)?
+                .as_str_or_null()?
+                .map(|m| out.push(m.as_bytes()));
             out.rows.push(ClaimedRow {
                 id: r.get(0)?,
                 priority: r.get(2)?,
@@ -131,6 +145,8 @@ impl ClaimedRows {
                 claim_token: r.get(10)?,
                 payload,
                 unique_key,
+                tags,
+                meta,
             });
         }
         Ok(out)
@@ -170,6 +186,8 @@ impl ClaimedRows {
                 unique_key: r
                     .unique_key
                     .map(|k| String::from_utf8_lossy(&bytes[k]).into_owned()),
+                tags: parse_tags(r.tags.and_then(|t| std::str::from_utf8(&bytes[t]).ok())),
+                meta: parse_meta(r.meta.and_then(|m| std::str::from_utf8(&bytes[m]).ok())),
                 claimed_at: r.claimed_at,
                 claim_token: r.claim_token,
                 queue: queue.to_string(),

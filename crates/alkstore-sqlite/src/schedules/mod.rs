@@ -276,7 +276,7 @@ impl ScheduleDriver for SqliteEngine {
                     return Ok(None);
                 };
                 let now = st.clock.now_ms();
-                let job = manual_job(&d.queue, &d.payload, d.priority, now);
+                let job = manual_job(&d.name, &d.queue, &d.payload, d.priority, now);
                 let (conn, ids) = (&st.conn, &mut st.job_ids);
                 let id = match insert_job(conn, &job, now.div_euclid(1_000), ids, JOB_ID_BLOCK)? {
                     Enqueued::Inserted(id) | Enqueued::Duplicate(id) => id,

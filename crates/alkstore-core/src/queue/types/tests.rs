@@ -17,6 +17,8 @@ fn job(state: JobState, attempts: u32, run_at: i64) -> JobInfo {
         worker: Some("w".into()),
         claim_expires_at: Some(500),
         unique_key: None,
+        tags: Vec::new(),
+        meta: serde_json::Map::new(),
         last_error: None,
         dead_reason: None,
         died_at: None,
