@@ -780,6 +780,23 @@ await step('schedules: edit spec and payload (a bad spec refused in place), crea
   assert(!(await api('GET', '/api/v1/schedules')).schedules.some((x) => x.name === 'digest'), 'the API has no digest');
 });
 
+await step('schedules: a payload that is not JSON is kept when the spec is edited', async () => {
+  await api('PUT', '/api/v1/schedules/rawsched', { spec: '@every 1d', queue: 'raw', payload_base64: '/wA=' });
+  await goto('#/schedules');
+  const row = page.locator(sel('schedule-row', '[data-name="rawsched"]'));
+  await row.locator(sel('schedule-edit')).click();
+  const form = page.locator(sel('schedule-form', '[data-name="rawsched"]'));
+  const hint = await form.locator(sel('schedule-field-payload')).getAttribute('placeholder', { timeout: WAIT_MS });
+  assert(hint && hint.includes('not JSON') && hint.includes('kept'), `the form says the payload is kept: ${hint}`);
+  await form.locator(sel('schedule-field-spec')).fill('@every 2d');
+  await form.locator(sel('schedule-save')).click();
+  await waitFor('saved: the new spec, the same bytes', async () => {
+    const s = (await api('GET', '/api/v1/schedules')).schedules.find((x) => x.name === 'rawsched');
+    return { ok: !!s && s.spec === '@every 2d' && s.payload_base64 === '/wA=' && (await form.count()) === 0, seen: s };
+  });
+  await api('DELETE', '/api/v1/schedules/rawsched');
+});
+
 await step('jobs: counts per state, filters by queue, state and payload field, and bulk actions', async () => {
   const q = 'bulk';
   await api('POST', `/api/v1/queues/${q}/jobs/batch`, { jobs: Array.from({ length: 9 }, (_, i) => ({ payload: { customer: i % 3, n: i } })) });
@@ -907,6 +924,32 @@ await step('jobs: tags shown as links; a tag narrows the list; a job\'s page sho
     const seen = { tags: await page.locator(sel('job-tag')).allTextContents(), meta: await text(page.locator(sel('job-meta'))) };
     return { ok: seen.tags.join(',') === 'billing,vip' && !!seen.meta && seen.meta.includes('ops@example.com'), seen };
   });
+});
+
+await step('jobs: every matching job, past the page, cancelled in one go', async () => {
+  const q = 'everything';
+  await api('POST', `/api/v1/queues/${q}/jobs/batch`, { jobs: Array.from({ length: 130 }, (_, i) => ({ payload: { i } })) });
+  const count = (st) => page.locator(sel(`job-state-${st}`)).getAttribute('data-count', { timeout: 1000 });
+  const rows = page.locator(sel('jobs-row'));
+  await goto(`#/jobs?queue=${q}`);
+  await waitFor('130 pending, one page listed', async () => {
+    const seen = { pending: await count('pending'), rows: await rows.count() };
+    return { ok: seen.pending === '130' && seen.rows > 0 && seen.rows < 130, seen };
+  });
+  await page.locator(sel('jobs-select-all')).check();
+  await page.locator(sel('jobs-select-matching')).click();
+  await waitFor('every matching job selected', async () => {
+    const seen = { said: await text(page.locator(sel('jobs-selected'))), button: await text(page.locator(sel('jobs-bulk-cancel'))) };
+    return { ok: !!seen.said && seen.said.includes('130') && seen.button === 'Cancel all', seen };
+  });
+  acceptNextDialog();
+  await page.locator(sel('jobs-bulk-cancel')).click();
+  await waitFor('all 130 cancelled, none pending', async () => {
+    const seen = { pending: await count('pending'), cancelled: await count('cancelled') };
+    return { ok: seen.pending === '0' && seen.cancelled === '130', seen };
+  });
+  const left = await api('GET', `/api/v1/jobs/counts?queue=${q}`);
+  assert(left.pending === 0 && left.cancelled === 130, `the store agrees: ${JSON.stringify(left)}`);
 });
 
 if (SCREENSHOT) {

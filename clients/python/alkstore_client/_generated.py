@@ -318,8 +318,7 @@ class GeneratedClient:
 
         Jobs of every queue (or one) in a state as operators know it, and
         optionally with a tag or a payload field equal to a value, lowest ids
-        first.
-        Reads at most 10,000 jobs per request: a short page with
+        first. Reads at most 10,000 jobs per request: a short page with
         `next_after_id` set means read on from there.
 
         `GET /api/v1/jobs`
@@ -332,7 +331,8 @@ class GeneratedClient:
             where (query): Only jobs whose payload has this value at this path:
                 `$.customer_id = 42`, `$.order.kind = "refund"`, `$.items[0] = 3`.
             after_id (query): Start after this id.
-            limit (query): 1 to 1,000 (default 100).
+            limit (query): Most jobs to return (a search: default 100) or act on (a bulk
+                action: default 1,000): 1 to 1,000.
 
         Returns:
             JobPage (200: A page of the jobs found)
@@ -355,12 +355,13 @@ class GeneratedClient:
         """
         return self._request("POST", "/api/v1/jobs/ack", body=_pick({"claims": claims}, {}))
 
-    def bulk_jobs(self, *, action, ids):
+    def bulk_jobs(self, *, action, ids=None, matching=None):
         """Act on many jobs.
 
-        Retry, run now, cancel or delete the chosen jobs, whatever their
-        queues: each job is acted on as its state allows, and the others are
-        left alone (counted out of `changed`).
+        Retry, run now, cancel or delete the chosen jobs (`ids`), or the jobs a
+        search finds (`matching`), whatever their queues: each job is acted on
+        as its state allows, and the others are left alone (counted out of
+        `changed`).
 
         `POST /api/v1/jobs/bulk`
 
@@ -369,12 +370,13 @@ class GeneratedClient:
                 now), `run_now` (scheduled and retryable jobs run now), `cancel`
                 (pending jobs go to the dead letters as cancelled; running ones are
                 asked to stop) or `delete` (pending jobs and dead letters go for good).
-            ids: 1 to 1,000 job ids.
+            ids: 1 to 1,000 job ids. Give these or `matching`, not both.
+            matching:
 
         Returns:
             BulkResult (200: What changed)
         """
-        return self._request("POST", "/api/v1/jobs/bulk", body=_pick({"action": action, "ids": ids}, {}))
+        return self._request("POST", "/api/v1/jobs/bulk", body=_pick({"action": action}, {"ids": ids, "matching": matching}))
 
     def job_counts(self, *, queue=None):
         """Count jobs per state.
@@ -901,7 +903,7 @@ class GeneratedClient:
         """
         return self._request("GET", "/api/v1/schedules")
 
-    def set_schedule(self, name, *, spec, queue, max_catch_up=None, payload=None, priority=None, tz=None):
+    def set_schedule(self, name, *, spec, queue, max_catch_up=None, payload=None, payload_base64=None, priority=None, tz=None):
         """Create or change a schedule.
 
         Each boundary of the spec (cron or `@every`) enqueues one job on the
@@ -916,13 +918,16 @@ class GeneratedClient:
             max_catch_up: Missed boundaries to fire after downtime, oldest first
                 (default 1, at most 1,000).
             payload: Each job's payload (default null).
+            payload_base64: Each job's payload as bytes in base64, for a payload that is
+                not JSON (as a schedule's `payload_base64` shows it); instead of
+                `payload`.
             priority: Each job's priority (default 0).
             tz: An IANA zone for cron patterns (default UTC).
 
         Returns:
             ScheduleView (200: Created or changed (the same spec keeps its pending boundary))
         """
-        return self._request("PUT", f"/api/v1/schedules/{_seg(name)}", body=_pick({"spec": spec, "queue": queue}, {"max_catch_up": max_catch_up, "payload": payload, "priority": priority, "tz": tz}))
+        return self._request("PUT", f"/api/v1/schedules/{_seg(name)}", body=_pick({"spec": spec, "queue": queue}, {"max_catch_up": max_catch_up, "payload": payload, "payload_base64": payload_base64, "priority": priority, "tz": tz}))
 
     def remove_schedule(self, name):
         """Remove a schedule.
@@ -1086,11 +1091,13 @@ class GeneratedClient:
         """
         return self._request("PUT", f"/api/v1/streams/{_seg(stream)}/consumers/{_seg(consumer)}", body=_pick({"offset": offset}, {"expected": expected}))
 
-    def read(self, stream, *, after=None, limit=None, wait_ms=None):
+    def read(self, stream, *, after=None, limit=None, wait_ms=None, before=None):
         """Read events.
 
         Events of the stream after offset `after`, up to `limit`, waiting up to
         `wait_ms` for the first. Pass `next_after` as the next read's `after`.
+        With `before`, the events before that offset instead, newest first:
+        pass `next_before` as the next read's `before` to page back.
 
         `GET /api/v1/streams/{stream}/events`
 
@@ -1100,11 +1107,14 @@ class GeneratedClient:
             limit (query): 1 to 1,000 (default 100).
             wait_ms (query): Wait up to this many ms (0 to 30,000, default 0) for the
                 first event.
+            before (query): Read backwards: the events before this offset, newest first
+                (to page back from the head, pass a number above it, such as
+                9223372036854775807). Does not wait.
 
         Returns:
             EventPage (200: Events after the offset (maybe none))
         """
-        return self._request("GET", f"/api/v1/streams/{_seg(stream)}/events", query=_pick({}, {"after": after, "limit": limit, "wait_ms": wait_ms}))
+        return self._request("GET", f"/api/v1/streams/{_seg(stream)}/events", query=_pick({}, {"after": after, "limit": limit, "wait_ms": wait_ms, "before": before}))
 
     def publish(self, stream, *, events):
         """Publish events.

@@ -75,6 +75,18 @@ class LocksAndSchedules(unittest.TestCase):
         self.assertTrue(self.c.pause_schedule(sched)["paused"])
         self.assertEqual(self.c.remove_schedule(sched), {"removed": True})
 
+    def test_schedule_payload_in_base64(self):
+        sched = name("raw schedule")
+        view = self.c.set_schedule(sched, spec="@every 1h", queue=name("raw"), payload_base64="/wA=")
+        self.assertEqual((view["payload"], view["payload_base64"]), (None, "/wA="))
+        with self.assertRaises(ApiError) as cm:
+            self.c.set_schedule(sched, spec="@every 1h", queue="raw", payload={"x": 1}, payload_base64="/wA=")
+        self.assertEqual((cm.exception.status, cm.exception.field), (400, "payload_base64"))
+        with self.assertRaises(ApiError) as cm:
+            self.c.set_schedule(sched, spec="@every 1h", queue="raw", payload_base64="not base64!")
+        self.assertEqual((cm.exception.status, cm.exception.field), (400, "payload_base64"))
+        self.assertEqual(self.c.remove_schedule(sched), {"removed": True})
+
 
 if __name__ == "__main__":
     unittest.main()

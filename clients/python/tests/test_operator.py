@@ -275,6 +275,40 @@ class Tags(unittest.TestCase):
         self.assertEqual((e.status, e.field), (400, "tag"))
 
 
+class BulkMatching(unittest.TestCase):
+    def setUp(self):
+        self.c = client()
+
+    def test_bulk_acts_on_every_matching_job_page_by_page(self):
+        q = name("bulk matching")
+        tag = f"sweep-{random.randrange(10**9)}"
+        self.c.enqueue_batch(q, jobs=[{"payload": i, "tags": [tag]} for i in range(7)]
+                             + [{"payload": i} for i in range(3)])
+        matching = {"queue": q, "tag": tag, "limit": 3, "after_id": 0}
+        totals, calls = {"changed": 0, "matched": 0}, 0
+        while True:
+            calls += 1
+            r = self.c.bulk_jobs(action="cancel", matching=matching)
+            totals["changed"] += r["changed"]
+            totals["matched"] += r["matched"]
+            if "next_after_id" not in r:
+                break
+            matching["after_id"] = r["next_after_id"]
+        self.assertEqual(totals, {"changed": 7, "matched": 7})
+        self.assertGreaterEqual(calls, 3)
+        self.assertEqual(self.c.job_counts(queue=q), {**ZERO, "pending": 3, "dead": 7, "cancelled": 7})
+        # Dead ones by tag, all at once: retried.
+        r = self.c.bulk_jobs(action="retry", matching={"state": "cancelled", "tag": tag})
+        self.assertEqual((r["changed"], r["matched"]), (7, 7))
+        self.assertEqual(self.c.job_counts(queue=q), {**ZERO, "pending": 10})
+
+        e = api_error(self, self.c.bulk_jobs, action="cancel", ids=[1], matching={"queue": q})
+        self.assertEqual((e.status, e.field), (400, "ids"))
+        e = api_error(self, self.c.bulk_jobs, action="cancel", matching={"state": "asleep"})
+        self.assertEqual((e.status, e.field), (400, "matching.state"))
+        self.assertEqual(self.c.job_counts(queue=q), {**ZERO, "pending": 10})
+
+
 class ScheduleFires(unittest.TestCase):
     def setUp(self):
         self.c = client()

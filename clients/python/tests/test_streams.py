@@ -34,6 +34,21 @@ class Streams(unittest.TestCase):
         got = joined(self, t, box, 5)
         self.assertEqual([(e["offset"], e["payload"]) for e in got["events"]], [(later, "later")])
 
+    def test_read_backwards_from_the_head(self):
+        s = name("back")
+        offsets = self.c.publish(s, events=[{"payload": i} for i in range(5)])["offsets"]
+        page = self.c.read(s, before=2**63 - 1, limit=2)
+        self.assertEqual([e["payload"] for e in page["events"]], [4, 3])
+        self.assertEqual(page["next_before"], offsets[3])
+        page = self.c.read(s, before=page["next_before"], limit=2)
+        self.assertEqual([e["payload"] for e in page["events"]], [2, 1])
+        last = self.c.read(s, before=page["next_before"], limit=2)
+        self.assertEqual([e["payload"] for e in last["events"]], [0])
+        self.assertNotIn("next_before", last)
+        with self.assertRaises(ApiError) as cm:
+            self.c.read(s, before=offsets[4], wait_ms=1000)
+        self.assertEqual((cm.exception.status, cm.exception.field), (400, "wait_ms"))
+
     def test_consumer_offsets(self):
         s = name("offsets")
         [o1, o2] = self.c.publish(s, events=[{"payload": 1}, {"payload": 2}])["offsets"]

@@ -243,8 +243,7 @@ export class GeneratedClient {
      *
      * Jobs of every queue (or one) in a state as operators know it, and
      * optionally with a tag or a payload field equal to a value, lowest ids
-     * first.
-     * Reads at most 10,000 jobs per request: a short page with
+     * first. Reads at most 10,000 jobs per request: a short page with
      * `next_after_id` set means read on from there.
      *
      * `GET /api/v1/jobs`
@@ -270,9 +269,10 @@ export class GeneratedClient {
     /**
      * Act on many jobs.
      *
-     * Retry, run now, cancel or delete the chosen jobs, whatever their
-     * queues: each job is acted on as its state allows, and the others are
-     * left alone (counted out of `changed`).
+     * Retry, run now, cancel or delete the chosen jobs (`ids`), or the jobs a
+     * search finds (`matching`), whatever their queues: each job is acted on
+     * as its state allows, and the others are left alone (counted out of
+     * `changed`).
      *
      * `POST /api/v1/jobs/bulk`
      * @param args the JSON body
@@ -836,6 +836,8 @@ export class GeneratedClient {
      *
      * Events of the stream after offset `after`, up to `limit`, waiting up to
      * `wait_ms` for the first. Pass `next_after` as the next read's `after`.
+     * With `before`, the events before that offset instead, newest first:
+     * pass `next_before` as the next read's `before` to page back.
      *
      * `GET /api/v1/streams/{stream}/events`
      * @param stream Stream name

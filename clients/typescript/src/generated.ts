@@ -166,14 +166,22 @@ export interface BulkRequest {
    * good).
    */
   action: string;
-  /** 1 to 1,000 job ids. */
-  ids: Array<number>;
+  /** 1 to 1,000 job ids. Give these or `matching`, not both. */
+  ids?: Array<number> | null;
+  matching?: JobFilter | null;
 }
 
 /** What a bulk action did. */
 export interface BulkResult {
   /** Jobs it changed (for `cancel`: cancelled at once). */
   changed: number;
+  /** With `matching`: the jobs found and acted on. */
+  matched?: number | null;
+  /**
+   * With `matching`: more jobs may match after this id; pass it as
+   * `matching.after_id` to go on. Absent when every job was read.
+   */
+  next_after_id?: number | null;
   /** For `cancel`: running jobs asked to stop. */
   requested: number;
 }
@@ -512,13 +520,19 @@ export interface ErrorDetail {
 
 /** Events after an offset. */
 export interface EventPage {
-  /** In offset order. */
+  /** In offset order; newest first for a read with `before`. */
   events: Array<EventView>;
   /**
-   * Pass as `after` to read on (the last offset read, or `after` again
-   * when none came).
+   * Pass as `after` to read on (the highest offset read, or `after`
+   * again when none came).
    */
   next_after: number;
+  /**
+   * For a read with `before`: pass as the next `before` to page further
+   * back (the lowest offset read); absent once the page came back short,
+   * at the start of the stream.
+   */
+  next_before?: number | null;
 }
 
 /** A stored event. */
@@ -753,6 +767,31 @@ export interface JobCounts {
   running: number;
   /** Waiting for their first run, due later. */
   scheduled: number;
+}
+
+/** Which jobs: the filters a search and a bulk action share. */
+export interface JobFilter {
+  /** Start after this id. */
+  after_id?: number | null;
+  /**
+   * Most jobs to return (a search: default 100) or act on (a bulk
+   * action: default 1,000): 1 to 1,000.
+   */
+  limit?: number | null;
+  /** Only this queue. */
+  queue?: string | null;
+  /**
+   * `pending` (due now), `scheduled`, `retryable`, `running`,
+   * `completed`, `dead` or `cancelled` (default: every live job).
+   */
+  state?: string | null;
+  /** Only jobs carrying this tag. */
+  tag?: string | null;
+  /**
+   * Only jobs whose payload has this value at this path:
+   * `$.customer_id = 42`, `$.order.kind = "refund"`, `$.items[0] = 3`.
+   */
+  where?: string | null;
 }
 
 /** A page of jobs. */
@@ -1260,6 +1299,12 @@ export interface ScheduleRequest {
   max_catch_up?: number | null;
   /** Each job's payload (default null). */
   payload?: unknown;
+  /**
+   * Each job's payload as bytes in base64, for a payload that is not
+   * JSON (as a schedule's `payload_base64` shows it); instead of
+   * `payload`.
+   */
+  payload_base64?: string | null;
   /** Each job's priority (default 0). */
   priority?: number;
   /** Where its jobs go. */
@@ -1291,6 +1336,12 @@ export interface ScheduleSetOp {
   op: "schedule_set";
   /** Each job's payload (default null). */
   payload?: unknown;
+  /**
+   * Each job's payload as bytes in base64, for a payload that is not
+   * JSON (as a schedule's `payload_base64` shows it); instead of
+   * `payload`.
+   */
+  payload_base64?: string | null;
   /** Each job's priority (default 0). */
   priority?: number;
   /** Where its jobs go. */
@@ -1467,7 +1518,10 @@ export interface SearchJobsQuery {
   where?: string;
   /** Start after this id. */
   after_id?: number;
-  /** 1 to 1,000 (default 100). */
+  /**
+   * Most jobs to return (a search: default 100) or act on (a bulk
+   * action: default 1,000): 1 to 1,000.
+   */
   limit?: number;
 }
 
@@ -1522,6 +1576,12 @@ export interface ReadQuery {
   limit?: number;
   /** Wait up to this many ms (0 to 30,000, default 0) for the first event. */
   wait_ms?: number;
+  /**
+   * Read backwards: the events before this offset, newest first (to page
+   * back from the head, pass a number above it, such as
+   * 9223372036854775807). Does not wait.
+   */
+  before?: number;
 }
 
 /** The query parameters of `throughput`. */
@@ -1789,8 +1849,7 @@ export abstract class GeneratedClient {
    *
    * Jobs of every queue (or one) in a state as operators know it, and
    * optionally with a tag or a payload field equal to a value, lowest ids
-   * first.
-   * Reads at most 10,000 jobs per request: a short page with
+   * first. Reads at most 10,000 jobs per request: a short page with
    * `next_after_id` set means read on from there.
    *
    * `GET /api/v1/jobs`
@@ -1818,9 +1877,10 @@ export abstract class GeneratedClient {
   /**
    * Act on many jobs.
    *
-   * Retry, run now, cancel or delete the chosen jobs, whatever their
-   * queues: each job is acted on as its state allows, and the others are
-   * left alone (counted out of `changed`).
+   * Retry, run now, cancel or delete the chosen jobs (`ids`), or the jobs a
+   * search finds (`matching`), whatever their queues: each job is acted on
+   * as its state allows, and the others are left alone (counted out of
+   * `changed`).
    *
    * `POST /api/v1/jobs/bulk`
    * @param args the JSON body
@@ -2425,6 +2485,8 @@ export abstract class GeneratedClient {
    *
    * Events of the stream after offset `after`, up to `limit`, waiting up to
    * `wait_ms` for the first. Pass `next_after` as the next read's `after`.
+   * With `before`, the events before that offset instead, newest first:
+   * pass `next_before` as the next read's `before` to page back.
    *
    * `GET /api/v1/streams/{stream}/events`
    * @param stream Stream name

@@ -228,6 +228,33 @@ test("jobs: tags and meta are kept, shown and searched", T, async () => {
   assert.deepEqual([e.status, e.field], [400, "tag"]);
 });
 
+test("jobs: a bulk action on every matching job, page by page", T, async () => {
+  const q = name("bulk matching");
+  const tag = `sweep-${Math.floor(Math.random() * 1e9)}`;
+  await c.enqueue_batch(q, { jobs: [...Array.from({ length: 7 }, (_, i) => ({ payload: i, tags: [tag] })), ...[0, 1, 2].map((i) => ({ payload: i }))] });
+  const matching = { queue: q, tag, limit: 3, after_id: 0 };
+  const totals = { changed: 0, matched: 0 };
+  let calls = 0;
+  for (;;) {
+    calls += 1;
+    const r = await c.bulk_jobs({ action: "cancel", matching });
+    totals.changed += r.changed;
+    totals.matched += r.matched;
+    if (r.next_after_id === undefined) break;
+    matching.after_id = r.next_after_id;
+  }
+  assert.deepEqual(totals, { changed: 7, matched: 7 });
+  assert.ok(calls >= 3, `${calls} calls`);
+  assert.deepEqual(await c.job_counts({ queue: q }), { ...ZERO, pending: 3, dead: 7, cancelled: 7 });
+  const r = await c.bulk_jobs({ action: "retry", matching: { state: "cancelled", tag } });
+  assert.deepEqual([r.changed, r.matched], [7, 7]);
+  assert.deepEqual(await c.job_counts({ queue: q }), { ...ZERO, pending: 10 });
+  let e = await apiError(c.bulk_jobs({ action: "cancel", ids: [1], matching: { queue: q } }));
+  assert.deepEqual([e.status, e.field], [400, "ids"]);
+  e = await apiError(c.bulk_jobs({ action: "cancel", matching: { state: "asleep" } }));
+  assert.deepEqual([e.status, e.field], [400, "matching.state"]);
+});
+
 test("schedules: a run now is listed as a manual fire", T, async () => {
   const sched = name("fired schedule");
   const q = name("fired queue");

@@ -6,6 +6,21 @@ import { T, apiError, client, eventually, name, sleep, within } from "./live.mjs
 
 const c = client();
 
+test("read backwards from the head", T, async () => {
+  const s = name("back");
+  const { offsets } = await c.publish(s, { events: [0, 1, 2, 3, 4].map((i) => ({ payload: i })) });
+  let page = await c.read(s, { before: Number.MAX_SAFE_INTEGER, limit: 2 });
+  assert.deepEqual(page.events.map((e) => e.payload), [4, 3]);
+  assert.equal(page.next_before, offsets[3]);
+  page = await c.read(s, { before: page.next_before, limit: 2 });
+  assert.deepEqual(page.events.map((e) => e.payload), [2, 1]);
+  const last = await c.read(s, { before: page.next_before, limit: 2 });
+  assert.deepEqual(last.events.map((e) => e.payload), [0]);
+  assert.equal(last.next_before, undefined);
+  const e = await apiError(c.read(s, { before: offsets[4], wait_ms: 1000 }));
+  assert.deepEqual([e.status, e.field], [400, "wait_ms"]);
+});
+
 test("publish and read", T, async () => {
   const s = name("stream");
   const { offsets } = await c.publish(s, {

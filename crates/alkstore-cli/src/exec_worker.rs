@@ -1,6 +1,7 @@
 //! `alk worker --queue Q --exec CMD`: a worker in any language without
 //! writing Rust. Each job runs `sh -c CMD` with the payload on stdin and
-//! `ALK_JOB_ID`, `ALK_JOB_ATTEMPT`, `ALK_QUEUE` in the environment: exit 0
+//! `ALK_JOB_ID`, `ALK_JOB_ATTEMPT`, `ALK_QUEUE` (and, when the job has
+//! them, `ALK_JOB_TAGS` and `ALK_JOB_META` as JSON) in the environment: exit 0
 //! acks it; any other exit retries it (with the end of stderr as the
 //! error). `alk worker --group G --stream S --exec CMD` is a consumer-group
 //! member instead: the command runs per event of the buckets it holds, in
@@ -334,11 +335,17 @@ enum Stop {
 /// Run one job's command and turn how it ended into the job's outcome.
 async fn run_one(w: Arc<Shared>, job: JobCtx<Vec<u8>>) -> JobResult {
     let started = Instant::now();
-    let env = [
+    let mut env = vec![
         ("ALK_JOB_ID", job.id().to_string()),
         ("ALK_JOB_ATTEMPT", job.attempt().to_string()),
         ("ALK_QUEUE", job.job().queue.clone()),
     ];
+    if let Some(tags) = alkstore::queue::tags_json(&job.job().tags) {
+        env.push(("ALK_JOB_TAGS", tags));
+    }
+    if let Some(meta) = alkstore::queue::meta_json(&job.job().meta) {
+        env.push(("ALK_JOB_META", meta));
+    }
     let ended = run_command(&w, &env, job.payload(), job.cancelled()).await;
     let result = match ended {
         Ended::NotStarted(e) => Err(JobError::retry(format!(

@@ -1263,3 +1263,69 @@ async fn job_states_show_retryable_and_scheduled_and_no_stale_claim() {
         assert!(!text.contains("claim_expires_at"), "{text}");
     }
 }
+
+/// Tags and metadata from `alk enqueue`, shown by `alk job`, filtered by
+/// `alk jobs --tag` and `alk dead list --tag`; a bad `--meta` is refused
+/// before anything is written.
+#[test]
+fn tags_and_meta_from_enqueue_to_listings() {
+    let (_dir, db) = temp_db();
+    let vip = enqueue(
+        &db,
+        "mail",
+        &[
+            "--tag", "vip", "--tag", "eu", "--meta", "by=ops", "--meta", "n=3",
+        ],
+    );
+    let plain = enqueue(&db, "mail", &["--tag", "eu"]);
+    let job = alk_json(&db, &["job", &vip.to_string()]);
+    assert_eq!(job["tags"], serde_json::json!(["vip", "eu"]));
+    assert_eq!(job["meta"], serde_json::json!({ "by": "ops", "n": 3 }));
+    let shown = stdout(&alk(&db, &["job", &vip.to_string()]));
+    assert!(shown.contains("tags:             vip, eu"), "{shown}");
+    let ids = |v: Value| -> Vec<i64> {
+        v.as_array()
+            .expect("a list")
+            .iter()
+            .map(|j| j["id"].as_i64().expect("id"))
+            .collect()
+    };
+    assert_eq!(ids(alk_json(&db, &["jobs", "--tag", "eu"])), [vip, plain]);
+    assert_eq!(ids(alk_json(&db, &["jobs", "--tag", "vip"])), [vip]);
+    assert!(ids(alk_json(&db, &["dead", "list", "--tag", "vip"])).is_empty());
+    let bad = alk(&db, &["enqueue", "mail", "{}", "--meta", "no-equals-sign"]);
+    assert!(!bad.status.success());
+    assert!(stderr(&bad).contains("KEY=VALUE"), "{}", stderr(&bad));
+    let bad = alk(&db, &["enqueue", "mail", "{}", "--tag", ""]);
+    assert!(!bad.status.success());
+    assert_eq!(ids(alk_json(&db, &["jobs", "--queue", "mail"])).len(), 2);
+}
+
+/// `alk streams tail --last N` prints the newest N events, oldest first.
+#[test]
+fn tail_last_prints_the_newest_events() {
+    let (_dir, db) = temp_db();
+    for i in 0..6 {
+        let payload = format!("{{\"i\":{i}}}");
+        assert!(alk(&db, &["streams", "publish", "s", &payload])
+            .status
+            .success());
+    }
+    let out = alk(&db, &["streams", "tail", "s", "--last", "3", "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    let seen: Vec<i64> = stdout(&out)
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).expect("a JSON line");
+            let payload: Value =
+                serde_json::from_str(v["payload"].as_str().expect("text")).expect("JSON");
+            payload["i"].as_i64().expect("i")
+        })
+        .collect();
+    assert_eq!(seen, [3, 4, 5]);
+    let both = alk(&db, &["streams", "tail", "s", "--last", "3", "--from", "1"]);
+    assert!(
+        !both.status.success(),
+        "--last and --from together are refused"
+    );
+}

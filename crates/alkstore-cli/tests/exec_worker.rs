@@ -25,7 +25,8 @@ async fn commands_ack_retry_and_time_out(db: String) {
     let ids: Vec<i64> = store
         .engine()
         .job_enqueue(vec![
-            NewJob::new("shell", b"\"hello\"".to_vec()).with_opts(once.clone()),
+            NewJob::new("shell", b"\"hello\"".to_vec())
+                .with_opts(once.clone().tag("greet").meta("by", "test")),
             NewJob::new("shell", b"\"fail\"".to_vec()).with_opts(once.clone()),
             NewJob::new("shell", b"\"slow\"".to_vec()).with_opts(once),
         ])
@@ -36,7 +37,7 @@ async fn commands_ack_retry_and_time_out(db: String) {
         .collect();
     let script = format!(
         "p=$(cat); case \"$p\" in *fail*) echo \"bad job $ALK_JOB_ID\" >&2; exit 3;; *slow*) sleep 30;; esac; \
-         echo \"$ALK_QUEUE $ALK_JOB_ID $ALK_JOB_ATTEMPT $p\" >> {}",
+         echo \"$ALK_QUEUE $ALK_JOB_ID $ALK_JOB_ATTEMPT $p $ALK_JOB_TAGS $ALK_JOB_META\" >> {}",
         out.display()
     );
     let worker = Command::new(env!("CARGO_BIN_EXE_alk"))
@@ -59,7 +60,13 @@ async fn commands_ack_retry_and_time_out(db: String) {
     }
     terminate(worker);
     let ran = std::fs::read_to_string(&out).expect("the hello job ran");
-    assert_eq!(ran.trim(), format!("shell {} 1 \"hello\"", ids[0]));
+    assert_eq!(
+        ran.trim(),
+        format!(
+            "shell {} 1 \"hello\" [\"greet\"] {{\"by\":\"test\"}}",
+            ids[0]
+        )
+    );
     assert!(store.engine().job_get(ids[0]).await.expect("get").is_none());
     let failed = store
         .engine()

@@ -49,6 +49,7 @@
     ev: null, // the stream view's event browser (evState())
     edit: null, // the schedule being edited or created (editState())
     sel: new Set(), // job ids chosen on the jobs view
+    selAll: false, // every job the jobs view's filters match is chosen
     firesOpen: new Set(), // schedules whose last fires are shown
     handoffs: new Map(), // group -> {at, list, totals} or {at, error}: its bucket handoffs
     handoffSpan: '1h', // the handoff chart's span
@@ -649,6 +650,7 @@
     S.ev = evState();
     S.edit = null;
     S.sel.clear();
+    S.selAll = false;
     S.firesOpen.clear();
     if (S.route.view === 'queue') S.chartQueue = S.route.q;
     render();
@@ -1765,25 +1767,12 @@
   }
 
   // The `after` whose page holds the last `n` events of `stream` up to
-  // offset `end`. Reads go forward only, and offsets grow across the whole
-  // store (other streams' events sit between this one's), so look back from
-  // `end` in growing spans, then halve between too few and too many.
+  // offset `end`: one read backwards from just past `end` (newest first);
+  // its oldest event starts the page.
   async function afterForLastN(stream, end, n) {
-    const read = (after) => api('GET', `/api/v1/streams/${enc(stream)}/events` + qs({ after, limit: 1000 }));
-    let small = 0;
-    let big = null;
-    let span = n;
-    for (let i = 0; i < 32; i++) {
-      const after = Math.max(0, end - span);
-      const page = await read(after);
-      const upto = page.events.filter((e) => e.offset <= end);
-      const reached = page.events.length < 1000 || upto.length < page.events.length;
-      if (reached && (upto.length >= n || after === 0)) return upto.length >= n ? upto[upto.length - n].offset - 1 : 0;
-      if (reached) small = span; else big = span;
-      if (big !== null && big - small <= 1) break;
-      span = big === null ? span * 4 : Math.floor((small + big) / 2);
-    }
-    return Math.max(0, end - n);
+    const page = await api('GET', `/api/v1/streams/${enc(stream)}/events` + qs({ before: end + 1, limit: n }));
+    const oldest = page.events[page.events.length - 1];
+    return page.events.length < n || !oldest ? 0 : oldest.offset - 1;
   }
 
   // 5. Consumer groups: who owns which bucket.
@@ -2111,10 +2100,10 @@
 
   // The editor's fields as typed (strings), from a schedule or blank.
   function editState(s) {
-    if (!s) return { isNew: true, name: '', spec: '', tz: '', queue: '', priority: '0', payload: '', binary: false, maxCatchUp: null, error: null };
+    if (!s) return { isNew: true, name: '', spec: '', tz: '', queue: '', priority: '0', payload: '', binary: null, maxCatchUp: null, error: null };
     return {
       isNew: false, name: s.name, spec: s.spec, tz: s.tz || '', queue: s.queue, priority: String(s.priority),
-      payload: s.payload_base64 ? '' : pretty(s.payload, null), binary: !!s.payload_base64,
+      payload: s.payload_base64 ? '' : pretty(s.payload, null), binary: s.payload_base64 || null,
       maxCatchUp: s.max_catch_up, error: null,
     };
   }
@@ -2143,7 +2132,7 @@
       h('span', { class: 'k', text: 'Payload (JSON)' }),
       h('textarea', {
         name: 'payload', rows: '5', spellcheck: 'false', testid: 'schedule-field-payload', text: e.payload,
-        placeholder: e.binary ? 'This schedule\u2019s payload is not JSON: saving needs a JSON payload, which replaces it' : 'null',
+        placeholder: e.binary ? `This schedule\u2019s payload is not JSON (${e.binary.length} base64 characters): left empty, it is kept; JSON typed here replaces it` : 'null',
         oninput: (ev) => { e.payload = ev.target.value; },
       })),
     e.error ? h('div', { class: 'form-error', testid: 'schedule-error', role: 'alert', text: e.error }) : null,
@@ -2165,10 +2154,10 @@
     let payload = null;
     if (e.payload.trim()) {
       try { payload = JSON.parse(e.payload); } catch (err) { return fail(`The payload is not JSON: ${err.message}`); }
-    } else if (e.binary) {
-      return fail('This schedule\u2019s payload is not JSON, and the API sets JSON payloads only: give one to save.');
     }
     const body = { spec: e.spec.trim(), queue: e.queue, tz: e.tz.trim() || null, priority: Number(e.priority.trim()), payload };
+    // Left empty, a payload that is not JSON is sent back as it was.
+    if (!e.payload.trim() && e.binary) { delete body.payload; body.payload_base64 = e.binary; }
     if (e.maxCatchUp !== null) body.max_catch_up = e.maxCatchUp;
     if (S.busy.has('schedule:save')) return;
     S.busy.add('schedule:save');
@@ -2518,11 +2507,19 @@
     h('span', { class: 'hint sub', text: 'a payload field equal to a JSON value: $.order.kind = "refund", $.items[0] = 3' }));
   }
 
+  // The row state a filter's jobs are in ('' when any).
+  const ROW_STATE = { running: 'processing', cancelled: 'dead' };
+
   function jobsPanel(f, d) {
     const jobs = d && d.jobs;
     const sel = S.sel;
     const chosen = jobs ? jobs.filter((j) => sel.has(j.id)) : [];
     const all = jobs && jobs.length > 0 && chosen.length === jobs.length;
+    if (!all) S.selAll = false;
+    // How many match, when the counts say (no tag or payload filter).
+    const total = !f.tag && !f.where ? countOf(d && d.counts, f.state) : null;
+    const more = all && (d.next_after_id != null || S.after != null || (total !== null && total > jobs.length));
+    const rowState = ROW_STATE[f.state] || f.state;
     return h('div', { class: 'panel' },
       h('div', { class: 'panel-head' },
         h('label', { class: 'check', title: 'Select every job on this page' },
@@ -2530,8 +2527,22 @@
             type: 'checkbox', testid: 'jobs-select-all', disabled: !jobs || !jobs.length, checked: all,
             onchange: (ev) => { for (const j of jobs || []) { if (ev.target.checked) sel.add(j.id); else sel.delete(j.id); } render(); },
           })),
-        h('span', { class: 'sub', testid: 'jobs-selected', text: chosen.length ? `${plural(chosen.length, 'job', 'jobs')} selected` : 'select jobs for a bulk action' }),
+        h('span', { class: 'sub', testid: 'jobs-selected', text: S.selAll
+          ? `every matching job selected${total !== null ? ` (${fmtInt(total)})` : ''}`
+          : chosen.length ? `${plural(chosen.length, 'job', 'jobs')} selected` : 'select jobs for a bulk action' }),
+        more ? h('button', {
+          class: 'link', testid: 'jobs-select-matching', 'aria-pressed': String(S.selAll),
+          onclick: () => { S.selAll = !S.selAll; render(); },
+          text: S.selAll ? 'Only this page' : `Select all ${total !== null ? fmtInt(total) + ' ' : ''}matching`,
+        }) : null,
         h('span', { class: 'bulk' }, BULK.map((b) => {
+          if (S.selAll) {
+            return h('button', {
+              key: b.action, testid: `jobs-bulk-${b.action}`, class: b.danger ? 'danger' : null, title: `every matching job: ${b.title}`,
+              disabled: (rowState !== '' && !b.states.includes(rowState)) || S.busy.has('jobs:bulk'),
+              onclick: () => bulkMatching(b, f, total), text: `${b.label} all`,
+            });
+          }
           const n = chosen.filter((j) => b.states.includes(j.state)).length;
           return h('button', {
             key: b.action, testid: `jobs-bulk-${b.action}`, class: b.danger ? 'danger' : null, title: b.title,
@@ -2568,6 +2579,29 @@
               h('td', { class: 'truncate' }, j.tags && j.tags.length ? tagChips(j.tags, j.state) : null,
                 h('span', { class: 'mono', testid: 'jobs-payload', title: pretty(j.payload, j.payload_base64), text: preview(j.payload, j.payload_base64) })),
               h('td', { class: 'truncate', title: j.last_error, text: j.last_error || '' }))))));
+  }
+
+  // Act on every job the filters match, a page of ids per request, until
+  // the server says it read them all.
+  function bulkMatching(b, f, total) {
+    const how = total !== null ? plural(total, 'job', 'jobs') : 'every job';
+    if (!window.confirm(`${b.label} ${how} matching these filters? ${b.title[0].toUpperCase()}${b.title.slice(1)}.`)) return;
+    return act('jobs:bulk', (r) => `${b.done} ${plural(r.changed, 'job', 'jobs')} of ${fmtInt(r.matched)} matching` +
+      (r.requested ? `; ${plural(r.requested, 'running job', 'running jobs')} asked to stop` : ''), async () => {
+      const sum = { changed: 0, requested: 0, matched: 0 };
+      const matching = { state: f.state || undefined, queue: f.queue || undefined, tag: f.tag || undefined, where: f.where || undefined, after_id: 0 };
+      for (let i = 0; i < 10000; i++) {
+        const r = await api('POST', '/api/v1/jobs/bulk', { action: b.action, matching });
+        sum.changed += r.changed;
+        sum.requested += r.requested;
+        sum.matched += r.matched || 0;
+        if (r.next_after_id == null) break;
+        matching.after_id = r.next_after_id;
+      }
+      S.sel.clear();
+      S.selAll = false;
+      return sum;
+    });
   }
 
   function bulkJobs(b, chosen) {

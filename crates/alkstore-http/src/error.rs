@@ -126,6 +126,16 @@ impl ApiError {
         self.body.error.field = Some(field.to_string());
         self
     }
+
+    /// The same error, its field named inside `parent` (`matching.state`).
+    pub(crate) fn under(mut self, parent: &str) -> ApiError {
+        let field = match self.body.error.field.take() {
+            Some(f) => format!("{parent}.{f}"),
+            None => parent.to_string(),
+        };
+        self.body.error.field = Some(field);
+        self
+    }
 }
 
 impl IntoResponse for ApiError {

@@ -3,16 +3,19 @@
 //! state, queue, tag and a payload field (`$.customer_id = 42`), and bulk
 //! actions on the jobs found (retry, run now, cancel, delete).
 //!
-//! The search pages through the store's job (or dead-letter) listing and
-//! keeps what matches, reading at most [`SCAN_ROWS`] rows per request: a
-//! page can come back short with `next_after_id` set, to read on.
+//! The search pages through the store's job (or dead-letter) listing,
+//! filtered by queue, state and tag in the store, and keeps what matches
+//! the payload filter, reading at most [`SCAN_ROWS`] rows per request: a
+//! page can come back short with `next_after_id` set, to read on. A bulk
+//! action takes ids, or the same filters (`matching`) and acts on what the
+//! search finds, a page per request.
 
 use alkstore::prelude::*;
 use alkstore::queue::{
     CancelOutcome, DeadListParams, DeadSelect, JobDeleteParams, JobInfo, JobListParams,
     JobRunNowParams, JobState,
 };
-use alkstore::{Clock, SystemClock};
+use alkstore::{AnyEngine, Clock, SystemClock};
 use axum::extract::State;
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -151,14 +154,17 @@ impl PayloadFilter {
     }
 }
 
-/// What to search for.
-#[derive(Debug, Deserialize, IntoParams)]
+/// Which jobs: the filters a search and a bulk action share.
+#[derive(Debug, Default, Deserialize, IntoParams, ToSchema)]
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
-pub struct SearchQuery {
+pub struct JobFilter {
     /// `pending` (due now), `scheduled`, `retryable`, `running`,
     /// `completed`, `dead` or `cancelled` (default: every live job).
     #[param(
+        pattern = "^(pending|scheduled|retryable|running|processing|completed|dead|cancelled)$"
+    )]
+    #[schema(
         pattern = "^(pending|scheduled|retryable|running|processing|completed|dead|cancelled)$"
     )]
     pub state: Option<String>,
@@ -170,108 +176,143 @@ pub struct SearchQuery {
     /// `$.customer_id = 42`, `$.order.kind = "refund"`, `$.items[0] = 3`.
     #[serde(rename = "where")]
     #[param(rename = "where")]
+    #[schema(rename = "where")]
     pub payload_where: Option<String>,
     /// Start after this id.
     pub after_id: Option<i64>,
-    /// 1 to 1,000 (default 100).
+    /// Most jobs to return (a search: default 100) or act on (a bulk
+    /// action: default 1,000): 1 to 1,000.
     #[param(minimum = 1, maximum = 1000)]
+    #[schema(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
+}
+
+/// A [`JobFilter`], checked: what a search reads and keeps.
+struct Finder {
+    shown: Option<Shown>,
+    payload: Option<PayloadFilter>,
+    queue: Option<String>,
+    tag: Option<String>,
+}
+
+impl Finder {
+    fn new(f: &JobFilter) -> ApiResult<Finder> {
+        let shown = match f.state.as_deref() {
+            None => None,
+            Some(s) => Some(Shown::parse(s).ok_or_else(|| {
+                ApiError::invalid(
+                    "state",
+                    "must be pending, scheduled, retryable, running, completed, dead or cancelled",
+                )
+            })?),
+        };
+        let payload = f
+            .payload_where
+            .as_deref()
+            .map(PayloadFilter::parse)
+            .transpose()
+            .map_err(|e| ApiError::invalid("where", e))?;
+        if let Some(queue) = &f.queue {
+            alkstore::queue::validate_queue_name(queue)
+                .map_err(|e| ApiError::from(e).with_field("queue"))?;
+        }
+        if let Some(tag) = &f.tag {
+            alkstore::queue::validate_text("tag", tag)
+                .map_err(|e| ApiError::from(e).with_field("tag"))?;
+        }
+        Ok(Finder {
+            shown,
+            payload,
+            queue: f.queue.clone(),
+            tag: f.tag.clone(),
+        })
+    }
+
+    /// Up to `limit` matching jobs after id `after`, lowest ids first,
+    /// reading at most [`SCAN_ROWS`] rows; and where to read on (`None`:
+    /// every job was read).
+    async fn find(
+        &self,
+        engine: &AnyEngine,
+        mut after: i64,
+        limit: usize,
+        now: i64,
+    ) -> ApiResult<(Vec<JobInfo>, Option<i64>)> {
+        let (mut found, mut scanned) = (Vec::new(), 0usize);
+        let exhausted = loop {
+            let page = match self.shown {
+                Some(Shown::Dead | Shown::Cancelled) => {
+                    let mut p = DeadListParams::new(SCAN_PAGE);
+                    p.queue = self.queue.clone();
+                    p.tag = self.tag.clone();
+                    p.after_id = Some(after);
+                    engine.dead_list(p).await?
+                }
+                _ => {
+                    let mut p = JobListParams::new(SCAN_PAGE);
+                    p.queue = self.queue.clone();
+                    p.tag = self.tag.clone();
+                    p.after_id = Some(after);
+                    p.state = match self.shown {
+                        Some(Shown::Completed) => Some(JobState::Completed),
+                        Some(Shown::Running) => Some(JobState::Processing),
+                        Some(Shown::Pending | Shown::Scheduled | Shown::Retryable) => {
+                            Some(JobState::Pending)
+                        }
+                        _ => None,
+                    };
+                    engine.job_list(p).await?
+                }
+            };
+            let full = page.len() >= SCAN_PAGE as usize;
+            for j in page {
+                scanned += 1;
+                after = j.id;
+                let keep = self.shown.is_none_or(|s| s.holds(&j, now))
+                    && self.payload.as_ref().is_none_or(|f| f.matches(&j.payload));
+                if keep {
+                    found.push(j);
+                    if found.len() >= limit {
+                        break;
+                    }
+                }
+            }
+            if found.len() >= limit {
+                break false;
+            }
+            if !full {
+                break true;
+            }
+            if scanned >= SCAN_ROWS {
+                break false;
+            }
+        };
+        Ok((found, (!exhausted).then_some(after)))
+    }
 }
 
 /// Search jobs.
 ///
 /// Jobs of every queue (or one) in a state as operators know it, and
 /// optionally with a tag or a payload field equal to a value, lowest ids
-/// first.
-/// Reads at most 10,000 jobs per request: a short page with
+/// first. Reads at most 10,000 jobs per request: a short page with
 /// `next_after_id` set means read on from there.
 #[utoipa::path(get, path = "/api/v1/jobs", tag = "jobs",
-    params(SearchQuery),
+    params(JobFilter),
     responses((status = 200, description = "A page of the jobs found", body = JobPage),
         (status = 400, description = "Bad input", body = ErrorBody)))]
 async fn search_jobs(
     State(app): State<AppState>,
-    ApiQuery(q): ApiQuery<SearchQuery>,
+    ApiQuery(q): ApiQuery<JobFilter>,
 ) -> ApiResult<Json<JobPage>> {
     let limit = batch_limit(q.limit, 100)? as usize;
-    let shown = match q.state.as_deref() {
-        None => None,
-        Some(s) => Some(Shown::parse(s).ok_or_else(|| {
-            ApiError::invalid(
-                "state",
-                "must be pending, scheduled, retryable, running, completed, dead or cancelled",
-            )
-        })?),
-    };
-    let filter = q
-        .payload_where
-        .as_deref()
-        .map(PayloadFilter::parse)
-        .transpose()
-        .map_err(|e| ApiError::invalid("where", e))?;
-    if let Some(queue) = &q.queue {
-        alkstore::queue::validate_queue_name(queue)
-            .map_err(|e| ApiError::from(e).with_field("queue"))?;
-    }
-    if let Some(tag) = &q.tag {
-        alkstore::queue::validate_text("tag", tag)
-            .map_err(|e| ApiError::from(e).with_field("tag"))?;
-    }
-    let engine = app.store.engine();
+    let finder = Finder::new(&q)?;
     let now = SystemClock.now();
-    let mut after = q.after_id.unwrap_or(0);
-    let (mut found, mut scanned) = (Vec::new(), 0usize);
-    let exhausted = loop {
-        let page = match shown {
-            Some(Shown::Dead | Shown::Cancelled) => {
-                let mut p = DeadListParams::new(SCAN_PAGE);
-                p.queue = q.queue.clone();
-                p.tag = q.tag.clone();
-                p.after_id = Some(after);
-                engine.dead_list(p).await?
-            }
-            _ => {
-                let mut p = JobListParams::new(SCAN_PAGE);
-                p.queue = q.queue.clone();
-                p.tag = q.tag.clone();
-                p.after_id = Some(after);
-                p.state = match shown {
-                    Some(Shown::Completed) => Some(JobState::Completed),
-                    Some(Shown::Running) => Some(JobState::Processing),
-                    Some(Shown::Pending | Shown::Scheduled | Shown::Retryable) => {
-                        Some(JobState::Pending)
-                    }
-                    _ => None,
-                };
-                engine.job_list(p).await?
-            }
-        };
-        let full = page.len() >= SCAN_PAGE as usize;
-        for j in page {
-            scanned += 1;
-            after = j.id;
-            let keep = shown.is_none_or(|s| s.holds(&j, now))
-                && filter.as_ref().is_none_or(|f| f.matches(&j.payload));
-            if keep {
-                found.push(j);
-                if found.len() >= limit {
-                    break;
-                }
-            }
-        }
-        if found.len() >= limit {
-            break false;
-        }
-        if !full {
-            break true;
-        }
-        if scanned >= SCAN_ROWS {
-            break false;
-        }
-    };
+    let after = q.after_id.unwrap_or(0);
+    let (found, next) = finder.find(app.store.engine(), after, limit, now).await?;
     Ok(Json(JobPage {
         jobs: found.into_iter().map(|j| JobView::new(j, now)).collect(),
-        next_after_id: (!exhausted).then_some(after),
+        next_after_id: next,
     }))
 }
 
@@ -352,9 +393,13 @@ pub struct BulkRequest {
     /// good).
     #[schema(pattern = "^(retry|run_now|cancel|delete)$")]
     pub action: String,
-    /// 1 to 1,000 job ids.
+    /// 1 to 1,000 job ids. Give these or `matching`, not both.
     #[schema(min_items = 1, max_items = 1000)]
-    pub ids: Vec<i64>,
+    pub ids: Option<Vec<i64>>,
+    /// Every job the search with these filters finds, up to `limit` (default
+    /// 1,000) per request: repeat with `after_id` set to the answer's
+    /// `next_after_id` until it is absent.
+    pub matching: Option<JobFilter>,
 }
 
 /// What a bulk action did.
@@ -364,13 +409,21 @@ pub struct BulkResult {
     pub changed: u64,
     /// For `cancel`: running jobs asked to stop.
     pub requested: u64,
+    /// With `matching`: the jobs found and acted on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub matched: Option<u64>,
+    /// With `matching`: more jobs may match after this id; pass it as
+    /// `matching.after_id` to go on. Absent when every job was read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_after_id: Option<i64>,
 }
 
 /// Act on many jobs.
 ///
-/// Retry, run now, cancel or delete the chosen jobs, whatever their
-/// queues: each job is acted on as its state allows, and the others are
-/// left alone (counted out of `changed`).
+/// Retry, run now, cancel or delete the chosen jobs (`ids`), or the jobs a
+/// search finds (`matching`), whatever their queues: each job is acted on
+/// as its state allows, and the others are left alone (counted out of
+/// `changed`).
 #[utoipa::path(post, path = "/api/v1/jobs/bulk", tag = "jobs",
     request_body = BulkRequest,
     responses((status = 200, description = "What changed", body = BulkResult),
@@ -380,7 +433,42 @@ async fn bulk_jobs(
     ApiJson(req): ApiJson<BulkRequest>,
 ) -> ApiResult<Json<BulkResult>> {
     let engine = app.store.engine();
-    let ids = req.ids;
+    let (ids, matched, next_after_id) = match (req.ids, req.matching) {
+        (Some(ids), None) => (ids, None, None),
+        (None, Some(f)) => {
+            let limit = batch_limit(f.limit, 1000)? as usize;
+            let finder = Finder::new(&f).map_err(|e| e.under("matching"))?;
+            let now = SystemClock.now();
+            let (found, next) = finder
+                .find(engine, f.after_id.unwrap_or(0), limit, now)
+                .await?;
+            let ids: Vec<i64> = found.iter().map(|j| j.id).collect();
+            if ids.is_empty() {
+                return Ok(Json(BulkResult {
+                    changed: 0,
+                    requested: 0,
+                    matched: Some(0),
+                    next_after_id: next,
+                }));
+            }
+            (ids, Some(found.len() as u64), next)
+        }
+        _ => {
+            return Err(ApiError::invalid(
+                "ids",
+                "give the job ids or `matching` filters, one of the two",
+            ))
+        }
+    };
+    if !matches!(
+        req.action.as_str(),
+        "retry" | "run_now" | "cancel" | "delete"
+    ) {
+        return Err(ApiError::invalid(
+            "action",
+            "must be retry, run_now, cancel or delete",
+        ));
+    }
     // The store checks the ids for the calls that take a list; checked
     // here too, so `cancel` (one call per id) refuses the same lists.
     JobRunNowParams::new(ids.clone())
@@ -413,7 +501,12 @@ async fn bulk_jobs(
             ))
         }
     }
-    Ok(Json(BulkResult { changed, requested }))
+    Ok(Json(BulkResult {
+        changed,
+        requested,
+        matched,
+        next_after_id,
+    }))
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use utoipa_axum::routes;
 
 use crate::error::{ApiResult, ErrorBody};
 use crate::extract::{ApiJson, ApiPath};
-use crate::payload::{decode, encode};
+use crate::payload::{decode, encode_either};
 use crate::AppState;
 
 pub(crate) fn routes() -> OpenApiRouter<AppState> {
@@ -94,6 +94,10 @@ pub struct ScheduleRequest {
     /// Each job's payload (default null).
     #[serde(default)]
     pub payload: serde_json::Value,
+    /// Each job's payload as bytes in base64, for a payload that is not
+    /// JSON (as a schedule's `payload_base64` shows it); instead of
+    /// `payload`.
+    pub payload_base64: Option<String>,
     /// Each job's priority (default 0).
     #[serde(default)]
     pub priority: i32,
@@ -108,7 +112,7 @@ impl ScheduleRequest {
     pub(crate) fn into_params(self, name: String) -> ApiResult<ScheduleSetParams> {
         let mut p = ScheduleSetParams::new(name, self.spec, self.queue);
         p.tz = self.tz;
-        p.payload = encode(&self.payload)?;
+        p.payload = encode_either(&self.payload, self.payload_base64.as_deref())?;
         p.priority = self.priority;
         if let Some(n) = self.max_catch_up {
             p.max_catch_up = n;

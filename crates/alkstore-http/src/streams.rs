@@ -103,11 +103,16 @@ impl From<Event> for EventView {
 /// Events after an offset.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct EventPage {
-    /// In offset order.
+    /// In offset order; newest first for a read with `before`.
     pub events: Vec<EventView>,
-    /// Pass as `after` to read on (the last offset read, or `after` again
-    /// when none came).
+    /// Pass as `after` to read on (the highest offset read, or `after`
+    /// again when none came).
     pub next_after: i64,
+    /// For a read with `before`: pass as the next `before` to page further
+    /// back (the lowest offset read); absent once the page came back short,
+    /// at the start of the stream.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_before: Option<i64>,
 }
 
 /// Which events to read.
@@ -123,6 +128,10 @@ pub struct ReadQuery {
     /// Wait up to this many ms (0 to 30,000, default 0) for the first event.
     #[param(maximum = 30000)]
     pub wait_ms: Option<u64>,
+    /// Read backwards: the events before this offset, newest first (to page
+    /// back from the head, pass a number above it, such as
+    /// 9223372036854775807). Does not wait.
+    pub before: Option<i64>,
 }
 
 /// A consumer's saved offset.
@@ -284,6 +293,8 @@ async fn publish(
 ///
 /// Events of the stream after offset `after`, up to `limit`, waiting up to
 /// `wait_ms` for the first. Pass `next_after` as the next read's `after`.
+/// With `before`, the events before that offset instead, newest first:
+/// pass `next_before` as the next read's `before` to page back.
 #[utoipa::path(get, path = "/api/v1/streams/{stream}/events", tag = "streams",
     params(("stream" = String, Path, description = "Stream name"), ReadQuery),
     responses((status = 200, description = "Events after the offset (maybe none)", body = EventPage),
@@ -295,8 +306,24 @@ async fn read(
 ) -> ApiResult<Json<EventPage>> {
     let after = q.after.unwrap_or(0);
     let limit = batch_limit(q.limit, 100)?;
-    let wait = app.wait(q.wait_ms)?;
     let engine = app.store.engine();
+    if let Some(before) = q.before {
+        if q.wait_ms.is_some_and(|w| w > 0) {
+            return Err(ApiError::invalid(
+                "wait_ms",
+                "a read with `before` does not wait: it pages back over events already there",
+            ));
+        }
+        let params = StreamReadParams::new(stream, after, limit).before(before);
+        let events = engine.stream_read(params).await?;
+        let full = events.len() >= limit as usize;
+        return Ok(Json(EventPage {
+            next_after: events.first().map_or(after, |e| e.offset),
+            next_before: events.last().map(|e| e.offset).filter(|_| full),
+            events: events.into_iter().map(EventView::from).collect(),
+        }));
+    }
+    let wait = app.wait(q.wait_ms)?;
     let params = StreamReadParams::new(stream.clone(), after, limit);
     let events = crate::wait::poll(
         engine,
@@ -309,6 +336,7 @@ async fn read(
     Ok(Json(EventPage {
         events: events.into_iter().map(EventView::from).collect(),
         next_after,
+        next_before: None,
     }))
 }
 

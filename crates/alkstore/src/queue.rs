@@ -4,7 +4,7 @@
 //! handlers over queues. The queue's types (options, jobs, claims,
 //! outcomes) are here too.
 
-pub use alkstore_core::queue::{validate_queue_name, validate_text};
+pub use alkstore_core::queue::{meta_json, tags_json, validate_queue_name, validate_text};
 pub use alkstore_core::queue::{
     AttemptError, CancelOutcome, Claim, DeadCountParams, DeadListParams, DeadPurgeParams,
     DeadRequeueParams, DeadSelect, EnqueueOpts, Enqueued, EnqueuedClaimed, Job, JobClaimParams,

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use alkstore::stream::{Event, NewEvent, OnError, SubscribeOpts};
+use alkstore::stream::{Event, NewEvent, OnError, StreamReadParams, SubscribeOpts};
 use alkstore::{
     prelude::{Engine, StreamEngine},
     Error, Result, Store, StoreOptions,
@@ -75,6 +75,12 @@ pub(super) struct TailArgs {
     /// Without --follow or --consumer: print at most this many events.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     limit: u32,
+    /// Start with the newest N events (as `tail -n`), oldest of them
+    /// first; with --follow, go on from there. Not with --from or
+    /// --consumer.
+    #[arg(long, value_name = "N", conflicts_with_all = ["from", "consumer"],
+        value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    last: Option<u32>,
 }
 
 /// Arguments of `alk streams trim`.
@@ -279,6 +285,16 @@ fn broken_pipe(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::BrokenPipe
 }
 
+/// Print `out`; false once stdout is closed (a reader such as `head` went
+/// away), which ends the tail quietly.
+fn print_events(out: &str) -> Result<bool> {
+    match print(out.as_bytes()) {
+        Ok(()) => Ok(true),
+        Err(e) if broken_pipe(&e) => Ok(false),
+        Err(e) => Err(Error::invalid("stdout", e)),
+    }
+}
+
 /// `alk streams tail`: prints as it reads, so it streams its output instead
 /// of returning it. Stops quietly when its reader goes away (`| head`); as a
 /// consumer, the event that could not be printed is not saved as handled.
@@ -331,6 +347,20 @@ pub(super) async fn tail(store: &Store, a: TailArgs, as_json: bool) -> Result<()
     let mut after = a.from;
     let mut printed: u32 = 0;
     let mut hints = store.engine().wake_subscribe();
+    if let Some(n) = a.last {
+        // The newest n, read backwards from the head, printed oldest first.
+        let params = StreamReadParams::new(a.stream.clone(), 0, n).before(i64::MAX);
+        let mut newest = store.engine().stream_read(params).await?;
+        newest.reverse();
+        let mut out = String::new();
+        for e in &newest {
+            out.push_str(&event_line(e, as_json));
+            after = e.offset;
+        }
+        if !print_events(&out)? || !a.follow {
+            return Ok(());
+        }
+    }
     let shutdown = alkstore::shutdown_signal();
     tokio::pin!(shutdown);
     loop {
@@ -345,10 +375,8 @@ pub(super) async fn tail(store: &Store, a: TailArgs, as_json: bool) -> Result<()
             out.push_str(&event_line(e, as_json));
             after = e.offset;
         }
-        match print(out.as_bytes()) {
-            Ok(()) => {}
-            Err(e) if broken_pipe(&e) => return Ok(()),
-            Err(e) => return Err(Error::invalid("stdout", e)),
+        if !print_events(&out)? {
+            return Ok(());
         }
         printed = printed.saturating_add(u32::try_from(events.len()).unwrap_or(u32::MAX));
         if !a.follow {

@@ -83,6 +83,11 @@ pub async fn each_boundary_fires_once_under_4_racing_schedulers<H: Harness>(h: &
         .map(|j| (j.unique_key.clone(), j.run_at))
         .collect();
     got.sort();
+    assert!(
+        jobs.iter()
+            .all(|j| j.meta.get("schedule") == Some(&serde_json::json!("beat"))),
+        "each fired job names its schedule in its metadata"
+    );
     let mut want: Vec<(Option<String>, i64)> = expected
         .iter()
         .map(|b| (Some(fired_job_key("beat", *b)), b / 1_000))
@@ -200,6 +205,13 @@ pub async fn fires_are_kept_and_run_now_enqueues_at_once<H: Harness>(h: &H) {
     let job = e.job_get(manual.job_id).await.expect("get").expect("job");
     assert_eq!(job.payload, b"t".to_vec());
     assert_eq!(job.unique_key, None, "each run is a job of its own");
+    assert_eq!(
+        (job.meta.get("schedule"), job.meta.get("manual")),
+        (
+            Some(&serde_json::json!("tick")),
+            Some(&serde_json::json!(true))
+        )
+    );
     let again = e
         .schedule_run_now("tick")
         .await

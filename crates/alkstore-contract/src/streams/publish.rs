@@ -223,6 +223,61 @@ pub async fn reads_page_in_offset_order<H: Harness>(h: &H) {
 }
 
 /// The rows above, for [`contract_suite!`](crate::contract_suite).
+/// A read with `before` pages back from there, newest first: only the
+/// stream's own events, bounded below by `after`, the last page short.
+pub async fn reads_page_backwards_from_the_head<H: Harness>(h: &H) {
+    use alkstore_core::stream::StreamReadParams;
+    let e = h.engine();
+    let mut offsets = Vec::new();
+    for i in 0..12 {
+        // Another stream's events in between are never returned.
+        offsets.extend(
+            e.stream_publish(ev("back", &format!("b{i}")))
+                .await
+                .expect("publish"),
+        );
+        e.stream_publish(ev("back-other", "x"))
+            .await
+            .expect("publish");
+    }
+    settle(e, "back").await;
+    let newest_first: Vec<i64> = offsets.iter().rev().copied().collect();
+    let (mut before, mut sizes, mut seen) = (i64::MAX, Vec::new(), Vec::new());
+    loop {
+        let page = e
+            .stream_read(StreamReadParams::new("back", 0, 5).before(before))
+            .await
+            .expect("read back");
+        sizes.push(page.len());
+        let Some(last) = page.last() else { break };
+        before = last.offset;
+        seen.extend(page.iter().map(|e| e.offset));
+    }
+    assert_eq!(sizes, [5, 5, 2, 0]);
+    assert_eq!(seen, newest_first);
+    let newest = e
+        .stream_read(StreamReadParams::new("back", 0, 1).before(i64::MAX))
+        .await
+        .expect("read back");
+    assert_eq!(payloads(&newest), ["b11"]);
+    // Between two offsets: after bounds it below, before above.
+    let middle = e
+        .stream_read(StreamReadParams::new("back", offsets[3], 100).before(offsets[7]))
+        .await
+        .expect("read back");
+    assert_eq!(
+        middle.iter().map(|e| e.offset).collect::<Vec<_>>(),
+        [offsets[6], offsets[5], offsets[4]]
+    );
+    assert!(e
+        .stream_read(StreamReadParams::new("back", offsets[5], 100).before(offsets[5]))
+        .await
+        .expect("read back")
+        .is_empty());
+    // The forward read is unchanged.
+    assert_eq!(read_all(e, "back", 0).await.len(), 12);
+}
+
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __streams_publish {
@@ -234,6 +289,7 @@ macro_rules! __streams_publish {
             outbox_publish_commits_with_the_caller,
             streams_are_separate_logs,
             reads_page_in_offset_order,
+            reads_page_backwards_from_the_head,
         ] }
     };
 }

@@ -64,6 +64,10 @@ pub struct StreamReadParams {
     pub after: i64,
     /// Most events to return (1..=`Limits::max_page`).
     pub limit: u32,
+    /// Read backwards: only events before this offset, newest first (an
+    /// operator paging back from the head; `after` still bounds the read
+    /// from below). `None`, the default, reads forwards, oldest first.
+    pub before: Option<i64>,
 }
 
 impl StreamReadParams {
@@ -73,7 +77,22 @@ impl StreamReadParams {
             stream: stream.into(),
             after,
             limit,
+            before: None,
         }
+    }
+
+    /// Read backwards from `offset`: the `limit` newest events before it,
+    /// newest first. `i64::MAX` reads the stream's newest events.
+    ///
+    /// ```
+    /// use alkstore_core::stream::StreamReadParams;
+    /// let newest = StreamReadParams::new("orders", 0, 20).before(i64::MAX);
+    /// assert_eq!(newest.before, Some(i64::MAX));
+    /// ```
+    #[must_use]
+    pub fn before(mut self, offset: i64) -> Self {
+        self.before = Some(offset);
+        self
     }
 }
 

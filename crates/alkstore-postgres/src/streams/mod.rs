@@ -213,13 +213,24 @@ impl StreamDriver for PgEngine {
     async fn stream_read(&self, params: Checked<StreamReadParams>) -> Result<Vec<Event>> {
         let p = params.into_inner();
         let limit = i64::from(p.limit);
-        let rows = self
-            .query(
-                "stream_read",
-                &self.inner.stream_sql.read,
-                &[&p.stream, &p.after, &limit],
-            )
-            .await?;
+        let rows = match p.before {
+            Some(before) => {
+                self.query(
+                    "stream_read",
+                    &self.inner.stream_sql.read_back,
+                    &[&p.stream, &p.after, &limit, &before],
+                )
+                .await?
+            }
+            None => {
+                self.query(
+                    "stream_read",
+                    &self.inner.stream_sql.read,
+                    &[&p.stream, &p.after, &limit],
+                )
+                .await?
+            }
+        };
         let stream: std::sync::Arc<str> = p.stream.as_str().into();
         Ok(rows
             .iter()

@@ -20,6 +20,8 @@ pub(crate) struct StreamSql {
     /// Publish in a transaction of its own (see `StreamSql::new`).
     pub publish_alone: String,
     pub read: String,
+    /// Newest first, before `$4` (an operator paging back from the head).
+    pub read_back: String,
     pub offset_get: String,
     pub offset_commit: String,
     pub offset_commit_expected: String,
@@ -81,6 +83,13 @@ impl StreamSql {
             read: format!(
                 "SELECT id, key, payload, created_at FROM {}.read_events($1, $2, $3)",
                 quote_identifier(schema)
+            ),
+            // Below the horizon too, so paging back never shows an event
+            // a forward reader could not read yet.
+            read_back: format!(
+                "SELECT id, key, payload, created_at FROM {event} \
+                 WHERE stream = $1 AND id > $2 AND id < LEAST($4::bigint, {HORIZON}) \
+                 ORDER BY id DESC LIMIT $3"
             ),
             offset_get: format!(
                 "SELECT \"offset\" FROM {off} WHERE stream = $1 AND consumer = $2"

@@ -249,25 +249,34 @@ impl StreamDriver for SqliteEngine {
         let p = params.into_inner();
         let stream: std::sync::Arc<str> = p.stream.as_str().into();
         self.read("stream_read", move |conn| {
-            conn.prepare_cached(
+            // Backwards (an operator paging from the head) is its own
+            // statement: the forward read stays the one readers prepare.
+            let text = if p.before.is_some() {
                 "SELECT id, key, payload, created_at FROM __alkstore_event \
-                 WHERE stream = ?1 AND id > ?2 ORDER BY id LIMIT (SELECT ?3)",
-            )
-            .and_then(|mut s| {
-                let mut events = Vec::with_capacity(p.limit as usize);
-                let mut rows = s.query(params![p.stream, p.after, p.limit])?;
-                while let Some(r) = rows.next()? {
-                    events.push(Event {
-                        offset: r.get(0)?,
-                        stream: stream.clone(),
-                        key: r.get(1)?,
-                        payload: r.get(2)?,
-                        created_at: r.get(3)?,
-                    });
-                }
-                Ok(events)
-            })
-            .map_err(db("stream_read"))
+                 WHERE stream = ?1 AND id > ?2 AND id < ?4 ORDER BY id DESC LIMIT (SELECT ?3)"
+            } else {
+                "SELECT id, key, payload, created_at FROM __alkstore_event \
+                 WHERE stream = ?1 AND id > ?2 ORDER BY id LIMIT (SELECT ?3)"
+            };
+            conn.prepare_cached(text)
+                .and_then(|mut s| {
+                    let mut events = Vec::with_capacity(p.limit as usize);
+                    let mut rows = match p.before {
+                        Some(before) => s.query(params![p.stream, p.after, p.limit, before])?,
+                        None => s.query(params![p.stream, p.after, p.limit])?,
+                    };
+                    while let Some(r) = rows.next()? {
+                        events.push(Event {
+                            offset: r.get(0)?,
+                            stream: stream.clone(),
+                            key: r.get(1)?,
+                            payload: r.get(2)?,
+                            created_at: r.get(3)?,
+                        });
+                    }
+                    Ok(events)
+                })
+                .map_err(db("stream_read"))
         })
         .await
     }
