@@ -267,7 +267,8 @@ class Tags(unittest.TestCase):
         for body, field in [({"tags": [f"t{i}" for i in range(21)]}, "tags"),
                             ({"tags": [""]}, "tags"),
                             ({"meta": [1, 2]}, "meta"),
-                            ({"meta": {"blob": "x" * 9000}}, "meta")]:
+                            ({"meta": {"blob": "x" * 9000}}, "meta"),
+                            ({"meta": {"who": "a\u0000b"}}, "meta")]:
             e = api_error(self, self.c.enqueue, bad, payload=0, **body)
             self.assertEqual((e.status, e.code, e.field), (400, "invalid_input", field), body)
         self.assertEqual(self.c.job_counts(queue=bad), ZERO)
@@ -306,6 +307,10 @@ class BulkMatching(unittest.TestCase):
         self.assertEqual((e.status, e.field), (400, "ids"))
         e = api_error(self, self.c.bulk_jobs, action="cancel", matching={"state": "asleep"})
         self.assertEqual((e.status, e.field), (400, "matching.state"))
+        e = api_error(self, self.c.bulk_jobs, action="explode", matching={"queue": name("nothing here")})
+        self.assertEqual((e.status, e.field), (400, "action"))
+        e = api_error(self, self.c.bulk_jobs, action="cancel", matching={"queue": q, "limit": 0})
+        self.assertEqual((e.status, e.field), (400, "matching.limit"))
         self.assertEqual(self.c.job_counts(queue=q), {**ZERO, "pending": 10})
 
 

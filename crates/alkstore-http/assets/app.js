@@ -2513,6 +2513,8 @@
   function jobsPanel(f, d) {
     const jobs = d && d.jobs;
     const sel = S.sel;
+    // Every matching job chosen: so is every row a poll brings onto the page.
+    if (S.selAll && jobs) for (const j of jobs) sel.add(j.id);
     const chosen = jobs ? jobs.filter((j) => sel.has(j.id)) : [];
     const all = jobs && jobs.length > 0 && chosen.length === jobs.length;
     if (!all) S.selAll = false;
@@ -2525,7 +2527,7 @@
         h('label', { class: 'check', title: 'Select every job on this page' },
           h('input', {
             type: 'checkbox', testid: 'jobs-select-all', disabled: !jobs || !jobs.length, checked: all,
-            onchange: (ev) => { for (const j of jobs || []) { if (ev.target.checked) sel.add(j.id); else sel.delete(j.id); } render(); },
+            onchange: (ev) => { for (const j of jobs || []) { if (ev.target.checked) sel.add(j.id); else sel.delete(j.id); } if (!ev.target.checked) S.selAll = false; render(); },
           })),
         h('span', { class: 'sub', testid: 'jobs-selected', text: S.selAll
           ? `every matching job selected${total !== null ? ` (${fmtInt(total)})` : ''}`
@@ -2567,7 +2569,7 @@
               },
               h('td', { class: 'check' }, h('input', {
                 type: 'checkbox', testid: 'job-select', checked: sel.has(j.id), 'aria-label': `Select job ${j.id}`,
-                onchange: (ev) => { if (ev.target.checked) sel.add(j.id); else sel.delete(j.id); render(); },
+                onchange: (ev) => { if (ev.target.checked) sel.add(j.id); else { sel.delete(j.id); S.selAll = false; } render(); },
               })),
               h('td', null, h('a', { class: 'mono', href: `#/jobs/${j.id}`, text: j.id })),
               h('td', null, h('a', { class: 'mono', href: `#/queues/${enc(j.queue)}`, text: j.queue })),

@@ -433,10 +433,19 @@ async fn bulk_jobs(
     ApiJson(req): ApiJson<BulkRequest>,
 ) -> ApiResult<Json<BulkResult>> {
     let engine = app.store.engine();
+    if !matches!(
+        req.action.as_str(),
+        "retry" | "run_now" | "cancel" | "delete"
+    ) {
+        return Err(ApiError::invalid(
+            "action",
+            "must be retry, run_now, cancel or delete",
+        ));
+    }
     let (ids, matched, next_after_id) = match (req.ids, req.matching) {
         (Some(ids), None) => (ids, None, None),
         (None, Some(f)) => {
-            let limit = batch_limit(f.limit, 1000)? as usize;
+            let limit = batch_limit(f.limit, 1000).map_err(|e| e.under("matching"))? as usize;
             let finder = Finder::new(&f).map_err(|e| e.under("matching"))?;
             let now = SystemClock.now();
             let (found, next) = finder
@@ -460,15 +469,6 @@ async fn bulk_jobs(
             ))
         }
     };
-    if !matches!(
-        req.action.as_str(),
-        "retry" | "run_now" | "cancel" | "delete"
-    ) {
-        return Err(ApiError::invalid(
-            "action",
-            "must be retry, run_now, cancel or delete",
-        ));
-    }
     // The store checks the ids for the calls that take a list; checked
     // here too, so `cancel` (one call per id) refuses the same lists.
     JobRunNowParams::new(ids.clone())

@@ -254,6 +254,9 @@ pub async fn malformed_tags_and_meta_are_refused<H: Harness>(h: &H) {
         EnqueueOpts::default().tag(""),
         EnqueueOpts::default().tag("a\0b"),
         EnqueueOpts::default().tag("t".repeat(201)),
+        EnqueueOpts::default().meta("k", "a\0b"),
+        EnqueueOpts::default().meta("a\0b", 1),
+        EnqueueOpts::default().meta("deep", json!({ "list": ["ok", "x\u{0}"] })),
         big,
     ] {
         let batch = vec![job(q, "ok"), job(q, "bad").with_opts(opts.clone())];
@@ -264,12 +267,17 @@ pub async fn malformed_tags_and_meta_are_refused<H: Harness>(h: &H) {
         );
     }
     assert_eq!(live_count(e, q).await, 0, "nothing written");
+    // The most tags allowed, a repeat among them kept once.
     let ok = EnqueueOpts {
-        tags: (0..MAX_TAGS).map(|i| format!("t{i}")).collect(),
+        tags: (0..MAX_TAGS)
+            .map(|i| format!("t{i}"))
+            .chain(["t0".to_string()])
+            .collect(),
         ..EnqueueOpts::default()
     };
-    enqueue_one(e, job(q, "max").with_opts(ok)).await;
+    let max = enqueue_one(e, job(q, "max").with_opts(ok)).await;
     assert_eq!(live_count(e, q).await, 1, "the most tags allowed");
+    assert_eq!(info(e, max).await.tags.len(), MAX_TAGS);
     assert_eq!(
         kind(e.job_list(JobListParams::new(10).tag("")).await),
         ErrorKind::InvalidInput

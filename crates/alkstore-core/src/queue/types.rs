@@ -160,6 +160,16 @@ pub fn meta_json(meta: &serde_json::Map<String, serde_json::Value>) -> Option<St
     serde_json::to_string(meta).ok()
 }
 
+/// Whether a JSON value holds a NUL character in a string or a key.
+fn holds_nul(v: &serde_json::Value) -> bool {
+    match v {
+        serde_json::Value::String(s) => s.contains('\0'),
+        serde_json::Value::Array(a) => a.iter().any(holds_nul),
+        serde_json::Value::Object(m) => m.iter().any(|(k, v)| k.contains('\0') || holds_nul(v)),
+        _ => false,
+    }
+}
+
 /// Read stored tags back (`None` or unreadable text: no tags).
 pub fn parse_tags(json: Option<&str>) -> Vec<String> {
     json.and_then(|j| serde_json::from_str(j).ok())
@@ -235,17 +245,30 @@ impl NewJob {
         if let Some(key) = &self.opts.unique_key {
             validate_text("unique key", key)?;
         }
-        if self.opts.tags.len() > MAX_TAGS {
-            return Err(Error::invalid(
-                "tags",
-                format!(
-                    "{} tags, more than the {MAX_TAGS} allowed",
-                    self.opts.tags.len()
-                ),
-            ));
-        }
         for tag in &self.opts.tags {
             validate_text("tag", tag)?;
+        }
+        let distinct = self
+            .opts
+            .tags
+            .iter()
+            .enumerate()
+            .filter(|(i, t)| !self.opts.tags[..*i].contains(t))
+            .count();
+        if distinct > MAX_TAGS {
+            return Err(Error::invalid(
+                "tags",
+                format!("{distinct} tags, more than the {MAX_TAGS} allowed"),
+            ));
+        }
+        // PostgreSQL's jsonb cannot hold `\u0000`: refused on both engines.
+        if self
+            .opts
+            .meta
+            .iter()
+            .any(|(k, v)| k.contains('\0') || holds_nul(v))
+        {
+            return Err(Error::invalid("meta", "must not contain a NUL character"));
         }
         if let Some(meta) = self.meta_json() {
             if meta.len() > MAX_META_BYTES {
