@@ -919,6 +919,11 @@ await step('jobs: tags shown as links; a tag narrows the list; a job\'s page sho
     const seen = await ids();
     return { ok: seen.join() === `${vip},${billing}`, seen };
   });
+  await goto(`#/queues/${q}`);
+  await waitFor('the queue page shows the tags too', async () => {
+    const seen = await page.locator(`${sel('job-row')} ${sel('job-tag')}`).allTextContents();
+    return { ok: seen.join(',') === 'billing,vip,billing', seen };
+  });
   await goto(`#/jobs/${vip}`);
   await waitFor('the job page shows tags and meta', async () => {
     const seen = { tags: await page.locator(sel('job-tag')).allTextContents(), meta: await text(page.locator(sel('job-meta'))) };

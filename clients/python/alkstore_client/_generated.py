@@ -714,7 +714,7 @@ class GeneratedClient:
         """
         return self._request("POST", f"/api/v1/queues/{_seg(queue)}/claim", body=_pick({"worker": worker}, {"limit": limit, "wait_ms": wait_ms}))
 
-    def dead_list(self, queue, *, after_id=None, limit=None):
+    def dead_list(self, queue, *, tag=None, after_id=None, limit=None):
         """List a queue's dead letters.
 
         A page of the jobs that failed for good, ran out of attempts, expired or
@@ -724,13 +724,14 @@ class GeneratedClient:
 
         Args:
             queue: Queue name
+            tag (query): Only dead letters carrying this tag.
             after_id (query): Start after this id.
             limit (query): 1 to 1,000 (default 100).
 
         Returns:
             JobPage (200: A page of the queue's dead letters)
         """
-        return self._request("GET", f"/api/v1/queues/{_seg(queue)}/dead", query=_pick({}, {"after_id": after_id, "limit": limit}))
+        return self._request("GET", f"/api/v1/queues/{_seg(queue)}/dead", query=_pick({}, {"tag": tag, "after_id": after_id, "limit": limit}))
 
     def dead_purge(self, queue, *, ids=None):
         """Purge a queue's dead letters.
@@ -765,7 +766,7 @@ class GeneratedClient:
         """
         return self._request("POST", f"/api/v1/queues/{_seg(queue)}/dead/requeue", body=_pick({}, {"ids": ids}))
 
-    def list_jobs(self, queue, *, state=None, after_id=None, limit=None):
+    def list_jobs(self, queue, *, state=None, tag=None, after_id=None, limit=None):
         """List a queue's jobs.
 
         A page of the queue's live (and kept completed) jobs, lowest ids first.
@@ -781,13 +782,14 @@ class GeneratedClient:
             state (query): Only this state: `pending` (waiting: also the jobs shown
                 `retryable` or `scheduled`), `processing` or `completed` (job listing
                 only).
+            tag (query): Only jobs carrying this tag.
             after_id (query): Start after this id.
             limit (query): 1 to 1,000 (default 100).
 
         Returns:
             JobPage (200: A page of the queue's live (or kept) jobs)
         """
-        return self._request("GET", f"/api/v1/queues/{_seg(queue)}/jobs", query=_pick({}, {"state": state, "after_id": after_id, "limit": limit}))
+        return self._request("GET", f"/api/v1/queues/{_seg(queue)}/jobs", query=_pick({}, {"state": state, "tag": tag, "after_id": after_id, "limit": limit}))
 
     def enqueue(self, queue, *, payload, delay_ms=None, expires_in_ms=None, max_attempts=None, meta=None, priority=None, run_at=None, tags=None, unique_key=None):
         """Enqueue a job.

@@ -255,6 +255,7 @@ class Tags(unittest.TestCase):
         self.assertEqual(found(queue=q, tag="billing"), [both, billing])
         self.assertEqual(found(tag=vip), [both, batch[0]])  # every queue
         self.assertEqual(found(queue=q, tag="bill"), [])
+        self.assertEqual([j["id"] for j in self.c.list_jobs(q, tag="billing")["jobs"]], [both, billing])
         # A worker gets them with the job.
         jobs = self.c.claim(q, worker="py-tags", limit=1, wait_ms=2000)["jobs"]
         self.assertEqual((jobs[0]["id"], jobs[0]["tags"], jobs[0]["meta"]),
@@ -262,6 +263,8 @@ class Tags(unittest.TestCase):
         self.assertEqual(found(state="running", tag=vip), [both])
         self.c.fail(both, worker="py-tags", token=jobs[0]["token"], error="no")
         self.assertEqual(found(state="dead", tag=vip), [both])
+        self.assertEqual([j["id"] for j in self.c.dead_list(q, tag=vip)["jobs"]], [both])
+        self.assertEqual(self.c.dead_list(q, tag="billing-eu")["jobs"], [])
 
         bad = name("bad tags")
         for body, field in [({"tags": [f"t{i}" for i in range(21)]}, "tags"),

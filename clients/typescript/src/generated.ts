@@ -1542,6 +1542,8 @@ export interface GetResultQuery {
 
 /** The query parameters of `dead_list`. */
 export interface DeadListQuery {
+  /** Only dead letters carrying this tag. */
+  tag?: string;
   /** Start after this id. */
   after_id?: number;
   /** 1 to 1,000 (default 100). */
@@ -1556,6 +1558,8 @@ export interface ListJobsQuery {
    * listing only).
    */
   state?: string;
+  /** Only jobs carrying this tag. */
+  tag?: string;
   /** Start after this id. */
   after_id?: number;
   /** 1 to 1,000 (default 100). */

@@ -207,11 +207,13 @@ test("jobs: tags and meta are kept, shown and searched", T, async () => {
   assert.deepEqual(await found({ queue: q, tag: "billing" }), [both, billing]);
   assert.deepEqual(await found({ tag: vip }), [both, batch[0]]);
   assert.deepEqual(await found({ queue: q, tag: "bill" }), []);
+  assert.deepEqual((await c.list_jobs(q, { tag: "billing" })).jobs.map((j) => j.id), [both, billing]);
   const { jobs } = await c.claim(q, { worker: "js-tags", limit: 1, wait_ms: 2000 });
   assert.deepEqual([jobs[0].id, jobs[0].tags, jobs[0].meta], [both, ["billing", vip], { by: "js", n: 2 }]);
   assert.deepEqual(await found({ state: "running", tag: vip }), [both]);
   await c.fail(both, { worker: "js-tags", token: jobs[0].token, error: "no" });
   assert.deepEqual(await found({ state: "dead", tag: vip }), [both]);
+  assert.deepEqual((await c.dead_list(q, { tag: vip })).jobs.map((j) => j.id), [both]);
 
   const bad = name("bad tags");
   for (const [body, field] of [

@@ -1283,6 +1283,8 @@ fn tags_and_meta_from_enqueue_to_listings() {
     assert_eq!(job["meta"], serde_json::json!({ "by": "ops", "n": 3 }));
     let shown = stdout(&alk(&db, &["job", &vip.to_string()]));
     assert!(shown.contains("tags:             vip, eu"), "{shown}");
+    let table = stdout(&alk(&db, &["jobs", "--tag", "vip"]));
+    assert!(table.contains("[vip,eu] {}"), "{table}");
     let ids = |v: Value| -> Vec<i64> {
         v.as_array()
             .expect("a list")

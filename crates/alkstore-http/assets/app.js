@@ -1227,7 +1227,8 @@
                 h('td', { title: iso(j.run_at), text: fmtTime(j.run_at) }),
                 h('td', { title: iso(j.created_at), text: fmtTime(j.created_at) }),
                 h('td', { class: 'mono', text: j.worker || '–' }),
-                h('td', { class: 'mono truncate', text: preview(j.payload, j.payload_base64) }),
+                h('td', { class: 'truncate' }, j.tags && j.tags.length ? tagChips(j.tags, j.state) : null,
+                  h('span', { class: 'mono', text: preview(j.payload, j.payload_base64) })),
                 h('td', { class: 'truncate', title: j.last_error, text: j.last_error || '' })))))),
     ];
   }
@@ -1454,7 +1455,8 @@
                 h('td', { class: 'num', text: `${j.attempts}/${j.max_attempts}` }),
                 h('td', { title: iso(j.died_at), text: fmtTime(j.died_at) }),
                 h('td', { class: 'truncate', title: j.last_error, text: j.last_error || '–' }),
-                h('td', { class: 'mono truncate', text: preview(j.payload, j.payload_base64) }),
+                h('td', { class: 'truncate' }, j.tags && j.tags.length ? tagChips(j.tags, 'dead') : null,
+                  h('span', { class: 'mono', text: preview(j.payload, j.payload_base64) })),
                 h('td', { class: 'actions' },
                   h('button', { testid: 'dead-requeue', disabled: S.busy.has(`dead:${name}:requeue:${j.id}`),
                     onclick: () => deadAction(name, 'requeue', [j.id]), text: 'Requeue' }),
@@ -2438,10 +2440,14 @@
     return `#/jobs${qs({ state: f.state, queue: f.queue, tag: f.tag, where: f.where })}`;
   }
 
+  // Which jobs a tag's link lists: those in the same kind of state (every
+  // waiting or live job for the waiting ones).
+  const TAG_STATE = { processing: 'running', dead: 'dead', completed: 'completed' };
+
   // A job's tags, each a link to the jobs carrying it.
   function tagChips(tags, state) {
     return h('span', { class: 'tags', testid: 'job-tags' }, tags.map((t) => h('a', {
-      key: t, class: 'tag', testid: 'job-tag', href: jobsHash({ state: state === 'processing' ? 'running' : '', tag: t }),
+      key: t, class: 'tag', testid: 'job-tag', href: jobsHash({ state: TAG_STATE[state] || '', tag: t }),
       title: `Jobs tagged ${t}`, text: t,
     })));
   }

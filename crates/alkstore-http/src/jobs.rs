@@ -26,7 +26,7 @@ use utoipa_axum::routes;
 
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::extract::{ApiJson, ApiQuery};
-use crate::queues::{batch_limit, JobPage, JobView};
+use crate::queues::{batch_limit, check_tag, JobPage, JobView};
 use crate::AppState;
 
 /// The most rows one search reads before it answers.
@@ -216,10 +216,7 @@ impl Finder {
             alkstore::queue::validate_queue_name(queue)
                 .map_err(|e| ApiError::from(e).with_field("queue"))?;
         }
-        if let Some(tag) = &f.tag {
-            alkstore::queue::validate_text("tag", tag)
-                .map_err(|e| ApiError::from(e).with_field("tag"))?;
-        }
+        check_tag(f.tag.as_deref())?;
         Ok(Finder {
             shown,
             payload,

@@ -103,6 +103,16 @@ pub(crate) fn jobs_json(jobs: &[JobInfo]) -> Value {
     Value::Array(jobs.iter().map(job_json).collect())
 }
 
+/// A job's payload preview, its tags first (`[billing,vip] {"n":1}`).
+fn tagged_preview(j: &JobInfo, width: usize) -> String {
+    if j.tags.is_empty() {
+        return payload_preview(&j.payload, width);
+    }
+    let tags = format!("[{}] ", j.tags.join(","));
+    let rest = width.saturating_sub(tags.chars().count()).max(10);
+    format!("{tags}{}", payload_preview(&j.payload, rest))
+}
+
 /// Live or completed jobs as a table.
 pub(crate) fn jobs_table(jobs: &[JobInfo]) -> String {
     let mut out = String::new();
@@ -127,7 +137,7 @@ pub(crate) fn jobs_table(jobs: &[JobInfo]) -> String {
             j.priority,
             format!("{}/{}", j.attempts, j.max_attempts),
             rfc3339(j.run_at),
-            payload_preview(&j.payload, 60)
+            tagged_preview(j, 60)
         );
     }
     out
@@ -157,7 +167,7 @@ pub(crate) fn dead_table(jobs: &[JobInfo]) -> String {
             format!("{}/{}", j.attempts, j.max_attempts),
             j.died_at.map(rfc3339).unwrap_or_else(|| "-".into()),
             shorten(j.last_error.as_deref().unwrap_or("-"), 39),
-            payload_preview(&j.payload, 40)
+            tagged_preview(j, 40)
         );
     }
     out

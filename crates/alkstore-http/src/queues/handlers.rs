@@ -16,7 +16,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 
-use super::limits::{batch_limit, check_batch};
+use super::limits::{batch_limit, check_batch, check_tag};
 use super::views::{
     DeadPageQuery, DepthQuery, DepthSampleView, DepthView, JobPage, JobView, PageQuery, QueueList,
     QueueView, ThroughputQuery, ThroughputView,
@@ -219,12 +219,14 @@ pub(super) async fn list_jobs(
             some => some,
         },
     };
+    check_tag(q.tag.as_deref())?;
     let jobs = app
         .store
         .engine()
         .job_list({
             let mut params = JobListParams::new(limit).queue(queue);
             params.state = state;
+            params.tag = q.tag;
             params.after_id = q.after_id;
             params
         })
@@ -492,11 +494,13 @@ pub(super) async fn dead_list(
     ApiQuery(q): ApiQuery<DeadPageQuery>,
 ) -> ApiResult<Json<JobPage>> {
     let limit = batch_limit(q.limit, 100)?;
+    check_tag(q.tag.as_deref())?;
     let jobs = app
         .store
         .engine()
         .dead_list({
             let mut params = DeadListParams::new(limit).queue(queue);
+            params.tag = q.tag;
             params.after_id = q.after_id;
             params
         })

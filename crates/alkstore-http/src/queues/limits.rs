@@ -29,3 +29,13 @@ pub(crate) fn check_batch(field: &str, n: usize) -> ApiResult<()> {
     }
     Ok(())
 }
+
+/// A listing's `tag` filter, checked as a tag is (non-empty, at most 200
+/// bytes, no NUL), the error naming the query's `tag`.
+pub(crate) fn check_tag(tag: Option<&str>) -> ApiResult<()> {
+    match tag {
+        Some(t) => alkstore::queue::validate_text("tag", t)
+            .map_err(|e| ApiError::from(e).with_field("tag")),
+        None => Ok(()),
+    }
+}

@@ -15,7 +15,7 @@ use utoipa_axum::routes;
 
 use crate::AppState;
 
-pub(crate) use limits::{batch_limit, check_batch};
+pub(crate) use limits::{batch_limit, check_batch, check_tag};
 pub use limits::{MAX_BATCH, MAX_WAIT_MS};
 pub use views::{
     AttemptErrorView, DeadPageQuery, DepthQuery, DepthSampleView, DepthView, JobPage, JobView,

@@ -205,6 +205,8 @@ pub struct PageQuery {
     /// listing only).
     #[param(pattern = "^(pending|processing|completed)$")]
     pub state: Option<String>,
+    /// Only jobs carrying this tag.
+    pub tag: Option<String>,
     /// Start after this id.
     pub after_id: Option<i64>,
     /// 1 to 1,000 (default 100).
@@ -303,6 +305,8 @@ impl From<QueueThroughput> for ThroughputView {
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct DeadPageQuery {
+    /// Only dead letters carrying this tag.
+    pub tag: Option<String>,
     /// Start after this id.
     pub after_id: Option<i64>,
     /// 1 to 1,000 (default 100).
