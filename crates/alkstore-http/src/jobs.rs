@@ -357,16 +357,15 @@ async fn job_counts(
     ApiQuery(q): ApiQuery<CountsQuery>,
 ) -> ApiResult<Json<JobCounts>> {
     let engine = app.store.engine();
-    let queues = match q.queue {
-        Some(queue) => vec![queue],
-        None => engine.queue_list().await?,
-    };
-    let mut c = JobCounts::default();
-    for queue in queues {
-        let s = engine
+    let stats = match q.queue {
+        Some(queue) => vec![engine
             .queue_stats(queue)
             .await
-            .map_err(|e| ApiError::from(e).with_field("queue"))?;
+            .map_err(|e| ApiError::from(e).with_field("queue"))?],
+        None => engine.queue_stats_all().await?,
+    };
+    let mut c = JobCounts::default();
+    for s in stats {
         c.pending += s.ready;
         c.scheduled += s.scheduled - s.retryable.min(s.scheduled);
         c.retryable += s.retryable;

@@ -33,8 +33,8 @@ pub(crate) async fn metrics(State(app): State<AppState>) -> ApiResult<impl IntoR
 
 async fn record_store_gauges(app: &AppState) -> alkstore::Result<()> {
     let e = app.store.engine();
-    for q in e.queue_list().await? {
-        let s = e.queue_stats(q.clone()).await?;
+    for s in e.queue_stats_all().await? {
+        let q = s.queue.clone();
         for (state, n) in [
             ("ready", s.ready),
             ("scheduled", s.scheduled),

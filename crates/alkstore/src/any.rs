@@ -156,6 +156,7 @@ forward!(QueueDriver {
     fn queue_stats(p: Checked<QueueStatsParams>) -> QueueStats;
     fn queue_throughput(p: Checked<QueueThroughputParams>) -> QueueThroughput;
     fn queue_list() -> Vec<String>;
+    fn queue_stats_all() -> Vec<QueueStats>;
     fn queue_set_paused(p: Checked<QueuePauseParams>, to: PauseState) -> bool;
     fn queue_paused() -> Vec<String>;
     fn dead_list(p: Checked<DeadListParams>) -> Vec<JobInfo>;

@@ -285,21 +285,21 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         Command::Stats { queue } => {
             let paused = e.queue_paused().await?;
             let named = queue.is_some();
-            let queues = match queue {
-                Some(q) => vec![q],
+            let stats = match queue {
+                Some(q) => vec![e.queue_stats(q).await?],
                 None => {
-                    // A paused queue shows even while it holds nothing.
-                    let mut all = e.queue_list().await?;
-                    all.extend(paused.iter().cloned());
-                    all.sort();
-                    all.dedup();
+                    // Every queue at once; a paused queue shows even while
+                    // it holds nothing.
+                    let mut all = e.queue_stats_all().await?;
+                    for p in &paused {
+                        if !all.iter().any(|s| &s.queue == p) {
+                            all.push(e.queue_stats(p.as_str()).await?);
+                        }
+                    }
+                    all.sort_by(|a, b| a.queue.cmp(&b.queue));
                     all
                 }
             };
-            let mut stats = Vec::with_capacity(queues.len());
-            for q in queues {
-                stats.push(e.queue_stats(q).await?);
-            }
             if let (true, Some(s)) = (named, stats.first()) {
                 queues::note_if_unknown(&store, &s.queue).await?;
             }

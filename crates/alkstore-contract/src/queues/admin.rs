@@ -251,6 +251,71 @@ pub async fn run_now_and_delete_act_only_on_pending_jobs<H: Harness>(h: &H) {
     );
 }
 
+/// Every queue's counts read at once equal each queue's own: a queue in
+/// every state, one with only dead letters, one with only kept jobs.
+pub async fn stats_of_every_queue_match_each_queues<H: Harness>(h: &H) {
+    let e = h.engine();
+    let now = h.clock().now();
+    let kept = QueueOpts {
+        keep_completed: Some(secs(600)),
+        ..QueueOpts::default()
+    };
+    // "all": ready, scheduled, retryable, processing, dead (one cancelled).
+    e.job_enqueue(
+        (0..3)
+            .map(|i| job("all", &i.to_string()).with_opts(EnqueueOpts::default().run_at(now - 30)))
+            .chain([job("all", "later").with_opts(EnqueueOpts::default().run_at(now + 600))])
+            .collect::<Vec<_>>(),
+    )
+    .await
+    .expect("enqueue");
+    let got = claim(e, "all", "w", 2).await;
+    e.job_retry(JobRetryParams::new(got[0].claim(), "again").delay(secs(300)))
+        .await
+        .expect("retry");
+    let cancel = enqueue_one(e, job("all", "cancel me")).await;
+    e.job_cancel(cancel).await.expect("cancel");
+    // "dead-only": one failed job, nothing live.
+    enqueue_one(e, job("dead-only", "x")).await;
+    let d = claim(e, "dead-only", "w", 1).await;
+    e.job_fail(JobFailParams::new(d[0].claim(), "no"))
+        .await
+        .expect("fail");
+    // "kept-only": one acked, kept job.
+    enqueue_one(e, job("kept-only", "x").with_queue_opts(kept)).await;
+    let k = claim(e, "kept-only", "w", 1).await;
+    e.job_ack(vec![k[0].claim()]).await.expect("ack");
+
+    let all = e.queue_stats_all().await.expect("stats of every queue");
+    let names: Vec<&str> = all.iter().map(|s| s.queue.as_str()).collect();
+    assert_eq!(
+        names,
+        e.queue_list().await.expect("list"),
+        "every listed queue, by name"
+    );
+    for s in &all {
+        let one = e.queue_stats(s.queue.as_str()).await.expect("stats");
+        assert_eq!(s, &one, "queue {}", s.queue);
+    }
+    let of = |q: &str| all.iter().find(|s| s.queue == q).expect("listed").clone();
+    let a = of("all");
+    assert_eq!(
+        (
+            a.ready,
+            a.scheduled,
+            a.retryable,
+            a.processing,
+            a.dead,
+            a.cancelled
+        ),
+        (1, 2, 1, 1, 1, 1),
+        "{a:?}"
+    );
+    assert!(a.oldest_ready_age_s.is_some_and(|age| age >= 30), "{a:?}");
+    assert_eq!((of("dead-only").dead, of("dead-only").ready), (1, 0));
+    assert_eq!((of("kept-only").completed, of("kept-only").dead), (1, 0));
+}
+
 /// The rows above, for [`contract_suite!`](crate::contract_suite): list each
 /// `pub async fn …<H: Harness>` here, next to where it is written.
 #[doc(hidden)]
@@ -264,6 +329,7 @@ macro_rules! __queues_admin {
             completed_jobs_are_kept_when_opted_in,
             a_single_ack_keeps_a_completed_job_when_opted_in,
             run_now_and_delete_act_only_on_pending_jobs,
+            stats_of_every_queue_match_each_queues,
         ] }
     };
 }

@@ -168,6 +168,11 @@ impl crate::queue::QueueDriver for Recorder {
         Ok(Vec::new())
     }
 
+    async fn queue_stats_all(&self) -> Result<Vec<QueueStats>> {
+        self.reached("queue_stats_all");
+        Ok(Vec::new())
+    }
+
     async fn queue_set_paused(
         &self,
         _: Checked<QueuePauseParams>,

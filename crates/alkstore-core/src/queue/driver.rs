@@ -126,6 +126,9 @@ pub trait QueueDriver: Engine {
     /// See [`QueueAdmin::queue_list`](super::QueueAdmin::queue_list).
     fn queue_list(&self) -> impl Future<Output = Result<Vec<String>>> + Send;
 
+    /// See [`QueueAdmin::queue_stats_all`](super::QueueAdmin::queue_stats_all).
+    fn queue_stats_all(&self) -> impl Future<Output = Result<Vec<QueueStats>>> + Send;
+
     /// See [`QueueAdmin::queue_pause`](super::QueueAdmin::queue_pause)
     /// (`PauseState::Paused`) and `queue_resume` (`PauseState::Running`).
     fn queue_set_paused(
@@ -289,6 +292,10 @@ macro_rules! queue_driver_by_parts {
 
             async fn queue_list(&self) -> $crate::Result<Vec<String>> {
                 admin::queue_list(self).await
+            }
+
+            async fn queue_stats_all(&self) -> $crate::Result<Vec<$crate::queue::QueueStats>> {
+                admin::queue_stats_all(self).await
             }
 
             async fn queue_depth_history(

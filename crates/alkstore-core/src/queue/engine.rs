@@ -186,6 +186,11 @@ pub trait QueueAdmin: Engine {
     /// while its recent throughput does).
     fn queue_list(&self) -> impl Future<Output = Result<Vec<String>>> + Send;
 
+    /// Counts for every queue [`queue_list`](QueueAdmin::queue_list)
+    /// names, by name, read together: what an operator's overview polls,
+    /// in one call however many queues there are.
+    fn queue_stats_all(&self) -> impl Future<Output = Result<Vec<QueueStats>>> + Send;
+
     /// Stop claims from a queue, on every worker of the store: a claim
     /// from a paused queue returns nothing (jobs can still be enqueued;
     /// running ones finish). `true` when it was not paused yet.
@@ -424,6 +429,10 @@ impl<D: QueueDriver> QueueAdmin for D {
 
     async fn queue_list(&self) -> Result<Vec<String>> {
         engine_call!(self, queue_list, () => (), |_p| QueueDriver::queue_list(self))
+    }
+
+    async fn queue_stats_all(&self) -> Result<Vec<QueueStats>> {
+        engine_call!(self, queue_stats_all, () => (), |_p| QueueDriver::queue_stats_all(self))
     }
 
     async fn queue_pause(&self, params: impl Into<QueuePauseParams> + Send) -> Result<bool> {

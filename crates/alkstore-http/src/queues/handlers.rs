@@ -42,11 +42,15 @@ use alkstore_core::results::ResultSaveParams;
 pub(super) async fn list_queues(State(app): State<AppState>) -> ApiResult<Json<QueueList>> {
     let e = app.store.engine();
     let paused = e.queue_paused().await?;
-    let mut queues = Vec::new();
-    for q in e.queue_list().await? {
-        let is_paused = paused.contains(&q);
-        queues.push(QueueView::new(e.queue_stats(q).await?, is_paused));
-    }
+    let queues = e
+        .queue_stats_all()
+        .await?
+        .into_iter()
+        .map(|s| {
+            let is_paused = paused.contains(&s.queue);
+            QueueView::new(s, is_paused)
+        })
+        .collect();
     Ok(Json(QueueList { queues }))
 }
 

@@ -136,6 +136,36 @@ pub(super) async fn queue_stats(
     })
 }
 
+/// The driver's `queue_stats_all`: every listed queue's counts, in one
+/// statement.
+pub(super) async fn queue_stats_all(engine: &PgEngine) -> Result<Vec<QueueStats>> {
+    let now = engine.now_override();
+    let rows = engine
+        .query("queue_stats_all", &engine.inner.sql.stats_all, &[&now])
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| {
+            let n = |i: usize| count(r.get::<_, Option<i64>>(i).unwrap_or(0));
+            let db_now: i64 = r.get(11);
+            let oldest: Option<i64> = r.get(6);
+            QueueStats {
+                queue: r.get(0),
+                ready: n(1),
+                scheduled: n(2),
+                expired: n(3),
+                processing: n(4),
+                expired_claims: n(5),
+                oldest_ready_age_s: oldest.map(|t| (db_now - t).max(0)),
+                retryable: n(7),
+                dead: n(8),
+                cancelled: n(9),
+                completed: n(10),
+            }
+        })
+        .collect())
+}
+
 /// The driver's `queue_list`: every queue the store knows.
 pub(super) async fn queue_list(engine: &PgEngine) -> Result<Vec<String>> {
     let rows = engine

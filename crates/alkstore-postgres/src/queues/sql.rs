@@ -83,6 +83,8 @@ pub(crate) struct Sql {
     pub list_live: String,
     pub list_done: String,
     pub stats: String,
+    /// Every listed queue's counts in one statement (`$1` the time).
+    pub stats_all: String,
     pub queue_list: String,
     pub throughput_buckets: String,
     pub depth_history: String,
@@ -226,6 +228,20 @@ pub(crate) fn held_claims<'a>(claims: impl Iterator<Item = &'a Claim>) -> Vec<St
     claims
         .map(|c| format!("{} {}", c.token, c.worker))
         .collect()
+}
+
+/// Every queue the store knows: with live, dead or kept jobs, or with
+/// jobs finished lately (throughput rows).
+fn queues_known(
+    job: &QualifiedTable<'_>,
+    dead: &QualifiedTable<'_>,
+    done: &QualifiedTable<'_>,
+    throughput: &QualifiedTable<'_>,
+) -> String {
+    format!(
+        "SELECT queue FROM {job} UNION SELECT queue FROM {dead} UNION SELECT queue FROM {done} \
+         UNION SELECT queue FROM {throughput} WHERE bucket > 0 AND shard >= 0"
+    )
 }
 
 /// Shards of a throughput bucket (see migration 010).
@@ -648,9 +664,33 @@ impl Sql {
                         (SELECT count(*) FROM {dead} WHERE queue = $2 AND reason = 'cancelled') \
                  FROM {job} WHERE queue = $2"
             ),
+            stats_all: format!(
+                "WITH q AS ({queues}), \
+                   l AS (SELECT queue, \
+                     count(*) FILTER (WHERE state = 'pending' AND run_at <= {NOW} \
+                       AND (expires_at IS NULL OR expires_at > {NOW})) AS ready, \
+                     count(*) FILTER (WHERE state = 'pending' AND run_at > {NOW} \
+                       AND (expires_at IS NULL OR expires_at > {NOW})) AS scheduled, \
+                     count(*) FILTER (WHERE state = 'pending' AND expires_at <= {NOW}) AS expired, \
+                     count(*) FILTER (WHERE state = 'processing' AND claim_expires_at > {NOW}) AS processing, \
+                     count(*) FILTER (WHERE state = 'processing' AND claim_expires_at <= {NOW}) AS lapsed, \
+                     min(run_at) FILTER (WHERE state = 'pending' AND run_at <= {NOW} \
+                       AND (expires_at IS NULL OR expires_at > {NOW})) AS oldest, \
+                     count(*) FILTER (WHERE state = 'pending' AND run_at > {NOW} AND attempts > 0 \
+                       AND (expires_at IS NULL OR expires_at > {NOW})) AS retryable \
+                     FROM {job} GROUP BY queue), \
+                   d AS (SELECT queue, count(*) AS n, count(*) FILTER (WHERE reason = 'cancelled') AS c \
+                     FROM {dead} GROUP BY queue), \
+                   o AS (SELECT queue, count(*) AS n FROM {done} GROUP BY queue) \
+                 SELECT q.queue, l.ready, l.scheduled, l.expired, l.processing, l.lapsed, l.oldest, \
+                   l.retryable, d.n, d.c, o.n, {NOW} \
+                 FROM q LEFT JOIN l USING (queue) LEFT JOIN d USING (queue) LEFT JOIN o USING (queue) \
+                 ORDER BY q.queue",
+                queues = queues_known(&job, &dead, &done, &throughput),
+            ),
             queue_list: format!(
-                "SELECT queue FROM {job} UNION SELECT queue FROM {dead} UNION SELECT queue FROM {done} \
-                 UNION SELECT queue FROM {throughput} WHERE bucket > 0 AND shard >= 0 ORDER BY 1"
+                "{} ORDER BY 1",
+                queues_known(&job, &dead, &done, &throughput)
             ),
             throughput_buckets: format!(
                 "SELECT bucket, queue, sum(completed)::bigint, sum(failed)::bigint, \

@@ -143,20 +143,10 @@ pub(super) async fn queue_stats(
         .read("queue_stats", move |conn| {
             let op = "queue_stats";
             let live: [Option<i64>; 7] = conn
-                .prepare_cached(
-                    "SELECT COALESCE(SUM(state = 'pending' AND run_at <= ?2 \
-                          AND (expires_at IS NULL OR expires_at > ?2)), 0), \
-                        COALESCE(SUM(state = 'pending' AND run_at > ?2 \
-                          AND (expires_at IS NULL OR expires_at > ?2)), 0), \
-                        COALESCE(SUM(state = 'pending' AND expires_at <= ?2), 0), \
-                        COALESCE(SUM(state = 'processing' AND claim_expires_at > ?2), 0), \
-                        COALESCE(SUM(state = 'processing' AND claim_expires_at <= ?2), 0), \
-                        MIN(CASE WHEN state = 'pending' AND run_at <= ?2 \
-                          AND (expires_at IS NULL OR expires_at > ?2) THEN run_at END), \
-                        COALESCE(SUM(state = 'pending' AND run_at > ?2 AND attempts > 0 \
-                          AND (expires_at IS NULL OR expires_at > ?2)), 0) \
-                 FROM __alkstore_job WHERE queue = ?1",
-                )
+                .prepare_cached(&format!(
+                    "SELECT {} FROM __alkstore_job WHERE queue = ?1",
+                    live_counts("?2")
+                ))
                 .and_then(|mut s| {
                     s.query_row(params![queue, now], |r| {
                         Ok([
@@ -199,6 +189,69 @@ pub(super) async fn queue_stats(
                 oldest_ready_age_s: live[5].map(|t| (now - t).max(0)),
                 queue,
             })
+        })
+        .await
+}
+
+/// A queue's live jobs counted by state at `now` (a parameter): ready,
+/// scheduled, expired, processing, lapsed claims, the oldest ready job's
+/// due time, retryable; in `QueueStats` terms, see `stats_of`.
+fn live_counts(now: &str) -> String {
+    format!(
+        "COALESCE(SUM(state = 'pending' AND run_at <= {now} \
+           AND (expires_at IS NULL OR expires_at > {now})), 0), \
+         COALESCE(SUM(state = 'pending' AND run_at > {now} \
+           AND (expires_at IS NULL OR expires_at > {now})), 0), \
+         COALESCE(SUM(state = 'pending' AND expires_at <= {now}), 0), \
+         COALESCE(SUM(state = 'processing' AND claim_expires_at > {now}), 0), \
+         COALESCE(SUM(state = 'processing' AND claim_expires_at <= {now}), 0), \
+         MIN(CASE WHEN state = 'pending' AND run_at <= {now} \
+           AND (expires_at IS NULL OR expires_at > {now}) THEN run_at END), \
+         COALESCE(SUM(state = 'pending' AND run_at > {now} AND attempts > 0 \
+           AND (expires_at IS NULL OR expires_at > {now})), 0)"
+    )
+}
+
+/// The driver's `queue_stats_all`: every listed queue's counts, in one
+/// statement (one snapshot) of grouped reads.
+pub(super) async fn queue_stats_all(engine: &SqliteEngine) -> Result<Vec<QueueStats>> {
+    let now = engine.now();
+    engine
+        .read("queue_stats_all", move |conn| {
+            conn.prepare_cached(&format!(
+                "WITH q(queue) AS ({QUEUE_LIST}), \
+                   l AS (SELECT queue, {} FROM __alkstore_job GROUP BY queue), \
+                   d AS (SELECT queue, COUNT(*) AS n, SUM(reason = 'cancelled') AS c \
+                     FROM __alkstore_dead GROUP BY queue), \
+                   o AS (SELECT queue, COUNT(*) AS n FROM __alkstore_done GROUP BY queue) \
+                 SELECT q.queue, l.*, d.n, d.c, o.n FROM q \
+                   LEFT JOIN l ON l.queue = q.queue LEFT JOIN d ON d.queue = q.queue \
+                   LEFT JOIN o ON o.queue = q.queue ORDER BY q.queue",
+                live_counts("?1")
+            ))
+            .and_then(|mut s| {
+                s.query_map([now], |r| {
+                    let n = |i: usize| -> rusqlite::Result<u64> {
+                        Ok(count(r.get::<_, Option<i64>>(i)?.unwrap_or(0)))
+                    };
+                    let oldest: Option<i64> = r.get(7)?;
+                    Ok(QueueStats {
+                        queue: r.get(0)?,
+                        ready: n(2)?,
+                        scheduled: n(3)?,
+                        expired: n(4)?,
+                        processing: n(5)?,
+                        expired_claims: n(6)?,
+                        oldest_ready_age_s: oldest.map(|t| (now - t).max(0)),
+                        retryable: n(8)?,
+                        dead: n(9)?,
+                        cancelled: n(10)?,
+                        completed: n(11)?,
+                    })
+                })?
+                .collect()
+            })
+            .map_err(db("queue_stats_all"))
         })
         .await
 }
@@ -247,18 +300,21 @@ pub(super) async fn job_list(
         .await
 }
 
+/// Every queue the store knows, by name.
+const QUEUE_LIST: &str = "SELECT DISTINCT queue FROM __alkstore_job \
+     UNION SELECT DISTINCT queue FROM __alkstore_dead \
+     UNION SELECT DISTINCT queue FROM __alkstore_done \
+     UNION SELECT DISTINCT queue FROM __alkstore_queue_throughput WHERE bucket > 0 AND shard >= 0";
+
 /// The driver's `queue_list`: every queue the store knows.
 pub(super) async fn queue_list(engine: &SqliteEngine) -> Result<Vec<String>> {
-    engine.read("queue_list", |conn| {
-        conn.prepare_cached(
-            "SELECT DISTINCT queue FROM __alkstore_job UNION SELECT DISTINCT queue FROM __alkstore_dead \
-             UNION SELECT DISTINCT queue FROM __alkstore_done \
-             UNION SELECT DISTINCT queue FROM __alkstore_queue_throughput WHERE bucket > 0 AND shard >= 0 ORDER BY 1",
-        )
-        .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
-        .map_err(db("queue_list"))
-    })
-    .await
+    engine
+        .read("queue_list", |conn| {
+            conn.prepare_cached(&format!("{QUEUE_LIST} ORDER BY 1"))
+                .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+                .map_err(db("queue_list"))
+        })
+        .await
 }
 
 /// The driver's `queue_set_paused`: pause or resume a queue; whether that
