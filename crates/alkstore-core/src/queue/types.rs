@@ -143,13 +143,18 @@ pub fn tags_json(tags: &[String]) -> Option<String> {
     if tags.is_empty() {
         return None;
     }
+    serde_json::to_string(&distinct_tags(tags)).ok()
+}
+
+/// The tags with repeats dropped, in first-seen order.
+fn distinct_tags(tags: &[String]) -> Vec<&str> {
     let mut kept: Vec<&str> = Vec::with_capacity(tags.len());
     for t in tags {
         if !kept.contains(&t.as_str()) {
             kept.push(t);
         }
     }
-    serde_json::to_string(&kept).ok()
+    kept
 }
 
 /// Metadata as stored: a JSON object, or `None` when empty.
@@ -248,13 +253,7 @@ impl NewJob {
         for tag in &self.opts.tags {
             validate_text("tag", tag)?;
         }
-        let distinct = self
-            .opts
-            .tags
-            .iter()
-            .enumerate()
-            .filter(|(i, t)| !self.opts.tags[..*i].contains(t))
-            .count();
+        let distinct = distinct_tags(&self.opts.tags).len();
         if distinct > MAX_TAGS {
             return Err(Error::invalid(
                 "tags",

@@ -81,15 +81,9 @@ pub fn fired_job(
     priority: i32,
     boundary_ms: i64,
 ) -> crate::NewJob {
-    crate::NewJob::new(queue, payload.to_vec()).with_opts(
-        crate::EnqueueOpts {
-            priority,
-            run_at: Some(boundary_ms.div_euclid(1_000)),
-            unique_key: Some(fired_job_key(name, boundary_ms)),
-            ..crate::EnqueueOpts::default()
-        }
-        .meta("schedule", name),
-    )
+    let mut job = schedule_job(name, queue, payload, priority, boundary_ms);
+    job.opts.unique_key = Some(fired_job_key(name, boundary_ms));
+    job
 }
 
 /// The job a manual run of schedule `name` enqueues at `now_ms`: as
@@ -103,14 +97,27 @@ pub fn manual_job(
     priority: i32,
     now_ms: i64,
 ) -> crate::NewJob {
+    let mut job = schedule_job(name, queue, payload, priority, now_ms);
+    job.opts.meta.insert("manual".into(), true.into());
+    job
+}
+
+/// A job of schedule `name`, due at `at_ms` (whole seconds), carrying
+/// `{"schedule": name}`.
+fn schedule_job(
+    name: &str,
+    queue: &str,
+    payload: &[u8],
+    priority: i32,
+    at_ms: i64,
+) -> crate::NewJob {
     crate::NewJob::new(queue, payload.to_vec()).with_opts(
         crate::EnqueueOpts {
             priority,
-            run_at: Some(now_ms.div_euclid(1_000)),
+            run_at: Some(at_ms.div_euclid(1_000)),
             ..crate::EnqueueOpts::default()
         }
-        .meta("schedule", name)
-        .meta("manual", true),
+        .meta("schedule", name),
     )
 }
 

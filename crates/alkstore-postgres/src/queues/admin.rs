@@ -118,22 +118,28 @@ pub(super) async fn queue_stats(
     let r = rows
         .first()
         .ok_or_else(|| Error::database("queue_stats", "no row"))?;
-    let n = |i: usize| count(r.get(i));
-    let db_now: i64 = r.get(8);
-    let oldest: Option<i64> = r.get(5);
-    Ok(QueueStats {
+    Ok(stats_row(r, 0, queue))
+}
+
+/// `queue`'s counts from the columns of `Sql::stats` starting at `first`
+/// (a count from an outer join may be NULL: no rows).
+fn stats_row(r: &tokio_postgres::Row, first: usize, queue: String) -> QueueStats {
+    let n = |i: usize| count(r.get::<_, Option<i64>>(first + i).unwrap_or(0));
+    let oldest: Option<i64> = r.get(first + 5);
+    let db_now: i64 = r.get(first + 9);
+    QueueStats {
         ready: n(0),
         scheduled: n(1),
-        retryable: n(9),
         expired: n(2),
         processing: n(3),
         expired_claims: n(4),
-        dead: n(6),
-        cancelled: n(10),
-        completed: n(7),
         oldest_ready_age_s: oldest.map(|t| (db_now - t).max(0)),
+        retryable: n(6),
+        dead: n(7),
+        completed: n(8),
+        cancelled: n(10),
         queue,
-    })
+    }
 }
 
 /// The driver's `queue_stats_all`: every listed queue's counts, in one
@@ -143,27 +149,7 @@ pub(super) async fn queue_stats_all(engine: &PgEngine) -> Result<Vec<QueueStats>
     let rows = engine
         .query("queue_stats_all", &engine.inner.sql.stats_all, &[&now])
         .await?;
-    Ok(rows
-        .iter()
-        .map(|r| {
-            let n = |i: usize| count(r.get::<_, Option<i64>>(i).unwrap_or(0));
-            let db_now: i64 = r.get(11);
-            let oldest: Option<i64> = r.get(6);
-            QueueStats {
-                queue: r.get(0),
-                ready: n(1),
-                scheduled: n(2),
-                expired: n(3),
-                processing: n(4),
-                expired_claims: n(5),
-                oldest_ready_age_s: oldest.map(|t| (db_now - t).max(0)),
-                retryable: n(7),
-                dead: n(8),
-                cancelled: n(9),
-                completed: n(10),
-            }
-        })
-        .collect())
+    Ok(rows.iter().map(|r| stats_row(r, 1, r.get(0))).collect())
 }
 
 /// The driver's `queue_list`: every queue the store knows.

@@ -230,6 +230,25 @@ pub(crate) fn held_claims<'a>(claims: impl Iterator<Item = &'a Claim>) -> Vec<St
         .collect()
 }
 
+/// A queue's live jobs counted by state at `NOW`: ready, scheduled,
+/// expired, processing, lapsed claims, the oldest ready job's due time,
+/// retryable (each named, for `stats_all`'s grouped read).
+fn live_counts() -> String {
+    format!(
+        "count(*) FILTER (WHERE state = 'pending' AND run_at <= {NOW} \
+           AND (expires_at IS NULL OR expires_at > {NOW})) AS ready, \
+         count(*) FILTER (WHERE state = 'pending' AND run_at > {NOW} \
+           AND (expires_at IS NULL OR expires_at > {NOW})) AS scheduled, \
+         count(*) FILTER (WHERE state = 'pending' AND expires_at <= {NOW}) AS expired, \
+         count(*) FILTER (WHERE state = 'processing' AND claim_expires_at > {NOW}) AS processing, \
+         count(*) FILTER (WHERE state = 'processing' AND claim_expires_at <= {NOW}) AS lapsed, \
+         min(run_at) FILTER (WHERE state = 'pending' AND run_at <= {NOW} \
+           AND (expires_at IS NULL OR expires_at > {NOW})) AS oldest, \
+         count(*) FILTER (WHERE state = 'pending' AND run_at > {NOW} AND attempts > 0 \
+           AND (expires_at IS NULL OR expires_at > {NOW})) AS retryable"
+    )
+}
+
 /// Every queue the store knows: with live, dead or kept jobs, or with
 /// jobs finished lately (throughput rows).
 fn queues_known(
@@ -646,47 +665,28 @@ impl Sql {
                    AND ($5::text IS NULL OR tags ? $5) \
                  ORDER BY id LIMIT $4"
             ),
+            // Columns as `stats_row` reads them: the live counts, dead,
+            // kept, the time, cancelled.
             stats: format!(
-                "SELECT count(*) FILTER (WHERE state = 'pending' AND run_at <= {NOW} \
-                          AND (expires_at IS NULL OR expires_at > {NOW})), \
-                        count(*) FILTER (WHERE state = 'pending' AND run_at > {NOW} \
-                          AND (expires_at IS NULL OR expires_at > {NOW})), \
-                        count(*) FILTER (WHERE state = 'pending' AND expires_at <= {NOW}), \
-                        count(*) FILTER (WHERE state = 'processing' AND claim_expires_at > {NOW}), \
-                        count(*) FILTER (WHERE state = 'processing' AND claim_expires_at <= {NOW}), \
-                        min(run_at) FILTER (WHERE state = 'pending' AND run_at <= {NOW} \
-                          AND (expires_at IS NULL OR expires_at > {NOW})), \
-                        (SELECT count(*) FROM {dead} WHERE queue = $2), \
-                        (SELECT count(*) FROM {done} WHERE queue = $2), \
-                        {NOW}, \
-                        count(*) FILTER (WHERE state = 'pending' AND run_at > {NOW} AND attempts > 0 \
-                          AND (expires_at IS NULL OR expires_at > {NOW})), \
-                        (SELECT count(*) FROM {dead} WHERE queue = $2 AND reason = 'cancelled') \
-                 FROM {job} WHERE queue = $2"
+                "SELECT {live}, (SELECT count(*) FROM {dead} WHERE queue = $2), \
+                   (SELECT count(*) FROM {done} WHERE queue = $2), {NOW}, \
+                   (SELECT count(*) FROM {dead} WHERE queue = $2 AND reason = 'cancelled') \
+                 FROM {job} WHERE queue = $2",
+                live = live_counts(),
             ),
+            // The queue's name, then the columns of `stats`.
             stats_all: format!(
                 "WITH q AS ({queues}), \
-                   l AS (SELECT queue, \
-                     count(*) FILTER (WHERE state = 'pending' AND run_at <= {NOW} \
-                       AND (expires_at IS NULL OR expires_at > {NOW})) AS ready, \
-                     count(*) FILTER (WHERE state = 'pending' AND run_at > {NOW} \
-                       AND (expires_at IS NULL OR expires_at > {NOW})) AS scheduled, \
-                     count(*) FILTER (WHERE state = 'pending' AND expires_at <= {NOW}) AS expired, \
-                     count(*) FILTER (WHERE state = 'processing' AND claim_expires_at > {NOW}) AS processing, \
-                     count(*) FILTER (WHERE state = 'processing' AND claim_expires_at <= {NOW}) AS lapsed, \
-                     min(run_at) FILTER (WHERE state = 'pending' AND run_at <= {NOW} \
-                       AND (expires_at IS NULL OR expires_at > {NOW})) AS oldest, \
-                     count(*) FILTER (WHERE state = 'pending' AND run_at > {NOW} AND attempts > 0 \
-                       AND (expires_at IS NULL OR expires_at > {NOW})) AS retryable \
-                     FROM {job} GROUP BY queue), \
+                   l AS (SELECT queue, {live} FROM {job} GROUP BY queue), \
                    d AS (SELECT queue, count(*) AS n, count(*) FILTER (WHERE reason = 'cancelled') AS c \
                      FROM {dead} GROUP BY queue), \
                    o AS (SELECT queue, count(*) AS n FROM {done} GROUP BY queue) \
                  SELECT q.queue, l.ready, l.scheduled, l.expired, l.processing, l.lapsed, l.oldest, \
-                   l.retryable, d.n, d.c, o.n, {NOW} \
+                   l.retryable, d.n, o.n, {NOW}, d.c \
                  FROM q LEFT JOIN l USING (queue) LEFT JOIN d USING (queue) LEFT JOIN o USING (queue) \
                  ORDER BY q.queue",
                 queues = queues_known(&job, &dead, &done, &throughput),
+                live = live_counts(),
             ),
             queue_list: format!(
                 "{} ORDER BY 1",

@@ -195,7 +195,7 @@ pub(super) async fn queue_stats(
 
 /// A queue's live jobs counted by state at `now` (a parameter): ready,
 /// scheduled, expired, processing, lapsed claims, the oldest ready job's
-/// due time, retryable; in `QueueStats` terms, see `stats_of`.
+/// due time, retryable.
 fn live_counts(now: &str) -> String {
     format!(
         "COALESCE(SUM(state = 'pending' AND run_at <= {now} \
