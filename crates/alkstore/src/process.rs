@@ -84,6 +84,8 @@ pub(crate) struct Registration {
     id: String,
     task: tokio::task::JoinHandle<()>,
     order: watch::Receiver<ProcessOrder>,
+    /// Tells the beat task to stop between beats (see `end`).
+    stop: watch::Sender<bool>,
 }
 
 impl Registration {
@@ -98,13 +100,19 @@ impl Registration {
         running: RunningNow,
     ) -> Self {
         let (tx, order) = watch::channel(ProcessOrder::Run);
+        let (stop, mut stopping) = watch::channel(false);
         let id = params.id.clone();
         let beats = engine.clone();
         let task = tokio::spawn(async move {
             let mut ticks = tokio::time::interval(every);
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
-                ticks.tick().await;
+                // Stop only between beats: a beat is never cut off in
+                // flight, where it could still land after `end`'s removal.
+                tokio::select! {
+                    _ = ticks.tick() => {}
+                    _ = stopping.wait_for(|s| *s) => return,
+                }
                 let mut p = params.clone();
                 p.running = running();
                 match beats.process_beat(p).await {
@@ -122,6 +130,7 @@ impl Registration {
             id,
             task,
             order,
+            stop,
         }
     }
 
@@ -147,9 +156,18 @@ impl Registration {
     }
 
     /// Stop beating and remove the row (a clean exit); a failed removal
-    /// only leaves the row to expire.
-    pub(crate) async fn end(self) {
-        self.task.abort();
+    /// only leaves the row to expire. The beat task is let finish a beat
+    /// in flight first (aborted, that beat could still reach the store
+    /// after the removal and register the process again), for at most
+    /// [`PROCESS_HEARTBEAT`].
+    pub(crate) async fn end(mut self) {
+        self.stop.send_replace(true);
+        if tokio::time::timeout(PROCESS_HEARTBEAT, &mut self.task)
+            .await
+            .is_err()
+        {
+            self.task.abort();
+        }
         if let Err(e) = self
             .engine
             .process_remove(ProcessRemoveParams::new(self.id.clone()))
