@@ -275,12 +275,15 @@ pub(crate) async fn group_members_over_http_share_buckets_and_are_fenced(api: Ap
     assert!(held_a.keys().all(|k| !held_b.contains_key(k)), "{a} {b}");
 
     // Each member gets only its buckets' events; together, every event once.
+    // The claims wait: a reader sees the publish only once every write
+    // transaction older than it has ended, on PostgreSQL any on the server
+    // (other tests' too), so the events may not be readable at once.
     let mut seen = Vec::new();
     for member in ["a", "b"] {
         let claim = ok(
             &api,
             &format!("{base}/{member}/claim"),
-            json!({"limit": 1000}),
+            json!({"limit": 1000, "wait_ms": 10_000}),
         )
         .await;
         for e in claim["events"].as_array().expect("events") {
