@@ -42,6 +42,7 @@ mod error;
 pub mod group;
 pub mod lock;
 pub mod notify;
+pub mod op;
 mod pause;
 pub mod process;
 pub mod queue;
@@ -77,6 +78,7 @@ pub use results::{ResultDriver, ResultEngine};
 pub use schedule::{ScheduleDriver, ScheduleEngine};
 pub use stream::{StreamDriver, StreamEngine};
 pub use sweep::{SweepParams, SweepReport};
+pub use op::{At, Drive, Op, Place, TxConn, Writes};
 pub use tx::{Transaction, TxDriver};
 pub use validate::Limits;
 
@@ -84,8 +86,8 @@ pub use validate::Limits;
 /// methods are called.
 pub mod prelude {
     pub use crate::{
-        Engine, GroupEngine, LockEngine, NotifyEngine, ProcessEngine, QueueAdmin, QueueEngine,
-        RateEngine, ResultEngine, ScheduleEngine, StreamEngine,
+        Engine, GroupEngine, LockEngine, NotifyEngine, Place, ProcessEngine, QueueAdmin,
+        QueueEngine, RateEngine, ResultEngine, ScheduleEngine, StreamEngine, Writes,
     };
 }
 pub use wake::{Offer, Taker, Takers, Wake, WakeHub};

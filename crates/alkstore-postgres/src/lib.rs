@@ -42,7 +42,6 @@ mod groups;
 mod listen;
 mod locks;
 mod notify;
-mod outbox;
 mod processes;
 mod queues;
 mod rates;
@@ -58,6 +57,7 @@ mod tls;
 mod tx;
 mod unnamed;
 mod within;
+mod writes;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -79,6 +79,7 @@ pub use sqlx;
 pub use tokio_postgres;
 pub use tx::PgTx;
 pub use within::Within;
+pub use writes::PgConn;
 
 /// How to open a PostgreSQL store.
 ///

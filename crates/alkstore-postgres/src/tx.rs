@@ -21,18 +21,12 @@
 //! start): a claim or lock that lapses while the transaction is open is
 //! seen as lapsed by the next call.
 
-use alkstore_core::group::GroupCheckpointParams;
-use alkstore_core::lock::LockFenceParams;
-use alkstore_core::notify::NotifyParams;
-use alkstore_core::queue::{JobAckParams, JobEnqueueParams, JobSettleParams};
-use alkstore_core::schedule::{ScheduleInfo, ScheduleNameParams, ScheduleSetParams};
-use alkstore_core::stream::{StreamOffsetCommitParams, StreamPublishParams};
-use alkstore_core::{Checked, Enqueued, Error, Result, Settled, TxDriver};
+use alkstore_core::{Error, Result, TxDriver};
 use deadpool_postgres::{ClientWrapper, Object};
 use tokio_postgres::error::SqlState;
 
-use crate::announce::Wakes;
 use crate::queues::throughput::Tally;
+use crate::writes::PgConn;
 use crate::{db, PgEngine};
 
 /// Opens every transaction: READ COMMITTED whatever the server's default,
@@ -72,11 +66,6 @@ impl PgTx {
             .as_ref()
             .expect("an open PgTx holds its connection");
         conn
-    }
-
-    /// The connection, and the tally its settles count in.
-    fn settling(&self, op: &'static str) -> Result<(&ClientWrapper, &Tally)> {
-        Ok((self.exec(op)?, &self.tally))
     }
 
     fn exec(&self, op: &'static str) -> Result<&ClientWrapper> {
@@ -199,111 +188,8 @@ impl TxDriver for PgEngine {
         self.tx_end(tx, "tx_rollback", "ROLLBACK").await
     }
 
-    async fn tx_job_enqueue(
-        &self,
-        tx: &mut PgTx,
-        p: Checked<JobEnqueueParams>,
-    ) -> Result<Vec<Enqueued>> {
-        let jobs = p.into_inner().jobs;
-        let e = &self.on(tx.exec("job_enqueue")?);
-        crate::queues::enqueue::enqueue_in(
-            e,
-            &self.inner.sql,
-            jobs,
-            self.now_override(),
-            Wakes::AtCommit,
-        )
-        .await
-    }
-
-    async fn tx_job_ack(&self, tx: &mut PgTx, p: Checked<JobAckParams>) -> Result<Vec<bool>> {
-        let (e, tally) = tx.settling("job_ack")?;
-        let e = &self.on(e);
-        let sql = &self.inner.sql;
-        crate::queues::settle::ack_in(e, sql, self.now_override(), &p.claims, Some(tally)).await
-    }
-
-    async fn tx_job_settle(
-        &self,
-        tx: &mut PgTx,
-        p: Checked<JobSettleParams>,
-    ) -> Result<Vec<Settled>> {
-        let (e, tally) = tx.settling("job_settle")?;
-        let e = &self.on(e);
-        let batch = p.into_inner().batch;
-        let (sql, now) = (&self.inner.sql, self.now_override());
-        let settled = crate::queues::settle::settle_all_in(e, sql, now, batch, Some(tally)).await?;
-        Ok(settled.into_iter().map(|(outcome, _)| outcome).collect())
-    }
-
-    async fn tx_stream_publish(
-        &self,
-        tx: &mut PgTx,
-        p: Checked<StreamPublishParams>,
-    ) -> Result<Vec<i64>> {
-        let e = &self.on(tx.exec("stream_publish")?);
-        let sql = &self.inner.stream_sql;
-        crate::streams::publish_in(e, sql, self.now_override(), &p.events, Wakes::AtCommit).await
-    }
-
-    async fn tx_stream_offset_commit(
-        &self,
-        tx: &mut PgTx,
-        p: Checked<StreamOffsetCommitParams>,
-    ) -> Result<i64> {
-        let e = &self.on(tx.exec("stream_offset_commit")?);
-        let sql = &self.inner.stream_sql;
-        crate::streams::offset_commit_in(e, sql, self.now_override(), &p).await
-    }
-
-    async fn tx_notify(&self, tx: &mut PgTx, p: Checked<NotifyParams>) -> Result<()> {
-        let e = &self.on(tx.exec("notify")?);
-        crate::notify::send_in(e, self.schema(), &p.channel, &p.payload).await
-    }
-
-    async fn tx_schedule_set(
-        &self,
-        tx: &mut PgTx,
-        p: Checked<ScheduleSetParams>,
-    ) -> Result<ScheduleInfo> {
-        let e = &self.on(tx.exec("schedule_set")?);
-        let sql = &self.inner.schedule_sql;
-        crate::schedules::schedule_set_in(e, sql, self.now_ms_override(), &p).await
-    }
-
-    async fn tx_schedule_remove(
-        &self,
-        tx: &mut PgTx,
-        p: Checked<ScheduleNameParams>,
-    ) -> Result<bool> {
-        let e = &self.on(tx.exec("schedule_remove")?);
-        crate::schedules::schedule_remove_in(e, &self.inner.schedule_sql, &p).await
-    }
-
-    async fn tx_schedule_set_paused(
-        &self,
-        tx: &mut PgTx,
-        p: Checked<ScheduleNameParams>,
-        to: alkstore_core::PauseState,
-    ) -> Result<ScheduleInfo> {
-        let paused = to.is_paused();
-        let e = &self.on(tx.exec("schedule_set_paused")?);
-        let sql = &self.inner.schedule_sql;
-        crate::schedules::schedule_set_paused_in(e, sql, self.now_ms_override(), &p, paused).await
-    }
-
-    async fn tx_group_checkpoint(
-        &self,
-        tx: &mut PgTx,
-        p: Checked<GroupCheckpointParams>,
-    ) -> Result<i64> {
-        let e = &self.on(tx.exec("group_checkpoint")?);
-        let sql = &self.inner.group_sql;
-        crate::groups::checkpoint_in(e, sql, self.now_ms_override(), &p).await
-    }
-
-    async fn tx_lock_fence(&self, tx: &mut PgTx, p: Checked<LockFenceParams>) -> Result<()> {
-        let e = &self.on(tx.exec("lock_fence")?);
-        crate::locks::fence_in(e, &self.inner.lock_sql, self.now_ms_override(), &p).await
+    fn tx_conn<'a>(&'a self, tx: &'a mut PgTx) -> Result<PgConn<'a>> {
+        let conn = tx.exec("tx")?;
+        Ok(PgConn::engine_tx(self.on(conn), &tx.tally))
     }
 }

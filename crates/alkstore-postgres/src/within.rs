@@ -4,21 +4,11 @@
 //! the engine's own transaction ([`Transaction`](alkstore_core::Transaction)) and the
 //! autocommit calls, with the same names.
 
-use alkstore_core::group::GroupCheckpointParams;
-use alkstore_core::lock::LockFenceParams;
-use alkstore_core::notify::NotifyParams;
-use alkstore_core::queue::{
-    JobAckParams, JobEnqueueParams, JobFailParams, JobSettleParams, JobSnoozeParams,
-};
-use alkstore_core::schedule::{ScheduleInfo, ScheduleNameParams, ScheduleSetParams};
-use alkstore_core::stream::{StreamOffsetCommitParams, StreamPublishParams};
-use alkstore_core::{
-    Checked, Claim, Engine, Enqueued, Error, ErrorKind, JobRetryParams, Result, RetryOutcome,
-    Settle, Settled,
-};
+use alkstore_core::{At, Checked, Drive, Engine, Error, ErrorKind, Op, Place, Result};
 use tokio_postgres::GenericClient;
 
 use crate::conn::Exec;
+use crate::writes::PgConn;
 use crate::PgEngine;
 
 /// The engine's transactional calls on the application's own transaction
@@ -61,11 +51,11 @@ use crate::PgEngine;
 ///
 /// ```no_run
 /// # async fn demo(engine: &alkstore_postgres::PgEngine, client: &mut tokio_postgres::Client, claim: alkstore_core::Claim) -> Result<(), Box<dyn std::error::Error>> {
-/// use alkstore_core::NewJob;
+/// use alkstore_core::{NewJob, Writes};
 /// let tx = client.transaction().await?;
 /// tx.execute("UPDATE orders SET state = 'mailed' WHERE id = 1", &[]).await?;
 /// let outbox = engine.within(&tx);
-/// outbox.job_ack(claim).await?; // the mail job that did it
+/// outbox.job_ack(vec![claim]).await?; // the mail job that did it
 /// outbox.job_enqueue(vec![NewJob::new("invoices", b"order 1".to_vec())]).await?;
 /// tx.commit().await?;
 /// # Ok(()) }
@@ -152,216 +142,50 @@ impl PgEngine {
     }
 }
 
-/// Run one call on the application's transaction: validate its input
-/// (refused input changes nothing), run it, and leave the transaction
-/// unable to commit when it failed for any reason but refused input.
-macro_rules! within_call {
-    ($self:ident, $params:expr => $ty:ty, |$e:ident, $engine:ident, $p:ident| $run:expr) => {{
-        let $p = Checked::<$ty>::new($params, $self.engine.limits())?.into_inner();
-        let $e: &dyn Exec = $self.conn.exec();
-        let $engine: &PgEngine = $self.engine;
-        let out = $run.await;
+impl Within<'_, '_> {
+    /// Validate, run, turn a lost fence into [`Error::NotHeld`], and leave
+    /// the transaction unable to commit when the call failed for any
+    /// reason but refused input.
+    async fn call<P: Op>(&self, params: P) -> Result<P::Output>
+    where
+        PgEngine: Drive<P>,
+    {
+        let p = Checked::<P>::new(params, self.engine.limits())?;
+        if let Some(out) = p.idle() {
+            return Ok(out);
+        }
+        let fence = p.fence();
+        let e: &dyn Exec = self.conn.exec();
+        let out = match self.engine.drive(At::Tx(PgConn::app(e)), p).await {
+            Ok(out) => match fence {
+                Some(what) if P::lost(&out) => Err(Error::NotHeld { what }),
+                _ => Ok(out),
+            },
+            Err(e) => Err(e),
+        };
         if matches!(&out, Err(e) if e.kind() != ErrorKind::InvalidInput) {
-            $self.conn.exec().abort().await;
+            self.conn.exec().abort().await;
         }
         out
-    }};
-}
-
-impl Within<'_, '_> {
-    /// Enqueue jobs (one, or a batch all or none): claimable once the
-    /// transaction commits. Workers are woken at commit.
-    pub async fn job_enqueue(
-        &self,
-        params: impl Into<JobEnqueueParams> + Send,
-    ) -> Result<Vec<Enqueued>> {
-        within_call!(self, params => JobEnqueueParams, |e, engine, p| async move {
-            crate::queues::enqueue::enqueue_in(
-                e,
-                &engine.inner.sql,
-                p.jobs,
-                engine.now_override(),
-                crate::announce::Wakes::AtCommit,
-            )
-            .await
-        })
-    }
-
-    /// Complete a job the caller's claim holds: done when the transaction
-    /// commits. A claim no longer held is [`Error::NotHeld`].
-    pub async fn job_ack(&self, claim: Claim) -> Result<()> {
-        let what = format!("claim on job {}", claim.id);
-        within_call!(self, vec![claim] => JobAckParams, |e, engine, p| async move {
-            let acked =
-                crate::queues::settle::ack_in(e, &engine.inner.sql, engine.now_override(), &p.claims, None)
-                    .await?;
-            match acked.first() {
-                Some(true) => Ok(()),
-                _ => Err(Error::NotHeld { what }),
-            }
-        })
-    }
-
-    /// Retry a job the caller's claim holds (backoff, or dead when out of
-    /// attempts), when the transaction commits. A claim no longer held is
-    /// [`Error::NotHeld`].
-    pub async fn job_retry(&self, params: JobRetryParams) -> Result<RetryOutcome> {
-        match self.settle_one(Settle::Retry(params)).await? {
-            Settled::Retried(outcome) => Ok(outcome),
-            other => Err(unexpected("job_retry", &other)),
-        }
-    }
-
-    /// Move a job the caller's claim holds to dead, when the transaction
-    /// commits. A claim no longer held is [`Error::NotHeld`].
-    pub async fn job_fail(&self, params: impl Into<JobFailParams> + Send) -> Result<()> {
-        let JobFailParams { claim, error, .. } = params.into();
-        match self.settle_one(Settle::Fail { claim, error }).await? {
-            Settled::Failed(true) => Ok(()),
-            other => Err(unexpected("job_fail", &other)),
-        }
-    }
-
-    /// Put a job the caller's claim holds back, due after the delay,
-    /// without using an attempt; returns when it is due. A claim no longer
-    /// held is [`Error::NotHeld`].
-    pub async fn job_snooze(&self, params: impl Into<JobSnoozeParams> + Send) -> Result<i64> {
-        let JobSnoozeParams { claim, delay, .. } = params.into();
-        match self.settle_one(Settle::Snooze { claim, delay }).await? {
-            Settled::Snoozed(Some(at)) => Ok(at),
-            other => Err(unexpected("job_snooze", &other)),
-        }
-    }
-
-    async fn settle_one(&self, settle: Settle) -> Result<Settled> {
-        let what = format!("claim on job {}", settle.claim().id);
-        within_call!(self, vec![settle] => JobSettleParams, |e, engine, p| async move {
-            let sql = &engine.inner.sql;
-            let mut settled =
-                crate::queues::settle::settle_all_in(e, sql, engine.now_override(), p.batch, None).await?;
-            match settled.pop() {
-                Some((
-                    Settled::Retried(RetryOutcome::NotHeld)
-                    | Settled::Failed(false)
-                    | Settled::Snoozed(None),
-                    _,
-                )) => Err(Error::NotHeld { what }),
-                Some((other, _)) => Ok(other),
-                None => Err(Error::database("job_settle", "no outcome for the job")),
-            }
-        })
-    }
-
-    /// Publish events (one, or a batch all or none): readable once the
-    /// transaction commits (and no later event of the stream is readable
-    /// before that: keep the transaction short). Returns their offsets.
-    pub async fn stream_publish(
-        &self,
-        params: impl Into<StreamPublishParams> + Send,
-    ) -> Result<Vec<i64>> {
-        within_call!(self, params => StreamPublishParams, |e, engine, p| async move {
-            let sql = &engine.inner.stream_sql;
-            crate::streams::publish_in(
-                e,
-                sql,
-                engine.now_override(),
-                &p.events,
-                crate::announce::Wakes::AtCommit,
-            )
-            .await
-        })
-    }
-
-    /// Save a consumer's offset (only forward) when the transaction
-    /// commits.
-    pub async fn stream_offset_commit(&self, params: StreamOffsetCommitParams) -> Result<i64> {
-        within_call!(self, params => StreamOffsetCommitParams, |e, engine, p| async move {
-            let sql = &engine.inner.stream_sql;
-            crate::streams::offset_commit_in(e, sql, engine.now_override(), &p).await
-        })
-    }
-
-    /// Send a notification that listeners get when the transaction
-    /// commits (and never, if it rolls back).
-    pub async fn notify(
-        &self,
-        channel: impl Into<String>,
-        payload: impl Into<String>,
-    ) -> Result<()> {
-        let params = NotifyParams::new(channel, payload);
-        within_call!(self, params => NotifyParams, |e, engine, p| async move {
-            crate::notify::send_in(e, engine.schema(), &p.channel, &p.payload).await
-        })
-    }
-
-    /// Register or change a schedule when the transaction commits.
-    pub async fn schedule_set(&self, params: ScheduleSetParams) -> Result<ScheduleInfo> {
-        within_call!(self, params => ScheduleSetParams, |e, engine, p| async move {
-            let sql = &engine.inner.schedule_sql;
-            crate::schedules::schedule_set_in(e, sql, engine.now_ms_override(), &p).await
-        })
-    }
-
-    /// Remove a schedule when the transaction commits; `false` when there
-    /// was none.
-    pub async fn schedule_remove(
-        &self,
-        params: impl Into<ScheduleNameParams> + Send,
-    ) -> Result<bool> {
-        within_call!(self, params => ScheduleNameParams, |e, engine, p| async move {
-            crate::schedules::schedule_remove_in(e, &engine.inner.schedule_sql, &p).await
-        })
-    }
-
-    /// Pause a schedule when the transaction commits.
-    /// [`NotFound`](Error::NotFound) when there is none.
-    pub async fn schedule_pause(
-        &self,
-        params: impl Into<ScheduleNameParams> + Send,
-    ) -> Result<ScheduleInfo> {
-        self.set_paused(params.into(), true).await
-    }
-
-    /// Resume a paused schedule when the transaction commits.
-    /// [`NotFound`](Error::NotFound) when there is none.
-    pub async fn schedule_resume(
-        &self,
-        params: impl Into<ScheduleNameParams> + Send,
-    ) -> Result<ScheduleInfo> {
-        self.set_paused(params.into(), false).await
-    }
-
-    async fn set_paused(&self, params: ScheduleNameParams, paused: bool) -> Result<ScheduleInfo> {
-        within_call!(self, params => ScheduleNameParams, |e, engine, p| async move {
-            let sql = &engine.inner.schedule_sql;
-            crate::schedules::schedule_set_paused_in(e, sql, engine.now_ms_override(), &p, paused)
-                .await
-        })
-    }
-
-    /// Save a bucket's checkpoint under the lease epoch the caller holds;
-    /// the lease cannot be taken over until the transaction ends. A lease
-    /// no longer held is [`Error::NotHeld`].
-    pub async fn group_checkpoint(&self, params: GroupCheckpointParams) -> Result<i64> {
-        within_call!(self, params => GroupCheckpointParams, |e, engine, p| async move {
-            let sql = &engine.inner.group_sql;
-            crate::groups::checkpoint_in(e, sql, engine.now_ms_override(), &p).await
-        })
-    }
-
-    /// Fence the transaction's writes with a lock: check that `token` is
-    /// still the holder's and keep it so until the transaction ends (a
-    /// takeover waits for it). A lock that lapsed or passed on is
-    /// [`Error::NotHeld`].
-    pub async fn lock_fence(&self, name: impl Into<String>, token: i64) -> Result<()> {
-        let params = LockFenceParams::new(name, token);
-        within_call!(self, params => LockFenceParams, |e, engine, p| async move {
-            crate::locks::fence_in(e, &engine.inner.lock_sql, engine.now_ms_override(), &p).await
-        })
     }
 }
 
-/// A settle outcome of another kind than asked for (or a not-held one).
-fn unexpected(op: &'static str, got: &Settled) -> Error {
-    Error::database(op, format!("unexpected outcome {got:?}"))
+/// The application's transaction is a place: the operations of
+/// [`Writes`](alkstore_core::Writes) run on it under their names.
+impl Place for Within<'_, '_> {
+    type Engine = PgEngine;
+
+    fn engine(&self) -> &PgEngine {
+        self.engine
+    }
+
+    fn run<P: Op>(
+        &self,
+        params: impl Into<P> + Send,
+    ) -> impl std::future::Future<Output = Result<P::Output>> + Send
+    where
+        PgEngine: Drive<P>,
+    {
+        self.call::<P>(params.into())
+    }
 }

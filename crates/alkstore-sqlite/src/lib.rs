@@ -84,6 +84,7 @@ mod streams;
 mod sweep;
 mod tx;
 mod watch;
+mod writes;
 mod writer;
 
 use std::path::{Path, PathBuf};

@@ -18,7 +18,7 @@
 //! release.
 //!
 //! Each write runs in a savepoint of its own, on the same functions the
-//! writer runs ([`Within`](crate::Within)). The writer's caches stay right
+//! writer runs (`writes.rs`). The writer's caches stay right
 //! beside it: ids it reserved for new jobs are given up when its next group
 //! finds another connection's commit (`PRAGMA data_version`), so a job a
 //! transaction enqueues never shares an id with the writer's and ids rise
@@ -27,13 +27,7 @@
 
 use std::sync::Arc;
 
-use alkstore_core::group::GroupCheckpointParams;
-use alkstore_core::lock::LockFenceParams;
-use alkstore_core::notify::NotifyParams;
-use alkstore_core::queue::{JobAckParams, JobEnqueueParams, JobSettleParams};
-use alkstore_core::schedule::{ScheduleInfo, ScheduleNameParams, ScheduleSetParams};
-use alkstore_core::stream::{StreamOffsetCommitParams, StreamPublishParams};
-use alkstore_core::{Checked, Enqueued, Error, Result, Settled, TxDriver};
+use alkstore_core::{Error, Result, TxDriver};
 use rusqlite::Connection;
 use tokio::sync::OwnedMutexGuard;
 
@@ -230,82 +224,7 @@ impl TxDriver for SqliteEngine {
         run_cached(&tx.conn, "ROLLBACK").map_err(crate::db("tx_rollback"))
     }
 
-    async fn tx_job_enqueue(
-        &self,
-        tx: &mut SqliteTx,
-        p: Checked<JobEnqueueParams>,
-    ) -> Result<Vec<Enqueued>> {
-        self.within(tx.live()?).enqueue_checked(p)
-    }
-
-    async fn tx_job_ack(&self, tx: &mut SqliteTx, p: Checked<JobAckParams>) -> Result<Vec<bool>> {
-        self.within(tx.live()?).ack_checked(p)
-    }
-
-    async fn tx_job_settle(
-        &self,
-        tx: &mut SqliteTx,
-        p: Checked<JobSettleParams>,
-    ) -> Result<Vec<Settled>> {
-        self.within(tx.live()?).settle_checked(p)
-    }
-
-    async fn tx_stream_publish(
-        &self,
-        tx: &mut SqliteTx,
-        p: Checked<StreamPublishParams>,
-    ) -> Result<Vec<i64>> {
-        self.within(tx.live()?).publish_checked(p)
-    }
-
-    async fn tx_stream_offset_commit(
-        &self,
-        tx: &mut SqliteTx,
-        p: Checked<StreamOffsetCommitParams>,
-    ) -> Result<i64> {
-        self.within(tx.live()?).offset_commit_checked(p)
-    }
-
-    async fn tx_notify(&self, tx: &mut SqliteTx, p: Checked<NotifyParams>) -> Result<()> {
-        self.within(tx.live()?).notify_checked(p)
-    }
-
-    async fn tx_schedule_set(
-        &self,
-        tx: &mut SqliteTx,
-        p: Checked<ScheduleSetParams>,
-    ) -> Result<ScheduleInfo> {
-        self.within(tx.live()?).schedule_set_checked(p)
-    }
-
-    async fn tx_schedule_remove(
-        &self,
-        tx: &mut SqliteTx,
-        p: Checked<ScheduleNameParams>,
-    ) -> Result<bool> {
-        self.within(tx.live()?).schedule_remove_checked(p)
-    }
-
-    async fn tx_schedule_set_paused(
-        &self,
-        tx: &mut SqliteTx,
-        p: Checked<ScheduleNameParams>,
-        to: alkstore_core::PauseState,
-    ) -> Result<ScheduleInfo> {
-        let paused = to.is_paused();
-        self.within(tx.live()?)
-            .schedule_set_paused_checked(p, paused)
-    }
-
-    async fn tx_group_checkpoint(
-        &self,
-        tx: &mut SqliteTx,
-        p: Checked<GroupCheckpointParams>,
-    ) -> Result<i64> {
-        self.within(tx.live()?).checkpoint_checked(p)
-    }
-
-    async fn tx_lock_fence(&self, tx: &mut SqliteTx, p: Checked<LockFenceParams>) -> Result<()> {
-        self.within(tx.live()?).lock_fence_checked(p)
+    fn tx_conn<'a>(&'a self, tx: &'a mut SqliteTx) -> Result<&'a Connection> {
+        tx.live()
     }
 }

@@ -1,5 +1,8 @@
+use std::future::Future;
+
+use alkstore_core::{At, Drive, Op, TxConn};
 use alkstore_core::group::{
-    BucketCount, BucketEvent, BucketLease, GroupCheckpointParams, GroupClaimParams, GroupDead,
+    BucketCount, BucketEvent, BucketLease, GroupClaimParams, GroupDead,
     GroupDeadAddParams, GroupDeadListParams, GroupDeadPurgeParams, GroupDeadRequeueParams,
     GroupDeadResolveParams, GroupDeadTakeParams, GroupDriver, GroupEnsureParams, GroupHandoffs,
     GroupHandoffsParams, GroupInfo, GroupLeaveParams, GroupReadParams, GroupReleaseParams,
@@ -9,33 +12,30 @@ use alkstore_core::lock::{
     LockAcquireParams, LockDriver, LockGrant, LockInfo, LockReleaseParams, LockReleased,
     LockRenewParams, LockRenewed,
 };
-use alkstore_core::notify::{Notification, NotifyDriver, NotifyParams, NotifyPollParams};
+use alkstore_core::notify::{Notification, NotifyDriver, NotifyPollParams};
 use alkstore_core::process::{
     ProcessBeatParams, ProcessDriver, ProcessInfo, ProcessOrder, ProcessOrderParams,
     ProcessRemoveParams,
 };
 use alkstore_core::queue::{
-    DeadCountParams, DeadPurgeParams, DeadRequeueParams, EnqueuedClaimed, JobAckParams,
-    JobCancelParams, JobCancelRequestsParams, JobDeleteParams, JobEnqueueClaimedParams,
-    JobEnqueueParams, JobGetParams, JobHeartbeatParams, JobReleaseParams, JobRunNowParams,
-    JobSettleParams, JobUnclaimParams, QueueDepthParams, QueueDepthSample, QueuePauseParams,
+    DeadCountParams, DeadPurgeParams, DeadRequeueParams, EnqueuedClaimed,
+    JobCancelParams, JobCancelRequestsParams, JobDeleteParams, JobEnqueueClaimedParams, JobGetParams, JobHeartbeatParams, JobReleaseParams, JobRunNowParams, JobUnclaimParams, QueueDepthParams, QueueDepthSample, QueuePauseParams,
     QueueStatsParams, QueueThroughput, QueueThroughputParams,
 };
 use alkstore_core::rate::{RateAcquireParams, RateDecision, RateDriver};
 use alkstore_core::results::{JobOutput, ResultDriver, ResultGetParams, ResultSaveParams};
 use alkstore_core::schedule::{
     FireReport, Fired, ScheduleDriver, ScheduleFire, ScheduleFireParams, ScheduleFiresParams,
-    ScheduleInfo, ScheduleNameParams, ScheduleSetParams,
+    ScheduleInfo, ScheduleNameParams,
 };
 use alkstore_core::stream::{
-    ConsumerOffset, Event, StreamDriver, StreamInfo, StreamOffsetCommitParams,
-    StreamOffsetGetParams, StreamOffsetsParams, StreamPublishParams, StreamReadParams,
+    ConsumerOffset, Event, StreamDriver, StreamInfo,
+    StreamOffsetGetParams, StreamOffsetsParams, StreamReadParams,
     StreamRetentionParams, StreamStats, StreamStatsParams, StreamTrimParams,
 };
 use alkstore_core::{
-    CancelOutcome, Capabilities, Checked, DeadListParams, Engine, EngineState, Enqueued, Job,
-    JobClaimParams, JobInfo, JobListParams, PauseState, QueueDriver, QueueStats, Result,
-    Settlement, SweepParams, SweepReport,
+    CancelOutcome, Capabilities, Checked, DeadListParams, Engine, EngineState, Job,
+    JobClaimParams, JobInfo, JobListParams, PauseState, QueueDriver, QueueStats, Result, SweepParams, SweepReport,
 };
 #[cfg(feature = "postgres")]
 use alkstore_postgres::PgEngine;
@@ -138,11 +138,8 @@ macro_rules! forward {
 }
 
 forward!(QueueDriver {
-    fn job_enqueue(p: Checked<JobEnqueueParams>) -> Vec<Enqueued>;
     fn job_enqueue_claimed(p: Checked<JobEnqueueClaimedParams>) -> EnqueuedClaimed;
     fn job_claim(p: Checked<JobClaimParams>) -> Vec<Job>;
-    fn job_ack(p: Checked<JobAckParams>) -> Vec<bool>;
-    fn job_settle(p: Checked<JobSettleParams>) -> Settlement;
     fn job_heartbeat(p: Checked<JobHeartbeatParams>) -> Option<i64>;
     fn job_release(p: Checked<JobReleaseParams>) -> bool;
     fn job_cancel_requests(p: Checked<JobCancelRequestsParams>) -> Vec<i64>;
@@ -166,10 +163,8 @@ forward!(QueueDriver {
 });
 
 forward!(StreamDriver {
-    fn stream_publish(p: Checked<StreamPublishParams>) -> Vec<i64>;
     fn stream_read(p: Checked<StreamReadParams>) -> Vec<Event>;
     fn stream_offset_get(p: Checked<StreamOffsetGetParams>) -> Option<i64>;
-    fn stream_offset_commit(p: Checked<StreamOffsetCommitParams>) -> i64;
     fn stream_offsets(p: Checked<StreamOffsetsParams>) -> Vec<ConsumerOffset>;
     fn stream_stats(p: Checked<StreamStatsParams>) -> StreamStats;
     fn stream_list() -> Vec<StreamInfo>;
@@ -182,7 +177,6 @@ forward!(GroupDriver {
     fn group_claim(p: Checked<GroupClaimParams>) -> Vec<BucketLease>;
     fn group_renew(p: Checked<GroupRenewParams>) -> Renewal;
     fn group_release(p: Checked<GroupReleaseParams>) -> u64;
-    fn group_checkpoint(p: Checked<GroupCheckpointParams>) -> i64;
     fn group_read(p: Checked<GroupReadParams>) -> Vec<BucketEvent>;
     fn group_status(p: Checked<GroupStatusParams>) -> GroupStatus;
     fn group_list() -> Vec<GroupInfo>;
@@ -213,9 +207,6 @@ forward!(LockDriver {
 });
 
 forward!(ScheduleDriver {
-    fn schedule_set(p: Checked<ScheduleSetParams>) -> ScheduleInfo;
-    fn schedule_remove(p: Checked<ScheduleNameParams>) -> bool;
-    fn schedule_set_paused(p: Checked<ScheduleNameParams>, to: PauseState) -> ScheduleInfo;
     fn schedule_list() -> Vec<ScheduleInfo>;
     fn schedule_fire_due(p: Checked<ScheduleFireParams>) -> FireReport;
     fn schedule_run_now(p: Checked<ScheduleNameParams>) -> Option<Fired>;
@@ -227,7 +218,6 @@ forward!(RateDriver {
 });
 
 forward!(NotifyDriver {
-    fn notify(p: Checked<NotifyParams>) -> ();
     fn notify_poll(p: Checked<NotifyPollParams>) -> Vec<Notification>;
     fn notify_ready() -> ();
     fn notify_head() -> i64;
@@ -237,3 +227,79 @@ forward!(ResultDriver {
     fn result_save(p: Checked<ResultSaveParams>) -> JobOutput;
     fn result_get(p: Checked<ResultGetParams>) -> Option<JobOutput>;
 });
+
+/// A connection inside a transaction of either engine.
+#[derive(Debug)]
+pub enum AnyConn<'c> {
+    /// SQLite's.
+    #[cfg(feature = "sqlite")]
+    Sqlite(&'c alkstore_sqlite::rusqlite::Connection),
+    /// PostgreSQL's.
+    #[cfg(feature = "postgres")]
+    Postgres(alkstore_postgres::PgConn<'c>),
+}
+
+impl TxConn for AnyEngine {
+    type Conn<'c> = AnyConn<'c>;
+}
+
+/// Every operation both engines drive, driven by the one the store
+/// opened: the one place `AnyEngine` dispatches writes. The engine's call
+/// is made before the future is built, so the future holds no borrow of
+/// SQLite's `!Sync` connection.
+macro_rules! drive_either {
+    ($($bound:tt)*) => {
+        impl<P: Op> Drive<P> for AnyEngine
+        where
+            $($bound)*
+        {
+            fn drive<'a>(
+                &'a self,
+                at: At<AnyConn<'a>>,
+                params: Checked<P>,
+            ) -> impl Future<Output = Result<P::Output>> + Send + 'a {
+                #[cfg(feature = "sqlite")]
+                let mut sqlite = None;
+                #[cfg(feature = "postgres")]
+                let mut postgres = None;
+                #[allow(unreachable_patterns)]
+                match (self, at) {
+                    #[cfg(feature = "sqlite")]
+                    (AnyEngine::Sqlite(e), At::Auto) => sqlite = Some(e.drive(At::Auto, params)),
+                    #[cfg(feature = "sqlite")]
+                    (AnyEngine::Sqlite(e), At::Tx(AnyConn::Sqlite(c))) => {
+                        sqlite = Some(e.drive(At::Tx(c), params))
+                    }
+                    #[cfg(feature = "postgres")]
+                    (AnyEngine::Postgres(e), At::Auto) => postgres = Some(e.drive(At::Auto, params)),
+                    #[cfg(feature = "postgres")]
+                    (AnyEngine::Postgres(e), At::Tx(AnyConn::Postgres(c))) => {
+                        postgres = Some(e.drive(At::Tx(c), params))
+                    }
+                    _ => {}
+                }
+                async move {
+                    #[cfg(feature = "sqlite")]
+                    if let Some(run) = sqlite {
+                        return run.await;
+                    }
+                    #[cfg(feature = "postgres")]
+                    if let Some(run) = postgres {
+                        return run.await;
+                    }
+                    Err(alkstore_core::Error::database(
+                        P::NAME,
+                        "a transaction of one engine was used on another",
+                    ))
+                }
+            }
+        }
+    };
+}
+
+#[cfg(all(feature = "sqlite", feature = "postgres"))]
+drive_either!(SqliteEngine: Drive<P>, PgEngine: Drive<P>);
+#[cfg(all(feature = "sqlite", not(feature = "postgres")))]
+drive_either!(SqliteEngine: Drive<P>);
+#[cfg(all(feature = "postgres", not(feature = "sqlite")))]
+drive_either!(PgEngine: Drive<P>);

@@ -83,6 +83,7 @@ pub mod process;
 pub mod queue;
 pub mod rate;
 pub mod results;
+pub mod runs;
 pub mod schedule;
 mod store;
 pub mod stream;
@@ -94,7 +95,7 @@ pub use alkstore_core::{
     url::StoreUrl, BoxError, Capabilities, Clock, Error, ErrorKind, Limits, ManualClock, Result,
     SweepReport, SystemClock, Wake,
 };
-pub use any::AnyEngine;
+pub use any::{AnyConn, AnyEngine};
 pub use store::{Store, StoreOptions};
 pub use stream::{Stream, Subscriber};
 pub use tx::{AnyTx, Tx, TxFuture};

@@ -21,6 +21,9 @@
 //! # Ok(()) }
 //! ```
 
+use alkstore_core::Writes as _;
+use crate::runs::Runs;
+use crate::Store;
 use std::time::Duration;
 
 pub use alkstore_core::lock::{
@@ -37,23 +40,45 @@ pub const DEFAULT_LOCK_TTL: Duration = Duration::from_secs(30);
 
 /// A named lock of a store: acquire it to get a [`LockGuard`].
 #[derive(Debug, Clone)]
-pub struct Lock {
-    engine: AnyEngine,
+pub struct Lock<R: Runs = Store> {
+    at: R,
     name: String,
     owner: String,
     ttl: Duration,
 }
 
-impl Lock {
-    pub(crate) fn new(engine: AnyEngine, name: String) -> Lock {
+/// `fence` runs where the handle was made (see [`Runs`]); inside a
+/// transaction (`tx.lock(name).fence(token)`) it keeps the lock from
+/// passing on until the transaction ends.
+impl<R: Runs> Lock<R> {
+    pub(crate) fn new(at: R, name: String) -> Lock<R> {
         Lock {
-            engine,
+            at,
             name,
             owner: crate::worker::default_worker_id(),
             ttl: DEFAULT_LOCK_TTL,
         }
     }
 
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Check that the lock is still held under `token` (the guard's
+    /// [`LockGuard::token`]): [`Error::NotHeld`](crate::Error::NotHeld)
+    /// when it lapsed or passed on. Inside a transaction it stays so until
+    /// the transaction ends, so the holder's writes never land after the
+    /// lock passed on (a failed fence poisons the transaction).
+    pub async fn fence(&self, token: i64) -> Result<()> {
+        self.at
+            .place()
+            .lock_fence(alkstore_core::lock::LockFenceParams::new(self.name.clone(), token))
+            .await
+    }
+}
+
+impl Lock {
     /// How long a hold lasts without renewal (default 30 s; 1 ms..=1 day).
     /// The guard renews every third of it, so a holder that dies frees the
     /// lock within one TTL.
@@ -78,10 +103,11 @@ impl Lock {
         // The hold is sure for a TTL from before the request was sent.
         let sent = tokio::time::Instant::now();
         let grant = self
-            .engine
+            .at
+            .engine()
             .lock_acquire(LockAcquireParams::new(&self.name, &self.owner, self.ttl))
             .await?;
-        Ok(grant.map(|g| LockGuard::start(self.engine.clone(), g, self.ttl, sent)))
+        Ok(grant.map(|g| LockGuard::start(self.at.engine().clone(), g, self.ttl, sent)))
     }
 
     /// Take the lock, retrying every `poll` until it is free or `timeout`

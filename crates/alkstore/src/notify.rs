@@ -18,6 +18,8 @@
 //! # Ok(()) }
 //! ```
 
+use crate::runs::Runs;
+use alkstore_core::Writes as _;
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -27,18 +29,21 @@ pub use alkstore_core::notify::{
 use alkstore_core::{Engine, Error, NotifyEngine, Result, Wake};
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::AnyEngine;
+use crate::{AnyEngine, Store};
 
 /// A handle to one notification channel (see the [module](self) docs).
 #[derive(Debug, Clone)]
-pub struct Channel {
-    engine: AnyEngine,
+pub struct Channel<R: Runs = Store> {
+    at: R,
     name: String,
 }
 
-impl Channel {
-    pub(crate) fn new(engine: AnyEngine, name: String) -> Channel {
-        Channel { engine, name }
+/// `notify` runs where the handle was made (see [`Runs`]):
+/// `store.channel(..)` sends at once, `tx.channel(..)` when the
+/// transaction commits (and never if it rolls back).
+impl<R: Runs> Channel<R> {
+    pub(crate) fn new(at: R, name: String) -> Channel<R> {
+        Channel { at, name }
     }
 
     /// The channel's name.
@@ -49,14 +54,16 @@ impl Channel {
     /// Send `payload` (at most [`MAX_NOTIFY_PAYLOAD`] bytes) to everyone
     /// listening on the channel when it commits (at once, here).
     pub async fn notify(&self, payload: impl Into<String>) -> Result<()> {
-        self.engine
+        self.at.place()
             .notify(NotifyParams::new(self.name.clone(), payload))
             .await
     }
+}
 
+impl Channel {
     /// Listen: the listener gets what is sent on the channel from now on.
     pub async fn listen(&self) -> Result<Listener> {
-        Listener::new(self.engine.clone(), self.name.clone()).await
+        Listener::new(self.at.engine().clone(), self.name.clone()).await
     }
 }
 

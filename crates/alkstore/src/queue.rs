@@ -4,6 +4,7 @@
 //! handlers over queues. The queue's types (options, jobs, claims,
 //! outcomes) are here too.
 
+use alkstore_core::Writes as _;
 pub use alkstore_core::queue::{meta_json, tags_json, validate_queue_name, validate_text};
 pub use alkstore_core::queue::{
     AttemptError, CancelOutcome, Claim, DeadCountParams, DeadListParams, DeadPurgeParams,
@@ -21,12 +22,18 @@ use alkstore_core::{Engine, Error, Result, Taker};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::runs::Runs;
 use crate::{AnyEngine, Store};
 
-/// A handle to one queue: enqueue serde payloads, claim, ack.
+/// A handle to one queue: enqueue serde payloads, claim, ack, administer.
+///
+/// Its writes (`enqueue…`, `ack`, `retry`, `fail`, `snooze`) run where the
+/// handle was made: `store.queue(..)` commits each call on its own,
+/// `tx.queue(..)` inside the transaction (see [`Runs`]). Reads and
+/// administration are the store's handle's.
 #[derive(Debug, Clone)]
-pub struct Queue {
-    store: Store,
+pub struct Queue<R: Runs = Store> {
+    at: R,
     name: String,
     opts: QueueOpts,
 }
@@ -60,9 +67,9 @@ async fn hand_off(engine: AnyEngine, job: NewJob, taker: Taker) -> Result<Enqueu
         .map_err(|e| Error::database("job_enqueue", e.to_string()))?
 }
 
-impl Queue {
-    pub(crate) fn new(store: Store, name: String, opts: QueueOpts) -> Queue {
-        Queue { store, name, opts }
+impl<R: Runs> Queue<R> {
+    pub(crate) fn new(at: R, name: String, opts: QueueOpts) -> Queue<R> {
+        Queue { at, name, opts }
     }
 
     /// The queue's name.
@@ -106,11 +113,13 @@ impl Queue {
     /// without the worker's claim round trip.
     pub async fn enqueue_bytes(&self, payload: Vec<u8>, opts: EnqueueOpts) -> Result<Enqueued> {
         let job = self.new_job(payload, opts);
-        let engine = self.store.engine();
+        let engine = self.at.place();
         let due_now = job.opts.run_at.is_none() && job.opts.delay.is_none_or(|d| d.is_zero());
-        if due_now && job.opts.unique_key.is_none() {
-            if let Some(taker) = engine.wake_hub().takers().take(&job.queue) {
-                return hand_off(engine.clone(), job, taker).await;
+        if let Some(store) = self.at.autocommit() {
+            if due_now && job.opts.unique_key.is_none() {
+                if let Some(taker) = store.wake_hub().takers().take(&job.queue) {
+                    return hand_off(store.clone(), job, taker).await;
+                }
             }
         }
         let mut out = engine.job_enqueue(vec![job]).await?;
@@ -127,26 +136,18 @@ impl Queue {
             .into_iter()
             .map(|p| Ok(self.new_job(encode(&p)?, EnqueueOpts::default())))
             .collect::<Result<Vec<_>>>()?;
-        self.store.engine().job_enqueue(jobs).await
-    }
-
-    /// Claim up to `n` due jobs for `worker`.
-    pub async fn claim(&self, worker: &str, n: u32) -> Result<Vec<Job>> {
-        self.store
-            .engine()
-            .job_claim(JobClaimParams::new(self.name.clone(), worker, n))
-            .await
+        self.at.place().job_enqueue(jobs).await
     }
 
     /// Acknowledge finished jobs; true per claim that was still valid.
     pub async fn ack(&self, claims: Vec<Claim>) -> Result<Vec<bool>> {
-        self.store.engine().job_ack(claims).await
+        self.at.place().job_ack(claims).await
     }
 
     /// Retry a failed attempt with the queue's backoff.
     pub async fn retry(&self, claim: Claim, error: impl Into<String>) -> Result<RetryOutcome> {
-        self.store
-            .engine()
+        self.at
+            .place()
             .job_retry(JobRetryParams::new(claim, error))
             .await
     }
@@ -158,53 +159,64 @@ impl Queue {
         error: impl Into<String>,
         delay: std::time::Duration,
     ) -> Result<RetryOutcome> {
-        self.store
-            .engine()
+        self.at
+            .place()
             .job_retry(JobRetryParams::new(claim, error).delay(delay))
             .await
     }
 
     /// Dead-letter a claimed job now; false when the claim is no longer held.
     pub async fn fail(&self, claim: Claim, error: impl Into<String>) -> Result<bool> {
-        self.store
-            .engine()
+        self.at
+            .place()
             .job_fail(JobFailParams::new(claim, error.into()))
             .await
-    }
-
-    /// Extend a claim by the job's visibility timeout; `None` when lost.
-    pub async fn heartbeat(&self, claim: Claim) -> Result<Option<i64>> {
-        self.store.engine().job_heartbeat(claim).await
-    }
-
-    /// Hand a claimed job back unfinished, without using an attempt.
-    pub async fn release(&self, claim: Claim) -> Result<bool> {
-        self.store.engine().job_release(claim).await
     }
 
     /// Run a claimed job again after `delay` without using an attempt;
     /// returns the new due time, or `None` when the claim is no longer held.
     pub async fn snooze(&self, claim: Claim, delay: std::time::Duration) -> Result<Option<i64>> {
-        self.store
-            .engine()
+        self.at
+            .place()
             .job_snooze(JobSnoozeParams::new(claim, delay))
             .await
+    }
+}
+
+impl Queue {
+
+    /// Claim up to `n` due jobs for `worker`.
+    pub async fn claim(&self, worker: &str, n: u32) -> Result<Vec<Job>> {
+        self.at
+            .engine()
+            .job_claim(JobClaimParams::new(self.name.clone(), worker, n))
+            .await
+    }
+
+    /// Extend a claim by the job's visibility timeout; `None` when lost.
+    pub async fn heartbeat(&self, claim: Claim) -> Result<Option<i64>> {
+        self.at.engine().job_heartbeat(claim).await
+    }
+
+    /// Hand a claimed job back unfinished, without using an attempt.
+    pub async fn release(&self, claim: Claim) -> Result<bool> {
+        self.at.engine().job_release(claim).await
     }
 
     /// Look up a job (of any queue) by id, live or dead.
     pub async fn get(&self, id: i64) -> Result<Option<JobInfo>> {
-        self.store.engine().job_get(id).await
+        self.at.engine().job_get(id).await
     }
 
     /// Cancel a live job (of any queue) by id: a pending job moves to dead
     /// as `cancelled`; a running one is flagged and its handler told.
     pub async fn cancel(&self, id: i64) -> Result<CancelOutcome> {
-        self.store.engine().job_cancel(id).await
+        self.at.engine().job_cancel(id).await
     }
 
     /// Counts by state.
     pub async fn stats(&self) -> Result<QueueStats> {
-        self.store.engine().queue_stats(self.name.clone()).await
+        self.at.engine().queue_stats(self.name.clone()).await
     }
 
     /// Whether the queue exists yet. Queues have no rows of their own: one
@@ -213,7 +225,7 @@ impl Queue {
     /// paused. Each is a look-up of this one queue, cheapest first (no scan
     /// of every queue's jobs).
     pub async fn exists(&self) -> Result<bool> {
-        let e = self.store.engine();
+        let e = self.at.engine();
         let s = self.stats().await?;
         if s.live() + s.dead + s.completed > 0 || e.queue_paused().await?.contains(&self.name) {
             return Ok(true);

@@ -15,6 +15,8 @@
 //! # Ok(()) }
 //! ```
 
+use crate::runs::Runs;
+use alkstore_core::Writes as _;
 use std::future::Future;
 use std::time::Duration;
 
@@ -31,8 +33,8 @@ use crate::{AnyEngine, Store};
 /// A handle to one schedule (see the [module](self) docs): register or
 /// change it, pause, resume, remove, look it up.
 #[derive(Debug, Clone)]
-pub struct Schedule {
-    engine: AnyEngine,
+pub struct Schedule<R: Runs = Store> {
+    at: R,
     name: String,
 }
 
@@ -94,9 +96,12 @@ impl ScheduleOpts {
     }
 }
 
-impl Schedule {
-    pub(crate) fn new(engine: AnyEngine, name: String) -> Schedule {
-        Schedule { engine, name }
+/// Its writes (`set`, `pause`, `resume`, `remove`) run where the handle
+/// was made (see [`Runs`]): `store.schedule(..)` commits each on its own,
+/// `tx.schedule(..)` with the transaction.
+impl<R: Runs> Schedule<R> {
+    pub(crate) fn new(at: R, name: String) -> Schedule<R> {
+        Schedule { at, name }
     }
 
     /// The schedule's name.
@@ -134,45 +139,47 @@ impl Schedule {
         if let Some(n) = opts.max_catch_up {
             p = p.max_catch_up(n);
         }
-        self.engine.schedule_set(p).await
+        self.at.place().schedule_set(p).await
     }
 
     /// Stop firing it until [`Schedule::resume`];
     /// [`Error::NotFound`] when there is none.
     pub async fn pause(&self) -> Result<ScheduleInfo> {
-        self.engine.schedule_pause(self.name.clone()).await
+        self.at.place().schedule_pause(self.name.clone()).await
     }
 
     /// Fire it again from its next boundary after now (those that passed
     /// while paused are skipped); [`Error::NotFound`] when there is none.
     pub async fn resume(&self) -> Result<ScheduleInfo> {
-        self.engine.schedule_resume(self.name.clone()).await
-    }
-
-    /// Enqueue its job now, outside its boundaries (which do not move),
-    /// paused or not; `None` when there is no such schedule (see
-    /// [`ScheduleEngine::schedule_run_now`]).
-    pub async fn run_now(&self) -> Result<Option<Fired>> {
-        self.engine.schedule_run_now(self.name.clone()).await
-    }
-
-    /// Its last `limit` fires (boundaries and manual runs), newest first,
-    /// with their jobs (see [`ScheduleEngine::schedule_fires`]).
-    pub async fn fires(&self, limit: u32) -> Result<Vec<ScheduleFire>> {
-        self.engine
-            .schedule_fires(ScheduleFiresParams::new(self.name.clone(), limit))
-            .await
+        self.at.place().schedule_resume(self.name.clone()).await
     }
 
     /// Remove it; `false` when there was none (its history goes with it).
     /// Jobs it already enqueued stay.
     pub async fn remove(&self) -> Result<bool> {
-        self.engine.schedule_remove(self.name.clone()).await
+        self.at.place().schedule_remove(self.name.clone()).await
+    }
+}
+
+impl Schedule {
+    /// Enqueue its job now, outside its boundaries (which do not move),
+    /// paused or not; `None` when there is no such schedule (see
+    /// [`ScheduleEngine::schedule_run_now`]).
+    pub async fn run_now(&self) -> Result<Option<Fired>> {
+        self.at.engine().schedule_run_now(self.name.clone()).await
+    }
+
+    /// Its last `limit` fires (boundaries and manual runs), newest first,
+    /// with their jobs (see [`ScheduleEngine::schedule_fires`]).
+    pub async fn fires(&self, limit: u32) -> Result<Vec<ScheduleFire>> {
+        self.at.engine()
+            .schedule_fires(ScheduleFiresParams::new(self.name.clone(), limit))
+            .await
     }
 
     /// Its registration and next boundary; `None` when there is none.
     pub async fn get(&self) -> Result<Option<ScheduleInfo>> {
-        let all = self.engine.schedule_list().await?;
+        let all = self.at.engine().schedule_list().await?;
         Ok(all.into_iter().find(|s| s.name == self.name))
     }
 }

@@ -163,7 +163,7 @@ impl Store {
 
     /// A handle to the schedule `name` (see [`crate::schedule`]).
     pub fn schedule(&self, name: impl Into<String>) -> crate::schedule::Schedule {
-        crate::schedule::Schedule::new(self.engine().clone(), name.into())
+        crate::schedule::Schedule::new(self.clone(), name.into())
     }
 
     /// Every schedule, by name.
@@ -190,7 +190,7 @@ impl Store {
 
     /// A handle to the notification channel `name` (see [`crate::notify`]).
     pub fn channel(&self, name: impl Into<String>) -> crate::notify::Channel {
-        crate::notify::Channel::new(self.engine().clone(), name.into())
+        crate::notify::Channel::new(self.clone(), name.into())
     }
 
     /// Every registered process (workers, subscribers, group members,
@@ -208,7 +208,7 @@ impl Store {
 
     /// A handle to the named lock (see [`crate::lock`]).
     pub fn lock(&self, name: impl Into<String>) -> crate::lock::Lock {
-        crate::lock::Lock::new(self.engine().clone(), name.into())
+        crate::lock::Lock::new(self.clone(), name.into())
     }
 
     /// Open a transaction of the application's own: every primitive's

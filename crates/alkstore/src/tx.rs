@@ -23,7 +23,13 @@ use std::pin::Pin;
 
 use alkstore_core::{Result, Transaction, TxDriver};
 
-use crate::AnyEngine;
+use crate::any::AnyConn;
+use crate::group::Group;
+use crate::lock::Lock;
+use crate::notify::Channel;
+use crate::queue::{Queue, QueueOpts};
+use crate::schedule::Schedule;
+use crate::{AnyEngine, Stream};
 
 /// An open transaction on a [`Store`](crate::Store): the calls of
 /// [`Transaction`] (`job_enqueue`, `stream_publish`, `notify`, `job_ack`,
@@ -52,6 +58,54 @@ impl Tx {
         Transaction::begin(engine).await.map(Tx)
     }
 
+    /// The engine-neutral transaction underneath (the operations under
+    /// their names, through [`Writes`](alkstore_core::Writes)).
+    pub fn transaction(&self) -> &Transaction<AnyEngine> {
+        &self.0
+    }
+
+    /// A queue, whose writes (`enqueue…`, `ack`, `retry`, `fail`,
+    /// `snooze`) join the transaction: enqueued jobs are claimable once it
+    /// commits; a claim found lost poisons it.
+    pub fn queue(&self, name: impl Into<String>) -> Queue<&Tx> {
+        Queue::new(self, name.into(), QueueOpts::default())
+    }
+
+    /// [`Tx::queue`] with options stamped on its enqueues.
+    pub fn queue_with(&self, name: impl Into<String>, opts: QueueOpts) -> Queue<&Tx> {
+        Queue::new(self, name.into(), opts)
+    }
+
+    /// A stream, whose `publish…` and `commit` join the transaction: the
+    /// events are readable once it commits.
+    pub fn stream(&self, name: impl Into<String>) -> Stream<&Tx> {
+        Stream::new(self, name.into())
+    }
+
+    /// A channel, whose `notify` is delivered when the transaction commits
+    /// (and never if it rolls back).
+    pub fn channel(&self, name: impl Into<String>) -> Channel<&Tx> {
+        Channel::new(self, name.into())
+    }
+
+    /// A schedule, whose `set`, `pause`, `resume` and `remove` commit with
+    /// the transaction.
+    pub fn schedule(&self, name: impl Into<String>) -> Schedule<&Tx> {
+        Schedule::new(self, name.into())
+    }
+
+    /// A consumer group, whose `checkpoint` commits with the transaction
+    /// and keeps the bucket's lease until then.
+    pub fn group(&self, name: impl Into<String>) -> Group<&Tx> {
+        Group::new(self, name.into())
+    }
+
+    /// A lock, whose `fence(token)` keeps it from passing on until the
+    /// transaction ends.
+    pub fn lock(&self, name: impl Into<String>) -> Lock<&Tx> {
+        Lock::new(self, name.into())
+    }
+
     /// Commit (see [`Transaction::commit`]): a transaction in which a call
     /// failed is rolled back instead, with
     /// [`Error::RolledBack`](crate::Error::RolledBack).
@@ -68,7 +122,7 @@ impl Tx {
     /// application's own SQL (it is inside the open transaction; do not
     /// commit or roll back on it). `None` on PostgreSQL or once ended.
     #[cfg(feature = "sqlite")]
-    pub fn sqlite(&self) -> Option<&alkstore_sqlite::rusqlite::Connection> {
+    pub fn sqlite(&mut self) -> Option<&alkstore_sqlite::rusqlite::Connection> {
         #[allow(unreachable_patterns)]
         match self.0.driver_tx()? {
             AnyTx::Sqlite(tx) => Some(tx.conn()),
@@ -80,7 +134,7 @@ impl Tx {
     /// application's own SQL (it is inside the open transaction; do not
     /// commit or roll back on it). `None` on SQLite or once ended.
     #[cfg(feature = "postgres")]
-    pub fn postgres(&self) -> Option<&alkstore_postgres::tokio_postgres::Client> {
+    pub fn postgres(&mut self) -> Option<&alkstore_postgres::tokio_postgres::Client> {
         #[allow(unreachable_patterns)]
         match self.0.driver_tx()? {
             AnyTx::Postgres(tx) => Some(tx.client()),
@@ -104,31 +158,6 @@ pub enum AnyTx {
     Postgres(alkstore_postgres::PgTx),
 }
 
-/// Pick the engine and its transaction, and await the driver method.
-macro_rules! drive_tx {
-    ($self:ident, $tx:ident . $method:ident ( $($arg:expr),* )) => {
-        match ($self, $tx) {
-            #[cfg(feature = "sqlite")]
-            (AnyEngine::Sqlite(e), AnyTx::Sqlite(t)) => TxDriver::$method(e, t, $($arg),*).await,
-            #[cfg(feature = "postgres")]
-            (AnyEngine::Postgres(e), AnyTx::Postgres(t)) => TxDriver::$method(e, t, $($arg),*).await,
-            #[allow(unreachable_patterns)]
-            _ => Err(alkstore_core::Error::database(
-                stringify!($method),
-                "a transaction of one engine was used on another",
-            )),
-        }
-    };
-}
-
-use alkstore_core::group::GroupCheckpointParams;
-use alkstore_core::lock::LockFenceParams;
-use alkstore_core::notify::NotifyParams;
-use alkstore_core::queue::{JobAckParams, JobEnqueueParams, JobSettleParams};
-use alkstore_core::schedule::{ScheduleInfo, ScheduleNameParams, ScheduleSetParams};
-use alkstore_core::stream::{StreamOffsetCommitParams, StreamPublishParams};
-use alkstore_core::{Checked, Enqueued, Settled};
-
 impl TxDriver for AnyEngine {
     type Tx = AnyTx;
 
@@ -148,10 +177,7 @@ impl TxDriver for AnyEngine {
             #[cfg(feature = "postgres")]
             (AnyEngine::Postgres(e), AnyTx::Postgres(t)) => e.tx_commit(t).await,
             #[allow(unreachable_patterns)]
-            _ => Err(alkstore_core::Error::database(
-                "tx_commit",
-                "a transaction of one engine was used on another",
-            )),
+            _ => Err(mismatch("tx_commit")),
         }
     }
 
@@ -162,87 +188,22 @@ impl TxDriver for AnyEngine {
             #[cfg(feature = "postgres")]
             (AnyEngine::Postgres(e), AnyTx::Postgres(t)) => e.tx_rollback(t).await,
             #[allow(unreachable_patterns)]
-            _ => Err(alkstore_core::Error::database(
-                "tx_rollback",
-                "a transaction of one engine was used on another",
-            )),
+            _ => Err(mismatch("tx_rollback")),
         }
     }
 
-    async fn tx_job_enqueue(
-        &self,
-        tx: &mut AnyTx,
-        params: Checked<JobEnqueueParams>,
-    ) -> Result<Vec<Enqueued>> {
-        drive_tx!(self, tx.tx_job_enqueue(params))
+    fn tx_conn<'a>(&'a self, tx: &'a mut AnyTx) -> Result<AnyConn<'a>> {
+        match (self, tx) {
+            #[cfg(feature = "sqlite")]
+            (AnyEngine::Sqlite(e), AnyTx::Sqlite(t)) => e.tx_conn(t).map(AnyConn::Sqlite),
+            #[cfg(feature = "postgres")]
+            (AnyEngine::Postgres(e), AnyTx::Postgres(t)) => e.tx_conn(t).map(AnyConn::Postgres),
+            #[allow(unreachable_patterns)]
+            _ => Err(mismatch("tx")),
+        }
     }
+}
 
-    async fn tx_job_ack(&self, tx: &mut AnyTx, params: Checked<JobAckParams>) -> Result<Vec<bool>> {
-        drive_tx!(self, tx.tx_job_ack(params))
-    }
-
-    async fn tx_job_settle(
-        &self,
-        tx: &mut AnyTx,
-        params: Checked<JobSettleParams>,
-    ) -> Result<Vec<Settled>> {
-        drive_tx!(self, tx.tx_job_settle(params))
-    }
-
-    async fn tx_stream_publish(
-        &self,
-        tx: &mut AnyTx,
-        params: Checked<StreamPublishParams>,
-    ) -> Result<Vec<i64>> {
-        drive_tx!(self, tx.tx_stream_publish(params))
-    }
-
-    async fn tx_stream_offset_commit(
-        &self,
-        tx: &mut AnyTx,
-        params: Checked<StreamOffsetCommitParams>,
-    ) -> Result<i64> {
-        drive_tx!(self, tx.tx_stream_offset_commit(params))
-    }
-
-    async fn tx_notify(&self, tx: &mut AnyTx, params: Checked<NotifyParams>) -> Result<()> {
-        drive_tx!(self, tx.tx_notify(params))
-    }
-
-    async fn tx_schedule_set(
-        &self,
-        tx: &mut AnyTx,
-        params: Checked<ScheduleSetParams>,
-    ) -> Result<ScheduleInfo> {
-        drive_tx!(self, tx.tx_schedule_set(params))
-    }
-
-    async fn tx_schedule_remove(
-        &self,
-        tx: &mut AnyTx,
-        params: Checked<ScheduleNameParams>,
-    ) -> Result<bool> {
-        drive_tx!(self, tx.tx_schedule_remove(params))
-    }
-
-    async fn tx_schedule_set_paused(
-        &self,
-        tx: &mut AnyTx,
-        params: Checked<ScheduleNameParams>,
-        to: alkstore_core::PauseState,
-    ) -> Result<ScheduleInfo> {
-        drive_tx!(self, tx.tx_schedule_set_paused(params, to))
-    }
-
-    async fn tx_group_checkpoint(
-        &self,
-        tx: &mut AnyTx,
-        params: Checked<GroupCheckpointParams>,
-    ) -> Result<i64> {
-        drive_tx!(self, tx.tx_group_checkpoint(params))
-    }
-
-    async fn tx_lock_fence(&self, tx: &mut AnyTx, params: Checked<LockFenceParams>) -> Result<()> {
-        drive_tx!(self, tx.tx_lock_fence(params))
-    }
+fn mismatch(op: &'static str) -> alkstore_core::Error {
+    alkstore_core::Error::database(op, "a transaction of one engine was used on another")
 }

@@ -18,7 +18,7 @@ use crate::{
     CancelOutcome, Capabilities, Checked, Claim, DeadListParams, DeadSelect, Engine, EngineState,
     Enqueued, ErrorKind, Job, JobClaimParams, JobInfo, JobListParams, JobRetryParams, NewJob,
     QueueAdmin, QueueEngine, QueueStats, Result, RetryOutcome, Settled, Settlement, SweepParams,
-    SweepReport, Wake,
+    SweepReport, Wake, Writes,
 };
 use std::time::Duration;
 
@@ -68,12 +68,32 @@ impl Engine for Recorder {
     }
 }
 
-impl crate::queue::QueueDriver for Recorder {
-    async fn job_enqueue(&self, p: Checked<JobEnqueueParams>) -> Result<Vec<Enqueued>> {
+impl crate::TxConn for Recorder {
+    type Conn<'c> = ();
+}
+
+impl crate::Drive<JobEnqueueParams> for Recorder {
+    async fn drive(&self, _: crate::At<()>, p: Checked<JobEnqueueParams>) -> Result<Vec<Enqueued>> {
         self.reached("job_enqueue");
         Ok(p.jobs.iter().map(|_| Enqueued::Inserted(1)).collect())
     }
+}
 
+impl crate::Drive<JobAckParams> for Recorder {
+    async fn drive(&self, _: crate::At<()>, p: Checked<JobAckParams>) -> Result<Vec<bool>> {
+        self.reached("job_ack");
+        Ok(vec![true; p.claims.len()])
+    }
+}
+
+impl crate::Drive<JobSettleParams> for Recorder {
+    async fn drive(&self, _: crate::At<()>, _: Checked<JobSettleParams>) -> Result<Settlement> {
+        self.reached("job_settle");
+        Ok(self.settlement.clone())
+    }
+}
+
+impl crate::queue::QueueDriver for Recorder {
     async fn job_enqueue_claimed(
         &self,
         _: Checked<JobEnqueueClaimedParams>,
@@ -88,16 +108,6 @@ impl crate::queue::QueueDriver for Recorder {
     async fn job_claim(&self, _: Checked<JobClaimParams>) -> Result<Vec<Job>> {
         self.reached("job_claim");
         Ok(Vec::new())
-    }
-
-    async fn job_ack(&self, p: Checked<JobAckParams>) -> Result<Vec<bool>> {
-        self.reached("job_ack");
-        Ok(vec![true; p.claims.len()])
-    }
-
-    async fn job_settle(&self, _: Checked<JobSettleParams>) -> Result<Settlement> {
-        self.reached("job_settle");
-        Ok(self.settlement.clone())
     }
 
     async fn job_heartbeat(&self, _: Checked<JobHeartbeatParams>) -> Result<Option<i64>> {

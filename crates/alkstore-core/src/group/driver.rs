@@ -38,12 +38,6 @@ pub trait GroupDriver: Engine {
         params: Checked<GroupReleaseParams>,
     ) -> impl Future<Output = Result<u64>> + Send;
 
-    /// See [`GroupEngine::group_checkpoint`](super::GroupEngine::group_checkpoint).
-    fn group_checkpoint(
-        &self,
-        params: Checked<GroupCheckpointParams>,
-    ) -> impl Future<Output = Result<i64>> + Send;
-
     /// See [`GroupEngine::group_read`](super::GroupEngine::group_read).
     fn group_read(
         &self,

@@ -40,17 +40,6 @@ pub trait GroupEngine: Engine {
     fn group_release(&self, params: GroupReleaseParams)
         -> impl Future<Output = Result<u64>> + Send;
 
-    /// Save a bucket's checkpoint, fenced: only the worker holding the
-    /// bucket under `epoch` may move it, else [`NotHeld`](crate::Error::NotHeld)
-    /// and nothing changes. Forward only: a checkpoint below the saved one
-    /// is ignored (the saved one stays and is returned). An offset beyond
-    /// the stream's head is [`InvalidInput`](crate::Error::InvalidInput).
-    /// Returns the checkpoint after the call.
-    fn group_checkpoint(
-        &self,
-        params: GroupCheckpointParams,
-    ) -> impl Future<Output = Result<i64>> + Send;
-
     /// Up to `limit` readable events of the given buckets after an offset,
     /// in offset order, each with its bucket (gap-safe like
     /// [`stream_read`](crate::StreamEngine::stream_read)).
@@ -181,12 +170,6 @@ impl<D: GroupDriver> GroupEngine for D {
                 return Ok(0);
             }
             GroupDriver::group_release(self, p).await
-        })
-    }
-
-    async fn group_checkpoint(&self, params: GroupCheckpointParams) -> Result<i64> {
-        engine_call!(self, group_checkpoint, params => GroupCheckpointParams, |p| {
-            GroupDriver::group_checkpoint(self, p)
         })
     }
 

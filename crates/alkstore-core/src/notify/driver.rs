@@ -5,13 +5,11 @@ use std::future::Future;
 
 use crate::{Checked, Engine, Result};
 
-use super::{Notification, NotifyParams, NotifyPollParams};
+use super::{Notification, NotifyPollParams};
 
 /// The notify statements of one engine; callers use
 /// [`NotifyEngine`](super::NotifyEngine).
 pub trait NotifyDriver: Engine {
-    /// See [`NotifyEngine::notify`](super::NotifyEngine::notify).
-    fn notify(&self, params: Checked<NotifyParams>) -> impl Future<Output = Result<()>> + Send;
 
     /// See [`NotifyEngine::notify_poll`](super::NotifyEngine::notify_poll).
     fn notify_poll(

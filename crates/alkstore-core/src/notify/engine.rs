@@ -7,14 +7,12 @@ use crate::call::engine_call;
 use crate::{Engine, Result};
 
 use super::driver::NotifyDriver;
-use super::{Notification, NotifyParams, NotifyPollParams};
+use super::{Notification, NotifyPollParams};
 
 /// Send notifications, and the reads a listener needs on engines that keep
 /// them ([`Capabilities::pushes_notifications`](crate::Capabilities) is
 /// false). Listen through the runtime (`store.channel(name).listen()`).
 pub trait NotifyEngine: Engine {
-    /// Send `payload` on `channel` to everyone listening when it commits.
-    fn notify(&self, params: NotifyParams) -> impl Future<Output = Result<()>> + Send;
 
     /// A channel's kept notifications after `after_id`, oldest first (empty
     /// on engines that push them instead).
@@ -35,14 +33,6 @@ pub trait NotifyEngine: Engine {
 }
 
 impl<D: NotifyDriver> NotifyEngine for D {
-    async fn notify(&self, params: NotifyParams) -> Result<()> {
-        engine_call!(self, notify, params => NotifyParams, |p| async move {
-            let channel = p.channel.clone();
-            NotifyDriver::notify(self, p).await?;
-            self.wake_hub().notify(&channel);
-            Ok(())
-        })
-    }
 
     async fn notify_poll(&self, params: NotifyPollParams) -> Result<Vec<Notification>> {
         engine_call!(self, notify_poll, params => NotifyPollParams, |p| {

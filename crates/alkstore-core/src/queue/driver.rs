@@ -18,11 +18,6 @@ use super::types::*;
 ///
 /// Batch methods are never called with an empty batch.
 pub trait QueueDriver: Engine {
-    /// See [`QueueEngine::job_enqueue`](super::QueueEngine::job_enqueue).
-    fn job_enqueue(
-        &self,
-        params: Checked<JobEnqueueParams>,
-    ) -> impl Future<Output = Result<Vec<Enqueued>>> + Send;
 
     /// See [`QueueEngine::job_enqueue_claimed`](super::QueueEngine::job_enqueue_claimed):
     /// the insert and the claim in one statement or transaction; the
@@ -37,19 +32,6 @@ pub trait QueueDriver: Engine {
         &self,
         params: Checked<JobClaimParams>,
     ) -> impl Future<Output = Result<Vec<Job>>> + Send;
-
-    /// See [`QueueEngine::job_ack`](super::QueueEngine::job_ack).
-    fn job_ack(
-        &self,
-        params: Checked<JobAckParams>,
-    ) -> impl Future<Output = Result<Vec<bool>>> + Send;
-
-    /// See [`QueueEngine::job_settle`](super::QueueEngine::job_settle); also
-    /// serves `job_retry`, `job_fail` and `job_snooze` as batches of one.
-    fn job_settle(
-        &self,
-        params: Checked<JobSettleParams>,
-    ) -> impl Future<Output = Result<Settlement>> + Send;
 
     /// See [`QueueEngine::job_heartbeat`](super::QueueEngine::job_heartbeat).
     fn job_heartbeat(
@@ -178,12 +160,6 @@ pub trait QueueDriver: Engine {
 macro_rules! queue_driver_by_parts {
     ($engine:ty) => {
         impl $crate::queue::QueueDriver for $engine {
-            async fn job_enqueue(
-                &self,
-                params: $crate::Checked<$crate::queue::JobEnqueueParams>,
-            ) -> $crate::Result<Vec<$crate::queue::Enqueued>> {
-                enqueue::job_enqueue(self, params).await
-            }
 
             async fn job_enqueue_claimed(
                 &self,
@@ -197,20 +173,6 @@ macro_rules! queue_driver_by_parts {
                 params: $crate::Checked<$crate::queue::JobClaimParams>,
             ) -> $crate::Result<Vec<$crate::queue::Job>> {
                 claim::job_claim(self, params).await
-            }
-
-            async fn job_ack(
-                &self,
-                params: $crate::Checked<$crate::queue::JobAckParams>,
-            ) -> $crate::Result<Vec<bool>> {
-                settle::job_ack(self, params).await
-            }
-
-            async fn job_settle(
-                &self,
-                params: $crate::Checked<$crate::queue::JobSettleParams>,
-            ) -> $crate::Result<$crate::queue::Settlement> {
-                settle::job_settle(self, params).await
             }
 
             async fn job_heartbeat(

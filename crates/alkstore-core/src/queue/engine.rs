@@ -9,7 +9,7 @@
 use std::future::Future;
 
 use crate::call::engine_call;
-use crate::{Checked, Engine, Result};
+use crate::{Engine, Result};
 
 use super::driver::QueueDriver;
 
@@ -25,11 +25,6 @@ use super::types::*;
 /// [`Error::PayloadTooLarge`](crate::Error::PayloadTooLarge)) without writing
 /// anything.
 pub trait QueueEngine: Engine {
-    /// Insert jobs atomically: all or none. Returns one outcome per job.
-    fn job_enqueue(
-        &self,
-        params: impl Into<JobEnqueueParams> + Send,
-    ) -> impl Future<Output = Result<Vec<Enqueued>>> + Send;
 
     /// Enqueue one job and, when nothing is ahead of it (it is due now, has
     /// no unique key, its queue is not paused, no other due job of the
@@ -59,34 +54,6 @@ pub trait QueueEngine: Engine {
     /// are handed out again; an expired claim on its last attempt goes to dead.
     fn job_claim(&self, params: JobClaimParams) -> impl Future<Output = Result<Vec<Job>>> + Send;
 
-    /// Delete finished jobs; one flag per claim, true only where the claim was
-    /// still valid.
-    fn job_ack(
-        &self,
-        params: impl Into<JobAckParams> + Send,
-    ) -> impl Future<Output = Result<Vec<bool>>> + Send;
-
-    /// Reschedule with backoff, or dead-letter when out of attempts.
-    fn job_retry(
-        &self,
-        params: JobRetryParams,
-    ) -> impl Future<Output = Result<RetryOutcome>> + Send;
-
-    /// Move straight to dead as `failed`; false when the claim is not held.
-    fn job_fail(
-        &self,
-        params: impl Into<JobFailParams> + Send,
-    ) -> impl Future<Output = Result<bool>> + Send;
-
-    /// Put a claimed job back to pending, due after `delay`, without using an
-    /// attempt (the handler asked to run again later). Returns the new due
-    /// time, or `None` when the claim is not held. A job whose cancellation
-    /// was requested goes to dead as `cancelled` instead.
-    fn job_snooze(
-        &self,
-        params: impl Into<JobSnoozeParams> + Send,
-    ) -> impl Future<Output = Result<Option<i64>>> + Send;
-
     /// Extend a valid claim by the job's visibility timeout from now; returns
     /// the new expiry, or `None` when the claim is not held.
     fn job_heartbeat(
@@ -108,15 +75,6 @@ pub trait QueueEngine: Engine {
         params: impl Into<JobCancelRequestsParams> + Send,
     ) -> impl Future<Output = Result<Vec<i64>>> + Send;
 
-    /// Record many finished attempts that did not end in an ack (retries,
-    /// failures, snoozes) in one transaction: one commit for the batch
-    /// instead of one per job. Each behaves exactly as its single call;
-    /// the outcomes come back in the order given. Invalid input anywhere
-    /// rejects the batch before anything is written.
-    fn job_settle(
-        &self,
-        params: impl Into<JobSettleParams> + Send,
-    ) -> impl Future<Output = Result<Vec<Settled>>> + Send;
 }
 
 /// Queue inspection and operator actions: look up, list and count jobs,
@@ -227,45 +185,7 @@ pub trait QueueAdmin: Engine {
     fn dead_count(&self, params: DeadCountParams) -> impl Future<Output = Result<u64>> + Send;
 }
 
-/// Hint this process's workers when a settle batch left a job claimable now.
-fn hint_claimable<E: Engine + ?Sized>(engine: &E, settlement: &Settlement) {
-    if settlement.claimable_now {
-        engine.wake_hub().all();
-    }
-}
-
-/// One settle call of a single outcome (`job_retry`, `job_fail`,
-/// `job_snooze`): the batch path with one element.
-async fn settle_one<D: QueueDriver + ?Sized>(
-    driver: &D,
-    params: Checked<JobSettleParams>,
-) -> Result<Settled> {
-    let settlement = QueueDriver::job_settle(driver, params).await?;
-    hint_claimable(driver, &settlement);
-    settlement
-        .outcomes
-        .into_iter()
-        .next()
-        .ok_or_else(|| crate::Error::database("job_settle", "the engine returned no outcome"))
-}
-
 impl<D: QueueDriver> QueueEngine for D {
-    async fn job_enqueue(
-        &self,
-        params: impl Into<JobEnqueueParams> + Send,
-    ) -> Result<Vec<Enqueued>> {
-        engine_call!(self, job_enqueue, params => JobEnqueueParams, |p| async move {
-            if p.jobs.is_empty() {
-                return Ok(Vec::new());
-            }
-            let queues = NewJob::distinct_queues(&p.jobs);
-            let out = QueueDriver::job_enqueue(self, p).await?;
-            for q in &queues {
-                self.wake_hub().queue(q);
-            }
-            Ok(out)
-        })
-    }
 
     async fn job_enqueue_claimed(
         &self,
@@ -283,45 +203,6 @@ impl<D: QueueDriver> QueueEngine for D {
 
     async fn job_claim(&self, params: JobClaimParams) -> Result<Vec<Job>> {
         engine_call!(self, job_claim, params => JobClaimParams, |p| QueueDriver::job_claim(self, p))
-    }
-
-    async fn job_ack(&self, params: impl Into<JobAckParams> + Send) -> Result<Vec<bool>> {
-        engine_call!(self, job_ack, params => JobAckParams, |p| async move {
-            if p.claims.is_empty() {
-                return Ok(Vec::new());
-            }
-            QueueDriver::job_ack(self, p).await
-        })
-    }
-
-    async fn job_retry(&self, params: JobRetryParams) -> Result<RetryOutcome> {
-        let one = JobSettleParams::from(vec![Settle::from(params)]);
-        engine_call!(self, job_retry, one => JobSettleParams, |p| async move {
-            match settle_one(self, p).await? {
-                Settled::Retried(outcome) => Ok(outcome),
-                other => Err(unexpected("job_retry", other)),
-            }
-        })
-    }
-
-    async fn job_fail(&self, params: impl Into<JobFailParams> + Send) -> Result<bool> {
-        let one = JobSettleParams::from(vec![Settle::from(params.into())]);
-        engine_call!(self, job_fail, one => JobSettleParams, |p| async move {
-            match settle_one(self, p).await? {
-                Settled::Failed(failed) => Ok(failed),
-                other => Err(unexpected("job_fail", other)),
-            }
-        })
-    }
-
-    async fn job_snooze(&self, params: impl Into<JobSnoozeParams> + Send) -> Result<Option<i64>> {
-        let one = JobSettleParams::from(vec![Settle::from(params.into())]);
-        engine_call!(self, job_snooze, one => JobSettleParams, |p| async move {
-            match settle_one(self, p).await? {
-                Settled::Snoozed(due) => Ok(due),
-                other => Err(unexpected("job_snooze", other)),
-            }
-        })
     }
 
     async fn job_heartbeat(
@@ -355,21 +236,6 @@ impl<D: QueueDriver> QueueEngine for D {
         })
     }
 
-    async fn job_settle(&self, params: impl Into<JobSettleParams> + Send) -> Result<Vec<Settled>> {
-        engine_call!(self, job_settle, params => JobSettleParams, |p| async move {
-            if p.batch.is_empty() {
-                return Ok(Vec::new());
-            }
-            let settlement = QueueDriver::job_settle(self, p).await?;
-            hint_claimable(self, &settlement);
-            Ok(settlement.outcomes)
-        })
-    }
-}
-
-/// A driver answered a single settle with another kind of outcome.
-fn unexpected(op: &'static str, got: Settled) -> crate::Error {
-    crate::Error::database(op, format!("the engine answered with {got:?}"))
 }
 
 impl<D: QueueDriver> QueueAdmin for D {

@@ -419,6 +419,14 @@ one_value_params! {
     validate: |p, _l| p.claims.iter().try_for_each(Claim::validate)
 }
 
+impl From<Claim> for JobAckParams {
+    fn from(claim: Claim) -> Self {
+        JobAckParams {
+            claims: vec![claim],
+        }
+    }
+}
+
 one_value_params! {
     /// Parameters of `job_heartbeat`: the claim to extend.
     JobHeartbeatParams { claim: Claim },

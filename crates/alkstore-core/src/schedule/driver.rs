@@ -13,25 +13,6 @@ use super::types::*;
 /// methods document the behaviour (the contract suite checks it). "Now" is
 /// the database's clock (the engine's injected clock in tests).
 pub trait ScheduleDriver: Engine {
-    /// See [`ScheduleEngine::schedule_set`](super::ScheduleEngine::schedule_set).
-    fn schedule_set(
-        &self,
-        params: Checked<ScheduleSetParams>,
-    ) -> impl Future<Output = Result<ScheduleInfo>> + Send;
-
-    /// See [`ScheduleEngine::schedule_remove`](super::ScheduleEngine::schedule_remove).
-    fn schedule_remove(
-        &self,
-        params: Checked<ScheduleNameParams>,
-    ) -> impl Future<Output = Result<bool>> + Send;
-
-    /// See [`ScheduleEngine::schedule_pause`](super::ScheduleEngine::schedule_pause)
-    /// (`PauseState::Paused`) and `schedule_resume` (`PauseState::Running`).
-    fn schedule_set_paused(
-        &self,
-        params: Checked<ScheduleNameParams>,
-        to: crate::PauseState,
-    ) -> impl Future<Output = Result<ScheduleInfo>> + Send;
 
     /// See [`ScheduleEngine::schedule_list`](super::ScheduleEngine::schedule_list).
     fn schedule_list(&self) -> impl Future<Output = Result<Vec<ScheduleInfo>>> + Send;

@@ -16,37 +16,6 @@ use super::types::*;
 /// zone — is a typed error with a message that says what is wrong, and
 /// writes nothing.
 pub trait ScheduleEngine: Engine {
-    /// Register a schedule, or change one (upsert by name). A new schedule,
-    /// or one whose spec or zone changed, gets its next boundary after now;
-    /// re-registering the same spec keeps the pending boundary (so
-    /// registering at every start-up neither skips nor repeats one). A
-    /// paused schedule stays paused.
-    fn schedule_set(
-        &self,
-        params: ScheduleSetParams,
-    ) -> impl Future<Output = Result<ScheduleInfo>> + Send;
-
-    /// Remove a schedule; `false` when there was none. Jobs it already
-    /// enqueued stay.
-    fn schedule_remove(
-        &self,
-        params: impl Into<ScheduleNameParams> + Send,
-    ) -> impl Future<Output = Result<bool>> + Send;
-
-    /// Stop firing a schedule until resumed.
-    /// [`NotFound`](crate::Error::NotFound) when there is none.
-    fn schedule_pause(
-        &self,
-        params: impl Into<ScheduleNameParams> + Send,
-    ) -> impl Future<Output = Result<ScheduleInfo>> + Send;
-
-    /// Fire a paused schedule again from its next boundary after now (the
-    /// boundaries that passed while it was paused are skipped).
-    /// [`NotFound`](crate::Error::NotFound) when there is none.
-    fn schedule_resume(
-        &self,
-        params: impl Into<ScheduleNameParams> + Send,
-    ) -> impl Future<Output = Result<ScheduleInfo>> + Send;
 
     /// Every schedule, by name.
     fn schedule_list(&self) -> impl Future<Output = Result<Vec<ScheduleInfo>>> + Send;
@@ -82,35 +51,6 @@ pub trait ScheduleEngine: Engine {
 }
 
 impl<D: ScheduleDriver> ScheduleEngine for D {
-    async fn schedule_set(&self, params: ScheduleSetParams) -> Result<ScheduleInfo> {
-        engine_call!(self, schedule_set, params => ScheduleSetParams, |p| {
-            ScheduleDriver::schedule_set(self, p)
-        })
-    }
-
-    async fn schedule_remove(&self, params: impl Into<ScheduleNameParams> + Send) -> Result<bool> {
-        engine_call!(self, schedule_remove, params => ScheduleNameParams, |p| {
-            ScheduleDriver::schedule_remove(self, p)
-        })
-    }
-
-    async fn schedule_pause(
-        &self,
-        params: impl Into<ScheduleNameParams> + Send,
-    ) -> Result<ScheduleInfo> {
-        engine_call!(self, schedule_pause, params => ScheduleNameParams, |p| {
-            ScheduleDriver::schedule_set_paused(self, p, crate::PauseState::Paused)
-        })
-    }
-
-    async fn schedule_resume(
-        &self,
-        params: impl Into<ScheduleNameParams> + Send,
-    ) -> Result<ScheduleInfo> {
-        engine_call!(self, schedule_resume, params => ScheduleNameParams, |p| {
-            ScheduleDriver::schedule_set_paused(self, p, crate::PauseState::Running)
-        })
-    }
 
     async fn schedule_list(&self) -> Result<Vec<ScheduleInfo>> {
         engine_call!(self, schedule_list, () => (), |_p| ScheduleDriver::schedule_list(self))

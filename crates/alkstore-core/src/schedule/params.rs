@@ -138,6 +138,32 @@ impl Validate for ScheduleNameParams {
     }
 }
 
+/// A schedule to pause or resume (`schedule_pause`, `schedule_resume`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SchedulePauseParams {
+    /// The schedule's name.
+    pub name: String,
+    /// What it becomes.
+    pub to: crate::PauseState,
+}
+
+impl SchedulePauseParams {
+    /// Pause (`PauseState::Paused`) or resume the schedule `name`.
+    pub fn new(name: impl Into<String>, to: crate::PauseState) -> Self {
+        SchedulePauseParams {
+            name: name.into(),
+            to,
+        }
+    }
+}
+
+impl Validate for SchedulePauseParams {
+    fn validate_params(&self, _limits: &Limits) -> Result<()> {
+        validate_schedule_name(&self.name)
+    }
+}
+
 /// Parameters of `schedule_fire_due`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]

@@ -14,11 +14,6 @@ use super::types::*;
 ///
 /// `stream_publish` is never called with an empty batch.
 pub trait StreamDriver: Engine {
-    /// See [`StreamEngine::stream_publish`](super::StreamEngine::stream_publish).
-    fn stream_publish(
-        &self,
-        params: Checked<StreamPublishParams>,
-    ) -> impl Future<Output = Result<Vec<i64>>> + Send;
 
     /// See [`StreamEngine::stream_read`](super::StreamEngine::stream_read).
     fn stream_read(
@@ -31,12 +26,6 @@ pub trait StreamDriver: Engine {
         &self,
         params: Checked<StreamOffsetGetParams>,
     ) -> impl Future<Output = Result<Option<i64>>> + Send;
-
-    /// See [`StreamEngine::stream_offset_commit`](super::StreamEngine::stream_offset_commit).
-    fn stream_offset_commit(
-        &self,
-        params: Checked<StreamOffsetCommitParams>,
-    ) -> impl Future<Output = Result<i64>> + Send;
 
     /// See [`StreamEngine::stream_offsets`](super::StreamEngine::stream_offsets).
     fn stream_offsets(

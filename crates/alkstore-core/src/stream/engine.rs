@@ -14,13 +14,6 @@ use super::types::*;
 /// (through its [`StreamDriver`]); the contract suite checks they behave
 /// the same. Bad input is a typed error and writes nothing.
 pub trait StreamEngine: Engine {
-    /// Append events, all or none; returns their offsets in the order given.
-    /// Each stream's subscribers in this process are woken at once, others
-    /// through the engine's cross-process signal.
-    fn stream_publish(
-        &self,
-        params: impl Into<StreamPublishParams> + Send,
-    ) -> impl Future<Output = Result<Vec<i64>>> + Send;
 
     /// Up to `limit` events of a stream after an offset, in offset order.
     /// Gap-safe: an event a still-open transaction may yet precede is not
@@ -37,21 +30,6 @@ pub trait StreamEngine: Engine {
         &self,
         params: impl Into<StreamOffsetGetParams> + Send,
     ) -> impl Future<Output = Result<Option<i64>>> + Send;
-
-    /// Save a consumer's offset. Monotone: a commit below the saved offset
-    /// is **ignored** (the saved one stays, and is returned), so a late
-    /// commit from a slow path cannot move a consumer back. An offset beyond
-    /// the stream's head is an [`InvalidInput`](crate::Error::InvalidInput)
-    /// error. Returns the offset saved after the call.
-    ///
-    /// With an expectation ([`StreamOffsetCommitParams::expecting`]) it is
-    /// a compare-and-set instead: the offset moves only from exactly the
-    /// expected one, else [`NotHeld`](crate::Error::NotHeld) and nothing is
-    /// written (another instance of the consumer moved it first).
-    fn stream_offset_commit(
-        &self,
-        params: StreamOffsetCommitParams,
-    ) -> impl Future<Output = Result<i64>> + Send;
 
     /// Every consumer of a stream with its offset and lag, by name.
     fn stream_offsets(
@@ -83,22 +61,6 @@ pub trait StreamEngine: Engine {
 }
 
 impl<D: StreamDriver> StreamEngine for D {
-    async fn stream_publish(
-        &self,
-        params: impl Into<StreamPublishParams> + Send,
-    ) -> Result<Vec<i64>> {
-        engine_call!(self, stream_publish, params => StreamPublishParams, |p| async move {
-            if p.events.is_empty() {
-                return Ok(Vec::new());
-            }
-            let streams = NewEvent::distinct_streams(&p.events);
-            let offsets = StreamDriver::stream_publish(self, p).await?;
-            for s in &streams {
-                self.wake_hub().stream(s);
-            }
-            Ok(offsets)
-        })
-    }
 
     async fn stream_read(&self, params: StreamReadParams) -> Result<Vec<Event>> {
         engine_call!(self, stream_read, params => StreamReadParams, |p| {
@@ -112,12 +74,6 @@ impl<D: StreamDriver> StreamEngine for D {
     ) -> Result<Option<i64>> {
         engine_call!(self, stream_offset_get, params => StreamOffsetGetParams, |p| {
             StreamDriver::stream_offset_get(self, p)
-        })
-    }
-
-    async fn stream_offset_commit(&self, params: StreamOffsetCommitParams) -> Result<i64> {
-        engine_call!(self, stream_offset_commit, params => StreamOffsetCommitParams, |p| {
-            StreamDriver::stream_offset_commit(self, p)
         })
     }
 

@@ -199,20 +199,6 @@ impl GroupDriver for PgEngine {
         Ok(rows.len() as u64)
     }
 
-    async fn group_checkpoint(&self, params: Checked<GroupCheckpointParams>) -> Result<i64> {
-        let p = params.into_inner();
-        // Like acks (see `query_relaxed`): a checkpoint lost to a server
-        // crash only means its events are delivered again.
-        let client = self.relaxed_client().await?;
-        checkpoint_in(
-            &self.on(&client),
-            &self.inner.group_sql,
-            self.now_ms_override(),
-            &p,
-        )
-        .await
-    }
-
     async fn group_read(&self, params: Checked<GroupReadParams>) -> Result<Vec<BucketEvent>> {
         let p = params.into_inner();
         let buckets: Vec<i32> = p.buckets.iter().map(|b| int(*b)).collect();

@@ -3,7 +3,7 @@
 //! `Wake::Message`s for its listeners. Nothing is kept.
 
 use alkstore_core::notify::{
-    encode_message, Notification, NotifyDriver, NotifyParams, NotifyPollParams,
+    encode_message, Notification, NotifyDriver, NotifyPollParams,
 };
 use alkstore_core::{Checked, Error, Result};
 
@@ -29,17 +29,6 @@ pub(crate) async fn send_in<E: Exec + ?Sized>(
 }
 
 impl NotifyDriver for PgEngine {
-    async fn notify(&self, params: Checked<NotifyParams>) -> Result<()> {
-        let p = params.into_inner();
-        let client = self.client().await?;
-        send_in(
-            &self.on(&client),
-            &self.inner.opts.schema,
-            &p.channel,
-            &p.payload,
-        )
-        .await
-    }
 
     async fn notify_poll(&self, _params: Checked<NotifyPollParams>) -> Result<Vec<Notification>> {
         Ok(Vec::new())

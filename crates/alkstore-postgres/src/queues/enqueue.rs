@@ -5,7 +5,7 @@
 //! [`insert_jobs`].
 
 use alkstore_core::queue::{secs, EnqueuedClaimed, JobEnqueueClaimedParams, JobEnqueueParams};
-use alkstore_core::{Checked, Engine, Enqueued, Error, NewJob, QueueDriver, Result};
+use alkstore_core::{Checked, Engine, Enqueued, Error, NewJob, Result};
 use tokio_postgres::types::ToSql;
 
 use super::rows::{claimed, Columns};
@@ -296,7 +296,7 @@ impl PgEngine {
 
 /// The driver's `job_enqueue`: small unkeyed batches join the group
 /// commit; keyed ones run in a transaction of their own.
-pub(super) async fn job_enqueue(
+pub(crate) async fn job_enqueue(
     engine: &PgEngine,
     params: Checked<JobEnqueueParams>,
 ) -> Result<Vec<Enqueued>> {
@@ -363,7 +363,7 @@ pub(super) async fn job_enqueue_claimed(
     if job.opts.unique_key.is_some() {
         // A keyed job may be a duplicate: the keyed insert, left pending.
         let plain = Checked::new(vec![job], engine.limits())?;
-        let enqueued = QueueDriver::job_enqueue(engine, plain)
+        let enqueued = job_enqueue(engine, plain)
             .await?
             .pop()
             .ok_or_else(|| Error::database(op, "the insert returned no id"))?;

@@ -495,7 +495,7 @@ pub(crate) async fn ack_in<E: Exec + ?Sized>(
 
 /// The driver's `job_ack`: complete the held jobs on a relaxed
 /// connection.
-pub(super) async fn job_ack(engine: &PgEngine, params: Checked<JobAckParams>) -> Result<Vec<bool>> {
+pub(crate) async fn job_ack(engine: &PgEngine, params: Checked<JobAckParams>) -> Result<Vec<bool>> {
     let JobAckParams { claims, .. } = params.into_inner();
     let client = engine.relaxed_client().await?;
     ack_in(
@@ -510,7 +510,7 @@ pub(super) async fn job_ack(engine: &PgEngine, params: Checked<JobAckParams>) ->
 
 /// The driver's `job_settle`: a failure or snooze alone in one statement,
 /// any other batch in one transaction.
-pub(super) async fn job_settle(
+pub(crate) async fn job_settle(
     engine: &PgEngine,
     params: Checked<JobSettleParams>,
 ) -> Result<Settlement> {

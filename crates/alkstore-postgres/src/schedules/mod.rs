@@ -7,7 +7,7 @@
 use alkstore_core::schedule::{
     fired_job, manual_job, next_on_pause, next_on_set, plan_fire, schedule_not_found, FireReport,
     Fired, ScheduleDriver, ScheduleFire, ScheduleFireParams, ScheduleFiresParams, ScheduleInfo,
-    ScheduleNameParams, ScheduleSetParams, MAX_FIRES_KEPT,
+    ScheduleNameParams, SchedulePauseParams, ScheduleSetParams, MAX_FIRES_KEPT,
 };
 use alkstore_core::{Checked, Enqueued, Error, Result};
 
@@ -223,10 +223,10 @@ pub(crate) async fn schedule_set_paused_in<E: Exec + ?Sized>(
     e: &E,
     sql: &ScheduleSql,
     now_ms: Option<i64>,
-    p: &ScheduleNameParams,
-    paused: bool,
+    p: &SchedulePauseParams,
 ) -> Result<ScheduleInfo> {
     let op = "schedule_set_paused";
+    let paused = p.to.is_paused();
     let now = schedule_now(e, sql, now_ms, op).await?;
     let old = match fetch_opt(e, op, &sql.get_for_update, &[&p.name]).await? {
         Some(r) => info(&r)?,
@@ -240,46 +240,32 @@ pub(crate) async fn schedule_set_paused_in<E: Exec + ?Sized>(
     info(&row)
 }
 
+/// The autocommit `schedule_set`: read and write in one transaction.
+pub(crate) async fn schedule_set(engine: &PgEngine, p: &ScheduleSetParams) -> Result<ScheduleInfo> {
+    let op = "schedule_set";
+    let mut client = engine.client().await?;
+    let tx = client.transaction().await.map_err(db(op))?;
+    let sql = &engine.inner.schedule_sql;
+    let out = schedule_set_in(&engine.on_tx(&tx), sql, engine.now_ms_override(), p).await?;
+    tx.commit().await.map_err(db(op))?;
+    Ok(out)
+}
+
+/// The autocommit `schedule_pause` and `schedule_resume`.
+pub(crate) async fn schedule_set_paused(
+    engine: &PgEngine,
+    p: &SchedulePauseParams,
+) -> Result<ScheduleInfo> {
+    let op = "schedule_set_paused";
+    let sql = &engine.inner.schedule_sql;
+    let mut client = engine.client().await?;
+    let tx = client.transaction().await.map_err(db(op))?;
+    let out = schedule_set_paused_in(&engine.on_tx(&tx), sql, engine.now_ms_override(), p).await?;
+    tx.commit().await.map_err(db(op))?;
+    Ok(out)
+}
+
 impl ScheduleDriver for PgEngine {
-    async fn schedule_set(&self, params: Checked<ScheduleSetParams>) -> Result<ScheduleInfo> {
-        let p = params.into_inner();
-        let op = "schedule_set";
-        let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(db(op))?;
-        let out = schedule_set_in(
-            &self.on_tx(&tx),
-            &self.inner.schedule_sql,
-            self.now_ms_override(),
-            &p,
-        )
-        .await?;
-        tx.commit().await.map_err(db(op))?;
-        Ok(out)
-    }
-
-    async fn schedule_remove(&self, params: Checked<ScheduleNameParams>) -> Result<bool> {
-        let p = params.into_inner();
-        let client = self.client().await?;
-        schedule_remove_in(&self.on(&client), &self.inner.schedule_sql, &p).await
-    }
-
-    async fn schedule_set_paused(
-        &self,
-        params: Checked<ScheduleNameParams>,
-        to: alkstore_core::PauseState,
-    ) -> Result<ScheduleInfo> {
-        let paused = to.is_paused();
-        let p = params.into_inner();
-        let op = "schedule_set_paused";
-        let sql = &self.inner.schedule_sql;
-        let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(db(op))?;
-        let out = schedule_set_paused_in(&self.on_tx(&tx), sql, self.now_ms_override(), &p, paused)
-            .await?;
-        tx.commit().await.map_err(db(op))?;
-        Ok(out)
-    }
-
     async fn schedule_list(&self) -> Result<Vec<ScheduleInfo>> {
         let client = self.client().await?;
         let rows = self

@@ -5,7 +5,7 @@ pub(crate) mod sql;
 
 use alkstore_core::stream::{
     ConsumerOffset, Event, NewEvent, StreamDriver, StreamInfo, StreamOffsetCommitParams,
-    StreamOffsetGetParams, StreamOffsetsParams, StreamPublishParams, StreamReadParams,
+    StreamOffsetGetParams, StreamOffsetsParams, StreamReadParams,
     StreamRetentionParams, StreamStats, StreamStatsParams, StreamTrimParams,
 };
 use alkstore_core::validate::{count, secs};
@@ -193,14 +193,13 @@ impl PgEngine {
     }
 }
 
-impl StreamDriver for PgEngine {
-    async fn stream_publish(&self, params: Checked<StreamPublishParams>) -> Result<Vec<i64>> {
-        let StreamPublishParams { events, .. } = params.into_inner();
+impl PgEngine {
+    /// The autocommit `stream_publish`: small batches join the group
+    /// commit (see `crate::combine`).
+    pub(crate) async fn stream_publish(&self, events: Vec<NewEvent>) -> Result<Vec<i64>> {
         let op = "stream_publish";
         let bytes: usize = events.iter().map(|e| e.payload.len()).sum();
         if crate::combine::groupable(events.len(), bytes) {
-            // Written with whatever other calls are waiting (see
-            // `crate::combine`).
             let rows = events.len();
             return crate::combine::submit(&self.inner.publishes, events, rows, op, |batch| {
                 tokio::spawn(self.clone().publish_runner(batch));
@@ -209,7 +208,9 @@ impl StreamDriver for PgEngine {
         }
         self.publish_now(&events).await
     }
+}
 
+impl StreamDriver for PgEngine {
     async fn stream_read(&self, params: Checked<StreamReadParams>) -> Result<Vec<Event>> {
         let p = params.into_inner();
         let limit = i64::from(p.limit);
@@ -257,18 +258,6 @@ impl StreamDriver for PgEngine {
             )
             .await?;
         Ok(rows.first().map(|r| r.get(0)))
-    }
-
-    async fn stream_offset_commit(&self, params: Checked<StreamOffsetCommitParams>) -> Result<i64> {
-        let p = params.into_inner();
-        let client = self.client().await?;
-        offset_commit_in(
-            &self.on(&client),
-            &self.inner.stream_sql,
-            self.now_override(),
-            &p,
-        )
-        .await
     }
 
     async fn stream_offsets(

@@ -3,10 +3,10 @@
 //! [`checkpoint_in`].
 
 use alkstore_core::group::{checkpoint_fence, GroupCheckpointParams};
-use alkstore_core::{Checked, Result};
+use alkstore_core::Result;
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::{db, SqliteEngine};
+use crate::db;
 
 /// Save a bucket's checkpoint at `now_ms` under the lease epoch the caller
 /// holds ([`NotHeld`](alkstore_core::Error::NotHeld) when the bucket is
@@ -47,19 +47,4 @@ pub(crate) fn checkpoint_in(
     .and_then(|mut s| s.execute(params![p.group, p.bucket, p.offset, now_ms]))
     .map_err(db(op))?;
     Ok(p.offset)
-}
-
-/// The driver's `group_checkpoint`: [`checkpoint_in`] on the writer.
-pub(super) async fn group_checkpoint(
-    engine: &SqliteEngine,
-    params: Checked<GroupCheckpointParams>,
-) -> Result<i64> {
-    let p = params.into_inner();
-    engine
-        .inner
-        .writer
-        .write("group_checkpoint", move |st| {
-            checkpoint_in(&st.conn, &p, st.clock.now_ms())
-        })
-        .await
 }

@@ -16,7 +16,7 @@ mod read;
 
 use alkstore_core::group::BucketCount;
 use alkstore_core::group::{
-    BucketEvent, BucketLease, GroupCheckpointParams, GroupClaimParams, GroupDead,
+    BucketEvent, BucketLease, GroupClaimParams, GroupDead,
     GroupDeadAddParams, GroupDeadListParams, GroupDeadPurgeParams, GroupDeadRequeueParams,
     GroupDeadResolveParams, GroupDeadTakeParams, GroupDriver, GroupEnsureParams, GroupInfo,
     GroupLeaveParams, GroupReadParams, GroupReleaseParams, GroupRenewParams, GroupResize,
@@ -41,10 +41,6 @@ impl GroupDriver for SqliteEngine {
 
     async fn group_release(&self, params: Checked<GroupReleaseParams>) -> Result<u64> {
         leases::group_release(self, params).await
-    }
-
-    async fn group_checkpoint(&self, params: Checked<GroupCheckpointParams>) -> Result<i64> {
-        checkpoint::group_checkpoint(self, params).await
     }
 
     async fn group_read(&self, params: Checked<GroupReadParams>) -> Result<Vec<BucketEvent>> {

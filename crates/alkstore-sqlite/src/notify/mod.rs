@@ -3,7 +3,7 @@
 //! the data_version watcher for other processes' commits).
 
 use alkstore_core::notify::{
-    Notification, NotifyDriver, NotifyParams, NotifyPollParams, NOTIFY_KEEP_MS,
+    Notification, NotifyDriver, NotifyPollParams, NOTIFY_KEEP_MS,
 };
 use alkstore_core::{Checked, Result};
 use rusqlite::{params, Connection};
@@ -26,15 +26,6 @@ pub(crate) fn insert(conn: &Connection, channel: &str, payload: &str, now_ms: i6
 }
 
 impl NotifyDriver for SqliteEngine {
-    async fn notify(&self, params: Checked<NotifyParams>) -> Result<()> {
-        let p = params.into_inner();
-        self.inner
-            .writer
-            .write("notify", move |st| {
-                insert(&st.conn, &p.channel, &p.payload, st.clock.now_ms())
-            })
-            .await
-    }
 
     async fn notify_poll(&self, params: Checked<NotifyPollParams>) -> Result<Vec<Notification>> {
         let p = params.into_inner();

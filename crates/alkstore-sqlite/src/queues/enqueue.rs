@@ -83,7 +83,7 @@ pub(crate) fn enqueue_in(
 
 /// The driver's `job_enqueue`: one job as one statement, a batch in a
 /// savepoint of its own.
-pub(super) async fn job_enqueue(
+pub(crate) async fn job_enqueue(
     engine: &SqliteEngine,
     params: Checked<JobEnqueueParams>,
 ) -> Result<Vec<Enqueued>> {

@@ -264,7 +264,7 @@ pub(crate) fn settle_in(conn: &Connection, batch: Vec<Settle>, now: i64) -> Resu
 }
 
 /// The driver's `job_ack`: complete the held jobs.
-pub(super) async fn job_ack(
+pub(crate) async fn job_ack(
     engine: &SqliteEngine,
     params: Checked<JobAckParams>,
 ) -> Result<Vec<bool>> {
@@ -285,7 +285,7 @@ pub(super) async fn job_ack(
 
 /// The driver's `job_settle`: the batch's outcomes, and whether one made
 /// its job claimable now.
-pub(super) async fn job_settle(
+pub(crate) async fn job_settle(
     engine: &SqliteEngine,
     params: Checked<JobSettleParams>,
 ) -> Result<Settlement> {

@@ -152,38 +152,6 @@ pub(crate) fn set_paused_in(
 }
 
 impl ScheduleDriver for SqliteEngine {
-    async fn schedule_set(&self, params: Checked<ScheduleSetParams>) -> Result<ScheduleInfo> {
-        let p = params.into_inner();
-        self.inner
-            .writer
-            .write("schedule_set", move |st| {
-                set_in(&st.conn, &p, st.clock.now_ms())
-            })
-            .await
-    }
-
-    async fn schedule_remove(&self, params: Checked<ScheduleNameParams>) -> Result<bool> {
-        let p = params.into_inner();
-        self.inner
-            .writer
-            .write("schedule_remove", move |st| remove_in(&st.conn, &p.name))
-            .await
-    }
-
-    async fn schedule_set_paused(
-        &self,
-        params: Checked<ScheduleNameParams>,
-        to: alkstore_core::PauseState,
-    ) -> Result<ScheduleInfo> {
-        let paused = to.is_paused();
-        let p = params.into_inner();
-        self.inner
-            .writer
-            .write("schedule_set_paused", move |st| {
-                set_paused_in(&st.conn, &p.name, paused, st.clock.now_ms())
-            })
-            .await
-    }
 
     async fn schedule_list(&self) -> Result<Vec<ScheduleInfo>> {
         self.read("schedule_list", move |conn| {

@@ -3,7 +3,7 @@
 use alkstore_core::group::hashtextextended;
 use alkstore_core::stream::{
     ConsumerOffset, Event, NewEvent, StreamDriver, StreamInfo, StreamOffsetCommitParams,
-    StreamOffsetGetParams, StreamOffsetsParams, StreamPublishParams, StreamReadParams,
+    StreamOffsetGetParams, StreamOffsetsParams, StreamReadParams,
     StreamRetentionParams, StreamStats, StreamStatsParams, StreamTrimParams,
 };
 use alkstore_core::validate::count;
@@ -235,15 +235,6 @@ pub(crate) fn offset_commit_in(
 }
 
 impl StreamDriver for SqliteEngine {
-    async fn stream_publish(&self, params: Checked<StreamPublishParams>) -> Result<Vec<i64>> {
-        let StreamPublishParams { events, .. } = params.into_inner();
-        self.inner
-            .writer
-            .write_rows("stream_publish", events.len(), move |st| {
-                insert_events(&st.conn, &events, st.clock.now())
-            })
-            .await
-    }
 
     async fn stream_read(&self, params: Checked<StreamReadParams>) -> Result<Vec<Event>> {
         let p = params.into_inner();
@@ -294,16 +285,6 @@ impl StreamDriver for SqliteEngine {
             .map_err(db("stream_offset_get"))
         })
         .await
-    }
-
-    async fn stream_offset_commit(&self, params: Checked<StreamOffsetCommitParams>) -> Result<i64> {
-        let p = params.into_inner();
-        self.inner
-            .writer
-            .write("stream_offset_commit", move |st| {
-                offset_commit_in(&st.conn, &p, st.clock.now())
-            })
-            .await
     }
 
     async fn stream_offsets(

@@ -4,6 +4,7 @@
 //! dead letters, and checkpoints under the lease's epoch; it starts nothing
 //! once the lease may have lapsed.
 
+use alkstore_core::Writes as _;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;

@@ -44,6 +44,8 @@ pub use options::GroupOpts;
 pub use runner::GroupRunner;
 pub use shared::{GroupEvent, GroupReport};
 
+use alkstore_core::Writes as _;
+use crate::runs::Runs;
 use alkstore_core::{GroupEngine, Result};
 
 use crate::Store;
@@ -66,13 +68,17 @@ use crate::Store;
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
-pub struct Group {
-    store: Store,
+pub struct Group<R: Runs = Store> {
+    store: R,
     name: String,
 }
 
-impl Group {
-    pub(crate) fn new(store: Store, name: String) -> Group {
+/// `checkpoint` runs where the handle was made (see [`Runs`]); inside a
+/// transaction (`tx.group(name).checkpoint(..)`) the lease stays the
+/// caller's until the transaction ends, so the handler's writes and the
+/// checkpoint commit together or not at all.
+impl<R: Runs> Group<R> {
+    pub(crate) fn new(store: R, name: String) -> Group<R> {
         Group { store, name }
     }
 
@@ -81,6 +87,23 @@ impl Group {
         &self.name
     }
 
+    /// Save `bucket`'s checkpoint at `offset`, under the lease `worker`
+    /// holds with `epoch` (forward only); the checkpoint after the call.
+    /// [`Error::NotHeld`](crate::Error::NotHeld) when the lease is no
+    /// longer the worker's (inside a transaction: it poisons it).
+    pub async fn checkpoint(
+        &self,
+        bucket: u32,
+        worker: &str,
+        epoch: i64,
+        offset: i64,
+    ) -> Result<i64> {
+        let params = GroupCheckpointParams::new(self.name.clone(), bucket, worker, epoch, offset);
+        self.store.place().group_checkpoint(params).await
+    }
+}
+
+impl Group {
     /// A runner for this group over `stream` (16 buckets unless told).
     pub fn stream(self, stream: impl Into<String>) -> GroupRunner {
         GroupRunner::new(self.store, self.name, stream.into())

@@ -6,6 +6,8 @@ pub(crate) mod batch;
 mod options;
 mod subscriber;
 
+use crate::runs::Runs;
+use alkstore_core::Writes as _;
 use alkstore_core::{Result, StreamEngine};
 
 use crate::Store;
@@ -30,13 +32,15 @@ pub use subscriber::{SubscribeError, SubscribeReport, Subscriber};
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
-pub struct Stream {
-    store: Store,
+pub struct Stream<R: Runs = Store> {
+    store: R,
     name: String,
 }
 
-impl Stream {
-    pub(crate) fn new(store: Store, name: String) -> Stream {
+/// Writes run where the handle was made (see [`Runs`]): `store.stream(..)`
+/// commits each on its own, `tx.stream(..)` inside the transaction.
+impl<R: Runs> Stream<R> {
+    pub(crate) fn new(store: R, name: String) -> Stream<R> {
         Stream { store, name }
     }
 
@@ -49,7 +53,7 @@ impl Stream {
     pub async fn publish(&self, key: Option<&str>, payload: Vec<u8>) -> Result<i64> {
         let mut event = NewEvent::new(self.name.clone(), payload);
         event.key = key.map(str::to_string);
-        let offsets = self.store.engine().stream_publish(event).await?;
+        let offsets = self.store.place().stream_publish(event).await?;
         offsets.first().copied().ok_or_else(|| {
             alkstore_core::Error::database("stream_publish", "the engine returned no offset")
         })
@@ -68,9 +72,24 @@ impl Stream {
                 payload,
             })
             .collect();
-        self.store.engine().stream_publish(events).await
+        self.store.place().stream_publish(events).await
     }
 
+    /// Save `consumer`'s offset (monotone: a lower one is ignored); returns
+    /// the saved offset.
+    pub async fn commit(&self, consumer: &str, offset: i64) -> Result<i64> {
+        self.store
+            .place()
+            .stream_offset_commit(StreamOffsetCommitParams::new(
+                self.name.clone(),
+                consumer,
+                offset,
+            ))
+            .await
+    }
+}
+
+impl Stream {
     /// Up to `limit` events after `after`, in offset order (gap-safe).
     pub async fn read(&self, after: i64, limit: u32) -> Result<Vec<Event>> {
         self.store
@@ -84,19 +103,6 @@ impl Stream {
         self.store
             .engine()
             .stream_offset_get(StreamOffsetGetParams::new(self.name.as_str(), consumer))
-            .await
-    }
-
-    /// Save `consumer`'s offset (monotone: a lower one is ignored); returns
-    /// the saved offset.
-    pub async fn commit(&self, consumer: &str, offset: i64) -> Result<i64> {
-        self.store
-            .engine()
-            .stream_offset_commit(StreamOffsetCommitParams::new(
-                self.name.clone(),
-                consumer,
-                offset,
-            ))
             .await
     }
 

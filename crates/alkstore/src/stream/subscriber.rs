@@ -1,6 +1,7 @@
 //! [`Subscriber`]: replay a stream from a consumer's saved offset, then
 //! follow it live, committing the offset as it goes.
 
+use alkstore_core::Writes as _;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;

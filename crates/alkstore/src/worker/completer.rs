@@ -7,11 +7,12 @@
 //! the store falls behind, handlers wait (back-pressure) instead of piling up
 //! unbounded memory.
 
+use alkstore_core::Writes as _;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use alkstore_core::{Claim, QueueEngine, RetryOutcome, Settle, Settled};
+use alkstore_core::{Claim, RetryOutcome, Settle, Settled};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 

@@ -5,6 +5,7 @@
 //! job's own transaction, which acks the job and commits itself
 //! ([`run_in_tx`]); only its other outcomes go to the completer.
 
+use alkstore_core::Writes as _;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use alkstore_core::queue::JobAckParams;
-use alkstore_core::{Checked, Claim, Engine, Error, Job, Result, TxDriver};
+use alkstore_core::{Claim, Error, Job, Result};
 
 use super::executor::{finish_run, settle_outcome, Outcome};
 use super::handler::{Handler, JobError};
@@ -162,13 +162,8 @@ async fn run_handlers(
 /// `job_ack` takes one.) On an error the caller rolls back.
 async fn ack_all(tx: &mut Tx, worker: &str, pending: &[Pending]) -> Result<Vec<bool>> {
     let claims: Vec<Claim> = pending.iter().map(|p| claim_of(worker, p.key)).collect();
-    let engine = tx.engine().clone();
-    let params = Checked::<JobAckParams>::new(claims, engine.limits())?;
-    let driver = tx.driver_tx_mut().ok_or(Error::RolledBack {
-        op: "job_ack",
-        reason: "the transaction already ended".into(),
-    })?;
-    let held = TxDriver::tx_job_ack(&engine, driver, params).await?;
+    // Unfenced: a lost claim is a `false` here, for the caller to settle.
+    let held = tx.run_unfenced::<JobAckParams>(claims).await?;
     if held.len() != pending.len() {
         return Err(Error::database("job_ack", "one outcome per claim expected"));
     }
