@@ -112,7 +112,7 @@ pub(crate) async fn create_business_table(store: &Store, url: &str) -> Result<St
         "CREATE TABLE IF NOT EXISTS {table} (id {id}, kind TEXT NOT NULL, ref BIGINT NOT NULL, key TEXT NOT NULL)"
     );
     let db = |e: &dyn std::fmt::Display| Error::database("business table", e.to_string());
-    let tx = store.begin().await?;
+    let mut tx = store.begin().await?;
     if let Some(conn) = tx.sqlite() {
         conn.execute_batch(&ddl).map_err(|e| db(&e))?;
     } else if let Some(client) = tx.postgres() {

@@ -3,13 +3,14 @@
 //! the timeout is killed; a command's whole process group is stopped at its
 //! timeout and at shutdown, before its job is settled or handed back.
 
+use alkstore::Writes as _;
 use std::io::Read;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use alkstore::{
-    prelude::{QueueAdmin, QueueEngine},
+    prelude::QueueAdmin,
     queue::{EnqueueOpts, JobState, NewJob},
     Store,
 };
@@ -411,7 +412,7 @@ async fn a_paused_queue_is_named_and_zero_concurrency_refused() {
 /// stays before it, for the next member.
 async fn group_members_run_a_command_per_event(db: String) {
     use alkstore::group::{GroupDeadListParams, GroupStatusParams};
-    use alkstore::prelude::{GroupEngine, StreamEngine};
+    use alkstore::prelude::GroupEngine;
     use alkstore::stream::NewEvent;
 
     let dir = tempfile::tempdir().expect("tmp");

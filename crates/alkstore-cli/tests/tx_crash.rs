@@ -71,7 +71,7 @@ fn business_table(db: &str) -> (String, String) {
 
 /// Run `sql` (no rows) in a transaction of the store's, committed.
 async fn execute(store: &Store, sql: &str) {
-    let tx = store.begin().await.expect("begin");
+    let mut tx = store.begin().await.expect("begin");
     if let Some(conn) = tx.sqlite() {
         conn.execute_batch(sql).expect("sql");
     } else if let Some(client) = tx.postgres() {
@@ -83,7 +83,7 @@ async fn execute(store: &Store, sql: &str) {
 /// Every committed business row, `(kind, ref, key)`, in insertion order.
 async fn rows(store: &Store, table: &str) -> Vec<(String, i64, String)> {
     let sql = format!("SELECT kind, ref, key FROM {table} ORDER BY id");
-    let tx = store.begin().await.expect("begin");
+    let mut tx = store.begin().await.expect("begin");
     let rows = if let Some(conn) = tx.sqlite() {
         let mut stmt = conn.prepare(&sql).expect("prepare");
         let rows = stmt

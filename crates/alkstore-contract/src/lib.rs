@@ -94,6 +94,7 @@ pub trait Harness: Send + Sync + Sized + 'static {
         + NotifyEngine
         + ProcessEngine
         + TxDriver
+        + alkstore_core::AllOps
         + Clone;
 
     /// The engine, opened with [`Harness::clock`] as its clock.

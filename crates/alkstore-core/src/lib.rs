@@ -63,6 +63,7 @@ pub use error::{BoxError, Error, ErrorKind, Result};
 pub use group::{GroupDriver, GroupEngine};
 pub use lock::{LockDriver, LockEngine};
 pub use notify::{NotifyDriver, NotifyEngine};
+pub use op::{AllOps, At, Drive, Op, Place, TxConn, Writes};
 pub use pause::PauseState;
 pub use process::{ProcessDriver, ProcessEngine};
 pub use queue::{
@@ -78,7 +79,6 @@ pub use results::{ResultDriver, ResultEngine};
 pub use schedule::{ScheduleDriver, ScheduleEngine};
 pub use stream::{StreamDriver, StreamEngine};
 pub use sweep::{SweepParams, SweepReport};
-pub use op::{At, Drive, Op, Place, TxConn, Writes};
 pub use tx::{Transaction, TxDriver};
 pub use validate::Limits;
 

@@ -127,22 +127,22 @@ drive!(StreamPublishParams => Vec<i64>, |engine, p|
     auto: engine.stream_publish(p.into_inner().events).await);
 
 drive!(StreamOffsetCommitParams => i64, |engine, p|
-    tx: |c| {
-        let (sql, now) = (&engine.inner.stream_sql, engine.now_override());
-        crate::streams::offset_commit_in(c.exec(), sql, now, &p).await
-    },
-    auto: {
-        let client = engine.client().await?;
-        let (sql, now) = (&engine.inner.stream_sql, engine.now_override());
-        crate::streams::offset_commit_in(&engine.on(&client), sql, now, &p).await
-    });
+tx: |c| {
+    let (sql, now) = (&engine.inner.stream_sql, engine.now_override());
+    crate::streams::offset_commit_in(c.exec(), sql, now, &p).await
+},
+auto: {
+    let client = engine.client().await?;
+    let (sql, now) = (&engine.inner.stream_sql, engine.now_override());
+    crate::streams::offset_commit_in(&engine.on(&client), sql, now, &p).await
+});
 
 drive!(NotifyParams => (), |engine, p|
-    tx: |c| crate::notify::send_in(c.exec(), engine.schema(), &p.channel, &p.payload).await,
-    auto: {
-        let client = engine.client().await?;
-        crate::notify::send_in(&engine.on(&client), engine.schema(), &p.channel, &p.payload).await
-    });
+tx: |c| crate::notify::send_in(c.exec(), engine.schema(), &p.channel, &p.payload).await,
+auto: {
+    let client = engine.client().await?;
+    crate::notify::send_in(&engine.on(&client), engine.schema(), &p.channel, &p.payload).await
+});
 
 drive!(ScheduleSetParams => ScheduleInfo, |engine, p|
     tx: |c| {
@@ -152,11 +152,11 @@ drive!(ScheduleSetParams => ScheduleInfo, |engine, p|
     auto: crate::schedules::schedule_set(engine, &p).await);
 
 drive!(ScheduleNameParams => bool, |engine, p|
-    tx: |c| crate::schedules::schedule_remove_in(c.exec(), &engine.inner.schedule_sql, &p).await,
-    auto: {
-        let client = engine.client().await?;
-        crate::schedules::schedule_remove_in(&engine.on(&client), &engine.inner.schedule_sql, &p).await
-    });
+tx: |c| crate::schedules::schedule_remove_in(c.exec(), &engine.inner.schedule_sql, &p).await,
+auto: {
+    let client = engine.client().await?;
+    crate::schedules::schedule_remove_in(&engine.on(&client), &engine.inner.schedule_sql, &p).await
+});
 
 drive!(SchedulePauseParams => ScheduleInfo, |engine, p|
     tx: |c| {
@@ -166,25 +166,25 @@ drive!(SchedulePauseParams => ScheduleInfo, |engine, p|
     auto: crate::schedules::schedule_set_paused(engine, &p).await);
 
 drive!(GroupCheckpointParams => i64, |engine, p|
-    tx: |c| {
-        let (sql, now) = (&engine.inner.group_sql, engine.now_ms_override());
-        crate::groups::checkpoint_in(c.exec(), sql, now, &p).await
-    },
-    auto: {
-        // Like acks (see `query_relaxed`): a checkpoint lost to a server
-        // crash only means its events are delivered again.
-        let client = engine.relaxed_client().await?;
-        let (sql, now) = (&engine.inner.group_sql, engine.now_ms_override());
-        crate::groups::checkpoint_in(&engine.on(&client), sql, now, &p).await
-    });
+tx: |c| {
+    let (sql, now) = (&engine.inner.group_sql, engine.now_ms_override());
+    crate::groups::checkpoint_in(c.exec(), sql, now, &p).await
+},
+auto: {
+    // Like acks (see `query_relaxed`): a checkpoint lost to a server
+    // crash only means its events are delivered again.
+    let client = engine.relaxed_client().await?;
+    let (sql, now) = (&engine.inner.group_sql, engine.now_ms_override());
+    crate::groups::checkpoint_in(&engine.on(&client), sql, now, &p).await
+});
 
 drive!(LockFenceParams => (), |engine, p|
-    tx: |c| {
-        let (sql, now) = (&engine.inner.lock_sql, engine.now_ms_override());
-        crate::locks::fence_in(c.exec(), sql, now, &p).await
-    },
-    auto: {
-        let client = engine.client().await?;
-        let (sql, now) = (&engine.inner.lock_sql, engine.now_ms_override());
-        crate::locks::fence_in(&engine.on(&client), sql, now, &p).await
-    });
+tx: |c| {
+    let (sql, now) = (&engine.inner.lock_sql, engine.now_ms_override());
+    crate::locks::fence_in(c.exec(), sql, now, &p).await
+},
+auto: {
+    let client = engine.client().await?;
+    let (sql, now) = (&engine.inner.lock_sql, engine.now_ms_override());
+    crate::locks::fence_in(&engine.on(&client), sql, now, &p).await
+});

@@ -7,6 +7,7 @@
 //! application's own connections go through the pooler, with
 //! `PgPooler::Transaction`, and only LISTEN goes straight to the server.
 
+use alkstore_core::Writes as _;
 use std::sync::Arc;
 
 use alkstore_contract::alkstore::{AnyEngine, Store, Tx};
@@ -153,7 +154,7 @@ impl Harness for PgHarness {
         let (mut client, driver) = self.app_connection().await?;
         let tx = client.transaction().await.map_err(outbox_err)?;
         self.business_write(&tx).await?;
-        self.engine.job_enqueue_in(&tx, job).await?;
+        self.engine.within(&tx).job_enqueue(job).await?;
         finish_tx(tx, commit).await?;
         drop(client);
         let _ = driver.await;
@@ -164,7 +165,7 @@ impl Harness for PgHarness {
         let (mut client, driver) = self.app_connection().await?;
         let tx = client.transaction().await.map_err(outbox_err)?;
         self.business_write(&tx).await?;
-        let offsets = self.engine.stream_publish_in(&tx, events).await?;
+        let offsets = self.engine.within(&tx).stream_publish(events).await?;
         finish_tx(tx, commit).await?;
         drop(client);
         let _ = driver.await;
@@ -250,7 +251,7 @@ async fn publish_held(url: &str, engine: PgEngine, events: Vec<NewEvent>) -> Res
     let (end, decision) = tokio::sync::oneshot::channel::<bool>();
     let done = tokio::spawn(async move {
         let tx = client.transaction().await.map_err(outbox_err)?;
-        let offsets = engine.stream_publish_in(&tx, events).await?;
+        let offsets = engine.within(&tx).stream_publish(events).await?;
         let _ = published_tx.send(offsets);
         finish_tx(tx, decision.await.unwrap_or(false)).await?;
         drop(client);
@@ -387,7 +388,10 @@ impl RuntimeHarness for PgRuntime {
             .map_err(outbox_err)?;
         let driver = tokio::spawn(conn);
         let tx = client.transaction().await.map_err(outbox_err)?;
-        engine.notify_in(&tx, channel, payload).await?;
+        engine
+            .within(&tx)
+            .notify(alkstore_core::notify::NotifyParams::new(channel, payload))
+            .await?;
         finish_tx(tx, commit).await?;
         drop(client);
         let _ = driver.await;

@@ -289,31 +289,38 @@ async fn publishes_in_one_transaction_take_consecutive_offsets() {
     let ev = |p: &str| vec![NewEvent::new("s", p.as_bytes().to_vec())];
     let mut client = engine.client().await.expect("client");
     let tx = client.transaction().await.expect("begin");
-    let a = engine.stream_publish_in(&*tx, ev("a")).await.expect("a");
+    let a = engine
+        .within(&*tx)
+        .stream_publish(ev("a"))
+        .await
+        .expect("a");
     let sp = tx.execute("SAVEPOINT dropped", &[]).await;
     sp.expect("savepoint");
     engine
-        .stream_publish_in(&*tx, ev("gone"))
+        .within(&*tx)
+        .stream_publish(ev("gone"))
         .await
         .expect("gone");
     tx.execute("ROLLBACK TO SAVEPOINT dropped", &[])
         .await
         .expect("rollback to");
     let b = engine
-        .stream_publish_in(
-            &*tx,
-            vec![
-                NewEvent::new("s", b"b1".to_vec()),
-                NewEvent::new("s", b"b2".to_vec()),
-            ],
-        )
+        .within(&*tx)
+        .stream_publish(vec![
+            NewEvent::new("s", b"b1".to_vec()),
+            NewEvent::new("s", b"b2".to_vec()),
+        ])
         .await
         .expect("b");
     tx.commit().await.expect("commit");
     assert_eq!(b, [a[0] + 1, a[0] + 2], "the count carries across calls");
     // The same pooled connection, a new transaction: a new base.
     let tx = client.transaction().await.expect("begin");
-    let c = engine.stream_publish_in(&*tx, ev("c")).await.expect("c");
+    let c = engine
+        .within(&*tx)
+        .stream_publish(ev("c"))
+        .await
+        .expect("c");
     tx.commit().await.expect("commit");
     assert_eq!(c[0] % (1 << 16), 0, "a new transaction counts from 0");
     assert!(c[0] > b[1]);
@@ -359,17 +366,20 @@ async fn one_transaction_publishes_at_most_65536_events() {
     let tx = client.transaction().await.expect("begin");
     for _ in 0..6 {
         engine
-            .stream_publish_in(&*tx, batch(10_000))
+            .within(&*tx)
+            .stream_publish(batch(10_000))
             .await
             .expect("within the cap");
     }
     let last = engine
-        .stream_publish_in(&*tx, batch(5_536))
+        .within(&*tx)
+        .stream_publish(batch(5_536))
         .await
         .expect("exactly the cap");
     assert_eq!(last.last().map(|o| o % (1 << 16)), Some(65_535));
     let err = engine
-        .stream_publish_in(&*tx, batch(1))
+        .within(&*tx)
+        .stream_publish(batch(1))
         .await
         .expect_err("past the cap");
     assert_eq!(err.kind(), ErrorKind::Database);
@@ -579,11 +589,12 @@ async fn every_insert_path_wakes_other_processes() {
     assert!(woken(&mut rx, &["one"]).await, "dead-letter requeue");
     let client = writer.client().await.expect("client");
     writer
-        .job_enqueue_in(&**client, job("outbox"))
+        .within(&**client)
+        .job_enqueue(job("outbox"))
         .await
         .expect("outbox");
     assert!(woken(&mut rx, &["outbox"]).await, "outbox");
-    let mut tx = alkstore_core::Transaction::begin(&writer)
+    let tx = alkstore_core::Transaction::begin(&writer)
         .await
         .expect("begin");
     tx.job_enqueue(vec![job("in-tx")])
@@ -655,7 +666,7 @@ async fn until_listening(rx: &mut tokio::sync::broadcast::Receiver<alkstore_core
 /// backslash, which that function's channel literal must survive.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_publish_path_wakes_other_processes() {
-    use alkstore_core::stream::{NewEvent, StreamEngine};
+    use alkstore_core::stream::NewEvent;
     let url = test_db().await;
     let schema = format!("{}'\\x", testing::unique_schema("pubwakes"));
     let writer = PgEngine::open(PgOptions::new(url.clone(), schema.clone()))
@@ -675,7 +686,7 @@ async fn every_publish_path_wakes_other_processes() {
         stream_woken(&mut rx, &["auto-a", "auto-b"]).await,
         "autocommit publish"
     );
-    let mut tx = alkstore_core::Transaction::begin(&writer)
+    let tx = alkstore_core::Transaction::begin(&writer)
         .await
         .expect("begin");
     tx.stream_publish(vec![event("in-tx")])
@@ -688,7 +699,8 @@ async fn every_publish_path_wakes_other_processes() {
     );
     let client = writer.client().await.expect("client");
     writer
-        .stream_publish_in(&**client, vec![event("outbox")])
+        .within(&**client)
+        .stream_publish(vec![event("outbox")])
         .await
         .expect("outbox");
     assert!(stream_woken(&mut rx, &["outbox"]).await, "outbox");
@@ -820,7 +832,7 @@ async fn a_dropped_transaction_rolls_back_and_its_connection_returns_clean() {
     drop(client);
     assert_eq!(engine.job_get(id).await.expect("get"), None, "rolled back");
     // The connection serves the next transaction as a fresh one.
-    let mut tx = Transaction::begin(&engine).await.expect("begin again");
+    let tx = Transaction::begin(&engine).await.expect("begin again");
     tx.job_enqueue(vec![NewJob::new("q", b"y".to_vec())])
         .await
         .expect("enqueue");
@@ -952,7 +964,12 @@ async fn a_lock_takeover_waits_for_the_fencing_transaction() {
         .expect("acquire")
         .expect("free");
     let mut tx = Transaction::begin(&engine).await.expect("begin");
-    tx.lock_fence("leader", grant.token).await.expect("fence");
+    tx.lock_fence(alkstore_core::lock::LockFenceParams::new(
+        "leader",
+        grant.token,
+    ))
+    .await
+    .expect("fence");
     let id = tx
         .job_enqueue(vec![NewJob::new("fenced", b"x".to_vec())])
         .await
@@ -990,9 +1007,12 @@ async fn a_lock_takeover_waits_for_the_fencing_transaction() {
         "the fenced write landed"
     );
     // The old holder's token no longer fences anything.
-    let mut late = Transaction::begin(&engine).await.expect("begin");
+    let late = Transaction::begin(&engine).await.expect("begin");
     let err = late
-        .lock_fence("leader", grant.token)
+        .lock_fence(alkstore_core::lock::LockFenceParams::new(
+            "leader",
+            grant.token,
+        ))
         .await
         .expect_err("passed on");
     assert_eq!(err.kind(), ErrorKind::NotHeld, "{err}");
@@ -1024,7 +1044,7 @@ async fn a_group_lease_is_not_taken_over_while_its_checkpoint_is_open() {
         .await
         .expect("claim")
         .remove(0);
-    let mut tx = Transaction::begin(&engine).await.expect("begin");
+    let tx = Transaction::begin(&engine).await.expect("begin");
     tx.group_checkpoint(GroupCheckpointParams::new("g", 0, "a", lease.epoch, offset))
         .await
         .expect("checkpoint");
@@ -1066,7 +1086,7 @@ async fn an_acked_job_is_not_rescued_while_its_transaction_is_open() {
         .await
         .expect("claim")
         .remove(0);
-    let mut tx = Transaction::begin(&engine).await.expect("begin");
+    let tx = Transaction::begin(&engine).await.expect("begin");
     tx.job_ack(job.claim()).await.expect("ack");
     clock.advance(std::time::Duration::from_secs(3600));
     let again = engine
@@ -1266,7 +1286,7 @@ async fn a_lost_claim_leaves_the_application_transaction_unable_to_commit() {
 /// forever, and calls after it are written again once the cause is gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_group_fails_each_of_its_calls() {
-    use alkstore_core::stream::{NewEvent, StreamEngine};
+    use alkstore_core::stream::NewEvent;
     let url = test_db().await;
     let schema = testing::unique_schema("groupfail");
     let engine = PgEngine::open(PgOptions::new(url.clone(), schema.clone()))

@@ -182,7 +182,12 @@ async fn every_call_commits_with_the_application_row() {
         ])
         .await
         .expect("publish");
-    store.notify("orders", "order 1").await.expect("notify");
+    store
+        .notify(alkstore_core::notify::NotifyParams::new(
+            "orders", "order 1",
+        ))
+        .await
+        .expect("notify");
     store.job_ack(to_ack.claim()).await.expect("ack");
     let retried = store
         .job_retry(JobRetryParams::new(to_retry.claim(), "later").delay(Duration::from_secs(60)))
@@ -216,7 +221,10 @@ async fn every_call_commits_with_the_application_row() {
         .await
         .expect("checkpoint");
     assert_eq!(saved, published[0]);
-    store.lock_fence("l", grant.token).await.expect("fence");
+    store
+        .lock_fence(alkstore_core::lock::LockFenceParams::new("l", grant.token))
+        .await
+        .expect("fence");
     let set = store
         .schedule_set(ScheduleSetParams::new("new", "*/5 * * * *", "ticks"))
         .await

@@ -11,6 +11,7 @@
 
 #![cfg(feature = "tls")]
 
+use alkstore_core::Writes as _;
 use std::error::Error as _;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

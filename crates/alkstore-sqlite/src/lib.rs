@@ -84,8 +84,8 @@ mod streams;
 mod sweep;
 mod tx;
 mod watch;
-mod writes;
 mod writer;
+mod writes;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};

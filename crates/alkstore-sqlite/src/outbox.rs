@@ -92,13 +92,25 @@ impl<'c> Within<'c> {
         self.conn
     }
 
-    /// Validate, run (ready at once), and turn a lost fence into
+    /// Run one operation here and now, for synchronous code (a rusqlite
+    /// transaction on a blocking thread): what [`Place::run`] runs, without
+    /// a future. Validated, all or none, a lost fence as
     /// [`Error::NotHeld`].
-    fn run_now<P: Op>(&self, params: P) -> Result<P::Output>
+    ///
+    /// ```no_run
+    /// # fn demo(engine: &alkstore_sqlite::SqliteEngine, conn: &mut rusqlite::Connection) -> Result<(), Box<dyn std::error::Error>> {
+    /// use alkstore_core::queue::JobEnqueueParams;
+    /// use alkstore_core::NewJob;
+    /// let tx = conn.transaction()?;
+    /// engine.within(&tx).run_now::<JobEnqueueParams>(NewJob::new("emails", b"1".to_vec()))?;
+    /// tx.commit()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn run_now<P: Op>(&self, params: impl Into<P>) -> Result<P::Output>
     where
         SqliteEngine: Drive<P>,
     {
-        let p = Checked::<P>::new(params, self.engine.limits())?;
+        let p = Checked::<P>::new(params.into(), self.engine.limits())?;
         if let Some(out) = p.idle() {
             return Ok(out);
         }
@@ -107,7 +119,9 @@ impl<'c> Within<'c> {
             .engine
             .drive(At::Tx(self.conn), p)
             .now_or_never()
-            .ok_or_else(|| Error::database(P::NAME, "a transaction's write did not finish at once"))??;
+            .ok_or_else(|| {
+                Error::database(P::NAME, "a transaction's write did not finish at once")
+            })??;
         match fence {
             Some(what) if P::lost(&out) => Err(Error::NotHeld { what }),
             _ => Ok(out),

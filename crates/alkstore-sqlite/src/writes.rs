@@ -17,7 +17,9 @@ use alkstore_core::schedule::{
     ScheduleInfo, ScheduleNameParams, SchedulePauseParams, ScheduleSetParams,
 };
 use alkstore_core::stream::{StreamOffsetCommitParams, StreamPublishParams};
-use alkstore_core::{At, Checked, Drive, Enqueued, Result, RetryOutcome, Settled, Settlement, TxConn};
+use alkstore_core::{
+    At, Checked, Drive, Enqueued, Result, RetryOutcome, Settled, Settlement, TxConn,
+};
 use futures_util::future::Either;
 use rusqlite::Connection;
 
@@ -90,91 +92,91 @@ drive!(JobSettleParams => Settlement, |engine, p|
     auto: crate::queues::settle::job_settle(engine, p));
 
 drive!(StreamPublishParams => Vec<i64>, |engine, p|
-    tx: |w| {
-        // The counter bump and the inserts commit together: a counter
-        // committed alone could let another publisher's later offset
-        // become readable first.
-        w.all_or_none("stream_publish", |conn| {
-            crate::streams::insert_events(conn, &p.events, engine.now())
-        })
-    },
-    auto: {
-        let events = p.into_inner().events;
-        engine.inner.writer.write_rows("stream_publish", events.len(), move |st| {
-            crate::streams::insert_events(&st.conn, &events, st.clock.now())
-        })
-    });
+tx: |w| {
+    // The counter bump and the inserts commit together: a counter
+    // committed alone could let another publisher's later offset
+    // become readable first.
+    w.all_or_none("stream_publish", |conn| {
+        crate::streams::insert_events(conn, &p.events, engine.now())
+    })
+},
+auto: {
+    let events = p.into_inner().events;
+    engine.inner.writer.write_rows("stream_publish", events.len(), move |st| {
+        crate::streams::insert_events(&st.conn, &events, st.clock.now())
+    })
+});
 
 drive!(StreamOffsetCommitParams => i64, |engine, p|
-    tx: |w| w.all_or_none("stream_offset_commit", |conn| {
-        crate::streams::offset_commit_in(conn, &p, engine.now())
-    }),
-    auto: {
-        let p = p.into_inner();
-        engine.inner.writer.write("stream_offset_commit", move |st| {
-            crate::streams::offset_commit_in(&st.conn, &p, st.clock.now())
-        })
-    });
+tx: |w| w.all_or_none("stream_offset_commit", |conn| {
+    crate::streams::offset_commit_in(conn, &p, engine.now())
+}),
+auto: {
+    let p = p.into_inner();
+    engine.inner.writer.write("stream_offset_commit", move |st| {
+        crate::streams::offset_commit_in(&st.conn, &p, st.clock.now())
+    })
+});
 
 drive!(NotifyParams => (), |engine, p|
-    tx: |w| w.all_or_none("notify", |conn| {
-        crate::notify::insert(conn, &p.channel, &p.payload, engine.now_ms())
-    }),
-    auto: {
-        let p = p.into_inner();
-        engine.inner.writer.write("notify", move |st| {
-            crate::notify::insert(&st.conn, &p.channel, &p.payload, st.clock.now_ms())
-        })
-    });
+tx: |w| w.all_or_none("notify", |conn| {
+    crate::notify::insert(conn, &p.channel, &p.payload, engine.now_ms())
+}),
+auto: {
+    let p = p.into_inner();
+    engine.inner.writer.write("notify", move |st| {
+        crate::notify::insert(&st.conn, &p.channel, &p.payload, st.clock.now_ms())
+    })
+});
 
 drive!(ScheduleSetParams => ScheduleInfo, |engine, p|
-    tx: |w| w.all_or_none("schedule_set", |conn| {
-        crate::schedules::set_in(conn, &p, engine.now_ms())
-    }),
-    auto: {
-        let p = p.into_inner();
-        engine.inner.writer.write("schedule_set", move |st| {
-            crate::schedules::set_in(&st.conn, &p, st.clock.now_ms())
-        })
-    });
+tx: |w| w.all_or_none("schedule_set", |conn| {
+    crate::schedules::set_in(conn, &p, engine.now_ms())
+}),
+auto: {
+    let p = p.into_inner();
+    engine.inner.writer.write("schedule_set", move |st| {
+        crate::schedules::set_in(&st.conn, &p, st.clock.now_ms())
+    })
+});
 
 drive!(ScheduleNameParams => bool, |engine, p|
-    tx: |w| w.all_or_none("schedule_remove", |conn| crate::schedules::remove_in(conn, &p.name)),
-    auto: {
-        let p = p.into_inner();
-        engine.inner.writer.write("schedule_remove", move |st| {
-            crate::schedules::remove_in(&st.conn, &p.name)
-        })
-    });
+tx: |w| w.all_or_none("schedule_remove", |conn| crate::schedules::remove_in(conn, &p.name)),
+auto: {
+    let p = p.into_inner();
+    engine.inner.writer.write("schedule_remove", move |st| {
+        crate::schedules::remove_in(&st.conn, &p.name)
+    })
+});
 
 drive!(SchedulePauseParams => ScheduleInfo, |engine, p|
-    tx: |w| w.all_or_none("schedule_set_paused", |conn| {
-        crate::schedules::set_paused_in(conn, &p.name, p.to.is_paused(), engine.now_ms())
-    }),
-    auto: {
-        let p = p.into_inner();
-        engine.inner.writer.write("schedule_set_paused", move |st| {
-            crate::schedules::set_paused_in(&st.conn, &p.name, p.to.is_paused(), st.clock.now_ms())
-        })
-    });
+tx: |w| w.all_or_none("schedule_set_paused", |conn| {
+    crate::schedules::set_paused_in(conn, &p.name, p.to.is_paused(), engine.now_ms())
+}),
+auto: {
+    let p = p.into_inner();
+    engine.inner.writer.write("schedule_set_paused", move |st| {
+        crate::schedules::set_paused_in(&st.conn, &p.name, p.to.is_paused(), st.clock.now_ms())
+    })
+});
 
 drive!(GroupCheckpointParams => i64, |engine, p|
-    tx: |w| w.all_or_none("group_checkpoint", |conn| {
-        crate::groups::checkpoint::checkpoint_in(conn, &p, engine.now_ms())
-    }),
-    auto: {
-        let p = p.into_inner();
-        engine.inner.writer.write("group_checkpoint", move |st| {
-            crate::groups::checkpoint::checkpoint_in(&st.conn, &p, st.clock.now_ms())
-        })
-    });
+tx: |w| w.all_or_none("group_checkpoint", |conn| {
+    crate::groups::checkpoint::checkpoint_in(conn, &p, engine.now_ms())
+}),
+auto: {
+    let p = p.into_inner();
+    engine.inner.writer.write("group_checkpoint", move |st| {
+        crate::groups::checkpoint::checkpoint_in(&st.conn, &p, st.clock.now_ms())
+    })
+});
 
 drive!(LockFenceParams => (), |engine, p|
-    // One statement: nothing to undo.
-    tx: |w| crate::locks::fence_in(w.conn(), &p.name, p.token, engine.now_ms()),
-    auto: {
-        let p = p.into_inner();
-        engine.inner.writer.write("lock_fence", move |st| {
-            crate::locks::fence_in(&st.conn, &p.name, p.token, st.clock.now_ms())
-        })
-    });
+// One statement: nothing to undo.
+tx: |w| crate::locks::fence_in(w.conn(), &p.name, p.token, engine.now_ms()),
+auto: {
+    let p = p.into_inner();
+    engine.inner.writer.write("lock_fence", move |st| {
+        crate::locks::fence_in(&st.conn, &p.name, p.token, st.clock.now_ms())
+    })
+});

@@ -96,7 +96,9 @@ impl Harness for SqliteHarness {
             let tx = conn.transaction().map_err(db)?;
             tx.execute("INSERT INTO orders (note) VALUES ('business write')", [])
                 .map_err(db)?;
-            engine.job_enqueue_in(&tx, job)?;
+            engine
+                .within(&tx)
+                .run_now::<alkstore_core::queue::JobEnqueueParams>(job)?;
             if commit {
                 tx.commit().map_err(db)
             } else {
@@ -116,7 +118,9 @@ impl Harness for SqliteHarness {
             let tx = conn.transaction().map_err(db)?;
             tx.execute("INSERT INTO orders (note) VALUES ('business write')", [])
                 .map_err(db)?;
-            let offsets = engine.stream_publish_in(&tx, events)?;
+            let offsets = engine
+                .within(&tx)
+                .run_now::<alkstore_core::stream::StreamPublishParams>(events)?;
             if commit {
                 tx.commit().map_err(db)?;
             } else {
@@ -163,7 +167,9 @@ async fn publish_held(engine: SqliteEngine, events: Vec<NewEvent>) -> Result<Hel
         let db = |e: rusqlite::Error| Error::database("held publish", e);
         let mut conn = open_app_connection(engine.path()).map_err(db)?;
         let tx = conn.transaction().map_err(db)?;
-        let offsets = engine.stream_publish_in(&tx, events)?;
+        let offsets = engine
+            .within(&tx)
+            .run_now::<alkstore_core::stream::StreamPublishParams>(events)?;
         let _ = published_tx.send(offsets);
         if decision.blocking_recv().unwrap_or(false) {
             tx.commit().map_err(db)
@@ -274,7 +280,11 @@ impl RuntimeHarness for SqliteRuntime {
             let db = |e: rusqlite::Error| Error::database("notify test", e);
             let mut conn = open_app_connection(engine.path()).map_err(db)?;
             let tx = conn.transaction().map_err(db)?;
-            engine.notify_in(&tx, &channel, &payload)?;
+            engine
+                .within(&tx)
+                .run_now::<alkstore_core::notify::NotifyParams>(
+                    alkstore_core::notify::NotifyParams::new(channel, payload),
+                )?;
             if commit {
                 tx.commit().map_err(db)
             } else {

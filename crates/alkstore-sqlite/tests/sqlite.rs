@@ -320,7 +320,8 @@ async fn outbox_publish_without_a_transaction_is_all_or_none() {
     batch.push(NewEvent::new("s", b"boom".to_vec()));
     assert!(conn.is_autocommit());
     engine
-        .stream_publish_in(&conn, batch)
+        .within(&conn)
+        .run_now::<alkstore_core::stream::StreamPublishParams>(batch)
         .expect_err("the trigger refuses the last event");
     assert!(conn.is_autocommit(), "no transaction left open");
     let read = engine
@@ -329,7 +330,11 @@ async fn outbox_publish_without_a_transaction_is_all_or_none() {
         .expect("read");
     assert!(read.is_empty(), "none of the batch was written");
     let offsets = engine
-        .stream_publish_in(&conn, vec![NewEvent::new("s", b"ok".to_vec())])
+        .within(&conn)
+        .run_now::<alkstore_core::stream::StreamPublishParams>(vec![NewEvent::new(
+            "s",
+            b"ok".to_vec(),
+        )])
         .expect("publish");
     assert_eq!(
         offsets,
@@ -570,8 +575,9 @@ async fn job_ids_are_never_reused_across_engines_and_restarts() {
     conn.busy_timeout(std::time::Duration::from_secs(5))
         .expect("busy timeout");
     let outboxed = a
-        .job_enqueue_in(&conn, NewJob::new("q", b"o".to_vec()))
-        .expect("outbox")
+        .within(&conn)
+        .run_now::<alkstore_core::queue::JobEnqueueParams>(NewJob::new("q", b"o".to_vec()))
+        .expect("outbox")[0]
         .id();
     assert!(outboxed > last, "{outboxed} after {last}");
     let after = enqueue_and_ack(&b, "other").await;
@@ -691,13 +697,16 @@ async fn an_outbox_enqueue_reserves_its_id_only_with_its_job() {
         .expect("counter")
     };
     let before = high(&conn);
-    let refused = engine.job_enqueue_in(&conn, NewJob::new("bad", b"x".to_vec()));
+    let refused = engine
+        .within(&conn)
+        .run_now::<alkstore_core::queue::JobEnqueueParams>(NewJob::new("bad", b"x".to_vec()));
     assert!(refused.is_err(), "{refused:?}");
     assert!(conn.is_autocommit(), "no transaction left open");
     assert_eq!(high(&conn), before, "the reservation went with the job");
     let id = engine
-        .job_enqueue_in(&conn, NewJob::new("q", b"x".to_vec()))
-        .expect("outbox")
+        .within(&conn)
+        .run_now::<alkstore_core::queue::JobEnqueueParams>(NewJob::new("q", b"x".to_vec()))
+        .expect("outbox")[0]
         .id();
     assert_eq!(high(&conn), id, "one id reserved, and used");
 }
@@ -828,7 +837,7 @@ fn orders(e: &SqliteEngine) -> Vec<String> {
     rows.collect::<rusqlite::Result<_>>().expect("collect")
 }
 
-fn insert_order(tx: &Transaction<SqliteEngine>, note: &str) {
+fn insert_order(tx: &mut Transaction<SqliteEngine>, note: &str) {
     tx.driver_tx()
         .expect("open")
         .conn()
@@ -851,7 +860,7 @@ async fn tx_a_racing_writer_call_gets_through_after_commit_with_higher_ids() {
         .expect("enqueue")[0]
         .id();
     let mut tx = Transaction::begin(&e).await.expect("begin");
-    insert_order(&tx, "order 1");
+    insert_order(&mut tx, "order 1");
     let in_tx = tx
         .job_enqueue(vec![NewJob::new("q", b"in tx".to_vec())])
         .await
@@ -895,7 +904,7 @@ async fn tx_dropped_rolls_back_and_the_next_one_commits() {
     let e = store_with_orders(&dir);
     {
         let mut tx = Transaction::begin(&e).await.expect("begin");
-        insert_order(&tx, "dropped");
+        insert_order(&mut tx, "dropped");
         tx.job_enqueue(vec![NewJob::new("q", b"dropped".to_vec())])
             .await
             .expect("enqueue");
@@ -906,7 +915,7 @@ async fn tx_dropped_rolls_back_and_the_next_one_commits() {
     assert!(orders(&e).is_empty());
     assert_eq!(e.queue_stats("q").await.expect("stats").ready, 0);
     let mut tx = Transaction::begin(&e).await.expect("begin again");
-    insert_order(&tx, "kept");
+    insert_order(&mut tx, "kept");
     let offsets = tx
         .stream_publish(vec![NewEvent::new("s", b"kept".to_vec())])
         .await
@@ -929,20 +938,22 @@ async fn tx_dropped_rolls_back_and_the_next_one_commits() {
 async fn tx_ended_by_its_own_sql_is_refused_and_spoils_nothing_after() {
     let dir = tempfile::tempdir().expect("tmp");
     let e = store_with_orders(&dir);
-    let tx = Transaction::begin(&e).await.expect("begin");
+    let mut tx = Transaction::begin(&e).await.expect("begin");
     let conn = tx.driver_tx().expect("open").conn();
     conn.execute_batch("COMMIT").expect("own SQL");
     let err = tx.commit().await.expect_err("already ended");
     assert_eq!(err.kind(), ErrorKind::Database, "{err}");
     {
-        let tx = Transaction::begin(&e).await.expect("begin");
+        let mut tx = Transaction::begin(&e).await.expect("begin");
         let conn = tx.driver_tx().expect("open").conn();
         conn.execute_batch("COMMIT; BEGIN; INSERT INTO orders (note) VALUES ('stray')")
             .expect("own SQL");
     }
     let mut tx = Transaction::begin(&e).await.expect("begin again");
-    insert_order(&tx, "clean");
-    tx.notify("orders", "1").await.expect("notify");
+    insert_order(&mut tx, "clean");
+    tx.notify(alkstore_core::notify::NotifyParams::new("orders", "1"))
+        .await
+        .expect("notify");
     tx.commit().await.expect("commit");
     assert_eq!(orders(&e), ["clean"], "the stray write was rolled back");
 }
@@ -976,14 +987,14 @@ async fn tx_acks_count_in_throughput_only_when_committed() {
             .next()
             .unwrap_or((0, 0))
     };
-    let mut tx = Transaction::begin(&e).await.expect("begin");
+    let tx = Transaction::begin(&e).await.expect("begin");
     tx.job_ack(jobs[0].claim()).await.expect("ack");
     tx.job_fail(JobFailParams::new(jobs[1].claim(), "no".to_string()))
         .await
         .expect("fail");
     tx.rollback().await.expect("rollback");
     assert_eq!(totals(e.clone()).await, (0, 0));
-    let mut tx = Transaction::begin(&e).await.expect("begin");
+    let tx = Transaction::begin(&e).await.expect("begin");
     tx.job_ack(jobs[0].claim()).await.expect("ack");
     tx.job_fail(JobFailParams::new(jobs[1].claim(), "no".to_string()))
         .await
@@ -1023,7 +1034,7 @@ async fn tx_on_an_in_memory_store() {
         .await
         .expect("read");
     assert_eq!(events.len(), 1);
-    let tx = Transaction::begin(&e).await.expect("begin");
+    let mut tx = Transaction::begin(&e).await.expect("begin");
     let note: String = tx
         .driver_tx()
         .expect("open")
@@ -1059,7 +1070,7 @@ async fn tx_begin_waits_for_a_lock_held_elsewhere_off_the_runtime() {
     assert_eq!(err.kind(), ErrorKind::Busy, "{err}");
     let engine = e.clone();
     let begin = tokio::spawn(async move {
-        let mut tx = Transaction::begin(&engine).await?;
+        let tx = Transaction::begin(&engine).await?;
         tx.job_enqueue(vec![NewJob::new("q", b"x".to_vec())])
             .await?;
         tx.commit().await
@@ -1097,16 +1108,23 @@ async fn tx_within_the_applications_own_transaction() {
             .expect("begin");
         let store = engine.within(&tx);
         let err = store
-            .job_enqueue(vec![NewJob::new("", b"x".to_vec())])
+            .run_now::<alkstore_core::queue::JobEnqueueParams>(vec![NewJob::new("", b"x".to_vec())])
             .expect_err("no queue name");
         assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
         let mut stale = job.claim();
         stale.token += 1;
-        let err = store.job_ack(stale).expect_err("not this claim");
+        let err = store
+            .run_now::<alkstore_core::queue::JobAckParams>(stale)
+            .expect_err("not this claim");
         assert_eq!(err.kind(), ErrorKind::NotHeld, "{err}");
-        store.job_ack(job.claim()).expect("ack");
         store
-            .stream_publish(vec![NewEvent::new("s", b"e".to_vec())])
+            .run_now::<alkstore_core::queue::JobAckParams>(job.claim())
+            .expect("ack");
+        store
+            .run_now::<alkstore_core::stream::StreamPublishParams>(vec![NewEvent::new(
+                "s",
+                b"e".to_vec(),
+            )])
             .expect("publish");
         tx.execute("INSERT INTO orders (note) VALUES ('mine')", [])
             .expect("own row");

@@ -73,7 +73,7 @@ async fn apply(tx: &mut Tx, customer: &str, amount: i64) -> Res<()> {
 /// Every customer's `(total, orders)`.
 async fn totals(store: &Store) -> Res<BTreeMap<String, (i64, i64)>> {
     const SELECT: &str = "SELECT customer, total, orders FROM customer_totals";
-    let tx = store.begin().await?;
+    let mut tx = store.begin().await?;
     let mut out = BTreeMap::new();
     if let Some(conn) = tx.sqlite() {
         let mut stmt = conn.prepare(SELECT)?;

@@ -8,7 +8,7 @@
 //! cargo run -p alkstore --example stream -- postgres://postgres@127.0.0.1/postgres?schema=example
 //! ```
 
-use alkstore::stream::{Event, NewEvent};
+use alkstore::stream::Event;
 use alkstore::Store;
 
 /// Place `n` orders: a business row and its event, in one transaction of
@@ -43,9 +43,10 @@ async fn place_orders(store: &Store, n: u32) -> Result<(), Box<dyn std::error::E
         } else {
             return Err("this store's engine has no native handle".into());
         };
-        let event = NewEvent::new("orders", format!(r#"{{"order":{id}}}"#).into_bytes())
-            .key(format!("customer-{}", i % 3));
-        tx.stream_publish(vec![event]).await?;
+        let customer = format!("customer-{}", i % 3);
+        tx.stream("orders")
+            .publish(Some(&customer), format!(r#"{{"order":{id}}}"#).into_bytes())
+            .await?;
         tx.commit().await?;
     }
     Ok(())

@@ -1,12 +1,11 @@
 use std::future::Future;
 
-use alkstore_core::{At, Drive, Op, TxConn};
 use alkstore_core::group::{
-    BucketCount, BucketEvent, BucketLease, GroupClaimParams, GroupDead,
-    GroupDeadAddParams, GroupDeadListParams, GroupDeadPurgeParams, GroupDeadRequeueParams,
-    GroupDeadResolveParams, GroupDeadTakeParams, GroupDriver, GroupEnsureParams, GroupHandoffs,
-    GroupHandoffsParams, GroupInfo, GroupLeaveParams, GroupReadParams, GroupReleaseParams,
-    GroupRenewParams, GroupResize, GroupResizeParams, GroupStatus, GroupStatusParams, Renewal,
+    BucketCount, BucketEvent, BucketLease, GroupClaimParams, GroupDead, GroupDeadAddParams,
+    GroupDeadListParams, GroupDeadPurgeParams, GroupDeadRequeueParams, GroupDeadResolveParams,
+    GroupDeadTakeParams, GroupDriver, GroupEnsureParams, GroupHandoffs, GroupHandoffsParams,
+    GroupInfo, GroupLeaveParams, GroupReadParams, GroupReleaseParams, GroupRenewParams,
+    GroupResize, GroupResizeParams, GroupStatus, GroupStatusParams, Renewal,
 };
 use alkstore_core::lock::{
     LockAcquireParams, LockDriver, LockGrant, LockInfo, LockReleaseParams, LockReleased,
@@ -18,9 +17,10 @@ use alkstore_core::process::{
     ProcessRemoveParams,
 };
 use alkstore_core::queue::{
-    DeadCountParams, DeadPurgeParams, DeadRequeueParams, EnqueuedClaimed,
-    JobCancelParams, JobCancelRequestsParams, JobDeleteParams, JobEnqueueClaimedParams, JobGetParams, JobHeartbeatParams, JobReleaseParams, JobRunNowParams, JobUnclaimParams, QueueDepthParams, QueueDepthSample, QueuePauseParams,
-    QueueStatsParams, QueueThroughput, QueueThroughputParams,
+    DeadCountParams, DeadPurgeParams, DeadRequeueParams, EnqueuedClaimed, JobCancelParams,
+    JobCancelRequestsParams, JobDeleteParams, JobEnqueueClaimedParams, JobGetParams,
+    JobHeartbeatParams, JobReleaseParams, JobRunNowParams, JobUnclaimParams, QueueDepthParams,
+    QueueDepthSample, QueuePauseParams, QueueStatsParams, QueueThroughput, QueueThroughputParams,
 };
 use alkstore_core::rate::{RateAcquireParams, RateDecision, RateDriver};
 use alkstore_core::results::{JobOutput, ResultDriver, ResultGetParams, ResultSaveParams};
@@ -29,13 +29,13 @@ use alkstore_core::schedule::{
     ScheduleInfo, ScheduleNameParams,
 };
 use alkstore_core::stream::{
-    ConsumerOffset, Event, StreamDriver, StreamInfo,
-    StreamOffsetGetParams, StreamOffsetsParams, StreamReadParams,
-    StreamRetentionParams, StreamStats, StreamStatsParams, StreamTrimParams,
+    ConsumerOffset, Event, StreamDriver, StreamInfo, StreamOffsetGetParams, StreamOffsetsParams,
+    StreamReadParams, StreamRetentionParams, StreamStats, StreamStatsParams, StreamTrimParams,
 };
+use alkstore_core::{At, Drive, Op, TxConn};
 use alkstore_core::{
-    CancelOutcome, Capabilities, Checked, DeadListParams, Engine, EngineState, Job,
-    JobClaimParams, JobInfo, JobListParams, PauseState, QueueDriver, QueueStats, Result, SweepParams, SweepReport,
+    CancelOutcome, Capabilities, Checked, DeadListParams, Engine, EngineState, Job, JobClaimParams,
+    JobInfo, JobListParams, PauseState, QueueDriver, QueueStats, Result, SweepParams, SweepReport,
 };
 #[cfg(feature = "postgres")]
 use alkstore_postgres::PgEngine;

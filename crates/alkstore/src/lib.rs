@@ -95,6 +95,7 @@ pub use alkstore_core::{
     url::StoreUrl, BoxError, Capabilities, Clock, Error, ErrorKind, Limits, ManualClock, Result,
     SweepReport, SystemClock, Wake,
 };
+pub use alkstore_core::{AllOps, Op, Place, Writes};
 pub use any::{AnyConn, AnyEngine};
 pub use store::{Store, StoreOptions};
 pub use stream::{Stream, Subscriber};

@@ -21,9 +21,9 @@
 //! # Ok(()) }
 //! ```
 
-use alkstore_core::Writes as _;
 use crate::runs::Runs;
 use crate::Store;
+use alkstore_core::Writes as _;
 use std::time::Duration;
 
 pub use alkstore_core::lock::{
@@ -73,7 +73,10 @@ impl<R: Runs> Lock<R> {
     pub async fn fence(&self, token: i64) -> Result<()> {
         self.at
             .place()
-            .lock_fence(alkstore_core::lock::LockFenceParams::new(self.name.clone(), token))
+            .lock_fence(alkstore_core::lock::LockFenceParams::new(
+                self.name.clone(),
+                token,
+            ))
             .await
     }
 }

@@ -54,7 +54,8 @@ impl<R: Runs> Channel<R> {
     /// Send `payload` (at most [`MAX_NOTIFY_PAYLOAD`] bytes) to everyone
     /// listening on the channel when it commits (at once, here).
     pub async fn notify(&self, payload: impl Into<String>) -> Result<()> {
-        self.at.place()
+        self.at
+            .place()
             .notify(NotifyParams::new(self.name.clone(), payload))
             .await
     }

@@ -4,7 +4,6 @@
 //! handlers over queues. The queue's types (options, jobs, claims,
 //! outcomes) are here too.
 
-use alkstore_core::Writes as _;
 pub use alkstore_core::queue::{meta_json, tags_json, validate_queue_name, validate_text};
 pub use alkstore_core::queue::{
     AttemptError, CancelOutcome, Claim, DeadCountParams, DeadListParams, DeadPurgeParams,
@@ -17,6 +16,7 @@ pub use alkstore_core::queue::{
     MAX_META_BYTES, MAX_TAGS, THROUGHPUT_BUCKET_S, THROUGHPUT_COARSE_S, THROUGHPUT_HISTORY,
     THROUGHPUT_RETENTION,
 };
+use alkstore_core::Writes as _;
 
 use alkstore_core::{Engine, Error, Result, Taker};
 use serde::de::DeserializeOwned;
@@ -184,7 +184,6 @@ impl<R: Runs> Queue<R> {
 }
 
 impl Queue {
-
     /// Claim up to `n` due jobs for `worker`.
     pub async fn claim(&self, worker: &str, n: u32) -> Result<Vec<Job>> {
         self.at

@@ -172,7 +172,8 @@ impl Schedule {
     /// Its last `limit` fires (boundaries and manual runs), newest first,
     /// with their jobs (see [`ScheduleEngine::schedule_fires`]).
     pub async fn fires(&self, limit: u32) -> Result<Vec<ScheduleFire>> {
-        self.at.engine()
+        self.at
+            .engine()
             .schedule_fires(ScheduleFiresParams::new(self.name.clone(), limit))
             .await
     }

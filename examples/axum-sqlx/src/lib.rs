@@ -14,6 +14,7 @@
 //! `curl -X POST localhost:3000/orders -H 'content-type: application/json'
 //! -d '{"email":"a@example.com","item":"book","quantity":1}'`.
 
+use alkstore::Writes as _;
 use alkstore::{queue::NewJob, Store};
 use axum::extract::State;
 use axum::http::StatusCode;

@@ -5,16 +5,14 @@
 //! `alk bench group` (`group.rs`) and `group_tx` (`tx.rs`) both drive them
 //! without depending on each other.
 
+use alkstore::Writes as _;
 use std::collections::BTreeMap;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use alkstore::group::{bucket_of, GroupStatusParams};
 use alkstore::stream::NewEvent;
-use alkstore::{
-    prelude::{GroupEngine, StreamEngine},
-    AnyEngine, Error, Result,
-};
+use alkstore::{prelude::GroupEngine, AnyEngine, Error, Result};
 
 /// The group's bucket count, TTL and heartbeat in every scenario.
 pub(super) const BUCKETS: u32 = 16;

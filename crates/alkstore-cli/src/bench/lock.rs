@@ -8,16 +8,14 @@
 //! (how long after its boundary each job was enqueued and committed, with
 //! K `@every 1s` schedules fired by one scheduler for a few seconds).
 
+use alkstore::Writes as _;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use alkstore::lock::{LockAcquireParams, LockReleaseParams};
 use alkstore::schedule::{ScheduleSetParams, Scheduler};
-use alkstore::{
-    prelude::{LockEngine, ScheduleEngine},
-    AnyEngine, Clock, Result, Store, SystemClock,
-};
+use alkstore::{prelude::LockEngine, AnyEngine, Clock, Result, Store, SystemClock};
 
 use super::support::{join_err, percentile, scaled};
 

@@ -4,6 +4,7 @@
 //! One line per scenario, machine-readable:
 //! `bench peer=alkstore engine=sqlite scenario=NAME jobs=N secs=S jobs_per_s=R`.
 
+use alkstore::Writes as _;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;

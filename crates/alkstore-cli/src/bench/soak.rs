@@ -22,12 +22,12 @@
 //! store's, measured a minute apart at most): the summary's
 //! `vs_fresh_last_over_first` is the decay with the host's drift divided out.
 
+use alkstore::Writes as _;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use alkstore::{
-    prelude::QueueEngine,
     queue::{EnqueueOpts, NewJob},
     AnyEngine, JobCtx, Result, Store, Worker,
 };

@@ -6,6 +6,7 @@
 //! and, for `live_latency`,
 //! `bench peer=alkstore engine=E scenario=live_latency samples=N p50_ms_from_commit=… p99_ms_from_commit=… p50_ms_from_call=… p99_ms_from_call=…`.
 
+use alkstore::Writes as _;
 use std::time::{Duration, Instant};
 
 use alkstore::stream::{Event, NewEvent, StreamReadParams, SubscribeOpts};

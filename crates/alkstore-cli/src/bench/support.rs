@@ -5,6 +5,7 @@
 //! helpers (scaling, checking, percentiles, medians, tuning knobs). A leaf:
 //! it uses no benchmark module, so each of them can use it.
 
+use alkstore::Writes as _;
 use std::time::Duration;
 
 use alkstore::{

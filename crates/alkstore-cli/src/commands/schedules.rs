@@ -1,6 +1,7 @@
 //! `alk schedules …`: register, inspect, pause and run schedules.
 
 use alkstore::schedule::{ScheduleInfo, ScheduleSetParams, Scheduler};
+use alkstore::Writes as _;
 use alkstore::{prelude::ScheduleEngine, Result, Store, StoreOptions};
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};

@@ -6,6 +6,7 @@ use alkstore_core::group::{
     GroupDeadRequeueParams, GroupDeadResolveParams, GroupDeadTakeParams, GroupResizeParams,
 };
 use alkstore_core::stream::{Event, NewEvent};
+use alkstore_core::Writes as _;
 use alkstore_core::{Clock, ErrorKind, GroupEngine, StreamEngine};
 
 use super::support::{claim, ensure, release, TTL};
@@ -14,7 +15,12 @@ use crate::Harness;
 
 /// Worker "w1", holding bucket 0 of `group` under `epoch`, dead-letters
 /// `events` after one failed run each.
-async fn bury<E: GroupEngine>(e: &E, group: &str, epoch: i64, events: &[Event]) {
+async fn bury<E: GroupEngine + alkstore_core::AllOps>(
+    e: &E,
+    group: &str,
+    epoch: i64,
+    events: &[Event],
+) {
     for ev in events {
         e.group_dead_add(GroupDeadAddParams::new(
             group,
@@ -31,7 +37,7 @@ async fn bury<E: GroupEngine>(e: &E, group: &str, epoch: i64, events: &[Event]) 
 }
 
 /// Publish `n` keyless events on stream `s`; their offsets.
-async fn publish<E: StreamEngine>(e: &E, n: usize) -> Vec<i64> {
+async fn publish<E: StreamEngine + alkstore_core::AllOps>(e: &E, n: usize) -> Vec<i64> {
     let events = (0..n)
         .map(|i| NewEvent::new("s", i.to_string().into_bytes()))
         .collect::<Vec<_>>();
@@ -44,7 +50,7 @@ fn cp(bucket: u32, worker: &str, epoch: i64, offset: i64) -> GroupCheckpointPara
     GroupCheckpointParams::new("g", bucket, worker, epoch, offset)
 }
 
-async fn checkpoint_of<E: GroupEngine>(e: &E, bucket: u32) -> i64 {
+async fn checkpoint_of<E: GroupEngine + alkstore_core::AllOps>(e: &E, bucket: u32) -> i64 {
     e.group_status("g").await.expect("status").buckets[bucket as usize].checkpoint
 }
 

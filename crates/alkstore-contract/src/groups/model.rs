@@ -4,6 +4,7 @@
 //! publishes and clock advances, run on the engine and on a plain-Rust
 //! model, every answer compared (see `src/model.rs`).
 
+use alkstore_core::Writes as _;
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -12,7 +13,7 @@ use alkstore_core::group::{
     GroupReleaseParams, GroupRenewParams,
 };
 use alkstore_core::stream::NewEvent;
-use alkstore_core::{Clock, ErrorKind, GroupEngine, StreamEngine};
+use alkstore_core::{Clock, ErrorKind, GroupEngine};
 use proptest::prelude::*;
 
 use crate::Harness;

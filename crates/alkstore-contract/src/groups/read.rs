@@ -1,5 +1,6 @@
 //! Bucket reads: a group's buckets partition its stream by key.
 
+use alkstore_core::Writes as _;
 use std::collections::BTreeSet;
 
 use alkstore_core::group::{
@@ -13,7 +14,11 @@ use crate::streams::settle;
 use crate::Harness;
 
 /// Every event of `bucket` after `after`, page by page.
-async fn read_bucket<E: GroupEngine>(e: &E, bucket: u32, after: i64) -> Vec<Event> {
+async fn read_bucket<E: GroupEngine + alkstore_core::AllOps>(
+    e: &E,
+    bucket: u32,
+    after: i64,
+) -> Vec<Event> {
     let mut out: Vec<Event> = Vec::new();
     let mut after = after;
     loop {
@@ -32,7 +37,7 @@ async fn read_bucket<E: GroupEngine>(e: &E, bucket: u32, after: i64) -> Vec<Even
 
 /// Publish keyed events (10 keys, 4 events each) and 8 keyless ones on
 /// stream `s`; their offsets.
-async fn publish_mixed<E: StreamEngine>(e: &E) -> Vec<i64> {
+async fn publish_mixed<E: StreamEngine + alkstore_core::AllOps>(e: &E) -> Vec<i64> {
     let mut events = Vec::new();
     for i in 0..48 {
         let ev = NewEvent::new("s", i.to_string().into_bytes());

@@ -11,14 +11,14 @@ use alkstore_core::GroupEngine;
 pub(crate) const TTL: Duration = Duration::from_secs(10);
 
 /// Create group `group` on stream `s` with `n` buckets.
-pub(super) async fn ensure<E: GroupEngine>(e: &E, group: &str, n: u32) {
+pub(super) async fn ensure<E: GroupEngine + alkstore_core::AllOps>(e: &E, group: &str, n: u32) {
     e.group_ensure(GroupEnsureParams::new(group, "s", n))
         .await
         .expect("ensure");
 }
 
 /// `worker` claims up to `max` buckets of `group` for [`TTL`].
-pub(crate) async fn claim<E: GroupEngine>(
+pub(crate) async fn claim<E: GroupEngine + alkstore_core::AllOps>(
     e: &E,
     group: &str,
     worker: &str,
@@ -30,14 +30,18 @@ pub(crate) async fn claim<E: GroupEngine>(
 }
 
 /// `worker` renews its leases in `group` for [`TTL`].
-pub(super) async fn renew<E: GroupEngine>(e: &E, group: &str, worker: &str) -> Renewal {
+pub(super) async fn renew<E: GroupEngine + alkstore_core::AllOps>(
+    e: &E,
+    group: &str,
+    worker: &str,
+) -> Renewal {
     e.group_renew(GroupRenewParams::new(group, worker, TTL))
         .await
         .expect("renew")
 }
 
 /// `worker` releases `buckets` of `group`; how many it released.
-pub(super) async fn release<E: GroupEngine>(
+pub(super) async fn release<E: GroupEngine + alkstore_core::AllOps>(
     e: &E,
     group: &str,
     worker: &str,
@@ -54,7 +58,10 @@ pub(super) fn buckets(leases: &[BucketLease]) -> Vec<u32> {
 }
 
 /// Each bucket's owner, by bucket.
-pub(super) async fn owners<E: GroupEngine>(e: &E, group: &str) -> Vec<Option<String>> {
+pub(super) async fn owners<E: GroupEngine + alkstore_core::AllOps>(
+    e: &E,
+    group: &str,
+) -> Vec<Option<String>> {
     e.group_status(group)
         .await
         .expect("status")

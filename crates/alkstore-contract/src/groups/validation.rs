@@ -1,5 +1,6 @@
 //! Bad input to group calls: typed errors, nothing written.
 
+use alkstore_core::Writes as _;
 use std::time::Duration;
 
 use alkstore_core::group::{

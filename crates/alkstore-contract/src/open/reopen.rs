@@ -3,6 +3,7 @@
 
 use alkstore_core::schedule::ScheduleSetParams;
 use alkstore_core::stream::{NewEvent, StreamOffsetCommitParams, StreamOffsetGetParams};
+use alkstore_core::Writes as _;
 use alkstore_core::{
     Error, ErrorKind, JobClaimParams, NewJob, QueueAdmin, QueueEngine, Result, ScheduleEngine,
     StreamEngine,

@@ -1,6 +1,7 @@
 //! Ack: only a valid claim completes its job, one answer per claim.
 
 use alkstore_core::queue::JobFailParams;
+use alkstore_core::Writes as _;
 use alkstore_core::{
     Claim, Job, JobRetryParams, JobState, NewJob, QueueAdmin, QueueEngine, RetryOutcome,
 };
@@ -57,7 +58,10 @@ pub async fn stale_ack_after_reclaim_returns_false<H: Harness>(h: &H) {
     assert_eq!(e.job_ack(vec![new.claim()]).await.expect("ack"), vec![true]);
 }
 
-async fn kind_of_retry<E: QueueEngine + QueueAdmin>(e: &E, j: &Job) -> RetryOutcome {
+async fn kind_of_retry<E: QueueEngine + QueueAdmin + alkstore_core::AllOps>(
+    e: &E,
+    j: &Job,
+) -> RetryOutcome {
     e.job_retry(JobRetryParams::new(j.claim(), "x"))
         .await
         .expect("retry")

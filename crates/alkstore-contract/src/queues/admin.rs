@@ -1,9 +1,9 @@
 //! Inspection: stats, queue and job lists, kept completed jobs.
 
 use alkstore_core::queue::{JobDeleteParams, JobFailParams, JobRetryParams, JobRunNowParams};
+use alkstore_core::Writes as _;
 use alkstore_core::{
-    Clock, Engine, EnqueueOpts, ErrorKind, JobListParams, JobState, QueueAdmin, QueueEngine,
-    QueueOpts,
+    Clock, Engine, EnqueueOpts, ErrorKind, JobListParams, JobState, QueueAdmin, QueueOpts,
 };
 
 use super::support::{claim, enqueue_ids, enqueue_one, job, kind, secs};

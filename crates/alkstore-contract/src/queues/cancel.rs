@@ -2,6 +2,7 @@
 
 use alkstore_core::queue::JobFailParams;
 use alkstore_core::queue::JobSnoozeParams;
+use alkstore_core::Writes as _;
 use alkstore_core::{
     CancelOutcome, DeadSelect, EnqueueOpts, Enqueued, JobRetryParams, JobState, QueueAdmin,
     QueueEngine, RetryOutcome,

@@ -1,8 +1,9 @@
 //! Claim: order, due times, limits and queues.
 
+use alkstore_core::Writes as _;
 use std::collections::HashSet;
 
-use alkstore_core::{Clock, EnqueueOpts, NewJob, QueueAdmin, QueueEngine};
+use alkstore_core::{Clock, EnqueueOpts, NewJob, QueueAdmin};
 
 use super::support::{claim, enqueue_one, job, secs};
 use crate::Harness;

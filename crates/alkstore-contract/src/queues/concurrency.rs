@@ -1,5 +1,6 @@
 //! Concurrency: claimers racing on one queue, enqueuers racing to write.
 
+use alkstore_core::Writes as _;
 use std::collections::HashSet;
 
 use alkstore_core::{EnqueueOpts, JobClaimParams, NewJob, QueueAdmin, QueueEngine};

@@ -1,8 +1,9 @@
 //! Dead letters: listed, requeued, purged, pruned, in bounded batches.
 
 use alkstore_core::queue::JobFailParams;
+use alkstore_core::Writes as _;
 use alkstore_core::{
-    DeadListParams, DeadSelect, Engine, ErrorKind, JobState, QueueAdmin, QueueEngine, QueueOpts,
+    DeadListParams, DeadSelect, Engine, ErrorKind, JobState, QueueAdmin, QueueOpts,
 };
 
 use super::support::{claim, enqueue_one, job, kind, secs};

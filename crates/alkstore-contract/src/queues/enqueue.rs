@@ -1,11 +1,12 @@
 //! Enqueue: jobs read back as written, batches, unique keys, stamped options.
 
 use alkstore_core::queue::JobFailParams;
+use alkstore_core::Writes as _;
 use std::collections::HashSet;
 
 use alkstore_core::{
     Clock, Engine, EnqueueOpts, Enqueued, ErrorKind, JobRetryParams, JobState, NewJob, QueueAdmin,
-    QueueEngine, QueueOpts, RetryOutcome,
+    QueueOpts, RetryOutcome,
 };
 
 use super::support::{claim, enqueue_ids, enqueue_one, job, kind, live_count, secs};

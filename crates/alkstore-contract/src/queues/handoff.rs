@@ -2,6 +2,7 @@
 //! when nothing is ahead of it (the in-process hand-off from an enqueue
 //! call to an idle worker), pending like any enqueued job otherwise.
 
+use alkstore_core::Writes as _;
 use alkstore_core::{
     Engine, EnqueueOpts, Enqueued, ErrorKind, JobEnqueueClaimedParams, NewJob, QueueAdmin,
     QueueEngine, QueueOpts, Wake,

@@ -1,6 +1,7 @@
 //! The store's lifecycle: a closed engine refuses every call.
 
 use alkstore_core::stream::StreamReadParams;
+use alkstore_core::Writes as _;
 use alkstore_core::{Engine, ErrorKind, JobClaimParams, QueueAdmin, QueueEngine, StreamEngine};
 
 use super::support::{enqueue_one, job};

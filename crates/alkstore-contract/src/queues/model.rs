@@ -7,6 +7,7 @@
 //! `ALKSTORE_MODEL_CASES` sets how many sequences a run tries (see
 //! `src/model.rs`).
 
+use alkstore_core::Writes as _;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;

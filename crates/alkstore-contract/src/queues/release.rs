@@ -2,6 +2,7 @@
 
 use alkstore_core::queue::JobFailParams;
 use alkstore_core::queue::JobSnoozeParams;
+use alkstore_core::Writes as _;
 use std::time::Duration;
 
 use alkstore_core::{

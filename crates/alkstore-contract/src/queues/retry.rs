@@ -2,11 +2,12 @@
 
 use alkstore_core::queue::JobFailParams;
 use alkstore_core::queue::JobSnoozeParams;
+use alkstore_core::Writes as _;
 use std::time::Duration;
 
 use alkstore_core::{
-    Claim, Clock, EnqueueOpts, ErrorKind, JobRetryParams, JobState, QueueAdmin, QueueEngine,
-    QueueOpts, RetryOutcome, Settle, Settled,
+    Claim, Clock, EnqueueOpts, ErrorKind, JobRetryParams, JobState, QueueAdmin, QueueOpts,
+    RetryOutcome, Settle, Settled,
 };
 
 use super::support::{claim, enqueue_ids, enqueue_one, job, kind, secs};

@@ -2,6 +2,7 @@
 //! lapse and jobs are cancelled, with the queue's invariants checked during
 //! the run and after it.
 
+use alkstore_core::Writes as _;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -252,7 +253,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// The queue's live jobs (and completed ones), by id, with their state.
-async fn listed<E: QueueEngine + QueueAdmin>(
+async fn listed<E: QueueEngine + QueueAdmin + alkstore_core::AllOps>(
     e: &E,
     state: Option<JobState>,
 ) -> BTreeMap<i64, JobState> {
@@ -271,7 +272,9 @@ async fn listed<E: QueueEngine + QueueAdmin>(
     }
 }
 
-async fn dead_infos<E: QueueEngine + QueueAdmin>(e: &E) -> Vec<alkstore_core::JobInfo> {
+async fn dead_infos<E: QueueEngine + QueueAdmin + alkstore_core::AllOps>(
+    e: &E,
+) -> Vec<alkstore_core::JobInfo> {
     let mut out = Vec::new();
     let mut after = None;
     loop {
@@ -286,7 +289,7 @@ async fn dead_infos<E: QueueEngine + QueueAdmin>(e: &E) -> Vec<alkstore_core::Jo
     }
 }
 
-async fn dead_ids<E: QueueEngine + QueueAdmin>(e: &E) -> BTreeSet<i64> {
+async fn dead_ids<E: QueueEngine + QueueAdmin + alkstore_core::AllOps>(e: &E) -> BTreeSet<i64> {
     dead_infos(e).await.into_iter().map(|j| j.id).collect()
 }
 

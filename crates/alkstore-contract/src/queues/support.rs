@@ -1,5 +1,6 @@
 //! Helpers shared by the queue rows.
 
+use alkstore_core::Writes as _;
 use std::time::Duration;
 
 use alkstore_core::{ErrorKind, Job, JobClaimParams, NewJob, QueueAdmin, QueueEngine, Result};
@@ -12,13 +13,19 @@ pub(crate) fn job(queue: &str, payload: &str) -> NewJob {
     NewJob::new(queue, payload.as_bytes().to_vec())
 }
 
-pub(crate) async fn enqueue_one<E: QueueEngine + QueueAdmin>(e: &E, j: NewJob) -> i64 {
+pub(crate) async fn enqueue_one<E: QueueEngine + QueueAdmin + alkstore_core::AllOps>(
+    e: &E,
+    j: NewJob,
+) -> i64 {
     let out = e.job_enqueue(vec![j]).await.expect("enqueue");
     out[0].id()
 }
 
 /// Enqueue a batch; the new ids in batch order.
-pub(crate) async fn enqueue_ids<E: QueueEngine + QueueAdmin>(e: &E, jobs: Vec<NewJob>) -> Vec<i64> {
+pub(crate) async fn enqueue_ids<E: QueueEngine + QueueAdmin + alkstore_core::AllOps>(
+    e: &E,
+    jobs: Vec<NewJob>,
+) -> Vec<i64> {
     e.job_enqueue(jobs)
         .await
         .expect("enqueue")
@@ -27,7 +34,7 @@ pub(crate) async fn enqueue_ids<E: QueueEngine + QueueAdmin>(e: &E, jobs: Vec<Ne
         .collect()
 }
 
-pub(crate) async fn claim<E: QueueEngine + QueueAdmin>(
+pub(crate) async fn claim<E: QueueEngine + QueueAdmin + alkstore_core::AllOps>(
     e: &E,
     queue: &str,
     worker: &str,
@@ -45,7 +52,10 @@ pub(crate) fn kind<T: std::fmt::Debug>(r: Result<T>) -> ErrorKind {
     }
 }
 
-pub(crate) async fn live_count<E: QueueEngine + QueueAdmin>(e: &E, queue: &str) -> u64 {
+pub(crate) async fn live_count<E: QueueEngine + QueueAdmin + alkstore_core::AllOps>(
+    e: &E,
+    queue: &str,
+) -> u64 {
     let s = e.queue_stats(queue).await.expect("stats");
     s.live()
 }

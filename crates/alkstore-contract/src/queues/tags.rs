@@ -3,6 +3,7 @@
 //! when malformed.
 
 use alkstore_core::queue::{JobFailParams, MAX_META_BYTES, MAX_TAGS};
+use alkstore_core::Writes as _;
 use alkstore_core::{
     DeadListParams, DeadSelect, EnqueueOpts, ErrorKind, JobEnqueueClaimedParams, JobInfo,
     JobListParams, JobState, NewJob, QueueAdmin, QueueEngine, QueueOpts,
@@ -33,7 +34,7 @@ fn tags_of(j: &JobInfo) -> Vec<&str> {
     j.tags.iter().map(String::as_str).collect()
 }
 
-async fn info<E: QueueEngine + QueueAdmin>(e: &E, id: i64) -> JobInfo {
+async fn info<E: QueueEngine + QueueAdmin + alkstore_core::AllOps>(e: &E, id: i64) -> JobInfo {
     e.job_get(id).await.expect("get").expect("job exists")
 }
 
@@ -161,7 +162,7 @@ pub async fn every_enqueue_path_keeps_tags<H: Harness>(h: &H) {
     assert_eq!(k.meta.get("key"), Some(&json!("k-1")));
     assert!(info(e, keyed[1]).await.tags.is_empty());
 
-    let mut tx = begin_with_row(h, &End::Commit.key("tags")).await;
+    let tx = begin_with_row(h, &End::Commit.key("tags")).await;
     let out = tx
         .job_enqueue(vec![tagged("paths", "t1", &["in-tx"]), job("paths", "t2")])
         .await

@@ -3,6 +3,7 @@
 
 use alkstore_core::queue::JobFailParams;
 use alkstore_core::queue::JobSnoozeParams;
+use alkstore_core::Writes as _;
 use std::time::Duration;
 
 use alkstore_core::queue::{QueueDepthParams, THROUGHPUT_COARSE_S, THROUGHPUT_HISTORY};
@@ -33,7 +34,7 @@ fn totals(queue: &str, completed: u64, failed: u64) -> QueueTotals {
     }
 }
 
-async fn throughput<E: QueueAdmin>(
+async fn throughput<E: QueueAdmin + alkstore_core::AllOps>(
     e: &E,
     queue: Option<&str>,
     window: Duration,

@@ -1,12 +1,13 @@
 //! Bad input: typed errors that change nothing, NUL bytes, one delay limit.
 
 use alkstore_core::queue::JobSnoozeParams;
+use alkstore_core::Writes as _;
 use std::time::Duration;
 
 use alkstore_core::stream::NewEvent;
 use alkstore_core::{
     Claim, DeadListParams, EnqueueOpts, ErrorKind, JobClaimParams, JobRetryParams, NewJob,
-    QueueAdmin, QueueEngine, QueueOpts, RetryOutcome, StreamEngine,
+    QueueAdmin, QueueEngine, QueueOpts, RetryOutcome,
 };
 
 use super::support::{claim, enqueue_one, job, kind, live_count, secs};

@@ -1,9 +1,10 @@
 //! Notify/listen: what a listener gets, and what it does not.
 
+use alkstore_core::Writes as _;
 use std::time::Duration;
 
 use alkstore::notify::{Listener, NotifyParams};
-use alkstore::{prelude::NotifyEngine, ErrorKind};
+use alkstore::ErrorKind;
 
 use crate::RuntimeHarness;
 

@@ -1,12 +1,10 @@
 //! Scheduler runners on the real clock.
 
+use alkstore_core::Writes as _;
 use std::time::Duration;
 
 use alkstore::schedule::{fired_job_key, ScheduleSetParams, Scheduler};
-use alkstore::{
-    prelude::{QueueAdmin, ScheduleEngine},
-    queue::JobListParams,
-};
+use alkstore::{prelude::QueueAdmin, queue::JobListParams};
 
 use crate::RuntimeHarness;
 

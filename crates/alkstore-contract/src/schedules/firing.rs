@@ -2,6 +2,7 @@
 //! each job carrying its boundary; missed boundaries follow the catch-up
 //! cap.
 
+use alkstore_core::Writes as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

@@ -4,6 +4,7 @@
 //! model with its own calendar, every answer compared (see
 //! `src/model.rs`).
 
+use alkstore_core::Writes as _;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;

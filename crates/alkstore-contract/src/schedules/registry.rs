@@ -1,6 +1,7 @@
 //! Registering, changing, pausing, resuming and removing schedules; bad
 //! specs refused with a message that says what is wrong.
 
+use alkstore_core::Writes as _;
 use std::time::Duration;
 
 use alkstore_core::schedule::{ScheduleFireParams, ScheduleSetParams};

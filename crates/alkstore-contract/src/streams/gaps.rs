@@ -1,6 +1,7 @@
 //! Gap safety: a reader never moves past an event a still-open
 //! transaction may yet commit.
 
+use alkstore_core::Writes as _;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;

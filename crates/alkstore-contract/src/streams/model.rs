@@ -4,6 +4,7 @@
 //! engine and on a plain-Rust model, every answer compared (see
 //! `src/model.rs`).
 
+use alkstore_core::Writes as _;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 

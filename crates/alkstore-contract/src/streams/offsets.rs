@@ -1,6 +1,7 @@
 //! Consumer offsets: unset until committed, monotone, never past the head.
 
 use alkstore_core::stream::{StreamOffsetCommitParams, StreamOffsetGetParams};
+use alkstore_core::Writes as _;
 use alkstore_core::{Clock, ErrorKind, StreamEngine};
 
 use super::support::{publish_one, settle};
@@ -11,7 +12,7 @@ fn commit(stream: &str, consumer: &str, offset: i64) -> StreamOffsetCommitParams
 }
 
 /// Three events of stream `s`, readable; their offsets.
-async fn three_readable<E: StreamEngine>(e: &E) -> Vec<i64> {
+async fn three_readable<E: StreamEngine + alkstore_core::AllOps>(e: &E) -> Vec<i64> {
     let o = vec![
         publish_one(e, "s", "1").await,
         publish_one(e, "s", "2").await,

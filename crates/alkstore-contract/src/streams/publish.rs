@@ -1,6 +1,7 @@
 //! Publishing: offsets, batches all or none, the caller's transaction.
 
 use alkstore_core::stream::NewEvent;
+use alkstore_core::Writes as _;
 use alkstore_core::{Clock, ErrorKind, StreamEngine};
 
 use super::support::{ev, payloads, publish_one, read_all, settle};

@@ -2,6 +2,7 @@
 
 use alkstore_core::stream::StreamOffsetCommitParams;
 use alkstore_core::StreamEngine;
+use alkstore_core::Writes as _;
 
 use super::support::{publish_one, settle};
 use crate::Harness;

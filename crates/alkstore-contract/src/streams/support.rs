@@ -2,6 +2,7 @@
 
 use alkstore_core::stream::{Event, NewEvent, StreamReadParams};
 use alkstore_core::StreamEngine;
+use alkstore_core::Writes as _;
 
 /// An event of `stream` with `payload` and no key.
 pub(crate) fn ev(stream: &str, payload: &str) -> NewEvent {
@@ -9,7 +10,11 @@ pub(crate) fn ev(stream: &str, payload: &str) -> NewEvent {
 }
 
 /// Every readable event of `stream` after `after`, page by page.
-pub(crate) async fn read_all<E: StreamEngine>(e: &E, stream: &str, after: i64) -> Vec<Event> {
+pub(crate) async fn read_all<E: StreamEngine + alkstore_core::AllOps>(
+    e: &E,
+    stream: &str,
+    after: i64,
+) -> Vec<Event> {
     let mut out: Vec<Event> = Vec::new();
     let mut after = after;
     loop {
@@ -34,7 +39,11 @@ pub(crate) fn payloads(events: &[Event]) -> Vec<String> {
 }
 
 /// Publish one event; its offset.
-pub(super) async fn publish_one<E: StreamEngine>(e: &E, stream: &str, payload: &str) -> i64 {
+pub(super) async fn publish_one<E: StreamEngine + alkstore_core::AllOps>(
+    e: &E,
+    stream: &str,
+    payload: &str,
+) -> i64 {
     e.stream_publish(ev(stream, payload))
         .await
         .expect("publish")[0]
@@ -44,7 +53,7 @@ pub(super) async fn publish_one<E: StreamEngine>(e: &E, stream: &str, payload: &
 /// an open transaction. On PostgreSQL the hold-back is cluster-wide: any
 /// transaction older than an event holds it back, including other tests'.
 /// Once settled, reads and stats of what the row published are final.
-pub async fn settle<E: StreamEngine>(e: &E, stream: &str) {
+pub async fn settle<E: StreamEngine + alkstore_core::AllOps>(e: &E, stream: &str) {
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
         let held = e.stream_stats(stream).await.expect("stats").held_back;

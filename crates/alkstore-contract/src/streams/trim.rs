@@ -1,5 +1,6 @@
 //! Retention: trim before an offset or by age, and maintenance trims.
 
+use alkstore_core::Writes as _;
 use std::time::Duration;
 
 use alkstore_core::stream::{StreamOffsetCommitParams, StreamRetentionParams, StreamTrimParams};

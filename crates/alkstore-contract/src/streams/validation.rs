@@ -4,6 +4,7 @@ use alkstore_core::stream::{
     NewEvent, StreamOffsetCommitParams, StreamOffsetGetParams, StreamReadParams,
     StreamRetentionParams, StreamTrimParams,
 };
+use alkstore_core::Writes as _;
 use alkstore_core::{ErrorKind, StreamEngine};
 
 use crate::Harness;

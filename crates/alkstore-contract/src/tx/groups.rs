@@ -1,5 +1,6 @@
 //! Consumer-group checkpoints in a transaction, fenced by the lease epoch.
 
+use alkstore_core::Writes as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -23,7 +24,7 @@ async fn group_with_events<H: Harness>(h: &H, group: &str, s: &str) -> Vec<i64> 
 }
 
 /// The bucket's saved checkpoint.
-async fn checkpoint<E: GroupEngine>(e: &E, group: &str) -> i64 {
+async fn checkpoint<E: GroupEngine + alkstore_core::AllOps>(e: &E, group: &str) -> i64 {
     e.group_status(group).await.expect("status").buckets[0].checkpoint
 }
 
@@ -36,7 +37,7 @@ pub async fn group_checkpoint_commits_with_the_business_row_or_not_at_all<H: Har
     let offsets = group_with_events(h, group, "tx-checkpoint-s").await;
     let lease = claim(e, group, "w", 1).await.pop().expect("a lease");
     for end in End::ALL {
-        let mut tx = begin_with_row(h, &end.key(group)).await;
+        let tx = begin_with_row(h, &end.key(group)).await;
         let saved = tx
             .group_checkpoint(GroupCheckpointParams::new(
                 group,
@@ -78,7 +79,7 @@ pub async fn a_stale_lease_epoch_refuses_the_checkpoint_and_rolls_back_everythin
         .expect("b takes it over");
     assert!(new.epoch > old.epoch);
     let key = "tx-stale-lease:refused";
-    let mut tx = begin_with_row(h, key).await;
+    let tx = begin_with_row(h, key).await;
     let refused = tx
         .group_checkpoint(GroupCheckpointParams::new(
             group, old.bucket, "a", old.epoch, offsets[2],
@@ -109,7 +110,7 @@ pub async fn a_checkpointed_bucket_is_not_taken_over_while_its_transaction_is_op
     let offsets = group_with_events(h, group, "tx-lease-held-s").await;
     let a = claim(e, group, "a", 1).await.pop().expect("a's lease");
     let key = "tx-lease-held:a";
-    let mut tx = begin_with_row(h, key).await;
+    let tx = begin_with_row(h, key).await;
     tx.group_checkpoint(GroupCheckpointParams::new(
         group, a.bucket, "a", a.epoch, offsets[1],
     ))

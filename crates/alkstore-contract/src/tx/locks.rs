@@ -1,6 +1,7 @@
 //! Writes fenced by a lock: `lock_fence` checks the token is still the
 //! holder's and keeps it so until the transaction ends.
 
+use alkstore_core::Writes as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -14,7 +15,9 @@ use crate::locks::fencing::{acquire, TTL};
 use crate::Harness;
 
 /// Each lock's (owner, token), by name.
-async fn holders<E: LockEngine>(e: &E) -> Vec<(String, Option<String>, i64)> {
+async fn holders<E: LockEngine + alkstore_core::AllOps>(
+    e: &E,
+) -> Vec<(String, Option<String>, i64)> {
     e.lock_list()
         .await
         .expect("list")
@@ -32,8 +35,10 @@ pub async fn lock_fence_commits_with_the_business_row_or_not_at_all<H: Harness>(
     let a = acquire(h, name, "a").await.expect("free");
     let held = vec![(name.to_string(), Some("a".to_string()), a.token)];
     for end in End::ALL {
-        let mut tx = begin_with_row(h, &end.key(name)).await;
-        tx.lock_fence(name, a.token).await.expect("held");
+        let tx = begin_with_row(h, &end.key(name)).await;
+        tx.lock_fence(alkstore_core::lock::LockFenceParams::new(name, a.token))
+            .await
+            .expect("held");
         end.finish::<H>(tx).await;
         assert_eq!(holders(e).await, held, "still a's after {end:?}");
         if !end.commits() {
@@ -53,25 +58,36 @@ pub async fn a_lost_lock_refuses_the_fence_and_rolls_back_everything<H: Harness>
     h.clock().advance(TTL);
     let b = acquire(h, taken, "b").await.expect("lapsed: b takes it");
     let key = "tx-lost-lock:taken";
-    let mut tx = begin_with_row(h, key).await;
-    let refused = tx.lock_fence(taken, a.token).await;
+    let tx = begin_with_row(h, key).await;
+    let refused = tx
+        .lock_fence(alkstore_core::lock::LockFenceParams::new(taken, a.token))
+        .await;
     assert_refused_and_rolled_back(h, tx, refused, key).await;
 
     let key = "tx-lost-lock:never";
-    let mut tx = begin_with_row(h, key).await;
-    let refused = tx.lock_fence(taken, b.token + 1).await;
+    let tx = begin_with_row(h, key).await;
+    let refused = tx
+        .lock_fence(alkstore_core::lock::LockFenceParams::new(
+            taken,
+            b.token + 1,
+        ))
+        .await;
     assert_refused_and_rolled_back(h, tx, refused, key).await;
 
-    let mut tx = begin_with_row(h, "tx-lost-lock:b").await;
-    tx.lock_fence(taken, b.token).await.expect("b holds it");
+    let tx = begin_with_row(h, "tx-lost-lock:b").await;
+    tx.lock_fence(alkstore_core::lock::LockFenceParams::new(taken, b.token))
+        .await
+        .expect("b holds it");
     tx.commit().await.expect("the new holder's fence commits");
 
     let lapsed = "tx-lapsed-lock";
     let c = acquire(h, lapsed, "c").await.expect("free");
     h.clock().advance(TTL);
     let key = "tx-lost-lock:lapsed";
-    let mut tx = begin_with_row(h, key).await;
-    let refused = tx.lock_fence(lapsed, c.token).await;
+    let tx = begin_with_row(h, key).await;
+    let refused = tx
+        .lock_fence(alkstore_core::lock::LockFenceParams::new(lapsed, c.token))
+        .await;
     assert_refused_and_rolled_back(h, tx, refused, key).await;
     assert_rows(h, &["tx-lost-lock:b".to_string()], "at the end").await;
 }
@@ -85,8 +101,10 @@ pub async fn a_takeover_waits_for_the_fencing_transaction<H: Harness>(h: &H) {
     let name = "tx-fence-held";
     let a = acquire(h, name, "a").await.expect("free");
     let key = "tx-fence-held:a";
-    let mut tx = begin_with_row(h, key).await;
-    tx.lock_fence(name, a.token).await.expect("held");
+    let tx = begin_with_row(h, key).await;
+    tx.lock_fence(alkstore_core::lock::LockFenceParams::new(name, a.token))
+        .await
+        .expect("held");
     // The hold lapses while the transaction is open.
     h.clock().advance(TTL + secs(1));
     let taken = AtomicBool::new(false);

@@ -1,6 +1,7 @@
 //! Notifications in a transaction.
 
 use alkstore_core::notify::NotifyPollParams;
+use alkstore_core::Writes as _;
 use alkstore_core::{Engine, NotifyEngine, Wake};
 
 use super::support::{assert_rows, begin_with_row, committed_row, woken, End};
@@ -15,8 +16,13 @@ pub async fn notify_is_delivered_only_when_committed<H: Harness>(h: &H) {
     let mut rx = e.wake_subscribe();
     e.notify_ready().await.expect("listening");
     for end in End::ALL {
-        let mut tx = begin_with_row(h, &end.key(channel)).await;
-        tx.notify(channel, end.key(channel)).await.expect("notify");
+        let tx = begin_with_row(h, &end.key(channel)).await;
+        tx.notify(alkstore_core::notify::NotifyParams::new(
+            channel,
+            end.key(channel),
+        ))
+        .await
+        .expect("notify");
         end.finish::<H>(tx).await;
         if !end.commits() {
             assert_rows(h, &[], &format!("after {end:?}")).await;

@@ -3,6 +3,7 @@
 
 use alkstore_core::queue::JobFailParams;
 use alkstore_core::queue::JobSnoozeParams;
+use alkstore_core::Writes as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -25,7 +26,7 @@ pub async fn enqueue_one_commits_with_the_business_row_or_not_at_all<H: Harness>
     let q = "tx-enqueue-one";
     for end in End::ALL {
         let mut rx = e.wake_subscribe();
-        let mut tx = begin_with_row(h, &end.key(q)).await;
+        let tx = begin_with_row(h, &end.key(q)).await;
         let out = tx.job_enqueue(vec![job(q, "one")]).await.expect("enqueue");
         assert_eq!(out.len(), 1);
         end.finish::<H>(tx).await;
@@ -56,7 +57,7 @@ pub async fn enqueue_batch_commits_all_or_nothing_with_the_business_row<H: Harne
     let q = "tx-enqueue-batch";
     for end in End::ALL {
         let mut rx = e.wake_subscribe();
-        let mut tx = begin_with_row(h, &end.key(q)).await;
+        let tx = begin_with_row(h, &end.key(q)).await;
         let batch = vec![job(q, "1"), job(q, "2"), job(q, "3")];
         let out = tx.job_enqueue(batch).await.expect("enqueue");
         assert_eq!(out.len(), 3);
@@ -86,7 +87,7 @@ async fn claimed<H: Harness>(h: &H, q: &str) -> Job {
 }
 
 /// How many of `q`'s jobs are claimed now.
-async fn processing<E: QueueEngine + QueueAdmin>(e: &E, q: &str) -> u64 {
+async fn processing<E: QueueEngine + QueueAdmin + alkstore_core::AllOps>(e: &E, q: &str) -> u64 {
     e.queue_stats(q).await.expect("stats").processing
 }
 
@@ -98,7 +99,7 @@ pub async fn ack_commits_with_the_business_row_or_not_at_all<H: Harness>(h: &H) 
     let q = "tx-ack";
     let j = claimed(h, q).await;
     for end in End::ALL {
-        let mut tx = begin_with_row(h, &end.key(q)).await;
+        let tx = begin_with_row(h, &end.key(q)).await;
         tx.job_ack(j.claim()).await.expect("ack");
         end.finish::<H>(tx).await;
         if end.commits() {
@@ -125,7 +126,7 @@ pub async fn retry_commits_with_the_business_row_or_not_at_all<H: Harness>(h: &H
     let j = claimed(h, q).await;
     for end in End::ALL {
         let mut rx = e.wake_subscribe();
-        let mut tx = begin_with_row(h, &end.key(q)).await;
+        let tx = begin_with_row(h, &end.key(q)).await;
         let retry = JobRetryParams::new(j.claim(), "boom").delay(Duration::ZERO);
         let outcome = tx.job_retry(retry).await.expect("retry");
         assert!(matches!(outcome, RetryOutcome::Scheduled(_)), "{outcome:?}");
@@ -152,7 +153,7 @@ pub async fn fail_commits_with_the_business_row_or_not_at_all<H: Harness>(h: &H)
     let q = "tx-fail";
     let j = claimed(h, q).await;
     for end in End::ALL {
-        let mut tx = begin_with_row(h, &end.key(q)).await;
+        let tx = begin_with_row(h, &end.key(q)).await;
         tx.job_fail(JobFailParams::new(j.claim(), "fatal".to_string()))
             .await
             .expect("fail");
@@ -178,11 +179,12 @@ pub async fn snooze_commits_with_the_business_row_or_not_at_all<H: Harness>(h: &
     let q = "tx-snooze";
     let j = claimed(h, q).await;
     for end in End::ALL {
-        let mut tx = begin_with_row(h, &end.key(q)).await;
+        let tx = begin_with_row(h, &end.key(q)).await;
         let due = tx
             .job_snooze(JobSnoozeParams::new(j.claim(), secs(60)))
             .await
-            .expect("snooze");
+            .expect("snooze")
+            .expect("held: a due time");
         end.finish::<H>(tx).await;
         if end.commits() {
             let info = e.job_get(j.id).await.expect("get").expect("row");
@@ -205,7 +207,7 @@ pub async fn snooze_commits_with_the_business_row_or_not_at_all<H: Harness>(h: &
 }
 
 /// A queue's all-time throughput: (completed, failed).
-async fn counted<E: QueueAdmin>(e: &E, q: &str) -> (u64, u64) {
+async fn counted<E: QueueAdmin + alkstore_core::AllOps>(e: &E, q: &str) -> (u64, u64) {
     let t = e
         .queue_throughput(QueueThroughputParams::queue(q, secs(60)))
         .await
@@ -235,7 +237,7 @@ pub async fn settles_count_in_the_throughput_only_once_committed<H: Harness>(h: 
     let held_b = claim(e, b, "w", 1).await;
     assert_eq!((held_a.len(), held_b.len()), (3, 1));
     for end in End::ALL {
-        let mut tx = begin_with_row(h, &end.key("tx-throughput")).await;
+        let tx = begin_with_row(h, &end.key("tx-throughput")).await;
         tx.job_ack(held_b[0].claim()).await.expect("ack b");
         tx.job_ack(held_a[0].claim()).await.expect("ack a");
         let retry = JobRetryParams::new(held_a[1].claim(), "again").delay(secs(60));
@@ -273,7 +275,7 @@ pub async fn an_acked_job_is_not_claimed_again_while_its_transaction_is_open<H: 
     let id = enqueue_one(e, job(q, "x").with_queue_opts(opts)).await;
     let a = claim(e, q, "a", 1).await.pop().expect("a claims");
     let key = "tx-ack-held:a";
-    let mut tx = begin_with_row(h, key).await;
+    let tx = begin_with_row(h, key).await;
     tx.job_ack(a.claim()).await.expect("ack");
     // The claim lapses while the transaction is open.
     h.clock().advance(secs(31));
@@ -327,9 +329,9 @@ async fn stale_claim<H: Harness>(h: &H, settle: Settle) {
     let b = claim(e, &q, "b", 1).await.pop().expect("b claims it again");
     assert_eq!(b.id, id);
     let key = format!("{q}:refused");
-    let mut tx = begin_with_row(h, &key).await;
+    let tx = begin_with_row(h, &key).await;
     let refused = match settle {
-        Settle::Ack => tx.job_ack(a.claim()).await.map(|()| 0),
+        Settle::Ack => tx.job_ack(a.claim()).await.map(|_| 0),
         Settle::Retry => {
             let retry = JobRetryParams::new(a.claim(), "stale");
             tx.job_retry(retry).await.map(|_| 0)
@@ -337,11 +339,11 @@ async fn stale_claim<H: Harness>(h: &H, settle: Settle) {
         Settle::Fail => tx
             .job_fail(JobFailParams::new(a.claim(), "stale".to_string()))
             .await
-            .map(|()| 0),
-        Settle::Snooze => {
-            tx.job_snooze(JobSnoozeParams::new(a.claim(), secs(5)))
-                .await
-        }
+            .map(|_| 0),
+        Settle::Snooze => tx
+            .job_snooze(JobSnoozeParams::new(a.claim(), secs(5)))
+            .await
+            .map(|due| due.unwrap_or_default()),
     };
     assert_refused_and_rolled_back(h, tx, refused, &key).await;
     let info = e.job_get(id).await.expect("get").expect("row");

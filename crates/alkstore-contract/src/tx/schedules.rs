@@ -2,12 +2,16 @@
 
 use alkstore_core::schedule::{ScheduleInfo, ScheduleSetParams};
 use alkstore_core::ScheduleEngine;
+use alkstore_core::Writes as _;
 
 use super::support::{assert_rows, begin_with_row, committed_row, End};
 use crate::Harness;
 
 /// The schedule `name`, if registered.
-async fn schedule<E: ScheduleEngine>(e: &E, name: &str) -> Option<ScheduleInfo> {
+async fn schedule<E: ScheduleEngine + alkstore_core::AllOps>(
+    e: &E,
+    name: &str,
+) -> Option<ScheduleInfo> {
     e.schedule_list()
         .await
         .expect("list")
@@ -25,7 +29,7 @@ pub async fn schedule_set_commits_with_the_business_row_or_not_at_all<H: Harness
     let e = h.engine();
     let name = "tx-schedule-set";
     for end in End::ALL {
-        let mut tx = begin_with_row(h, &end.key(name)).await;
+        let tx = begin_with_row(h, &end.key(name)).await;
         let set = tx.schedule_set(every_minute(name)).await.expect("set");
         end.finish::<H>(tx).await;
         if end.commits() {
@@ -45,7 +49,7 @@ pub async fn schedule_remove_commits_with_the_business_row_or_not_at_all<H: Harn
     let name = "tx-schedule-remove";
     e.schedule_set(every_minute(name)).await.expect("set");
     for end in End::ALL {
-        let mut tx = begin_with_row(h, &end.key(name)).await;
+        let tx = begin_with_row(h, &end.key(name)).await;
         assert!(
             tx.schedule_remove(name).await.expect("remove"),
             "it was there"
@@ -68,7 +72,7 @@ pub async fn schedule_pause_commits_with_the_business_row_or_not_at_all<H: Harne
     let name = "tx-schedule-pause";
     e.schedule_set(every_minute(name)).await.expect("set");
     for end in End::ALL {
-        let mut tx = begin_with_row(h, &end.key(name)).await;
+        let tx = begin_with_row(h, &end.key(name)).await;
         assert!(tx.schedule_pause(name).await.expect("pause").paused);
         end.finish::<H>(tx).await;
         let paused = schedule(e, name).await.expect("there").paused;
@@ -88,7 +92,7 @@ pub async fn schedule_resume_commits_with_the_business_row_or_not_at_all<H: Harn
     e.schedule_set(every_minute(name)).await.expect("set");
     e.schedule_pause(name).await.expect("pause");
     for end in End::ALL {
-        let mut tx = begin_with_row(h, &end.key(name)).await;
+        let tx = begin_with_row(h, &end.key(name)).await;
         assert!(!tx.schedule_resume(name).await.expect("resume").paused);
         end.finish::<H>(tx).await;
         let paused = schedule(e, name).await.expect("there").paused;

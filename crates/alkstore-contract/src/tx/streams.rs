@@ -1,5 +1,6 @@
 //! Events in a transaction: publish (one, batch) and a consumer's offset.
 
+use alkstore_core::Writes as _;
 use std::time::Duration;
 
 use alkstore_core::stream::{StreamOffsetCommitParams, StreamOffsetGetParams};
@@ -20,7 +21,7 @@ async fn publish<H: Harness>(h: &H, s: &str, batch: usize) {
     let e = h.engine();
     for end in End::ALL {
         let mut rx = e.wake_subscribe();
-        let mut tx = begin_with_row(h, &end.key(s)).await;
+        let tx = begin_with_row(h, &end.key(s)).await;
         let events = (0..batch)
             .map(|i| ev(s, &format!("{end:?} {i}")))
             .collect::<Vec<_>>();
@@ -71,7 +72,7 @@ pub async fn offset_commit_commits_with_the_business_row_or_not_at_all<H: Harnes
             .expect("offset")
     };
     for end in End::ALL {
-        let mut tx = begin_with_row(h, &end.key(s)).await;
+        let tx = begin_with_row(h, &end.key(s)).await;
         let at = tx
             .stream_offset_commit(StreamOffsetCommitParams::new(s, "c", offsets[1]))
             .await
@@ -85,7 +86,7 @@ pub async fn offset_commit_commits_with_the_business_row_or_not_at_all<H: Harnes
             assert_rows(h, &[], &format!("after {end:?}")).await;
         }
     }
-    let mut tx = begin_with_row(h, "tx-offsets:lower").await;
+    let tx = begin_with_row(h, "tx-offsets:lower").await;
     let at = tx
         .stream_offset_commit(StreamOffsetCommitParams::new(s, "c", offsets[0]))
         .await
@@ -102,7 +103,11 @@ pub async fn offset_commit_commits_with_the_business_row_or_not_at_all<H: Harnes
 }
 
 /// A consumer's offset as saved.
-async fn saved_offset<E: StreamEngine>(e: &E, s: &str, consumer: &str) -> Option<i64> {
+async fn saved_offset<E: StreamEngine + alkstore_core::AllOps>(
+    e: &E,
+    s: &str,
+    consumer: &str,
+) -> Option<i64> {
     e.stream_offset_get(StreamOffsetGetParams::new(s, consumer))
         .await
         .expect("offset")
@@ -124,7 +129,7 @@ pub async fn a_moved_offset_refuses_the_expected_commit_and_rolls_back_everythin
         .await
         .expect("the other instance's commit");
     let key = "tx-offset-moved:stale";
-    let mut tx = begin_with_row(h, key).await;
+    let tx = begin_with_row(h, key).await;
     let refused = tx
         .stream_offset_commit(StreamOffsetCommitParams::new(s, "c", o[0]).expecting(0))
         .await;
@@ -132,7 +137,7 @@ pub async fn a_moved_offset_refuses_the_expected_commit_and_rolls_back_everythin
     assert_eq!(saved_offset(e, s, "c").await, Some(o[1]), "unmoved");
 
     let key = "tx-offset-moved:current";
-    let mut tx = begin_with_row(h, key).await;
+    let tx = begin_with_row(h, key).await;
     let at = tx
         .stream_offset_commit(StreamOffsetCommitParams::new(s, "c", o[2]).expecting(o[1]))
         .await
@@ -153,13 +158,13 @@ pub async fn a_concurrent_expected_commit_waits_and_is_refused<H: Harness>(h: &H
     let s = "tx-offset-race";
     let o = three_events(h, s).await;
     let first = "tx-offset-race:first";
-    let mut a = begin_with_row(h, first).await;
+    let a = begin_with_row(h, first).await;
     a.stream_offset_commit(StreamOffsetCommitParams::new(s, "c", o[1]).expecting(0))
         .await
         .expect("the first instance's commit");
     let second = "tx-offset-race:second";
     let b = async {
-        let mut b = begin_with_row(h, second).await;
+        let b = begin_with_row(h, second).await;
         let refused = b
             .stream_offset_commit(StreamOffsetCommitParams::new(s, "c", o[1]).expecting(0))
             .await;

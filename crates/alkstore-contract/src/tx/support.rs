@@ -1,8 +1,9 @@
 //! Helpers the transaction rows share.
 
+use alkstore_core::Writes as _;
 use std::time::Duration;
 
-use alkstore_core::{ErrorKind, StreamEngine, Transaction, Wake};
+use alkstore_core::{ErrorKind, Transaction, Wake};
 use tokio::time::Instant;
 
 use crate::streams::support::{ev, settle};
@@ -84,14 +85,19 @@ pub(crate) async fn woken(
 /// written before it is gone.
 pub(crate) async fn assert_refused_and_rolled_back<H: Harness, T: std::fmt::Debug>(
     h: &H,
-    mut tx: Transaction<H::Engine>,
+    tx: Transaction<H::Engine>,
     refused: alkstore_core::Result<T>,
     key: &str,
 ) {
     let err = refused.expect_err("not held");
     assert_eq!(err.kind(), ErrorKind::NotHeld, "{err}");
     assert!(tx.poisoned().is_some(), "the transaction is poisoned");
-    let later = tx.notify("tx-after-refusal", "never").await;
+    let later = tx
+        .notify(alkstore_core::notify::NotifyParams::new(
+            "tx-after-refusal",
+            "never",
+        ))
+        .await;
     assert_eq!(
         later.map_err(|e| e.kind()),
         Err(ErrorKind::RolledBack),

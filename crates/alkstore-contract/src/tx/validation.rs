@@ -4,6 +4,7 @@
 use alkstore_core::group::{GroupCheckpointParams, GroupEnsureParams};
 use alkstore_core::schedule::ScheduleSetParams;
 use alkstore_core::stream::{StreamOffsetCommitParams, StreamOffsetGetParams};
+use alkstore_core::Writes as _;
 use alkstore_core::{ErrorKind, GroupEngine, ScheduleEngine, StreamEngine};
 
 use super::support::{assert_rows, begin_with_row};
@@ -26,7 +27,7 @@ pub async fn bad_input_is_refused_without_poisoning_the_transaction<H: Harness>(
         .expect("ensure");
     let lease = claim(e, "tx-bad-g", "w", 1).await.pop().expect("lease");
     let key = "tx-bad-input";
-    let mut tx = begin_with_row(h, key).await;
+    let tx = begin_with_row(h, key).await;
     let mut kinds = Vec::new();
     let mut note = |what: &str, kind: Option<ErrorKind>| kinds.push((what.to_string(), kind));
     note(
@@ -42,11 +43,14 @@ pub async fn bad_input_is_refused_without_poisoning_the_transaction<H: Harness>(
     );
     note(
         "notify: empty channel",
-        tx.notify("", "x").await.err().map(|e| e.kind()),
+        tx.notify(alkstore_core::notify::NotifyParams::new("", "x"))
+            .await
+            .err()
+            .map(|e| e.kind()),
     );
     note(
         "fence: token 0",
-        tx.lock_fence("tx-bad-lock", 0)
+        tx.lock_fence(alkstore_core::lock::LockFenceParams::new("tx-bad-lock", 0))
             .await
             .err()
             .map(|e| e.kind()),

@@ -10,7 +10,6 @@ use super::{Notification, NotifyPollParams};
 /// The notify statements of one engine; callers use
 /// [`NotifyEngine`](super::NotifyEngine).
 pub trait NotifyDriver: Engine {
-
     /// See [`NotifyEngine::notify_poll`](super::NotifyEngine::notify_poll).
     fn notify_poll(
         &self,

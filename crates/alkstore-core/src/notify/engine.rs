@@ -13,7 +13,6 @@ use super::{Notification, NotifyPollParams};
 /// them ([`Capabilities::pushes_notifications`](crate::Capabilities) is
 /// false). Listen through the runtime (`store.channel(name).listen()`).
 pub trait NotifyEngine: Engine {
-
     /// A channel's kept notifications after `after_id`, oldest first (empty
     /// on engines that push them instead).
     fn notify_poll(
@@ -33,7 +32,6 @@ pub trait NotifyEngine: Engine {
 }
 
 impl<D: NotifyDriver> NotifyEngine for D {
-
     async fn notify_poll(&self, params: NotifyPollParams) -> Result<Vec<Notification>> {
         engine_call!(self, notify_poll, params => NotifyPollParams, |p| {
             NotifyDriver::notify_poll(self, p)

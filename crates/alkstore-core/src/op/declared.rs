@@ -60,7 +60,9 @@ impl Op for JobSettleParams {
         out.outcomes.iter().any(|o| {
             matches!(
                 o,
-                Settled::Retried(RetryOutcome::NotHeld) | Settled::Failed(false) | Settled::Snoozed(None)
+                Settled::Retried(RetryOutcome::NotHeld)
+                    | Settled::Failed(false)
+                    | Settled::Snoozed(None)
             )
         })
     }

@@ -255,10 +255,7 @@ pub trait Writes: Place {
 
     /// Retry a claimed job with the queue's backoff (or its own delay), or
     /// move it to dead when out of attempts.
-    fn job_retry(
-        &self,
-        params: JobRetryParams,
-    ) -> impl Future<Output = Result<RetryOutcome>> + Send
+    fn job_retry(&self, params: JobRetryParams) -> impl Future<Output = Result<RetryOutcome>> + Send
     where
         Self::Engine: Drive<JobSettleParams>,
     {
@@ -412,6 +409,40 @@ pub trait Writes: Place {
 }
 
 impl<T: Place + ?Sized> Writes for T {}
+
+/// An engine that drives every write operation: the one bound for code
+/// generic over engines (`E: AllOps`) that calls them by name.
+pub trait AllOps:
+    Engine
+    + Drive<JobEnqueueParams>
+    + Drive<JobAckParams>
+    + Drive<JobSettleParams>
+    + Drive<StreamPublishParams>
+    + Drive<StreamOffsetCommitParams>
+    + Drive<NotifyParams>
+    + Drive<ScheduleSetParams>
+    + Drive<ScheduleNameParams>
+    + Drive<SchedulePauseParams>
+    + Drive<GroupCheckpointParams>
+    + Drive<LockFenceParams>
+{
+}
+
+impl<T> AllOps for T where
+    T: Engine
+        + Drive<JobEnqueueParams>
+        + Drive<JobAckParams>
+        + Drive<JobSettleParams>
+        + Drive<StreamPublishParams>
+        + Drive<StreamOffsetCommitParams>
+        + Drive<NotifyParams>
+        + Drive<ScheduleSetParams>
+        + Drive<ScheduleNameParams>
+        + Drive<SchedulePauseParams>
+        + Drive<GroupCheckpointParams>
+        + Drive<LockFenceParams>
+{
+}
 
 /// The one outcome of a single-claim settle.
 fn one(settlement: Settlement) -> Result<Settled> {

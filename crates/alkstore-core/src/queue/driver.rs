@@ -18,7 +18,6 @@ use super::types::*;
 ///
 /// Batch methods are never called with an empty batch.
 pub trait QueueDriver: Engine {
-
     /// See [`QueueEngine::job_enqueue_claimed`](super::QueueEngine::job_enqueue_claimed):
     /// the insert and the claim in one statement or transaction; the
     /// wrapper sends the wake hint of a job left pending.
@@ -160,7 +159,6 @@ pub trait QueueDriver: Engine {
 macro_rules! queue_driver_by_parts {
     ($engine:ty) => {
         impl $crate::queue::QueueDriver for $engine {
-
             async fn job_enqueue_claimed(
                 &self,
                 params: $crate::Checked<$crate::queue::JobEnqueueClaimedParams>,

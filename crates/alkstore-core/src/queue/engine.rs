@@ -25,7 +25,6 @@ use super::types::*;
 /// [`Error::PayloadTooLarge`](crate::Error::PayloadTooLarge)) without writing
 /// anything.
 pub trait QueueEngine: Engine {
-
     /// Enqueue one job and, when nothing is ahead of it (it is due now, has
     /// no unique key, its queue is not paused, no other due job of the
     /// queue is pending), claim
@@ -74,7 +73,6 @@ pub trait QueueEngine: Engine {
         &self,
         params: impl Into<JobCancelRequestsParams> + Send,
     ) -> impl Future<Output = Result<Vec<i64>>> + Send;
-
 }
 
 /// Queue inspection and operator actions: look up, list and count jobs,
@@ -186,7 +184,6 @@ pub trait QueueAdmin: Engine {
 }
 
 impl<D: QueueDriver> QueueEngine for D {
-
     async fn job_enqueue_claimed(
         &self,
         params: JobEnqueueClaimedParams,
@@ -235,7 +232,6 @@ impl<D: QueueDriver> QueueEngine for D {
             QueueDriver::job_cancel_requests(self, p).await
         })
     }
-
 }
 
 impl<D: QueueDriver> QueueAdmin for D {

@@ -13,7 +13,6 @@ use super::types::*;
 /// methods document the behaviour (the contract suite checks it). "Now" is
 /// the database's clock (the engine's injected clock in tests).
 pub trait ScheduleDriver: Engine {
-
     /// See [`ScheduleEngine::schedule_list`](super::ScheduleEngine::schedule_list).
     fn schedule_list(&self) -> impl Future<Output = Result<Vec<ScheduleInfo>>> + Send;
 

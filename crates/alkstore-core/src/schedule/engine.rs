@@ -16,7 +16,6 @@ use super::types::*;
 /// zone — is a typed error with a message that says what is wrong, and
 /// writes nothing.
 pub trait ScheduleEngine: Engine {
-
     /// Every schedule, by name.
     fn schedule_list(&self) -> impl Future<Output = Result<Vec<ScheduleInfo>>> + Send;
 
@@ -51,7 +50,6 @@ pub trait ScheduleEngine: Engine {
 }
 
 impl<D: ScheduleDriver> ScheduleEngine for D {
-
     async fn schedule_list(&self) -> Result<Vec<ScheduleInfo>> {
         engine_call!(self, schedule_list, () => (), |_p| ScheduleDriver::schedule_list(self))
     }

@@ -14,7 +14,6 @@ use super::types::*;
 ///
 /// `stream_publish` is never called with an empty batch.
 pub trait StreamDriver: Engine {
-
     /// See [`StreamEngine::stream_read`](super::StreamEngine::stream_read).
     fn stream_read(
         &self,

@@ -14,7 +14,6 @@ use super::types::*;
 /// (through its [`StreamDriver`]); the contract suite checks they behave
 /// the same. Bad input is a typed error and writes nothing.
 pub trait StreamEngine: Engine {
-
     /// Up to `limit` events of a stream after an offset, in offset order.
     /// Gap-safe: an event a still-open transaction may yet precede is not
     /// returned until that transaction ends, so a reader that moves its
@@ -61,7 +60,6 @@ pub trait StreamEngine: Engine {
 }
 
 impl<D: StreamDriver> StreamEngine for D {
-
     async fn stream_read(&self, params: StreamReadParams) -> Result<Vec<Event>> {
         engine_call!(self, stream_read, params => StreamReadParams, |p| {
             StreamDriver::stream_read(self, p)

@@ -13,6 +13,7 @@ use alkstore_core::notify::NotifyParams;
 use alkstore_core::queue::{JobFailParams, JobSnoozeParams};
 use alkstore_core::schedule::ScheduleSetParams;
 use alkstore_core::stream::{NewEvent, StreamOffsetCommitParams};
+use alkstore_core::Writes as _;
 
 use super::wire::{AtomicResult, CheckpointView, Snoozed};
 use crate::queues::{Done, EnqueuedJob, EnqueuedJobs};
@@ -79,7 +80,10 @@ impl Write {
                 AtomicResult::Fail(Done { done: true })
             }
             Write::Snooze(p) => AtomicResult::Snooze(Snoozed {
-                run_at: tx.job_snooze(p).await?,
+                // A lost claim is `NotHeld` inside a transaction.
+                run_at: tx.job_snooze(p).await?.ok_or_else(|| {
+                    alkstore::Error::database("job_snooze", "no due time for a held claim")
+                })?,
             }),
             Write::OffsetCommit(p) => AtomicResult::OffsetCommit(OffsetView {
                 offset: Some(tx.stream_offset_commit(p).await?),
@@ -88,11 +92,11 @@ impl Write {
                 checkpoint: tx.group_checkpoint(p).await?,
             }),
             Write::Notify(p) => {
-                tx.notify(p.channel, p.payload).await?;
+                tx.channel(p.channel).notify(p.payload).await?;
                 AtomicResult::Notify
             }
             Write::LockFence(p) => {
-                tx.lock_fence(p.name, p.token).await?;
+                tx.lock(p.name).fence(p.token).await?;
                 AtomicResult::LockFence
             }
             Write::ScheduleSet(p) => AtomicResult::ScheduleSet(tx.schedule_set(p).await?.into()),

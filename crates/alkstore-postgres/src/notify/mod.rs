@@ -2,9 +2,7 @@
 //! channel; every engine's LISTEN connection turns the messages into
 //! `Wake::Message`s for its listeners. Nothing is kept.
 
-use alkstore_core::notify::{
-    encode_message, Notification, NotifyDriver, NotifyPollParams,
-};
+use alkstore_core::notify::{encode_message, Notification, NotifyDriver, NotifyPollParams};
 use alkstore_core::{Checked, Error, Result};
 
 use crate::conn::Exec;
@@ -29,7 +27,6 @@ pub(crate) async fn send_in<E: Exec + ?Sized>(
 }
 
 impl NotifyDriver for PgEngine {
-
     async fn notify_poll(&self, _params: Checked<NotifyPollParams>) -> Result<Vec<Notification>> {
         Ok(Vec::new())
     }

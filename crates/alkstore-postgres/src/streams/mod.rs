@@ -5,8 +5,8 @@ pub(crate) mod sql;
 
 use alkstore_core::stream::{
     ConsumerOffset, Event, NewEvent, StreamDriver, StreamInfo, StreamOffsetCommitParams,
-    StreamOffsetGetParams, StreamOffsetsParams, StreamReadParams,
-    StreamRetentionParams, StreamStats, StreamStatsParams, StreamTrimParams,
+    StreamOffsetGetParams, StreamOffsetsParams, StreamReadParams, StreamRetentionParams,
+    StreamStats, StreamStatsParams, StreamTrimParams,
 };
 use alkstore_core::validate::{count, secs};
 use alkstore_core::{Checked, Error, Result};

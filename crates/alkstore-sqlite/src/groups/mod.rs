@@ -16,11 +16,11 @@ mod read;
 
 use alkstore_core::group::BucketCount;
 use alkstore_core::group::{
-    BucketEvent, BucketLease, GroupClaimParams, GroupDead,
-    GroupDeadAddParams, GroupDeadListParams, GroupDeadPurgeParams, GroupDeadRequeueParams,
-    GroupDeadResolveParams, GroupDeadTakeParams, GroupDriver, GroupEnsureParams, GroupInfo,
-    GroupLeaveParams, GroupReadParams, GroupReleaseParams, GroupRenewParams, GroupResize,
-    GroupResizeParams, GroupStatus, GroupStatusParams, Renewal,
+    BucketEvent, BucketLease, GroupClaimParams, GroupDead, GroupDeadAddParams, GroupDeadListParams,
+    GroupDeadPurgeParams, GroupDeadRequeueParams, GroupDeadResolveParams, GroupDeadTakeParams,
+    GroupDriver, GroupEnsureParams, GroupInfo, GroupLeaveParams, GroupReadParams,
+    GroupReleaseParams, GroupRenewParams, GroupResize, GroupResizeParams, GroupStatus,
+    GroupStatusParams, Renewal,
 };
 use alkstore_core::{Checked, Result};
 

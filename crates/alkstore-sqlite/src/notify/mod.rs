@@ -2,9 +2,7 @@
 //! listeners read their channel's new rows when woken (in-process hint, or
 //! the data_version watcher for other processes' commits).
 
-use alkstore_core::notify::{
-    Notification, NotifyDriver, NotifyPollParams, NOTIFY_KEEP_MS,
-};
+use alkstore_core::notify::{Notification, NotifyDriver, NotifyPollParams, NOTIFY_KEEP_MS};
 use alkstore_core::{Checked, Result};
 use rusqlite::{params, Connection};
 
@@ -26,7 +24,6 @@ pub(crate) fn insert(conn: &Connection, channel: &str, payload: &str, now_ms: i6
 }
 
 impl NotifyDriver for SqliteEngine {
-
     async fn notify_poll(&self, params: Checked<NotifyPollParams>) -> Result<Vec<Notification>> {
         let p = params.into_inner();
         self.read("notify_poll", move |conn| {

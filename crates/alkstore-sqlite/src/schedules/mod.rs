@@ -152,7 +152,6 @@ pub(crate) fn set_paused_in(
 }
 
 impl ScheduleDriver for SqliteEngine {
-
     async fn schedule_list(&self) -> Result<Vec<ScheduleInfo>> {
         self.read("schedule_list", move |conn| {
             conn.prepare_cached(&format!(

@@ -3,8 +3,8 @@
 use alkstore_core::group::hashtextextended;
 use alkstore_core::stream::{
     ConsumerOffset, Event, NewEvent, StreamDriver, StreamInfo, StreamOffsetCommitParams,
-    StreamOffsetGetParams, StreamOffsetsParams, StreamReadParams,
-    StreamRetentionParams, StreamStats, StreamStatsParams, StreamTrimParams,
+    StreamOffsetGetParams, StreamOffsetsParams, StreamReadParams, StreamRetentionParams,
+    StreamStats, StreamStatsParams, StreamTrimParams,
 };
 use alkstore_core::validate::count;
 use alkstore_core::validate::secs;
@@ -235,7 +235,6 @@ pub(crate) fn offset_commit_in(
 }
 
 impl StreamDriver for SqliteEngine {
-
     async fn stream_read(&self, params: Checked<StreamReadParams>) -> Result<Vec<Event>> {
         let p = params.into_inner();
         let stream: std::sync::Arc<str> = p.stream.as_str().into();

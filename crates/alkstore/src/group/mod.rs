@@ -44,8 +44,8 @@ pub use options::GroupOpts;
 pub use runner::GroupRunner;
 pub use shared::{GroupEvent, GroupReport};
 
-use alkstore_core::Writes as _;
 use crate::runs::Runs;
+use alkstore_core::Writes as _;
 use alkstore_core::{GroupEngine, Result};
 
 use crate::Store;

@@ -47,7 +47,11 @@ pub(crate) async fn sweep_loop(engine: AnyEngine, every: Duration) {
     let start = tokio::time::Instant::now();
     let mut tick = tokio::time::interval_at(start + look, look);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let lock = crate::lock::Lock::new(crate::Store::from_engine(engine.clone()), MAINTENANCE_LOCK.into()).ttl(
+    let lock = crate::lock::Lock::new(
+        crate::Store::from_engine(engine.clone()),
+        MAINTENANCE_LOCK.into(),
+    )
+    .ttl(
         every
             .saturating_mul(3)
             .clamp(Duration::from_secs(1), crate::lock::MAX_LOCK_TTL),
