@@ -1,5 +1,5 @@
 //! Where a handle's writes run: on the store (each call commits on its
-//! own) or inside a transaction ([`Tx`](crate::Tx)). Every handle is one
+//! own) or inside a transaction ([`Tx`]). Every handle is one
 //! type with this as a parameter (`Queue<R: Runs = Store>`), so its writes
 //! are written once and `store.queue("emails").enqueue(..)` and
 //! `tx.queue("emails").enqueue(..)` are the same method.

@@ -110,19 +110,19 @@ impl JobRetryParams {
 }
 
 /// One finished attempt that did not end in an ack, for
-/// [`QueueEngine::job_settle`](super::QueueEngine::job_settle).
+/// [`Writes::job_settle`](crate::Writes::job_settle).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Settle {
-    /// As [`QueueEngine::job_retry`](super::QueueEngine::job_retry).
+    /// As [`Writes::job_retry`](crate::Writes::job_retry).
     Retry(JobRetryParams),
-    /// As [`QueueEngine::job_fail`](super::QueueEngine::job_fail).
+    /// As [`Writes::job_fail`](crate::Writes::job_fail).
     Fail {
         /// The caller's claim.
         claim: Claim,
         /// Why (kept on the dead letter).
         error: String,
     },
-    /// As [`QueueEngine::job_snooze`](super::QueueEngine::job_snooze).
+    /// As [`Writes::job_snooze`](crate::Writes::job_snooze).
     Snooze {
         /// The caller's claim.
         claim: Claim,

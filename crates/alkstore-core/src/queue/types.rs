@@ -532,7 +532,7 @@ pub enum Settled {
     Snoozed(Option<i64>),
 }
 
-/// What an engine's [`QueueDriver::job_settle`](super::QueueDriver::job_settle)
+/// What an engine's [`Writes::job_settle`](crate::Writes::job_settle)
 /// reports: the outcomes, and whether any left its job claimable at once
 /// (a retry or snooze due now by the engine's clock), so the wrapper wakes
 /// this process's workers.

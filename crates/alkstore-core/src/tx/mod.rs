@@ -24,7 +24,7 @@
 //!   under the lease epoch the caller holds, and keeps the lease from being
 //!   taken over until the transaction ends.
 //! - `stream_offset_commit` with an expectation
-//!   ([`StreamOffsetCommitParams::expecting`]) only moves a consumer's
+//!   ([`StreamOffsetCommitParams::expecting`](crate::stream::StreamOffsetCommitParams::expecting)) only moves a consumer's
 //!   offset from the one the caller read, and keeps it there until the
 //!   transaction ends, so two instances of a consumer cannot both commit
 //!   their writes for the same events.
