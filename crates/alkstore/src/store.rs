@@ -211,9 +211,10 @@ impl Store {
         crate::lock::Lock::new(self.clone(), name.into())
     }
 
-    /// Open a transaction of the application's own: every primitive's
-    /// writes (`job_enqueue`, `stream_publish`, `notify`, `job_ack`, …)
-    /// and the application's own SQL on [`Tx::sqlite`](crate::Tx::sqlite)
+    /// Open a transaction of the application's own: the writes of every
+    /// handle it gives (`tx.queue(..)`, `tx.stream(..)`, `tx.channel(..)`,
+    /// `tx.schedule(..)`, `tx.group(..)`, `tx.lock(..)`, the same methods
+    /// as the store's) and the application's own SQL on [`Tx::sqlite`](crate::Tx::sqlite)
     /// or [`Tx::postgres`](crate::Tx::postgres) commit together, or not at
     /// all. Dropped without `commit`, it rolls back. On SQLite it holds the
     /// store's write lock until it ends: keep it short.
@@ -221,8 +222,8 @@ impl Store {
     /// ```no_run
     /// # async fn demo(store: &alkstore::Store) -> alkstore::Result<()> {
     /// let mut tx = store.begin().await?;
-    /// tx.job_enqueue(alkstore::queue::NewJob::new("emails", b"order 1".to_vec())).await?;
-    /// tx.stream_publish(vec![alkstore::stream::NewEvent::new("orders", b"1 placed".to_vec())]).await?;
+    /// tx.queue("emails").enqueue(&serde_json::json!({"order": 1})).await?;
+    /// tx.stream("orders").publish(Some("customer-7"), b"1 placed".to_vec()).await?;
     /// tx.commit().await?;
     /// # Ok(()) }
     /// ```
@@ -241,8 +242,8 @@ impl Store {
     /// let id = store
     ///     .transaction(|tx| {
     ///         Box::pin(async move {
-    ///             let jobs = tx.job_enqueue(alkstore::queue::NewJob::new("emails", b"hi".to_vec())).await?;
-    ///             Ok::<_, alkstore::Error>(jobs[0].id())
+    ///             let job = tx.queue("emails").enqueue(&"hi").await?;
+    ///             Ok::<_, alkstore::Error>(job.id())
     ///         })
     ///     })
     ///     .await?;

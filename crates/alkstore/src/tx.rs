@@ -3,17 +3,20 @@
 //!
 //! ```no_run
 //! # async fn demo(store: &alkstore::Store) -> alkstore::Result<()> {
-//! use alkstore::queue::NewJob;
 //! let mut tx = store.begin().await?;
 //! if let Some(conn) = tx.sqlite() {
 //!     conn.execute("INSERT INTO orders (id) VALUES (1)", [])
 //!         .map_err(|e| alkstore::Error::database("insert order", e.to_string()))?;
 //! }
-//! tx.job_enqueue(NewJob::new("emails", b"order 1".to_vec())).await?;
+//! tx.queue("emails").enqueue(&serde_json::json!({"order": 1})).await?;
+//! tx.channel("orders").notify("1 placed").await?;
 //! tx.commit().await?;
 //! # Ok(()) }
 //! ```
 //!
+//! The handles are the store's, with the same write methods (see
+//! [`Runs`](crate::runs::Runs)); the operations are also callable by name
+//! ([`Writes`](alkstore_core::Writes): `tx.transaction().job_enqueue(..)`).
 //! What each call promises, and when a transaction refuses to commit, is
 //! in [`alkstore_core::tx`].
 

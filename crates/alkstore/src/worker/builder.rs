@@ -231,7 +231,7 @@ impl Worker {
     ///
     /// ```no_run
     /// # async fn demo(store: alkstore::Store) -> alkstore::Result<()> {
-    /// use alkstore::{queue::{NewJob}, JobCtx, JobError, Worker};
+    /// use alkstore::{JobCtx, JobError, Worker};
     ///
     /// #[derive(serde::Deserialize)]
     /// struct Order { id: i64 }
@@ -242,8 +242,7 @@ impl Worker {
     ///             conn.execute("UPDATE orders SET paid = 1 WHERE id = ?1", [job.payload().id])
     ///                 .map_err(JobError::retry)?;
     ///         }
-    ///         let receipt = format!("{{\"order\":{}}}", job.payload().id);
-    ///         tx.job_enqueue(NewJob::new("receipts", receipt.into_bytes())).await?;
+    ///         tx.queue("receipts").enqueue(&job.payload().id).await?;
     ///         Ok(())
     ///     })
     /// });
