@@ -14,7 +14,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> alkstore_core::Result<()> {
-//! use alkstore_core::{NewJob, QueueEngine};
+//! use alkstore_core::{NewJob, Writes};
 //! use alkstore_postgres::{PgEngine, PgOptions};
 //! let engine = PgEngine::open(PgOptions::new("postgres://postgres@127.0.0.1/app", "jobs")).await?;
 //! engine.job_enqueue(vec![NewJob::new("emails", b"hello".to_vec())]).await?;

@@ -103,7 +103,7 @@ impl PgEngine {
     ///
     /// ```no_run
     /// # async fn demo(engine: &alkstore_postgres::PgEngine, client: &mut tokio_postgres::Client) -> Result<(), Box<dyn std::error::Error>> {
-    /// use alkstore_core::NewJob;
+    /// use alkstore_core::{NewJob, Writes};
     /// let tx = client.transaction().await?;
     /// tx.execute("INSERT INTO orders (id) VALUES (1)", &[]).await?;
     /// engine.within(&tx).job_enqueue(vec![NewJob::new("emails", b"order 1".to_vec())]).await?;
@@ -123,7 +123,7 @@ impl PgEngine {
     ///
     /// ```no_run
     /// # async fn demo(engine: &alkstore_postgres::PgEngine, pool: &sqlx::PgPool) -> Result<(), Box<dyn std::error::Error>> {
-    /// use alkstore_core::NewJob;
+    /// use alkstore_core::{NewJob, Writes};
     /// let mut tx = pool.begin().await?;
     /// sqlx::query("INSERT INTO orders (id) VALUES (1)").execute(&mut *tx).await?;
     /// engine.within_sqlx(&mut *tx).job_enqueue(vec![NewJob::new("emails", b"order 1".to_vec())]).await?;

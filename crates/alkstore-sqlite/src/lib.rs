@@ -61,7 +61,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> alkstore_core::Result<()> {
-//! use alkstore_core::{NewJob, QueueEngine};
+//! use alkstore_core::{NewJob, Writes};
 //! use alkstore_sqlite::{SqliteEngine, SqliteOptions};
 //! let engine = SqliteEngine::open(SqliteOptions::new("app.db"))?;
 //! engine.job_enqueue(vec![NewJob::new("emails", b"hello".to_vec())]).await?;

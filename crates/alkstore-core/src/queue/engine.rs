@@ -34,8 +34,8 @@ pub trait QueueEngine: Engine {
     /// any enqueued job.
     ///
     /// ```
-    /// # async fn f(e: &impl alkstore_core::QueueEngine) -> alkstore_core::Result<()> {
-    /// use alkstore_core::{JobEnqueueClaimedParams, NewJob};
+    /// # async fn f(e: &(impl alkstore_core::QueueEngine + alkstore_core::AllOps)) -> alkstore_core::Result<()> {
+    /// use alkstore_core::{JobEnqueueClaimedParams, NewJob, Writes};
     /// let out = e
     ///     .job_enqueue_claimed(JobEnqueueClaimedParams::new(NewJob::new("mail", b"{}".to_vec()), "w1"))
     ///     .await?;
