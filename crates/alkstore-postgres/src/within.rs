@@ -179,8 +179,9 @@ impl Place for Within<'_, '_> {
         self.engine
     }
 
-    fn run<P: Op>(
+    fn run_as<P: Op>(
         &self,
+        _name: &'static str,
         params: impl Into<P> + Send,
     ) -> impl std::future::Future<Output = Result<P::Output>> + Send
     where

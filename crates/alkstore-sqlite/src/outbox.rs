@@ -40,14 +40,13 @@ impl SqliteEngine {
     /// # async fn demo(engine: &alkstore_sqlite::SqliteEngine, conn: &mut rusqlite::Connection) -> Result<(), Box<dyn std::error::Error>> {
     /// use alkstore_core::notify::NotifyParams;
     /// use alkstore_core::{NewJob, Writes};
-    /// use futures_util::FutureExt as _;
     /// use rusqlite::TransactionBehavior;
     /// let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     /// tx.execute("INSERT INTO orders (id) VALUES (1)", [])?;
     /// let store = engine.within(&tx);
-    /// // Each call has run when it returns: its future is ready at once, so
-    /// // synchronous code takes its output with `now_or_never`.
-    /// store.job_enqueue(NewJob::new("emails", b"order 1".to_vec())).now_or_never();
+    /// // Each call has run when it returns: its future is ready at once
+    /// // (synchronous code calls `run_now` instead).
+    /// store.job_enqueue(NewJob::new("emails", b"order 1".to_vec())).await?;
     /// store.notify(NotifyParams::new("orders", "1 placed")).await?;
     /// tx.commit()?;
     /// # Ok(()) }
@@ -114,18 +113,28 @@ impl<'c> Within<'c> {
         if let Some(out) = p.idle() {
             return Ok(out);
         }
-        let fence = p.fence();
-        let out = self
-            .engine
+        let Some(what) = p.fence() else {
+            return self.drive_now(p);
+        };
+        // A fenced batch with one claim lost writes nothing of itself:
+        // the claims still held are not settled either.
+        self.all_or_none(P::NAME, |_| match self.drive_now(p)? {
+            out if P::lost(&out) => Err(Error::NotHeld { what }),
+            out => Ok(out),
+        })
+    }
+
+    /// The engine's transaction arm of `P`, which runs before it returns.
+    fn drive_now<P: Op>(&self, p: Checked<P>) -> Result<P::Output>
+    where
+        SqliteEngine: Drive<P>,
+    {
+        self.engine
             .drive(At::Tx(self.conn), p)
             .now_or_never()
             .ok_or_else(|| {
                 Error::database(P::NAME, "a transaction's write did not finish at once")
-            })??;
-        match fence {
-            Some(what) if P::lost(&out) => Err(Error::NotHeld { what }),
-            _ => Ok(out),
-        }
+            })?
     }
 
     /// Run `f`'s writes on the connection in a savepoint: kept when it
@@ -163,8 +172,9 @@ impl Place for Within<'_> {
         self.engine
     }
 
-    fn run<P: Op>(
+    fn run_as<P: Op>(
         &self,
+        name: &'static str,
         params: impl Into<P> + Send,
     ) -> impl std::future::Future<Output = Result<P::Output>> + Send
     where
@@ -173,7 +183,7 @@ impl Place for Within<'_> {
         let out = self.run_now::<P>(params.into());
         if let Err(e) = &out {
             if e.kind() != ErrorKind::InvalidInput {
-                tracing::debug!(error = %e, op = P::NAME, "a call in the application's transaction failed");
+                tracing::debug!(error = %e, op = name, "a call in the application's transaction failed");
             }
         }
         std::future::ready(out)

@@ -1082,6 +1082,48 @@ async fn tx_begin_waits_for_a_lock_held_elsewhere_off_the_runtime() {
     assert_eq!(e.queue_stats("q").await.expect("stats").ready, 1);
 }
 
+/// A batch ack on the application's own transaction with one claim lost
+/// is `NotHeld` and writes nothing of itself: the claim still held is not
+/// acked either, so a rollback the caller forgets cannot half-settle it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_within_batch_with_a_lost_claim_writes_nothing() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let e = store_with_orders(&dir);
+    e.job_enqueue(vec![
+        NewJob::new("q", b"1".to_vec()),
+        NewJob::new("q", b"2".to_vec()),
+    ])
+    .await
+    .expect("enqueue");
+    let jobs = e
+        .job_claim(JobClaimParams::new("q", "w", 10))
+        .await
+        .expect("claim");
+    assert_eq!(jobs.len(), 2);
+    let held = jobs[0].claim();
+    let mut lost = jobs[1].claim();
+    lost.token += 1;
+    let engine = e.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut conn = rusqlite::Connection::open(engine.path()).expect("conn");
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .expect("timeout");
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .expect("begin");
+        let err = engine
+            .within(&tx)
+            .run_now::<alkstore_core::queue::JobAckParams>(vec![held, lost])
+            .expect_err("one claim lost");
+        assert_eq!(err.kind(), ErrorKind::NotHeld, "{err}");
+        tx.commit().expect("commit");
+    })
+    .await
+    .expect("app thread");
+    let s = e.queue_stats("q").await.expect("stats");
+    assert_eq!(s.processing, 2, "neither job was acked: {s:?}");
+}
+
 /// The same calls on a transaction of the application's own connection
 /// (`within`): validated against the store's limits (refused input
 /// changes nothing), fenced like the engine's transaction.

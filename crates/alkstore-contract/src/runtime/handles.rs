@@ -136,6 +136,118 @@ pub async fn a_channel_handle_sends_to_its_listeners<H: RuntimeHarness>(h: &H) {
     assert_eq!(bad.kind(), ErrorKind::InvalidInput);
 }
 
+/// The transaction hands out the store's handles, with the same write
+/// methods: a queue's enqueue, a stream's publish, a schedule's set, a
+/// lock's fence and the application's own row commit together, or (rolled
+/// back) leave nothing.
+pub async fn a_transactions_handles_commit_together_or_not_at_all<H: RuntimeHarness>(h: &H) {
+    let store = h.store();
+    let name = "tx-handles";
+    let guard = store
+        .lock(name)
+        .try_acquire()
+        .await
+        .expect("acquire")
+        .expect("free");
+    let business = h.business();
+    for (n, commit) in [(1, false), (2, true)] {
+        let mut tx = store.begin().await.expect("begin");
+        business
+            .insert(&mut tx, name, n)
+            .await
+            .expect("the application's row");
+        let job = tx
+            .queue(name)
+            .enqueue(&serde_json::json!({ "n": n }))
+            .await
+            .expect("enqueue");
+        assert!(job.id() > 0, "an id from the transaction");
+        tx.stream(name)
+            .publish(Some("k"), format!("{n}").into_bytes())
+            .await
+            .expect("publish");
+        tx.schedule(name)
+            .set("@every 1h", name)
+            .await
+            .expect("schedule");
+        tx.lock(name).fence(guard.token()).await.expect("held");
+        if commit {
+            tx.commit().await.expect("commit");
+        } else {
+            tx.rollback().await.expect("rollback");
+        }
+    }
+    assert_eq!(
+        business.rows().await.expect("rows"),
+        vec![(name.to_string(), 2)],
+        "only the committed row"
+    );
+    let stats = store.queue(name).stats().await.expect("stats");
+    assert_eq!(stats.ready, 1, "only the committed job: {stats:?}");
+    assert!(
+        store.schedule(name).get().await.expect("get").is_some(),
+        "the committed schedule"
+    );
+    // Readable once every older writer has ended (gap safety): wait for it.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let events = loop {
+        let events = store.stream(name).read(0, 10).await.expect("read");
+        if !events.is_empty() || tokio::time::Instant::now() >= deadline {
+            break events;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let payloads: Vec<&[u8]> = events.iter().map(|e| e.payload.as_slice()).collect();
+    assert_eq!(payloads, [b"2".as_slice()], "only the committed event");
+    assert_eq!(
+        guard.release().await.expect("release"),
+        alkstore::lock::LockReleased::Released
+    );
+}
+
+/// A fence with a token the lock no longer has is `NotHeld` on the
+/// transaction's lock handle, and the transaction then refuses to commit:
+/// the job enqueued through its queue handle before goes with it.
+pub async fn a_lost_lock_fence_on_a_transactions_handle_rolls_everything_back<H: RuntimeHarness>(
+    h: &H,
+) {
+    let store = h.store();
+    let name = "tx-handles-lost";
+    let guard = store
+        .lock(name)
+        .try_acquire()
+        .await
+        .expect("acquire")
+        .expect("free");
+    let tx = store.begin().await.expect("begin");
+    tx.queue(name).enqueue(&1).await.expect("enqueue");
+    let err = tx
+        .lock(name)
+        .fence(guard.token() + 1)
+        .await
+        .expect_err("not this token");
+    assert_eq!(err.kind(), ErrorKind::NotHeld, "{err}");
+    let refused = tx.commit().await.expect_err("poisoned");
+    assert_eq!(refused.kind(), ErrorKind::RolledBack, "{refused}");
+    let stats = store.queue(name).stats().await.expect("stats");
+    assert_eq!(stats.ready, 0, "the enqueue rolled back: {stats:?}");
+    // The same fence outside a transaction: a check, no hold.
+    store.lock(name).fence(guard.token()).await.expect("held");
+    let err = store
+        .lock(name)
+        .fence(guard.token() + 1)
+        .await
+        .expect_err("not this token");
+    assert_eq!(err.kind(), ErrorKind::NotHeld, "{err}");
+    let token = guard.token();
+    assert_eq!(
+        guard.release().await.expect("release"),
+        alkstore::lock::LockReleased::Released
+    );
+    let err = store.lock(name).fence(token).await.expect_err("released");
+    assert_eq!(err.kind(), ErrorKind::NotHeld, "{err}");
+}
+
 /// The rows above, for [`contract_suite!`](crate::contract_suite): list each
 /// `pub async fn …<H: RuntimeHarness>` here, next to where it is written.
 #[doc(hidden)]
@@ -147,6 +259,8 @@ macro_rules! __runtime_handles {
             a_rate_handle_admits_its_limit_per_window,
             the_results_handle_reads_and_awaits_results,
             a_channel_handle_sends_to_its_listeners,
+            a_transactions_handles_commit_together_or_not_at_all,
+            a_lost_lock_fence_on_a_transactions_handle_rolls_everything_back,
         ] }
     };
 }

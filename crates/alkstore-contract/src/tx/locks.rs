@@ -139,6 +139,31 @@ pub async fn a_takeover_waits_for_the_fencing_transaction<H: Harness>(h: &H) {
     );
 }
 
+/// Calls made together on one transaction (`join!`) run one at a time, in
+/// turn, and all commit: none is refused or lost.
+pub async fn calls_made_together_on_one_transaction_take_turns<H: Harness>(h: &H) {
+    let e = h.engine();
+    let name = "tx-turns";
+    let a = acquire(h, name, "a").await.expect("free");
+    let tx = begin_with_row(h, &End::Commit.key(name)).await;
+    let job = alkstore_core::NewJob::new(name, b"1".to_vec());
+    let (enqueued, fenced, notified) = tokio::join!(
+        tx.job_enqueue(job),
+        tx.lock_fence(alkstore_core::lock::LockFenceParams::new(name, a.token)),
+        tx.notify(alkstore_core::notify::NotifyParams::new(name, "x")),
+    );
+    assert_eq!(enqueued.expect("enqueue").len(), 1);
+    fenced.expect("fence");
+    notified.expect("notify");
+    assert!(tx.poisoned().is_none(), "{:?}", tx.poisoned());
+    tx.commit().await.expect("commit");
+    let stats = alkstore_core::QueueAdmin::queue_stats(e, name)
+        .await
+        .expect("stats");
+    assert_eq!(stats.ready, 1, "{stats:?}");
+    assert_rows(h, &committed_row(name), "committed").await;
+}
+
 /// The rows above, for [`contract_suite!`](crate::contract_suite): list each
 /// `pub async fn …<H: Harness>` here, next to where it is written.
 #[doc(hidden)]
@@ -149,6 +174,7 @@ macro_rules! __tx_locks {
             lock_fence_commits_with_the_business_row_or_not_at_all,
             a_lost_lock_refuses_the_fence_and_rolls_back_everything,
             a_takeover_waits_for_the_fencing_transaction,
+            calls_made_together_on_one_transaction_take_turns,
         ] }
     };
 }

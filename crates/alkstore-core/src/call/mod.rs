@@ -89,10 +89,11 @@ impl<P> Deref for Checked<P> {
 /// Record one finished engine call.
 pub(crate) fn record<T>(
     engine: &'static str,
-    method: &'static str,
+    method: impl Into<metrics::SharedString>,
     started: Instant,
     out: &Result<T>,
 ) {
+    let method: metrics::SharedString = method.into();
     let outcome = match out {
         Ok(_) => "ok",
         Err(e) => e.kind().as_str(),
@@ -100,7 +101,7 @@ pub(crate) fn record<T>(
     metrics::counter!(
         "alkstore_engine_calls_total",
         "engine" => engine,
-        "method" => method,
+        "method" => method.clone(),
         "outcome" => outcome
     )
     .increment(1);

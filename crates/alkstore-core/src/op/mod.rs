@@ -43,7 +43,8 @@ use crate::{
 pub trait Op: Validate + Send + 'static {
     /// What it returns.
     type Output: Send + 'static;
-    /// Its name, in spans and metrics (`alkstore.<name>`).
+    /// Its name, in spans (`alkstore.op`, field `op`) and metrics (label
+    /// `method`; `tx_<name>` inside a transaction).
     const NAME: &'static str;
 
     /// The output when there is nothing to do (an empty batch), without
@@ -125,6 +126,19 @@ pub trait Place {
         params: impl Into<P> + Send,
     ) -> impl Future<Output = Result<P::Output>> + Send
     where
+        Self::Engine: Drive<P>,
+    {
+        self.run_as::<P>(P::NAME, params)
+    }
+
+    /// [`Place::run`], named `name` in spans and metrics (`job_retry` is a
+    /// `job_settle` of one).
+    fn run_as<P: Op>(
+        &self,
+        name: &'static str,
+        params: impl Into<P> + Send,
+    ) -> impl Future<Output = Result<P::Output>> + Send
+    where
         Self::Engine: Drive<P>;
 }
 
@@ -137,15 +151,16 @@ impl<E: Engine + TxConn> Place for E {
         self
     }
 
-    fn run<P: Op>(
+    fn run_as<P: Op>(
         &self,
+        name: &'static str,
         params: impl Into<P> + Send,
     ) -> impl Future<Output = Result<P::Output>> + Send
     where
         E: Drive<P>,
     {
         let params = params.into();
-        timed(self, P::NAME, async move {
+        timed(self, name, async move {
             if self.is_closed() {
                 return Err(Error::Closed);
             }
@@ -163,14 +178,16 @@ impl<E: Engine + TxConn> Place for E {
     }
 }
 
-/// Run `call` in an `alkstore.<name>` span and record its metrics.
+/// Run `call` in an `alkstore.op` span (field `op`: its name) and record
+/// its metrics (`method`: its name).
 pub(crate) async fn timed<E: Engine + ?Sized, T>(
     engine: &E,
-    name: &'static str,
+    name: impl Into<metrics::SharedString>,
     call: impl Future<Output = Result<T>>,
 ) -> Result<T> {
+    let name: metrics::SharedString = name.into();
     let started = Instant::now();
-    let span = tracing::debug_span!("alkstore.op", op = name);
+    let span = tracing::debug_span!("alkstore.op", op = %name);
     let out = call.instrument(span).await;
     crate::call::record(engine.capabilities().name, name, started, &out);
     out
@@ -259,7 +276,7 @@ pub trait Writes: Place {
     where
         Self::Engine: Drive<JobSettleParams>,
     {
-        let run = self.run::<JobSettleParams>(vec![Settle::from(params)]);
+        let run = self.run_as::<JobSettleParams>("job_retry", vec![Settle::from(params)]);
         async move {
             match one(run.await?)? {
                 Settled::Retried(outcome) => Ok(outcome),
@@ -277,7 +294,7 @@ pub trait Writes: Place {
     where
         Self::Engine: Drive<JobSettleParams>,
     {
-        let run = self.run::<JobSettleParams>(vec![Settle::from(params.into())]);
+        let run = self.run_as::<JobSettleParams>("job_fail", vec![Settle::from(params.into())]);
         async move {
             match one(run.await?)? {
                 Settled::Failed(failed) => Ok(failed),
@@ -296,7 +313,7 @@ pub trait Writes: Place {
     where
         Self::Engine: Drive<JobSettleParams>,
     {
-        let run = self.run::<JobSettleParams>(vec![Settle::from(params.into())]);
+        let run = self.run_as::<JobSettleParams>("job_snooze", vec![Settle::from(params.into())]);
         async move {
             match one(run.await?)? {
                 Settled::Snoozed(due) => Ok(due),
@@ -368,7 +385,10 @@ pub trait Writes: Place {
     where
         Self::Engine: Drive<SchedulePauseParams>,
     {
-        self.run(SchedulePauseParams::new(name, PauseState::Paused))
+        self.run_as(
+            "schedule_pause",
+            SchedulePauseParams::new(name, PauseState::Paused),
+        )
     }
 
     /// Resume a paused schedule ([`NotFound`](Error::NotFound) when there
@@ -380,7 +400,10 @@ pub trait Writes: Place {
     where
         Self::Engine: Drive<SchedulePauseParams>,
     {
-        self.run(SchedulePauseParams::new(name, PauseState::Running))
+        self.run_as(
+            "schedule_resume",
+            SchedulePauseParams::new(name, PauseState::Running),
+        )
     }
 
     /// Save a bucket's checkpoint under the lease epoch the caller holds

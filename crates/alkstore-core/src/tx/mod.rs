@@ -94,11 +94,13 @@ pub trait TxDriver: TxConn + Clone {
 /// ```
 ///
 /// Calls take `&self`, so handles on it can be held side by side; they run
-/// one at a time: a call made while another is running is refused with
-/// [`Error::InvalidInput`] (nothing written, nothing poisoned).
+/// one at a time, in the order they were made (a second call made while
+/// one runs waits for it).
 pub struct Transaction<E: TxDriver> {
     engine: E,
     state: Mutex<State<E::Tx>>,
+    /// One call at a time, first come first served.
+    turn: tokio::sync::Mutex<()>,
     started: Instant,
 }
 
@@ -106,8 +108,6 @@ pub struct Transaction<E: TxDriver> {
 struct State<T> {
     /// `None` once ended, or while a call runs on it.
     tx: Option<T>,
-    /// Whether a call is running on `tx` (taken out meanwhile).
-    busy: bool,
     /// The first failure after which the transaction must not commit.
     poisoned: Option<String>,
     /// This process's waiters to wake at commit.
@@ -119,7 +119,7 @@ impl<E: TxDriver> std::fmt::Debug for Transaction<E> {
         let state = self.lock();
         f.debug_struct("Transaction")
             .field("engine", &self.engine.capabilities().name)
-            .field("open", &(state.tx.is_some() || state.busy))
+            .field("open", &state.tx.is_some())
             .field("poisoned", &state.poisoned)
             .finish()
     }
@@ -136,10 +136,10 @@ impl<E: TxDriver> Transaction<E> {
             engine: engine.clone(),
             state: Mutex::new(State {
                 tx: Some(tx),
-                busy: false,
                 poisoned: None,
                 hints: Vec::new(),
             }),
+            turn: tokio::sync::Mutex::new(()),
             started: Instant::now(),
         })
     }
@@ -177,8 +177,8 @@ impl<E: TxDriver> Transaction<E> {
         }
     }
 
-    /// Take the open transaction out for one call: refused when it ended,
-    /// is poisoned, or another call is running on it.
+    /// Take the open transaction out for one call (its turn held):
+    /// refused when it is poisoned or ended.
     fn take(&self, op: &'static str) -> Result<E::Tx> {
         let mut state = self.lock();
         if let Some(reason) = &state.poisoned {
@@ -187,18 +187,10 @@ impl<E: TxDriver> Transaction<E> {
                 reason: reason.clone(),
             });
         }
-        if state.busy {
-            return Err(Error::invalid(
-                "transaction",
-                format!("{op} was called while another call of the transaction was running: await each call before the next"),
-            ));
-        }
-        let tx = state.tx.take().ok_or(Error::RolledBack {
+        state.tx.take().ok_or(Error::RolledBack {
             op,
             reason: "the transaction already ended".into(),
-        })?;
-        state.busy = true;
-        Ok(tx)
+        })
     }
 
     /// Run one operation, unfenced: the output as the engine gave it
@@ -210,24 +202,35 @@ impl<E: TxDriver> Transaction<E> {
     where
         E: Drive<P>,
     {
-        self.call::<P>(params.into(), false).await
+        self.call::<P>(P::NAME, params.into(), false).await
     }
 
-    async fn call<P: Op>(&self, params: P, fenced: bool) -> Result<P::Output>
+    async fn call<P: Op>(&self, name: &'static str, params: P, fenced: bool) -> Result<P::Output>
     where
         E: Drive<P>,
     {
-        timed(&self.engine, P::NAME, async move {
-            let p = Checked::<P>::new(params, self.engine.limits())?;
-            let mut tx = self.take(P::NAME)?;
+        timed(&self.engine, format!("tx_{name}"), async move {
+            let _turn = self.turn.lock().await;
+            // A poisoned or ended transaction refuses the call before its
+            // input is looked at.
+            let mut tx = self.take(name)?;
             // Should this future be dropped part-way (a timeout, a
             // `select!`), the transaction is dropped with it (rolled back)
-            // and what is left of it refuses to commit.
+            // and what is left of it refuses to commit, saying why.
             let mut guard = Putback {
                 state: &self.state,
                 tx: None,
-                poisoned: Some(format!("{} was cancelled before it finished", P::NAME)),
+                poisoned: Some(format!("{name} was cancelled before it finished")),
                 hints: Vec::new(),
+            };
+            let p = match Checked::<P>::new(params, self.engine.limits()) {
+                Ok(p) => p,
+                Err(e) => {
+                    // Refused input: the transaction as it was.
+                    guard.tx = Some(tx);
+                    guard.poisoned = None;
+                    return Err(e);
+                }
             };
             let fence = if fenced { p.fence() } else { None };
             let hints = p.hints();
@@ -258,7 +261,7 @@ impl<E: TxDriver> Transaction<E> {
                 // the stream's head): refused, nothing of the call
                 // written, the transaction as it was.
                 Err(e) if e.kind() == ErrorKind::InvalidInput => None,
-                Err(e) => Some(format!("{} failed: {e}", P::NAME)),
+                Err(e) => Some(format!("{name} failed: {e}")),
             };
             if let Ok(out) = &out {
                 if P::wakes(out) {
@@ -282,24 +285,31 @@ impl<E: TxDriver> Transaction<E> {
                 std::mem::take(&mut state.hints),
             )
         };
-        let Some(tx) = tx else {
-            return Err(Error::RolledBack {
-                op: "commit",
-                reason: "the transaction already ended".into(),
-            });
-        };
         if let Some(reason) = poisoned {
             // Refused whatever the rollback does: a failed rollback still
             // ends the transaction (the engine discards the connection).
-            if let Err(e) = self.engine.tx_rollback(tx).await {
-                tracing::warn!(error = %e, "rolling back a poisoned transaction failed");
+            if let Some(tx) = tx {
+                if let Err(e) = self.engine.tx_rollback(tx).await {
+                    tracing::warn!(error = %e, "rolling back a poisoned transaction failed");
+                }
             }
             return Err(Error::RolledBack {
                 op: "commit",
                 reason,
             });
         }
-        timed(&self.engine, "tx_commit", self.engine.tx_commit(tx)).await?;
+        let Some(tx) = tx else {
+            return Err(Error::RolledBack {
+                op: "commit",
+                reason: "the transaction already ended".into(),
+            });
+        };
+        timed(
+            &self.engine,
+            "tx_commit".to_string(),
+            self.engine.tx_commit(tx),
+        )
+        .await?;
         wake(self.engine.wake_hub(), hints);
         tracing::debug!(
             held_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
@@ -328,14 +338,15 @@ impl<E: TxDriver> Place for Transaction<E> {
         &self.engine
     }
 
-    fn run<P: Op>(
+    fn run_as<P: Op>(
         &self,
+        name: &'static str,
         params: impl Into<P> + Send,
     ) -> impl Future<Output = Result<P::Output>> + Send
     where
         E: Drive<P>,
     {
-        self.call::<P>(params.into(), true)
+        self.call::<P>(name, params.into(), true)
     }
 }
 
@@ -351,8 +362,9 @@ struct Putback<'s, T> {
 impl<T> Drop for Putback<'_, T> {
     fn drop(&mut self) {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        state.busy = false;
-        state.tx = self.tx.take();
+        if let Some(tx) = self.tx.take() {
+            state.tx = Some(tx);
+        }
         if let Some(reason) = self.poisoned.take() {
             if state.poisoned.is_none() {
                 state.poisoned = Some(reason);
