@@ -95,7 +95,7 @@ impl WakeHub {
     }
 
     /// Hint that `channel` may have new notifications.
-    pub fn notify(&self, channel: &str) {
+    pub fn channel(&self, channel: &str) {
         if self.has_listeners() {
             let _ = self.tx.send(Wake::Notify(Arc::from(channel)));
         }

@@ -124,7 +124,7 @@ drive!(StreamPublishParams => Vec<i64>, |engine, p|
         let (sql, now) = (&engine.inner.stream_sql, engine.now_override());
         crate::streams::publish_in(c.exec(), sql, now, &p.events, Wakes::AtCommit).await
     },
-    auto: engine.stream_publish(p.into_inner().events).await);
+    auto: engine.publish_auto(p.into_inner().events).await);
 
 drive!(StreamOffsetCommitParams => i64, |engine, p|
 tx: |c| {

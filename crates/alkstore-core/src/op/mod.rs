@@ -221,7 +221,7 @@ pub(crate) fn wake(hub: &WakeHub, mut hints: Vec<Hint>) {
         match hint {
             Hint::Queue(q) => hub.queue(q),
             Hint::Stream(s) => hub.stream(s),
-            Hint::Channel(c) => hub.notify(c),
+            Hint::Channel(c) => hub.channel(c),
             Hint::All => {}
         }
     }

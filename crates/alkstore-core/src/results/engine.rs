@@ -30,7 +30,7 @@ impl<D: ResultDriver> ResultEngine for D {
     async fn result_save(&self, params: ResultSaveParams) -> Result<JobOutput> {
         engine_call!(self, result_save, params => ResultSaveParams, |p| async move {
             let saved = ResultDriver::result_save(self, p).await?;
-            self.wake_hub().notify(RESULTS_CHANNEL);
+            self.wake_hub().channel(RESULTS_CHANNEL);
             Ok(saved)
         })
     }

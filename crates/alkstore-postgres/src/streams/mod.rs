@@ -196,7 +196,7 @@ impl PgEngine {
 impl PgEngine {
     /// The autocommit `stream_publish`: small batches join the group
     /// commit (see `crate::combine`).
-    pub(crate) async fn stream_publish(&self, events: Vec<NewEvent>) -> Result<Vec<i64>> {
+    pub(crate) async fn publish_auto(&self, events: Vec<NewEvent>) -> Result<Vec<i64>> {
         let op = "stream_publish";
         let bytes: usize = events.iter().map(|e| e.payload.len()).sum();
         if crate::combine::groupable(events.len(), bytes) {
