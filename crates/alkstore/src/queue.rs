@@ -202,15 +202,77 @@ impl Queue {
         self.at.engine().job_release(claim).await
     }
 
-    /// Look up a job (of any queue) by id, live or dead.
+    /// Look up one of this queue's jobs by id, live, dead or kept after
+    /// completion; `None` when there is none (or the id is another
+    /// queue's).
     pub async fn get(&self, id: i64) -> Result<Option<JobInfo>> {
-        self.at.engine().job_get(id).await
+        let job = self.at.engine().job_get(id).await?;
+        Ok(job.filter(|j| j.queue == self.name))
     }
 
-    /// Cancel a live job (of any queue) by id: a pending job moves to dead
-    /// as `cancelled`; a running one is flagged and its handler told.
+    /// Cancel one of this queue's live jobs by id: a pending job moves to
+    /// dead as `cancelled`; a running one is flagged and its handler told.
+    /// [`CancelOutcome::NotFound`] when no live job of this queue has the
+    /// id (a job of another queue is left alone).
     pub async fn cancel(&self, id: i64) -> Result<CancelOutcome> {
-        self.at.engine().job_cancel(id).await
+        match self.get(id).await? {
+            Some(_) => self.at.engine().job_cancel(id).await,
+            None => Ok(CancelOutcome::NotFound),
+        }
+    }
+
+    /// Stop claims from this queue on every worker of the store (enqueues
+    /// go on; running jobs finish). `true` when it was not paused yet.
+    pub async fn pause(&self) -> Result<bool> {
+        self.at.engine().queue_pause(self.name.clone()).await
+    }
+
+    /// Let claims go on again; `true` when it was paused.
+    pub async fn resume(&self) -> Result<bool> {
+        self.at.engine().queue_resume(self.name.clone()).await
+    }
+
+    /// Whether the queue is paused.
+    pub async fn is_paused(&self) -> Result<bool> {
+        Ok(self.at.engine().queue_paused().await?.contains(&self.name))
+    }
+
+    /// Up to `limit` of this queue's dead letters with ids above
+    /// `after_id` (paging: the last id of the previous page), lowest first.
+    pub async fn dead_letters(&self, after_id: Option<i64>, limit: u32) -> Result<Vec<JobInfo>> {
+        let mut params = DeadListParams::new(limit).queue(self.name.clone());
+        if let Some(id) = after_id {
+            params = params.after_id(id);
+        }
+        self.at.engine().dead_list(params).await
+    }
+
+    /// How many dead letters the queue holds.
+    pub async fn dead_count(&self) -> Result<u64> {
+        self.at
+            .engine()
+            .dead_count(DeadSelect::queue(self.name.clone()))
+            .await
+    }
+
+    /// Run dead letters of this queue again (these ids, or all of them):
+    /// pending again with fresh attempts; how many were requeued.
+    pub async fn requeue_dead(&self, ids: Option<Vec<i64>>) -> Result<u64> {
+        self.at.engine().dead_requeue(self.dead_select(ids)).await
+    }
+
+    /// Delete dead letters of this queue for good (these ids, or all of
+    /// them); how many were deleted.
+    pub async fn purge_dead(&self, ids: Option<Vec<i64>>) -> Result<u64> {
+        self.at.engine().dead_purge(self.dead_select(ids)).await
+    }
+
+    fn dead_select(&self, ids: Option<Vec<i64>>) -> DeadSelect {
+        let select = DeadSelect::queue(self.name.clone());
+        match ids {
+            Some(ids) => select.with_ids(ids),
+            None => select,
+        }
     }
 
     /// Counts by state.

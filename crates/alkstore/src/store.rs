@@ -172,6 +172,25 @@ impl Store {
         self.engine().schedule_list().await
     }
 
+    /// Every queue's name: those holding jobs (live, dead or kept), those
+    /// that finished one (the throughput totals), and the paused ones.
+    pub async fn queues(&self) -> Result<Vec<String>> {
+        use alkstore_core::QueueAdmin;
+        self.engine().queue_list().await
+    }
+
+    /// Every stream, by name, with its head and size.
+    pub async fn streams(&self) -> Result<Vec<crate::stream::StreamInfo>> {
+        use alkstore_core::StreamEngine;
+        self.engine().stream_list().await
+    }
+
+    /// Every consumer group, by name, with its stream and bucket count.
+    pub async fn groups(&self) -> Result<Vec<crate::group::GroupInfo>> {
+        use alkstore_core::GroupEngine;
+        self.engine().group_list().await
+    }
+
     /// A handle to the rate limit `name`: `limit` admissions per window of
     /// `per` (see [`crate::rate`]).
     pub fn rate(

@@ -136,6 +136,92 @@ pub async fn a_channel_handle_sends_to_its_listeners<H: RuntimeHarness>(h: &H) {
     assert_eq!(bad.kind(), ErrorKind::InvalidInput);
 }
 
+/// A queue handle looks up, cancels, pauses and resumes its own queue and
+/// manages its dead letters; a job of another queue is not its to see or
+/// cancel.
+pub async fn a_queue_handle_administers_its_own_queue_only<H: RuntimeHarness>(h: &H) {
+    let store = h.store();
+    let (mine, other) = (store.queue("adm-mine"), store.queue("adm-other"));
+    let a = mine.enqueue(&1).await.expect("enqueue").id();
+    let b = other.enqueue(&2).await.expect("enqueue").id();
+    assert_eq!(mine.get(a).await.expect("get").map(|j| j.id), Some(a));
+    assert!(mine.get(b).await.expect("get").is_none(), "another queue's");
+    assert_eq!(
+        mine.cancel(b).await.expect("cancel"),
+        alkstore::queue::CancelOutcome::NotFound
+    );
+    assert_eq!(other.stats().await.expect("stats").ready, 1, "left alone");
+    assert_eq!(
+        mine.cancel(a).await.expect("cancel"),
+        alkstore::queue::CancelOutcome::Cancelled
+    );
+    assert_eq!(mine.dead_count().await.expect("count"), 1);
+    let dead = mine.dead_letters(None, 10).await.expect("dead");
+    assert_eq!(dead.iter().map(|j| j.id).collect::<Vec<_>>(), [a]);
+    assert!(mine
+        .dead_letters(Some(a), 10)
+        .await
+        .expect("page")
+        .is_empty());
+    assert_eq!(mine.requeue_dead(None).await.expect("requeue"), 1);
+    assert_eq!(mine.stats().await.expect("stats").ready, 1);
+
+    assert!(mine.pause().await.expect("pause"));
+    assert!(!mine.pause().await.expect("again"), "already paused");
+    assert!(mine.is_paused().await.expect("paused"));
+    assert!(
+        mine.claim("w", 10).await.expect("claim").is_empty(),
+        "paused"
+    );
+    assert!(mine.resume().await.expect("resume"));
+    assert!(!mine.is_paused().await.expect("paused"));
+    let jobs = mine.claim("w", 10).await.expect("claim");
+    assert_eq!(jobs.len(), 1);
+    assert!(mine.fail(jobs[0].claim(), "give up").await.expect("fail"));
+    assert_eq!(
+        mine.purge_dead(Some(vec![b])).await.expect("purge"),
+        0,
+        "not its dead letter"
+    );
+    assert_eq!(
+        mine.purge_dead(Some(vec![jobs[0].id]))
+            .await
+            .expect("purge"),
+        1
+    );
+    assert_eq!(mine.dead_count().await.expect("count"), 0);
+}
+
+/// The store lists its queues, streams and groups, as it lists schedules
+/// and processes.
+pub async fn the_store_lists_its_queues_streams_and_groups<H: RuntimeHarness>(h: &H) {
+    use alkstore::prelude::GroupEngine;
+    let store = h.store();
+    store.queue("list-q").enqueue(&1).await.expect("enqueue");
+    store
+        .stream("list-s")
+        .publish(None, b"e".to_vec())
+        .await
+        .expect("publish");
+    store
+        .engine()
+        .group_ensure(alkstore::group::GroupEnsureParams::new(
+            "list-g", "list-s", 4,
+        ))
+        .await
+        .expect("group");
+    let queues = store.queues().await.expect("queues");
+    assert!(queues.contains(&"list-q".to_string()), "{queues:?}");
+    let streams = store.streams().await.expect("streams");
+    assert!(streams.iter().any(|s| s.stream == "list-s"), "{streams:?}");
+    let groups = store.groups().await.expect("groups");
+    let g = groups
+        .iter()
+        .find(|g| g.group == "list-g")
+        .expect("the group");
+    assert_eq!((g.stream.as_str(), g.buckets), ("list-s", 4));
+}
+
 /// The transaction hands out the store's handles, with the same write
 /// methods: a queue's enqueue, a stream's publish, a schedule's set, a
 /// lock's fence and the application's own row commit together, or (rolled
@@ -260,6 +346,8 @@ macro_rules! __runtime_handles {
             the_results_handle_reads_and_awaits_results,
             a_channel_handle_sends_to_its_listeners,
             a_transactions_handles_commit_together_or_not_at_all,
+            a_queue_handle_administers_its_own_queue_only,
+            the_store_lists_its_queues_streams_and_groups,
             a_lost_lock_fence_on_a_transactions_handle_rolls_everything_back,
         ] }
     };

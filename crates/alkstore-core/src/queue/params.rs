@@ -346,6 +346,14 @@ impl DeadSelect {
         }
     }
 
+    /// Only these ids among them (`DeadSelect::queue(q).with_ids(ids)`:
+    /// those of `ids` that are dead letters of `q`).
+    #[must_use]
+    pub fn with_ids(mut self, ids: Vec<i64>) -> Self {
+        self.ids = Some(ids);
+        self
+    }
+
     /// At most `n` of them per call (a batch).
     #[must_use]
     pub fn limit(mut self, n: u32) -> Self {
