@@ -257,7 +257,7 @@ async fn load(
                 .collect();
             store.engine().job_enqueue(batch).await?;
             orders
-                .publish_batch((i..end).map(|n| {
+                .publish_batch_raw((i..end).map(|n| {
                     (
                         Some(format!("customer-{}", n % 200)),
                         format!(r#"{{"order": {n}, "amount": {}}}"#, 10 + n % 90).into_bytes(),

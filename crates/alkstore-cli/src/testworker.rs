@@ -469,7 +469,7 @@ pub(crate) async fn run_fill(db: &str, args: TestFillArgs) -> Result<()> {
     if let Some(stream) = args.stream {
         let s = store.stream(stream);
         for chunk in (0..args.events).collect::<Vec<_>>().chunks(1_000) {
-            s.publish_batch(
+            s.publish_batch_raw(
                 chunk
                     .iter()
                     .map(|i| (Some(format!("k{}", i % 50)), i.to_string().into_bytes())),

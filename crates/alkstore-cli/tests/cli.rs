@@ -716,11 +716,11 @@ async fn groups_list_status_dead_and_resize() {
     let store = Store::open(&db).await.expect("open");
     let stream = store.stream("orders");
     let first = stream
-        .publish(Some("a"), b"ok".to_vec())
+        .publish_raw(Some("a"), b"ok".to_vec())
         .await
         .expect("publish");
     let poison = stream
-        .publish(Some("b"), b"poison".to_vec())
+        .publish_raw(Some("b"), b"poison".to_vec())
         .await
         .expect("publish");
     let handled = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));

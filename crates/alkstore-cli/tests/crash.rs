@@ -281,7 +281,7 @@ async fn subscriber_kill_nine_resumes(db: String) {
             .iter()
             .map(|i| (None, i.to_string().into_bytes()))
             .collect::<Vec<_>>();
-        offsets.extend(stream.publish_batch(batch).await.expect("publish"));
+        offsets.extend(stream.publish_batch_raw(batch).await.expect("publish"));
     }
     let head = *offsets.last().expect("published");
     let (mut first, seen_first, reader) = spawn_tail(&db);
@@ -367,7 +367,7 @@ async fn tail_stops_when_its_reader_goes_away_without_saving_unprinted_events() 
     let store = Store::open(&db).await.expect("open");
     let stream = store.stream("events");
     stream
-        .publish(None, b"first".to_vec())
+        .publish_raw(None, b"first".to_vec())
         .await
         .expect("publish");
     let mut child = Command::new(env!("CARGO_BIN_EXE_alk"))
@@ -383,7 +383,7 @@ async fn tail_stops_when_its_reader_goes_away_without_saving_unprinted_events() 
     assert!(first.contains("first"), "{first}");
     drop(lines); // the reader goes away, like `head -1`
     let unprinted = stream
-        .publish(None, b"nobody reads this".to_vec())
+        .publish_raw(None, b"nobody reads this".to_vec())
         .await
         .expect("publish");
     let deadline = Instant::now() + Duration::from_secs(20);

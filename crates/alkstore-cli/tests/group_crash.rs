@@ -129,7 +129,7 @@ async fn a_group_survives_a_kill_and_a_join(db: String) {
             .map(|i| (Some(format!("k{}", i % KEYS)), i.to_string().into_bytes()))
             .collect();
         let keys: Vec<String> = batch.iter().filter_map(|(k, _)| k.clone()).collect();
-        let offsets = stream.publish_batch(batch).await.expect("publish");
+        let offsets = stream.publish_batch_raw(batch).await.expect("publish");
         published.extend(offsets.into_iter().zip(keys));
         if chunk == EVENTS / 1000 {
             // Half way: SIGKILL b, and time how long its buckets take to move.
@@ -234,7 +234,7 @@ async fn publish_40(store: &Store, from: usize) -> BTreeSet<i64> {
         (from..from + 40).map(|i| (Some(format!("k{}", i % 8)), i.to_string().into_bytes()));
     store
         .stream("orders")
-        .publish_batch(batch)
+        .publish_batch_raw(batch)
         .await
         .expect("publish")
         .into_iter()

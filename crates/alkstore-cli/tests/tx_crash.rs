@@ -207,7 +207,7 @@ async fn exactly_once_through_kills_and_a_freeze(db: String) {
             .map(|i| (Some(format!("k{}", i % KEYS)), i.to_string().into_bytes()))
             .collect();
         let keys: Vec<String> = batch.iter().filter_map(|(k, _)| k.clone()).collect();
-        let offsets = stream.publish_batch(batch).await.expect("publish");
+        let offsets = stream.publish_batch_raw(batch).await.expect("publish");
         key_of.extend(offsets.into_iter().zip(keys));
         tokio::time::sleep(rng.ms(100, 400)).await;
         if round % 3 == 1 {

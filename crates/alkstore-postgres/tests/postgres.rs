@@ -1398,7 +1398,7 @@ async fn a_subscriber_rides_out_the_store_being_out_of_reach() {
     let events = 300;
     for i in 0..events {
         stream
-            .publish(None, format!("{i}").into_bytes())
+            .publish_raw(None, format!("{i}").into_bytes())
             .await
             .expect("publish");
     }
@@ -1459,7 +1459,7 @@ async fn a_group_worker_joins_once_the_store_is_back() {
     for i in 0..events {
         store
             .stream("s")
-            .publish(Some(&format!("k{i}")), b"e".to_vec())
+            .publish_raw(Some(&format!("k{i}")), b"e".to_vec())
             .await
             .expect("publish");
     }

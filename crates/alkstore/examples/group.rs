@@ -102,14 +102,11 @@ async fn parent() -> Res<()> {
            last_offset INTEGER NOT NULL)",
     )?;
     let mut expected: BTreeMap<String, i64> = BTreeMap::new();
-    let orders: Vec<(Option<String>, Vec<u8>)> = (0..ORDERS)
+    let orders: Vec<_> = (0..ORDERS)
         .map(|i| {
             let customer = format!("customer-{}", i % CUSTOMERS);
             *expected.entry(customer.clone()).or_default() += amount(i);
-            (
-                Some(customer),
-                format!("{{\"amount\":{}}}", amount(i)).into_bytes(),
-            )
+            (Some(customer), serde_json::json!({ "amount": amount(i) }))
         })
         .collect();
     store.stream("orders").publish_batch(orders).await?;

@@ -140,10 +140,10 @@ async fn main() -> Res<()> {
     let mut want: BTreeMap<String, (i64, i64)> = BTreeMap::new();
     let orders = store.stream("orders");
     let publish = |from: usize, to: usize| {
-        let events: Vec<(Option<String>, Vec<u8>)> = (from..to)
+        let events: Vec<_> = (from..to)
             .map(|i| {
                 let (customer, amount) = order(i);
-                (Some(customer), amount.to_string().into_bytes())
+                (Some(customer), amount)
             })
             .collect();
         orders.publish_batch(events)

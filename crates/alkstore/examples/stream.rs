@@ -45,7 +45,7 @@ async fn place_orders(store: &Store, n: u32) -> Result<(), Box<dyn std::error::E
         };
         let customer = format!("customer-{}", i % 3);
         tx.stream("orders")
-            .publish(Some(&customer), format!(r#"{{"order":{id}}}"#).into_bytes())
+            .publish(Some(&customer), &serde_json::json!({ "order": id }))
             .await?;
         tx.commit().await?;
     }

@@ -108,6 +108,7 @@ pub use worker::{JobCtx, JobError, JobResult, Worker, WorkerOpts, WorkerReport};
 /// claimed job's payload.
 pub mod prelude {
     pub use crate::queue::JobExt;
+    pub use crate::stream::EventExt;
     pub use alkstore_core::prelude::*;
 }
 

@@ -38,7 +38,8 @@ pub struct Queue<R: Runs = Store> {
     opts: QueueOpts,
 }
 
-fn encode<T: Serialize + ?Sized>(payload: &T) -> Result<Vec<u8>> {
+/// A payload as JSON (a queue's job, a stream's event).
+pub(crate) fn encode<T: Serialize + ?Sized>(payload: &T) -> Result<Vec<u8>> {
     serde_json::to_vec(payload).map_err(|e| Error::Payload {
         direction: "encoding",
         source: e.into(),
@@ -310,11 +311,16 @@ pub trait JobExt {
 
 impl JobExt for Job {
     fn decode<T: DeserializeOwned>(&self) -> Result<T> {
-        serde_json::from_slice(&self.payload).map_err(|e| Error::Payload {
-            direction: "decoding",
-            source: e.into(),
-        })
+        decode(&self.payload)
     }
+}
+
+/// A JSON payload decoded (a job's, an event's).
+pub(crate) fn decode<T: DeserializeOwned>(payload: &[u8]) -> Result<T> {
+    serde_json::from_slice(payload).map_err(|e| Error::Payload {
+        direction: "decoding",
+        source: e.into(),
+    })
 }
 
 #[cfg(test)]

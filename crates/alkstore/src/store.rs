@@ -242,7 +242,7 @@ impl Store {
     /// # async fn demo(store: &alkstore::Store) -> alkstore::Result<()> {
     /// let mut tx = store.begin().await?;
     /// tx.queue("emails").enqueue(&serde_json::json!({"order": 1})).await?;
-    /// tx.stream("orders").publish(Some("customer-7"), b"1 placed".to_vec()).await?;
+    /// tx.stream("orders").publish_raw(Some("customer-7"), b"1 placed".to_vec()).await?;
     /// tx.commit().await?;
     /// # Ok(()) }
     /// ```

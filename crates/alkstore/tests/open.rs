@@ -260,7 +260,7 @@ async fn memory_stores_work_and_leave_no_file() {
     );
     let orders = store.stream("orders");
     let offset = orders
-        .publish(Some("k"), b"{}".to_vec())
+        .publish_raw(Some("k"), b"{}".to_vec())
         .await
         .expect("publish");
     let events = orders.read(0, 10).await.expect("read");

@@ -180,7 +180,7 @@ async fn live_latency(e: &AnyEngine, samples: usize) -> Result<(Vec<f64>, Vec<f6
     let mut from_call = Vec::with_capacity(samples);
     for i in 0..samples {
         let called = Instant::now();
-        stream.publish(None, payload(i)).await?;
+        stream.publish_raw(None, payload(i)).await?;
         let committed = Instant::now();
         loop {
             let Some((got, at)) = tokio::time::timeout(Duration::from_secs(10), rx.recv())

@@ -139,7 +139,7 @@ pub(super) async fn publish(store: &Store, event: NewEvent, as_json: bool) -> Re
     let stream = event.stream.clone();
     let offset = store
         .stream(stream.clone())
-        .publish(event.key.as_deref(), event.payload)
+        .publish_raw(event.key.as_deref(), event.payload)
         .await?;
     Ok(if as_json {
         json_text(&json!({ "stream": stream, "offset": offset }))

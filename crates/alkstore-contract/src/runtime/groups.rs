@@ -106,7 +106,7 @@ async fn publish(store: &alkstore::Store, from: usize, n: usize, keys: usize) ->
         (from..from + n).map(|i| (Some(format!("k{}", i % keys)), i.to_string().into_bytes()));
     store
         .stream("orders")
-        .publish_batch(events)
+        .publish_batch_raw(events)
         .await
         .expect("publish")
 }
@@ -335,15 +335,15 @@ pub async fn failing_group_events_are_dead_lettered_and_the_bucket_goes_on<H: Ru
     let store = h.store().clone();
     let stream = store.stream("orders");
     let before = stream
-        .publish(Some("k"), b"first".to_vec())
+        .publish_raw(Some("k"), b"first".to_vec())
         .await
         .expect("publish");
     let poison = stream
-        .publish(Some("k"), b"poison".to_vec())
+        .publish_raw(Some("k"), b"poison".to_vec())
         .await
         .expect("publish");
     let after = stream
-        .publish(Some("k"), b"after".to_vec())
+        .publish_raw(Some("k"), b"after".to_vec())
         .await
         .expect("publish");
     let log = Log::default();
@@ -375,7 +375,7 @@ pub async fn requeued_group_dead_letters_run_again<H: RuntimeHarness>(h: &H) {
     let store = h.store().clone();
     let poison = store
         .stream("orders")
-        .publish(Some("k"), b"poison".to_vec())
+        .publish_raw(Some("k"), b"poison".to_vec())
         .await
         .expect("publish");
     let fixed = Arc::new(std::sync::atomic::AtomicBool::new(false));

@@ -136,6 +136,54 @@ pub async fn a_channel_handle_sends_to_its_listeners<H: RuntimeHarness>(h: &H) {
     assert_eq!(bad.kind(), ErrorKind::InvalidInput);
 }
 
+/// A stream handle publishes serde values as JSON (one, or a batch) and
+/// raw bytes (`_raw`); events decode back to the value, and bytes that
+/// are not the type's JSON are a `Payload` error.
+pub async fn a_stream_handle_publishes_typed_values_and_raw_bytes<H: RuntimeHarness>(h: &H) {
+    use alkstore::prelude::EventExt;
+    #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    struct Order {
+        id: i64,
+        item: String,
+    }
+    let stream = h.store().stream("typed");
+    let one = Order {
+        id: 1,
+        item: "book".into(),
+    };
+    let a = stream.publish(Some("c-1"), &one).await.expect("publish");
+    let batch = stream
+        .publish_batch([(
+            None,
+            Order {
+                id: 2,
+                item: "pen".into(),
+            },
+        )])
+        .await
+        .expect("batch");
+    let raw = stream
+        .publish_raw(None, b"not json".to_vec())
+        .await
+        .expect("raw");
+    assert!(a < batch[0] && batch[0] < raw, "{a} {batch:?} {raw}");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let events = loop {
+        let events = stream.read(0, 10).await.expect("read");
+        if events.len() >= 3 || tokio::time::Instant::now() >= deadline {
+            break events;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(events.len(), 3, "{events:?}");
+    assert_eq!(events[0].key.as_deref(), Some("c-1"));
+    assert_eq!(events[0].decode::<Order>().expect("decode"), one);
+    assert_eq!(events[1].decode::<Order>().expect("decode").id, 2);
+    assert_eq!(events[2].payload, b"not json");
+    let err = events[2].decode::<Order>().expect_err("raw bytes");
+    assert_eq!(err.kind(), ErrorKind::Payload, "{err}");
+}
+
 /// A queue handle looks up, cancels, pauses and resumes its own queue and
 /// manages its dead letters; a job of another queue is not its to see or
 /// cancel.
@@ -200,7 +248,7 @@ pub async fn the_store_lists_its_queues_streams_and_groups<H: RuntimeHarness>(h:
     store.queue("list-q").enqueue(&1).await.expect("enqueue");
     store
         .stream("list-s")
-        .publish(None, b"e".to_vec())
+        .publish_raw(None, b"e".to_vec())
         .await
         .expect("publish");
     store
@@ -249,7 +297,7 @@ pub async fn a_transactions_handles_commit_together_or_not_at_all<H: RuntimeHarn
             .expect("enqueue");
         assert!(job.id() > 0, "an id from the transaction");
         tx.stream(name)
-            .publish(Some("k"), format!("{n}").into_bytes())
+            .publish_raw(Some("k"), format!("{n}").into_bytes())
             .await
             .expect("publish");
         tx.schedule(name)
@@ -347,6 +395,7 @@ macro_rules! __runtime_handles {
             a_channel_handle_sends_to_its_listeners,
             a_transactions_handles_commit_together_or_not_at_all,
             a_queue_handle_administers_its_own_queue_only,
+            a_stream_handle_publishes_typed_values_and_raw_bytes,
             the_store_lists_its_queues_streams_and_groups,
             a_lost_lock_fence_on_a_transactions_handle_rolls_everything_back,
         ] }

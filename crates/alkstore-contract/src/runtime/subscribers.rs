@@ -70,7 +70,7 @@ fn batch(prefix: &str, n: usize) -> Vec<(Option<String>, Vec<u8>)> {
 pub async fn subscriber_replays_then_follows_live<H: RuntimeHarness>(h: &H) {
     let stream = h.store().stream("orders");
     stream
-        .publish_batch(batch("old-", 5))
+        .publish_batch_raw(batch("old-", 5))
         .await
         .expect("publish");
     let seen = Seen::default();
@@ -91,7 +91,7 @@ pub async fn subscriber_replays_then_follows_live<H: RuntimeHarness>(h: &H) {
                 let mut last = 0;
                 for i in 0..3 {
                     last = stream
-                        .publish(Some("k"), format!("live-{i}").into_bytes())
+                        .publish_raw(Some("k"), format!("live-{i}").into_bytes())
                         .await
                         .expect("live publish");
                 }
@@ -114,7 +114,7 @@ pub async fn subscriber_replays_then_follows_live<H: RuntimeHarness>(h: &H) {
     assert_eq!(report.committed, head);
 
     stream
-        .publish_batch(batch("next-", 2))
+        .publish_batch_raw(batch("next-", 2))
         .await
         .expect("publish");
     let again = Seen::default();
@@ -148,7 +148,7 @@ pub async fn subscriber_start_reads_events_held_back_when_it_began<H: RuntimeHar
         let stream = stream.clone();
         async move {
             stream
-                .publish_batch(batch("after-", 2))
+                .publish_batch_raw(batch("after-", 2))
                 .await
                 .expect("later publish")
         }
@@ -179,7 +179,7 @@ pub async fn subscriber_start_reads_events_held_back_when_it_began<H: RuntimeHar
 pub async fn subscriber_retries_then_stops_without_skipping<H: RuntimeHarness>(h: &H) {
     let stream = h.store().stream("payments");
     let offsets = stream
-        .publish_batch(vec![
+        .publish_batch_raw(vec![
             (None, b"ok-1".to_vec()),
             (None, b"poison".to_vec()),
             (None, b"ok-2".to_vec()),
@@ -238,7 +238,7 @@ pub async fn subscriber_retries_then_stops_without_skipping<H: RuntimeHarness>(h
 pub async fn subscriber_can_start_at_the_head<H: RuntimeHarness>(h: &H) {
     let stream = h.store().stream("audit");
     stream
-        .publish_batch(batch("history-", 3))
+        .publish_batch_raw(batch("history-", 3))
         .await
         .expect("publish");
     settle(h.store().engine(), stream.name()).await;
@@ -257,7 +257,7 @@ pub async fn subscriber_can_start_at_the_head<H: RuntimeHarness>(h: &H) {
             let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
             while seen.list().is_empty() {
                 stream
-                    .publish(None, b"new".to_vec())
+                    .publish_raw(None, b"new".to_vec())
                     .await
                     .expect("publish");
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -284,7 +284,7 @@ pub async fn subscriber_can_start_at_the_head<H: RuntimeHarness>(h: &H) {
 pub async fn a_head_start_is_saved_so_a_failure_resumes_there<H: RuntimeHarness>(h: &H) {
     let stream = h.store().stream("fulfil");
     stream
-        .publish_batch(batch("history-", 2))
+        .publish_batch_raw(batch("history-", 2))
         .await
         .expect("publish");
     settle(h.store().engine(), stream.name()).await;
@@ -322,7 +322,7 @@ pub async fn a_head_start_is_saved_so_a_failure_resumes_there<H: RuntimeHarness>
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let bad = stream
-        .publish(None, b"bad".to_vec())
+        .publish_raw(None, b"bad".to_vec())
         .await
         .expect("publish");
     match first.await.expect("first run") {
@@ -331,7 +331,7 @@ pub async fn a_head_start_is_saved_so_a_failure_resumes_there<H: RuntimeHarness>
     }
     assert_eq!(stream.offset("picker").await.expect("offset"), head);
     stream
-        .publish(None, b"later".to_vec())
+        .publish_raw(None, b"later".to_vec())
         .await
         .expect("publish");
     let seen = Seen::default();

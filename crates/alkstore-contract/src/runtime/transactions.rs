@@ -287,7 +287,7 @@ async fn publish(store: &alkstore::Store, stream: &str, n: usize, keys: usize) -
     let events = (0..n).map(|i| (Some(format!("k{}", i % keys)), i.to_string().into_bytes()));
     store
         .stream(stream)
-        .publish_batch(events)
+        .publish_batch_raw(events)
         .await
         .expect("publish")
 }

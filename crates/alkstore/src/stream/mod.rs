@@ -9,6 +9,7 @@ mod subscriber;
 use crate::runs::Runs;
 use alkstore_core::Writes as _;
 use alkstore_core::{Result, StreamEngine};
+use serde::Serialize;
 
 use crate::Store;
 
@@ -26,7 +27,7 @@ pub use subscriber::{SubscribeError, SubscribeReport, Subscriber};
 /// # async fn demo() -> alkstore::Result<()> {
 /// let store = alkstore::Store::open("sqlite://app.db").await?;
 /// let orders = store.stream("orders");
-/// let offset = orders.publish(Some("customer-42"), br#"{"id":7}"#.to_vec()).await?;
+/// let offset = orders.publish(Some("customer-42"), &serde_json::json!({"id": 7})).await?;
 /// let events = orders.read(0, 100).await?;
 /// assert_eq!(events.last().map(|e| e.offset), Some(offset));
 /// # Ok(()) }
@@ -49,8 +50,19 @@ impl<R: Runs> Stream<R> {
         &self.name
     }
 
-    /// Append one event; returns its offset.
-    pub async fn publish(&self, key: Option<&str>, payload: Vec<u8>) -> Result<i64> {
+    /// Append one event, its payload `value` serialized as JSON, under
+    /// `key` (events of one key stay in order for a consumer group's
+    /// bucket); returns its offset.
+    pub async fn publish<T: Serialize + ?Sized>(
+        &self,
+        key: Option<&str>,
+        value: &T,
+    ) -> Result<i64> {
+        self.publish_raw(key, crate::queue::encode(value)?).await
+    }
+
+    /// Append one event of raw bytes; returns its offset.
+    pub async fn publish_raw(&self, key: Option<&str>, payload: Vec<u8>) -> Result<i64> {
         let mut event = NewEvent::new(self.name.clone(), payload);
         event.key = key.map(str::to_string);
         let offsets = self.store.place().stream_publish(event).await?;
@@ -59,8 +71,21 @@ impl<R: Runs> Stream<R> {
         })
     }
 
-    /// Append events `(key, payload)` all or none; returns their offsets.
-    pub async fn publish_batch(
+    /// Append events `(key, value)`, each serialized as JSON, all or none;
+    /// returns their offsets.
+    pub async fn publish_batch<T: Serialize>(
+        &self,
+        events: impl IntoIterator<Item = (Option<String>, T)>,
+    ) -> Result<Vec<i64>> {
+        let events = events
+            .into_iter()
+            .map(|(key, value)| Ok((key, crate::queue::encode(&value)?)))
+            .collect::<Result<Vec<_>>>()?;
+        self.publish_batch_raw(events).await
+    }
+
+    /// Append events `(key, bytes)` all or none; returns their offsets.
+    pub async fn publish_batch_raw(
         &self,
         events: impl IntoIterator<Item = (Option<String>, Vec<u8>)>,
     ) -> Result<Vec<i64>> {
@@ -149,5 +174,18 @@ impl Stream {
 
     pub(crate) fn store(&self) -> &Store {
         &self.store
+    }
+}
+
+/// Decoding an event's payload (a stream's, or a consumer group's
+/// `GroupEvent::event`).
+pub trait EventExt {
+    /// The payload, decoded from JSON.
+    fn decode<T: serde::de::DeserializeOwned>(&self) -> Result<T>;
+}
+
+impl EventExt for Event {
+    fn decode<T: serde::de::DeserializeOwned>(&self) -> Result<T> {
+        crate::queue::decode(&self.payload)
     }
 }

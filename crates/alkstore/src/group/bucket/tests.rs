@@ -226,7 +226,7 @@ async fn tx_rig(
     let engine = store.engine().clone();
     let offsets = store
         .stream("s")
-        .publish_batch((0..n).map(|i| (Some("k".to_string()), i.to_string().into_bytes())))
+        .publish_batch_raw((0..n).map(|i| (Some("k".to_string()), i.to_string().into_bytes())))
         .await
         .expect("publish");
     engine
