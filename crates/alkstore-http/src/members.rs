@@ -12,7 +12,6 @@
 //! answer any call.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use alkstore::prelude::*;
@@ -195,18 +194,9 @@ pub struct Left {
     pub released: u64,
 }
 
-/// A member id for a join that names none: unique per server run.
+/// A member id for a join that names none, in the one worker-id format.
 fn new_member_id() -> String {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    format!(
-        "http-{}-{nanos:x}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
+    alkstore::process::new_worker_id()
 }
 
 /// A request's lease time, checked.

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use alkstore_core::process::{
-    host_name, ProcessBeatParams, ProcessInfo, ProcessOrder, ProcessOrderParams,
+    host_name, new_worker_id, ProcessBeatParams, ProcessInfo, ProcessOrder, ProcessOrderParams,
     ProcessRemoveParams, MAX_PROCESS_ROLES, MAX_PROCESS_TTL, PROCESS_RETENTION,
 };
 use alkstore_core::{ProcessEngine, Result};
@@ -88,17 +88,34 @@ pub(crate) struct Registration {
     stop: watch::Sender<bool>,
 }
 
+/// What a runtime registers itself as: the one description every
+/// runtime (worker, subscriber, group member, scheduler) gives.
+pub(crate) struct Role {
+    /// `worker`, `subscriber`, `group` or `scheduler`.
+    pub kind: &'static str,
+    /// Its id (the worker id).
+    pub id: String,
+    /// What it serves: queues, `stream/consumer`, `group/stream`.
+    pub roles: Vec<String>,
+    /// How many jobs or buckets it can run at once.
+    pub concurrency: u32,
+}
+
 impl Registration {
-    /// Register `params` now and beat on `every` so often, with `running`
-    /// read at each beat.
-    /// A store error never stops the process: it is logged and the next
-    /// beat tries again.
+    /// Register `role` now and beat every `every`; one rule for every
+    /// runtime: a process missing three beats is shown as dead (its TTL is
+    /// three intervals), with `running` read at each beat. A store error
+    /// never stops the process: it is logged and the next beat tries
+    /// again.
     pub(crate) fn start(
         engine: AnyEngine,
-        params: ProcessBeatParams,
+        role: Role,
         every: Duration,
         running: RunningNow,
     ) -> Self {
+        let mut params = ProcessBeatParams::new(role.id, role.kind, every * 3);
+        params.roles = role.roles.into_iter().take(MAX_PROCESS_ROLES).collect();
+        params.concurrency = role.concurrency;
         let (tx, order) = watch::channel(ProcessOrder::Run);
         let (stop, mut stopping) = watch::channel(false);
         let id = params.id.clone();

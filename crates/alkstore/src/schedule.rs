@@ -255,10 +255,13 @@ impl Scheduler {
     ) -> Result<SchedulerReport> {
         let mut report = SchedulerReport::default();
         let registration = {
-            use crate::process::{ProcessBeatParams, Registration, PROCESS_HEARTBEAT, PROCESS_TTL};
-            let id = crate::worker::default_worker_id();
-            let mut p = ProcessBeatParams::new(id, "scheduler", PROCESS_TTL);
-            p.concurrency = 1;
+            use crate::process::{Registration, Role, PROCESS_HEARTBEAT};
+            let p = Role {
+                kind: "scheduler",
+                id: crate::worker::default_worker_id(),
+                roles: Vec::new(),
+                concurrency: 1,
+            };
             Registration::start(
                 self.engine.clone(),
                 p,

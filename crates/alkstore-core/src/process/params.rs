@@ -80,6 +80,28 @@ pub fn host_name() -> String {
         .unwrap_or_else(|| "host".into())
 }
 
+/// A new worker id, `host-pid-nanos-n`: the host name, the process id,
+/// the wall clock's nanoseconds since the epoch (in hex), and a count of
+/// ids this process made; unique per process run, so a restarted process
+/// never inherits a dead one's claims or leases. The one format every
+/// runtime (workers, subscribers, group members, schedulers, lock
+/// holders, HTTP group members) uses when none is given.
+///
+/// ```
+/// let (a, b) = (alkstore_core::process::new_worker_id(), alkstore_core::process::new_worker_id());
+/// assert_ne!(a, b);
+/// assert!(a.contains(&format!("-{}-", std::process::id())));
+/// ```
+pub fn new_worker_id() -> String {
+    static MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}-{}-{nanos:x}-{n}", host_name(), std::process::id())
+}
+
 impl Validate for ProcessBeatParams {
     fn validate_params(&self, _limits: &Limits) -> Result<()> {
         validate_process_id(&self.id)?;

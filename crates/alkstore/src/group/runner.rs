@@ -217,7 +217,10 @@ impl GroupRunner {
             ));
         };
         let engine = self.store.engine().clone();
-        let worker: Arc<str> = self.worker.unwrap_or_else(unique_worker_id).into();
+        let worker: Arc<str> = self
+            .worker
+            .unwrap_or_else(crate::worker::default_worker_id)
+            .into();
         // Everything checked before anything is written: the options, and
         // the names and worker id every call of the run will carry.
         let limits = engine.limits();
@@ -251,18 +254,21 @@ impl GroupRunner {
             settle_until: Instant::now() + self.opts.heartbeat,
         };
         let registration = {
-            use crate::process::{ProcessBeatParams, Registration, PROCESS_HEARTBEAT};
+            use crate::process::{Registration, Role, PROCESS_HEARTBEAT};
             // As often as the member's own heartbeat (10 ms..=5 s).
             let every = self
                 .opts
                 .heartbeat
                 .clamp(std::time::Duration::from_millis(10), PROCESS_HEARTBEAT);
-            let mut p = ProcessBeatParams::new(&*worker, "group", every * 3);
-            p.roles = vec![format!("{}/{}", self.group, self.stream)];
-            p.concurrency = self.buckets;
+            let role = Role {
+                kind: "group",
+                id: worker.to_string(),
+                roles: vec![format!("{}/{}", self.group, self.stream)],
+                concurrency: self.buckets,
+            };
             let holding = coordinator.shared.clone();
             let held = move || u32::try_from(lock(&holding.fetch).len()).unwrap_or(u32::MAX);
-            Registration::start(engine.clone(), p, every, Arc::new(held))
+            Registration::start(engine.clone(), role, every, Arc::new(held))
         };
         // An operator's quiet or stop order ends the member's run as its
         // shutdown does: its buckets go to the others.
@@ -280,16 +286,6 @@ impl GroupRunner {
         left?;
         Ok(coordinator.report)
     }
-}
-
-/// A worker id unique per process run: a restarted process never inherits
-/// the dead one's leases.
-fn unique_worker_id() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    format!("w{}-{:x}", std::process::id(), nanos)
 }
 
 /// Make sure the group exists, riding out a store that cannot be reached

@@ -235,11 +235,13 @@ impl Subscriber {
             .into());
         };
         let registration = {
-            use crate::process::{ProcessBeatParams, Registration, PROCESS_HEARTBEAT, PROCESS_TTL};
-            let id = crate::worker::default_worker_id();
-            let mut p = ProcessBeatParams::new(id, "subscriber", PROCESS_TTL);
-            p.roles = vec![format!("{}/{}", self.stream.name(), self.consumer)];
-            p.concurrency = 1;
+            use crate::process::{Registration, Role, PROCESS_HEARTBEAT};
+            let p = Role {
+                kind: "subscriber",
+                id: crate::worker::default_worker_id(),
+                roles: vec![format!("{}/{}", self.stream.name(), self.consumer)],
+                concurrency: 1,
+            };
             Registration::start(
                 self.stream.store.engine().clone(),
                 p,

@@ -6,7 +6,7 @@
 use std::future::Future;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use alkstore_core::Result;
 use serde::de::DeserializeOwned;
@@ -79,16 +79,10 @@ impl std::fmt::Debug for Worker {
     }
 }
 
-/// `host-pid-nanos`: the host name, the process id, and the wall clock's
-/// nanoseconds within the current second (in hex), to tell apart workers
-/// started by one process.
+/// A worker id in the one format (see
+/// [`new_worker_id`](alkstore_core::process::new_worker_id)).
 pub(crate) fn default_worker_id() -> String {
-    let host = alkstore_core::process::host_name();
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    format!("{host}-{}-{nanos:08x}", std::process::id())
+    alkstore_core::process::new_worker_id()
 }
 
 /// Say once, at INFO, which of the worker's queues are paused: it claims
@@ -441,17 +435,15 @@ impl Worker {
         );
         let (stop_tx, stop_rx) = watch::channel(false);
         let registration = {
-            use crate::process::{ProcessBeatParams, Registration, MAX_PROCESS_ROLES};
+            use crate::process::{Registration, Role};
             let every = self.opts.process_heartbeat;
-            let mut p = ProcessBeatParams::new(self.id.clone(), "worker", every * 3);
-            p.roles = self
-                .queues
-                .iter()
-                .take(MAX_PROCESS_ROLES)
-                .map(|q| q.name.clone())
-                .collect();
             let slots: usize = self.queues.iter().map(|q| q.concurrency).sum();
-            p.concurrency = u32::try_from(slots).unwrap_or(u32::MAX);
+            let p = Role {
+                kind: "worker",
+                id: self.id.clone(),
+                roles: self.queues.iter().map(|q| q.name.clone()).collect(),
+                concurrency: u32::try_from(slots).unwrap_or(u32::MAX),
+            };
             let counting = counters.clone();
             Registration::start(
                 engine.clone(),
