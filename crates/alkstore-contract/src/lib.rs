@@ -109,7 +109,7 @@ pub trait Harness: Send + Sync + Sized + 'static {
 
     /// On the engine's own driver, open a transaction, write a business row,
     /// publish `events` inside the same transaction (the engine's
-    /// `stream_publish_in`), then commit or roll back. Returns the offsets
+    /// `within(..)` and `stream_publish`), then commit or roll back. Returns the offsets
     /// the publish reported.
     fn outbox_publish(
         &self,
@@ -118,7 +118,7 @@ pub trait Harness: Send + Sync + Sized + 'static {
     ) -> impl Future<Output = Result<Vec<i64>>> + Send;
 
     /// On another connection, open a transaction and publish `events` in it
-    /// (the engine's `stream_publish_in`), and keep it open until the
+    /// (the engine's `within(..)` and `stream_publish`), and keep it open until the
     /// returned handle ends it.
     fn publish_held(
         &self,
@@ -213,7 +213,7 @@ pub trait RuntimeHarness: Send + Sync + Sized + 'static {
     /// clock of its own: `Store::from_engine(AnyEngine::Sqlite(engine))`.
     fn store(&self) -> &alkstore::Store;
 
-    /// Send a notification with the engine's `notify_in` inside a
+    /// Send a notification with the engine's `within(..)` and `notify` inside a
     /// transaction of the application's own connection, then commit it or
     /// roll it back.
     fn notify_in_transaction(

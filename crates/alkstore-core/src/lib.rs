@@ -35,6 +35,7 @@
 //! time, concurrency and handlers. Nothing in this crate touches a
 //! database.
 
+mod backoff;
 pub mod call;
 mod clock;
 mod engine;
@@ -56,6 +57,7 @@ pub mod url;
 pub mod validate;
 mod wake;
 
+pub use backoff::Backoff;
 pub use call::{Checked, Validate};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use engine::{Capabilities, Engine, EngineState};

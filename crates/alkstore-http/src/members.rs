@@ -222,21 +222,25 @@ async fn heartbeat(app: &AppState, group: &str, member: &str, ttl: Duration) -> 
     let mut held: BTreeMap<u32, BucketLease> =
         renewal.held.into_iter().map(|l| (l.bucket, l)).collect();
     let live = renewal.live_workers.max(1);
-    let fair = renewal.buckets.div_ceil(live) as usize;
-    if held.len() < fair {
-        let want = u32::try_from(fair - held.len()).unwrap_or(1);
-        let taken = engine
-            .group_claim(GroupClaimParams::new(group, member, ttl, want))
-            .await?;
-        held.extend(taken.into_iter().map(|l| (l.bucket, l)));
-    } else if held.len() > fair {
-        let surplus: Vec<u32> = held.keys().rev().take(held.len() - fair).copied().collect();
-        engine
-            .group_release(GroupReleaseParams::new(group, member, surplus.clone()))
-            .await?;
-        for b in surplus {
-            held.remove(&b);
+    let mine: Vec<u32> = held.keys().copied().collect();
+    match alkstore::group::rebalance(renewal.buckets, live, &mine) {
+        // Every missing bucket at once: a client beats far less often
+        // than the runner's coordinator passes.
+        alkstore::group::Rebalance::Take(want) => {
+            let taken = engine
+                .group_claim(GroupClaimParams::new(group, member, ttl, want))
+                .await?;
+            held.extend(taken.into_iter().map(|l| (l.bucket, l)));
         }
+        alkstore::group::Rebalance::Give(surplus) => {
+            engine
+                .group_release(GroupReleaseParams::new(group, member, surplus.clone()))
+                .await?;
+            for b in surplus {
+                held.remove(&b);
+            }
+        }
+        alkstore::group::Rebalance::Hold => {}
     }
     Ok(Beat {
         held,

@@ -164,7 +164,9 @@ const WINDOW: Duration = Duration::from_millis(1);
 /// The task: gather what has been asked, send it in one statement, repeat.
 async fn run(mut s: Start) {
     let mut conn: Option<Conn> = None;
-    let mut backoff = Duration::from_millis(100);
+    // Wake-ups that cannot be sent: 100 ms, doubling to 2 s.
+    let mut backoff =
+        alkstore_core::Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
     let mut flushes = Vec::new();
     let mut last_send: Option<tokio::time::Instant> = None;
     loop {
@@ -205,14 +207,13 @@ async fn run(mut s: Start) {
             }
             last_send = Some(tokio::time::Instant::now());
             match send(&mut conn, &s, &channels, &payloads).await {
-                Ok(()) => backoff = Duration::from_millis(100),
+                Ok(()) => backoff.reset(),
                 Err(e) => {
                     // Dropped, not retried: every worker polls. A server
                     // that is down is not asked again at once.
                     tracing::warn!(error = %e, "cannot send wake-ups; workers will find the writes by polling");
                     conn = None;
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(2));
+                    tokio::time::sleep(backoff.next()).await;
                 }
             }
         }

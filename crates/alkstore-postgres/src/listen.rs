@@ -36,7 +36,9 @@ pub(crate) fn spawn(
             streams: stream_channel(&schema),
             messages: message_channel(&schema),
         };
-        let mut backoff = Duration::from_millis(100);
+        // The LISTEN connection lost: 100 ms, doubling to 2 s.
+        let mut backoff =
+            alkstore_core::Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
         loop {
             if hub.upgrade().is_none() {
                 return;
@@ -45,13 +47,12 @@ pub(crate) fn spawn(
                 listen_once(&config, connector.clone(), &channels, &hub, &listening).await;
             listening.send_replace(false);
             match outcome {
-                Ok(()) => backoff = Duration::from_millis(100),
+                Ok(()) => backoff.reset(),
                 Err(e) => {
                     tracing::warn!(error = %e, "LISTEN connection lost; reconnecting");
                 }
             }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(Duration::from_secs(2));
+            tokio::time::sleep(backoff.next()).await;
         }
     });
 }

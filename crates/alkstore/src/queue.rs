@@ -140,7 +140,9 @@ impl<R: Runs> Queue<R> {
         self.at.place().job_enqueue(jobs).await
     }
 
-    /// Acknowledge finished jobs; true per claim that was still valid.
+    /// Acknowledge finished jobs; `true` per claim that was still valid.
+    /// On a transaction's handle a claim no longer held is
+    /// [`Error::NotHeld`] and the transaction will not commit.
     pub async fn ack(&self, claims: Vec<Claim>) -> Result<Vec<bool>> {
         self.at.place().job_ack(claims).await
     }
@@ -166,7 +168,9 @@ impl<R: Runs> Queue<R> {
             .await
     }
 
-    /// Dead-letter a claimed job now; false when the claim is no longer held.
+    /// Dead-letter a claimed job now; `false` when the claim is no longer
+    /// held (on a transaction's handle: [`Error::NotHeld`], and the
+    /// transaction will not commit).
     pub async fn fail(&self, claim: Claim, error: impl Into<String>) -> Result<bool> {
         self.at
             .place()
@@ -175,7 +179,9 @@ impl<R: Runs> Queue<R> {
     }
 
     /// Run a claimed job again after `delay` without using an attempt;
-    /// returns the new due time, or `None` when the claim is no longer held.
+    /// returns the new due time, or `None` when the claim is no longer
+    /// held (on a transaction's handle: [`Error::NotHeld`], and the
+    /// transaction will not commit).
     pub async fn snooze(&self, claim: Claim, delay: std::time::Duration) -> Result<Option<i64>> {
         self.at
             .place()

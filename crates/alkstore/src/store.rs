@@ -105,7 +105,7 @@ impl Store {
     }
 
     /// The SQLite engine, when the store is one (for its own API: the
-    /// outbox `job_enqueue_in`).
+    /// `within(conn)` on the application's own rusqlite transaction).
     #[cfg(feature = "sqlite")]
     pub fn sqlite(&self) -> Option<&alkstore_sqlite::SqliteEngine> {
         #[allow(unreachable_patterns)]
@@ -116,7 +116,7 @@ impl Store {
     }
 
     /// The PostgreSQL engine, when the store is one (for its own API: the
-    /// outbox `job_enqueue_in`).
+    /// `within(client)` and `within_sqlx` on the application's own transaction).
     #[cfg(feature = "postgres")]
     pub fn postgres(&self) -> Option<&alkstore_postgres::PgEngine> {
         #[allow(unreachable_patterns)]

@@ -34,11 +34,13 @@ use crate::queue::{Queue, QueueOpts};
 use crate::schedule::Schedule;
 use crate::{AnyEngine, Stream};
 
-/// An open transaction on a [`Store`](crate::Store): the calls of
-/// [`Transaction`] (`job_enqueue`, `stream_publish`, `notify`, `job_ack`,
-/// `group_checkpoint`, `lock_fence`, …), and the engine's native handle
-/// for the application's own SQL ([`Tx::sqlite`], [`Tx::postgres`]).
-/// Dropped without [`Tx::commit`], it rolls back.
+/// An open transaction on a [`Store`](crate::Store): the store's handles
+/// (`tx.queue(..)`, `tx.stream(..)`, `tx.channel(..)`, `tx.schedule(..)`,
+/// `tx.group(..)`, `tx.lock(..)`), whose writes join it; every operation
+/// by name through [`Writes`](alkstore_core::Writes) on
+/// [`Tx::transaction`]; and the engine's native handle for the
+/// application's own SQL ([`Tx::sqlite`], [`Tx::postgres`]). Dropped
+/// without [`Tx::commit`], it rolls back.
 #[derive(Debug)]
 pub struct Tx(Transaction<AnyEngine>);
 

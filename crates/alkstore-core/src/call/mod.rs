@@ -14,13 +14,16 @@
 //! they cannot be reached with input that was not validated. The public
 //! traits callers use ([`QueueEngine`](crate::QueueEngine),
 //! [`QueueAdmin`](crate::QueueAdmin), [`StreamEngine`](crate::StreamEngine),
-//! [`GroupEngine`](crate::GroupEngine), …, and the transaction's
-//! [`Transaction`](crate::Transaction)) are implemented once, in core, for
-//! every driver. Each of their methods goes through one macro
+//! [`GroupEngine`](crate::GroupEngine), …) are implemented once, in core,
+//! for every driver. Each of their methods goes through one macro
 //! (`engine_call!`): validate once against the store's [`Limits`] (or
 //! refuse it with `Error::Closed` once the engine was closed), run the
 //! driver inside an `alkstore.<method>` span, record the call's metrics,
-//! and (in the method) send this process's wake hints.
+//! and (in the method) send this process's wake hints. Writes are
+//! operations instead ([`crate::op`]): the same validation, metrics and
+//! hints, in [`Place::run`](crate::Place::run), wherever they run (an
+//! `alkstore.op` span whose `op` field names them; metrics named `tx_…`
+//! inside a transaction).
 //!
 //! Metrics, through the `metrics` facade (free while no recorder is
 //! installed):

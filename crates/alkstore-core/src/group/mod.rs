@@ -10,12 +10,14 @@ mod driver;
 mod engine;
 mod hash;
 mod params;
+mod share;
 mod types;
 
 pub use driver::GroupDriver;
 pub use engine::GroupEngine;
 pub use hash::{bucket_of, bucket_of_offset, hashtextextended};
 pub use params::*;
+pub use share::{rebalance, Rebalance};
 pub use types::*;
 
 use crate::validate::validate_text;

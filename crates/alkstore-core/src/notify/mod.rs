@@ -4,7 +4,7 @@
 //! committed, at most once each; nothing is kept for later listeners, and a
 //! listener that falls far behind may miss some (use a stream for
 //! messages that must not be lost). Sent inside the caller's own
-//! transaction (the engines' `notify_in`), it is delivered only if that
+//! transaction (the engines' `within(..)` and `notify`), it is delivered only if that
 //! transaction commits.
 //!
 //! PostgreSQL delivers through `LISTEN`/`NOTIFY` (one channel per schema;
@@ -72,7 +72,7 @@ impl Validate for NotifyParams {
 }
 
 /// Reject a bad channel name or payload (shared with the engines'
-/// in-transaction `notify_in`).
+/// in-transaction `notify` on `within(..)`).
 pub fn validate_notify(channel: &str, payload: &str) -> Result<()> {
     validate_text("channel", channel)?;
     if payload.len() > MAX_NOTIFY_PAYLOAD {

@@ -232,8 +232,10 @@ pub(crate) fn wake(hub: &WakeHub, mut hints: Vec<Hint>) {
 /// [`Place::run`] with its parameters; the single-claim settles
 /// (`job_retry`, `job_fail`, `job_snooze`) are `job_settle` of one.
 pub trait Writes: Place {
-    /// Enqueue jobs (one, or a batch all or none). Inside a transaction
-    /// they are claimable once it commits.
+    /// Insert jobs atomically, all or none (a job with a unique key that
+    /// is already taken is `Enqueued::Duplicate`, never an error). Returns
+    /// one outcome per job. Inside a transaction they are claimable once it
+    /// commits, and this process's workers are woken then.
     fn job_enqueue(
         &self,
         params: impl Into<JobEnqueueParams> + Send,
@@ -244,9 +246,11 @@ pub trait Writes: Place {
         self.run::<JobEnqueueParams>(params)
     }
 
-    /// Complete claimed jobs: one `true` per claim still held. Inside a
-    /// transaction a claim no longer held is [`Error::NotHeld`] and
-    /// poisons it; the jobs stay the caller's until it ends.
+    /// Complete claimed jobs (deleted, or kept as completed when the queue
+    /// keeps them): one flag per claim, `true` only where the claim was
+    /// still valid. Inside a transaction a claim no longer held is
+    /// [`Error::NotHeld`] and poisons it, and the jobs stay the caller's
+    /// (no rescue hands them out) until it ends.
     fn job_ack(
         &self,
         params: impl Into<JobAckParams> + Send,
@@ -257,8 +261,10 @@ pub trait Writes: Place {
         self.run::<JobAckParams>(params)
     }
 
-    /// Settle many claimed jobs at once (retry, fail, snooze), each
-    /// outcome in the order given.
+    /// Record many finished attempts that did not end in an ack (retries,
+    /// failures, snoozes) in one commit: each behaves exactly as its
+    /// single call, the outcomes in the order given. Invalid input
+    /// anywhere rejects the batch before anything is written.
     fn job_settle(
         &self,
         params: impl Into<JobSettleParams> + Send,
@@ -270,8 +276,10 @@ pub trait Writes: Place {
         async move { Ok(run.await?.outcomes) }
     }
 
-    /// Retry a claimed job with the queue's backoff (or its own delay), or
-    /// move it to dead when out of attempts.
+    /// Reschedule a claimed job with the queue's backoff (or the given
+    /// delay), or move it to dead when out of attempts; `NotHeld` as an
+    /// outcome when the claim is no longer held (inside a transaction:
+    /// [`Error::NotHeld`]).
     fn job_retry(&self, params: JobRetryParams) -> impl Future<Output = Result<RetryOutcome>> + Send
     where
         Self::Engine: Drive<JobSettleParams>,
@@ -303,9 +311,11 @@ pub trait Writes: Place {
         }
     }
 
-    /// Put a claimed job back, due after the delay, without using an
-    /// attempt: when it is due, or `None` when the claim is no longer held
-    /// (inside a transaction: [`Error::NotHeld`]).
+    /// Put a claimed job back to pending, due after the delay, without
+    /// using an attempt (the handler asked to run again later): its new
+    /// due time, or `None` when the claim is no longer held (inside a
+    /// transaction: [`Error::NotHeld`]). A job whose cancellation was
+    /// requested goes to dead as `cancelled` instead.
     fn job_snooze(
         &self,
         params: impl Into<JobSnoozeParams> + Send,
@@ -322,8 +332,10 @@ pub trait Writes: Place {
         }
     }
 
-    /// Publish events (one, or a batch all or none); their offsets, in
-    /// order. Inside a transaction they are readable once it commits.
+    /// Append events, all or none; their offsets in the order given. Each
+    /// stream's readers in this process are woken at once (inside a
+    /// transaction: at its commit, when the events become readable), others
+    /// through the engine's cross-process signal.
     fn stream_publish(
         &self,
         params: impl Into<StreamPublishParams> + Send,
@@ -334,8 +346,13 @@ pub trait Writes: Place {
         self.run::<StreamPublishParams>(params)
     }
 
-    /// Save a consumer's offset (forward only; with an expectation, only
-    /// from the offset the caller read, else [`Error::NotHeld`]).
+    /// Save a consumer's offset. Monotone: a commit below the saved offset
+    /// is **ignored** (the saved one stays, and is returned), so a late
+    /// commit from a slow path cannot move a consumer back. An offset
+    /// beyond the stream's head is [`InvalidInput`](Error::InvalidInput).
+    /// With an expectation (`StreamOffsetCommitParams::expecting`) it is a
+    /// compare-and-set instead: the offset moves only from exactly the
+    /// expected one, else [`Error::NotHeld`] and nothing is written.
     fn stream_offset_commit(
         &self,
         params: StreamOffsetCommitParams,
@@ -355,7 +372,12 @@ pub trait Writes: Place {
         self.run::<NotifyParams>(params)
     }
 
-    /// Register or change a schedule.
+    /// Register a schedule, or change one (upsert by name). A new
+    /// schedule, or one whose spec or zone changed, gets its next boundary
+    /// after now; re-registering the same spec keeps the pending boundary
+    /// (so registering at every start-up neither skips nor repeats one). A
+    /// paused schedule stays paused. A bad spec or zone is
+    /// [`InvalidInput`](Error::InvalidInput) and writes nothing.
     fn schedule_set(
         &self,
         params: ScheduleSetParams,
@@ -366,7 +388,8 @@ pub trait Writes: Place {
         self.run::<ScheduleSetParams>(params)
     }
 
-    /// Remove a schedule; `false` when there was none.
+    /// Remove a schedule and its history; `false` when there was none.
+    /// Jobs it already enqueued stay.
     fn schedule_remove(
         &self,
         params: impl Into<ScheduleNameParams> + Send,
@@ -406,9 +429,13 @@ pub trait Writes: Place {
         )
     }
 
-    /// Save a bucket's checkpoint under the lease epoch the caller holds
-    /// (forward only); [`Error::NotHeld`] when the lease is no longer its.
-    /// Inside a transaction the lease stays the caller's until it ends.
+    /// Save a bucket's checkpoint, fenced: only the worker holding the
+    /// bucket under `epoch` may move it, else [`Error::NotHeld`] and
+    /// nothing changes. Forward only: a checkpoint below the saved one is
+    /// ignored (the saved one stays and is returned); an offset beyond the
+    /// stream's head is [`InvalidInput`](Error::InvalidInput). Inside a
+    /// transaction the lease stays the caller's until it ends (a takeover
+    /// waits or skips the bucket).
     fn group_checkpoint(
         &self,
         params: GroupCheckpointParams,

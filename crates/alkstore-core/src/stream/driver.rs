@@ -10,9 +10,9 @@ use super::types::*;
 
 /// The stream statements of one engine. Each method takes [`Checked`]
 /// parameters; callers use [`StreamEngine`](super::StreamEngine), whose
-/// methods document the behaviour (the contract suite checks it).
-///
-/// `stream_publish` is never called with an empty batch.
+/// methods document the behaviour (the contract suite checks it). Its
+/// writes (`stream_publish`, `stream_offset_commit`) are operations
+/// ([`crate::op`]).
 pub trait StreamDriver: Engine {
     /// See [`StreamEngine::stream_read`](super::StreamEngine::stream_read).
     fn stream_read(

@@ -2,8 +2,9 @@
 //! committed together with the application's own SQL, or not at all.
 //!
 //! Engines implement [`TxDriver`]: begin a transaction on a connection of
-//! their own, run each primitive's write inside it, commit, roll back. The
-//! one wrapper, [`Transaction`], is what callers use: it validates every
+//! their own, hand out that connection, commit, roll back; each write is
+//! an operation they drive on it ([`Drive`] with [`At::Tx`]). The one
+//! wrapper, [`Transaction`], is what callers use: it validates every
 //! call's input against the store's limits before anything is written (bad
 //! input is refused and the transaction goes on unharmed, as it does when
 //! the engine refuses input only the database can judge, such as an offset

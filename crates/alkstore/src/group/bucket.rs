@@ -4,6 +4,7 @@
 //! dead letters, and checkpoints under the lease's epoch; it starts nothing
 //! once the lease may have lapsed.
 
+use alkstore_core::Backoff;
 use alkstore_core::Writes as _;
 use std::future::Future;
 use std::pin::Pin;
@@ -461,9 +462,13 @@ impl BucketHandler<'_> {
                 return self.redeliver_in_tx(handler.as_ref(), event, stop).await
             }
         };
+        // Handler retries: the policy's wait, doubling to 60 s.
         let (attempts, mut backoff) = match s.opts.on_error {
-            OnError::Stop => (1, Duration::ZERO),
-            OnError::Retry { attempts, backoff } => (attempts.max(1), backoff),
+            OnError::Stop => (1, Backoff::new(Duration::ZERO, Duration::ZERO)),
+            OnError::Retry { attempts, backoff } => (
+                attempts.max(1),
+                Backoff::new(backoff, Duration::from_secs(60).max(backoff)),
+            ),
         };
         let mut run = 0;
         loop {
@@ -503,9 +508,8 @@ impl BucketHandler<'_> {
                         return Ran::Stopped;
                     }
                 }
-                () = tokio::time::sleep(backoff) => {}
+                () = tokio::time::sleep(backoff.next()) => {}
             }
-            backoff = backoff.saturating_mul(2).min(Duration::from_secs(60));
         }
     }
 

@@ -139,9 +139,12 @@ impl Coordinator {
             self.last_live = live;
             self.settle_until = Instant::now() + s.opts.heartbeat;
         }
-        let fair = renewal.buckets.div_ceil(live) as usize;
-        let mine = held.len();
-        if mine < fair {
+        let mine: Vec<u32> = held.keys().copied().collect();
+        let step = alkstore_core::group::rebalance(renewal.buckets, live, &mine);
+        if let alkstore_core::group::Rebalance::Take(want) = step {
+            // One bucket per pass (the pass repeats at once while more are
+            // wanted): a lone starter does not take every bucket only to
+            // give most back as its peers start.
             let claimed = Instant::now();
             let taken = s
                 .engine
@@ -160,17 +163,16 @@ impl Coordinator {
                         self.report.claimed += 1;
                         self.start(lease, claimed + s.opts.ttl);
                     }
-                    return Ok((got && mine + 1 < fair, next_lapse));
+                    return Ok((got && want > 1, next_lapse));
                 }
                 Err(e) if is_transient(&e) => {
                     tracing::warn!(group = %s.group, error = %e, "group claim failed");
                 }
                 Err(e) => return Err(e),
             }
-        } else if mine > fair {
+        } else if let alkstore_core::group::Rebalance::Give(surplus) = step {
             // Make room for workers that joined: give back the highest
             // buckets beyond the share, each checkpointed first.
-            let surplus: Vec<u32> = held.keys().rev().take(mine - fair).copied().collect();
             for bucket in surplus {
                 self.stop(bucket).await;
                 s.engine

@@ -33,12 +33,12 @@ mod shared;
 // Everything but the driver trait, whose method names would clash with
 // `GroupEngine`'s in a glob import.
 pub use alkstore_core::group::{
-    bucket_of, bucket_of_offset, hashtextextended, ttl_ms, BucketLease, BucketStatus,
+    bucket_of, bucket_of_offset, hashtextextended, rebalance, ttl_ms, BucketLease, BucketStatus,
     GroupCheckpointParams, GroupClaimParams, GroupDead, GroupDeadAddParams, GroupDeadListParams,
     GroupDeadPurgeParams, GroupDeadRequeueParams, GroupDeadResolveParams, GroupDeadTakeParams,
     GroupEnsureParams, GroupInfo, GroupLeaveParams, GroupReadParams, GroupReleaseParams,
-    GroupRenewParams, GroupResize, GroupResizeParams, GroupStatus, GroupStatusParams, Renewal,
-    MAX_BUCKETS, MAX_LEASE_TTL,
+    GroupRenewParams, GroupResize, GroupResizeParams, GroupStatus, GroupStatusParams, Rebalance,
+    Renewal, MAX_BUCKETS, MAX_LEASE_TTL,
 };
 pub use options::GroupOpts;
 pub use runner::GroupRunner;

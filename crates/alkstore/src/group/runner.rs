@@ -297,7 +297,9 @@ async fn join(
     ensure: GroupEnsureParams,
     mut shutdown: std::pin::Pin<&mut impl Future<Output = ()>>,
 ) -> Result<bool> {
-    let mut backoff = Duration::from_millis(100);
+    // Joining a group that cannot be reached: 100 ms, doubling to 2 s.
+    let mut backoff =
+        alkstore_core::Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
     loop {
         match engine.group_ensure(ensure.clone()).await {
             Ok(()) => return Ok(true),
@@ -305,9 +307,8 @@ async fn join(
                 tracing::warn!(error = %e, "cannot reach the store to join the group; trying again");
                 tokio::select! {
                     () = shutdown.as_mut() => return Ok(false),
-                    () = tokio::time::sleep(backoff) => {}
+                    () = tokio::time::sleep(backoff.next()) => {}
                 }
-                backoff = (backoff * 2).min(Duration::from_secs(2));
             }
             Err(e) => return Err(e),
         }

@@ -265,7 +265,9 @@ impl Subscriber {
     ) -> Result<SubscribeReport, SubscribeError> {
         let mut shutdown = std::pin::pin!(shutdown.fuse());
         let mut report = SubscribeReport::default();
-        let mut backoff = Duration::from_millis(100);
+        // A store out of reach: 100 ms, doubling to 5 s.
+        let mut backoff =
+            alkstore_core::Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
         loop {
             let mut run = Run {
                 stream: &self.stream,
@@ -292,9 +294,8 @@ impl Subscriber {
                     tracing::warn!(error = %e, stream = %self.stream.name(), "subscriber lost the store; following again");
                     tokio::select! {
                         () = shutdown.as_mut() => return Ok(report),
-                        () = tokio::time::sleep(backoff) => {}
+                        () = tokio::time::sleep(backoff.next()) => {}
                     }
-                    backoff = (backoff * 2).min(Duration::from_secs(5));
                 }
                 (Err(e), _) => return Err(e),
                 (Ok(()), Err(e)) => return Err(e.into()),
@@ -606,9 +607,16 @@ impl Run<'_> {
         event: Event,
         shutdown: &mut (impl futures_util::future::FusedFuture<Output = ()> + Unpin),
     ) -> Result<bool, SubscribeError> {
+        // Handler retries: the policy's wait, doubling to 60 s.
         let (attempts, mut backoff) = match self.opts.on_error {
-            OnError::Stop => (1, Duration::ZERO),
-            OnError::Retry { attempts, backoff } => (attempts.max(1), backoff),
+            OnError::Stop => (
+                1,
+                alkstore_core::Backoff::new(Duration::ZERO, Duration::ZERO),
+            ),
+            OnError::Retry { attempts, backoff } => (
+                attempts.max(1),
+                alkstore_core::Backoff::new(backoff, Duration::from_secs(60).max(backoff)),
+            ),
         };
         let offset = event.offset;
         let mut run = 0;
@@ -643,9 +651,8 @@ impl Run<'_> {
             tokio::select! {
                 biased;
                 () = &mut *shutdown => return Ok(false),
-                () = tokio::time::sleep(backoff) => {}
+                () = tokio::time::sleep(backoff.next()) => {}
             }
-            backoff = (backoff * 2).min(Duration::from_secs(60));
         }
     }
 

@@ -121,14 +121,14 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = alkstore_core::Result<T>>,
 {
-    let mut delay = Duration::from_millis(20);
+    // 20 ms, doubling to 2 s, ten tries.
+    let mut delay = alkstore_core::Backoff::new(Duration::from_millis(20), Duration::from_secs(2));
     for attempt in 1..=10 {
         match call().await {
             Ok(v) => return Some(v),
             Err(e) => {
                 tracing::warn!(error = %e, attempt, "{what} failed; retrying");
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(2));
+                tokio::time::sleep(delay.next()).await;
             }
         }
     }

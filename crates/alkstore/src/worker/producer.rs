@@ -144,7 +144,9 @@ const CLAIMERS_MIN_SLOTS: usize = 64;
 async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>, lead: bool) {
     let spec = &shared.spec;
     let mut hints = ctx.engine.wake_subscribe();
-    let mut error_backoff = Duration::from_millis(50);
+    // Failed claims: 50 ms, doubling to 5 s, from the start after a claim.
+    let mut error_backoff =
+        alkstore_core::Backoff::new(Duration::from_millis(50), Duration::from_secs(5));
     let name: Arc<str> = Arc::from(spec.name.as_str());
     let most = ctx.opts.max_claim as usize;
     // This loop's even share of the slots: what it waits for when there is
@@ -195,17 +197,16 @@ async fn claim_loop(mut ctx: LoopCtx, shared: Arc<QueueShared>, lead: bool) {
         }
         let jobs = match claimed {
             Ok(jobs) => {
-                error_backoff = Duration::from_millis(50);
+                error_backoff.reset();
                 jobs
             }
             Err(e) => {
                 drop(reserved);
                 tracing::warn!(queue = %spec.name, error = %e, "claim failed; backing off");
                 tokio::select! {
-                    _ = tokio::time::sleep(error_backoff) => {}
+                    _ = tokio::time::sleep(error_backoff.next()) => {}
                     _ = ctx.stop.changed() => {}
                 }
-                error_backoff = (error_backoff * 2).min(Duration::from_secs(5));
                 continue;
             }
         };
