@@ -460,39 +460,31 @@ pub trait Writes: Place {
 
 impl<T: Place + ?Sized> Writes for T {}
 
-/// An engine that drives every write operation: the one bound for code
-/// generic over engines (`E: AllOps`) that calls them by name.
-pub trait AllOps:
-    Engine
-    + Drive<JobEnqueueParams>
-    + Drive<JobAckParams>
-    + Drive<JobSettleParams>
-    + Drive<StreamPublishParams>
-    + Drive<StreamOffsetCommitParams>
-    + Drive<NotifyParams>
-    + Drive<ScheduleSetParams>
-    + Drive<ScheduleNameParams>
-    + Drive<SchedulePauseParams>
-    + Drive<GroupCheckpointParams>
-    + Drive<LockFenceParams>
-{
+/// `AllOps`, and its impl for every engine that drives them all, from one
+/// list of the operations.
+macro_rules! all_ops {
+    ($($p:ty),* $(,)?) => {
+        /// An engine that drives every write operation: the one bound for
+        /// code generic over engines (`E: AllOps`) that calls them by name.
+        pub trait AllOps: Engine $(+ Drive<$p>)* {}
+
+        impl<T> AllOps for T where T: Engine $(+ Drive<$p>)* {}
+    };
 }
 
-impl<T> AllOps for T where
-    T: Engine
-        + Drive<JobEnqueueParams>
-        + Drive<JobAckParams>
-        + Drive<JobSettleParams>
-        + Drive<StreamPublishParams>
-        + Drive<StreamOffsetCommitParams>
-        + Drive<NotifyParams>
-        + Drive<ScheduleSetParams>
-        + Drive<ScheduleNameParams>
-        + Drive<SchedulePauseParams>
-        + Drive<GroupCheckpointParams>
-        + Drive<LockFenceParams>
-{
-}
+all_ops!(
+    JobEnqueueParams,
+    JobAckParams,
+    JobSettleParams,
+    StreamPublishParams,
+    StreamOffsetCommitParams,
+    NotifyParams,
+    ScheduleSetParams,
+    ScheduleNameParams,
+    SchedulePauseParams,
+    GroupCheckpointParams,
+    LockFenceParams,
+);
 
 /// The one outcome of a single-claim settle.
 fn one(settlement: Settlement) -> Result<Settled> {
