@@ -49,6 +49,10 @@ fn encode(text: &str) -> String {
 
 /// A store URL names the pooler and a direct LISTEN URL: every primitive
 /// works through it, notifications included.
+#[cfg_attr(
+    alkstore_no_pgbouncer,
+    ignore = "skipped: no ALKSTORE_TEST_PGBOUNCER_URL (scripts/test starts PgBouncer and sets it)"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_url_through_pgbouncer_works_end_to_end() {
     let Some((bounced, direct)) = urls().await else {
@@ -90,6 +94,10 @@ async fn a_store_url_through_pgbouncer_works_end_to_end() {
 
 /// Without a listen URL nothing listens: notify/listen is refused with a
 /// clear error, and a worker finds another process's job by polling.
+#[cfg_attr(
+    alkstore_no_pgbouncer,
+    ignore = "skipped: no ALKSTORE_TEST_PGBOUNCER_URL (scripts/test starts PgBouncer and sets it)"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_listen_url_workers_find_work_by_polling() {
     let Some((bounced, direct)) = urls().await else {
@@ -151,6 +159,10 @@ async fn without_a_listen_url_workers_find_work_by_polling() {
 /// A pooler's server connections may hold named statements that another
 /// client left behind (prepared outside a transaction, never closed): the
 /// engine's own statements never collide with them.
+#[cfg_attr(
+    alkstore_no_pgbouncer,
+    ignore = "skipped: no ALKSTORE_TEST_PGBOUNCER_URL (scripts/test starts PgBouncer and sets it)"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn statements_left_behind_by_other_clients_do_not_collide() {
     let Some((bounced, direct)) = urls().await else {

@@ -292,6 +292,10 @@ fn chain(e: &Error) -> String {
     text
 }
 
+#[cfg_attr(
+    alkstore_no_tls_server,
+    ignore = "skipped: no PostgreSQL server binaries under /usr/lib/postgresql or no openssl CLI"
+)]
 #[tokio::test]
 async fn sslmodes_against_a_private_server() {
     let started = Instant::now();
