@@ -34,6 +34,11 @@
 //! [`Limits`] every area shares. The runtime in the `alkstore` crate knows
 //! time, concurrency and handlers. Nothing in this crate touches a
 //! database.
+//!
+//! **This crate is the engines' seam, and it is unstable**: the driver and
+//! engine traits, [`op`], [`tx`] and [`call`] change as the engines do.
+//! Applications use the `alkstore` crate's `Store` and its handles
+//! (`store.queue(..)`, `tx.queue(..)`, …).
 
 mod backoff;
 pub mod call;

@@ -126,7 +126,9 @@ impl Store {
         }
     }
 
-    /// The engine behind the store.
+    /// The engine behind the store: the engines' seam, **unstable**
+    /// (`alkstore_core`'s traits change as the engines do). The handles
+    /// (`store.queue(..)`, `store.stream(..)`, …) are the API.
     pub fn engine(&self) -> &AnyEngine {
         &self.engine
     }
