@@ -119,7 +119,7 @@ pub struct GroupStatusView {
 #[utoipa::path(get, path = "/api/v1/groups", tag = "consumer groups",
     responses((status = 200, description = "Every consumer group", body = GroupList)))]
 async fn list_groups(State(app): State<AppState>) -> ApiResult<Json<GroupList>> {
-    let groups = app.store.engine().group_list().await?;
+    let groups = app.store.groups().await?;
     Ok(Json(GroupList {
         groups: groups.into_iter().map(GroupView::from).collect(),
     }))

@@ -134,7 +134,7 @@ pub struct Removed {
 #[utoipa::path(get, path = "/api/v1/schedules", tag = "schedules",
     responses((status = 200, description = "Every schedule with its next fire time", body = ScheduleList)))]
 async fn list_schedules(State(app): State<AppState>) -> ApiResult<Json<ScheduleList>> {
-    let all = app.store.engine().schedule_list().await?;
+    let all = app.store.schedules().await?;
     Ok(Json(ScheduleList {
         schedules: all.into_iter().map(ScheduleView::from).collect(),
     }))
@@ -173,7 +173,7 @@ async fn remove_schedule(
     State(app): State<AppState>,
     ApiPath(name): ApiPath<String>,
 ) -> ApiResult<Json<Removed>> {
-    let removed = app.store.engine().schedule_remove(name).await?;
+    let removed = app.store.schedule(name).remove().await?;
     Ok(Json(Removed { removed }))
 }
 
@@ -188,7 +188,7 @@ async fn pause_schedule(
     State(app): State<AppState>,
     ApiPath(name): ApiPath<String>,
 ) -> ApiResult<Json<ScheduleView>> {
-    Ok(Json(app.store.engine().schedule_pause(name).await?.into()))
+    Ok(Json(app.store.schedule(name).pause().await?.into()))
 }
 
 /// Resume a schedule.
@@ -203,7 +203,7 @@ async fn resume_schedule(
     State(app): State<AppState>,
     ApiPath(name): ApiPath<String>,
 ) -> ApiResult<Json<ScheduleView>> {
-    Ok(Json(app.store.engine().schedule_resume(name).await?.into()))
+    Ok(Json(app.store.schedule(name).resume().await?.into()))
 }
 
 /// A job a schedule enqueued.

@@ -235,7 +235,7 @@ async fn view(
     responses((status = 200, description = "Every stream with its head and consumers", body = StreamList)))]
 async fn list_streams(State(app): State<AppState>) -> ApiResult<Json<StreamList>> {
     let mut streams = Vec::new();
-    for s in app.store.engine().stream_list().await? {
+    for s in app.store.streams().await? {
         streams.push(view(&app, s.stream, s.head, s.events).await?);
     }
     Ok(Json(StreamList { streams }))

@@ -465,7 +465,7 @@ pub(super) async fn pause(
     State(app): State<AppState>,
     ApiPath(queue): ApiPath<String>,
 ) -> ApiResult<Json<Changed>> {
-    let changed = app.store.engine().queue_pause(queue.as_str()).await?;
+    let changed = app.store.queue(queue).pause().await?;
     Ok(Json(Changed { changed }))
 }
 
@@ -480,7 +480,7 @@ pub(super) async fn resume(
     State(app): State<AppState>,
     ApiPath(queue): ApiPath<String>,
 ) -> ApiResult<Json<Changed>> {
-    let changed = app.store.engine().queue_resume(queue.as_str()).await?;
+    let changed = app.store.queue(queue).resume().await?;
     Ok(Json(Changed { changed }))
 }
 
