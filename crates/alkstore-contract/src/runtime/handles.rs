@@ -136,6 +136,30 @@ pub async fn a_channel_handle_sends_to_its_listeners<H: RuntimeHarness>(h: &H) {
     assert_eq!(bad.kind(), ErrorKind::InvalidInput);
 }
 
+/// The lock `name`, taken (it must be free).
+async fn acquired(store: &alkstore::Store, name: &str) -> alkstore::lock::LockGuard {
+    store
+        .lock(name)
+        .try_acquire()
+        .await
+        .expect("acquire")
+        .expect("free")
+}
+
+/// The stream's first events once at least `n` are readable, or what is
+/// readable after 30 s. Readers see a commit once every older writer has
+/// ended (gap safety; on PostgreSQL, any on the server): wait for it.
+async fn read_at_least(stream: &alkstore::Stream, n: usize) -> Vec<alkstore::stream::Event> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let events = stream.read(0, 10).await.expect("read");
+        if events.len() >= n || tokio::time::Instant::now() >= deadline {
+            return events;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// A stream handle publishes serde values as JSON (one, or a batch) and
 /// raw bytes (`_raw`); events decode back to the value, and bytes that
 /// are not the type's JSON are a `Payload` error.
@@ -167,14 +191,7 @@ pub async fn a_stream_handle_publishes_typed_values_and_raw_bytes<H: RuntimeHarn
         .await
         .expect("raw");
     assert!(a < batch[0] && batch[0] < raw, "{a} {batch:?} {raw}");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    let events = loop {
-        let events = stream.read(0, 10).await.expect("read");
-        if events.len() >= 3 || tokio::time::Instant::now() >= deadline {
-            break events;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let events = read_at_least(&stream, 3).await;
     assert_eq!(events.len(), 3, "{events:?}");
     assert_eq!(events[0].key.as_deref(), Some("c-1"));
     assert_eq!(events[0].decode::<Order>().expect("decode"), one);
@@ -277,12 +294,7 @@ pub async fn the_store_lists_its_queues_streams_and_groups<H: RuntimeHarness>(h:
 pub async fn a_transactions_handles_commit_together_or_not_at_all<H: RuntimeHarness>(h: &H) {
     let store = h.store();
     let name = "tx-handles";
-    let guard = store
-        .lock(name)
-        .try_acquire()
-        .await
-        .expect("acquire")
-        .expect("free");
+    let guard = acquired(store, name).await;
     let business = h.business();
     for (n, commit) in [(1, false), (2, true)] {
         let mut tx = store.begin().await.expect("begin");
@@ -322,15 +334,7 @@ pub async fn a_transactions_handles_commit_together_or_not_at_all<H: RuntimeHarn
         store.schedule(name).get().await.expect("get").is_some(),
         "the committed schedule"
     );
-    // Readable once every older writer has ended (gap safety): wait for it.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    let events = loop {
-        let events = store.stream(name).read(0, 10).await.expect("read");
-        if !events.is_empty() || tokio::time::Instant::now() >= deadline {
-            break events;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let events = read_at_least(&store.stream(name), 1).await;
     let payloads: Vec<&[u8]> = events.iter().map(|e| e.payload.as_slice()).collect();
     assert_eq!(payloads, [b"2".as_slice()], "only the committed event");
     assert_eq!(
@@ -347,12 +351,7 @@ pub async fn a_lost_lock_fence_on_a_transactions_handle_rolls_everything_back<H:
 ) {
     let store = h.store();
     let name = "tx-handles-lost";
-    let guard = store
-        .lock(name)
-        .try_acquire()
-        .await
-        .expect("acquire")
-        .expect("free");
+    let guard = acquired(store, name).await;
     let tx = store.begin().await.expect("begin");
     tx.queue(name).enqueue(&1).await.expect("enqueue");
     let err = tx

@@ -36,7 +36,7 @@ use crate::schedule::{ScheduleInfo, ScheduleNameParams, SchedulePauseParams, Sch
 use crate::stream::{StreamOffsetCommitParams, StreamPublishParams};
 use crate::{
     Checked, Engine, Enqueued, Error, JobRetryParams, PauseState, Result, RetryOutcome, Settle,
-    Settled, Settlement, Validate, WakeHub,
+    Settled, Validate, WakeHub,
 };
 
 /// A write operation: its parameters' type (see the [module](self) docs).
@@ -284,13 +284,10 @@ pub trait Writes: Place {
     where
         Self::Engine: Drive<JobSettleParams>,
     {
-        let run = self.run_as::<JobSettleParams>("job_retry", vec![Settle::from(params)]);
-        async move {
-            match one(run.await?)? {
-                Settled::Retried(outcome) => Ok(outcome),
-                other => Err(unexpected("job_retry", other)),
-            }
-        }
+        settle_one(self, "job_retry", Settle::from(params), |s| match s {
+            Settled::Retried(outcome) => Ok(outcome),
+            other => Err(other),
+        })
     }
 
     /// Move a claimed job to dead now; `false` when the claim is no longer
@@ -302,13 +299,10 @@ pub trait Writes: Place {
     where
         Self::Engine: Drive<JobSettleParams>,
     {
-        let run = self.run_as::<JobSettleParams>("job_fail", vec![Settle::from(params.into())]);
-        async move {
-            match one(run.await?)? {
-                Settled::Failed(failed) => Ok(failed),
-                other => Err(unexpected("job_fail", other)),
-            }
-        }
+        settle_one(self, "job_fail", Settle::from(params.into()), |s| match s {
+            Settled::Failed(failed) => Ok(failed),
+            other => Err(other),
+        })
     }
 
     /// Put a claimed job back to pending, due after the delay, without
@@ -323,13 +317,15 @@ pub trait Writes: Place {
     where
         Self::Engine: Drive<JobSettleParams>,
     {
-        let run = self.run_as::<JobSettleParams>("job_snooze", vec![Settle::from(params.into())]);
-        async move {
-            match one(run.await?)? {
+        settle_one(
+            self,
+            "job_snooze",
+            Settle::from(params.into()),
+            |s| match s {
                 Settled::Snoozed(due) => Ok(due),
-                other => Err(unexpected("job_snooze", other)),
-            }
-        }
+                other => Err(other),
+            },
+        )
     }
 
     /// Append events, all or none; their offsets in the order given. Each
@@ -486,13 +482,28 @@ all_ops!(
     LockFenceParams,
 );
 
-/// The one outcome of a single-claim settle.
-fn one(settlement: Settlement) -> Result<Settled> {
-    settlement
-        .outcomes
-        .into_iter()
-        .next()
-        .ok_or_else(|| Error::database("job_settle", "the engine returned no outcome"))
+/// A settle of one claim (`job_retry`, `job_fail`, `job_snooze`), named
+/// `name`: the batch operation with one element, its one outcome picked
+/// by `pick` (another kind of outcome is an error).
+fn settle_one<'a, P: Place + ?Sized, T: Send + 'static>(
+    place: &'a P,
+    name: &'static str,
+    settle: Settle,
+    pick: fn(Settled) -> std::result::Result<T, Settled>,
+) -> impl Future<Output = Result<T>> + Send + 'a
+where
+    P::Engine: Drive<JobSettleParams>,
+{
+    let run = place.run_as::<JobSettleParams>(name, vec![settle]);
+    async move {
+        let settled = run
+            .await?
+            .outcomes
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::database(name, "the engine returned no outcome"))?;
+        pick(settled).map_err(|other| unexpected(name, other))
+    }
 }
 
 /// A single settle answered with another kind of outcome.

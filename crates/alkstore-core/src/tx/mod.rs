@@ -220,8 +220,9 @@ impl<E: TxDriver> Transaction<E> {
             // and what is left of it refuses to commit, saying why.
             let mut guard = Putback {
                 state: &self.state,
+                name,
                 tx: None,
-                poisoned: Some(format!("{name} was cancelled before it finished")),
+                poisoned: None,
                 hints: Vec::new(),
             };
             let p = match Checked::<P>::new(params, self.engine.limits()) {
@@ -229,7 +230,6 @@ impl<E: TxDriver> Transaction<E> {
                 Err(e) => {
                     // Refused input: the transaction as it was.
                     guard.tx = Some(tx);
-                    guard.poisoned = None;
                     return Err(e);
                 }
             };
@@ -351,10 +351,12 @@ impl<E: TxDriver> Place for Transaction<E> {
     }
 }
 
-/// Puts the transaction back after a call, with its verdict; when the
-/// call's future is dropped part-way, poisons what is left.
+/// Puts the transaction back after a call, with its verdict. A call whose
+/// future was dropped part-way never put the transaction back (it was
+/// dropped, rolling back): what is left is poisoned, naming the call.
 struct Putback<'s, T> {
     state: &'s Mutex<State<T>>,
+    name: &'static str,
     tx: Option<T>,
     poisoned: Option<String>,
     hints: Vec<Hint>,
@@ -363,8 +365,11 @@ struct Putback<'s, T> {
 impl<T> Drop for Putback<'_, T> {
     fn drop(&mut self) {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(tx) = self.tx.take() {
-            state.tx = Some(tx);
+        match self.tx.take() {
+            Some(tx) => state.tx = Some(tx),
+            None => {
+                self.poisoned = Some(format!("{} was cancelled before it finished", self.name));
+            }
         }
         if let Some(reason) = self.poisoned.take() {
             if state.poisoned.is_none() {
