@@ -10,7 +10,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use alkstore::group::{GroupEvent, GroupReport};
+use alkstore::group::{GroupEvent, GroupReport, GroupRunner};
 use alkstore::prelude::*;
 use alkstore::schedule::{ScheduleSetParams, Scheduler};
 use alkstore::{queue::NewJob, Error, JobCtx, JobError, Result, Store, Worker, WorkerReport};
@@ -112,18 +112,15 @@ pub(crate) async fn run(db: &str, args: DemoArgs) -> Result<()> {
         .await?;
     let mut members = Vec::new();
     for name in MEMBERS {
-        let runner = store
-            .group("billing")
-            .stream("orders")
+        let runner = GroupRunner::new(store.clone(), "billing", "orders")
             .buckets(12)
             .worker_id(name);
         let until = stopped();
         members.push(tokio::spawn(async move {
             runner
-                .handler(move |e: GroupEvent| {
-                    let work = Duration::from_micros(
-                        200 + e.event.offset.rem_euclid(5).unsigned_abs() * 100,
-                    );
+                .handler_raw(move |e: GroupEvent<Vec<u8>>| {
+                    let work =
+                        Duration::from_micros(200 + e.offset().rem_euclid(5).unsigned_abs() * 100);
                     async move {
                         tokio::time::sleep(work).await;
                         Ok::<(), std::io::Error>(())

@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use alkstore::group::{GroupEvent, GroupOpts};
+use alkstore::group::{GroupEvent, GroupOpts, GroupRunner};
 use alkstore::stream::OnError;
 use alkstore::{
     prelude::QueueAdmin, Error, JobCtx, JobError, JobResult, Result, Store, Worker, WorkerOpts,
@@ -211,12 +211,10 @@ async fn run_group(
     let handlers = shared.clone();
     let drain = args.shutdown_timeout;
     let (group_env, stream_env) = (group.clone(), stream.clone());
-    let report = store
-        .group(group)
-        .stream(stream)
+    let report = GroupRunner::new(store.clone(), group, stream)
         .buckets(args.buckets)
         .opts(opts)
-        .handler(move |e: GroupEvent| {
+        .handler_raw(move |e: GroupEvent<Vec<u8>>| {
             let (w, group, stream) = (handlers.clone(), group_env.clone(), stream_env.clone());
             async move { run_event(&w, &group, &stream, e).await }
         })
@@ -249,20 +247,20 @@ async fn run_event(
     w: &Shared,
     group: &str,
     stream: &str,
-    e: GroupEvent,
+    e: GroupEvent<Vec<u8>>,
 ) -> std::result::Result<(), std::io::Error> {
     let started = Instant::now();
     let mut env = vec![
         ("ALK_GROUP", group.to_string()),
         ("ALK_STREAM", stream.to_string()),
-        ("ALK_BUCKET", e.bucket.to_string()),
-        ("ALK_EPOCH", e.epoch.to_string()),
-        ("ALK_EVENT_OFFSET", e.event.offset.to_string()),
+        ("ALK_BUCKET", e.bucket().to_string()),
+        ("ALK_EPOCH", e.epoch().to_string()),
+        ("ALK_EVENT_OFFSET", e.offset().to_string()),
     ];
-    if let Some(key) = &e.event.key {
-        env.push(("ALK_EVENT_KEY", key.clone()));
+    if let Some(key) = e.key() {
+        env.push(("ALK_EVENT_KEY", key.to_owned()));
     }
-    let ended = run_command(w, &env, &e.event.payload, std::future::pending()).await;
+    let ended = run_command(w, &env, e.payload(), std::future::pending()).await;
     let result = match ended {
         Ended::NotStarted(err) => Err(std::io::Error::other(format!(
             "could not start `sh -c {}`: {err}",
@@ -290,9 +288,9 @@ async fn run_event(
         };
         eprintln!(
             "alk worker: event {} (bucket {}, epoch {}): {outcome} in {:.1}s",
-            e.event.offset,
-            e.bucket,
-            e.epoch,
+            e.offset(),
+            e.bucket(),
+            e.epoch(),
             started.elapsed().as_secs_f64()
         );
     }

@@ -216,7 +216,7 @@ pub(crate) struct TestGroupWorkerArgs {
 /// A consumer-group worker for the multi-process tests: logs every handled
 /// event with its lease; stops gracefully (checkpoint, release) on SIGTERM.
 pub(crate) async fn run_group(db: &str, args: TestGroupWorkerArgs) -> Result<()> {
-    use alkstore::group::{GroupEvent, GroupOpts};
+    use alkstore::group::{GroupEvent, GroupOpts, GroupRunner};
     let store = Store::open(db).await?;
     let log = open_log(args.log.as_deref())?;
     if args.gate {
@@ -234,19 +234,17 @@ pub(crate) async fn run_group(db: &str, args: TestGroupWorkerArgs) -> Result<()>
         };
     }
     let fail_key = args.fail_key;
-    let line = |e: &GroupEvent| {
+    let line = |e: &GroupEvent<Vec<u8>>| {
         format!(
             "{} {} {} {} {}\n",
-            e.worker,
-            e.bucket,
-            e.epoch,
-            e.event.offset,
-            e.event.key.as_deref().unwrap_or("-")
+            e.worker(),
+            e.bucket(),
+            e.epoch(),
+            e.offset(),
+            e.key().unwrap_or("-")
         )
     };
-    let runner = store
-        .group(args.group)
-        .stream(args.stream)
+    let runner = GroupRunner::new(store.clone(), args.group, args.stream)
         .buckets(args.buckets)
         .worker_id(args.name)
         .opts(opts);
@@ -254,12 +252,12 @@ pub(crate) async fn run_group(db: &str, args: TestGroupWorkerArgs) -> Result<()>
         (None, Some(table)) => {
             let (table, store): (Arc<str>, Store) = (table.into(), store.clone());
             runner
-                .handler(move |e: GroupEvent| {
+                .handler_raw(move |e: GroupEvent<Vec<u8>>| {
                     let (table, store) = (table.clone(), store.clone());
                     async move {
                         let mut tx = store.begin().await?;
-                        let key = e.event.key.as_deref().unwrap_or("-");
-                        insert_row(&mut tx, &table, "event", e.event.offset, key).await?;
+                        let key = e.key().unwrap_or("-");
+                        insert_row(&mut tx, &table, "event", e.offset(), key).await?;
                         tx.commit().await
                     }
                 })
@@ -270,14 +268,14 @@ pub(crate) async fn run_group(db: &str, args: TestGroupWorkerArgs) -> Result<()>
             let table: Arc<str> = table.into();
             let pause = Duration::from_millis(args.sleep_ms);
             runner
-                .handler_tx(move |tx, e: GroupEvent| {
+                .handler_tx_raw(move |tx, e: GroupEvent<Vec<u8>>| {
                     let (log, table) = (log.clone(), table.clone());
                     Box::pin(async move {
                         if !pause.is_zero() {
                             tokio::time::sleep(pause).await;
                         }
-                        let key = e.event.key.as_deref().unwrap_or("-");
-                        insert_row(tx, &table, "event", e.event.offset, key).await?;
+                        let key = e.key().unwrap_or("-");
+                        insert_row(tx, &table, "event", e.offset(), key).await?;
                         append(&log, &line(&e))?;
                         Ok::<(), alkstore::BoxError>(())
                     })
@@ -287,8 +285,8 @@ pub(crate) async fn run_group(db: &str, args: TestGroupWorkerArgs) -> Result<()>
         }
         (None, None) => {
             runner
-                .handler(move |e: GroupEvent| {
-                    if fail_key.is_some() && e.event.key == fail_key {
+                .handler_raw(move |e: GroupEvent<Vec<u8>>| {
+                    if fail_key.is_some() && e.key() == fail_key.as_deref() {
                         let failed = std::io::Error::other("test-group-worker: --fail-key");
                         return std::future::ready(Err(failed));
                     }
@@ -421,23 +419,22 @@ pub(crate) struct TestSubscriberArgs {
 /// row and the consumer's offset commit together; stops gracefully on
 /// SIGTERM.
 pub(crate) async fn run_subscriber(db: &str, args: TestSubscriberArgs) -> Result<()> {
-    use alkstore::stream::Event;
+    use alkstore::stream::EventCtx;
+    use alkstore::Subscriber;
     let store = Store::open(db).await?;
     let log = open_log(args.log.as_deref())?;
     let table: Arc<str> = args.tx_table.into();
     let pause = Duration::from_millis(args.sleep_ms);
-    let report = store
-        .stream(args.stream)
-        .subscribe(args.consumer)
-        .handler_tx(move |tx, e: Event| {
+    let report = Subscriber::new(store.clone(), args.stream, args.consumer)
+        .handler_tx_raw(move |tx, e: EventCtx<Vec<u8>>| {
             let (log, table) = (log.clone(), table.clone());
             Box::pin(async move {
                 if !pause.is_zero() {
                     tokio::time::sleep(pause).await;
                 }
-                let key = e.key.as_deref().unwrap_or("-");
-                insert_row(tx, &table, "sub", e.offset, key).await?;
-                append(&log, &format!("{} {key}\n", e.offset))?;
+                let key = e.key().unwrap_or("-");
+                insert_row(tx, &table, "sub", e.offset(), key).await?;
+                append(&log, &format!("{} {key}\n", e.offset()))?;
                 Ok::<(), alkstore::BoxError>(())
             })
         })

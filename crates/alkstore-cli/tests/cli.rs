@@ -710,7 +710,7 @@ fn groups_bucket_prints_each_keys_bucket_without_a_store() {
 /// resize (allowed once the worker left) that rewinds every bucket.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn groups_list_status_dead_and_resize() {
-    use alkstore::group::{GroupEvent, GroupOpts};
+    use alkstore::group::{GroupEvent, GroupOpts, GroupRunner};
     use alkstore::stream::OnError;
     let (_dir, db) = temp_db();
     let store = Store::open(&db).await.expect("open");
@@ -743,13 +743,11 @@ async fn groups_list_status_dead_and_resize() {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     };
-    store
-        .group("proj")
-        .stream("orders")
+    GroupRunner::new(store.clone(), "proj", "orders")
         .buckets(4)
         .opts(opts)
-        .handler(move |e: GroupEvent| {
-            let ok = e.event.payload != b"poison";
+        .handler_raw(move |e: GroupEvent<Vec<u8>>| {
+            let ok = e.payload() != b"poison";
             if ok {
                 handled.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             }

@@ -153,6 +153,20 @@ pub enum Error {
         /// What is missing.
         reason: String,
     },
+    /// A runtime's handler kept failing on one event until its error
+    /// policy ran out, and the runtime stopped there (its saved position
+    /// is just before that event).
+    #[error("{what}: handler failed on offset {offset} after {attempts} run(s): {source}")]
+    HandlerFailed {
+        /// Where it ran (for example `stream "orders"`).
+        what: String,
+        /// The event the handler failed on.
+        offset: i64,
+        /// How many times it ran.
+        attempts: u32,
+        /// The handler's last error.
+        source: BoxError,
+    },
 }
 
 /// The category of an [`Error`], stable across engines.
@@ -191,6 +205,8 @@ pub enum ErrorKind {
     RolledBack,
     /// See [`Error::StorageFull`]: retryable once space is freed.
     StorageFull,
+    /// See [`Error::HandlerFailed`].
+    HandlerFailed,
 }
 
 impl ErrorKind {
@@ -213,6 +229,7 @@ impl ErrorKind {
             ErrorKind::GroupMismatch => "group_mismatch",
             ErrorKind::RolledBack => "rolled_back",
             ErrorKind::StorageFull => "storage_full",
+            ErrorKind::HandlerFailed => "handler_failed",
         }
     }
 }
@@ -237,6 +254,7 @@ impl Error {
             Error::GroupMismatch { .. } => ErrorKind::GroupMismatch,
             Error::RolledBack { .. } => ErrorKind::RolledBack,
             Error::StorageFull { .. } => ErrorKind::StorageFull,
+            Error::HandlerFailed { .. } => ErrorKind::HandlerFailed,
         }
     }
 

@@ -1387,7 +1387,8 @@ async fn a_terminated_session_is_a_connect_error_and_calls_reconnect() {
 /// event, instead of stopping with a connection error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscriber_rides_out_the_store_being_out_of_reach() {
-    use alkstore_contract::alkstore::stream::{Event, SubscribeOpts};
+    use alkstore_contract::alkstore::stream::{EventCtx, SubscriberOpts};
+    use alkstore_contract::alkstore::Subscriber;
     use std::collections::BTreeSet;
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
@@ -1406,19 +1407,18 @@ async fn a_subscriber_rides_out_the_store_being_out_of_reach() {
     let seen_by_handler = seen.clone();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     // Small pages, saved often: the store is called all along.
-    let opts = SubscribeOpts {
+    let opts = SubscriberOpts {
         batch: 10,
         commit_every: 10,
-        ..SubscribeOpts::default()
+        ..SubscriberOpts::default()
     };
-    let subscriber = stream
-        .subscribe("c")
+    let subscriber = Subscriber::new(store.clone(), "s", "c")
         .opts(opts)
-        .handler(move |e: Event| {
+        .handler_raw(move |e: EventCtx<Vec<u8>>| {
             let seen = seen_by_handler.clone();
             async move {
                 tokio::time::sleep(Duration::from_millis(2)).await;
-                seen.lock().expect("lock").insert(e.offset);
+                seen.lock().expect("lock").insert(e.offset());
                 Ok::<(), std::io::Error>(())
             }
         })
@@ -1449,7 +1449,7 @@ async fn a_subscriber_rides_out_the_store_being_out_of_reach() {
 /// handles the stream, instead of stopping on its first connection error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_group_worker_joins_once_the_store_is_back() {
-    use alkstore_contract::alkstore::group::GroupEvent;
+    use alkstore_contract::alkstore::group::{GroupEvent, GroupRunner};
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
     use std::time::Duration;
@@ -1468,11 +1468,9 @@ async fn a_group_worker_joins_once_the_store_is_back() {
     let counted = handled.clone();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let running = tokio::spawn(
-        store
-            .group("g")
-            .stream("s")
+        GroupRunner::new(store.clone(), "g", "s")
             .buckets(4)
-            .handler(move |_e: GroupEvent| {
+            .handler_raw(move |_e: GroupEvent<Vec<u8>>| {
                 counted.fetch_add(1, Ordering::SeqCst);
                 std::future::ready(Ok::<(), std::io::Error>(()))
             })

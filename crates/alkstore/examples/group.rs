@@ -19,7 +19,13 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use alkstore::group::GroupEvent;
+use alkstore::group::{GroupEvent, GroupRunner};
+
+/// The event each order publishes.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Order {
+    amount: i64,
+}
 use alkstore::sqlite::rusqlite;
 use alkstore::Store;
 
@@ -57,25 +63,16 @@ async fn worker(name: &str) -> Res<()> {
     let conn = rusqlite::Connection::open(DB)?;
     conn.busy_timeout(Duration::from_secs(10))?;
     let conn = Arc::new(Mutex::new(conn));
-    let report = store
-        .group("totals")
-        .stream("orders")
+    let report = GroupRunner::new(store.clone(), "totals", "orders")
         .buckets(16)
         .worker_id(name)
-        .handler(move |e: GroupEvent| {
-            let text = String::from_utf8_lossy(&e.event.payload).into_owned();
-            let amount = text
-                .trim_start_matches("{\"amount\":")
-                .trim_end_matches('}')
-                .parse::<i64>()
-                .unwrap_or(0);
-            let customer = e.event.key.clone().unwrap_or_default();
+        .handler(move |e: GroupEvent<Order>| {
+            let amount = e.payload().amount;
+            let customer = e.key().map(str::to_owned).unwrap_or_default();
             let applied = conn
                 .lock()
                 .map_err(|_| "projection lock poisoned".to_string())
-                .and_then(|c| {
-                    apply(&c, &customer, e.event.offset, amount).map_err(|e| e.to_string())
-                });
+                .and_then(|c| apply(&c, &customer, e.offset(), amount).map_err(|e| e.to_string()));
             std::future::ready(applied.map_err(std::io::Error::other))
         })
         .run_until(alkstore::shutdown_signal())
@@ -106,7 +103,7 @@ async fn parent() -> Res<()> {
         .map(|i| {
             let customer = format!("customer-{}", i % CUSTOMERS);
             *expected.entry(customer.clone()).or_default() += amount(i);
-            (Some(customer), serde_json::json!({ "amount": amount(i) }))
+            (Some(customer), Order { amount: amount(i) })
         })
         .collect();
     store.stream("orders").publish_batch(orders).await?;

@@ -26,7 +26,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use alkstore::group::{GroupEvent, GroupOpts};
+use alkstore::group::{GroupEvent, GroupOpts, GroupRunner};
 use alkstore::{Store, Tx};
 
 const ORDERS: usize = 4_000;
@@ -94,9 +94,7 @@ async fn totals(store: &Store) -> Res<BTreeMap<String, (i64, i64)>> {
 /// A worker of the group, on a task of its own: its handler applies each
 /// order inside the batch's transaction.
 fn spawn_worker(store: &Store, name: &str) -> tokio::task::JoinHandle<Res<u64>> {
-    let runner = store
-        .group("totals")
-        .stream("orders")
+    let runner = GroupRunner::new(store.clone(), "totals", "orders")
         .buckets(8)
         .worker_id(name)
         .opts(GroupOpts {
@@ -106,11 +104,10 @@ fn spawn_worker(store: &Store, name: &str) -> tokio::task::JoinHandle<Res<u64>> 
         });
     tokio::spawn(async move {
         let report = runner
-            .handler_tx(|tx, e: GroupEvent| {
+            .handler_tx(|tx, e: GroupEvent<i64>| {
                 Box::pin(async move {
-                    let customer = e.event.key.clone().unwrap_or_default();
-                    let amount = String::from_utf8_lossy(&e.event.payload).parse::<i64>()?;
-                    apply(tx, &customer, amount).await
+                    let customer = e.key().unwrap_or_default().to_owned();
+                    apply(tx, &customer, *e.payload()).await
                 })
             })
             .run_until(std::future::pending())

@@ -8,8 +8,14 @@
 //! cargo run -p alkstore --example stream -- postgres://postgres@127.0.0.1/postgres?schema=example
 //! ```
 
-use alkstore::stream::Event;
-use alkstore::Store;
+use alkstore::stream::EventCtx;
+use alkstore::{Store, Subscriber};
+
+/// The event each order publishes.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct OrderPlaced {
+    order: i64,
+}
 
 /// Place `n` orders: a business row and its event, in one transaction of
 /// the store's (`Store::begin`): the application's own SQL runs on the
@@ -45,7 +51,7 @@ async fn place_orders(store: &Store, n: u32) -> Result<(), Box<dyn std::error::E
         };
         let customer = format!("customer-{}", i % 3);
         tx.stream("orders")
-            .publish(Some(&customer), &serde_json::json!({ "order": id }))
+            .publish(Some(&customer), &OrderPlaced { order: id })
             .await?;
         tx.commit().await?;
     }
@@ -66,14 +72,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "stream orders: head {head:?}; consumer `shipping` resumes at {:?}",
         stream.offset("shipping").await?
     );
-    let report = stream
-        .subscribe("shipping")
-        .handler(|event: Event| async move {
+    let report = Subscriber::new(store.clone(), "orders", "shipping")
+        .handler(|event: EventCtx<OrderPlaced>| async move {
             println!(
-                "ship {} (offset {}, key {:?})",
-                String::from_utf8_lossy(&event.payload),
-                event.offset,
-                event.key
+                "ship order {} (offset {}, key {:?})",
+                event.payload().order,
+                event.offset(),
+                event.key()
             );
             Ok::<(), std::io::Error>(())
         })

@@ -38,8 +38,8 @@
 //! |---|---|---|
 //! | [`queue`] | [`store.queue(name)`](Store::queue): enqueue, claim, ack, admin | [`Worker`] |
 //! | [`stream`] | [`store.stream(name)`](Store::stream): publish, read, offsets | [`Subscriber`] |
-//! | [`group`] | [`store.group(name)`](Store::group): consumer groups over a stream | [`group::GroupRunner`] |
-//! | [`schedule`] | [`store.schedule(name)`](Store::schedule): cron and `@every` | [`schedule::Scheduler`] |
+//! | [`group`] | [`store.group(name)`](Store::group): status, dead letters, checkpoints | [`GroupRunner`] |
+//! | [`schedule`] | [`store.schedule(name)`](Store::schedule): cron and `@every` | [`Scheduler`] |
 //! | [`lock`] | [`store.lock(name)`](Store::lock): fenced, leased locks | |
 //! | [`rate`] | [`store.rate(name, limit, per)`](Store::rate): shared rate limits | |
 //! | [`results`] | [`store.results()`](Store::results): job results, awaited | |
@@ -50,6 +50,28 @@
 //! commits with the application's rows or not at all; the runtimes'
 //! transactional handlers (`Worker::queue_tx`, `Subscriber::handler_tx`,
 //! `GroupRunner::handler_tx`) build on it for effectively-once handlers.
+//!
+//! # Runtimes
+//!
+//! The four runtimes are made and run the same way: `new(store, names…)`,
+//! then settings (`opts`, `worker_id`, …) and handlers, then
+//! `run_until(shutdown)`, which returns [`Result`] with the runtime's
+//! report (what it did) once `shutdown` resolves.
+//!
+//! | runtime | made with | handlers get | report |
+//! |---|---|---|---|
+//! | [`Worker`] | `Worker::new(store)`, then one `queue(name, …)` per queue | [`JobCtx<T>`](JobCtx) | [`WorkerReport`] |
+//! | [`Subscriber`] | `Subscriber::new(store, stream, consumer)` | [`EventCtx<T>`](stream::EventCtx) | [`SubscriberReport`](stream::SubscriberReport) |
+//! | [`GroupRunner`] | `GroupRunner::new(store, group, stream)` | [`GroupEvent<T>`](group::GroupEvent) | [`GroupReport`](group::GroupReport) |
+//! | [`Scheduler`] | `Scheduler::new(store)` | (fires schedules' jobs) | [`SchedulerReport`](schedule::SchedulerReport) |
+//!
+//! A handler is an async function of what it gets, its payload decoded
+//! from JSON to `T`; each runtime takes it four ways: plain (at least
+//! once), `_tx` (inside a transaction that commits with the ack, offset
+//! or checkpoint: effectively once), and `_raw` for both with the
+//! payload's bytes (`Worker::queue`, `queue_tx`, `queue_raw`,
+//! `queue_tx_raw`; `Subscriber::handler`, `handler_tx`, `handler_raw`,
+//! `handler_tx_raw`; the same on `GroupRunner`).
 //!
 //! How each part works, and why, is in [`design`].
 //!
@@ -97,6 +119,8 @@ pub use alkstore_core::{
 };
 pub use alkstore_core::{AllOps, Op, Place, Writes};
 pub use any::{AnyConn, AnyEngine};
+pub use group::GroupRunner;
+pub use schedule::Scheduler;
 pub use store::{Store, StoreOptions};
 pub use stream::{Stream, Subscriber};
 pub use tx::{AnyTx, Tx, TxFuture};

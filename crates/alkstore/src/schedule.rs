@@ -220,6 +220,7 @@ pub struct SchedulerReport {
 pub struct Scheduler {
     engine: AnyEngine,
     opts: SchedulerOpts,
+    worker: Option<String>,
 }
 
 impl Scheduler {
@@ -228,7 +229,16 @@ impl Scheduler {
         Scheduler {
             engine: store.engine().clone(),
             opts: SchedulerOpts::default(),
+            worker: None,
         }
+    }
+
+    /// Name this scheduler in the store's process list (default: unique
+    /// per process run).
+    #[must_use]
+    pub fn worker_id(mut self, id: impl Into<String>) -> Scheduler {
+        self.worker = Some(id.into());
+        self
     }
 
     /// Replace the options.
@@ -253,12 +263,18 @@ impl Scheduler {
         shutdown: impl Future<Output = ()>,
         mut on_fire: impl FnMut(&Fired),
     ) -> Result<SchedulerReport> {
+        if let Some(id) = &self.worker {
+            alkstore_core::validate::validate_worker(id)?;
+        }
         let mut report = SchedulerReport::default();
         let registration = {
             use crate::process::{Registration, Role, PROCESS_HEARTBEAT};
             let p = Role {
                 kind: "scheduler",
-                id: crate::worker::default_worker_id(),
+                id: self
+                    .worker
+                    .clone()
+                    .unwrap_or_else(crate::worker::default_worker_id),
                 roles: Vec::new(),
                 concurrency: 1,
             };

@@ -9,7 +9,8 @@
 use alkstore::Writes as _;
 use std::time::{Duration, Instant};
 
-use alkstore::stream::{Event, NewEvent, StreamReadParams, SubscribeOpts};
+use alkstore::stream::{EventCtx, NewEvent, StreamReadParams, SubscriberOpts};
+use alkstore::Subscriber;
 use alkstore::{prelude::StreamEngine, AnyEngine, Result, Store};
 
 use super::support::{join_err, percentile, scaled};
@@ -153,17 +154,16 @@ async fn live_latency(e: &AnyEngine, samples: usize) -> Result<(Vec<f64>, Vec<f6
     let stream = store.stream("live");
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, Instant)>();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let opts = SubscribeOpts {
+    let opts = SubscriberOpts {
         batch: 100,
-        ..SubscribeOpts::default()
+        ..SubscriberOpts::default()
     };
     let subscriber = tokio::spawn(
-        stream
-            .subscribe("bench")
+        Subscriber::new(store.clone(), stream.name(), "bench")
             .opts(opts)
-            .handler(move |event: Event| {
+            .handler_raw(move |event: EventCtx<Vec<u8>>| {
                 let at = Instant::now();
-                let i = std::str::from_utf8(&event.payload)
+                let i = std::str::from_utf8(event.payload())
                     .ok()
                     .and_then(|s| s.trim_end_matches('.').trim().parse::<usize>().ok())
                     .unwrap_or(usize::MAX);

@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use alkstore::stream::{Event, NewEvent, OnError, StreamReadParams, SubscribeOpts};
+use alkstore::stream::{Event, EventCtx, NewEvent, OnError, StreamReadParams, SubscriberOpts};
+use alkstore::Subscriber;
 use alkstore::{
     prelude::{Engine, StreamEngine},
     Error, Result, Store, StoreOptions,
@@ -301,10 +302,10 @@ fn print_events(out: &str) -> Result<bool> {
 pub(super) async fn tail(store: &Store, a: TailArgs, as_json: bool) -> Result<()> {
     let stream = store.stream(a.stream.clone());
     if let Some(consumer) = &a.consumer {
-        let opts = SubscribeOpts {
+        let opts = SubscriberOpts {
             commit_every: a.commit_every,
             on_error: OnError::Stop,
-            ..SubscribeOpts::default()
+            ..SubscriberOpts::default()
         };
         let shutdown: std::pin::Pin<Box<dyn std::future::Future<Output = ()>>> = if a.follow {
             Box::pin(alkstore::shutdown_signal())
@@ -323,25 +324,24 @@ pub(super) async fn tail(store: &Store, a: TailArgs, as_json: bool) -> Result<()
                 }
             })
         };
-        let printer =
-            move |event: Event| async move { print(event_line(&event, as_json).as_bytes()) };
-        return match stream
-            .subscribe(consumer.clone())
+        let printer = move |event: EventCtx<Vec<u8>>| async move {
+            print(event_line(&event.into_event(), as_json).as_bytes())
+        };
+        return match Subscriber::new(store.clone(), a.stream.clone(), consumer.clone())
             .opts(opts)
-            .handler(printer)
+            .handler_raw(printer)
             .run_until(shutdown)
             .await
         {
             Ok(_) => Ok(()),
-            Err(alkstore::stream::SubscribeError::Store(e)) => Err(e),
-            Err(alkstore::stream::SubscribeError::Handler { source, .. })
+            Err(Error::HandlerFailed { source, .. })
                 if source
                     .downcast_ref::<std::io::Error>()
                     .is_some_and(broken_pipe) =>
             {
                 Ok(())
             }
-            Err(e) => Err(Error::invalid("tail", e)),
+            Err(e) => Err(e),
         };
     }
     let mut after = a.from;

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use alkstore::group::{GroupEvent, GroupOpts, GroupReport};
+use alkstore::group::{GroupEvent, GroupOpts, GroupReport, GroupRunner};
 use alkstore::prelude::GroupEngine;
 use alkstore::stream::OnError;
 use alkstore_core::Engine;
@@ -54,19 +54,21 @@ impl Log {
     fn handler(
         &self,
         name: &'static str,
-    ) -> impl Fn(GroupEvent) -> std::future::Ready<Result<(), std::io::Error>> + Send + Sync + 'static
-    {
+    ) -> impl Fn(GroupEvent<Vec<u8>>) -> std::future::Ready<Result<(), std::io::Error>>
+           + Send
+           + Sync
+           + 'static {
         let log = self.clone();
-        move |e: GroupEvent| {
-            if e.event.payload == b"poison" {
+        move |e: GroupEvent<Vec<u8>>| {
+            if e.payload() == b"poison" {
                 return std::future::ready(Err(std::io::Error::other("poison pill")));
             }
             log.handled.lock().expect("log").push(Handled {
                 worker: name.to_string(),
-                bucket: e.bucket,
-                epoch: e.epoch,
-                offset: e.event.offset,
-                key: e.event.key.clone(),
+                bucket: e.bucket(),
+                epoch: e.epoch(),
+                offset: e.offset(),
+                key: e.key().map(str::to_owned),
             });
             log.notify.notify_waiters();
             std::future::ready(Ok(()))
@@ -148,17 +150,15 @@ fn spawn_worker<F, Fut, E>(
     tokio::task::JoinHandle<alkstore::Result<GroupReport>>,
 )
 where
-    F: Fn(GroupEvent) -> Fut + Send + Sync + 'static,
+    F: Fn(GroupEvent<Vec<u8>>) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = Result<(), E>> + Send + 'static,
     E: Into<alkstore_core::BoxError> + Send + 'static,
 {
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let run = store
-        .group("g")
-        .stream("orders")
+    let run = GroupRunner::new(store.clone(), "g", "orders")
         .buckets(buckets)
         .opts(opts)
-        .handler(handler)
+        .handler_raw(handler)
         .run_until(async move {
             let _ = stop_rx.await;
         });
@@ -261,25 +261,21 @@ pub async fn group_buckets_rebalance_on_join_and_fail_over_on_death<H: RuntimeHa
     let mut offsets: BTreeSet<i64> = publish(&store, 0, 200, 11).await.into_iter().collect();
     let log = Log::default();
     let a = tokio::spawn(
-        store
-            .group("g")
-            .stream("orders")
+        GroupRunner::new(store.clone(), "g", "orders")
             .buckets(4)
             .opts(quick())
             .worker_id("a")
-            .handler(log.handler("a"))
+            .handler_raw(log.handler("a"))
             .run_until(std::future::pending::<()>()),
     );
     until_owned(&store, "a takes all four", |o| o.get("a") == Some(&4)).await;
     let (stop_b, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let b = tokio::spawn(
-        store
-            .group("g")
-            .stream("orders")
+        GroupRunner::new(store.clone(), "g", "orders")
             .buckets(4)
             .opts(quick())
             .worker_id("b")
-            .handler(log.handler("b"))
+            .handler_raw(log.handler("b"))
             .run_until(async move {
                 let _ = stop_rx.await;
             }),
@@ -382,15 +378,15 @@ pub async fn requeued_group_dead_letters_run_again<H: RuntimeHarness>(h: &H) {
     let ran = Log::default();
     let handler = {
         let (fixed, ran) = (fixed.clone(), ran.clone());
-        move |e: GroupEvent| {
+        move |e: GroupEvent<Vec<u8>>| {
             let ok = fixed.load(std::sync::atomic::Ordering::SeqCst);
             if ok {
                 ran.handled.lock().expect("log").push(Handled {
                     worker: "a".into(),
-                    bucket: e.bucket,
-                    epoch: e.epoch,
-                    offset: e.event.offset,
-                    key: e.event.key.clone(),
+                    bucket: e.bucket(),
+                    epoch: e.epoch(),
+                    offset: e.offset(),
+                    key: e.key().map(str::to_owned),
                 });
                 ran.notify.notify_waiters();
             }
@@ -508,12 +504,12 @@ pub async fn bad_group_options_are_refused<H: RuntimeHarness>(h: &H) {
         (GroupOpts::default(), true, "worker id"),
     ];
     for (opts, empty_worker, what) in bad {
-        let mut runner = store.group("g").stream("orders").opts(opts);
+        let mut runner = GroupRunner::new(store.clone(), "g", "orders").opts(opts);
         if empty_worker {
             runner = runner.worker_id("");
         }
         let err = runner
-            .handler(log.handler("a"))
+            .handler_raw(log.handler("a"))
             .run_until(std::future::ready(()))
             .await
             .expect_err(what);
@@ -523,29 +519,23 @@ pub async fn bad_group_options_are_refused<H: RuntimeHarness>(h: &H) {
             "{what}: nothing created"
         );
     }
-    let err = store
-        .group("g")
-        .stream("orders")
+    let err = GroupRunner::new(store.clone(), "g", "orders")
         .buckets(0)
-        .handler(log.handler("a"))
+        .handler_raw(log.handler("a"))
         .run_until(std::future::ready(()))
         .await
         .expect_err("no buckets");
     assert!(err.to_string().contains("bucket count"), "{err}");
     assert!(store.group("g").status().await.is_err(), "nothing created");
-    store
-        .group("g")
-        .stream("orders")
+    GroupRunner::new(store.clone(), "g", "orders")
         .buckets(4)
-        .handler(log.handler("a"))
+        .handler_raw(log.handler("a"))
         .run_until(std::future::ready(()))
         .await
         .expect("a clean start and stop");
-    let err = store
-        .group("g")
-        .stream("orders")
+    let err = GroupRunner::new(store.clone(), "g", "orders")
         .buckets(8)
-        .handler(log.handler("a"))
+        .handler_raw(log.handler("a"))
         .run_until(std::future::ready(()))
         .await
         .expect_err("another N");
@@ -553,6 +543,85 @@ pub async fn bad_group_options_are_refused<H: RuntimeHarness>(h: &H) {
 }
 
 /// The rows above, for [`contract_suite!`](crate::contract_suite).
+/// What the typed row publishes.
+#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Item {
+    n: i64,
+}
+
+/// A typed handler gets each payload decoded, with its bucket and lease; a
+/// payload that does not decode is the handler's failure: after the
+/// policy's runs it goes to the dead letters, and the bucket goes on.
+pub async fn group_handlers_get_decoded_payloads_and_undecodable_ones_are_dead_lettered<
+    H: RuntimeHarness,
+>(
+    h: &H,
+) {
+    let store = h.store().clone();
+    let stream = store.stream("orders");
+    let first = stream
+        .publish(Some("k"), &Item { n: 1 })
+        .await
+        .expect("publish");
+    let bad = stream
+        .publish_raw(Some("k"), b"not json".to_vec())
+        .await
+        .expect("publish");
+    let last = stream
+        .publish(Some("k"), &Item { n: 3 })
+        .await
+        .expect("publish");
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let notify = Arc::new(Notify::new());
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let run = GroupRunner::new(store.clone(), "g", "orders")
+        .buckets(2)
+        .opts(quick())
+        .handler({
+            let (got, notify) = (got.clone(), notify.clone());
+            move |e: GroupEvent<Item>| {
+                let bucket = alkstore::group::bucket_of(b"k", 2);
+                assert_eq!(
+                    (e.bucket(), e.key(), e.stream()),
+                    (bucket, Some("k"), "orders")
+                );
+                assert!(e.epoch() > 0);
+                got.lock()
+                    .expect("got")
+                    .push((e.offset(), e.into_payload()));
+                notify.notify_waiters();
+                std::future::ready(Ok::<(), std::io::Error>(()))
+            }
+        })
+        .run_until(async move {
+            let _ = stop_rx.await;
+        });
+    let run = tokio::spawn(run);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while got.lock().expect("got").len() < 2 {
+        assert!(tokio::time::Instant::now() < deadline, "not all handled");
+        tokio::select! {
+            () = notify.notified() => {}
+            () = tokio::time::sleep(Duration::from_millis(20)) => {}
+        }
+    }
+    let _ = stop_tx.send(());
+    let report = run.await.expect("task").expect("run");
+    assert_eq!((report.handled, report.dead_lettered), (2, 1));
+    assert_eq!(
+        *got.lock().expect("got"),
+        [(first, Item { n: 1 }), (last, Item { n: 3 })]
+    );
+    let dead = store.group("g").dead_letters(0, 10).await.expect("dead");
+    assert_eq!(dead.len(), 1);
+    assert_eq!((dead[0].offset, dead[0].attempts), (bad, 2));
+    assert!(
+        dead[0].error.contains("does not decode"),
+        "{}",
+        dead[0].error
+    );
+}
+
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __runtime_groups {
@@ -564,6 +633,7 @@ macro_rules! __runtime_groups {
             failing_group_events_are_dead_lettered_and_the_bucket_goes_on,
             bad_group_options_are_refused,
             requeued_group_dead_letters_run_again,
+            group_handlers_get_decoded_payloads_and_undecodable_ones_are_dead_lettered,
         ] }
     };
 }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use alkstore::group::{GroupEvent, GroupOpts};
+use alkstore::group::{GroupEvent, GroupOpts, GroupRunner};
 use alkstore::process::{ProcessInfo, ProcessOrder};
 use alkstore::{JobCtx, Worker, WorkerOpts};
 use tokio::sync::Notify;
@@ -125,16 +125,14 @@ pub async fn a_worker_is_registered_and_obeys_quiet_then_stop<H: RuntimeHarness>
 /// buckets back.
 pub async fn a_group_member_is_registered_and_obeys_stop<H: RuntimeHarness>(h: &H) {
     let store = h.store();
-    let runner = store
-        .group("reg-group")
-        .stream("reg-stream")
+    let runner = GroupRunner::new(store.clone(), "reg-group", "reg-stream")
         .buckets(4)
         .worker_id("member-1")
         .opts(GroupOpts {
             heartbeat: Duration::from_millis(100),
             ..GroupOpts::default()
         })
-        .handler(|_e: GroupEvent| async { Ok::<(), std::io::Error>(()) });
+        .handler_raw(|_e: GroupEvent<Vec<u8>>| async { Ok::<(), std::io::Error>(()) });
     let run = tokio::spawn(runner.run_until(std::future::pending()));
     let p = listed(store, "member-1", "the member holds every bucket", |p| {
         p.running == 4

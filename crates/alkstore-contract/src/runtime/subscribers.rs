@@ -4,7 +4,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use alkstore::stream::{Event, OnError, StartAt, SubscribeError, SubscribeOpts};
+use alkstore::stream::{EventCtx, OnError, StartAt, SubscriberOpts};
+use alkstore::Subscriber;
 use tokio::sync::Notify;
 
 use super::support::HeldBack;
@@ -19,20 +20,21 @@ struct Seen {
 }
 
 impl Seen {
-    fn push(&self, event: &Event) {
+    fn push(&self, event: &EventCtx<Vec<u8>>) {
         self.payloads
             .lock()
             .expect("seen")
-            .push(String::from_utf8_lossy(&event.payload).into_owned());
+            .push(String::from_utf8_lossy(event.payload()).into_owned());
         self.notify.notify_one();
     }
 
     /// A handler that records every event and succeeds.
     fn handler(
         &self,
-    ) -> impl Fn(Event) -> std::future::Ready<Result<(), std::io::Error>> + Clone + 'static {
+    ) -> impl Fn(EventCtx<Vec<u8>>) -> std::future::Ready<Result<(), std::io::Error>> + Clone + 'static
+    {
         let seen = self.clone();
-        move |event: Event| {
+        move |event: EventCtx<Vec<u8>>| {
             seen.push(&event);
             std::future::ready(Ok(()))
         }
@@ -74,15 +76,14 @@ pub async fn subscriber_replays_then_follows_live<H: RuntimeHarness>(h: &H) {
         .await
         .expect("publish");
     let seen = Seen::default();
-    let opts = SubscribeOpts {
+    let opts = SubscriberOpts {
         poll_interval: Duration::from_secs(3600),
-        ..SubscribeOpts::default()
+        ..SubscriberOpts::default()
     };
     let handler = seen.handler();
-    let run = stream
-        .subscribe("mailer")
+    let run = Subscriber::new(h.store().clone(), stream.name(), "mailer")
         .opts(opts.clone())
-        .handler(handler.clone())
+        .handler_raw(handler.clone())
         .run_until({
             let (seen, stream) = (seen.clone(), stream.clone());
             async move {
@@ -120,10 +121,9 @@ pub async fn subscriber_replays_then_follows_live<H: RuntimeHarness>(h: &H) {
     let again = Seen::default();
     let handler = again.handler();
     let waiter = again.clone();
-    stream
-        .subscribe("mailer")
+    Subscriber::new(h.store().clone(), stream.name(), "mailer")
         .opts(opts)
-        .handler(handler)
+        .handler_raw(handler)
         .run_until(async move { waiter.until(2).await })
         .await
         .expect("second run");
@@ -155,14 +155,13 @@ pub async fn subscriber_start_reads_events_held_back_when_it_began<H: RuntimeHar
     })
     .await;
     let seen = Seen::default();
-    let opts = SubscribeOpts {
+    let opts = SubscriberOpts {
         poll_interval: Duration::from_secs(3600),
-        ..SubscribeOpts::default()
+        ..SubscriberOpts::default()
     };
-    let run = stream
-        .subscribe("late-reader")
+    let run = Subscriber::new(h.store().clone(), stream.name(), "late-reader")
         .opts(opts)
-        .handler(seen.handler())
+        .handler_raw(seen.handler())
         .run_until({
             let seen = seen.clone();
             async move { seen.until(2).await }
@@ -190,10 +189,10 @@ pub async fn subscriber_retries_then_stops_without_skipping<H: RuntimeHarness>(h
     let runs = Arc::new(Mutex::new(0u32));
     let handler = {
         let (seen, runs) = (seen.clone(), runs.clone());
-        move |event: Event| {
+        move |event: EventCtx<Vec<u8>>| {
             let (seen, runs) = (seen.clone(), runs.clone());
             async move {
-                if event.payload == b"poison" {
+                if event.payload() == b"poison" {
                     *runs.lock().expect("runs") += 1;
                     return Err(std::io::Error::other("cannot handle"));
                 }
@@ -202,22 +201,21 @@ pub async fn subscriber_retries_then_stops_without_skipping<H: RuntimeHarness>(h
             }
         }
     };
-    let opts = SubscribeOpts {
+    let opts = SubscriberOpts {
         on_error: OnError::Retry {
             attempts: 3,
             backoff: Duration::from_millis(10),
         },
-        ..SubscribeOpts::default()
+        ..SubscriberOpts::default()
     };
-    let err = stream
-        .subscribe("ledger")
+    let err = Subscriber::new(h.store().clone(), stream.name(), "ledger")
         .opts(opts)
-        .handler(handler)
+        .handler_raw(handler)
         .run_until(std::future::pending())
         .await
         .expect_err("the poison event stops it");
     match err {
-        SubscribeError::Handler {
+        alkstore::Error::HandlerFailed {
             offset, attempts, ..
         } => {
             assert_eq!(offset, offsets[1]);
@@ -244,10 +242,10 @@ pub async fn subscriber_can_start_at_the_head<H: RuntimeHarness>(h: &H) {
     settle(h.store().engine(), stream.name()).await;
     let seen = Seen::default();
     let handler = seen.handler();
-    let opts = SubscribeOpts {
+    let opts = SubscriberOpts {
         start: StartAt::Head,
         poll_interval: Duration::from_millis(50),
-        ..SubscribeOpts::default()
+        ..SubscriberOpts::default()
     };
     let publisher = {
         let (stream, seen) = (stream.clone(), seen.clone());
@@ -268,10 +266,9 @@ pub async fn subscriber_can_start_at_the_head<H: RuntimeHarness>(h: &H) {
             }
         }
     };
-    stream
-        .subscribe("tail")
+    Subscriber::new(h.store().clone(), stream.name(), "tail")
         .opts(opts)
-        .handler(handler)
+        .handler_raw(handler)
         .run_until(publisher)
         .await
         .expect("run");
@@ -289,21 +286,20 @@ pub async fn a_head_start_is_saved_so_a_failure_resumes_there<H: RuntimeHarness>
         .expect("publish");
     settle(h.store().engine(), stream.name()).await;
     let head = stream.stats().await.expect("stats").head;
-    let opts = SubscribeOpts {
+    let opts = SubscriberOpts {
         start: StartAt::Head,
         on_error: OnError::Stop,
         poll_interval: Duration::from_millis(50),
-        ..SubscribeOpts::default()
+        ..SubscriberOpts::default()
     };
     let first = {
-        let stream = stream.clone();
+        let store = h.store().clone();
         let opts = opts.clone();
         tokio::spawn(async move {
-            stream
-                .subscribe("picker")
+            Subscriber::new(store, "fulfil", "picker")
                 .opts(opts)
-                .handler(|event: Event| async move {
-                    if event.payload == b"bad" {
+                .handler_raw(|event: EventCtx<Vec<u8>>| async move {
+                    if event.payload() == b"bad" {
                         return Err(std::io::Error::other("cannot pick"));
                     }
                     Ok(())
@@ -326,7 +322,7 @@ pub async fn a_head_start_is_saved_so_a_failure_resumes_there<H: RuntimeHarness>
         .await
         .expect("publish");
     match first.await.expect("first run") {
-        Err(SubscribeError::Handler { offset, .. }) => assert_eq!(offset, bad),
+        Err(alkstore::Error::HandlerFailed { offset, .. }) => assert_eq!(offset, bad),
         other => panic!("expected the failing event to stop the run, got {other:?}"),
     }
     assert_eq!(stream.offset("picker").await.expect("offset"), head);
@@ -337,10 +333,9 @@ pub async fn a_head_start_is_saved_so_a_failure_resumes_there<H: RuntimeHarness>
     let seen = Seen::default();
     let handler = seen.handler();
     let waiter = seen.clone();
-    stream
-        .subscribe("picker")
+    Subscriber::new(h.store().clone(), stream.name(), "picker")
         .opts(opts)
-        .handler(handler)
+        .handler_raw(handler)
         .run_until(async move { waiter.until(2).await })
         .await
         .expect("second run");
@@ -348,6 +343,75 @@ pub async fn a_head_start_is_saved_so_a_failure_resumes_there<H: RuntimeHarness>
 }
 
 /// The rows above, for [`contract_suite!`](crate::contract_suite).
+/// What the typed rows publish.
+#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Item {
+    n: i64,
+}
+
+/// A typed handler gets each payload decoded; one that does not decode is
+/// the handler's failure: it runs the error policy, and the subscriber
+/// stops there with [`alkstore::Error::HandlerFailed`], its offset saved
+/// just before it.
+pub async fn subscriber_decodes_payloads_and_stops_at_one_that_does_not<H: RuntimeHarness>(h: &H) {
+    let stream = h.store().stream("typed");
+    let offsets = stream
+        .publish_batch([(None, Item { n: 1 }), (Some("k".into()), Item { n: 2 })])
+        .await
+        .expect("publish");
+    let bad = stream
+        .publish_raw(None, b"not json".to_vec())
+        .await
+        .expect("publish");
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let opts = SubscriberOpts {
+        on_error: OnError::Retry {
+            attempts: 2,
+            backoff: Duration::from_millis(10),
+        },
+        ..SubscriberOpts::default()
+    };
+    let err = Subscriber::new(h.store().clone(), "typed", "reader")
+        .opts(opts)
+        .handler({
+            let got = got.clone();
+            move |e: EventCtx<Item>| {
+                got.lock().expect("got").push((
+                    e.offset(),
+                    e.key().map(str::to_owned),
+                    e.into_payload(),
+                ));
+                std::future::ready(Ok::<(), std::io::Error>(()))
+            }
+        })
+        .run_until(std::future::pending())
+        .await
+        .expect_err("the undecodable event stops it");
+    match err {
+        alkstore::Error::HandlerFailed {
+            offset,
+            attempts,
+            source,
+            ..
+        } => {
+            assert_eq!((offset, attempts), (bad, 2));
+            assert!(source.to_string().contains("does not decode"), "{source}");
+        }
+        other => panic!("expected a handler error, got {other:?}"),
+    }
+    assert_eq!(
+        *got.lock().expect("got"),
+        [
+            (offsets[0], None, Item { n: 1 }),
+            (offsets[1], Some("k".to_owned()), Item { n: 2 })
+        ]
+    );
+    assert_eq!(
+        stream.offset("reader").await.expect("offset"),
+        Some(offsets[1])
+    );
+}
+
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __runtime_subscribers {
@@ -358,6 +422,7 @@ macro_rules! __runtime_subscribers {
             subscriber_retries_then_stops_without_skipping,
             subscriber_can_start_at_the_head,
             a_head_start_is_saved_so_a_failure_resumes_there,
+            subscriber_decodes_payloads_and_stops_at_one_that_does_not,
         ] }
     };
 }

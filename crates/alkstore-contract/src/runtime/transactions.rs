@@ -16,8 +16,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use alkstore::group::{GroupClaimParams, GroupEvent, GroupOpts, GroupReleaseParams};
-use alkstore::stream::{Event, OnError, SubscribeError, SubscribeOpts};
+use alkstore::group::{GroupClaimParams, GroupEvent, GroupOpts, GroupReleaseParams, GroupRunner};
+use alkstore::stream::{EventCtx, OnError, SubscriberOpts};
+use alkstore::Subscriber;
 use alkstore::{
     prelude::{GroupEngine, QueueAdmin, QueueEngine},
     queue::JobClaimParams,
@@ -303,7 +304,7 @@ pub async fn a_tx_subscriber_commits_its_writes_with_the_offset<H: RuntimeHarnes
     let offsets = publish(store, "ledger", 100, 1).await;
     let flaky = offsets[44];
     let runs: Arc<Mutex<BTreeMap<i64, u32>>> = Arc::default();
-    let opts = SubscribeOpts {
+    let opts = SubscriberOpts {
         batch: 500,
         commit_every: 30,
         commit_interval: Duration::from_secs(3600),
@@ -311,24 +312,22 @@ pub async fn a_tx_subscriber_commits_its_writes_with_the_offset<H: RuntimeHarnes
             attempts: 3,
             backoff: Duration::from_millis(10),
         },
-        ..SubscribeOpts::default()
+        ..SubscriberOpts::default()
     };
     let (b, r, waiter) = (business.clone(), runs.clone(), business.clone());
-    let report = store
-        .stream("ledger")
-        .subscribe("books")
+    let report = Subscriber::new(store.clone(), "ledger", "books")
         .opts(opts)
-        .handler_tx(move |tx, event: Event| {
+        .handler_tx_raw(move |tx, event: EventCtx<Vec<u8>>| {
             let (b, r) = (b.clone(), r.clone());
             Box::pin(async move {
                 let run = {
                     let mut runs = r.lock().expect("runs");
-                    let run = runs.entry(event.offset).or_default();
+                    let run = runs.entry(event.offset()).or_default();
                     *run += 1;
                     *run
                 };
-                b.insert(tx, "ledger", event.offset).await?;
-                if event.offset == flaky && run == 1 {
+                b.insert(tx, "ledger", event.offset()).await?;
+                if event.offset() == flaky && run == 1 {
                     return Err::<(), BoxError>("flaky once".into());
                 }
                 Ok(())
@@ -376,24 +375,22 @@ pub async fn a_tx_subscriber_stops_at_a_failing_event_with_what_came_before_comm
     let offsets = publish(store, "payments", 10, 1).await;
     let poison = offsets[6];
     let b = business.clone();
-    let opts = SubscribeOpts {
+    let opts = SubscriberOpts {
         commit_every: 4,
         commit_interval: Duration::from_secs(3600),
         on_error: OnError::Retry {
             attempts: 2,
             backoff: Duration::from_millis(10),
         },
-        ..SubscribeOpts::default()
+        ..SubscriberOpts::default()
     };
-    let err = store
-        .stream("payments")
-        .subscribe("books")
+    let err = Subscriber::new(store.clone(), "payments", "books")
         .opts(opts)
-        .handler_tx(move |tx, event: Event| {
+        .handler_tx_raw(move |tx, event: EventCtx<Vec<u8>>| {
             let b = b.clone();
             Box::pin(async move {
-                b.insert(tx, "payment", event.offset).await?;
-                if event.offset == poison {
+                b.insert(tx, "payment", event.offset()).await?;
+                if event.offset() == poison {
                     return Err::<(), BoxError>("poison".into());
                 }
                 Ok(())
@@ -403,7 +400,7 @@ pub async fn a_tx_subscriber_stops_at_a_failing_event_with_what_came_before_comm
         .await
         .expect_err("the poison event stops it");
     match err {
-        SubscribeError::Handler {
+        alkstore::Error::HandlerFailed {
             offset, attempts, ..
         } => assert_eq!((offset, attempts), (poison, 2)),
         other => panic!("expected a handler error, got {other:?}"),
@@ -442,22 +439,20 @@ pub async fn two_tx_subscribers_of_one_consumer_commit_each_event_once<H: Runtim
     let business = h.business();
     let n = 60;
     let offsets = publish(store, "shared", n, 1).await;
-    let opts = SubscribeOpts {
+    let opts = SubscriberOpts {
         batch: 500,
         commit_every: 5,
         commit_interval: Duration::from_secs(3600),
-        ..SubscribeOpts::default()
+        ..SubscriberOpts::default()
     };
     let subscriber = || {
         let (b, waiter) = (business.clone(), business.clone());
-        store
-            .stream("shared")
-            .subscribe("books")
+        Subscriber::new(store.clone(), "shared", "books")
             .opts(opts.clone())
-            .handler_tx(move |tx, event: Event| {
+            .handler_tx_raw(move |tx, event: EventCtx<Vec<u8>>| {
                 let b = b.clone();
                 Box::pin(async move {
-                    b.insert(tx, "shared", event.offset).await?;
+                    b.insert(tx, "shared", event.offset()).await?;
                     // Keep the transaction open a moment, so the two
                     // subscribers' transactions overlap.
                     tokio::time::sleep(Duration::from_millis(2)).await;
@@ -515,19 +510,17 @@ fn spawn_tx_group<F, E>(
     tokio::task::JoinHandle<alkstore::Result<alkstore::group::GroupReport>>,
 )
 where
-    F: for<'t> Fn(&'t mut alkstore::Tx, GroupEvent) -> alkstore::TxFuture<'t, (), E>
+    F: for<'t> Fn(&'t mut alkstore::Tx, GroupEvent<Vec<u8>>) -> alkstore::TxFuture<'t, (), E>
         + Send
         + Sync
         + 'static,
     E: Into<BoxError> + 'static,
 {
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let run = store
-        .group("g")
-        .stream("orders")
+    let run = GroupRunner::new(store.clone(), "g", "orders")
         .buckets(buckets)
         .opts(opts)
-        .handler_tx(handler)
+        .handler_tx_raw(handler)
         .run_until(async move {
             let _ = stop_rx.await;
         });
@@ -546,13 +539,18 @@ pub async fn a_tx_group_commits_its_writes_with_the_checkpoint<H: RuntimeHarness
         .into_iter()
         .collect();
     let b = business.clone();
-    let (stop_tx, run) = spawn_tx_group(&store, 4, group_opts(), move |tx, e: GroupEvent| {
-        let b = b.clone();
-        Box::pin(async move {
-            let key = e.event.key.clone().unwrap_or_default();
-            b.insert(tx, &key, e.event.offset).await
-        })
-    });
+    let (stop_tx, run) = spawn_tx_group(
+        &store,
+        4,
+        group_opts(),
+        move |tx, e: GroupEvent<Vec<u8>>| {
+            let b = b.clone();
+            Box::pin(async move {
+                let key = e.key().map(str::to_owned).unwrap_or_default();
+                b.insert(tx, &key, e.offset()).await
+            })
+        },
+    );
     until_rows(business.as_ref(), 200, "the backlog was not handled").await;
     offsets.extend(publish(&store, "orders", 100, 7).await);
     until_rows(business.as_ref(), 300, "the live events were not handled").await;
@@ -589,18 +587,18 @@ pub async fn a_tx_group_handler_that_lost_its_lease_commits_nothing<H: RuntimeHa
         commit_every: 1,
         ..group_opts()
     };
-    let (stop_tx, run) = spawn_tx_group(&store, 1, opts, move |tx, e: GroupEvent| {
+    let (stop_tx, run) = spawn_tx_group(&store, 1, opts, move |tx, e: GroupEvent<Vec<u8>>| {
         let (b, engine, stolen) = (b.clone(), engine.clone(), stolen.clone());
         Box::pin(async move {
             if stolen.swap(true, Ordering::SeqCst) {
-                return b.insert(tx, "kept", e.event.offset).await;
+                return b.insert(tx, "kept", e.offset()).await;
             }
-            b.insert(tx, "lost", e.event.offset).await?;
+            b.insert(tx, "lost", e.offset()).await?;
             // A rival takes the bucket: this worker's lease is
             // released, and the rival claims it (and lets it
             // lapse).
             let rival = tokio::spawn({
-                let (engine, worker) = (engine.clone(), e.worker.to_string());
+                let (engine, worker) = (engine.clone(), e.worker().to_string());
                 async move {
                     engine
                         .group_release(GroupReleaseParams::new("g", worker, vec![0]))

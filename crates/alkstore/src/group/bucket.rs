@@ -19,7 +19,7 @@ use alkstore_core::{BoxError, Error, ErrorKind, GroupEngine};
 use tokio::sync::{mpsc, watch};
 
 use super::fetch::give_back;
-use super::shared::{Fed, GroupEvent, Handler, Shared, TxHandler};
+use super::shared::{Delivery, Fed, Handler, Shared, TxHandler};
 use crate::stream::batch::{self, Next, Retries, Step, TxReader};
 use crate::stream::OnError;
 use crate::{Tx, TxFuture};
@@ -111,7 +111,7 @@ impl TxReader for BucketTx<'_> {
     fn call<'t>(&'t self, tx: &'t mut Tx, event: &Event) -> TxFuture<'t, (), BoxError> {
         (self.handler)(
             tx,
-            GroupEvent {
+            Delivery {
                 event: event.clone(),
                 bucket: self.bucket,
                 epoch: self.epoch,
@@ -480,7 +480,7 @@ impl BucketHandler<'_> {
                 return Ran::Stopped;
             }
             run += 1;
-            let delivery = GroupEvent {
+            let delivery = Delivery {
                 event: event.clone(),
                 bucket: self.bucket,
                 epoch: self.epoch,

@@ -50,21 +50,22 @@ use alkstore_core::{GroupEngine, Result};
 
 use crate::Store;
 
-/// A handle to one consumer group of a store.
+/// A handle to one consumer group of a store: its status and dead
+/// letters, and checkpoints (on a transaction too). A worker of the group
+/// is a [`GroupRunner`]:
 ///
 /// ```no_run
 /// # async fn demo(store: alkstore::Store) -> alkstore::Result<()> {
-/// use alkstore::group::GroupEvent;
-/// let report = store
-///     .group("projections")
-///     .stream("orders")
+/// use alkstore::group::{GroupEvent, GroupRunner};
+/// let report = GroupRunner::new(store.clone(), "projections", "orders")
 ///     .buckets(16)
-///     .handler(|e: GroupEvent| async move {
-///         println!("bucket {} offset {}", e.bucket, e.event.offset);
+///     .handler(|e: GroupEvent<serde_json::Value>| async move {
+///         println!("bucket {} offset {}: {}", e.bucket(), e.offset(), e.payload());
 ///         Ok::<(), std::io::Error>(())
 ///     })
 ///     .run_until(alkstore::shutdown_signal())
 ///     .await?;
+/// let status = store.group("projections").status().await?;
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
@@ -104,11 +105,6 @@ impl<R: Runs> Group<R> {
 }
 
 impl Group {
-    /// A runner for this group over `stream` (16 buckets unless told).
-    pub fn stream(self, stream: impl Into<String>) -> GroupRunner {
-        GroupRunner::new(self.store, self.name, stream.into())
-    }
-
     /// Every bucket: owner, epoch, lease expiry, checkpoint, lag.
     pub async fn status(&self) -> Result<GroupStatus> {
         self.store.engine().group_status(self.name.as_str()).await

@@ -18,8 +18,10 @@ use tokio::sync::{watch, Notify};
 use super::coordinator::Coordinator;
 use super::fetch::fetch;
 use super::options::GroupOpts;
-use super::shared::{lock, GroupEvent, GroupReport, Handler, Shared};
+use super::shared::{group_event, lock, GroupEvent, GroupReport, Handler, Shared};
+use crate::stream::ctx;
 use crate::{AnyEngine, Store, Tx, TxFuture};
+use serde::de::DeserializeOwned;
 
 /// One worker of a consumer group (see the [module docs](super)).
 #[derive(Debug, Clone)]
@@ -35,11 +37,14 @@ pub struct GroupRunner {
 }
 
 impl GroupRunner {
-    pub(crate) fn new(store: Store, group: String, stream: String) -> GroupRunner {
+    /// A worker of `store`'s consumer group `group` over stream `stream`,
+    /// with 16 buckets, default options and no handler yet. Every worker
+    /// of a group names the same stream and bucket count.
+    pub fn new(store: Store, group: impl Into<String>, stream: impl Into<String>) -> GroupRunner {
         GroupRunner {
             store,
-            group,
-            stream,
+            group: group.into(),
+            stream: stream.into(),
             buckets: 16,
             opts: GroupOpts::default(),
             worker: None,
@@ -102,16 +107,27 @@ impl GroupRunner {
     ///
     /// Handlers that write to the same database can have those writes
     /// committed exactly once instead: see [`GroupRunner::handler_tx`].
-    pub fn handler<F, Fut, E>(mut self, handler: F) -> GroupRunner
+    pub fn handler<T, F, Fut, E>(mut self, handler: F) -> GroupRunner
     where
-        F: Fn(GroupEvent) -> Fut + Send + Sync + 'static,
+        T: DeserializeOwned + Send + 'static,
+        F: Fn(GroupEvent<T>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<(), E>> + Send + 'static,
-        E: Into<BoxError> + Send + 'static,
+        E: Into<BoxError> + 'static,
     {
-        self.handler = Some(Handler::Plain(Arc::new(move |e: GroupEvent| {
-            let called = handler(e);
-            Box::pin(async move { called.await.map_err(Into::into) })
-        })));
+        let make = group_event(ctx::decoded::<T>);
+        self.handler = Some(Handler::Plain(ctx::plain(make, handler)));
+        self
+    }
+
+    /// As [`GroupRunner::handler`], with the payload's raw bytes.
+    pub fn handler_raw<F, Fut, E>(mut self, handler: F) -> GroupRunner
+    where
+        F: Fn(GroupEvent<Vec<u8>>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), E>> + Send + 'static,
+        E: Into<BoxError> + 'static,
+    {
+        let make = group_event(ctx::raw);
+        self.handler = Some(Handler::Plain(ctx::plain(make, handler)));
         self
     }
 
@@ -170,17 +186,15 @@ impl GroupRunner {
     ///
     /// ```no_run
     /// # async fn demo(store: alkstore::Store) -> alkstore::Result<()> {
-    /// use alkstore::group::GroupEvent;
-    /// store
-    ///     .group("projection")
-    ///     .stream("orders")
-    ///     .handler_tx(|tx, e: GroupEvent| {
+    /// use alkstore::group::{GroupEvent, GroupRunner};
+    /// GroupRunner::new(store, "projection", "orders")
+    ///     .handler_tx(|tx, e: GroupEvent<serde_json::Value>| {
     ///         Box::pin(async move {
     ///             if let Some(client) = tx.postgres() {
     ///                 client
     ///                     .execute(
     ///                         "INSERT INTO order_log (key, event_offset) VALUES ($1, $2)",
-    ///                         &[&e.event.key, &e.event.offset],
+    ///                         &[&e.key(), &e.offset()],
     ///                     )
     ///                     .await?;
     ///             }
@@ -191,15 +205,28 @@ impl GroupRunner {
     ///     .await?;
     /// # Ok(()) }
     /// ```
-    pub fn handler_tx<F, E>(mut self, handler: F) -> GroupRunner
+    pub fn handler_tx<T, F, E>(mut self, handler: F) -> GroupRunner
     where
-        F: for<'t> Fn(&'t mut Tx, GroupEvent) -> TxFuture<'t, (), E> + Send + Sync + 'static,
+        T: DeserializeOwned + Send + 'static,
+        F: for<'t> Fn(&'t mut Tx, GroupEvent<T>) -> TxFuture<'t, (), E> + Send + Sync + 'static,
         E: Into<BoxError> + 'static,
     {
-        self.handler = Some(Handler::Tx(Arc::new(move |tx: &mut Tx, e: GroupEvent| {
-            let called = handler(tx, e);
-            Box::pin(async move { called.await.map_err(Into::into) })
-        })));
+        let make = group_event(ctx::decoded::<T>);
+        self.handler = Some(Handler::Tx(ctx::in_tx(make, handler)));
+        self
+    }
+
+    /// As [`GroupRunner::handler_tx`], with the payload's raw bytes.
+    pub fn handler_tx_raw<F, E>(mut self, handler: F) -> GroupRunner
+    where
+        F: for<'t> Fn(&'t mut Tx, GroupEvent<Vec<u8>>) -> TxFuture<'t, (), E>
+            + Send
+            + Sync
+            + 'static,
+        E: Into<BoxError> + 'static,
+    {
+        let make = group_event(ctx::raw);
+        self.handler = Some(Handler::Tx(ctx::in_tx(make, handler)));
         self
     }
 

@@ -1,13 +1,11 @@
 //! The types a group runner's parts share: what a handler is handed
-//! ([`GroupEvent`]), what a run returns ([`GroupReport`]),
+//! ([`GroupEvent`], made from the fetcher's [`Delivery`]), what a run returns ([`GroupReport`]),
 //! the handler with its types erased, and the worker's [`Shared`] state
 //! with the fetcher's per-bucket slots. A leaf: the runner, the
 //! coordinator, the fetcher and the bucket tasks import it, not each other.
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 use alkstore_core::group::GroupDead;
@@ -16,20 +14,96 @@ use alkstore_core::BoxError;
 use tokio::sync::{mpsc, Notify};
 
 use super::options::GroupOpts;
-use crate::{AnyEngine, Tx, TxFuture};
+use crate::stream::ctx::{PlainFn, TxFn};
+use crate::stream::EventCtx;
+use crate::AnyEngine;
 
-/// One event handed to a group's handler, with the lease it is handled
-/// under.
+/// One event as the fetcher hands it to a bucket's handler, with the lease
+/// it is handled under (the user's handler gets it as a [`GroupEvent`]).
 #[derive(Debug, Clone)]
-pub struct GroupEvent {
+pub(super) struct Delivery {
     /// The event.
-    pub event: Event,
+    pub(super) event: Event,
     /// Its bucket.
-    pub bucket: u32,
+    pub(super) bucket: u32,
     /// The epoch of this worker's lease on the bucket.
-    pub epoch: i64,
+    pub(super) epoch: i64,
     /// This worker's id in the group.
-    pub worker: Arc<str>,
+    pub(super) worker: Arc<str>,
+}
+
+/// One event handed to a group's handler, its payload decoded from JSON to
+/// `T` (a raw handler gets `GroupEvent<Vec<u8>>`, the bytes), with the
+/// lease it is handled under.
+#[derive(Debug, Clone)]
+pub struct GroupEvent<T> {
+    event: EventCtx<T>,
+    bucket: u32,
+    epoch: i64,
+    worker: Arc<str>,
+}
+
+impl<T> GroupEvent<T> {
+    /// The decoded payload.
+    pub fn payload(&self) -> &T {
+        self.event.payload()
+    }
+
+    /// Take the payload.
+    pub fn into_payload(self) -> T {
+        self.event.into_payload()
+    }
+
+    /// The event's offset in its stream.
+    pub fn offset(&self) -> i64 {
+        self.event.offset()
+    }
+
+    /// The key it was published with (its bucket is the key's hash).
+    pub fn key(&self) -> Option<&str> {
+        self.event.key()
+    }
+
+    /// The stream.
+    pub fn stream(&self) -> &str {
+        self.event.stream()
+    }
+
+    /// When it was published (unix seconds, the engine's clock).
+    pub fn created_at(&self) -> i64 {
+        self.event.created_at()
+    }
+
+    /// Its bucket.
+    pub fn bucket(&self) -> u32 {
+        self.bucket
+    }
+
+    /// The epoch of this worker's lease on the bucket: effects ordered or
+    /// fenced by it stay right across failovers.
+    pub fn epoch(&self) -> i64 {
+        self.epoch
+    }
+
+    /// This worker's id in the group.
+    pub fn worker(&self) -> &str {
+        &self.worker
+    }
+}
+
+/// The delivery as a handler of `T` sees it (`decode`: the stream's rule,
+/// JSON or raw bytes).
+pub(super) fn group_event<T: 'static>(
+    decode: fn(Event) -> Result<EventCtx<T>, BoxError>,
+) -> impl Fn(Delivery) -> Result<GroupEvent<T>, BoxError> + Send + Sync + 'static {
+    move |d: Delivery| {
+        Ok(GroupEvent {
+            event: decode(d.event)?,
+            bucket: d.bucket,
+            epoch: d.epoch,
+            worker: d.worker,
+        })
+    }
 }
 
 /// What a group worker did before it stopped.
@@ -66,12 +140,10 @@ impl fmt::Debug for Handler {
 }
 
 /// A plain group handler, its types erased.
-pub(super) type PlainHandler =
-    dyn Fn(GroupEvent) -> Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send>> + Send + Sync;
+pub(super) type PlainHandler = PlainFn<Delivery>;
 
 /// A transactional group handler, its types erased.
-pub(super) type TxHandler =
-    dyn for<'t> Fn(&'t mut Tx, GroupEvent) -> TxFuture<'t, (), BoxError> + Send + Sync;
+pub(super) type TxHandler = TxFn<Delivery>;
 
 /// What the fetcher and every bucket handler of one worker share.
 pub(super) struct Shared {

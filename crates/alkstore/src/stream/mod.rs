@@ -3,6 +3,7 @@
 //! offset and then follows the stream live.
 
 pub(crate) mod batch;
+pub(crate) mod ctx;
 mod options;
 mod subscriber;
 
@@ -17,9 +18,10 @@ pub use alkstore_core::stream::{
     validate_key, ConsumerOffset, Event, NewEvent, StreamInfo, StreamOffsetCommitParams,
     StreamOffsetGetParams, StreamReadParams, StreamRetentionParams, StreamStats, StreamTrimParams,
 };
-pub use options::{OnError, StartAt, SubscribeOpts};
+pub use ctx::EventCtx;
+pub use options::{OnError, StartAt, SubscriberOpts};
 pub(crate) use subscriber::FollowUps;
-pub use subscriber::{SubscribeError, SubscribeReport, Subscriber};
+pub use subscriber::{Subscriber, SubscriberReport};
 
 /// A handle to one stream.
 ///
@@ -167,18 +169,13 @@ impl Stream {
             .await
     }
 
-    /// A subscriber reading this stream as `consumer` (see [`Subscriber`]).
-    pub fn subscribe(&self, consumer: impl Into<String>) -> Subscriber {
-        Subscriber::new(self.clone(), consumer.into())
-    }
-
     pub(crate) fn store(&self) -> &Store {
         &self.store
     }
 }
 
-/// Decoding an event's payload (a stream's, or a consumer group's
-/// `GroupEvent::event`).
+/// Decoding a read event's payload (a runtime's handler gets it decoded:
+/// [`EventCtx::payload`]).
 pub trait EventExt {
     /// The payload, decoded from JSON.
     fn decode<T: serde::de::DeserializeOwned>(&self) -> Result<T>;

@@ -1,5 +1,5 @@
 //! How a [`Subscriber`](super::Subscriber) reads, commits and treats
-//! handler errors: [`SubscribeOpts`], with [`StartAt`] and [`OnError`]
+//! handler errors: [`SubscriberOpts`], with [`StartAt`] and [`OnError`]
 //! (which group runners use too). Plain data, apart from the run itself.
 
 use std::time::Duration;
@@ -18,7 +18,7 @@ pub enum StartAt {
 
 /// What a handler error does. A failing event is never skipped: it is
 /// retried, and when the retries run out the subscriber stops with
-/// [`SubscribeError::Handler`](super::SubscribeError::Handler), its offset
+/// [`Error::HandlerFailed`](crate::Error::HandlerFailed), its offset
 /// saved just before that event, so the next run starts with it again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OnError {
@@ -45,7 +45,7 @@ impl Default for OnError {
 
 /// How a [`Subscriber`](super::Subscriber) reads and commits.
 #[derive(Debug, Clone)]
-pub struct SubscribeOpts {
+pub struct SubscriberOpts {
     /// Where to start without a saved offset.
     pub start: StartAt,
     /// Events read per query (default 500).
@@ -62,9 +62,9 @@ pub struct SubscribeOpts {
     pub on_error: OnError,
 }
 
-impl Default for SubscribeOpts {
+impl Default for SubscriberOpts {
     fn default() -> Self {
-        SubscribeOpts {
+        SubscriberOpts {
             start: StartAt::Beginning,
             batch: 500,
             commit_every: 1_000,

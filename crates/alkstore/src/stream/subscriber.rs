@@ -4,7 +4,6 @@
 use alkstore_core::Writes as _;
 use std::fmt;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,13 +13,16 @@ use futures_util::FutureExt;
 use tokio::sync::broadcast::error::RecvError;
 
 use super::batch::{self, Next, Retries, Step, TxReader};
-use super::options::{OnError, StartAt, SubscribeOpts};
+use super::ctx::{self, EventCtx};
+use super::options::{OnError, StartAt, SubscriberOpts};
 use super::Stream;
-use crate::{Tx, TxFuture};
+use crate::{Store, Tx, TxFuture};
+use serde::de::DeserializeOwned;
 
-/// Why a subscriber stopped before its shutdown signal.
+/// Why a subscriber stopped before its shutdown signal (given to the
+/// caller as an [`Error`]).
 #[derive(Debug, thiserror::Error)]
-pub enum SubscribeError {
+pub(super) enum SubscribeError {
     /// The store failed (after the subscriber saved what it could).
     #[error(transparent)]
     Store(#[from] Error),
@@ -43,7 +45,7 @@ pub enum SubscribeError {
 
 /// What a subscriber did before it stopped.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SubscribeReport {
+pub struct SubscriberReport {
     /// Events handled successfully.
     pub handled: u64,
     /// The offset saved last (`None`: nothing was saved).
@@ -55,21 +57,26 @@ pub struct SubscribeReport {
 /// machinery as the worker (this process's hints, the SQLite watcher,
 /// PostgreSQL's LISTEN with its reconnect) and a safety poll. Delivery is
 /// at least once: the offset is saved only after events are handled, every
-/// [`SubscribeOpts::commit_every`] events or
-/// [`SubscribeOpts::commit_interval`], when caught up, and on shutdown; after
+/// [`SubscriberOpts::commit_every`] events or
+/// [`SubscriberOpts::commit_interval`], when caught up, and on shutdown; after
 /// a crash the events since the last save run again.
 ///
-/// Like every runtime of the crate it is built, given its handler
-/// ([`Subscriber::handler`] or [`Subscriber::handler_tx`]), and then runs
-/// until a shutdown signal: [`Subscriber::run_until`].
+/// Like every runtime of the crate (see the [crate docs](crate#runtimes))
+/// it is made with `new(store, …)`, given its handler
+/// ([`Subscriber::handler`] with the payload decoded from JSON,
+/// [`Subscriber::handler_tx`] inside a transaction, `_raw` for bytes), and
+/// then runs until a shutdown signal: [`Subscriber::run_until`].
 ///
 /// ```no_run
-/// # async fn demo(store: alkstore::Store) -> Result<(), alkstore::stream::SubscribeError> {
-/// let report = store
-///     .stream("orders")
-///     .subscribe("mailer")
-///     .handler(|event: alkstore::stream::Event| async move {
-///         println!("{} {:?}", event.offset, event.key);
+/// # async fn demo(store: alkstore::Store) -> alkstore::Result<()> {
+/// use alkstore::stream::{EventCtx, Subscriber};
+///
+/// #[derive(serde::Deserialize)]
+/// struct Order { id: i64 }
+///
+/// let report = Subscriber::new(store, "orders", "mailer")
+///     .handler(|event: EventCtx<Order>| async move {
+///         println!("{} {:?} order {}", event.offset(), event.key(), event.payload().id);
 ///         Ok::<(), std::io::Error>(())
 ///     })
 ///     .run_until(alkstore::shutdown_signal())
@@ -81,16 +88,16 @@ pub struct SubscribeReport {
 pub struct Subscriber {
     stream: Stream,
     consumer: String,
-    opts: SubscribeOpts,
+    opts: SubscriberOpts,
+    worker: Option<String>,
     handler: Option<EventHandler>,
 }
 
 /// A plain subscriber handler, its types erased.
-type PlainFn =
-    dyn Fn(Event) -> Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send>> + Send + Sync;
+type PlainFn = ctx::PlainFn<Event>;
 
 /// A transactional subscriber handler, its types erased.
-type TxFn = dyn for<'t> Fn(&'t mut Tx, Event) -> TxFuture<'t, (), BoxError> + Send + Sync;
+type TxFn = ctx::TxFn<Event>;
 
 /// A subscriber's handler.
 #[derive(Clone)]
@@ -109,41 +116,61 @@ impl fmt::Debug for EventHandler {
 }
 
 impl Subscriber {
-    pub(crate) fn new(stream: Stream, consumer: String) -> Subscriber {
+    /// A subscriber of `store`'s stream `stream`, reading as `consumer`
+    /// (the name its offset is saved under), with default options and no
+    /// handler yet.
+    pub fn new(store: Store, stream: impl Into<String>, consumer: impl Into<String>) -> Subscriber {
         Subscriber {
-            stream,
-            consumer,
-            opts: SubscribeOpts::default(),
+            stream: store.stream(stream),
+            consumer: consumer.into(),
+            opts: SubscriberOpts::default(),
+            worker: None,
             handler: None,
         }
     }
 
     /// With these options.
-    pub fn opts(mut self, opts: SubscribeOpts) -> Subscriber {
+    pub fn opts(mut self, opts: SubscriberOpts) -> Subscriber {
         self.opts = opts;
+        self
+    }
+
+    /// Name this subscriber in the store's process list (default: unique
+    /// per process run).
+    pub fn worker_id(mut self, id: impl Into<String>) -> Subscriber {
+        self.worker = Some(id.into());
         self
     }
 
     /// Handle every event with `handler`, at least once: the offset is
     /// saved after events are handled (see the type's docs). Replaces a
     /// handler set before.
-    pub fn handler<F, Fut, E>(mut self, handler: F) -> Subscriber
+    pub fn handler<T, F, Fut, E>(mut self, handler: F) -> Subscriber
     where
-        F: Fn(Event) -> Fut + Send + Sync + 'static,
+        T: DeserializeOwned + Send + 'static,
+        F: Fn(EventCtx<T>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<(), E>> + Send + 'static,
         E: Into<BoxError> + 'static,
     {
-        self.handler = Some(EventHandler::Plain(Arc::new(move |event: Event| {
-            let called = handler(event);
-            Box::pin(async move { called.await.map_err(Into::into) })
-        })));
+        self.handler = Some(EventHandler::Plain(ctx::plain(ctx::decoded::<T>, handler)));
+        self
+    }
+
+    /// As [`Subscriber::handler`], with the payload's raw bytes.
+    pub fn handler_raw<F, Fut, E>(mut self, handler: F) -> Subscriber
+    where
+        F: Fn(EventCtx<Vec<u8>>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), E>> + Send + 'static,
+        E: Into<BoxError> + 'static,
+    {
+        self.handler = Some(EventHandler::Plain(ctx::plain(ctx::raw, handler)));
         self
     }
 
     /// Handle every event with a **transactional** `handler`: events run
     /// in transactions
     /// ([`Store::begin`](crate::Store::begin)) of up to
-    /// [`SubscribeOpts::commit_every`] events, and each transaction commits
+    /// [`SubscriberOpts::commit_every`] events, and each transaction commits
     /// the consumer's offset (at its last event) together with the
     /// handler's writes.
     ///
@@ -167,12 +194,12 @@ impl Subscriber {
     /// - A batch is per-event handler calls inside one transaction. A
     ///   transaction takes what the last read returned, up to
     ///   `commit_every` events, and commits early once it has been open for
-    ///   [`SubscribeOpts::commit_interval`]; so a busy stream makes few
+    ///   [`SubscriberOpts::commit_interval`]; so a busy stream makes few
     ///   commits and a quiet one adds no delay.
     /// - When a call fails, the whole transaction rolls back; the events
     ///   before the failing one run again and commit, then the failing one
-    ///   runs alone per [`SubscribeOpts::on_error`]. When its runs are used
-    ///   up the subscriber stops with [`SubscribeError::Handler`], its
+    ///   runs alone per [`SubscriberOpts::on_error`]. When its runs are used
+    ///   up the subscriber stops with [`Error::HandlerFailed`], its
     ///   offset saved just before that event.
     /// - **Not covered**: effects outside the database (messages sent,
     ///   HTTP calls) and writes made outside the transaction are at least
@@ -183,16 +210,15 @@ impl Subscriber {
     /// handler calls short, and write only through the transaction.
     ///
     /// ```no_run
-    /// # async fn demo(store: alkstore::Store) -> Result<(), alkstore::stream::SubscribeError> {
-    /// store
-    ///     .stream("orders")
-    ///     .subscribe("totals")
-    ///     .handler_tx(|tx, event: alkstore::stream::Event| {
+    /// # async fn demo(store: alkstore::Store) -> alkstore::Result<()> {
+    /// use alkstore::stream::{EventCtx, Subscriber};
+    /// Subscriber::new(store, "orders", "totals")
+    ///     .handler_tx(|tx, event: EventCtx<serde_json::Value>| {
     ///         Box::pin(async move {
     ///             if let Some(conn) = tx.sqlite() {
     ///                 conn.execute("UPDATE totals SET n = n + 1 WHERE id = 1", [])?;
     ///             }
-    ///             let _ = event;
+    ///             let _ = event.payload();
     ///             Ok::<(), alkstore::sqlite::rusqlite::Error>(())
     ///         })
     ///     })
@@ -200,17 +226,23 @@ impl Subscriber {
     ///     .await?;
     /// # Ok(()) }
     /// ```
-    pub fn handler_tx<F, E>(mut self, handler: F) -> Subscriber
+    pub fn handler_tx<T, F, E>(mut self, handler: F) -> Subscriber
     where
-        F: for<'t> Fn(&'t mut Tx, Event) -> TxFuture<'t, (), E> + Send + Sync + 'static,
+        T: DeserializeOwned + Send + 'static,
+        F: for<'t> Fn(&'t mut Tx, EventCtx<T>) -> TxFuture<'t, (), E> + Send + Sync + 'static,
         E: Into<BoxError> + 'static,
     {
-        self.handler = Some(EventHandler::Tx(Arc::new(
-            move |tx: &mut Tx, event: Event| {
-                let called = handler(tx, event);
-                Box::pin(async move { called.await.map_err(Into::into) })
-            },
-        )));
+        self.handler = Some(EventHandler::Tx(ctx::in_tx(ctx::decoded::<T>, handler)));
+        self
+    }
+
+    /// As [`Subscriber::handler_tx`], with the payload's raw bytes.
+    pub fn handler_tx_raw<F, E>(mut self, handler: F) -> Subscriber
+    where
+        F: for<'t> Fn(&'t mut Tx, EventCtx<Vec<u8>>) -> TxFuture<'t, (), E> + Send + Sync + 'static,
+        E: Into<BoxError> + 'static,
+    {
+        self.handler = Some(EventHandler::Tx(ctx::in_tx(ctx::raw, handler)));
         self
     }
 
@@ -226,19 +258,24 @@ impl Subscriber {
     pub async fn run_until(
         self,
         shutdown: impl Future<Output = ()>,
-    ) -> Result<SubscribeReport, SubscribeError> {
+    ) -> Result<SubscriberReport, Error> {
         let Some(handler) = self.handler.clone() else {
             return Err(Error::invalid(
                 "subscriber",
                 "no handler: give one with handler or handler_tx before run_until",
-            )
-            .into());
+            ));
         };
+        if let Some(id) = &self.worker {
+            alkstore_core::validate::validate_worker(id)?;
+        }
         let registration = {
             use crate::process::{Registration, Role, PROCESS_HEARTBEAT};
             let p = Role {
                 kind: "subscriber",
-                id: crate::worker::default_worker_id(),
+                id: self
+                    .worker
+                    .clone()
+                    .unwrap_or_else(crate::worker::default_worker_id),
                 roles: vec![format!("{}/{}", self.stream.name(), self.consumer)],
                 concurrency: 1,
             };
@@ -255,16 +292,29 @@ impl Subscriber {
             EventHandler::Tx(f) => self.follow(&InTx(&*f), shutdown).await,
         };
         registration.end().await;
-        out
+        out.map_err(|stop| match stop {
+            SubscribeError::Store(e) => e,
+            SubscribeError::Handler {
+                stream,
+                offset,
+                attempts,
+                source,
+            } => Error::HandlerFailed {
+                what: format!("stream {stream:?}"),
+                offset,
+                attempts,
+                source,
+            },
+        })
     }
 
     async fn follow<P: Pages>(
         &self,
         pages: &P,
         shutdown: impl Future<Output = ()>,
-    ) -> Result<SubscribeReport, SubscribeError> {
+    ) -> Result<SubscriberReport, SubscribeError> {
         let mut shutdown = std::pin::pin!(shutdown.fuse());
-        let mut report = SubscribeReport::default();
+        let mut report = SubscriberReport::default();
         // A store out of reach: 100 ms, doubling to 5 s.
         let mut backoff =
             alkstore_core::Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
@@ -278,7 +328,7 @@ impl Subscriber {
                 unsaved: 0,
                 reread: false,
                 last_save: Instant::now(),
-                report: SubscribeReport::default(),
+                report: SubscriberReport::default(),
             };
             let out = run.follow(pages, shutdown.as_mut()).await;
             // Save what was handled, whatever stopped the run.
@@ -506,7 +556,7 @@ impl FollowUps {
 struct Run<'a> {
     stream: &'a Stream,
     consumer: &'a str,
-    opts: &'a SubscribeOpts,
+    opts: &'a SubscriberOpts,
     /// The last event handled.
     offset: i64,
     /// The offset last saved.
@@ -516,7 +566,7 @@ struct Run<'a> {
     /// Read again at once, from `offset`, whatever the last read found.
     reread: bool,
     last_save: Instant,
-    report: SubscribeReport,
+    report: SubscriberReport,
 }
 
 impl Run<'_> {
@@ -716,14 +766,16 @@ mod tests {
         let dir = tempfile::tempdir().expect("tmp");
         let url = format!("sqlite://{}", dir.path().join("t.db").display());
         let store = crate::Store::open(&url).await.expect("open");
-        let sub = store.stream("s").subscribe("c");
+        let sub = Subscriber::new(store, "s", "c");
         let plain = sub
             .clone()
-            .handler(|_e: Event| async { Ok::<(), std::io::Error>(()) })
+            .handler(|_e: EventCtx<u32>| async { Ok::<(), std::io::Error>(()) })
             .run_until(async {});
         assert_send(&plain);
         let in_tx = sub
-            .handler_tx(|_tx, _e: Event| Box::pin(async { Ok::<(), std::io::Error>(()) }))
+            .handler_tx_raw(|_tx, _e: EventCtx<Vec<u8>>| {
+                Box::pin(async { Ok::<(), std::io::Error>(()) })
+            })
             .run_until(async {});
         assert_send(&in_tx);
     }

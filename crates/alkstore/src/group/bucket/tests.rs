@@ -84,7 +84,7 @@ async fn rig() -> Rig {
     let handled = Arc::new(Notify::new());
     let handler = {
         let (ran, handled) = (ran.clone(), handled.clone());
-        Handler::Plain(Arc::new(move |e: GroupEvent| {
+        Handler::Plain(Arc::new(move |e: Delivery| {
             lock(&ran).push(e.event.offset);
             handled.notify_one();
             Box::pin(std::future::ready(Ok(())))
@@ -247,7 +247,7 @@ async fn tx_rig(
     let last = *offsets.last().expect("published");
     let handler = {
         let (engine, seen, at_last) = (engine.clone(), seen.clone(), Arc::new(at_last));
-        Handler::Tx(Arc::new(move |tx: &mut Tx, e: GroupEvent| {
+        Handler::Tx(Arc::new(move |tx: &mut Tx, e: Delivery| {
             let (engine, seen, at_last) = (engine.clone(), seen.clone(), at_last.clone());
             Box::pin(async move {
                 let status = engine.group_status("g").await?;
