@@ -11,8 +11,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use alkstore::group::{GroupEvent, GroupReport, GroupRunner};
-use alkstore::prelude::*;
-use alkstore::schedule::{ScheduleSetParams, Scheduler};
+use alkstore::schedule::{ScheduleOpts, Scheduler};
 use alkstore::{queue::NewJob, Error, JobCtx, JobError, Result, Store, Worker, WorkerReport};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -104,12 +103,7 @@ pub(crate) async fn run(db: &str, args: DemoArgs) -> Result<()> {
     let worker = tokio::spawn(workers(store.clone(), stopped()));
     // The group exists before its members start: `settle` reads its lag at
     // once, and a Ctrl-C can come before any member has run.
-    store
-        .engine()
-        .group_ensure(alkstore::group::GroupEnsureParams::new(
-            "billing", "orders", 12,
-        ))
-        .await?;
+    store.group("billing").ensure("orders", 12).await?;
     let mut members = Vec::new();
     for name in MEMBERS {
         let runner = GroupRunner::new(store.clone(), "billing", "orders")
@@ -131,12 +125,12 @@ pub(crate) async fn run(db: &str, args: DemoArgs) -> Result<()> {
         }));
     }
     store
-        .engine()
-        .schedule_set({
-            let mut s = ScheduleSetParams::new("digest", "@every 5s", "reports");
-            s.payload = br#"{"report": "digest"}"#.to_vec();
-            s
-        })
+        .schedule("digest")
+        .set_with(
+            "@every 5s",
+            "reports",
+            ScheduleOpts::default().payload(br#"{"report": "digest"}"#.to_vec()),
+        )
         .await?;
     let scheduler = tokio::spawn(Scheduler::new(store.clone()).run_until(stopped()));
 
@@ -252,7 +246,7 @@ async fn load(
                     NewJob::new(queue, payload.into_bytes())
                 })
                 .collect();
-            store.engine().job_enqueue(batch).await?;
+            store.jobs().enqueue(batch).await?;
             orders
                 .publish_batch_raw((i..end).map(|n| {
                     (
@@ -272,14 +266,14 @@ async fn load(
 /// Wait until the jobs and the group's lag are worked off.
 async fn settle(store: &Store, jobs: usize) -> Result<()> {
     let bar = bar(2 * jobs as u64, "process");
-    let e = store.engine();
     loop {
         let mut left = 0;
         for (queue, _) in QUEUES.iter().take(2) {
-            left += e.queue_stats(*queue).await?.live();
+            left += store.queue(*queue).stats().await?.live();
         }
-        let lag: u64 = e
-            .group_status("billing")
+        let lag: u64 = store
+            .group("billing")
+            .status()
             .await?
             .buckets
             .iter()
@@ -323,7 +317,7 @@ async fn summary(
     );
     println!("schedule: digest fired {fired} times (@every 5s)");
     let dead = store
-        .engine()
+        .jobs()
         .dead_count(alkstore::queue::DeadSelect::all())
         .await?;
     println!("dead letters waiting: {dead} (requeue or purge them on the dashboard)");

@@ -27,8 +27,7 @@ use std::time::{Duration, Instant};
 use alkstore::group::{GroupEvent, GroupOpts, GroupRunner};
 use alkstore::stream::OnError;
 use alkstore::{
-    prelude::QueueAdmin, Error, JobCtx, JobError, JobResult, Result, Store, Worker, WorkerOpts,
-    WorkerReport,
+    Error, JobCtx, JobError, JobResult, Result, Store, Worker, WorkerOpts, WorkerReport,
 };
 use clap::Args;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -144,7 +143,7 @@ pub(crate) async fn run(db: &str, args: ExecWorkerArgs) -> Result<()> {
         "alk worker: queue {queue:?}, {} at a time, running: {}",
         args.concurrency, args.exec
     );
-    if store.engine().queue_paused().await?.contains(&queue) {
+    if store.paused_queues().await?.contains(&queue) {
         eprintln!(
             "alk worker: queue {queue:?} is paused: nothing is claimed until `alk queues resume {queue}`"
         );

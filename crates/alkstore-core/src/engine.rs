@@ -91,6 +91,10 @@ impl EngineState {
 /// a driver trait on top (`QueueDriver`, `StreamDriver`, …), and core
 /// gives every driver the traits callers use (`QueueEngine`, `QueueAdmin`,
 /// `StreamEngine`, …) through the one wrapper in [`crate::call`].
+///
+/// **Unstable**: part of the engines' seam, which changes as the engines
+/// do. Applications use the `alkstore` crate's handles (`Store::queue`,
+/// `Store::jobs`, …) instead.
 pub trait Engine: Send + Sync + 'static {
     /// What this engine is and can do.
     fn capabilities(&self) -> Capabilities;

@@ -3,11 +3,7 @@
 //! a group's dead letters (list, requeue, purge); and its lease history
 //! (handoffs by cause: failovers apart from rebalances).
 
-use alkstore::prelude::*;
-use alkstore_core::group::{
-    validate_group_name, BucketStatus, GroupDead, GroupDeadListParams, GroupDeadPurgeParams,
-    GroupDeadRequeueParams, GroupInfo,
-};
+use alkstore_core::group::{validate_group_name, BucketStatus, GroupDead, GroupInfo};
 use axum::extract::State;
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -137,7 +133,7 @@ async fn group_status(
     State(app): State<AppState>,
     ApiPath(group): ApiPath<String>,
 ) -> ApiResult<Json<GroupStatusView>> {
-    let s = app.store.engine().group_status(group).await?;
+    let s = app.store.group(group).status().await?;
     Ok(Json(GroupStatusView {
         group: s.group,
         stream: s.stream,
@@ -263,8 +259,8 @@ async fn group_dead_list(
     let limit = batch_limit(q.limit, 100)?;
     let dead = app
         .store
-        .engine()
-        .group_dead_list(GroupDeadListParams::new(group, q.after.unwrap_or(0), limit))
+        .group(group)
+        .dead_letters(q.after.unwrap_or(0), limit)
         .await?;
     let next_after = if dead.len() >= limit as usize {
         dead.last().map(|d| d.offset)
@@ -296,11 +292,7 @@ async fn group_dead_requeue(
     let Some((group, offsets)) = req.select(group)? else {
         return Ok(Json(Count { count: 0 }));
     };
-    let count = app
-        .store
-        .engine()
-        .group_dead_requeue(GroupDeadRequeueParams::new(group, offsets))
-        .await?;
+    let count = app.store.group(group).requeue_dead(offsets).await?;
     Ok(Json(Count { count }))
 }
 
@@ -321,11 +313,7 @@ async fn group_dead_purge(
     let Some((group, offsets)) = req.select(group)? else {
         return Ok(Json(Count { count: 0 }));
     };
-    let count = app
-        .store
-        .engine()
-        .group_dead_purge(GroupDeadPurgeParams::new(group, offsets))
-        .await?;
+    let count = app.store.group(group).purge_dead(offsets).await?;
     Ok(Json(Count { count }))
 }
 
@@ -395,17 +383,13 @@ async fn group_handoffs(
     ApiPath(group): ApiPath<String>,
     ApiQuery(q): ApiQuery<HandoffsQuery>,
 ) -> ApiResult<Json<GroupHandoffsView>> {
-    use alkstore_core::group::{GroupHandoffsParams, HandoffCause};
+    use alkstore::group::HandoffCause;
     let limit = batch_limit(q.limit, 100)?;
-    let engine = app.store.engine();
-    let h = engine
-        .group_handoffs(GroupHandoffsParams::new(group.clone(), limit))
-        .await?;
+    let handle = app.store.group(group);
+    let h = handle.handoffs(limit).await?;
     if h.recent.is_empty() && h.totals.is_empty() {
         // Nothing recorded may mean no group: say which.
-        engine
-            .group_status(alkstore_core::group::GroupStatusParams::without_lag(group))
-            .await?;
+        handle.status_without_lag().await?;
     }
     let mut totals = HandoffTotals::default();
     for (cause, n) in h.totals {

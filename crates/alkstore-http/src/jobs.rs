@@ -10,12 +10,12 @@
 //! action takes ids, or the same filters (`matching`) and acts on what the
 //! search finds, a page per request.
 
-use alkstore::prelude::*;
+use alkstore::jobs::Jobs;
 use alkstore::queue::{
     CancelOutcome, DeadListParams, DeadSelect, JobDeleteParams, JobInfo, JobListParams,
     JobRunNowParams, JobState,
 };
-use alkstore::{AnyEngine, Clock, SystemClock};
+use alkstore::{Clock, SystemClock};
 use axum::extract::State;
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -230,7 +230,7 @@ impl Finder {
     /// every job was read).
     async fn find(
         &self,
-        engine: &AnyEngine,
+        jobs: &Jobs,
         mut after: i64,
         limit: usize,
         now: i64,
@@ -243,7 +243,7 @@ impl Finder {
                     p.queue = self.queue.clone();
                     p.tag = self.tag.clone();
                     p.after_id = Some(after);
-                    engine.dead_list(p).await?
+                    jobs.dead(p).await?
                 }
                 _ => {
                     let mut p = JobListParams::new(SCAN_PAGE);
@@ -258,7 +258,7 @@ impl Finder {
                         }
                         _ => None,
                     };
-                    engine.job_list(p).await?
+                    jobs.list(p).await?
                 }
             };
             let full = page.len() >= SCAN_PAGE as usize;
@@ -306,7 +306,7 @@ async fn search_jobs(
     let finder = Finder::new(&q)?;
     let now = SystemClock.now();
     let after = q.after_id.unwrap_or(0);
-    let (found, next) = finder.find(app.store.engine(), after, limit, now).await?;
+    let (found, next) = finder.find(&app.store.jobs(), after, limit, now).await?;
     Ok(Json(JobPage {
         jobs: found.into_iter().map(|j| JobView::new(j, now)).collect(),
         next_after_id: next,
@@ -356,13 +356,14 @@ async fn job_counts(
     State(app): State<AppState>,
     ApiQuery(q): ApiQuery<CountsQuery>,
 ) -> ApiResult<Json<JobCounts>> {
-    let engine = app.store.engine();
     let stats = match q.queue {
-        Some(queue) => vec![engine
-            .queue_stats(queue)
+        Some(queue) => vec![app
+            .store
+            .queue(queue)
+            .stats()
             .await
             .map_err(|e| ApiError::from(e).with_field("queue"))?],
-        None => engine.queue_stats_all().await?,
+        None => app.store.queue_stats().await?,
     };
     let mut c = JobCounts::default();
     for s in stats {
@@ -428,7 +429,7 @@ async fn bulk_jobs(
     State(app): State<AppState>,
     ApiJson(req): ApiJson<BulkRequest>,
 ) -> ApiResult<Json<BulkResult>> {
-    let engine = app.store.engine();
+    let jobs = app.store.jobs();
     if !matches!(
         req.action.as_str(),
         "retry" | "run_now" | "cancel" | "delete"
@@ -445,7 +446,7 @@ async fn bulk_jobs(
             let finder = Finder::new(&f).map_err(|e| e.under("matching"))?;
             let now = SystemClock.now();
             let (found, next) = finder
-                .find(engine, f.after_id.unwrap_or(0), limit, now)
+                .find(&jobs, f.after_id.unwrap_or(0), limit, now)
                 .await?;
             let ids: Vec<i64> = found.iter().map(|j| j.id).collect();
             if ids.is_empty() {
@@ -468,18 +469,18 @@ async fn bulk_jobs(
     // The store checks the ids for the calls that take a list; checked
     // here too, so `cancel` (one call per id) refuses the same lists.
     JobRunNowParams::new(ids.clone())
-        .validate(engine.limits())
+        .validate(app.store.limits())
         .map_err(ApiError::from)?;
     let (mut changed, mut requested) = (0, 0);
     match req.action.as_str() {
         "retry" => {
-            changed += engine.dead_requeue(DeadSelect::ids(ids.clone())).await?;
-            changed += engine.job_run_now(JobRunNowParams::new(ids)).await?;
+            changed += jobs.requeue_dead(DeadSelect::ids(ids.clone())).await?;
+            changed += jobs.run_now(JobRunNowParams::new(ids)).await?;
         }
-        "run_now" => changed = engine.job_run_now(JobRunNowParams::new(ids)).await?,
+        "run_now" => changed = jobs.run_now(JobRunNowParams::new(ids)).await?,
         "cancel" => {
             for id in ids {
-                match engine.job_cancel(id).await? {
+                match jobs.cancel(id).await? {
                     CancelOutcome::Cancelled => changed += 1,
                     CancelOutcome::Requested => requested += 1,
                     _ => {}
@@ -487,8 +488,8 @@ async fn bulk_jobs(
             }
         }
         "delete" => {
-            changed += engine.job_delete(JobDeleteParams::new(ids.clone())).await?;
-            changed += engine.dead_purge(DeadSelect::ids(ids)).await?;
+            changed += jobs.delete(JobDeleteParams::new(ids.clone())).await?;
+            changed += jobs.purge_dead(DeadSelect::ids(ids)).await?;
         }
         _ => {
             return Err(ApiError::invalid(

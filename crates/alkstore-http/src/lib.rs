@@ -36,7 +36,6 @@ pub mod results;
 pub mod schedules;
 pub mod store_info;
 pub mod streams;
-mod wait;
 
 use std::net::SocketAddr;
 

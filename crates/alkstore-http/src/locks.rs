@@ -3,11 +3,7 @@
 
 use std::time::Duration;
 
-use alkstore::prelude::*;
-use alkstore_core::lock::{
-    LockAcquireParams, LockGrant, LockInfo, LockReleaseParams, LockReleased, LockRenewParams,
-    LockRenewed,
-};
+use alkstore_core::lock::{LockGrant, LockInfo, LockReleased, LockRenewed};
 use axum::extract::State;
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -133,7 +129,7 @@ pub struct ReleasedView {
 #[utoipa::path(get, path = "/api/v1/locks", tag = "locks",
     responses((status = 200, description = "Every lock and its holder", body = LockList)))]
 async fn list_locks(State(app): State<AppState>) -> ApiResult<Json<LockList>> {
-    let locks = app.store.engine().lock_list().await?;
+    let locks = app.store.locks().await?;
     Ok(Json(LockList {
         locks: locks.into_iter().map(LockView::from).collect(),
     }))
@@ -155,12 +151,10 @@ async fn acquire(
 ) -> ApiResult<Json<GrantView>> {
     let grant = app
         .store
-        .engine()
-        .lock_acquire(LockAcquireParams::new(
-            name,
-            r.owner,
-            Duration::from_millis(r.ttl_ms),
-        ))
+        .lock(name)
+        .owner(r.owner)
+        .ttl(Duration::from_millis(r.ttl_ms))
+        .grant()
         .await?;
     Ok(Json(grant.into()))
 }
@@ -181,13 +175,10 @@ async fn renew(
 ) -> ApiResult<Json<GrantView>> {
     let renewed = app
         .store
-        .engine()
-        .lock_renew(LockRenewParams::new(
-            name,
-            r.owner,
-            r.token,
-            Duration::from_millis(r.ttl_ms),
-        ))
+        .lock(name)
+        .owner(r.owner)
+        .ttl(Duration::from_millis(r.ttl_ms))
+        .renew(r.token)
         .await?;
     Ok(Json(
         match renewed {
@@ -211,11 +202,7 @@ async fn release(
     ApiPath(name): ApiPath<String>,
     ApiJson(r): ApiJson<ReleaseRequest>,
 ) -> ApiResult<Json<ReleasedView>> {
-    let released = app
-        .store
-        .engine()
-        .lock_release(LockReleaseParams::new(name, r.owner, r.token))
-        .await?;
+    let released = app.store.lock(name).owner(r.owner).release(r.token).await?;
     Ok(Json(ReleasedView {
         released: matches!(released, LockReleased::Released),
     }))

@@ -14,11 +14,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use alkstore::prelude::*;
-use alkstore_core::group::{
-    BucketEvent, BucketLease, GroupCheckpointParams, GroupClaimParams, GroupEnsureParams,
-    GroupLeaveParams, GroupReadParams, GroupReleaseParams, GroupRenewParams, GroupStatusParams,
-};
+use alkstore_core::group::{BucketEvent, BucketLease};
 use axum::extract::State;
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -215,10 +211,8 @@ fn ttl(ttl_ms: Option<u64>) -> ApiResult<Duration> {
 /// (buckets / live members, rounded up) or give back those beyond it, the
 /// highest first, so members that joined get their share.
 async fn heartbeat(app: &AppState, group: &str, member: &str, ttl: Duration) -> ApiResult<Beat> {
-    let engine = app.store.engine();
-    let renewal = engine
-        .group_renew(GroupRenewParams::new(group, member, ttl))
-        .await?;
+    let me = app.store.group(group).member(member);
+    let renewal = me.renew(ttl).await?;
     let mut held: BTreeMap<u32, BucketLease> =
         renewal.held.into_iter().map(|l| (l.bucket, l)).collect();
     let live = renewal.live_workers.max(1);
@@ -227,15 +221,11 @@ async fn heartbeat(app: &AppState, group: &str, member: &str, ttl: Duration) -> 
         // Every missing bucket at once: a client beats far less often
         // than the runner's coordinator passes.
         alkstore::group::Rebalance::Take(want) => {
-            let taken = engine
-                .group_claim(GroupClaimParams::new(group, member, ttl, want))
-                .await?;
+            let taken = me.claim(ttl, want).await?;
             held.extend(taken.into_iter().map(|l| (l.bucket, l)));
         }
         alkstore::group::Rebalance::Give(surplus) => {
-            engine
-                .group_release(GroupReleaseParams::new(group, member, surplus.clone()))
-                .await?;
+            me.release(surplus.clone()).await?;
             for b in surplus {
                 held.remove(&b);
             }
@@ -282,11 +272,7 @@ impl Beat {
 
 /// The group's stream, for answers that name it.
 async fn stream_of(app: &AppState, group: &str) -> ApiResult<String> {
-    let status = app
-        .store
-        .engine()
-        .group_status(GroupStatusParams::without_lag(group))
-        .await?;
+    let status = app.store.group(group).status_without_lag().await?;
     Ok(status.stream)
 }
 
@@ -308,7 +294,7 @@ async fn join_group(
     ApiJson(req): ApiJson<JoinRequest>,
 ) -> ApiResult<Json<Membership>> {
     let ttl = ttl(req.ttl_ms)?;
-    let engine = app.store.engine();
+    let handle = app.store.group(group.as_str());
     let member = req.member.unwrap_or_else(new_member_id);
     alkstore_core::validate::validate_worker(&member)
         .map_err(|e| ApiError::from(e).with_field("member"))?;
@@ -316,18 +302,14 @@ async fn join_group(
         Some(n) => n,
         // Not named: the group's own count, so any member can join an
         // existing group without knowing it.
-        None => match engine
-            .group_status(GroupStatusParams::without_lag(group.clone()))
-            .await
-        {
+        None => match handle.status_without_lag().await {
             Ok(status) => u32::try_from(status.buckets.len()).unwrap_or(DEFAULT_BUCKETS),
             Err(e) if e.kind() == alkstore::ErrorKind::NotFound => DEFAULT_BUCKETS,
             Err(e) => return Err(e.into()),
         },
     };
-    let ensure = GroupEnsureParams::new(group.clone(), req.stream.clone(), buckets);
-    engine
-        .group_ensure(ensure)
+    handle
+        .ensure(req.stream.clone(), buckets)
         .await
         .map_err(|e| match e.kind() {
             alkstore::ErrorKind::GroupMismatch => ApiError::from(e).with_field("stream"),
@@ -389,7 +371,6 @@ async fn member_claim(
     let wait = app.wait(req.wait_ms)?.min(ttl / 3);
     let limit = crate::queues::batch_limit(req.limit, 100)?;
     let mut beat = heartbeat(&app, &group, &member, ttl).await?;
-    let engine = app.store.engine();
     if beat.held.is_empty() && !wait.is_zero() {
         // Nothing to read: wait here rather than have the client spin,
         // then look again for a bucket that came free.
@@ -401,14 +382,14 @@ async fn member_claim(
     } else {
         let stream = stream_of(&app, &group).await?;
         let held = &beat.held;
-        let group = group.as_str();
-        crate::wait::poll(
-            engine,
-            wait,
-            |w| w.concerns_stream(&stream),
-            || read_after_checkpoints(engine, group, held, limit),
-        )
-        .await?
+        let me = app.store.group(group.as_str()).member(member.as_str());
+        app.store
+            .long_poll(
+                wait,
+                |w| w.concerns_stream(&stream),
+                || read_after_checkpoints(&me, held, limit),
+            )
+            .await?
     };
     Ok(Json(MemberClaim {
         leases: beat.leases(),
@@ -435,8 +416,7 @@ async fn member_claim(
 /// checkpoint: one scan from the lowest checkpoint, skipping what a bucket
 /// further on already handled, a few pages at most.
 async fn read_after_checkpoints(
-    engine: &alkstore::AnyEngine,
-    group: &str,
+    me: &alkstore::group::Member,
     held: &BTreeMap<u32, BucketLease>,
     limit: u32,
 ) -> alkstore::Result<Vec<BucketEvent>> {
@@ -444,14 +424,7 @@ async fn read_after_checkpoints(
     let mut after = held.values().map(|l| l.checkpoint).min().unwrap_or(0);
     let mut out = Vec::new();
     for _ in 0..MAX_PAGES {
-        let page = engine
-            .group_read(GroupReadParams::buckets(
-                group,
-                buckets.clone(),
-                after,
-                limit,
-            ))
-            .await?;
+        let page = me.read(buckets.clone(), after, limit).await?;
         let full = page.len() >= limit as usize;
         if let Some(last) = page.last() {
             after = last.event.offset;
@@ -489,10 +462,9 @@ async fn member_checkpoint(
 ) -> ApiResult<Json<CheckpointView>> {
     let checkpoint = app
         .store
-        .engine()
-        .group_checkpoint(GroupCheckpointParams::new(
-            group, req.bucket, member, req.epoch, req.offset,
-        ))
+        .group(group)
+        .member(member)
+        .checkpoint(req.bucket, req.epoch, req.offset)
         .await
         .map_err(|e| match e.kind() {
             alkstore::ErrorKind::NotHeld => ApiError::from(e).with_field("epoch"),
@@ -515,10 +487,6 @@ async fn leave_group(
     State(app): State<AppState>,
     ApiPath((group, member)): ApiPath<(String, String)>,
 ) -> ApiResult<Json<Left>> {
-    let released = app
-        .store
-        .engine()
-        .group_leave(GroupLeaveParams::new(group, member))
-        .await?;
+    let released = app.store.group(group).member(member).leave().await?;
     Ok(Json(Left { released }))
 }

@@ -7,7 +7,6 @@
 //! everything else this process recorded (its workers' job counters and
 //! histograms) in Prometheus text format.
 
-use alkstore::prelude::*;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
@@ -32,8 +31,8 @@ pub(crate) async fn metrics(State(app): State<AppState>) -> ApiResult<impl IntoR
 }
 
 async fn record_store_gauges(app: &AppState) -> alkstore::Result<()> {
-    let e = app.store.engine();
-    for s in e.queue_stats_all().await? {
+    let store = &app.store;
+    for s in store.queue_stats().await? {
         let q = s.queue.clone();
         for (state, n) in [
             ("ready", s.ready),
@@ -53,8 +52,8 @@ async fn record_store_gauges(app: &AppState) -> alkstore::Result<()> {
     }
     // The store's own counts of finished jobs, whoever finished them: they
     // only grow, so they are counters (`rate()` gives throughput).
-    let finished = e
-        .queue_throughput(alkstore::queue::QueueThroughputParams::every_queue(
+    let finished = store
+        .throughput(alkstore::queue::QueueThroughputParams::every_queue(
             std::time::Duration::from_secs(1),
         ))
         .await?;
@@ -63,18 +62,19 @@ async fn record_store_gauges(app: &AppState) -> alkstore::Result<()> {
             .absolute(t.completed);
         metrics::counter!("alkstore_queue_failed_total", "queue" => t.queue).absolute(t.failed);
     }
-    for s in e.stream_list().await? {
+    for s in store.streams().await? {
         if let Some(head) = s.head {
             metrics::gauge!("alkstore_stream_head_offset", "stream" => s.stream.clone())
                 .set(head as f64);
         }
-        for c in e.stream_offsets(s.stream.clone()).await? {
+        for c in store.stream(s.stream.as_str()).offsets().await? {
             metrics::gauge!("alkstore_stream_consumer_lag", "stream" => s.stream.clone(), "consumer" => c.consumer)
                 .set(c.lag as f64);
         }
     }
-    for g in e.group_list().await? {
-        let status = e.group_status(g.group.clone()).await?;
+    for g in store.groups().await? {
+        let group = store.group(g.group.as_str());
+        let status = group.status().await?;
         let mut owned = 0u32;
         for b in &status.buckets {
             let live = b.owner.is_some() && !b.expired;
@@ -91,12 +91,7 @@ async fn record_store_gauges(app: &AppState) -> alkstore::Result<()> {
         metrics::gauge!("alkstore_group_live_workers", "group" => g.group.clone())
             .set(f64::from(g.live_workers));
         metrics::gauge!("alkstore_group_dead", "group" => g.group.clone()).set(g.dead as f64);
-        let handoffs = e
-            .group_handoffs(alkstore_core::group::GroupHandoffsParams::new(
-                g.group.clone(),
-                1,
-            ))
-            .await?;
+        let handoffs = group.handoffs(1).await?;
         for (cause, n) in handoffs.totals {
             metrics::counter!("alkstore_group_handoffs_total", "group" => g.group.clone(), "cause" => cause.as_str())
                 .absolute(n);

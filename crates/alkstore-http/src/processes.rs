@@ -2,8 +2,7 @@
 //! subscribers, schedulers), and an operator's quiet and stop orders, acted
 //! on at each process's next heartbeat.
 
-use alkstore::prelude::*;
-use alkstore::process::{ProcessInfo, ProcessOrder, ProcessOrderParams};
+use alkstore::process::{ProcessInfo, ProcessOrder};
 use axum::extract::State;
 use axum::Json;
 use serde::Serialize;
@@ -101,8 +100,8 @@ async fn list_processes(State(app): State<AppState>) -> ApiResult<Json<ProcessLi
 async fn order(app: &AppState, id: String, order: ProcessOrder) -> ApiResult<Json<Done>> {
     let found = app
         .store
-        .engine()
-        .process_order(ProcessOrderParams::new(id.clone(), order))
+        .process(id.as_str())
+        .order(order)
         .await
         .map_err(|e| ApiError::from(e).with_field("id"))?;
     if !found {

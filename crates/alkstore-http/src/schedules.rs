@@ -1,7 +1,6 @@
 //! Schedules over HTTP: list with next fire times, set, pause, resume,
 //! remove, run now, and each one's last fires with their jobs.
 
-use alkstore::prelude::*;
 use alkstore_core::schedule::{ScheduleInfo, ScheduleSetParams};
 use axum::extract::State;
 use axum::Json;
@@ -109,6 +108,21 @@ pub struct ScheduleRequest {
 
 impl ScheduleRequest {
     /// The schedule named `name`.
+    /// The spec, queue and options it asks for, as [`Schedule::set_with`](alkstore::schedule::Schedule::set_with) takes them.
+    pub(crate) fn into_set(self) -> ApiResult<(String, String, alkstore::schedule::ScheduleOpts)> {
+        let payload = encode_either(&self.payload, self.payload_base64.as_deref())?;
+        let mut opts = alkstore::schedule::ScheduleOpts::default()
+            .payload(payload)
+            .priority(self.priority);
+        if let Some(tz) = self.tz {
+            opts = opts.tz(tz);
+        }
+        if let Some(n) = self.max_catch_up {
+            opts = opts.max_catch_up(n);
+        }
+        Ok((self.spec, self.queue, opts))
+    }
+
     pub(crate) fn into_params(self, name: String) -> ApiResult<ScheduleSetParams> {
         let mut p = ScheduleSetParams::new(name, self.spec, self.queue);
         p.tz = self.tz;
@@ -154,11 +168,8 @@ async fn set_schedule(
     ApiPath(name): ApiPath<String>,
     ApiJson(req): ApiJson<ScheduleRequest>,
 ) -> ApiResult<Json<ScheduleView>> {
-    let s = app
-        .store
-        .engine()
-        .schedule_set(req.into_params(name)?)
-        .await?;
+    let (spec, queue, opts) = req.into_set()?;
+    let s = app.store.schedule(name).set_with(spec, queue, opts).await?;
     Ok(Json(s.into()))
 }
 
@@ -267,15 +278,13 @@ async fn run_schedule(
     State(app): State<AppState>,
     ApiPath(name): ApiPath<String>,
 ) -> ApiResult<Json<ScheduleFireView>> {
-    let engine = app.store.engine();
-    let fired = engine
-        .schedule_run_now(name.clone())
+    let schedule = app.store.schedule(name.as_str());
+    let fired = schedule
+        .run_now()
         .await?
         .ok_or_else(|| crate::ApiError::not_found("name", format!("no schedule {name:?}")))?;
     // Read back from the history, for its time.
-    let fires = engine
-        .schedule_fires(alkstore::schedule::ScheduleFiresParams::new(name, 1))
-        .await?;
+    let fires = schedule.fires(1).await?;
     let view = match fires.into_iter().next() {
         Some(f) if f.job_id == fired.job_id => f.into(),
         _ => ScheduleFireView {
@@ -312,15 +321,10 @@ async fn schedule_fires(
             format!("must be 1 to {most}"),
         ));
     }
-    let engine = app.store.engine();
-    let fires = engine
-        .schedule_fires(alkstore::schedule::ScheduleFiresParams::new(
-            name.clone(),
-            limit,
-        ))
-        .await?;
+    let schedule = app.store.schedule(name.as_str());
+    let fires = schedule.fires(limit).await?;
     // No fires may mean no schedule: say which, as `run` does.
-    if fires.is_empty() && !engine.schedule_list().await?.iter().any(|s| s.name == name) {
+    if fires.is_empty() && schedule.get().await?.is_none() {
         return Err(crate::ApiError::not_found(
             "name",
             format!("no schedule {name:?}"),

@@ -1,10 +1,7 @@
 //! Event streams over HTTP: publish, read (long-poll), consumer offsets,
 //! and the streams' heads and lag.
 
-use alkstore::prelude::*;
-use alkstore_core::stream::{
-    Event, NewEvent, StreamOffsetCommitParams, StreamOffsetGetParams, StreamReadParams,
-};
+use alkstore_core::stream::{Event, NewEvent, StreamOffsetCommitParams};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
@@ -208,8 +205,8 @@ async fn view(
 ) -> ApiResult<StreamView> {
     let consumers = app
         .store
-        .engine()
-        .stream_offsets(stream.clone())
+        .stream(stream.as_str())
+        .offsets()
         .await?
         .into_iter()
         .map(|c| ConsumerView {
@@ -255,8 +252,7 @@ async fn stream_info(
 ) -> ApiResult<Json<StreamView>> {
     let Some(s) = app
         .store
-        .engine()
-        .stream_list()
+        .streams()
         .await?
         .into_iter()
         .find(|s| s.stream == stream)
@@ -285,7 +281,8 @@ async fn publish(
     ApiJson(req): ApiJson<PublishRequest>,
 ) -> ApiResult<(StatusCode, Json<Published>)> {
     let events = req.into_events(&stream)?;
-    let offsets = app.store.engine().stream_publish(events).await?;
+    let events = events.into_iter().map(|e| (e.key, e.payload));
+    let offsets = app.store.stream(stream).publish_batch_raw(events).await?;
     Ok((StatusCode::CREATED, Json(Published { offsets })))
 }
 
@@ -306,7 +303,7 @@ async fn read(
 ) -> ApiResult<Json<EventPage>> {
     let after = q.after.unwrap_or(0);
     let limit = batch_limit(q.limit, 100)?;
-    let engine = app.store.engine();
+    let handle = app.store.stream(stream);
     if let Some(before) = q.before {
         if q.wait_ms.is_some_and(|w| w > 0) {
             return Err(ApiError::invalid(
@@ -314,8 +311,7 @@ async fn read(
                 "a read with `before` does not wait: it pages back over events already there",
             ));
         }
-        let params = StreamReadParams::new(stream, after, limit).before(before);
-        let events = engine.stream_read(params).await?;
+        let events = handle.read_back(after, before, limit).await?;
         let full = events.len() >= limit as usize;
         return Ok(Json(EventPage {
             next_after: events.first().map_or(after, |e| e.offset),
@@ -324,14 +320,7 @@ async fn read(
         }));
     }
     let wait = app.wait(q.wait_ms)?;
-    let params = StreamReadParams::new(stream.clone(), after, limit);
-    let events = crate::wait::poll(
-        engine,
-        wait,
-        |w| w.concerns_stream(&stream),
-        || engine.stream_read(params.clone()),
-    )
-    .await?;
+    let events = handle.read_waiting(after, limit, wait).await?;
     let next_after = events.last().map_or(after, |e| e.offset);
     Ok(Json(EventPage {
         events: events.into_iter().map(EventView::from).collect(),
@@ -352,11 +341,7 @@ async fn offset_get(
     State(app): State<AppState>,
     ApiPath((stream, consumer)): ApiPath<(String, String)>,
 ) -> ApiResult<Json<OffsetView>> {
-    let offset = app
-        .store
-        .engine()
-        .stream_offset_get(StreamOffsetGetParams::new(stream, consumer))
-        .await?;
+    let offset = app.store.stream(stream).offset(&consumer).await?;
     Ok(Json(OffsetView { offset }))
 }
 
@@ -378,20 +363,24 @@ async fn offset_commit(
     ApiPath((stream, consumer)): ApiPath<(String, String)>,
     ApiJson(req): ApiJson<CommitRequest>,
 ) -> ApiResult<Json<OffsetView>> {
-    let saved = app
-        .store
-        .engine()
-        .stream_offset_commit(req.params(stream, consumer))
-        .await
-        .map_err(|e| {
-            let moved = e.kind() == alkstore::ErrorKind::NotHeld;
-            let err = ApiError::from(e);
-            if moved {
-                err.with_field("expected")
-            } else {
-                err
-            }
-        })?;
+    let handle = app.store.stream(stream);
+    let saved = match req.expected {
+        Some(expected) => {
+            handle
+                .commit_expecting(&consumer, req.offset, expected)
+                .await
+        }
+        None => handle.commit(&consumer, req.offset).await,
+    }
+    .map_err(|e| {
+        let moved = e.kind() == alkstore::ErrorKind::NotHeld;
+        let err = ApiError::from(e);
+        if moved {
+            err.with_field("expected")
+        } else {
+            err
+        }
+    })?;
     Ok(Json(OffsetView {
         offset: Some(saved),
     }))

@@ -99,6 +99,7 @@
 mod any;
 pub mod design;
 pub mod group;
+pub mod jobs;
 pub mod lock;
 pub mod notify;
 pub mod process;
@@ -110,6 +111,7 @@ pub mod schedule;
 mod store;
 pub mod stream;
 pub mod tx;
+mod wait;
 pub mod worker;
 
 pub use alkstore_core::url;
@@ -126,10 +128,12 @@ pub use stream::{Stream, Subscriber};
 pub use tx::{AnyTx, Tx, TxFuture};
 pub use worker::{JobCtx, JobError, JobResult, Worker, WorkerOpts, WorkerReport};
 
-/// The traits engine-level calls need, for `use alkstore::prelude::*;`:
-/// each primitive's engine trait (`QueueEngine`, `StreamEngine`, …, and
-/// `QueueAdmin`), and [`JobExt`](crate::queue::JobExt) to decode a
-/// claimed job's payload.
+/// Decoding helpers ([`JobExt`](crate::queue::JobExt) for a claimed
+/// job's payload, [`EventExt`](crate::stream::EventExt) for a read event's),
+/// and the traits engine-level calls on [`Store::engine`] need (each
+/// primitive's engine trait, `QueueEngine`, `StreamEngine`, …, and
+/// `QueueAdmin`): those are the engines' seam and **unstable**; the
+/// handles are the API.
 pub mod prelude {
     pub use crate::queue::JobExt;
     pub use crate::stream::EventExt;

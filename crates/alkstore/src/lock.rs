@@ -100,6 +100,38 @@ impl Lock {
         self
     }
 
+    /// Take the lock for one TTL if it is free or lapsed, without a guard:
+    /// the grant's token is the caller's to renew and release
+    /// ([`Lock::renew`], [`Lock::release`]) — a holder in another process
+    /// or language (the HTTP API). `None` while someone else holds it.
+    pub async fn grant(&self) -> Result<Option<LockGrant>> {
+        self.at
+            .engine()
+            .lock_acquire(LockAcquireParams::new(&self.name, &self.owner, self.ttl))
+            .await
+    }
+
+    /// Extend a [`Lock::grant`] held under `token` by the TTL.
+    pub async fn renew(&self, token: i64) -> Result<LockRenewed> {
+        self.at
+            .engine()
+            .lock_renew(LockRenewParams::new(
+                &*self.name,
+                &*self.owner,
+                token,
+                self.ttl,
+            ))
+            .await
+    }
+
+    /// Free a [`Lock::grant`] if it is still held under `token`.
+    pub async fn release(&self, token: i64) -> Result<LockReleased> {
+        self.at
+            .engine()
+            .lock_release(LockReleaseParams::new(&*self.name, &*self.owner, token))
+            .await
+    }
+
     /// Take the lock if it is free; `None` while someone else (or this
     /// holder) has it.
     pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {

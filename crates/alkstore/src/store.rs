@@ -193,6 +193,90 @@ impl Store {
         self.engine().group_list().await
     }
 
+    /// Jobs by id, in any queue: look up, list, cancel, run now, delete,
+    /// dead letters across queues, and claims settled by id (see
+    /// [`crate::jobs`]).
+    pub fn jobs(&self) -> crate::jobs::Jobs {
+        crate::jobs::Jobs::new(self.clone())
+    }
+
+    /// Every queue's counts by state, in one call.
+    pub async fn queue_stats(&self) -> Result<Vec<crate::queue::QueueStats>> {
+        use alkstore_core::QueueAdmin;
+        self.engine().queue_stats_all().await
+    }
+
+    /// The paused queues' names.
+    pub async fn paused_queues(&self) -> Result<Vec<String>> {
+        use alkstore_core::QueueAdmin;
+        self.engine().queue_paused().await
+    }
+
+    /// Jobs finished per queue and per minute over a window, for one queue
+    /// or every one (see [`QueueThroughputParams`](crate::queue::QueueThroughputParams)).
+    pub async fn throughput(
+        &self,
+        window: crate::queue::QueueThroughputParams,
+    ) -> Result<crate::queue::QueueThroughput> {
+        use alkstore_core::QueueAdmin;
+        self.engine().queue_throughput(window).await
+    }
+
+    /// The depth samples the workers record, over a window, for one queue
+    /// or every one.
+    pub async fn depth_history(
+        &self,
+        window: crate::queue::QueueDepthParams,
+    ) -> Result<Vec<crate::queue::QueueDepthSample>> {
+        use alkstore_core::QueueAdmin;
+        self.engine().queue_depth_history(window).await
+    }
+
+    /// Every lock held or recently held, by name.
+    pub async fn locks(&self) -> Result<Vec<crate::lock::LockInfo>> {
+        use alkstore_core::LockEngine;
+        self.engine().lock_list().await
+    }
+
+    /// Run the store's maintenance sweep now (a worker runs it every few
+    /// seconds): lapsed claims back to their queues, expired rows pruned.
+    pub async fn sweep(&self) -> Result<crate::SweepReport> {
+        alkstore_core::Engine::sweep(&self.engine).await
+    }
+
+    /// The store's limits (payload size, page sizes, batch sizes).
+    pub fn limits(&self) -> &crate::Limits {
+        alkstore_core::Engine::limits(&self.engine)
+    }
+
+    /// A long poll: call `attempt` until it returns something or `wait`
+    /// has passed, calling it again on each wake-up for which `concerns`
+    /// holds (see [`Store::wakes`]) and at least every second (delayed
+    /// jobs and lapsed leases come due without one). What
+    /// [`Jobs::claim_waiting`](crate::jobs::Jobs::claim_waiting) and
+    /// [`Stream::read_waiting`](crate::Stream::read_waiting) are made of.
+    pub async fn long_poll<T, F, Fut>(
+        &self,
+        wait: std::time::Duration,
+        concerns: impl Fn(&crate::Wake) -> bool,
+        attempt: F,
+    ) -> Result<Vec<T>>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<Vec<T>>>,
+    {
+        crate::wait::poll(self, wait, concerns, attempt).await
+    }
+
+    /// This process's wake-ups: one per enqueue, publish, notification or
+    /// commit that concerns a queue, stream or channel, from this process
+    /// and (through the engine's watcher or LISTEN) others. Hints only: a
+    /// lagging receiver skips some, so re-read after one rather than
+    /// counting them.
+    pub fn wakes(&self) -> tokio::sync::broadcast::Receiver<crate::Wake> {
+        alkstore_core::Engine::wake_subscribe(&self.engine)
+    }
+
     /// A handle to the rate limit `name`: `limit` admissions per window of
     /// `per` (see [`crate::rate`]).
     pub fn rate(

@@ -1,10 +1,10 @@
 //! `alk dead`: list dead letters, and requeue or purge them in bounded
 //! batches.
 
-use alkstore::prelude::*;
 use alkstore::{
+    jobs::Jobs,
     queue::{DeadListParams, DeadSelect},
-    AnyEngine, Error, Result,
+    Error, Result,
 };
 use clap::{Args, Subcommand};
 use serde_json::json;
@@ -95,16 +95,16 @@ impl Bulk {
         }
     }
 
-    async fn call(self, e: &AnyEngine, select: DeadSelect) -> Result<u64> {
+    async fn call(self, jobs: &Jobs, select: DeadSelect) -> Result<u64> {
         match self {
-            Bulk::Requeue => e.dead_requeue(select).await,
-            Bulk::Purge => e.dead_purge(select).await,
+            Bulk::Requeue => jobs.requeue_dead(select).await,
+            Bulk::Purge => jobs.purge_dead(select).await,
         }
     }
 }
 
 /// Run an `alk dead` command; returns what to print on stdout.
-pub(super) async fn run(e: &AnyEngine, cmd: DeadCommand, as_json: bool) -> Result<String> {
+pub(super) async fn run(jobs: &Jobs, cmd: DeadCommand, as_json: bool) -> Result<String> {
     match cmd {
         DeadCommand::List {
             queue,
@@ -116,15 +116,15 @@ pub(super) async fn run(e: &AnyEngine, cmd: DeadCommand, as_json: bool) -> Resul
             params.queue = queue;
             params.tag = tag;
             params.after_id = after;
-            let jobs = e.dead_list(params).await?;
+            let jobs = jobs.dead(params).await?;
             Ok(if as_json {
                 json_text(&jobs_json(&jobs))
             } else {
                 dead_table(&jobs)
             })
         }
-        DeadCommand::Requeue(a) => bulk(e, Bulk::Requeue, &a, as_json).await,
-        DeadCommand::Purge(a) => bulk(e, Bulk::Purge, &a, as_json).await,
+        DeadCommand::Requeue(a) => bulk(jobs, Bulk::Requeue, &a, as_json).await,
+        DeadCommand::Purge(a) => bulk(jobs, Bulk::Purge, &a, as_json).await,
     }
 }
 
@@ -132,9 +132,9 @@ pub(super) async fn run(e: &AnyEngine, cmd: DeadCommand, as_json: bool) -> Resul
 /// progress on stderr. Stops when a batch acts on nothing, or once as many
 /// as matched at the start are done (so dead letters that keep arriving, or
 /// requeued jobs that die again, cannot keep it going forever).
-async fn bulk(e: &AnyEngine, op: Bulk, a: &DeadSelectArgs, as_json: bool) -> Result<String> {
+async fn bulk(jobs: &Jobs, op: Bulk, a: &DeadSelectArgs, as_json: bool) -> Result<String> {
     let select = a.select()?;
-    let total = e.dead_count(select.clone()).await?;
+    let total = jobs.dead_count(select.clone()).await?;
     let report = |done: u64, left: Option<u64>| {
         let mut v = json!({ "matched": total, "dry_run": a.dry_run });
         v[op.past()] = json!(done);
@@ -153,7 +153,7 @@ async fn bulk(e: &AnyEngine, op: Bulk, a: &DeadSelectArgs, as_json: bool) -> Res
     let mut done = 0u64;
     while done < total {
         let started = std::time::Instant::now();
-        let n = op.call(e, select.clone().limit(a.batch)).await?;
+        let n = op.call(jobs, select.clone().limit(a.batch)).await?;
         if n == 0 {
             break;
         }
@@ -170,7 +170,7 @@ async fn bulk(e: &AnyEngine, op: Bulk, a: &DeadSelectArgs, as_json: bool) -> Res
     // Requeue leaves a dead letter whose unique key a live job holds; say
     // so rather than let the operator believe all went.
     let left = match op {
-        Bulk::Requeue if done < total => Some(e.dead_count(select).await?),
+        Bulk::Requeue if done < total => Some(jobs.dead_count(select).await?),
         _ => None,
     };
     if as_json {

@@ -1,12 +1,9 @@
 //! `alk groups`: consumer groups — where a key goes, list, status, dead
 //! letters, resize.
 
-use alkstore::group::{
-    bucket_of, hashtextextended, GroupDeadListParams, GroupDeadPurgeParams, GroupDeadRequeueParams,
-    GroupResizeParams, GroupStatus, MAX_BUCKETS,
-};
+use alkstore::group::{bucket_of, hashtextextended, GroupStatus, MAX_BUCKETS};
 use alkstore::stream::validate_key;
-use alkstore::{prelude::GroupEngine, Result, Store};
+use alkstore::{Result, Store};
 use clap::Subcommand;
 use serde_json::{json, Value};
 
@@ -168,11 +165,10 @@ fn status_table(s: &GroupStatus) -> String {
 
 /// Run a groups command that needs a store (everything but `bucket`).
 pub(super) async fn run(store: &Store, cmd: GroupsCommand, as_json: bool) -> Result<String> {
-    let e = store.engine();
     Ok(match cmd {
         GroupsCommand::Bucket { buckets, keys } => bucket(buckets, &keys, as_json)?,
         GroupsCommand::List => {
-            let groups = e.group_list().await?;
+            let groups = store.groups().await?;
             if as_json {
                 json_text(&Value::Array(
                     groups
@@ -209,7 +205,7 @@ pub(super) async fn run(store: &Store, cmd: GroupsCommand, as_json: bool) -> Res
             }
         }
         GroupsCommand::Status { group } => {
-            let s = e.group_status(group.as_str()).await?;
+            let s = store.group(group.as_str()).status().await?;
             if as_json {
                 json_text(&status_json(&s))
             } else {
@@ -221,9 +217,7 @@ pub(super) async fn run(store: &Store, cmd: GroupsCommand, as_json: bool) -> Res
             after,
             limit,
         } => {
-            let dead = e
-                .group_dead_list(GroupDeadListParams::new(group, after, limit))
-                .await?;
+            let dead = store.group(group).dead_letters(after, limit).await?;
             if as_json {
                 json_text(&Value::Array(
                     dead.iter()
@@ -265,9 +259,7 @@ pub(super) async fn run(store: &Store, cmd: GroupsCommand, as_json: bool) -> Res
             }
         }
         GroupsCommand::Requeue { group, offsets } => {
-            let n = e
-                .group_dead_requeue(GroupDeadRequeueParams::new(group.clone(), offsets))
-                .await?;
+            let n = store.group(group.as_str()).requeue_dead(offsets).await?;
             if as_json {
                 json_text(&json!({ "group": group, "requeued": n }))
             } else {
@@ -285,9 +277,7 @@ pub(super) async fn run(store: &Store, cmd: GroupsCommand, as_json: bool) -> Res
                     "give --offset OFFSET (repeatable) or --all",
                 ));
             }
-            let n = e
-                .group_dead_purge(GroupDeadPurgeParams::new(group.clone(), offsets))
-                .await?;
+            let n = store.group(group.as_str()).purge_dead(offsets).await?;
             if as_json {
                 json_text(&json!({ "group": group, "purged": n }))
             } else {
@@ -295,9 +285,7 @@ pub(super) async fn run(store: &Store, cmd: GroupsCommand, as_json: bool) -> Res
             }
         }
         GroupsCommand::Resize { group, buckets } => {
-            let r = e
-                .group_resize(GroupResizeParams::new(group.clone(), buckets))
-                .await?;
+            let r = store.group(group.as_str()).resize(buckets).await?;
             if as_json {
                 json_text(&json!({
                     "group": group,

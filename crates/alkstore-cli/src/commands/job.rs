@@ -1,9 +1,9 @@
 //! `alk jobs` (listing) and `alk job` (one job: show, release).
 
-use alkstore::prelude::*;
 use alkstore::{
+    jobs::Jobs,
     queue::{JobListParams, JobState},
-    AnyEngine, Error, Result,
+    Error, Result,
 };
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
@@ -78,7 +78,7 @@ struct ShowArgs {
 }
 
 /// Run `alk jobs`; returns what to print.
-pub(super) async fn list(e: &AnyEngine, a: ListArgs, as_json: bool) -> Result<String> {
+pub(super) async fn list(jobs: &Jobs, a: ListArgs, as_json: bool) -> Result<String> {
     let state = a.state.map(|s| match s {
         ListState::Pending => JobState::Pending,
         ListState::Processing => JobState::Processing,
@@ -89,7 +89,7 @@ pub(super) async fn list(e: &AnyEngine, a: ListArgs, as_json: bool) -> Result<St
     params.state = state;
     params.tag = a.tag;
     params.after_id = a.after;
-    let jobs = e.job_list(params).await?;
+    let jobs = jobs.list(params).await?;
     Ok(if as_json {
         json_text(&jobs_json(&jobs))
     } else {
@@ -98,15 +98,15 @@ pub(super) async fn list(e: &AnyEngine, a: ListArgs, as_json: bool) -> Result<St
 }
 
 /// Run `alk job …`; returns the bytes to write on stdout.
-pub(super) async fn run(e: &AnyEngine, a: JobArgs, as_json: bool) -> Result<Vec<u8>> {
+pub(super) async fn run(jobs: &Jobs, a: JobArgs, as_json: bool) -> Result<Vec<u8>> {
     match a.action {
-        Some(JobAction::Release { id }) => release(e, id, as_json).await,
-        Some(JobAction::Show(show)) => show_job(e, show, as_json).await,
-        None => show_job(e, a.show, as_json).await,
+        Some(JobAction::Release { id }) => release(jobs, id, as_json).await,
+        Some(JobAction::Show(show)) => show_job(jobs, show, as_json).await,
+        None => show_job(jobs, a.show, as_json).await,
     }
 }
 
-async fn show_job(e: &AnyEngine, a: ShowArgs, as_json: bool) -> Result<Vec<u8>> {
+async fn show_job(jobs: &Jobs, a: ShowArgs, as_json: bool) -> Result<Vec<u8>> {
     let id = a.id.ok_or_else(|| Error::invalid("job id", "missing"))?;
     if a.payload && as_json {
         return Err(Error::invalid(
@@ -114,7 +114,7 @@ async fn show_job(e: &AnyEngine, a: ShowArgs, as_json: bool) -> Result<Vec<u8>> 
             "--payload writes raw bytes; it does not mix with --json",
         ));
     }
-    let job = e.job_get(id).await?.ok_or_else(|| Error::NotFound {
+    let job = jobs.get(id).await?.ok_or_else(|| Error::NotFound {
         what: format!("job {id}"),
         detail: "finished jobs are deleted unless their queue keeps completed jobs".into(),
     })?;
@@ -127,8 +127,8 @@ async fn show_job(e: &AnyEngine, a: ShowArgs, as_json: bool) -> Result<Vec<u8>> 
     })
 }
 
-async fn release(e: &AnyEngine, id: i64, as_json: bool) -> Result<Vec<u8>> {
-    if !e.job_unclaim(id).await? {
+async fn release(jobs: &Jobs, id: i64, as_json: bool) -> Result<Vec<u8>> {
+    if !jobs.unclaim(id).await? {
         return Err(Error::NotFound {
             what: format!("processing job {id}"),
             detail: "only a claimed job can be released".into(),

@@ -1,6 +1,5 @@
 //! `alk locks …`: the store's named locks.
 
-use alkstore::prelude::*;
 use alkstore::{Result, Store};
 use clap::Subcommand;
 use serde_json::{json, Value};
@@ -18,10 +17,9 @@ pub(crate) enum LocksCommand {
 
 /// Run an `alk locks` subcommand; the text to print.
 pub(crate) async fn run(store: &Store, cmd: LocksCommand, as_json: bool) -> Result<String> {
-    let e = store.engine();
     match cmd {
         LocksCommand::List => {
-            let locks = e.lock_list().await?;
+            let locks = store.locks().await?;
             if as_json {
                 return Ok(json_text(&Value::Array(
                     locks

@@ -13,7 +13,6 @@ mod schedules;
 mod streams;
 pub(crate) mod text;
 
-use alkstore::prelude::*;
 use alkstore::{queue::CancelOutcome, Error, Result, Store, StoreOptions};
 use clap::{Parser, Subcommand};
 use serde_json::json;
@@ -228,7 +227,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
     if let Command::Streams(streams::StreamsCommand::Tail(args)) = cli.command {
         return streams::tail(&store, args, as_json).await;
     }
-    let e = store.engine();
+    let jobs = store.jobs();
     let out: Vec<u8> = match cli.command {
         Command::Init => {
             let url = masked_url(&cli.db);
@@ -241,7 +240,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         .into_bytes(),
         Command::Jobs(a) => {
             let queue = a.queue.clone();
-            let text = job::list(e, a, as_json).await?;
+            let text = job::list(&jobs, a, as_json).await?;
             // Only an empty listing (`[]`, or the table's header alone) can
             // be of a queue that does not exist.
             let empty = if as_json {
@@ -254,9 +253,9 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
             }
             text.into_bytes()
         }
-        Command::Job(a) => job::run(e, a, as_json).await?,
+        Command::Job(a) => job::run(&jobs, a, as_json).await?,
         Command::Cancel { id } => {
-            let outcome = match e.job_cancel(id).await? {
+            let outcome = match jobs.cancel(id).await? {
                 CancelOutcome::Cancelled => "cancelled",
                 CancelOutcome::Requested => "requested",
                 CancelOutcome::NotFound => {
@@ -275,7 +274,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
             }
         }
         .into_bytes(),
-        Command::Dead(cmd) => dead::run(e, cmd, as_json).await?.into_bytes(),
+        Command::Dead(cmd) => dead::run(&jobs, cmd, as_json).await?.into_bytes(),
         Command::Streams(cmd) => streams::run(&store, cmd, as_json).await?.into_bytes(),
         Command::Groups(cmd) => groups::run(&store, cmd, as_json).await?.into_bytes(),
         Command::Locks(cmd) => locks::run(&store, cmd, as_json).await?.into_bytes(),
@@ -283,17 +282,17 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         Command::Queues(cmd) => queues::run(&store, cmd, as_json).await?.into_bytes(),
         Command::Schedules(cmd) => schedules::run(&store, cmd, as_json).await?.into_bytes(),
         Command::Stats { queue } => {
-            let paused = e.queue_paused().await?;
+            let paused = store.paused_queues().await?;
             let named = queue.is_some();
             let stats = match queue {
-                Some(q) => vec![e.queue_stats(q).await?],
+                Some(q) => vec![store.queue(q).stats().await?],
                 None => {
                     // Every queue at once; a paused queue shows even while
                     // it holds nothing.
-                    let mut all = e.queue_stats_all().await?;
+                    let mut all = store.queue_stats().await?;
                     for p in &paused {
                         if !all.iter().any(|s| &s.queue == p) {
-                            all.push(e.queue_stats(p.as_str()).await?);
+                            all.push(store.queue(p.as_str()).stats().await?);
                         }
                     }
                     all.sort_by(|a, b| a.queue.cmp(&b.queue));
@@ -311,7 +310,7 @@ pub(crate) async fn run(cli: Cli) -> Result<()> {
         }
         .into_bytes(),
         Command::Sweep => {
-            let r = e.sweep().await?;
+            let r = store.sweep().await?;
             if as_json {
                 json_text(&output::sweep_json(&r))
             } else {

@@ -1,7 +1,7 @@
 //! `alk queues …`: pause and resume claims from a queue; and whether a
 //! queue named on the command line exists yet.
 
-use alkstore::{prelude::QueueAdmin, Result, Store};
+use alkstore::{Result, Store};
 use clap::Subcommand;
 use serde_json::json;
 
@@ -29,7 +29,6 @@ pub(super) enum QueuesCommand {
 
 /// Run an `alk queues` subcommand; the text to print.
 pub(super) async fn run(store: &Store, cmd: QueuesCommand, as_json: bool) -> Result<String> {
-    let e = store.engine();
     Ok(match cmd {
         QueuesCommand::Pause { queue } => {
             if !store.queue(queue.as_str()).exists().await? {
@@ -37,15 +36,15 @@ pub(super) async fn run(store: &Store, cmd: QueuesCommand, as_json: bool) -> Res
                     "alk: no such queue yet: {queue:?}; paused anyway, so its jobs wait once enqueued"
                 ));
             }
-            let changed = e.queue_pause(queue.as_str()).await?;
+            let changed = store.queue(queue.as_str()).pause().await?;
             report(&queue, "paused", changed, as_json)
         }
         QueuesCommand::Resume { queue } => {
-            let changed = e.queue_resume(queue.as_str()).await?;
+            let changed = store.queue(queue.as_str()).resume().await?;
             report(&queue, "resumed", changed, as_json)
         }
         QueuesCommand::Paused => {
-            let paused = e.queue_paused().await?;
+            let paused = store.paused_queues().await?;
             if as_json {
                 json_text(&json!(paused))
             } else {

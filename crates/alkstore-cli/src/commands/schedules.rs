@@ -1,8 +1,7 @@
 //! `alk schedules …`: register, inspect, pause and run schedules.
 
 use alkstore::schedule::{ScheduleInfo, ScheduleSetParams, Scheduler};
-use alkstore::Writes as _;
-use alkstore::{prelude::ScheduleEngine, Result, Store, StoreOptions};
+use alkstore::{Result, Store, StoreOptions};
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 
@@ -145,15 +144,26 @@ pub(super) fn prepare(a: AddArgs) -> Result<ScheduleSetParams> {
 
 /// `alk schedules add`: register the prepared schedule; the text to print.
 pub(super) async fn add(store: &Store, params: ScheduleSetParams, as_json: bool) -> Result<String> {
-    Ok(one(&store.engine().schedule_set(params).await?, as_json))
+    let p = params;
+    let mut opts = alkstore::schedule::ScheduleOpts::default()
+        .payload(p.payload)
+        .priority(p.priority)
+        .max_catch_up(p.max_catch_up);
+    if let Some(tz) = p.tz {
+        opts = opts.tz(tz);
+    }
+    let set = store
+        .schedule(p.name)
+        .set_with(p.spec, p.queue, opts)
+        .await?;
+    Ok(one(&set, as_json))
 }
 
 /// Run an `alk schedules` subcommand; the text to print.
 pub(super) async fn run(store: &Store, cmd: SchedulesCommand, as_json: bool) -> Result<String> {
-    let e = store.engine();
     Ok(match cmd {
         SchedulesCommand::List => {
-            let list = e.schedule_list().await?;
+            let list = store.schedules().await?;
             if as_json {
                 json_text(&Value::Array(list.iter().map(schedule_json).collect()))
             } else {
@@ -162,7 +172,7 @@ pub(super) async fn run(store: &Store, cmd: SchedulesCommand, as_json: bool) -> 
         }
         SchedulesCommand::Add(a) => add(store, prepare(a)?, as_json).await?,
         SchedulesCommand::Remove { name } => {
-            let removed = e.schedule_remove(name.as_str()).await?;
+            let removed = store.schedule(name.as_str()).remove().await?;
             if !removed {
                 return Err(alkstore::schedule::schedule_not_found(&name));
             }
@@ -172,10 +182,10 @@ pub(super) async fn run(store: &Store, cmd: SchedulesCommand, as_json: bool) -> 
                 format!("removed {name}\n")
             }
         }
-        SchedulesCommand::Pause { name } => one(&e.schedule_pause(name).await?, as_json),
-        SchedulesCommand::Resume { name } => one(&e.schedule_resume(name).await?, as_json),
+        SchedulesCommand::Pause { name } => one(&store.schedule(name).pause().await?, as_json),
+        SchedulesCommand::Resume { name } => one(&store.schedule(name).resume().await?, as_json),
         SchedulesCommand::FireNow { name } => {
-            let Some(f) = e.schedule_run_now(name.as_str()).await? else {
+            let Some(f) = store.schedule(name.as_str()).run_now().await? else {
                 return Err(alkstore::schedule::schedule_not_found(&name));
             };
             if as_json {
@@ -190,9 +200,7 @@ pub(super) async fn run(store: &Store, cmd: SchedulesCommand, as_json: bool) -> 
             }
         }
         SchedulesCommand::Fires { name, limit } => {
-            let fires = e
-                .schedule_fires(alkstore::schedule::ScheduleFiresParams::new(name, limit))
-                .await?;
+            let fires = store.schedule(name).fires(limit).await?;
             if as_json {
                 json_text(&Value::Array(
                     fires

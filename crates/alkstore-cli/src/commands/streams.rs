@@ -2,12 +2,9 @@
 
 use std::time::Duration;
 
-use alkstore::stream::{Event, EventCtx, NewEvent, OnError, StreamReadParams, SubscriberOpts};
+use alkstore::stream::{Event, EventCtx, NewEvent, OnError, SubscriberOpts};
 use alkstore::Subscriber;
-use alkstore::{
-    prelude::{Engine, StreamEngine},
-    Error, Result, Store, StoreOptions,
-};
+use alkstore::{Error, Result, Store, StoreOptions};
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 
@@ -151,10 +148,9 @@ pub(super) async fn publish(store: &Store, event: NewEvent, as_json: bool) -> Re
 
 /// Run a streams command that ends (everything but `publish` and `tail`).
 pub(super) async fn run(store: &Store, cmd: StreamsCommand, as_json: bool) -> Result<String> {
-    let e = store.engine();
     Ok(match cmd {
         StreamsCommand::List => {
-            let streams = e.stream_list().await?;
+            let streams = store.streams().await?;
             if as_json {
                 json_text(&Value::Array(
                     streams
@@ -176,7 +172,7 @@ pub(super) async fn run(store: &Store, cmd: StreamsCommand, as_json: bool) -> Re
             }
         }
         StreamsCommand::Offsets { stream } => {
-            let offsets = e.stream_offsets(stream.as_str()).await?;
+            let offsets = store.stream(stream.as_str()).offsets().await?;
             if as_json {
                 json_text(&Value::Array(
                     offsets
@@ -206,12 +202,12 @@ pub(super) async fn run(store: &Store, cmd: StreamsCommand, as_json: bool) -> Re
             }
         }
         StreamsCommand::Stats { stream } => {
-            let s = e.stream_stats(stream.as_str()).await?;
+            let s = store.stream(stream.as_str()).stats().await?;
             // Empty stats are also what a stream never used gets: say so.
             if s.head.is_none()
                 && s.consumers.is_empty()
                 && s.max_age_s.is_none()
-                && !e.stream_list().await?.iter().any(|i| i.stream == stream)
+                && !store.streams().await?.iter().any(|i| i.stream == stream)
             {
                 return Err(Error::NotFound {
                     what: format!("stream {stream:?}"),
@@ -259,10 +255,10 @@ pub(super) async fn run(store: &Store, cmd: StreamsCommand, as_json: bool) -> Re
                     "give --before OFFSET, --older-than AGE, or both",
                 ));
             }
-            let mut params = alkstore::stream::StreamTrimParams::before(a.stream.clone(), 0);
-            params.before = a.before;
-            params.older_than = a.older_than;
-            let deleted = e.stream_trim(params).await?;
+            let deleted = store
+                .stream(a.stream.as_str())
+                .trim(a.before, a.older_than)
+                .await?;
             if as_json {
                 json_text(&json!({ "stream": a.stream, "deleted": deleted }))
             } else {
@@ -346,11 +342,10 @@ pub(super) async fn tail(store: &Store, a: TailArgs, as_json: bool) -> Result<()
     }
     let mut after = a.from;
     let mut printed: u32 = 0;
-    let mut hints = store.engine().wake_subscribe();
+    let mut hints = store.wakes();
     if let Some(n) = a.last {
         // The newest n, read backwards from the head, printed oldest first.
-        let params = StreamReadParams::new(a.stream.clone(), 0, n).before(i64::MAX);
-        let mut newest = store.engine().stream_read(params).await?;
+        let mut newest = stream.read_back(0, i64::MAX, n).await?;
         newest.reverse();
         let mut out = String::new();
         for e in &newest {

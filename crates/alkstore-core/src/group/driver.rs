@@ -13,6 +13,10 @@ use super::types::*;
 /// whose methods document the behaviour (the contract suite checks it).
 /// Every lease expiry is decided by the database's clock (the engine's
 /// injected clock in tests), never by a time the caller passes.
+///
+/// **Unstable**: part of the engines' seam, which changes as the engines
+/// do. Applications use the `alkstore` crate's handles (`Store::queue`,
+/// `Store::jobs`, …) instead.
 pub trait GroupDriver: Engine {
     /// See [`GroupEngine::group_ensure`](super::GroupEngine::group_ensure).
     fn group_ensure(

@@ -14,6 +14,10 @@ use super::types::*;
 /// bucket reads. Every engine has it (through its [`GroupDriver`]); the
 /// contract suite checks they behave the same. Bad input is a typed error
 /// and writes nothing. Expiry is decided by the database's clock.
+///
+/// **Unstable**: part of the engines' seam, which changes as the engines
+/// do. Applications use the `alkstore` crate's handles (`Store::queue`,
+/// `Store::jobs`, …) instead.
 pub trait GroupEngine: Engine {
     /// Make sure the group's N bucket rows exist (idempotent: safe on every
     /// worker start). A group that exists with another N or another stream

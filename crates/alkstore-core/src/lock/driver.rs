@@ -12,6 +12,10 @@ use super::types::*;
 /// parameters; callers use [`LockEngine`](super::LockEngine), whose methods
 /// document the behaviour (the contract suite checks it). Every expiry is
 /// decided by the database's clock (the engine's injected clock in tests).
+///
+/// **Unstable**: part of the engines' seam, which changes as the engines
+/// do. Applications use the `alkstore` crate's handles (`Store::queue`,
+/// `Store::jobs`, …) instead.
 pub trait LockDriver: Engine {
     /// See [`LockEngine::lock_acquire`](super::LockEngine::lock_acquire).
     fn lock_acquire(

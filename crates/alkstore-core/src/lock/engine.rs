@@ -14,6 +14,10 @@ use super::types::*;
 /// Every engine has it (through its [`LockDriver`]); the contract suite
 /// checks they behave the same. Bad input is a typed error and writes
 /// nothing.
+///
+/// **Unstable**: part of the engines' seam, which changes as the engines
+/// do. Applications use the `alkstore` crate's handles (`Store::queue`,
+/// `Store::jobs`, …) instead.
 pub trait LockEngine: Engine {
     /// Take a lock if it is free: never acquired, released, or past its
     /// expiry by the store's clock. `None` while someone holds it — the

@@ -9,6 +9,10 @@ use super::{Notification, NotifyPollParams};
 
 /// The notify statements of one engine; callers use
 /// [`NotifyEngine`](super::NotifyEngine).
+///
+/// **Unstable**: part of the engines' seam, which changes as the engines
+/// do. Applications use the `alkstore` crate's handles (`Store::queue`,
+/// `Store::jobs`, …) instead.
 pub trait NotifyDriver: Engine {
     /// See [`NotifyEngine::notify_poll`](super::NotifyEngine::notify_poll).
     fn notify_poll(

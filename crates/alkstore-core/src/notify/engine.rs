@@ -12,6 +12,10 @@ use super::{Notification, NotifyPollParams};
 /// Send notifications, and the reads a listener needs on engines that keep
 /// them ([`Capabilities::pushes_notifications`](crate::Capabilities) is
 /// false). Listen through the runtime (`store.channel(name).listen()`).
+///
+/// **Unstable**: part of the engines' seam, which changes as the engines
+/// do. Applications use the `alkstore` crate's handles (`Store::queue`,
+/// `Store::jobs`, …) instead.
 pub trait NotifyEngine: Engine {
     /// A channel's kept notifications after `after_id`, oldest first (empty
     /// on engines that push them instead).

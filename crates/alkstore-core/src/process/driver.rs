@@ -11,6 +11,10 @@ use super::types::*;
 /// The process statements of one engine. Each method takes [`Checked`]
 /// parameters; callers use [`ProcessEngine`](super::ProcessEngine), whose
 /// methods document the behaviour (the contract suite checks it).
+///
+/// **Unstable**: part of the engines' seam, which changes as the engines
+/// do. Applications use the `alkstore` crate's handles (`Store::queue`,
+/// `Store::jobs`, …) instead.
 pub trait ProcessDriver: Engine {
     /// See [`ProcessEngine::process_beat`](super::ProcessEngine::process_beat).
     fn process_beat(

@@ -13,6 +13,10 @@ use super::types::*;
 /// The registry of running processes (see the [module](super) docs).
 /// Every engine has it; the contract suite checks they behave the same.
 /// Bad input is a typed error and writes nothing.
+///
+/// **Unstable**: part of the engines' seam, which changes as the engines
+/// do. Applications use the `alkstore` crate's handles (`Store::queue`,
+/// `Store::jobs`, …) instead.
 pub trait ProcessEngine: Engine {
     /// Register process `id`, or refresh its row: everything it reports,
     /// its heartbeat (now, by the store's clock) and its expiry (now plus

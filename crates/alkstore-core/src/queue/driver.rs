@@ -17,6 +17,10 @@ use super::types::*;
 /// each driver method must have (the contract suite checks it).
 ///
 /// Batch methods are never called with an empty batch.
+///
+/// **Unstable**: part of the engines' seam, which changes as the engines
+/// do. Applications use the `alkstore` crate's handles (`Store::queue`,
+/// `Store::jobs`, …) instead.
 pub trait QueueDriver: Engine {
     /// See [`QueueEngine::job_enqueue_claimed`](super::QueueEngine::job_enqueue_claimed):
     /// the insert and the claim in one statement or transaction; the

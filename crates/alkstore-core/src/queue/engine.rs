@@ -24,6 +24,10 @@ use super::types::*;
 /// [`Error::InvalidInput`](crate::Error::InvalidInput) (or
 /// [`Error::PayloadTooLarge`](crate::Error::PayloadTooLarge)) without writing
 /// anything.
+///
+/// **Unstable**: part of the engines' seam, which changes as the engines
+/// do. Applications use the `alkstore` crate's handles (`Store::queue`,
+/// `Store::jobs`, …) instead.
 pub trait QueueEngine: Engine {
     /// Enqueue one job and, when nothing is ahead of it (it is due now, has
     /// no unique key, its queue is not paused, no other due job of the
@@ -77,6 +81,10 @@ pub trait QueueEngine: Engine {
 
 /// Queue inspection and operator actions: look up, list and count jobs,
 /// cancel or release them, and manage dead letters. Off the hot path.
+///
+/// **Unstable**: part of the engines' seam, which changes as the engines
+/// do. Applications use the `alkstore` crate's handles (`Store::queue`,
+/// `Store::jobs`, …) instead.
 pub trait QueueAdmin: Engine {
     /// Look up a live, dead or kept completed job.
     fn job_get(

@@ -11,6 +11,10 @@ use super::{RateAcquireParams, RateDecision};
 
 /// Fixed-window rate limits shared by every process of a store (see the
 /// [module](super) docs).
+///
+/// **Unstable**: part of the engines' seam, which changes as the engines
+/// do. Applications use the `alkstore` crate's handles (`Store::queue`,
+/// `Store::jobs`, …) instead.
 pub trait RateEngine: Engine {
     /// Admit one call of `name` if fewer than `limit` were admitted in the
     /// current window; never more than `limit` per window, under any

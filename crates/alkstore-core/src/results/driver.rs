@@ -9,6 +9,10 @@ use super::{JobOutput, ResultGetParams, ResultSaveParams};
 
 /// The job-result statements of one engine; callers use
 /// [`ResultEngine`](super::ResultEngine).
+///
+/// **Unstable**: part of the engines' seam, which changes as the engines
+/// do. Applications use the `alkstore` crate's handles (`Store::queue`,
+/// `Store::jobs`, …) instead.
 pub trait ResultDriver: Engine {
     /// See [`ResultEngine::result_save`](super::ResultEngine::result_save).
     fn result_save(

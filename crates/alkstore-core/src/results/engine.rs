@@ -10,6 +10,10 @@ use super::driver::ResultDriver;
 use super::{JobOutput, ResultGetParams, ResultSaveParams, RESULTS_CHANNEL};
 
 /// Save and read job results (see the [module](super) docs).
+///
+/// **Unstable**: part of the engines' seam, which changes as the engines
+/// do. Applications use the `alkstore` crate's handles (`Store::queue`,
+/// `Store::jobs`, …) instead.
 pub trait ResultEngine: Engine {
     /// Save (or replace) a job's result, kept for its TTL, and announce it
     /// on [`RESULTS_CHANNEL`] in the same transaction. Expired results of

@@ -12,6 +12,10 @@ use super::types::*;
 /// parameters; callers use [`ScheduleEngine`](super::ScheduleEngine), whose
 /// methods document the behaviour (the contract suite checks it). "Now" is
 /// the database's clock (the engine's injected clock in tests).
+///
+/// **Unstable**: part of the engines' seam, which changes as the engines
+/// do. Applications use the `alkstore` crate's handles (`Store::queue`,
+/// `Store::jobs`, …) instead.
 pub trait ScheduleDriver: Engine {
     /// See [`ScheduleEngine::schedule_list`](super::ScheduleEngine::schedule_list).
     fn schedule_list(&self) -> impl Future<Output = Result<Vec<ScheduleInfo>>> + Send;

@@ -15,6 +15,10 @@ use super::types::*;
 /// checks they behave the same. Bad input — an invalid spec, an unknown
 /// zone — is a typed error with a message that says what is wrong, and
 /// writes nothing.
+///
+/// **Unstable**: part of the engines' seam, which changes as the engines
+/// do. Applications use the `alkstore` crate's handles (`Store::queue`,
+/// `Store::jobs`, …) instead.
 pub trait ScheduleEngine: Engine {
     /// Every schedule, by name.
     fn schedule_list(&self) -> impl Future<Output = Result<Vec<ScheduleInfo>>> + Send;

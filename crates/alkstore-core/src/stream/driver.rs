@@ -13,6 +13,10 @@ use super::types::*;
 /// methods document the behaviour (the contract suite checks it). Its
 /// writes (`stream_publish`, `stream_offset_commit`) are operations
 /// ([`crate::op`]).
+///
+/// **Unstable**: part of the engines' seam, which changes as the engines
+/// do. Applications use the `alkstore` crate's handles (`Store::queue`,
+/// `Store::jobs`, …) instead.
 pub trait StreamDriver: Engine {
     /// See [`StreamEngine::stream_read`](super::StreamEngine::stream_read).
     fn stream_read(

@@ -13,6 +13,10 @@ use super::types::*;
 /// Publish to, read from and inspect event streams. Every engine has it
 /// (through its [`StreamDriver`]); the contract suite checks they behave
 /// the same. Bad input is a typed error and writes nothing.
+///
+/// **Unstable**: part of the engines' seam, which changes as the engines
+/// do. Applications use the `alkstore` crate's handles (`Store::queue`,
+/// `Store::jobs`, …) instead.
 pub trait StreamEngine: Engine {
     /// Up to `limit` events of a stream after an offset, in offset order.
     /// Gap-safe: an event a still-open transaction may yet precede is not

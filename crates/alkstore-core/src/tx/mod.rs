@@ -54,6 +54,10 @@ use crate::{Checked, Error, ErrorKind, Result};
 /// operations run on ([`TxConn`], each operation's [`Drive`] with
 /// [`At::Tx`]). SQL only: validation, poisoning, metrics and wake hints
 /// are the wrapper's ([`Transaction`]).
+///
+/// **Unstable**: part of the engines' seam, which changes as the engines
+/// do. Applications use the `alkstore` crate's handles (`Store::queue`,
+/// `Store::jobs`, …) instead.
 pub trait TxDriver: TxConn + Clone {
     /// The engine's open transaction. Dropping it rolls it back.
     type Tx: Send + 'static;

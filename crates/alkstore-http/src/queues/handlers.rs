@@ -4,11 +4,10 @@
 
 use std::time::Duration;
 
-use alkstore::prelude::*;
 use alkstore::{
     queue::{
-        CancelOutcome, DeadListParams, DeadSelect, JobClaimParams, JobListParams, JobState,
-        QueueDepthParams, QueueThroughputParams,
+        CancelOutcome, DeadListParams, DeadSelect, JobListParams, JobState, QueueDepthParams,
+        QueueThroughputParams,
     },
     Clock, SystemClock,
 };
@@ -31,7 +30,6 @@ use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::payload::encode;
 use crate::AppState;
-use alkstore_core::results::ResultSaveParams;
 
 /// List every queue with its counts.
 ///
@@ -40,10 +38,10 @@ use alkstore_core::results::ResultSaveParams;
 #[utoipa::path(get, path = "/api/v1/queues", tag = "queues",
     responses((status = 200, description = "Every queue with its counts", body = QueueList)))]
 pub(super) async fn list_queues(State(app): State<AppState>) -> ApiResult<Json<QueueList>> {
-    let e = app.store.engine();
-    let paused = e.queue_paused().await?;
-    let queues = e
-        .queue_stats_all()
+    let paused = app.store.paused_queues().await?;
+    let queues = app
+        .store
+        .queue_stats()
         .await?
         .into_iter()
         .map(|s| {
@@ -69,10 +67,10 @@ pub(super) async fn queue_stats(
     State(app): State<AppState>,
     ApiPath(queue): ApiPath<String>,
 ) -> ApiResult<Json<QueueView>> {
-    let e = app.store.engine();
-    let stats = e.queue_stats(queue.clone()).await?;
-    let paused = e.queue_paused().await?.contains(&queue);
-    if !paused && !app.store.queue(queue.as_str()).exists().await? {
+    let handle = app.store.queue(queue.as_str());
+    let stats = handle.stats().await?;
+    let paused = handle.is_paused().await?;
+    if !paused && !handle.exists().await? {
         return Err(ApiError::not_found(
             "queue",
             format!(
@@ -99,8 +97,7 @@ pub(super) async fn throughput(
     let window_s = q.window_s.unwrap_or(300);
     let got = app
         .store
-        .engine()
-        .queue_throughput(match q.queue {
+        .throughput(match q.queue {
             Some(queue) => QueueThroughputParams::queue(queue, Duration::from_secs(window_s)),
             None => QueueThroughputParams::every_queue(Duration::from_secs(window_s)),
         })
@@ -125,8 +122,7 @@ pub(super) async fn depth(
     let window = Duration::from_secs(q.window_s.unwrap_or(86_400));
     let samples = app
         .store
-        .engine()
-        .queue_depth_history(QueueDepthParams::new(q.queue, window))
+        .depth_history(QueueDepthParams::new(q.queue, window))
         .await?;
     Ok(Json(DepthView {
         samples: samples
@@ -161,7 +157,7 @@ pub(super) async fn enqueue(
     ApiJson(req): ApiJson<EnqueueRequest>,
 ) -> ApiResult<(StatusCode, Json<EnqueuedJob>)> {
     let job = req.into_job(&queue)?;
-    let out = app.store.engine().job_enqueue(vec![job]).await?;
+    let out = app.store.jobs().enqueue(vec![job]).await?;
     let first = out
         .into_iter()
         .next()
@@ -185,7 +181,7 @@ pub(super) async fn enqueue_batch(
     ApiJson(req): ApiJson<EnqueueBatchRequest>,
 ) -> ApiResult<(StatusCode, Json<EnqueuedJobs>)> {
     let jobs = req.into_jobs(&queue)?;
-    let out = app.store.engine().job_enqueue(jobs).await?;
+    let out = app.store.jobs().enqueue(jobs).await?;
     Ok((
         StatusCode::CREATED,
         Json(EnqueuedJobs {
@@ -226,8 +222,8 @@ pub(super) async fn list_jobs(
     check_tag(q.tag.as_deref())?;
     let jobs = app
         .store
-        .engine()
-        .job_list({
+        .jobs()
+        .list({
             let mut params = JobListParams::new(limit).queue(queue);
             params.state = state;
             params.tag = q.tag;
@@ -256,15 +252,11 @@ pub(super) async fn claim(
 ) -> ApiResult<Json<ClaimedJobs>> {
     let limit = batch_limit(req.limit, 1)?;
     let wait = app.wait(req.wait_ms)?;
-    let engine = app.store.engine();
-    let params = JobClaimParams::new(queue.clone(), req.worker, limit);
-    let jobs = crate::wait::poll(
-        engine,
-        wait,
-        |w| w.concerns(&queue),
-        || engine.job_claim(params.clone()),
-    )
-    .await?;
+    let jobs = app
+        .store
+        .jobs()
+        .claim_waiting(&queue, &req.worker, limit, wait)
+        .await?;
     Ok(Json(ClaimedJobs {
         jobs: jobs.into_iter().map(ClaimedJob::from).collect(),
     }))
@@ -283,7 +275,7 @@ pub(super) async fn get_job(
     State(app): State<AppState>,
     ApiPath(JobId(id)): ApiPath<JobId>,
 ) -> ApiResult<Json<JobView>> {
-    match app.store.engine().job_get(id).await? {
+    match app.store.jobs().get(id).await? {
         Some(j) => Ok(Json(JobView::new(j, SystemClock.now()))),
         None => Err(ApiError::not_found(
             "id",
@@ -310,7 +302,7 @@ pub(super) async fn ack(
     ApiPath(JobId(id)): ApiPath<JobId>,
     ApiJson(req): ApiJson<AckRequest>,
 ) -> ApiResult<Json<Done>> {
-    let engine = app.store.engine();
+    let jobs = app.store.jobs();
     let claim = claim_of(id, req.worker, req.token);
     if let Some(result) = &req.result {
         // Saved before the ack, as the Rust worker saves a handler's return
@@ -318,12 +310,12 @@ pub(super) async fn ack(
         // while the claim is held, so a worker whose claim lapsed never
         // replaces the result of the attempt that took the job over.
         let value = encode(result).map_err(|e| e.with_field("result"))?;
-        if engine.job_heartbeat(claim.clone()).await?.is_none() {
+        if jobs.heartbeat(claim.clone()).await?.is_none() {
             return Ok(Json(Done { done: false }));
         }
-        engine.result_save(ResultSaveParams::new(id, value)).await?;
+        jobs.save_result(id, value).await?;
     }
-    let done = engine.job_ack(vec![claim]).await?;
+    let done = jobs.ack(vec![claim]).await?;
     Ok(Json(Done {
         done: done.first().copied().unwrap_or(false),
     }))
@@ -352,7 +344,7 @@ pub(super) async fn ack_batch(
         .into_iter()
         .map(|c| claim_of(c.id, c.worker, c.token))
         .collect::<Vec<_>>();
-    let done = app.store.engine().job_ack(claims).await?;
+    let done = app.store.jobs().ack(claims).await?;
     Ok(Json(AckBatchResponse { done }))
 }
 
@@ -371,7 +363,7 @@ pub(super) async fn retry(
     ApiPath(JobId(id)): ApiPath<JobId>,
     ApiJson(r): ApiJson<RetryRequest>,
 ) -> ApiResult<Json<RetryResponse>> {
-    let outcome = app.store.engine().job_retry(r.into_params(id)).await?;
+    let outcome = app.store.jobs().retry(r.into_params(id)).await?;
     Ok(Json(outcome.into()))
 }
 
@@ -389,7 +381,7 @@ pub(super) async fn fail(
     ApiPath(JobId(id)): ApiPath<JobId>,
     ApiJson(f): ApiJson<FailRequest>,
 ) -> ApiResult<Json<Done>> {
-    let done = app.store.engine().job_fail(f.into_params(id)).await?;
+    let done = app.store.jobs().fail(f.into_params(id)).await?;
     Ok(Json(Done { done }))
 }
 
@@ -407,7 +399,7 @@ pub(super) async fn heartbeat(
     ApiPath(JobId(id)): ApiPath<JobId>,
     ApiJson(c): ApiJson<ClaimRef>,
 ) -> ApiResult<Json<HeartbeatResponse>> {
-    let until = app.store.engine().job_heartbeat(c.claim(id)).await?;
+    let until = app.store.jobs().heartbeat(c.claim(id)).await?;
     Ok(Json(HeartbeatResponse {
         held: until.is_some(),
         claim_expires_at: until,
@@ -428,7 +420,7 @@ pub(super) async fn release(
     ApiPath(JobId(id)): ApiPath<JobId>,
     ApiJson(c): ApiJson<ClaimRef>,
 ) -> ApiResult<Json<Done>> {
-    let done = app.store.engine().job_release(c.claim(id)).await?;
+    let done = app.store.jobs().release(c.claim(id)).await?;
     Ok(Json(Done { done }))
 }
 
@@ -443,7 +435,7 @@ pub(super) async fn cancel(
     State(app): State<AppState>,
     ApiPath(JobId(id)): ApiPath<JobId>,
 ) -> ApiResult<Json<CancelResponse>> {
-    let outcome = match app.store.engine().job_cancel(id).await? {
+    let outcome = match app.store.jobs().cancel(id).await? {
         CancelOutcome::Cancelled => "cancelled",
         CancelOutcome::Requested => "requested",
         CancelOutcome::NotFound => "not_found",
@@ -501,8 +493,8 @@ pub(super) async fn dead_list(
     check_tag(q.tag.as_deref())?;
     let jobs = app
         .store
-        .engine()
-        .dead_list({
+        .jobs()
+        .dead({
             let mut params = DeadListParams::new(limit).queue(queue);
             params.tag = q.tag;
             params.after_id = q.after_id;
@@ -534,8 +526,8 @@ pub(super) async fn dead_requeue(
 ) -> ApiResult<Json<Count>> {
     let count = app
         .store
-        .engine()
-        .dead_requeue(dead_select(queue, req))
+        .jobs()
+        .requeue_dead(dead_select(queue, req))
         .await?;
     Ok(Json(Count { count }))
 }
@@ -553,10 +545,6 @@ pub(super) async fn dead_purge(
     ApiPath(queue): ApiPath<String>,
     ApiJson(req): ApiJson<DeadSelectRequest>,
 ) -> ApiResult<Json<Count>> {
-    let count = app
-        .store
-        .engine()
-        .dead_purge(dead_select(queue, req))
-        .await?;
+    let count = app.store.jobs().purge_dead(dead_select(queue, req)).await?;
     Ok(Json(Count { count }))
 }

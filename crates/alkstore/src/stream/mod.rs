@@ -114,9 +114,52 @@ impl<R: Runs> Stream<R> {
             ))
             .await
     }
+
+    /// Save `consumer`'s offset only if the saved one is still `expected`:
+    /// two readers of one consumer name cannot
+    /// both move it from the same place. One that finds it moved is
+    /// [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld), and nothing is
+    /// written.
+    pub async fn commit_expecting(
+        &self,
+        consumer: &str,
+        offset: i64,
+        expected: i64,
+    ) -> Result<i64> {
+        let params =
+            StreamOffsetCommitParams::new(self.name.clone(), consumer, offset).expecting(expected);
+        self.store.place().stream_offset_commit(params).await
+    }
 }
 
 impl Stream {
+    /// Up to `limit` events after offset `after`, waiting up to `wait` for
+    /// the first (a long poll: woken by publishes of this process and
+    /// commits of others).
+    pub async fn read_waiting(
+        &self,
+        after: i64,
+        limit: u32,
+        wait: std::time::Duration,
+    ) -> Result<Vec<Event>> {
+        let params = StreamReadParams::new(self.name.clone(), after, limit);
+        let engine = self.store.engine();
+        crate::wait::poll(
+            &self.store,
+            wait,
+            |w| w.concerns_stream(&self.name),
+            || engine.stream_read(params.clone()),
+        )
+        .await
+    }
+
+    /// Up to `limit` events before offset `before` (and after `after`),
+    /// newest first: paging back over a stream.
+    pub async fn read_back(&self, after: i64, before: i64, limit: u32) -> Result<Vec<Event>> {
+        let params = StreamReadParams::new(self.name.clone(), after, limit).before(before);
+        self.store.engine().stream_read(params).await
+    }
+
     /// Up to `limit` events after `after`, in offset order (gap-safe).
     pub async fn read(&self, after: i64, limit: u32) -> Result<Vec<Event>> {
         self.store
@@ -141,6 +184,20 @@ impl Stream {
     /// Head, count, consumers' lag and the open-transaction hold-back.
     pub async fn stats(&self) -> Result<StreamStats> {
         self.store.engine().stream_stats(self.name.as_str()).await
+    }
+
+    /// Delete the events below `before` and those published longer ago
+    /// than `older_than` (either may be `None`), in one call; returns how
+    /// many.
+    pub async fn trim(
+        &self,
+        before: Option<i64>,
+        older_than: Option<std::time::Duration>,
+    ) -> Result<u64> {
+        let mut params = StreamTrimParams::before(self.name.clone(), 0);
+        params.before = before;
+        params.older_than = older_than;
+        self.store.engine().stream_trim(params).await
     }
 
     /// Delete events below `offset`; returns how many.

@@ -1,14 +1,14 @@
-//! Long polls: try now, else wait for a wake-up that concerns what is asked
-//! (an enqueue or publish in this process, another process's commit, a
-//! PostgreSQL notification) and try again, until something comes or the
-//! wait ends. The same wake machinery the Rust worker and subscriber use, so
-//! a client over HTTP is served as fast.
+//! Long polls (a claim or a read that waits for its first item): try now,
+//! else wait for a wake-up that concerns what is asked (an enqueue or
+//! publish in this process, another process's commit, a PostgreSQL
+//! notification) and try again, until something comes or the wait ends.
+//! The same wake machinery the worker and the subscriber use, so a remote
+//! client (over HTTP) is served as fast.
 
 use std::future::Future;
 use std::time::Duration;
 
-use alkstore::prelude::*;
-use alkstore::{AnyEngine, Wake};
+use alkstore_core::{Engine, Wake};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
 
@@ -19,19 +19,19 @@ const RECHECK: Duration = Duration::from_secs(1);
 /// Call `attempt` until it returns something or `wait` has passed, waking
 /// on hints for which `concerns` holds.
 pub(crate) async fn poll<T, F, Fut>(
-    engine: &AnyEngine,
+    store: &crate::Store,
     wait: Duration,
     concerns: impl Fn(&Wake) -> bool,
     mut attempt: F,
-) -> alkstore::Result<Vec<T>>
+) -> alkstore_core::Result<Vec<T>>
 where
     F: FnMut() -> Fut,
-    Fut: Future<Output = alkstore::Result<Vec<T>>>,
+    Fut: Future<Output = alkstore_core::Result<Vec<T>>>,
 {
     let deadline = Instant::now() + wait;
     // Subscribed before the first try: something that arrives between that
     // try and the wait still wakes it.
-    let mut hints = engine.wake_subscribe();
+    let mut hints = store.engine().wake_subscribe();
     loop {
         while hints.try_recv().is_ok() {}
         let got = attempt().await?;
