@@ -20,6 +20,7 @@ pub mod heartbeats;
 pub mod listeners;
 pub mod locks;
 pub mod registry;
+pub mod remote;
 pub mod results;
 pub mod schedules;
 pub mod shutdown;
@@ -43,6 +44,7 @@ macro_rules! __runtime {
             $crate::__runtime_listeners!($then, $args);
             $crate::__runtime_locks!($then, $args);
             $crate::__runtime_registry!($then, $args);
+            $crate::__runtime_remote!($then, $args);
             $crate::__runtime_results!($then, $args);
             $crate::__runtime_schedules!($then, $args);
             $crate::__runtime_shutdown!($then, $args);
