@@ -43,7 +43,7 @@ pub struct ChannelNotifyRequest {
 ///
 /// Send `payload` to everyone listening on the channel now (in this
 /// process or another, over HTTP or in Rust).
-#[utoipa::path(post, path = "/api/v1/channels/{channel}/notify", tag = "notify",
+#[utoipa::path(post, path = "/api/v1/channels/{channel}/notify", tag = "channels",
     params(("channel" = String, Path, description = "Channel name")),
     request_body = ChannelNotifyRequest,
     responses((status = 200, description = "Sent", body = Done),
@@ -66,7 +66,7 @@ async fn notify_channel(
 /// of reach), an `error` event says why and the stream ends: connect
 /// again. On PostgreSQL behind a transaction pooler, listening needs the
 /// store URL's `listen_url` (503 without it).
-#[utoipa::path(get, path = "/api/v1/channels/{channel}/listen", tag = "notify",
+#[utoipa::path(get, path = "/api/v1/channels/{channel}/listen", tag = "channels",
     params(("channel" = String, Path, description = "Channel name")),
     responses((status = 200, description = "Server-sent events, one per notification", content_type = "text/event-stream", body = String),
         (status = 400, description = "Bad input", body = ErrorBody),

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use alkstore_contract::alkstore::notify::NotifyParams;
+use alkstore_contract::alkstore::channel::NotifyParams;
 use alkstore_contract::alkstore::{JobCtx, Store, Worker, WorkerOpts};
 use alkstore_core::prelude::*;
 use alkstore_core::{ErrorKind, NewJob};

@@ -36,14 +36,15 @@
 //!
 //! | primitive | handle | runtime |
 //! |---|---|---|
-//! | [`queue`] | [`store.queue(name)`](Store::queue): enqueue, claim, ack, admin | [`Worker`] |
+//! | [`queue`] | [`store.queue(name)`](Store::queue): enqueue, claim, ack, admin; [`store.jobs()`](Store::jobs): jobs by id in any queue | [`Worker`] |
 //! | [`stream`] | [`store.stream(name)`](Store::stream): publish, read, offsets | [`Subscriber`] |
 //! | [`group`] | [`store.group(name)`](Store::group): status, dead letters, checkpoints | [`GroupRunner`] |
 //! | [`schedule`] | [`store.schedule(name)`](Store::schedule): cron and `@every` | [`Scheduler`] |
 //! | [`lock`] | [`store.lock(name)`](Store::lock): fenced, leased locks | |
 //! | [`rate`] | [`store.rate(name, limit, per)`](Store::rate): shared rate limits | |
 //! | [`results`] | [`store.results()`](Store::results): job results, awaited | |
-//! | [`notify`] | [`store.channel(name)`](Store::channel): notify and listen | |
+//! | [`channel`] | [`store.channel(name)`](Store::channel): notify and listen | |
+//! | [`process`] | [`store.process(id)`](Store::process), [`store.processes()`](Store::processes): the live runtimes, quiet and stop orders | every runtime registers itself |
 //!
 //! Every write of every primitive can also join the application's own
 //! transaction ([`Store::begin`], [`tx`]), so a job, an event or an offset
@@ -97,11 +98,11 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod any;
+pub mod channel;
 pub mod design;
 pub mod group;
 pub mod jobs;
 pub mod lock;
-pub mod notify;
 pub mod process;
 pub mod queue;
 pub mod rate;

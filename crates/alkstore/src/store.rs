@@ -293,9 +293,9 @@ impl Store {
         crate::results::Results::new(self.clone())
     }
 
-    /// A handle to the notification channel `name` (see [`crate::notify`]).
-    pub fn channel(&self, name: impl Into<String>) -> crate::notify::Channel {
-        crate::notify::Channel::new(self.clone(), name.into())
+    /// A handle to the notification channel `name` (see [`crate::channel`]).
+    pub fn channel(&self, name: impl Into<String>) -> crate::channel::Channel {
+        crate::channel::Channel::new(self.clone(), name.into())
     }
 
     /// Every registered process (workers, subscribers, group members,

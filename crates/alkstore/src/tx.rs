@@ -27,9 +27,9 @@ use std::pin::Pin;
 use alkstore_core::{Result, Transaction, TxDriver};
 
 use crate::any::AnyConn;
+use crate::channel::Channel;
 use crate::group::Group;
 use crate::lock::Lock;
-use crate::notify::Channel;
 use crate::queue::{Queue, QueueOpts};
 use crate::schedule::Schedule;
 use crate::{AnyEngine, Stream};

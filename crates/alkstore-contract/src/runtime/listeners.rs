@@ -3,7 +3,7 @@
 use alkstore_core::Writes as _;
 use std::time::Duration;
 
-use alkstore::notify::{Listener, NotifyParams};
+use alkstore::channel::{Listener, NotifyParams};
 use alkstore::ErrorKind;
 
 use crate::RuntimeHarness;
@@ -56,7 +56,7 @@ pub async fn listeners_get_their_channels_notifications_in_order<H: RuntimeHarne
     nothing_within(&mut billing, 10).await;
     let err = store.channel("").listen().await.expect_err("empty channel");
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
-    let too_big = "x".repeat(alkstore::notify::MAX_NOTIFY_PAYLOAD + 1);
+    let too_big = "x".repeat(alkstore::channel::MAX_NOTIFY_PAYLOAD + 1);
     let err = store
         .engine()
         .notify(NotifyParams::new("orders", too_big))

@@ -995,7 +995,7 @@ async fn assert_nothing_written(api: &Api, queue: &str, stream: &str) {
 /// (by a request that rolled back) reached the channel.
 async fn assert_next_notification_is(
     api: &Api,
-    listener: &mut alkstore::notify::Listener,
+    listener: &mut alkstore::channel::Listener,
     marker: &str,
 ) {
     let (s, v) = atomic(

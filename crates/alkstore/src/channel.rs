@@ -1,7 +1,7 @@
-//! Notify/listen through the facade: a [`Channel`] handle
-//! ([`Store::channel`](crate::Store::channel)) sends on a channel and
-//! gives a [`Listener`] for it (inside your own transaction, send with
-//! [`Tx::notify`](crate::Tx)).
+//! Notification channels through the facade: a [`Channel`] handle
+//! ([`Store::channel`](crate::Store::channel)) notifies on a channel and
+//! gives a [`Listener`] for it (inside your own transaction,
+//! `tx.channel(name).notify(..)` sends at commit).
 //!
 //! Delivery is ephemeral: a listener gets what is committed on its channel
 //! while it listens, in commit order, at most once. A listener that falls
