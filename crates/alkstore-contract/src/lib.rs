@@ -47,6 +47,14 @@
 //!   [`RuntimeHarness`] (the worker runtime of a new primitive belongs
 //!   there, as a sub-area).
 //!
+//! - A write row (one that checks what a write operation does) takes the
+//!   place its writes run as well, `pub async fn name<H: Harness>(h: &H,
+//!   at: Where)`, makes those writes on [`writer(h, at)`](writer), and is listed under
+//!   `@places` instead of `@rows`: it runs three times, as
+//!   `<area>::<row>::autocommit`, `::engine_tx` and `::app_tx` (see
+//!   [`places`]), so every behaviour it checks holds inside the engine's
+//!   transaction and the application's as it does on its own.
+//!
 //! Test names are `<area>::<row>` (the sub-area is not part of the name), so
 //! row names must be unique within an area.
 
@@ -66,11 +74,13 @@ use alkstore_core::{
 /// `tests/contract.rs` can build its [`RuntimeHarness`] (`Store::from_engine`,
 /// `AnyEngine`) without depending on `alkstore` itself.
 pub use alkstore;
+pub use places::{writer, Where, Writer};
 
 pub mod groups;
 pub mod locks;
 mod model;
 pub mod open;
+pub mod places;
 pub mod processes;
 pub mod queues;
 pub mod rates;
@@ -138,6 +148,16 @@ pub trait Harness: Send + Sync + Sized + 'static {
     /// The keys of the business table's committed rows, in the order they
     /// were inserted, read outside any transaction.
     fn business_rows(&self) -> impl Future<Output = Vec<String>> + Send;
+
+    /// Run the write `params` inside a transaction of the application's
+    /// own connection (rusqlite's, tokio-postgres's) with the engine's
+    /// `within(..)`, then commit; on the write's error, roll back and
+    /// return it. [`Where::AppTx`] runs a row's writes here.
+    fn in_app_tx<P>(&self, params: P) -> impl Future<Output = Result<P::Output>> + Send
+    where
+        P: alkstore_core::op::Op + Send + 'static,
+        P::Output: Send + 'static,
+        Self::Engine: alkstore_core::op::Drive<P>;
 
     /// Whether the engine relays another connection's commits as hints that
     /// name their queue (PostgreSQL's NOTIFY), announcing its listener with
@@ -330,6 +350,25 @@ macro_rules! __contract_tests {
                 .await;
             }
         )*
+    };    (@places [$factory:path, $runtime:path] $area:ident :: $sub:ident [$($name:ident),* $(,)?]) => {
+        $(
+            mod $name {
+                $crate::__contract_tests! { @place [$factory] $area $sub $name autocommit Autocommit }
+                $crate::__contract_tests! { @place [$factory] $area $sub $name engine_tx EngineTx }
+                $crate::__contract_tests! { @place [$factory] $area $sub $name app_tx AppTx }
+            }
+        )*
+    };
+    (@place [$factory:path] $area:ident $sub:ident $name:ident $test:ident $at:ident) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $test() {
+            $crate::__run_row(
+                $factory(concat!(stringify!($area), "_", stringify!($name))).await,
+                |h| ::std::boxed::Box::pin($crate::$area::$sub::$name(h, $crate::Where::$at)),
+                $crate::Harness::teardown,
+            )
+            .await;
+        }
     };
 }
 

@@ -21,6 +21,11 @@ macro_rules! collect_rows {
             note(&mut $into, stringify!($area), stringify!($sub), stringify!($name));
         )*
     };
+    (@places [$into:ident] $area:ident :: $sub:ident [$($name:ident),* $(,)?]) => {
+        $(
+            note(&mut $into, stringify!($area), stringify!($sub), stringify!($name));
+        )*
+    };
 }
 
 fn note(rows: &mut Vec<Row>, area: &str, sub: &str, name: &str) {

@@ -150,6 +150,27 @@ impl Harness for PgHarness {
         &self.clock
     }
 
+    async fn in_app_tx<P>(&self, params: P) -> Result<P::Output>
+    where
+        P: alkstore_core::op::Op + Send + 'static,
+        P::Output: Send + 'static,
+        PgEngine: alkstore_core::op::Drive<P>,
+    {
+        use alkstore_core::Place as _;
+        let (mut client, driver) = self.app_connection().await?;
+        let tx = client.transaction().await.map_err(outbox_err)?;
+        // A failed write aborts the transaction; dropping it rolls back.
+        let out = self.engine.within(&tx).run::<P>(params).await;
+        if out.is_ok() {
+            tx.commit().await.map_err(outbox_err)?;
+        } else {
+            drop(tx);
+        }
+        drop(client);
+        let _ = driver.await;
+        out
+    }
+
     async fn outbox_enqueue(&self, job: NewJob, commit: bool) -> Result<()> {
         let (mut client, driver) = self.app_connection().await?;
         let tx = client.transaction().await.map_err(outbox_err)?;

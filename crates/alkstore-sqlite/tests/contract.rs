@@ -81,6 +81,26 @@ impl Harness for SqliteHarness {
         &self.clock
     }
 
+    async fn in_app_tx<P>(&self, params: P) -> Result<P::Output>
+    where
+        P: alkstore_core::op::Op + Send + 'static,
+        P::Output: Send + 'static,
+        SqliteEngine: alkstore_core::op::Drive<P>,
+    {
+        let engine = self.engine.clone();
+        tokio::task::spawn_blocking(move || {
+            let db = |e: rusqlite::Error| Error::database("app transaction", e);
+            let mut conn = open_app_connection(engine.path()).map_err(db)?;
+            let tx = conn.transaction().map_err(db)?;
+            // An error leaves the rollback to the caller: dropping `tx`.
+            let out = engine.within(&tx).run_now::<P>(params)?;
+            tx.commit().map_err(db)?;
+            Ok(out)
+        })
+        .await
+        .map_err(|e| Error::database("app transaction", e.to_string()))?
+    }
+
     async fn outbox_enqueue(&self, job: NewJob, commit: bool) -> Result<()> {
         let path = self.engine.path().to_path_buf();
         let engine = self.engine.clone();

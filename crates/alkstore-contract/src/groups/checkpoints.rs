@@ -11,7 +11,7 @@ use alkstore_core::{Clock, ErrorKind, GroupEngine, StreamEngine};
 
 use super::support::{claim, ensure, release, TTL};
 use crate::streams::settle;
-use crate::Harness;
+use crate::{writer, Harness, Where};
 
 /// Worker "w1", holding bucket 0 of `group` under `epoch`, dead-letters
 /// `events` after one failed run each.
@@ -57,14 +57,15 @@ async fn checkpoint_of<E: GroupEngine + alkstore_core::AllOps>(e: &E, bucket: u3
 /// A worker whose lease was taken over moves nothing, forward or backward,
 /// whatever epoch it names; the new holder moves it under its own epoch,
 /// and a later claim starts from the saved checkpoint.
-pub async fn a_stale_epoch_cannot_checkpoint<H: Harness>(h: &H) {
+pub async fn a_stale_epoch_cannot_checkpoint<H: Harness>(h: &H, at: Where) {
     let e = h.engine();
+    let w = writer(h, at);
     let o = publish(e, 4).await;
     ensure(e, "g", 1).await;
     let first = claim(e, "g", "w1", 1).await;
     assert_eq!(first[0].epoch, 1);
     assert_eq!(
-        e.group_checkpoint(cp(0, "w1", 1, o[0])).await.expect("w1"),
+        w.group_checkpoint(cp(0, "w1", 1, o[0])).await.expect("w1"),
         o[0]
     );
 
@@ -77,7 +78,7 @@ pub async fn a_stale_epoch_cannot_checkpoint<H: Harness>(h: &H) {
         ("w1", 2, o[2]),
         ("w2", 1, o[2]),
     ] {
-        let err = e
+        let err = w
             .group_checkpoint(cp(0, worker, epoch, offset))
             .await
             .expect_err("fenced");
@@ -89,12 +90,12 @@ pub async fn a_stale_epoch_cannot_checkpoint<H: Harness>(h: &H) {
     }
     assert_eq!(checkpoint_of(e, 0).await, o[0], "nothing moved");
     assert_eq!(
-        e.group_checkpoint(cp(0, "w2", 2, o[2])).await.expect("w2"),
+        w.group_checkpoint(cp(0, "w2", 2, o[2])).await.expect("w2"),
         o[2]
     );
 
     assert_eq!(release(e, "g", "w2", &[0]).await, 1);
-    let err = e
+    let err = w
         .group_checkpoint(cp(0, "w2", 2, o[3]))
         .await
         .expect_err("released");
@@ -105,25 +106,26 @@ pub async fn a_stale_epoch_cannot_checkpoint<H: Harness>(h: &H) {
 
 /// A checkpoint below the saved one is ignored (the saved one stays and is
 /// returned); one beyond the stream's head is refused and writes nothing.
-pub async fn checkpoints_never_move_backward_nor_past_the_head<H: Harness>(h: &H) {
+pub async fn checkpoints_never_move_backward_nor_past_the_head<H: Harness>(h: &H, at: Where) {
     let e = h.engine();
+    let w = writer(h, at);
     let o = publish(e, 3).await;
     ensure(e, "g", 1).await;
     let epoch = claim(e, "g", "w1", 1).await[0].epoch;
     assert_eq!(
-        e.group_checkpoint(cp(0, "w1", epoch, o[1]))
+        w.group_checkpoint(cp(0, "w1", epoch, o[1]))
             .await
             .expect("fwd"),
         o[1]
     );
     assert_eq!(
-        e.group_checkpoint(cp(0, "w1", epoch, o[0]))
+        w.group_checkpoint(cp(0, "w1", epoch, o[0]))
             .await
             .expect("back"),
         o[1]
     );
     assert_eq!(checkpoint_of(e, 0).await, o[1]);
-    let err = e
+    let err = w
         .group_checkpoint(cp(0, "w1", epoch, o[2] + 1))
         .await
         .expect_err("past the head");
@@ -131,7 +133,7 @@ pub async fn checkpoints_never_move_backward_nor_past_the_head<H: Harness>(h: &H
     assert!(err.to_string().contains("head"), "{err}");
     assert_eq!(checkpoint_of(e, 0).await, o[1]);
     assert_eq!(
-        e.group_checkpoint(cp(0, "w1", epoch, o[2]))
+        w.group_checkpoint(cp(0, "w1", epoch, o[2]))
             .await
             .expect("head"),
         o[2]
@@ -418,12 +420,14 @@ pub async fn resize_rewinds_to_the_lowest_checkpoint_once_no_lease_is_live<H: Ha
 macro_rules! __groups_checkpoints {
     ($then:path, $args:tt) => {
         $then! { @rows $args groups::checkpoints [
-            a_stale_epoch_cannot_checkpoint,
-            checkpoints_never_move_backward_nor_past_the_head,
             dead_letters_are_fenced_and_keep_the_event,
             resize_rewinds_to_the_lowest_checkpoint_once_no_lease_is_live,
             requeued_dead_letters_are_taken_once_by_the_buckets_holder,
             purged_dead_letters_are_gone_and_counted_no_more,
+        ] }
+        $then! { @places $args groups::checkpoints [
+            a_stale_epoch_cannot_checkpoint,
+            checkpoints_never_move_backward_nor_past_the_head,
         ] }
     };
 }

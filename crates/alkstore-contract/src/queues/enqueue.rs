@@ -9,14 +9,15 @@ use alkstore_core::{
     QueueOpts, RetryOutcome,
 };
 
-use super::support::{claim, enqueue_ids, enqueue_one, job, kind, live_count, secs};
-use crate::Harness;
+use super::support::{claim, enqueue_at, job, kind, live_count, secs};
+use crate::{writer, Harness, Where};
 
 /// An enqueued job can be read back, pending, with its options stamped.
-pub async fn enqueue_then_get<H: Harness>(h: &H) {
+pub async fn enqueue_then_get<H: Harness>(h: &H, at: Where) {
     let e = h.engine();
-    let id = enqueue_one(
-        e,
+    let id = enqueue_at(
+        h,
+        at,
         job("q", "hello").with_opts(EnqueueOpts::default().priority(3)),
     )
     .await;
@@ -32,15 +33,15 @@ pub async fn enqueue_then_get<H: Harness>(h: &H) {
 }
 
 /// Payloads are stored byte for byte, including NUL and invalid UTF-8.
-pub async fn payload_bytes_are_kept_exactly<H: Harness>(h: &H) {
+pub async fn payload_bytes_are_kept_exactly<H: Harness>(h: &H, at: Where) {
     let e = h.engine();
     let bytes: Vec<u8> = (0..=255u8).chain([0, 0xff, 0xfe, 0x80]).collect();
-    let id = enqueue_one(e, NewJob::new("bytes", bytes.clone())).await;
+    let id = enqueue_at(h, at, NewJob::new("bytes", bytes.clone())).await;
     let got = claim(e, "bytes", "w", 1).await;
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].id, id);
     assert_eq!(got[0].payload, bytes);
-    let empty = enqueue_one(e, NewJob::new("bytes", Vec::new())).await;
+    let empty = enqueue_at(h, at, NewJob::new("bytes", Vec::new())).await;
     assert_eq!(
         e.job_get(empty)
             .await
@@ -52,15 +53,18 @@ pub async fn payload_bytes_are_kept_exactly<H: Harness>(h: &H) {
 }
 
 /// A batch with one invalid job writes nothing; a valid batch writes all.
-pub async fn batch_enqueue_is_all_or_nothing<H: Harness>(h: &H) {
+pub async fn batch_enqueue_is_all_or_nothing<H: Harness>(h: &H, at: Where) {
     let e = h.engine();
     let mut batch: Vec<NewJob> = (0..10).map(|i| job("b", &i.to_string())).collect();
     batch.push(job("", "no queue"));
-    assert_eq!(kind(e.job_enqueue(batch).await), ErrorKind::InvalidInput);
+    assert_eq!(
+        kind(writer(h, at).job_enqueue(batch).await),
+        ErrorKind::InvalidInput
+    );
     assert_eq!(live_count(e, "b").await, 0);
 
     let batch: Vec<NewJob> = (0..250).map(|i| job("b", &i.to_string())).collect();
-    let out = e.job_enqueue(batch).await.expect("batch");
+    let out = writer(h, at).job_enqueue(batch).await.expect("batch");
     assert_eq!(out.len(), 250);
     let ids: HashSet<i64> = out.iter().map(|o| o.id()).collect();
     assert_eq!(ids.len(), 250, "ids are distinct");
@@ -72,18 +76,18 @@ pub async fn batch_enqueue_is_all_or_nothing<H: Harness>(h: &H) {
 }
 
 /// At most one live job per queue and unique key; the key frees on ack.
-pub async fn unique_key_allows_one_live_job<H: Harness>(h: &H) {
+pub async fn unique_key_allows_one_live_job<H: Harness>(h: &H, at: Where) {
     let e = h.engine();
     let k = || job("u", "x").with_opts(EnqueueOpts::default().unique_key("user-1"));
-    let first = e.job_enqueue(vec![k()]).await.expect("enqueue")[0];
+    let first = writer(h, at).job_enqueue(vec![k()]).await.expect("enqueue")[0];
     let Enqueued::Inserted(id) = first else {
         panic!("first is inserted: {first:?}")
     };
     assert_eq!(
-        e.job_enqueue(vec![k()]).await.expect("enqueue"),
+        writer(h, at).job_enqueue(vec![k()]).await.expect("enqueue"),
         vec![Enqueued::Duplicate(id)]
     );
-    let batch = e
+    let batch = writer(h, at)
         .job_enqueue(vec![k(), job("u", "free")])
         .await
         .expect("batch");
@@ -91,10 +95,13 @@ pub async fn unique_key_allows_one_live_job<H: Harness>(h: &H) {
     assert!(matches!(batch[1], Enqueued::Inserted(_)));
     let other_queue = job("u2", "x").with_opts(EnqueueOpts::default().unique_key("user-1"));
     assert!(matches!(
-        e.job_enqueue(vec![other_queue]).await.expect("enqueue")[0],
+        writer(h, at)
+            .job_enqueue(vec![other_queue])
+            .await
+            .expect("enqueue")[0],
         Enqueued::Inserted(_)
     ));
-    let in_batch = e
+    let in_batch = writer(h, at)
         .job_enqueue(vec![
             job("u3", "a").with_opts(EnqueueOpts::default().unique_key("k")),
             job("u3", "b").with_opts(EnqueueOpts::default().unique_key("k")),
@@ -106,21 +113,21 @@ pub async fn unique_key_allows_one_live_job<H: Harness>(h: &H) {
     let keyed = j.iter().find(|j| j.id == id).expect("keyed job claimed");
     assert!(
         matches!(
-            e.job_enqueue(vec![k()]).await.expect("enqueue")[0],
+            writer(h, at).job_enqueue(vec![k()]).await.expect("enqueue")[0],
             Enqueued::Duplicate(_)
         ),
         "still live while processing"
     );
     e.job_ack(vec![keyed.claim()]).await.expect("ack");
     assert!(matches!(
-        e.job_enqueue(vec![k()]).await.expect("enqueue")[0],
+        writer(h, at).job_enqueue(vec![k()]).await.expect("enqueue")[0],
         Enqueued::Inserted(_)
     ));
 }
 
 /// Every option of a batch enqueue is stamped on each row, whether the batch
 /// is uniform (jobs differ only in payload) or mixed.
-pub async fn batch_stamps_every_option<H: Harness>(h: &H) {
+pub async fn batch_stamps_every_option<H: Harness>(h: &H, at: Where) {
     let e = h.engine();
     let now = h.clock().now();
     let qopts = QueueOpts {
@@ -146,7 +153,7 @@ pub async fn batch_stamps_every_option<H: Harness>(h: &H) {
     mixed[1].opts.priority = 5;
     for batch in [uniform, mixed] {
         let payloads: Vec<Vec<u8>> = batch.iter().map(|j| j.payload.clone()).collect();
-        let ids: Vec<i64> = e
+        let ids: Vec<i64> = writer(h, at)
             .job_enqueue(batch)
             .await
             .expect("enqueue")
@@ -204,20 +211,26 @@ pub async fn batch_stamps_every_option<H: Harness>(h: &H) {
 /// acked or dead-lettered (its id must not come back while it names a dead
 /// letter, and a stale claim on it must not match a new job), not within a
 /// batch, and a requeued dead letter keeps its own.
-pub async fn job_ids_rise_and_are_never_reused<H: Harness>(h: &H) {
+pub async fn job_ids_rise_and_are_never_reused<H: Harness>(h: &H, at: Where) {
     use alkstore_core::DeadSelect;
     let e = h.engine();
-    let acked = enqueue_one(e, job("ids", "a")).await;
+    let acked = enqueue_at(h, at, job("ids", "a")).await;
     let a = claim(e, "ids", "w", 1).await.remove(0);
     assert_eq!(e.job_ack(vec![a.claim()]).await.expect("ack"), vec![true]);
-    let dead = enqueue_one(e, job("ids", "b")).await;
+    let dead = enqueue_at(h, at, job("ids", "b")).await;
     assert!(dead > acked, "{dead} after the acked {acked}");
     let b = claim(e, "ids", "w", 1).await.remove(0);
     assert!(e
         .job_fail(JobFailParams::new(b.claim(), "x"))
         .await
         .expect("fail"));
-    let batch = enqueue_ids(e, vec![job("ids", "c"), job("ids", "d"), job("ids", "e")]).await;
+    let batch: Vec<i64> = writer(h, at)
+        .job_enqueue(vec![job("ids", "c"), job("ids", "d"), job("ids", "e")])
+        .await
+        .expect("enqueue")
+        .iter()
+        .map(|o| o.id())
+        .collect();
     assert!(batch[0] > dead, "{batch:?} after the dead {dead}");
     assert!(batch.windows(2).all(|w| w[0] < w[1]), "{batch:?}");
     // A stale claim on the acked job matches nothing new.
@@ -230,7 +243,7 @@ pub async fn job_ids_rise_and_are_never_reused<H: Harness>(h: &H) {
     );
     let back = e.job_get(dead).await.expect("get").expect("live again");
     assert_eq!((back.id, back.payload.as_slice()), (dead, &b"b"[..]));
-    let last = enqueue_one(e, job("ids", "f")).await;
+    let last = enqueue_at(h, at, job("ids", "f")).await;
     assert!(last > batch[2], "{last} after {batch:?}");
 }
 
@@ -240,7 +253,7 @@ pub async fn job_ids_rise_and_are_never_reused<H: Harness>(h: &H) {
 #[macro_export]
 macro_rules! __queues_enqueue {
     ($then:path, $args:tt) => {
-        $then! { @rows $args queues::enqueue [
+        $then! { @places $args queues::enqueue [
             enqueue_then_get,
             payload_bytes_are_kept_exactly,
             batch_enqueue_is_all_or_nothing,

@@ -59,3 +59,12 @@ pub(crate) async fn live_count<E: QueueEngine + QueueAdmin + alkstore_core::AllO
     let s = e.queue_stats(queue).await.expect("stats");
     s.live()
 }
+
+/// Enqueue `j` where `at` says (the enqueue rows run there); its id.
+pub(crate) async fn enqueue_at<H: crate::Harness>(h: &H, at: crate::Where, j: NewJob) -> i64 {
+    let out = crate::writer(h, at)
+        .job_enqueue(vec![j])
+        .await
+        .expect("enqueue");
+    out[0].id()
+}

@@ -7,7 +7,7 @@ use std::time::Duration;
 use alkstore_core::schedule::{ScheduleFireParams, ScheduleSetParams};
 use alkstore_core::{Clock, ErrorKind, ScheduleEngine};
 
-use crate::Harness;
+use crate::{writer, Harness, Where};
 
 const MIN: i64 = 60_000;
 
@@ -16,11 +16,12 @@ const MIN: i64 = 60_000;
 /// a paused schedule fires nothing, and resuming skips what passed while
 /// paused; removing it is `true` once; pausing an unknown one is
 /// `NotFound`.
-pub async fn schedules_register_change_pause_resume_and_remove<H: Harness>(h: &H) {
+pub async fn schedules_register_change_pause_resume_and_remove<H: Harness>(h: &H, at: Where) {
     let e = h.engine();
+    let w = writer(h, at);
     let now = h.clock().now_ms();
     let first = now.div_euclid(MIN) * MIN + MIN;
-    let s = e
+    let s = w
         .schedule_set(ScheduleSetParams::new("tick", "@every 1m", "jobs").payload(b"p".to_vec()))
         .await
         .expect("set");
@@ -34,7 +35,7 @@ pub async fn schedules_register_change_pause_resume_and_remove<H: Harness>(h: &H
         (Some(first), false, 1, b"p".as_slice())
     );
     h.clock().advance(Duration::from_secs(30));
-    let again = e
+    let again = w
         .schedule_set(ScheduleSetParams::new("tick", "@every 1m", "jobs").priority(5))
         .await
         .expect("set again");
@@ -44,7 +45,7 @@ pub async fn schedules_register_change_pause_resume_and_remove<H: Harness>(h: &H
         "same spec keeps its boundary"
     );
     assert_eq!(again.priority, 5);
-    let hourly = e
+    let hourly = w
         .schedule_set(ScheduleSetParams::new("tick", "0 * * * *", "jobs"))
         .await
         .expect("change");
@@ -53,7 +54,7 @@ pub async fn schedules_register_change_pause_resume_and_remove<H: Harness>(h: &H
         hourly.next_fire_at_ms,
         Some(now.div_euclid(60 * MIN) * 60 * MIN + 60 * MIN)
     );
-    let paused = e.schedule_pause("tick").await.expect("pause");
+    let paused = w.schedule_pause("tick").await.expect("pause");
     assert!(paused.paused);
     h.clock().advance(Duration::from_secs(3 * 3600));
     let fired = e
@@ -61,7 +62,7 @@ pub async fn schedules_register_change_pause_resume_and_remove<H: Harness>(h: &H
         .await
         .expect("fire");
     assert!(fired.fired.is_empty(), "paused: {fired:?}");
-    let resumed = e.schedule_resume("tick").await.expect("resume");
+    let resumed = w.schedule_resume("tick").await.expect("resume");
     let now = h.clock().now_ms();
     assert!(!resumed.paused);
     assert_eq!(
@@ -72,11 +73,11 @@ pub async fn schedules_register_change_pause_resume_and_remove<H: Harness>(h: &H
     let list = e.schedule_list().await.expect("list");
     assert_eq!(list.len(), 1);
     assert_eq!(list[0], resumed);
-    assert!(e.schedule_remove("tick").await.expect("remove"));
-    assert!(!e.schedule_remove("tick").await.expect("remove again"));
-    let err = e.schedule_pause("tick").await.expect_err("gone");
+    assert!(w.schedule_remove("tick").await.expect("remove"));
+    assert!(!w.schedule_remove("tick").await.expect("remove again"));
+    let err = w.schedule_pause("tick").await.expect_err("gone");
     assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
-    let err = e.schedule_resume("nope").await.expect_err("unknown");
+    let err = w.schedule_resume("nope").await.expect_err("unknown");
     assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
     assert!(e.schedule_list().await.expect("list").is_empty());
 }
@@ -85,8 +86,9 @@ pub async fn schedules_register_change_pause_resume_and_remove<H: Harness>(h: &H
 /// and a fire limit of 0 are `InvalidInput` whose message names the
 /// problem (a cron field out of range: which field, and what it takes); no
 /// schedule appears.
-pub async fn bad_schedule_input_is_refused_and_writes_nothing<H: Harness>(h: &H) {
+pub async fn bad_schedule_input_is_refused_and_writes_nothing<H: Harness>(h: &H, at: Where) {
     let e = h.engine();
+    let w = writer(h, at);
     let cases = [
         (ScheduleSetParams::new("s", "@every 0s", "q"), "positive"),
         (
@@ -132,11 +134,11 @@ pub async fn bad_schedule_input_is_refused_and_writes_nothing<H: Harness>(h: &H)
         ),
     ];
     for (params, says) in cases {
-        let err = e.schedule_set(params.clone()).await.expect_err("refused");
+        let err = w.schedule_set(params.clone()).await.expect_err("refused");
         assert_eq!(err.kind(), ErrorKind::InvalidInput, "{params:?}: {err}");
         assert!(err.to_string().contains(says), "{params:?}: {err}");
     }
-    let err = e.schedule_pause("").await.expect_err("empty name");
+    let err = w.schedule_pause("").await.expect_err("empty name");
     assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
     let err = e
         .schedule_fire_due(ScheduleFireParams::new(0))
@@ -151,7 +153,7 @@ pub async fn bad_schedule_input_is_refused_and_writes_nothing<H: Harness>(h: &H)
 #[macro_export]
 macro_rules! __schedules_registry {
     ($then:path, $args:tt) => {
-        $then! { @rows $args schedules::registry [
+        $then! { @places $args schedules::registry [
             schedules_register_change_pause_resume_and_remove,
             bad_schedule_input_is_refused_and_writes_nothing,
         ] }

@@ -5,7 +5,7 @@ use alkstore_core::Writes as _;
 use alkstore_core::{Clock, ErrorKind, StreamEngine};
 
 use super::support::{publish_one, settle};
-use crate::Harness;
+use crate::{writer, Harness, Where};
 
 fn commit(stream: &str, consumer: &str, offset: i64) -> StreamOffsetCommitParams {
     StreamOffsetCommitParams::new(stream, consumer, offset)
@@ -24,7 +24,7 @@ async fn three_readable<E: StreamEngine + alkstore_core::AllOps>(e: &E) -> Vec<i
 
 /// A consumer has no offset until it commits one (distinct from 0); a
 /// commit below the saved offset is ignored and returns the saved one.
-pub async fn offsets_start_unset_and_only_move_forward<H: Harness>(h: &H) {
+pub async fn offsets_start_unset_and_only_move_forward<H: Harness>(h: &H, at: Where) {
     let e = h.engine();
     assert_eq!(
         e.stream_offset_get(StreamOffsetGetParams::new("s", "c"))
@@ -33,7 +33,8 @@ pub async fn offsets_start_unset_and_only_move_forward<H: Harness>(h: &H) {
         None
     );
     assert_eq!(
-        e.stream_offset_commit(commit("s", "c", 0))
+        writer(h, at)
+            .stream_offset_commit(commit("s", "c", 0))
             .await
             .expect("0"),
         0
@@ -46,13 +47,15 @@ pub async fn offsets_start_unset_and_only_move_forward<H: Harness>(h: &H) {
     );
     let o = three_readable(e).await;
     assert_eq!(
-        e.stream_offset_commit(commit("s", "c", o[1]))
+        writer(h, at)
+            .stream_offset_commit(commit("s", "c", o[1]))
             .await
             .expect("o2"),
         o[1]
     );
     assert_eq!(
-        e.stream_offset_commit(commit("s", "c", o[0]))
+        writer(h, at)
+            .stream_offset_commit(commit("s", "c", o[0]))
             .await
             .expect("back"),
         o[1],
@@ -65,7 +68,8 @@ pub async fn offsets_start_unset_and_only_move_forward<H: Harness>(h: &H) {
         Some(o[1])
     );
     assert_eq!(
-        e.stream_offset_commit(commit("s", "c", o[2]))
+        writer(h, at)
+            .stream_offset_commit(commit("s", "c", o[2]))
             .await
             .expect("o3"),
         o[2]
@@ -80,11 +84,11 @@ pub async fn offsets_start_unset_and_only_move_forward<H: Harness>(h: &H) {
 }
 
 /// A commit beyond the stream's head is refused and saves nothing.
-pub async fn committing_beyond_the_head_is_refused<H: Harness>(h: &H) {
+pub async fn committing_beyond_the_head_is_refused<H: Harness>(h: &H, at: Where) {
     let e = h.engine();
     let head = publish_one(e, "s", "1").await;
     settle(e, "s").await;
-    let err = e
+    let err = writer(h, at)
         .stream_offset_commit(commit("s", "c", head + 1))
         .await
         .expect_err("beyond head");
@@ -95,7 +99,7 @@ pub async fn committing_beyond_the_head_is_refused<H: Harness>(h: &H) {
             .expect("get"),
         None
     );
-    let err = e
+    let err = writer(h, at)
         .stream_offset_commit(commit("empty", "c", 1))
         .await
         .expect_err("no events at all");
@@ -107,7 +111,8 @@ pub async fn committing_beyond_the_head_is_refused<H: Harness>(h: &H) {
         None
     );
     assert_eq!(
-        e.stream_offset_commit(commit("s", "c", head))
+        writer(h, at)
+            .stream_offset_commit(commit("s", "c", head))
             .await
             .expect("head"),
         head
@@ -119,7 +124,7 @@ pub async fn committing_beyond_the_head_is_refused<H: Harness>(h: &H) {
 /// otherwise fails with `NotHeld` and saves nothing, even moving forward;
 /// the head still bounds it. Without an expectation, commits stay
 /// monotone.
-pub async fn an_expected_commit_moves_only_from_the_expected_offset<H: Harness>(h: &H) {
+pub async fn an_expected_commit_moves_only_from_the_expected_offset<H: Harness>(h: &H, at: Where) {
     let e = h.engine();
     let o = three_readable(e).await;
     let saved = || async {
@@ -128,7 +133,7 @@ pub async fn an_expected_commit_moves_only_from_the_expected_offset<H: Harness>(
             .expect("get")
     };
     let refused = |expected: i64, offset: i64| async move {
-        let err = e
+        let err = writer(h, at)
             .stream_offset_commit(commit("s", "c", offset).expecting(expected))
             .await
             .expect_err("the saved offset is not the expected one");
@@ -138,7 +143,8 @@ pub async fn an_expected_commit_moves_only_from_the_expected_offset<H: Harness>(
     refused(o[0], o[1]).await;
     assert_eq!(saved().await, None, "nothing saved");
     assert_eq!(
-        e.stream_offset_commit(commit("s", "c", o[0]).expecting(0))
+        writer(h, at)
+            .stream_offset_commit(commit("s", "c", o[0]).expecting(0))
             .await
             .expect("from nothing"),
         o[0]
@@ -147,7 +153,8 @@ pub async fn an_expected_commit_moves_only_from_the_expected_offset<H: Harness>(
     // Another instance moved it on: a commit from the old offset, even a
     // further one, is refused and changes nothing.
     assert_eq!(
-        e.stream_offset_commit(commit("s", "c", o[1]).expecting(o[0]))
+        writer(h, at)
+            .stream_offset_commit(commit("s", "c", o[1]).expecting(o[0]))
             .await
             .expect("from o1"),
         o[1]
@@ -156,36 +163,41 @@ pub async fn an_expected_commit_moves_only_from_the_expected_offset<H: Harness>(
     refused(0, o[2]).await;
     assert_eq!(saved().await, Some(o[1]), "unmoved by the refused commits");
     // The head still bounds it; then the expected commit moves it.
-    let err = e
+    let err = writer(h, at)
         .stream_offset_commit(commit("s", "c", o[2] + 1).expecting(o[1]))
         .await
         .expect_err("beyond the head");
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
     assert_eq!(
-        e.stream_offset_commit(commit("s", "c", o[1]).expecting(o[1]))
+        writer(h, at)
+            .stream_offset_commit(commit("s", "c", o[1]).expecting(o[1]))
             .await
             .expect("where it is"),
         o[1],
         "expecting where it is and staying there holds"
     );
     assert_eq!(
-        e.stream_offset_commit(commit("s", "c", o[2]).expecting(o[1]))
+        writer(h, at)
+            .stream_offset_commit(commit("s", "c", o[2]).expecting(o[1]))
             .await
             .expect("from o2"),
         o[2]
     );
     // A saved 0 is 0 too; without an expectation nothing changed.
-    e.stream_offset_commit(commit("s", "zero", 0))
+    writer(h, at)
+        .stream_offset_commit(commit("s", "zero", 0))
         .await
         .expect("0");
     assert_eq!(
-        e.stream_offset_commit(commit("s", "zero", o[0]).expecting(0))
+        writer(h, at)
+            .stream_offset_commit(commit("s", "zero", o[0]).expecting(0))
             .await
             .expect("from a saved 0"),
         o[0]
     );
     assert_eq!(
-        e.stream_offset_commit(commit("s", "c", o[0]))
+        writer(h, at)
+            .stream_offset_commit(commit("s", "c", o[0]))
             .await
             .expect("monotone"),
         o[2],
@@ -194,17 +206,19 @@ pub async fn an_expected_commit_moves_only_from_the_expected_offset<H: Harness>(
 }
 
 /// Offsets list every consumer with its lag (events after its offset).
-pub async fn offsets_list_consumers_with_their_lag<H: Harness>(h: &H) {
+pub async fn offsets_list_consumers_with_their_lag<H: Harness>(h: &H, at: Where) {
     let e = h.engine();
     let mut o = Vec::new();
     for i in 0..4 {
         o.push(publish_one(e, "s", &i.to_string()).await);
     }
     settle(e, "s").await;
-    e.stream_offset_commit(commit("s", "slow", o[0]))
+    writer(h, at)
+        .stream_offset_commit(commit("s", "slow", o[0]))
         .await
         .expect("slow");
-    e.stream_offset_commit(commit("s", "fast", o[3]))
+    writer(h, at)
+        .stream_offset_commit(commit("s", "fast", o[3]))
         .await
         .expect("fast");
     let list = e.stream_offsets("s").await.expect("offsets");
@@ -221,7 +235,7 @@ pub async fn offsets_list_consumers_with_their_lag<H: Harness>(h: &H) {
 #[macro_export]
 macro_rules! __streams_offsets {
     ($then:path, $args:tt) => {
-        $then! { @rows $args streams::offsets [
+        $then! { @places $args streams::offsets [
             offsets_start_unset_and_only_move_forward,
             committing_beyond_the_head_is_refused,
             an_expected_commit_moves_only_from_the_expected_offset,

@@ -5,14 +5,14 @@ use alkstore_core::Writes as _;
 use alkstore_core::{Clock, ErrorKind, StreamEngine};
 
 use super::support::{ev, payloads, publish_one, read_all, settle};
-use crate::Harness;
+use crate::{writer, Harness, Where};
 
 /// Publish returns each event's offset; offsets grow in the order given,
 /// and a read returns the events exactly as published.
-pub async fn publish_returns_increasing_offsets<H: Harness>(h: &H) {
+pub async fn publish_returns_increasing_offsets<H: Harness>(h: &H, at: Where) {
     let e = h.engine();
     let first = publish_one(e, "orders", "a").await;
-    let batch = e
+    let batch = writer(h, at)
         .stream_publish(vec![
             ev("orders", "b").key("k1"),
             ev("orders", "c"),
@@ -108,23 +108,23 @@ pub async fn concurrent_publishes_each_get_their_own_offsets<H: Harness>(h: &H) 
 }
 
 /// A batch with one bad event writes none of them.
-pub async fn batch_publish_is_all_or_none<H: Harness>(h: &H) {
+pub async fn batch_publish_is_all_or_none<H: Harness>(h: &H, at: Where) {
     let e = h.engine();
     let huge = NewEvent::new("orders", vec![0u8; (1 << 20) + 1]);
-    let err = e
+    let err = writer(h, at)
         .stream_publish(vec![ev("orders", "ok"), huge])
         .await
         .expect_err("too large");
     assert_eq!(err.kind(), ErrorKind::PayloadTooLarge);
-    let err = e
+    let err = writer(h, at)
         .stream_publish(vec![ev("orders", "ok"), ev("", "no name")])
         .await
         .expect_err("no stream name");
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
     assert!(read_all(e, "orders", 0).await.is_empty());
     assert!(e.stream_list().await.expect("list").is_empty());
-    assert!(e
-        .stream_publish(Vec::new())
+    assert!(writer(h, at)
+        .stream_publish(Vec::<NewEvent>::new())
         .await
         .expect("empty")
         .is_empty());
@@ -154,14 +154,14 @@ pub async fn outbox_publish_commits_with_the_caller<H: Harness>(h: &H) {
 }
 
 /// Streams are separate logs; offsets are unique across the store.
-pub async fn streams_are_separate_logs<H: Harness>(h: &H) {
+pub async fn streams_are_separate_logs<H: Harness>(h: &H, at: Where) {
     let e = h.engine();
     let mut offsets = Vec::new();
     for i in 0..5 {
         offsets.push(publish_one(e, "left", &format!("l{i}")).await);
         offsets.push(publish_one(e, "right", &format!("r{i}")).await);
     }
-    let mixed = e
+    let mixed = writer(h, at)
         .stream_publish(vec![ev("left", "l5"), ev("right", "r5")])
         .await
         .expect("mixed batch");
@@ -284,13 +284,15 @@ pub async fn reads_page_backwards_from_the_head<H: Harness>(h: &H) {
 macro_rules! __streams_publish {
     ($then:path, $args:tt) => {
         $then! { @rows $args streams::publish [
-            publish_returns_increasing_offsets,
             concurrent_publishes_each_get_their_own_offsets,
-            batch_publish_is_all_or_none,
             outbox_publish_commits_with_the_caller,
-            streams_are_separate_logs,
             reads_page_in_offset_order,
             reads_page_backwards_from_the_head,
+        ] }
+        $then! { @places $args streams::publish [
+            publish_returns_increasing_offsets,
+            batch_publish_is_all_or_none,
+            streams_are_separate_logs,
         ] }
     };
 }
