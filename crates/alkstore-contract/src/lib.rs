@@ -76,6 +76,7 @@ use alkstore_core::{
 pub use alkstore;
 pub use places::{writer, Where, Writer};
 
+pub mod channels;
 pub mod groups;
 pub mod locks;
 mod model;
@@ -301,6 +302,7 @@ macro_rules! contract_suite {
 macro_rules! __areas {
     ($then:path, $args:tt) => {
         $crate::__queues!($then, $args);
+        $crate::__channels!($then, $args);
         $crate::__streams!($then, $args);
         $crate::__groups!($then, $args);
         $crate::__locks!($then, $args);

@@ -8,7 +8,7 @@ use alkstore_core::lock::{
 };
 use alkstore_core::{Clock, LockEngine};
 
-use crate::Harness;
+use crate::{Harness, Where};
 
 pub(crate) const TTL: Duration = Duration::from_secs(10);
 
@@ -145,6 +145,46 @@ pub async fn one_of_8_concurrent_acquirers_wins<H: Harness>(h: &H) {
     }
 }
 
+/// A fence passes while the lock is held under the token, whoever checks
+/// it, and is `NotHeld` once the lock lapsed, passed on or was released;
+/// an empty name is refused.
+pub async fn a_fence_passes_only_under_the_current_token<H: Harness>(h: &H, at: Where) {
+    use alkstore_core::lock::LockFenceParams;
+    use alkstore_core::{ErrorKind, Writes as _};
+    let w = crate::writer(h, at);
+    let a = acquire(h, "fenced", "a").await.expect("free");
+    w.lock_fence(LockFenceParams::new("fenced", a.token))
+        .await
+        .expect("held under its token");
+    let stale = w
+        .lock_fence(LockFenceParams::new("fenced", a.token + 1))
+        .await
+        .expect_err("another token");
+    assert_eq!(stale.kind(), ErrorKind::NotHeld, "{stale}");
+    h.clock().advance(TTL + Duration::from_secs(1));
+    let lapsed = w
+        .lock_fence(LockFenceParams::new("fenced", a.token))
+        .await
+        .expect_err("lapsed");
+    assert_eq!(lapsed.kind(), ErrorKind::NotHeld, "{lapsed}");
+    let b = acquire(h, "fenced", "b").await.expect("taken over");
+    assert!(b.token > a.token);
+    w.lock_fence(LockFenceParams::new("fenced", b.token))
+        .await
+        .expect("the new holder's token");
+    assert!(matches!(release(h, &b, "b").await, LockReleased::Released));
+    let released = w
+        .lock_fence(LockFenceParams::new("fenced", b.token))
+        .await
+        .expect_err("released");
+    assert_eq!(released.kind(), ErrorKind::NotHeld, "{released}");
+    let empty = w
+        .lock_fence(LockFenceParams::new("", 1))
+        .await
+        .expect_err("no name");
+    assert_eq!(empty.kind(), ErrorKind::InvalidInput, "{empty}");
+}
+
 /// The rows above, for [`contract_suite!`](crate::contract_suite).
 #[doc(hidden)]
 #[macro_export]
@@ -154,6 +194,9 @@ macro_rules! __locks_fencing {
             only_the_holder_renews_or_releases_and_tokens_grow,
             an_expired_lock_is_taken_over_and_its_old_holder_is_fenced,
             one_of_8_concurrent_acquirers_wins,
+        ] }
+        $then! { @places $args locks::fencing [
+            a_fence_passes_only_under_the_current_token,
         ] }
     };
 }

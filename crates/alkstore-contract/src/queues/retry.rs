@@ -11,11 +11,13 @@ use alkstore_core::{
 };
 
 use super::support::{claim, enqueue_ids, enqueue_one, job, kind, secs};
-use crate::Harness;
+use crate::places::assert_lost;
+use crate::{writer, Harness, Where};
 
 /// Retry reschedules with exponential backoff plus bounded jitter.
-pub async fn retry_backs_off_with_jitter<H: Harness>(h: &H) {
+pub async fn retry_backs_off_with_jitter<H: Harness>(h: &H, at: Where) {
     let e = h.engine();
+    let w = writer(h, at);
     let opts = QueueOpts {
         max_attempts: 5,
         backoff_base: secs(10),
@@ -27,7 +29,7 @@ pub async fn retry_backs_off_with_jitter<H: Harness>(h: &H) {
         let j = claim(e, "r", "w", 1).await.remove(0);
         assert_eq!(j.attempt, attempt);
         let now = h.clock().now();
-        let out = e
+        let out = w
             .job_retry(JobRetryParams::new(j.claim(), format!("boom {attempt}")))
             .await
             .expect("retry");
@@ -55,7 +57,7 @@ pub async fn retry_backs_off_with_jitter<H: Harness>(h: &H) {
         expected_min *= 2;
     }
     let j = claim(e, "r", "w", 1).await.remove(0);
-    let out = e
+    let out = w
         .job_retry(JobRetryParams::new(j.claim(), "e").delay(secs(2)))
         .await
         .expect("retry");
@@ -63,22 +65,23 @@ pub async fn retry_backs_off_with_jitter<H: Harness>(h: &H) {
 }
 
 /// Retrying the last attempt moves the job to dead with its error.
-pub async fn retry_on_last_attempt_goes_dead<H: Harness>(h: &H) {
+pub async fn retry_on_last_attempt_goes_dead<H: Harness>(h: &H, at: Where) {
     let e = h.engine();
+    let w = writer(h, at);
     let id = enqueue_one(
         e,
         job("rd", "x").with_opts(EnqueueOpts::default().max_attempts(2)),
     )
     .await;
     let j = claim(e, "rd", "w", 1).await.remove(0);
-    let out = e
+    let out = w
         .job_retry(JobRetryParams::new(j.claim(), "first").delay(Duration::ZERO))
         .await
         .expect("retry");
     assert!(matches!(out, RetryOutcome::Scheduled(_)));
     let j = claim(e, "rd", "w", 1).await.remove(0);
     assert_eq!(j.attempt, 2);
-    let out = e
+    let out = w
         .job_retry(JobRetryParams::new(j.claim(), "second"))
         .await
         .expect("retry");
@@ -92,11 +95,12 @@ pub async fn retry_on_last_attempt_goes_dead<H: Harness>(h: &H) {
 }
 
 /// Fail moves a job to dead at once, whatever attempts remain.
-pub async fn fail_goes_straight_to_dead<H: Harness>(h: &H) {
+pub async fn fail_goes_straight_to_dead<H: Harness>(h: &H, at: Where) {
     let e = h.engine();
+    let w = writer(h, at);
     let id = enqueue_one(e, job("f", "x")).await;
     let j = claim(e, "f", "w", 1).await.remove(0);
-    assert!(e
+    assert!(w
         .job_fail(JobFailParams::new(j.claim(), "bad payload"))
         .await
         .expect("fail"));
@@ -105,20 +109,22 @@ pub async fn fail_goes_straight_to_dead<H: Harness>(h: &H) {
     assert_eq!(info.dead_reason.as_deref(), Some("failed"));
     assert_eq!(info.last_error.as_deref(), Some("bad payload"));
     assert_eq!(info.died_at, Some(h.clock().now()));
-    assert!(!e
-        .job_fail(JobFailParams::new(j.claim(), "again"))
-        .await
-        .expect("fail"));
+    assert_lost(
+        at,
+        w.job_fail(JobFailParams::new(j.claim(), "again")).await,
+        false,
+    );
 }
 
 /// A snooze puts a claimed job back, due later, without using an attempt.
-pub async fn snooze_runs_later_without_using_an_attempt<H: Harness>(h: &H) {
+pub async fn snooze_runs_later_without_using_an_attempt<H: Harness>(h: &H, at: Where) {
     let e = h.engine();
+    let w = writer(h, at);
     let id = enqueue_one(e, job("sn", "x")).await;
     let j = claim(e, "sn", "w", 1).await.remove(0);
     let now = h.clock().now();
     assert_eq!(
-        e.job_snooze(JobSnoozeParams::new(j.claim(), secs(30)))
+        w.job_snooze(JobSnoozeParams::new(j.claim(), secs(30)))
             .await
             .expect("snooze"),
         Some(now + 30)
@@ -135,7 +141,7 @@ pub async fn snooze_runs_later_without_using_an_attempt<H: Harness>(h: &H) {
     assert_eq!((again.id, again.attempt), (id, 1));
     assert_eq!(
         kind(
-            e.job_snooze(JobSnoozeParams::new(again.claim(), Duration::MAX))
+            w.job_snooze(JobSnoozeParams::new(again.claim(), Duration::MAX))
                 .await
         ),
         ErrorKind::InvalidInput
@@ -404,12 +410,14 @@ pub async fn settle_records_many_outcomes_in_one_call<H: Harness>(h: &H) {
 macro_rules! __queues_retry {
     ($then:path, $args:tt) => {
         $then! { @rows $args queues::retry [
+            every_attempt_error_is_kept,
+            settle_records_many_outcomes_in_one_call,
+        ] }
+        $then! { @places $args queues::retry [
             retry_backs_off_with_jitter,
             retry_on_last_attempt_goes_dead,
             fail_goes_straight_to_dead,
             snooze_runs_later_without_using_an_attempt,
-            every_attempt_error_is_kept,
-            settle_records_many_outcomes_in_one_call,
         ] }
     };
 }
