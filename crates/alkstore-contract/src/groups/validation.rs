@@ -10,14 +10,15 @@ use alkstore_core::group::{
 use alkstore_core::{ErrorKind, GroupEngine};
 
 use super::support::TTL;
-use crate::Harness;
+use crate::{Harness, Where};
 
 /// Empty names, N of 0 or above the cap, a TTL of 0, a claim of 0, a
 /// negative checkpoint or an epoch below 1, a read limit of 0 and an
 /// out-of-range bucket are `InvalidInput`; an unknown group's status and
 /// renewal are `NotFound`; nothing is created by any of them.
-pub async fn bad_group_input_is_refused_and_writes_nothing<H: Harness>(h: &H) {
+pub async fn bad_group_input_is_refused_and_writes_nothing<H: Harness>(h: &H, at: Where) {
     let e = h.engine();
+    let w = crate::writer(h, at);
     let invalid = [
         e.group_ensure(GroupEnsureParams::new("", "s", 4)).await,
         e.group_ensure(GroupEnsureParams::new("g", "", 4)).await,
@@ -39,10 +40,10 @@ pub async fn bad_group_input_is_refused_and_writes_nothing<H: Harness>(h: &H) {
         e.group_release(GroupReleaseParams::new("g", "w", vec![MAX_BUCKETS]))
             .await
             .map(|_| ()),
-        e.group_checkpoint(GroupCheckpointParams::new("g", 0, "w", 1, -1))
+        w.group_checkpoint(GroupCheckpointParams::new("g", 0, "w", 1, -1))
             .await
             .map(|_| ()),
-        e.group_checkpoint(GroupCheckpointParams::new("g", 0, "w", 0, 1))
+        w.group_checkpoint(GroupCheckpointParams::new("g", 0, "w", 0, 1))
             .await
             .map(|_| ()),
         e.group_read(GroupReadParams::new("g", 0, 0, 0))
@@ -68,7 +69,7 @@ pub async fn bad_group_input_is_refused_and_writes_nothing<H: Harness>(h: &H) {
 #[macro_export]
 macro_rules! __groups_validation {
     ($then:path, $args:tt) => {
-        $then! { @rows $args groups::validation [
+        $then! { @places $args groups::validation [
             bad_group_input_is_refused_and_writes_nothing,
         ] }
     };

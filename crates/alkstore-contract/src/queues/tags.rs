@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 
 use super::support::{claim, enqueue_ids, enqueue_one, job, kind, live_count, secs};
 use crate::tx::support::{begin_with_row, End};
-use crate::Harness;
+use crate::{Harness, Where};
 
 /// `{"by": "ops", "n": 3, "trace": {"id": "t-1"}}`.
 fn meta() -> Map<String, Value> {
@@ -41,8 +41,9 @@ async fn info<E: QueueEngine + QueueAdmin + alkstore_core::AllOps>(e: &E, id: i6
 /// Tags (repeats kept once, order kept) and metadata read back as given
 /// on the pending job, the claimed one, the dead letter, the requeued
 /// job and the completed one; an untagged job has none.
-pub async fn tags_and_meta_travel_with_the_job<H: Harness>(h: &H) {
+pub async fn tags_and_meta_travel_with_the_job<H: Harness>(h: &H, at: Where) {
     let e = h.engine();
+    let w = crate::writer(h, at);
     let q = "tagged";
     let keep = QueueOpts {
         keep_completed: Some(secs(600)),
@@ -64,7 +65,7 @@ pub async fn tags_and_meta_travel_with_the_job<H: Harness>(h: &H) {
     assert_eq!(got[0].id, id);
     assert_eq!(got[0].tags, ["billing", "vip"]);
     assert_eq!(got[0].meta, meta());
-    e.job_fail(JobFailParams::new(got[0].claim(), "boom"))
+    w.job_fail(JobFailParams::new(got[0].claim(), "boom"))
         .await
         .expect("fail");
     let dead = info(e, id).await;
@@ -91,7 +92,7 @@ pub async fn tags_and_meta_travel_with_the_job<H: Harness>(h: &H) {
     assert_eq!(got.len(), 2);
     let mine = got.iter().find(|j| j.id == id).expect("claimed again");
     assert_eq!(
-        e.job_ack(vec![mine.claim()]).await.expect("ack"),
+        w.job_ack(vec![mine.claim()]).await.expect("ack"),
         vec![true]
     );
     let done = info(e, id).await;
@@ -241,8 +242,9 @@ pub async fn listings_filter_by_tag<H: Harness>(h: &H) {
 /// Too many tags, an empty or NUL tag, metadata over the limit: a typed
 /// invalid-input error, and nothing is written. A bad tag filter is
 /// refused too.
-pub async fn malformed_tags_and_meta_are_refused<H: Harness>(h: &H) {
+pub async fn malformed_tags_and_meta_are_refused<H: Harness>(h: &H, at: Where) {
     let e = h.engine();
+    let w = crate::writer(h, at);
     let q = "bad-tags";
     let many: Vec<String> = (0..=MAX_TAGS).map(|i| format!("t{i}")).collect();
     let too_many = EnqueueOpts {
@@ -262,7 +264,7 @@ pub async fn malformed_tags_and_meta_are_refused<H: Harness>(h: &H) {
     ] {
         let batch = vec![job(q, "ok"), job(q, "bad").with_opts(opts.clone())];
         assert_eq!(
-            kind(e.job_enqueue(batch).await),
+            kind(w.job_enqueue(batch).await),
             ErrorKind::InvalidInput,
             "{opts:?}"
         );
@@ -294,10 +296,12 @@ pub async fn malformed_tags_and_meta_are_refused<H: Harness>(h: &H) {
 macro_rules! __queues_tags {
     ($then:path, $args:tt) => {
         $then! { @rows $args queues::tags [
-            tags_and_meta_travel_with_the_job,
             every_enqueue_path_keeps_tags,
             listings_filter_by_tag,
+        ] }
+        $then! { @places $args queues::tags [
             malformed_tags_and_meta_are_refused,
+            tags_and_meta_travel_with_the_job,
         ] }
     };
 }

@@ -7,17 +7,18 @@ use alkstore_core::stream::{
 use alkstore_core::Writes as _;
 use alkstore_core::{ErrorKind, StreamEngine};
 
-use crate::Harness;
+use crate::{Harness, Where};
 
 /// Empty, over-long or NUL names, limits of 0 or above the cap, negative
 /// offsets, trims without a criterion: each an `InvalidInput`, and the
 /// store stays empty.
-pub async fn bad_stream_input_is_refused<H: Harness>(h: &H) {
+pub async fn bad_stream_input_is_refused<H: Harness>(h: &H, at: Where) {
     let e = h.engine();
+    let w = crate::writer(h, at);
     let long = "x".repeat(201);
     for name in ["", long.as_str(), "a\0b"] {
         let errs = [
-            e.stream_publish(NewEvent::new(name, b"x".to_vec()))
+            w.stream_publish(NewEvent::new(name, b"x".to_vec()))
                 .await
                 .map(|_| ()),
             e.stream_read(StreamReadParams::new(name, 0, 10))
@@ -29,10 +30,10 @@ pub async fn bad_stream_input_is_refused<H: Harness>(h: &H) {
             e.stream_offset_get(StreamOffsetGetParams::new("s", name))
                 .await
                 .map(|_| ()),
-            e.stream_offset_commit(StreamOffsetCommitParams::new(name, "c", 0))
+            w.stream_offset_commit(StreamOffsetCommitParams::new(name, "c", 0))
                 .await
                 .map(|_| ()),
-            e.stream_offset_commit(StreamOffsetCommitParams::new("s", name, 0))
+            w.stream_offset_commit(StreamOffsetCommitParams::new("s", name, 0))
                 .await
                 .map(|_| ()),
             e.stream_stats(name).await.map(|_| ()),
@@ -51,7 +52,7 @@ pub async fn bad_stream_input_is_refused<H: Harness>(h: &H) {
     }
     let key = NewEvent::new("s", b"x".to_vec()).key("");
     assert_eq!(
-        e.stream_publish(key).await.expect_err("key").kind(),
+        w.stream_publish(key).await.expect_err("key").kind(),
         ErrorKind::InvalidInput
     );
     for limit in [0, 10_001] {
@@ -61,13 +62,13 @@ pub async fn bad_stream_input_is_refused<H: Harness>(h: &H) {
             .expect_err("limit");
         assert_eq!(err.kind(), ErrorKind::InvalidInput, "limit {limit}");
     }
-    let err = e
+    let err = w
         .stream_offset_commit(StreamOffsetCommitParams::new("s", "c", -1))
         .await
         .expect_err("negative");
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
     for (offset, expected) in [(1, -1), (1, 2)] {
-        let err = e
+        let err = w
             .stream_offset_commit(
                 StreamOffsetCommitParams::new("s", "c", offset).expecting(expected),
             )
@@ -100,7 +101,7 @@ pub async fn bad_stream_input_is_refused<H: Harness>(h: &H) {
         .map(|_| NewEvent::new("s", b"x".to_vec()))
         .collect();
     assert_eq!(
-        e.stream_publish(too_many)
+        w.stream_publish(too_many)
             .await
             .expect_err("batch cap")
             .kind(),
@@ -117,7 +118,7 @@ pub async fn bad_stream_input_is_refused<H: Harness>(h: &H) {
 #[macro_export]
 macro_rules! __streams_validation {
     ($then:path, $args:tt) => {
-        $then! { @rows $args streams::validation [
+        $then! { @places $args streams::validation [
             bad_stream_input_is_refused,
         ] }
     };
