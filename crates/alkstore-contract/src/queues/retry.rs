@@ -155,14 +155,15 @@ pub async fn snooze_runs_later_without_using_an_attempt<H: Harness>(h: &H, at: W
 
 /// Each failed attempt's error is kept on the job, in order, through retries
 /// and into the dead-letter table.
-pub async fn every_attempt_error_is_kept<H: Harness>(h: &H) {
+pub async fn every_attempt_error_is_kept<H: Harness>(h: &H, at: Where) {
     let e = h.engine();
+    let w = crate::writer(h, at);
     let id = enqueue_one(e, job("errs", "x")).await;
     for n in 1..=2 {
         let j = claim(e, "errs", "w", 1).await.remove(0);
         let p = JobRetryParams::new(j.claim(), format!("boom {n}")).delay(Duration::ZERO);
         assert!(matches!(
-            e.job_retry(p).await.expect("retry"),
+            w.job_retry(p).await.expect("retry"),
             RetryOutcome::Scheduled(_)
         ));
     }
@@ -175,7 +176,7 @@ pub async fn every_attempt_error_is_kept<H: Harness>(h: &H) {
     assert_eq!(seen, vec![(1, "boom 1"), (2, "boom 2")]);
     assert_eq!(info.last_error.as_deref(), Some("boom 2"));
     let j = claim(e, "errs", "w", 1).await.remove(0);
-    assert!(e
+    assert!(w
         .job_fail(JobFailParams::new(j.claim(), "final"))
         .await
         .expect("fail"));
@@ -190,7 +191,7 @@ pub async fn every_attempt_error_is_kept<H: Harness>(h: &H) {
     // Huge errors are cut, not refused.
     let id = enqueue_one(e, job("errs2", "x")).await;
     let j = claim(e, "errs2", "w", 1).await.remove(0);
-    assert!(e
+    assert!(w
         .job_fail(JobFailParams::new(j.claim(), "é".repeat(10_000)))
         .await
         .expect("fail"));
@@ -200,13 +201,13 @@ pub async fn every_attempt_error_is_kept<H: Harness>(h: &H) {
     // refused: PostgreSQL text cannot hold NUL.
     let id = enqueue_one(e, job("errs3", "x")).await;
     let j = claim(e, "errs3", "w", 1).await.remove(0);
-    let retried = e
+    let retried = w
         .job_retry(JobRetryParams::new(j.claim(), "bad\0byte").delay(Duration::ZERO))
         .await
         .expect("retry with a NUL");
     assert!(matches!(retried, RetryOutcome::Scheduled(_)));
     let j = claim(e, "errs3", "w", 1).await.remove(0);
-    assert!(e
+    assert!(w
         .job_fail(JobFailParams::new(j.claim(), "dead\0end"))
         .await
         .expect("fail with a NUL"));
@@ -410,8 +411,10 @@ pub async fn settle_records_many_outcomes_in_one_call<H: Harness>(h: &H) {
 macro_rules! __queues_retry {
     ($then:path, $args:tt) => {
         $then! { @rows $args queues::retry [
-            every_attempt_error_is_kept,
             settle_records_many_outcomes_in_one_call,
+        ] }
+        $then! { @places $args queues::retry [
+            every_attempt_error_is_kept,
         ] }
         $then! { @places $args queues::retry [
             retry_backs_off_with_jitter,

@@ -14,7 +14,7 @@ use alkstore_core::{
 };
 
 use super::support::{claim, enqueue_ids, job, kind, secs};
-use crate::Harness;
+use crate::{Harness, Where};
 
 fn bucket(queue: &str, start: i64, completed: u64, failed: u64) -> ThroughputBucket {
     ThroughputBucket {
@@ -49,8 +49,9 @@ async fn throughput<E: QueueAdmin + alkstore_core::AllOps>(
 /// Acks count as completed and retries and failures as failed, in the
 /// bucket of the store's clock, per queue; acks of claims no longer held,
 /// snoozes and releases count nothing.
-pub async fn throughput_counts_each_finished_job<H: Harness>(h: &H) {
+pub async fn throughput_counts_each_finished_job<H: Harness>(h: &H, at: Where) {
     let e = h.engine();
+    let w = crate::writer(h, at);
     // Start at a bucket's first second, so the steps below stay in it.
     let now = h.clock().now();
     h.clock().advance(secs(
@@ -69,33 +70,29 @@ pub async fn throughput_counts_each_finished_job<H: Harness>(h: &H) {
     assert_eq!(a.len(), 7);
     // Three acked in one batch (one of a queue that keeps completed jobs),
     // one retried, one failed, one snoozed, one released.
-    let acked = e
+    let acked = w
         .job_ack(vec![a[0].claim(), a[1].claim(), a[6].claim()])
         .await
         .expect("ack");
     assert_eq!(acked, vec![true, true, true]);
-    e.job_retry(JobRetryParams::new(a[2].claim(), "boom").delay(Duration::ZERO))
+    w.job_retry(JobRetryParams::new(a[2].claim(), "boom").delay(Duration::ZERO))
         .await
         .expect("retry");
-    assert!(e
+    assert!(w
         .job_fail(JobFailParams::new(a[3].claim(), "bad"))
         .await
         .expect("fail"));
-    e.job_snooze(JobSnoozeParams::new(a[4].claim(), secs(1)))
+    w.job_snooze(JobSnoozeParams::new(a[4].claim(), secs(1)))
         .await
         .expect("snooze");
     assert!(e.job_release(a[5].claim()).await.expect("release"));
     // No longer held: refused, and not counted.
-    assert_eq!(
-        e.job_ack(vec![a[0].claim()]).await.expect("ack"),
-        vec![false]
-    );
-    assert!(!e
-        .job_fail(JobFailParams::new(a[3].claim(), "again"))
-        .await
-        .expect("fail"));
+    use crate::places::assert_lost;
+    assert_lost(at, w.job_ack(vec![a[0].claim()]).await, vec![false]);
+    let again = JobFailParams::new(a[3].claim(), "again");
+    assert_lost(at, w.job_fail(again).await, false);
     for j in claim(e, "tp-b", "w", 2).await {
-        assert_eq!(e.job_ack(vec![j.claim()]).await.expect("ack"), vec![true]);
+        assert_eq!(w.job_ack(vec![j.claim()]).await.expect("ack"), vec![true]);
     }
     let got = throughput(e, None, secs(60)).await;
     assert_eq!(got.now, b0);
@@ -109,7 +106,7 @@ pub async fn throughput_counts_each_finished_job<H: Harness>(h: &H) {
     h.clock().advance(secs(THROUGHPUT_BUCKET_S.unsigned_abs()));
     let again = claim(e, "tp-a", "w", 10).await;
     let retried = again.iter().find(|j| j.id == a[2].id).expect("retried job");
-    e.job_ack(vec![retried.claim()]).await.expect("ack");
+    w.job_ack(vec![retried.claim()]).await.expect("ack");
     let b1 = b0 + THROUGHPUT_BUCKET_S;
     let one = throughput(e, Some("tp-a"), secs(60)).await;
     assert_eq!(
@@ -271,10 +268,12 @@ pub async fn throughput_refuses_bad_input<H: Harness>(h: &H) {
 macro_rules! __queues_throughput {
     ($then:path, $args:tt) => {
         $then! { @rows $args queues::throughput [
-            throughput_counts_each_finished_job,
             throughput_totals_survive_the_sweep,
             throughput_refuses_bad_input,
             the_sweep_keeps_a_week_of_depth_samples,
+        ] }
+        $then! { @places $args queues::throughput [
+            throughput_counts_each_finished_job,
         ] }
     };
 }
