@@ -24,7 +24,7 @@ use crate::Store;
 /// use alkstore::queue::JobListParams;
 /// let jobs = store.jobs();
 /// for job in jobs.list(JobListParams::new(50).queue("emails")).await? {
-///     println!("{} {:?} attempt {}", job.id, job.state, job.attempt);
+///     println!("{} {:?} attempts {}", job.id, job.state, job.attempts);
 /// }
 /// jobs.cancel(42).await?;
 /// # Ok(()) }
