@@ -226,8 +226,9 @@ fn retry(claim: Claim, error: &str, delay: Option<Duration>) -> Settle {
 /// Many retries, failures and snoozes recorded in one call behave exactly
 /// as the single calls do, in the order given; a claim no longer held is
 /// reported, not applied; invalid input anywhere rejects the whole batch.
-pub async fn settle_records_many_outcomes_in_one_call<H: Harness>(h: &H) {
+pub async fn settle_records_many_outcomes_in_one_call<H: Harness>(h: &H, at: Where) {
     let e = h.engine();
+    let w = crate::writer(h, at);
     let quick = QueueOpts {
         backoff_base: secs(10),
         ..QueueOpts::default()
@@ -255,37 +256,46 @@ pub async fn settle_records_many_outcomes_in_one_call<H: Harness>(h: &H) {
             delay: Duration::MAX,
         },
     ];
-    assert_eq!(kind(e.job_settle(bad).await), ErrorKind::InvalidInput);
+    assert_eq!(kind(w.job_settle(bad).await), ErrorKind::InvalidInput);
     assert_eq!(
         e.job_get(ids[1]).await.expect("get").expect("live").state,
         JobState::Processing,
         "a rejected batch writes nothing"
     );
     let now = h.clock().now();
-    let out = e
-        .job_settle(vec![
-            retry(held(ids[0]), "again", Some(secs(5))),
-            Settle::Fail {
-                claim: held(ids[1]),
-                error: "never".into(),
-            },
-            Settle::Snooze {
-                claim: held(ids[2]),
-                delay: secs(30),
-            },
-            retry(stale, "stale", None),
-        ])
-        .await
-        .expect("settle");
-    assert_eq!(
-        out,
-        vec![
-            Settled::Retried(RetryOutcome::Scheduled(now + 5)),
-            Settled::Failed(true),
-            Settled::Snoozed(Some(now + 30)),
-            Settled::Retried(RetryOutcome::NotHeld),
-        ]
-    );
+    let batch = vec![
+        retry(held(ids[0]), "again", Some(secs(5))),
+        Settle::Fail {
+            claim: held(ids[1]),
+            error: "never".into(),
+        },
+        Settle::Snooze {
+            claim: held(ids[2]),
+            delay: secs(30),
+        },
+        retry(stale, "stale", None),
+    ];
+    let want = vec![
+        Settled::Retried(RetryOutcome::Scheduled(now + 5)),
+        Settled::Failed(true),
+        Settled::Snoozed(Some(now + 30)),
+        Settled::Retried(RetryOutcome::NotHeld),
+    ];
+    let out = w.job_settle(batch.clone()).await;
+    if at.in_tx() {
+        // The stale claim refuses the whole transaction; without it the
+        // rest settles as it would have.
+        assert_lost(at, out, want.clone());
+        assert_eq!(
+            e.job_get(ids[1]).await.expect("get").expect("live").state,
+            JobState::Processing,
+            "a refused transaction writes nothing"
+        );
+        let out = w.job_settle(batch[..3].to_vec()).await.expect("settle");
+        assert_eq!(out, want[..3]);
+    } else {
+        assert_eq!(out.expect("settle"), want);
+    }
     let ids = &ids;
     let state = |i: usize| async move { e.job_get(ids[i]).await.expect("get").expect("row") };
     let first = state(0).await;
@@ -304,7 +314,7 @@ pub async fn settle_records_many_outcomes_in_one_call<H: Harness>(h: &H) {
         (JobState::Pending, 0, now + 30)
     );
     assert_eq!(
-        e.job_ack(vec![held(ids[3])]).await.expect("ack"),
+        w.job_ack(vec![held(ids[3])]).await.expect("ack"),
         vec![true],
         "the stale claim's retry changed nothing"
     );
@@ -313,23 +323,26 @@ pub async fn settle_records_many_outcomes_in_one_call<H: Harness>(h: &H) {
     let again = claim(e, "settle", "w", 1).await;
     let again = again.first().expect("the new job is due").claim();
     let now = h.clock().now();
-    let twice = e
-        .job_settle(vec![
-            retry(again.clone(), "once", Some(secs(5))),
-            Settle::Fail {
-                claim: again.clone(),
-                error: "twice".into(),
-            },
-        ])
-        .await
-        .expect("settle twice");
-    assert_eq!(
-        twice,
-        vec![
-            Settled::Retried(RetryOutcome::Scheduled(now + 5)),
-            Settled::Failed(false),
-        ]
-    );
+    let batch = vec![
+        retry(again.clone(), "once", Some(secs(5))),
+        Settle::Fail {
+            claim: again.clone(),
+            error: "twice".into(),
+        },
+    ];
+    let want = vec![
+        Settled::Retried(RetryOutcome::Scheduled(now + 5)),
+        Settled::Failed(false),
+    ];
+    let twice = w.job_settle(batch.clone()).await;
+    if at.in_tx() {
+        // The second no longer holds the claim: refused whole.
+        assert_lost(at, twice, want.clone());
+        let once = w.job_settle(batch[..1].to_vec()).await.expect("settle");
+        assert_eq!(once, want[..1]);
+    } else {
+        assert_eq!(twice.expect("settle twice"), want);
+    }
     let after = e.job_get(again.id).await.expect("get").expect("live");
     assert_eq!(
         (after.state, after.last_error.as_deref()),
@@ -357,7 +370,7 @@ pub async fn settle_records_many_outcomes_in_one_call<H: Harness>(h: &H) {
     };
     e.job_cancel(ends[1]).await.expect("cancel a running job");
     let now = h.clock().now();
-    let out = e
+    let out = w
         .job_settle(vec![
             retry(held(ends[0]), "e0", None),
             retry(held(ends[1]), "e1", None),
@@ -401,7 +414,7 @@ pub async fn settle_records_many_outcomes_in_one_call<H: Harness>(h: &H) {
         );
         assert_eq!(back.last_error, Some(format!("e{i}")));
     }
-    assert_eq!(e.job_settle(Vec::new()).await.expect("empty"), Vec::new());
+    assert_eq!(w.job_settle(Vec::new()).await.expect("empty"), Vec::new());
 }
 
 /// The rows above, for [`contract_suite!`](crate::contract_suite): list each
@@ -410,7 +423,7 @@ pub async fn settle_records_many_outcomes_in_one_call<H: Harness>(h: &H) {
 #[macro_export]
 macro_rules! __queues_retry {
     ($then:path, $args:tt) => {
-        $then! { @rows $args queues::retry [
+        $then! { @places $args queues::retry [
             settle_records_many_outcomes_in_one_call,
         ] }
         $then! { @places $args queues::retry [
