@@ -352,7 +352,8 @@ macro_rules! __contract_tests {
                 .await;
             }
         )*
-    };    (@places [$factory:path, $runtime:path] $area:ident :: $sub:ident [$($name:ident),* $(,)?]) => {
+    };
+    (@places [$factory:path, $runtime:path] $area:ident :: $sub:ident [$($name:ident),* $(,)?]) => {
         $(
             mod $name {
                 $crate::__contract_tests! { @place [$factory] $area $sub $name autocommit Autocommit }

@@ -38,8 +38,8 @@ impl Where {
 /// A row's writes, made where `at` says: a [`Place`], so the row calls
 /// the same named writes (`job_enqueue`, `stream_publish`, …, from
 /// [`Writes`](alkstore_core::Writes)) it would call on the engine, and
-/// each is committed where it ran before the call returns (a failed one
-/// rolls its transaction back).
+/// each is committed where it ran before the call returns (a failed one's
+/// transaction is rolled back before it returns).
 #[derive(Debug, Clone, Copy)]
 pub struct Writer<'h, H> {
     h: &'h H,
@@ -73,9 +73,19 @@ impl<H: Harness> Place for Writer<'_, H> {
                 Where::Autocommit => h.engine().run_as::<P>(name, params).await,
                 Where::EngineTx => {
                     let tx = Transaction::begin(h.engine()).await?;
-                    let out = tx.run_as::<P>(name, params).await?;
-                    tx.commit().await?;
-                    Ok(out)
+                    match tx.run_as::<P>(name, params).await {
+                        Ok(out) => {
+                            tx.commit().await?;
+                            Ok(out)
+                        }
+                        Err(e) => {
+                            // Rolled back before the row goes on: a dropped
+                            // transaction's rollback may still be on its way,
+                            // holding the rows the failed write locked.
+                            let _ = tx.rollback().await;
+                            Err(e)
+                        }
+                    }
                 }
                 Where::AppTx => h.in_app_tx(params).await,
             }

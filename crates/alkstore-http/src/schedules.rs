@@ -107,7 +107,6 @@ pub struct ScheduleRequest {
 }
 
 impl ScheduleRequest {
-    /// The schedule named `name`.
     /// The spec, queue and options it asks for, as [`Schedule::set_with`](alkstore::schedule::Schedule::set_with) takes them.
     pub(crate) fn into_set(self) -> ApiResult<(String, String, alkstore::schedule::ScheduleOpts)> {
         let payload = encode_either(&self.payload, self.payload_base64.as_deref())?;
@@ -123,6 +122,7 @@ impl ScheduleRequest {
         Ok((self.spec, self.queue, opts))
     }
 
+    /// The schedule named `name`.
     pub(crate) fn into_params(self, name: String) -> ApiResult<ScheduleSetParams> {
         let mut p = ScheduleSetParams::new(name, self.spec, self.queue);
         p.tz = self.tz;

@@ -91,7 +91,11 @@ impl Harness for SqliteHarness {
         tokio::task::spawn_blocking(move || {
             let db = |e: rusqlite::Error| Error::database("app transaction", e);
             let mut conn = open_app_connection(engine.path()).map_err(db)?;
-            let tx = conn.transaction().map_err(db)?;
+            // Immediate, as `within`'s docs ask of a transaction that may
+            // fence (ack, settle, checkpoint, lock fence).
+            let tx = conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .map_err(db)?;
             // An error leaves the rollback to the caller: dropping `tx`.
             let out = engine.within(&tx).run_now::<P>(params)?;
             tx.commit().map_err(db)?;

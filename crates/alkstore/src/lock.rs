@@ -103,7 +103,8 @@ impl Lock {
     /// Take the lock for one TTL if it is free or lapsed, without a guard:
     /// the grant's token is the caller's to renew and release
     /// ([`Lock::renew`], [`Lock::release`]) — a holder in another process
-    /// or language (the HTTP API). `None` while someone else holds it.
+    /// or language (the HTTP API). `None` while it is held, this owner's
+    /// hold included (locks are not re-entrant).
     pub async fn grant(&self) -> Result<Option<LockGrant>> {
         self.at
             .engine()

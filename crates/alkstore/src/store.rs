@@ -212,8 +212,8 @@ impl Store {
         self.engine().queue_paused().await
     }
 
-    /// Jobs finished per queue and per minute over a window, for one queue
-    /// or every one (see [`QueueThroughputParams`](crate::queue::QueueThroughputParams)).
+    /// Jobs finished per queue in 10-second buckets over a window, and
+    /// each queue's totals, for one queue or every one (see [`QueueThroughputParams`](crate::queue::QueueThroughputParams)).
     pub async fn throughput(
         &self,
         window: crate::queue::QueueThroughputParams,
@@ -232,14 +232,15 @@ impl Store {
         self.engine().queue_depth_history(window).await
     }
 
-    /// Every lock held or recently held, by name.
+    /// Every lock ever acquired in the store, held or not, by name.
     pub async fn locks(&self) -> Result<Vec<crate::lock::LockInfo>> {
         use alkstore_core::LockEngine;
         self.engine().lock_list().await
     }
 
-    /// Run the store's maintenance sweep now (a worker runs it every few
-    /// seconds): lapsed claims back to their queues, expired rows pruned.
+    /// Run the store's maintenance sweep now (a worker runs it every
+    /// minute by default): lapsed claims back to their queues, expired
+    /// rows pruned.
     pub async fn sweep(&self) -> Result<crate::SweepReport> {
         alkstore_core::Engine::sweep(&self.engine).await
     }

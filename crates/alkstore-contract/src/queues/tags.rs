@@ -10,7 +10,7 @@ use alkstore_core::{
 };
 use serde_json::{json, Map, Value};
 
-use super::support::{claim, enqueue_ids, enqueue_one, job, kind, live_count, secs};
+use super::support::{claim, enqueue_at, enqueue_ids, enqueue_one, job, kind, live_count, secs};
 use crate::tx::support::{begin_with_row, End};
 use crate::{Harness, Where};
 
@@ -49,12 +49,13 @@ pub async fn tags_and_meta_travel_with_the_job<H: Harness>(h: &H, at: Where) {
         keep_completed: Some(secs(600)),
         ..QueueOpts::default()
     };
-    let id = enqueue_one(
-        e,
+    let id = enqueue_at(
+        h,
+        at,
         tagged(q, "p", &["billing", "vip", "billing"]).with_queue_opts(keep),
     )
     .await;
-    let plain = enqueue_one(e, job(q, "plain")).await;
+    let plain = enqueue_at(h, at, job(q, "plain")).await;
     let pending = info(e, id).await;
     assert_eq!(tags_of(&pending), ["billing", "vip"]);
     assert_eq!(pending.meta, meta());

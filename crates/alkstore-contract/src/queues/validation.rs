@@ -10,7 +10,7 @@ use alkstore_core::{
     QueueAdmin, QueueEngine, QueueOpts, RetryOutcome,
 };
 
-use super::support::{claim, enqueue_one, job, kind, live_count, secs};
+use super::support::{claim, enqueue_at, enqueue_one, job, kind, live_count, secs};
 use crate::{Harness, Where};
 
 /// Every kind of bad input gets a typed error and changes nothing.
@@ -149,7 +149,7 @@ pub async fn names_are_limited_to_200_bytes<H: Harness>(h: &H, at: Where) {
     let odd = "a b/c%2F\u{1}\té";
     for name in [fits.as_str(), odd] {
         let keyed = job(name, "x").with_opts(EnqueueOpts::default().unique_key(name));
-        enqueue_one(e, keyed).await;
+        enqueue_at(h, at, keyed).await;
         let got = claim(e, name, &fits, 1).await;
         assert_eq!(got.len(), 1, "{name:?}");
         assert_eq!(got[0].queue, name);

@@ -542,7 +542,6 @@ pub async fn bad_group_options_are_refused<H: RuntimeHarness>(h: &H) {
     assert!(err.to_string().contains("4 buckets"), "{err}");
 }
 
-/// The rows above, for [`contract_suite!`](crate::contract_suite).
 /// What the typed row publishes.
 #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 struct Item {
@@ -622,6 +621,7 @@ pub async fn group_handlers_get_decoded_payloads_and_undecodable_ones_are_dead_l
     );
 }
 
+/// The rows above, for [`contract_suite!`](crate::contract_suite).
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __runtime_groups {

@@ -251,7 +251,15 @@ pub async fn a_group_member_driven_by_hand_claims_reads_checkpoints_and_leaves<
         .count();
     assert_eq!(owned_by_b, 1);
     let handoffs = group.handoffs(10).await.expect("handoffs");
-    assert!(!handoffs.recent.is_empty());
+    let given = handoffs
+        .recent
+        .iter()
+        .find(|x| x.bucket == buckets[0] && x.to_worker == "b")
+        .expect("the bucket a gave b is recorded");
+    assert_eq!(
+        (given.from_worker.as_deref(), given.cause),
+        (Some("a"), alkstore::group::HandoffCause::Rebalance)
+    );
     assert_eq!(a.leave().await.expect("leave"), 3);
     assert_eq!(b.leave().await.expect("leave"), 1);
 }

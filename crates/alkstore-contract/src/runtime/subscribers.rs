@@ -342,7 +342,6 @@ pub async fn a_head_start_is_saved_so_a_failure_resumes_there<H: RuntimeHarness>
     assert_eq!(seen.list(), ["bad", "later"], "resumed at the failed event");
 }
 
-/// The rows above, for [`contract_suite!`](crate::contract_suite).
 /// What the typed rows publish.
 #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 struct Item {
@@ -412,6 +411,7 @@ pub async fn subscriber_decodes_payloads_and_stops_at_one_that_does_not<H: Runti
     );
 }
 
+/// The rows above, for [`contract_suite!`](crate::contract_suite).
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __runtime_subscribers {

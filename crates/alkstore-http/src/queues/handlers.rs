@@ -1,5 +1,6 @@
-//! The queue, job and dead-letter handlers: each reads its request, makes
-//! one engine call and shapes the answer. Their doc comments and
+//! The queue, job and dead-letter handlers: each reads its request, calls
+//! the store's handles (`store.queue(..)`, `store.jobs()`) and shapes the
+//! answer. Their doc comments and
 //! `utoipa::path` attributes are the operations of the OpenAPI document.
 
 use std::time::Duration;

@@ -128,8 +128,8 @@ impl Group {
             .await
     }
 
-    /// Hand the dead letters at `offsets` back to their buckets' holders
-    /// to run again; how many.
+    /// Hand the dead letters at `offsets` (empty: every one of the group's)
+    /// back to their buckets' holders to run again; how many.
     pub async fn requeue_dead(&self, offsets: Vec<i64>) -> Result<u64> {
         self.store
             .engine()
@@ -137,7 +137,8 @@ impl Group {
             .await
     }
 
-    /// Delete the dead letters at `offsets`; how many.
+    /// Delete the dead letters at `offsets` (empty: every one of the
+    /// group's); how many.
     pub async fn purge_dead(&self, offsets: Vec<i64>) -> Result<u64> {
         self.store
             .engine()
@@ -154,8 +155,10 @@ impl Group {
             .await
     }
 
-    /// Change the group's bucket count to `buckets`, once no lease is live
-    /// (every bucket restarts from the lowest checkpoint).
+    /// Change the group's bucket count to `buckets` (every bucket restarts
+    /// from the lowest checkpoint). Refused with
+    /// [`ErrorKind::Conflict`](crate::ErrorKind::Conflict) while any lease
+    /// is live: stop the group's workers first.
     pub async fn resize(&self, buckets: u32) -> Result<GroupResize> {
         self.store
             .engine()
@@ -187,8 +190,9 @@ impl Group {
 }
 
 /// One member of a consumer group, driven by hand (see [`Group::member`]).
-/// Every call is fenced as the runner's are: a lease is the member's only
-/// while its epoch is current.
+/// Its checkpoints are fenced by the lease's epoch, as the runner's are; a
+/// read is not (it reads whichever buckets it is given), so read only the
+/// buckets the last `renew` or `claim` says the member holds.
 #[derive(Debug, Clone)]
 pub struct Member {
     store: Store,

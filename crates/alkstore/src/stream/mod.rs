@@ -187,8 +187,8 @@ impl Stream {
     }
 
     /// Delete the events below `before` and those published longer ago
-    /// than `older_than` (either may be `None`), in one call; returns how
-    /// many.
+    /// than `older_than` (at least one of the two given), in one call;
+    /// returns how many.
     pub async fn trim(
         &self,
         before: Option<i64>,
