@@ -40,7 +40,9 @@ use crate::{AnyEngine, Stream};
 /// by name through [`Writes`](alkstore_core::Writes) on
 /// [`Tx::transaction`]; and the engine's native handle for the
 /// application's own SQL ([`Tx::sqlite`], [`Tx::postgres`]). Dropped
-/// without [`Tx::commit`], it rolls back.
+/// without [`Tx::commit`], it rolls back (on PostgreSQL in the background:
+/// await [`Tx::rollback`] when what follows needs the rows it locked at
+/// once).
 #[derive(Debug)]
 pub struct Tx(Transaction<AnyEngine>);
 

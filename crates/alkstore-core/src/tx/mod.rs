@@ -101,6 +101,12 @@ pub trait TxDriver: TxConn + Clone {
 /// Calls take `&self`, so handles on it can be held side by side; they run
 /// one at a time, in the order they were made (a second call made while
 /// one runs waits for it).
+///
+/// Dropped without [`Transaction::commit`], it rolls back; on PostgreSQL
+/// that rollback is sent in the background, so the rows the transaction
+/// locked (a claim it acked, a bucket it checkpointed) stay locked until
+/// it reaches the server. Call [`Transaction::rollback`] and await it when
+/// what follows needs those rows at once.
 pub struct Transaction<E: TxDriver> {
     engine: E,
     state: Mutex<State<E::Tx>>,
