@@ -220,7 +220,7 @@ pub struct SchedulerReport {
 pub struct Scheduler {
     engine: AnyEngine,
     opts: SchedulerOpts,
-    worker: Option<String>,
+    worker: String,
 }
 
 impl Scheduler {
@@ -229,7 +229,7 @@ impl Scheduler {
         Scheduler {
             engine: store.engine().clone(),
             opts: SchedulerOpts::default(),
-            worker: None,
+            worker: crate::worker::default_worker_id(),
         }
     }
 
@@ -237,7 +237,7 @@ impl Scheduler {
     /// per process run).
     #[must_use]
     pub fn worker_id(mut self, id: impl Into<String>) -> Scheduler {
-        self.worker = Some(id.into());
+        self.worker = id.into();
         self
     }
 
@@ -263,18 +263,13 @@ impl Scheduler {
         shutdown: impl Future<Output = ()>,
         mut on_fire: impl FnMut(&Fired),
     ) -> Result<SchedulerReport> {
-        if let Some(id) = &self.worker {
-            alkstore_core::validate::validate_worker(id)?;
-        }
+        alkstore_core::validate::validate_worker(&self.worker)?;
         let mut report = SchedulerReport::default();
         let registration = {
             use crate::process::{Registration, Role, PROCESS_HEARTBEAT};
             let p = Role {
                 kind: "scheduler",
-                id: self
-                    .worker
-                    .clone()
-                    .unwrap_or_else(crate::worker::default_worker_id),
+                id: self.worker.clone(),
                 roles: Vec::new(),
                 concurrency: 1,
             };

@@ -32,7 +32,7 @@ pub struct GroupRunner {
     stream: String,
     buckets: u32,
     opts: GroupOpts,
-    worker: Option<String>,
+    worker: String,
     handler: Option<Handler>,
 }
 
@@ -47,7 +47,7 @@ impl GroupRunner {
             stream: stream.into(),
             buckets: 16,
             opts: GroupOpts::default(),
-            worker: None,
+            worker: crate::worker::default_worker_id(),
             handler: None,
         }
     }
@@ -69,7 +69,7 @@ impl GroupRunner {
     /// Name this worker (default: unique per process run). Two live workers
     /// must never share a name.
     pub fn worker_id(mut self, id: impl Into<String>) -> GroupRunner {
-        self.worker = Some(id.into());
+        self.worker = id.into();
         self
     }
 
@@ -244,10 +244,7 @@ impl GroupRunner {
             ));
         };
         let engine = self.store.engine().clone();
-        let worker: Arc<str> = self
-            .worker
-            .unwrap_or_else(crate::worker::default_worker_id)
-            .into();
+        let worker: Arc<str> = self.worker.into();
         // Everything checked before anything is written: the options, and
         // the names and worker id every call of the run will carry.
         let limits = engine.limits();

@@ -202,19 +202,13 @@ impl Stream {
 
     /// Delete events below `offset`; returns how many.
     pub async fn trim_before(&self, offset: i64) -> Result<u64> {
-        self.store
-            .engine()
-            .stream_trim(StreamTrimParams::before(self.name.clone(), offset))
-            .await
+        self.trim(Some(offset), None).await
     }
 
     /// Delete events published longer ago than `age` (at least 1 s, as
     /// [`retain`](Stream::retain)); returns how many.
     pub async fn trim_older_than(&self, age: std::time::Duration) -> Result<u64> {
-        self.store
-            .engine()
-            .stream_trim(StreamTrimParams::older_than(self.name.clone(), age))
-            .await
+        self.trim(None, Some(age)).await
     }
 
     /// Keep events at most `max_age` (at least 1 s; maintenance sweeps

@@ -89,7 +89,7 @@ pub struct Subscriber {
     stream: Stream,
     consumer: String,
     opts: SubscriberOpts,
-    worker: Option<String>,
+    worker: String,
     handler: Option<EventHandler>,
 }
 
@@ -124,7 +124,7 @@ impl Subscriber {
             stream: store.stream(stream),
             consumer: consumer.into(),
             opts: SubscriberOpts::default(),
-            worker: None,
+            worker: crate::worker::default_worker_id(),
             handler: None,
         }
     }
@@ -138,7 +138,7 @@ impl Subscriber {
     /// Name this subscriber in the store's process list (default: unique
     /// per process run).
     pub fn worker_id(mut self, id: impl Into<String>) -> Subscriber {
-        self.worker = Some(id.into());
+        self.worker = id.into();
         self
     }
 
@@ -265,17 +265,12 @@ impl Subscriber {
                 "no handler: give one with handler or handler_tx before run_until",
             ));
         };
-        if let Some(id) = &self.worker {
-            alkstore_core::validate::validate_worker(id)?;
-        }
+        alkstore_core::validate::validate_worker(&self.worker)?;
         let registration = {
             use crate::process::{Registration, Role, PROCESS_HEARTBEAT};
             let p = Role {
                 kind: "subscriber",
-                id: self
-                    .worker
-                    .clone()
-                    .unwrap_or_else(crate::worker::default_worker_id),
+                id: self.worker.clone(),
                 roles: vec![format!("{}/{}", self.stream.name(), self.consumer)],
                 concurrency: 1,
             };
