@@ -136,6 +136,18 @@ pub trait Harness: Send + Sync + Sized + 'static {
         events: Vec<NewEvent>,
     ) -> impl Future<Output = Result<HeldPublish>> + Send;
 
+    /// On a connection of the application's, open a transaction that
+    /// writes a row of its own (publishing nothing) and keep it open until
+    /// the returned handle ends it: in the store's own database when
+    /// `same_database`, else in another database of the same server
+    /// (another file beside the store's, for SQLite). `None` where such a
+    /// transaction would stop the store's own writers (SQLite's one writer
+    /// per file), so there is nothing to ask the engine.
+    fn hold_foreign_write(
+        &self,
+        same_database: bool,
+    ) -> impl Future<Output = Result<Option<HeldPublish>>> + Send;
+
     /// The application's own SQL inside `tx`: insert a row keyed `key` into
     /// the application's business table (made with the harness), through
     /// the transaction's native handle (SQLite's connection,
@@ -191,11 +203,12 @@ pub trait Harness: Send + Sync + Sized + 'static {
     fn teardown(self) -> impl Future<Output = ()> + Send;
 }
 
-/// A publishing transaction a harness keeps open (see
-/// [`Harness::publish_held`]) until [`HeldPublish::finish`].
+/// A transaction a harness keeps open (see [`Harness::publish_held`] and
+/// [`Harness::hold_foreign_write`]) until [`HeldPublish::finish`].
 #[derive(Debug)]
 pub struct HeldPublish {
-    /// The offsets the open transaction's publish reported.
+    /// The offsets the open transaction's publish reported (none for a
+    /// transaction that publishes nothing).
     pub offsets: Vec<i64>,
     end: tokio::sync::oneshot::Sender<bool>,
     done: tokio::task::JoinHandle<Result<()>>,

@@ -50,7 +50,13 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/015_group_handoffs.sql"),
     include_str!("../migrations/016_queue_depth.sql"),
     include_str!("../migrations/017_job_tags_meta.sql"),
+    include_str!("../migrations/018_publisher_horizon.sql"),
 ];
+
+/// The first key of the shared advisory lock in which a stream publisher
+/// that already had a transaction id shows readers its offset base
+/// (migration 018): "alk\0".
+pub const PUBLISH_ADVISORY_NS: i32 = 0x616C_6B00;
 
 /// The schema version this build writes and understands.
 #[allow(clippy::cast_possible_wrap)] // a handful of migrations
@@ -151,6 +157,9 @@ pub mod tables {
     pub const GROUP_HANDOFF_TOTAL: &str = "group_handoff_total";
     /// Queue depth samples, taken by the sweep.
     pub const QUEUE_DEPTH: &str = "queue_depth";
+    /// Where a stream publisher that already had a transaction id draws a
+    /// fresh one (migration 018); always empty.
+    pub const PUBLISH_BASE: &str = "publish_base";
 }
 
 /// The LISTEN/NOTIFY channel of a schema's queues (`alkstore_{schema}`).
@@ -282,7 +291,9 @@ fn quote_literal(text: &str) -> String {
 
 /// A migration with its placeholders replaced by quoted identifiers:
 /// `@job@`, `@dead@`, `@done@`, `@meta@` (tables in the schema), `@schema@`,
-/// `@schema_literal@` (the schema's name as a string literal)
+/// `@schema_literal@` (the schema's name as a string literal),
+/// `@event_literal@` (the event table's qualified name as a string literal),
+/// `@advisory_ns@` ([`PUBLISH_ADVISORY_NS`])
 /// and `@index:NAME@` (`{schema}_NAME`, schema-prefixed so a co-tenant's
 /// index of the same name cannot make `IF NOT EXISTS` skip ours). Every name
 /// goes through [`quote_identifier`], the injection boundary.
@@ -318,6 +329,11 @@ fn render(sql: &str, schema: &str) -> String {
             "schedule_fire" => QualifiedTable::new(schema, tables::SCHEDULE_FIRE).to_string(),
             "group_handoff" => QualifiedTable::new(schema, tables::GROUP_HANDOFF).to_string(),
             "queue_depth" => QualifiedTable::new(schema, tables::QUEUE_DEPTH).to_string(),
+            "publish_base" => QualifiedTable::new(schema, tables::PUBLISH_BASE).to_string(),
+            "advisory_ns" => PUBLISH_ADVISORY_NS.to_string(),
+            "event_literal" => {
+                quote_literal(&QualifiedTable::new(schema, tables::EVENT).to_string())
+            }
             "group_handoff_total" => {
                 QualifiedTable::new(schema, tables::GROUP_HANDOFF_TOTAL).to_string()
             }
@@ -349,7 +365,16 @@ mod tests {
         for (n, m) in MIGRATIONS.iter().enumerate() {
             let sql = render(m, r#"we"ird"#);
             for token in [
-                "@job@", "@dead@", "@done@", "@meta@", "@event@", "@stream", "@index:", "@schema@",
+                "@job@",
+                "@dead@",
+                "@done@",
+                "@meta@",
+                "@event@",
+                "@stream",
+                "@index:",
+                "@schema@",
+                "@publish_base@",
+                "@event_literal@",
             ] {
                 assert!(!sql.contains(token), "migration {} keeps {token}", n + 1);
             }

@@ -197,6 +197,45 @@ impl Harness for PgHarness {
         publish_held(&self.url, self.engine.clone(), events).await
     }
 
+    async fn hold_foreign_write(&self, same_database: bool) -> Result<Option<HeldPublish>> {
+        // Straight to the server: a foreign transaction is not the pooler's.
+        let (url, statement) = if same_database {
+            (
+                self.listen.clone().unwrap_or_else(|| self.url.clone()),
+                format!(
+                    "INSERT INTO {} (note) VALUES ('a foreign write')",
+                    orders_table(&self.schema)
+                ),
+            )
+        } else {
+            (
+                testing::ensure_database(&testing::database_url(), "alkstore_test_foreign").await?,
+                "CREATE TEMP TABLE foreign_write (x INT) ON COMMIT DROP; \
+                 INSERT INTO foreign_write VALUES (1)"
+                    .to_string(),
+            )
+        };
+        let (mut client, conn) = tokio_postgres::connect(&url, NoTls)
+            .await
+            .map_err(outbox_err)?;
+        let driver = tokio::spawn(conn);
+        let (begun_tx, begun) = tokio::sync::oneshot::channel();
+        let (end, decision) = tokio::sync::oneshot::channel::<bool>();
+        let done = tokio::spawn(async move {
+            let tx = client.transaction().await.map_err(outbox_err)?;
+            tx.batch_execute(&statement).await.map_err(outbox_err)?;
+            let _ = begun_tx.send(());
+            finish_tx(tx, decision.await.unwrap_or(false)).await?;
+            drop(client);
+            let _ = driver.await;
+            Ok(())
+        });
+        begun
+            .await
+            .map_err(|_| Error::database("foreign write", "the transaction failed"))?;
+        Ok(Some(HeldPublish::new(Vec::new(), end, done)))
+    }
+
     async fn business_insert(&self, tx: &mut Transaction<PgEngine>, key: &str) -> Result<()> {
         let client = tx
             .driver_tx()

@@ -160,6 +160,36 @@ impl Harness for SqliteHarness {
         publish_held(self.engine.clone(), events).await
     }
 
+    async fn hold_foreign_write(&self, same_database: bool) -> Result<Option<HeldPublish>> {
+        if same_database {
+            // It would hold the file's one write lock: no publish could run.
+            return Ok(None);
+        }
+        let path = self._dir.path().join("foreign.db");
+        let (begun_tx, begun) = tokio::sync::oneshot::channel();
+        let (end, decision) = tokio::sync::oneshot::channel::<bool>();
+        let done = tokio::task::spawn_blocking(move || {
+            let db = |e: rusqlite::Error| Error::database("foreign write", e);
+            let mut conn = rusqlite::Connection::open(path).map_err(db)?;
+            let tx = conn.transaction().map_err(db)?;
+            tx.execute_batch(
+                "CREATE TABLE IF NOT EXISTS foreign_write (x INTEGER); \
+                 INSERT INTO foreign_write VALUES (1);",
+            )
+            .map_err(db)?;
+            let _ = begun_tx.send(());
+            if decision.blocking_recv().unwrap_or(false) {
+                tx.commit().map_err(db)
+            } else {
+                tx.rollback().map_err(db)
+            }
+        });
+        begun
+            .await
+            .map_err(|_| Error::database("foreign write", "the transaction failed"))?;
+        Ok(Some(HeldPublish::new(Vec::new(), end, done)))
+    }
+
     async fn business_insert(&self, tx: &mut Transaction<SqliteEngine>, key: &str) -> Result<()> {
         let conn = tx
             .driver_tx()

@@ -6,10 +6,10 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use alkstore_core::stream::NewEvent;
+use alkstore_core::stream::{NewEvent, StreamOffsetCommitParams};
 use alkstore_core::{Engine, StreamEngine};
 
-use super::support::{ev, payloads, read_all, settle};
+use super::support::{ev, payloads, publish_one, read_all, settle};
 use crate::Harness;
 
 /// One publisher holds its transaction open while another commits later
@@ -76,6 +76,113 @@ pub async fn open_transactions_hold_back_later_events<H: Harness>(h: &H) {
     assert_eq!(offsets[2..], later[..]);
     assert!(offsets.windows(2).all(|w| w[0] < w[1]), "{offsets:?}");
     assert_eq!(e.stream_stats("g").await.expect("stats").held_back, 0);
+}
+
+/// Every event of `stream` after `after`, once there are at least `n` (up
+/// to 10 s: on PostgreSQL a transaction that ended between a read's
+/// snapshot and its look at who publishes holds that one read back).
+async fn read_at_least<E: StreamEngine + alkstore_core::AllOps>(
+    e: &E,
+    stream: &str,
+    after: i64,
+    n: usize,
+) -> Vec<alkstore_core::stream::Event> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let read = read_all(e, stream, after).await;
+        if read.len() >= n || tokio::time::Instant::now() > deadline {
+            return read;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A transaction that writes but publishes nothing holds back no reader,
+/// whether it is in another database of the server or in the store's own
+/// (a bulk import, a migration, another app's idle transaction): events
+/// committed while it stays open are read, and stats hold none back.
+pub async fn foreign_write_transactions_hold_back_nothing<H: Harness>(h: &H) {
+    let e = h.engine().clone();
+    let mut asked = 0;
+    for (same_database, s) in [(false, "other-db"), (true, "same-db")] {
+        let Some(held) = h.hold_foreign_write(same_database).await.expect("hold") else {
+            continue;
+        };
+        asked += 1;
+        let offset = publish_one(&e, s, "while-held").await;
+        let read = read_at_least(&e, s, 0, 1).await;
+        assert_eq!(
+            payloads(&read),
+            ["while-held"],
+            "an open transaction that publishes nothing (same database: {same_database}) \
+             held the reader back"
+        );
+        assert_eq!(read[0].offset, offset);
+        settle(&e, s).await;
+        assert_eq!(e.stream_stats(s).await.expect("stats").events, 1);
+        held.finish(false)
+            .await
+            .expect("end the foreign transaction");
+    }
+    assert!(asked >= 1, "the harness held no foreign transaction at all");
+}
+
+/// A transaction that wrote before it publishes may be older than what
+/// readers passed while it published nothing: its events still take
+/// offsets past those, so a tailing reader misses none of them.
+pub async fn a_late_publisher_lands_past_what_readers_passed<H: Harness>(h: &H) {
+    let e = h.engine().clone();
+    let s = "late";
+    publish_one(&e, s, "first").await;
+    let mut after = read_at_least(&e, s, 0, 1)
+        .await
+        .last()
+        .expect("first")
+        .offset;
+    // On PostgreSQL the row gives the transaction its id now; SQLite's
+    // holds the file's write lock, so nothing publishes meanwhile there.
+    let tx = crate::tx::support::begin_with_row(h, "late").await;
+    let concurrent = e.capabilities().multi_host;
+    if concurrent {
+        publish_one(&e, s, "meanwhile").await;
+        let page = read_at_least(&e, s, after, 1).await;
+        assert_eq!(
+            payloads(&page),
+            ["meanwhile"],
+            "an open transaction that had published nothing held the reader back"
+        );
+        after = page[0].offset;
+    }
+    let late = tx
+        .stream_publish(vec![ev(s, "late-1"), ev(s, "late-2")])
+        .await
+        .expect("publish");
+    let again = tx.stream_publish(ev(s, "late-3")).await.expect("publish");
+    if concurrent {
+        // What the reader passed stays passed while the late publisher is
+        // open: a consumer commits it, and a read finds nothing new.
+        let committed = e
+            .stream_offset_commit(StreamOffsetCommitParams::new(s, "c", after))
+            .await
+            .expect("commit what was read while a late publisher is open");
+        assert_eq!(committed, after);
+        assert!(read_all(&e, s, after).await.is_empty());
+    }
+    tx.commit().await.expect("commit");
+    assert!(
+        late[0] > after,
+        "the late publisher's offset {} is not past what the reader passed ({after})",
+        late[0]
+    );
+    assert_eq!([late[1] + 1], again[..], "one transaction's offsets run on");
+    let page = read_at_least(&e, s, after, 3).await;
+    assert_eq!(payloads(&page), ["late-1", "late-2", "late-3"]);
+    let mut want = vec!["first"];
+    if concurrent {
+        want.push("meanwhile");
+    }
+    want.extend(["late-1", "late-2", "late-3"]);
+    assert_eq!(payloads(&read_all(&e, s, 0).await), want);
 }
 
 /// A tiny deterministic generator (xorshift), seeded per run and printed on
@@ -192,6 +299,8 @@ macro_rules! __streams_gaps {
     ($then:path, $args:tt) => {
         $then! { @rows $args streams::gaps [
             open_transactions_hold_back_later_events,
+            foreign_write_transactions_hold_back_nothing,
+            a_late_publisher_lands_past_what_readers_passed,
             tailing_reader_sees_every_commit_in_order,
         ] }
     };

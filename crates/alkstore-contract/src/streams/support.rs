@@ -50,9 +50,11 @@ pub(super) async fn publish_one<E: StreamEngine + alkstore_core::AllOps>(
 }
 
 /// Wait (up to 10 s) until no committed event of `stream` is held back by
-/// an open transaction. On PostgreSQL the hold-back is cluster-wide: any
-/// transaction older than an event holds it back, including other tests'.
-/// Once settled, reads and stats of what the row published are final.
+/// an open transaction. On PostgreSQL an open publisher older than an
+/// event holds it back, another test's included (in the same store only,
+/// and only one that holds the event table's lock; a transaction that ends
+/// during a stats call's look at the locks holds that call back too). Once
+/// settled, reads of what the row published are final.
 pub async fn settle<E: StreamEngine + alkstore_core::AllOps>(e: &E, stream: &str) {
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {

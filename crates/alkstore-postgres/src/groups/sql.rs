@@ -3,7 +3,7 @@
 //! (`$1` overrides it in tests with an injected clock).
 
 use crate::schema::{quote_identifier, tables, QualifiedTable};
-use crate::streams::sql::HORIZON;
+use crate::streams::sql::{head, horizon};
 
 /// Unix milliseconds: `$1` (the injected clock) or the database's at the
 /// statement's start (see `db_epoch!`), one time per statement.
@@ -28,11 +28,21 @@ fn bucket_expr(n: &str) -> String {
 
 /// Every bucket of group `$2`, with its lag (its readable events past the
 /// checkpoint) or 0, and the database's time.
-fn status(bucket: &str, event: &QualifiedTable<'_>, gb: &QualifiedTable<'_>, lag: bool) -> String {
+fn status(
+    schema: &str,
+    bucket: &str,
+    event: &QualifiedTable<'_>,
+    gb: &QualifiedTable<'_>,
+    lag: bool,
+) -> String {
     let lag = if lag {
+        let h = horizon(
+            schema,
+            &format!("(SELECT s.stream FROM {gb} s WHERE s.group_name = $2 LIMIT 1)"),
+        );
         format!(
             "(SELECT count(*) FROM {event} e WHERE e.stream = g.stream \
-               AND e.id > g.checkpoint AND e.id < {HORIZON} AND {bucket} = g.bucket)"
+               AND e.id > g.checkpoint AND e.id < {h} AND {bucket} = g.bucket)"
         )
     } else {
         "0::bigint".to_string()
@@ -153,18 +163,22 @@ impl GroupSql {
             // One round trip: lock the bucket's row, bound the offset by the
             // stream's readable head, move it only under the caller's epoch
             // and only forward; report what was there to explain a refusal.
-            checkpoint: format!(
+            // (`g` is one row: its stream's horizon is one value.)
+            checkpoint: {
+                let h = head(schema, "g.stream");
+                format!(
                 "WITH g AS (SELECT owner, epoch, checkpoint, stream FROM {gb} \
                    WHERE group_name = $2 AND bucket = $3::int FOR UPDATE), \
                  b AS (SELECT GREATEST( \
-                   COALESCE((SELECT max(id) FROM {event} e WHERE e.stream = g.stream AND e.id < {HORIZON}), 0), \
+                   {h}, \
                    COALESCE((SELECT trimmed_head FROM {stream} s WHERE s.stream = g.stream), 0)) AS h FROM g), \
                  up AS (UPDATE {gb} t SET checkpoint = $6, updated_at = {NOW_MS} FROM g, b \
                    WHERE t.group_name = $2 AND t.bucket = $3::int AND g.owner = $4 AND g.epoch = $5 \
                      AND g.checkpoint < $6 AND $6 <= b.h RETURNING t.checkpoint) \
                  SELECT g.owner, g.epoch, g.checkpoint, g.stream, (SELECT h FROM b), \
                    (SELECT checkpoint FROM up) FROM g"
-            ),
+            )
+            },
             // A function that rules out bitmap scans (migration 004).
             // The group's N first (NULL: no such group), then its page
             // (none when a wanted bucket is outside 0..N: refused).
@@ -176,8 +190,8 @@ impl GroupSql {
                  ON true",
                 quote_identifier(schema)
             ),
-            status: status(&bucket_expr("g.buckets::bigint"), &event, &gb, true),
-            status_no_lag: status(&bucket_expr("g.buckets::bigint"), &event, &gb, false),
+            status: status(schema, &bucket_expr("g.buckets::bigint"), &event, &gb, true),
+            status_no_lag: status(schema, &bucket_expr("g.buckets::bigint"), &event, &gb, false),
             list: format!(
                 "SELECT g.group_name, g.stream, max(g.buckets), \
                    (count(DISTINCT g.owner) FILTER (WHERE g.lease_expires_at > {NOW_MS}))::int, \

@@ -1,16 +1,24 @@
 //! Stream statement texts, built once per engine with the quoted schema.
 //!
-//! `HORIZON` is the gap-safety rule: the first offset a still-open
-//! transaction could own. Offsets are `(xid << 16) + n`, and every
-//! transaction below the snapshot's xmin has ended, so everything below
-//! `xmin << 16` is final: a reader returns nothing at or above it.
+//! [`horizon`] is the gap-safety rule: the first offset an event still
+//! invisible to the statement's snapshot could take. Offsets are
+//! `(base << 16) + n`, a publisher's base taken after it registered as one
+//! (migration 018), so a reader stops below the oldest open publisher's
+//! base and passes transactions that publish nothing.
 
 use crate::queues::sql::NOW;
 use crate::schema::{quote_identifier, tables, QualifiedTable};
 
-/// The first offset a still-open transaction could own (once per statement).
-pub(crate) const HORIZON: &str =
-    "(SELECT (pg_snapshot_xmin(pg_current_snapshot())::text::bigint) << 16)";
+/// The first offset an event still invisible to the statement could take,
+/// for the stream that SQL expression `stream` names (`NULL`: any stream).
+/// Give an expression that does not depend on the row, so that the horizon
+/// is one value per statement.
+pub(crate) fn horizon(schema: &str, stream: &str) -> String {
+    format!(
+        "(SELECT {}.stream_horizon({stream}::text))",
+        quote_identifier(schema)
+    )
+}
 
 pub(crate) struct StreamSql {
     /// The schema's stream channel (`stream_channel`), for publishes whose
@@ -35,12 +43,20 @@ pub(crate) struct StreamSql {
 
 /// The highest offset a consumer of stream `$2` may commit: its highest
 /// readable event, or the highest one a trim removed.
-fn bound(event: &QualifiedTable<'_>, stream: &QualifiedTable<'_>) -> String {
+fn bound(schema: &str, stream: &QualifiedTable<'_>) -> String {
     format!(
-        "SELECT GREATEST( \
-           COALESCE((SELECT max(id) FROM {event} WHERE stream = $2 AND id < {HORIZON}), 0), \
-           COALESCE((SELECT trimmed_head FROM {stream} WHERE stream = $2), 0)) AS h"
+        "SELECT GREATEST({}, \
+           COALESCE((SELECT trimmed_head FROM {stream} WHERE stream = $2), 0)) AS h",
+        head(schema, "$2")
     )
+}
+
+/// The highest readable offset of the stream SQL expression `stream` names
+/// (0: none), read in a snapshot of its own taken after its look at who
+/// publishes (migration 018): for a bound a commit checks, which must not
+/// move back between a consumer's read and its commit.
+pub(crate) fn head(schema: &str, stream: &str) -> String {
+    format!("{}.stream_head({stream}::text)", quote_identifier(schema))
 }
 
 impl StreamSql {
@@ -48,10 +64,14 @@ impl StreamSql {
         let event = QualifiedTable::new(schema, tables::EVENT);
         let stream = QualifiedTable::new(schema, tables::STREAM);
         let off = QualifiedTable::new(schema, tables::STREAM_OFFSET);
-        let bound = bound(&event, &stream);
+        let bound = bound(schema, &stream);
+        // Per stream `$1` (the offsets and stats statements read one).
+        let h1 = horizon(schema, "$1");
+        let any = horizon(schema, "NULL");
+        let h2 = horizon(schema, "$2");
         let lag = format!(
             "(SELECT count(*) FROM {event} e WHERE e.stream = o.stream AND e.id > o.\"offset\" \
-               AND e.id < {HORIZON})"
+               AND e.id < {h1})"
         );
         StreamSql {
             channel: crate::schema::stream_channel(schema),
@@ -88,7 +108,7 @@ impl StreamSql {
             // a forward reader could not read yet.
             read_back: format!(
                 "SELECT id, key, payload, created_at FROM {event} \
-                 WHERE stream = $1 AND id > $2 AND id < LEAST($4::bigint, {HORIZON}) \
+                 WHERE stream = $1 AND id > $2 AND id < LEAST($4::bigint, {h1}) \
                  ORDER BY id DESC LIMIT $3"
             ),
             offset_get: format!(
@@ -128,19 +148,23 @@ impl StreamSql {
                 "SELECT o.consumer, o.\"offset\", o.updated_at, {lag} FROM {off} o \
                  WHERE o.stream = $1 ORDER BY o.consumer"
             ),
+            // The age of what holds events back: the open publisher whose
+            // transaction id the horizon stops at.
             stats: format!(
-                "SELECT max(id) FILTER (WHERE id < h.x), min(id) FILTER (WHERE id < h.x), \
+                "WITH h AS MATERIALIZED (SELECT {h1} AS x) \
+                 SELECT max(id) FILTER (WHERE id < h.x), min(id) FILTER (WHERE id < h.x), \
                    count(*) FILTER (WHERE id < h.x), count(*) FILTER (WHERE id >= h.x), \
                    (SELECT max_age_s FROM {stream} WHERE stream = $1), \
-                   (SELECT floor(extract(epoch FROM now() - min(xact_start)))::bigint \
-                      FROM pg_stat_activity WHERE backend_xid IS NOT NULL) \
-                 FROM {event} CROSS JOIN (SELECT {HORIZON} AS x) h WHERE stream = $1"
+                   (SELECT floor(extract(epoch FROM now() - min(a.xact_start)))::bigint \
+                      FROM pg_stat_activity a \
+                      WHERE a.backend_xid = (((SELECT x FROM h) >> 16) % 4294967296)::text::xid) \
+                 FROM {event} CROSS JOIN h WHERE stream = $1"
             ),
             list: format!(
                 "SELECT s.stream, max(e.id), count(e.id) FROM \
                    (SELECT DISTINCT stream FROM {event} UNION SELECT stream FROM {off} \
                     UNION SELECT stream FROM {stream}) s \
-                 LEFT JOIN {event} e ON e.stream = s.stream AND e.id < {HORIZON} \
+                 LEFT JOIN {event} e ON e.stream = s.stream AND e.id < {any} \
                  GROUP BY s.stream ORDER BY s.stream"
             ),
             // $2 stream, $3 before (or NULL), $4 age in seconds (or NULL).
@@ -148,7 +172,7 @@ impl StreamSql {
             // (deleted, the head bound).
             trim: format!(
                 "WITH bound AS ({bound}), \
-                 gone AS (DELETE FROM {event} WHERE stream = $2 AND id < {HORIZON} \
+                 gone AS (DELETE FROM {event} WHERE stream = $2 AND id < {h2} \
                    AND (id < $3::bigint OR created_at < {NOW} - $4::bigint) \
                    AND ($3::bigint IS NULL OR $3::bigint <= (SELECT h FROM bound) + 1) RETURNING id), \
                  mark AS (INSERT INTO {stream} AS s (stream, trimmed_head) \
@@ -164,7 +188,7 @@ impl StreamSql {
             sweep_trim: format!(
                 "WITH r AS (SELECT stream, max_age_s FROM {stream} WHERE max_age_s IS NOT NULL), \
                  gone AS (DELETE FROM {event} e USING r WHERE e.stream = r.stream \
-                   AND e.created_at < {NOW} - r.max_age_s AND e.id < {HORIZON} RETURNING e.stream, e.id), \
+                   AND e.created_at < {NOW} - r.max_age_s AND e.id < {any} RETURNING e.stream, e.id), \
                  mark AS (INSERT INTO {stream} AS s (stream, trimmed_head) \
                    SELECT stream, max(id) FROM gone GROUP BY stream \
                    ON CONFLICT (stream) DO UPDATE \
