@@ -188,6 +188,9 @@ struct Inner {
     opts: PgOptions,
     /// When each queue's expired rows were last handed back.
     rescues: Mutex<RescueSchedule>,
+    /// Set when a vacuum of the job table could not remove what it found
+    /// (an old transaction holds the xmin horizon): `reclaim` waits.
+    vacuum_stuck: Mutex<Option<sweep::VacuumStuck>>,
     /// Limits, the wake hub, and whether `Engine::close` was called.
     state: EngineState,
     /// Sends other processes the wake-ups of autocommit writes, after
@@ -322,6 +325,7 @@ impl PgEngine {
                 relaxed_pool,
                 opts,
                 rescues: Mutex::new(RescueSchedule::default()),
+                vacuum_stuck: Mutex::new(None),
                 state,
                 announce,
                 enqueues: Arc::new(combine::Combiner::new(

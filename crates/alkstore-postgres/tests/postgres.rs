@@ -458,14 +458,120 @@ async fn reclaim_vacuums_the_job_table_once_dead_rows_pile_up() {
     // The counts are flushed per backend, so the engine's connection may
     // read them a moment behind the test's: it must vacuum within the
     // deadline, not necessarily at the first call.
+    // (Another test's transaction may hold the horizon through a vacuum,
+    // which then clears nothing: the next one, once it moved, does.)
+    loop {
+        if engine.reclaim().await.expect("reclaim") == 1
+            && tuple_counts(&client, &job).await.1 < 50_000
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never vacuumed them away"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    drop(client);
+    testing::drop_schema(&url, &schema).await.expect("drop");
+}
+
+/// While an open transaction holds the xmin horizon, a vacuum of the job
+/// table can remove nothing: `reclaim` runs one, then waits until the
+/// horizon moves instead of scanning the whole table on every call; once
+/// the transaction ends, the next call vacuums and clears the table.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reclaim_waits_while_an_old_transaction_holds_the_horizon() {
+    use alkstore_core::{Engine, JobClaimParams};
+    // A database of its own: the held transaction pins the horizon of
+    // every table in its database, other tests' included.
+    let url = testing::ensure_database(&testing::database_url(), "alkstore_test_held")
+        .await
+        .expect("PostgreSQL at DATABASE_URL (scripts/test starts one)");
+    let schema = testing::unique_schema("reclaim_held");
+    let engine = PgEngine::open(PgOptions::new(url.clone(), schema.clone()))
+        .await
+        .expect("open");
+    let client = engine.client().await.expect("client");
+    let job = format!(
+        "{}.job",
+        alkstore_postgres::schema::quote_identifier(&schema)
+    );
+    client
+        .batch_execute(&format!(
+            "ALTER TABLE {job} SET (autovacuum_enabled = false)"
+        ))
+        .await
+        .expect("autovacuum off");
+    // An idle transaction with an id, opened before the rows die.
+    let (holder, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    let holder_driver = tokio::spawn(conn);
+    holder
+        .batch_execute("BEGIN; SELECT pg_current_xact_id()")
+        .await
+        .expect("hold the horizon");
+    for _ in 0..12 {
+        let jobs: Vec<NewJob> = (0..5_000)
+            .map(|_| NewJob::new("q", b"{}".to_vec()))
+            .collect();
+        engine.job_enqueue(jobs).await.expect("enqueue");
+        let got = engine
+            .job_claim(JobClaimParams::new("q", "w", 5_000))
+            .await
+            .expect("claim");
+        engine
+            .job_ack(got.iter().map(|j| j.claim()).collect::<Vec<_>>())
+            .await
+            .expect("ack");
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while engine.reclaim().await.expect("reclaim") != 1 {
         assert!(std::time::Instant::now() < deadline, "never vacuumed");
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
     assert!(
-        tuple_counts(&client, &job).await.1 < 50_000,
-        "the vacuum cleared them"
+        tuple_counts(&client, &job).await.1 >= 50_000,
+        "the held horizon kept the dead rows"
     );
+    let vacuums = || async {
+        let row = client
+            .query_one(
+                "SELECT pg_stat_get_vacuum_count($1::text::regclass)",
+                &[&job],
+            )
+            .await
+            .expect("vacuum count");
+        row.get::<_, i64>(0)
+    };
+    let before = vacuums().await;
+    for _ in 0..5 {
+        engine.reclaim().await.expect("reclaim");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    // Another test's transaction older than the holder may end meanwhile
+    // and move the horizon once.
+    let during = vacuums().await - before;
+    assert!(
+        during <= 1,
+        "{during} vacuums while the horizon stayed held"
+    );
+    holder.batch_execute("ROLLBACK").await.expect("release");
+    drop(holder);
+    let _ = holder_driver.await;
+    loop {
+        if engine.reclaim().await.expect("reclaim") == 1
+            && tuple_counts(&client, &job).await.1 < 50_000
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline + std::time::Duration::from_secs(30),
+            "never vacuumed once the horizon moved"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
     drop(client);
     testing::drop_schema(&url, &schema).await.expect("drop");
 }

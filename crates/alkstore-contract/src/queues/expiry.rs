@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use alkstore_core::Writes as _;
 use alkstore_core::{Engine, EnqueueOpts, ErrorKind, JobState, QueueAdmin, QueueOpts};
 
 use super::support::{claim, enqueue_one, job, kind, secs};
@@ -31,6 +32,69 @@ pub async fn crash_loop_ends_in_dead<H: Harness>(h: &H) {
     assert_eq!(info.state, JobState::Dead);
     assert_eq!(info.dead_reason.as_deref(), Some("exhausted"));
     assert_eq!(info.attempts, 3);
+}
+
+/// The jobs a worker had claimed go back to their queue as soon as the
+/// process registry declares that worker dead (it missed its beats), long
+/// before their own visibility timeout: the next claim takes them, with a
+/// new claim that fences the dead worker's. A live worker's claims stay.
+pub async fn a_dead_workers_claims_go_back_at_once<H: Harness>(h: &H) {
+    use alkstore_core::process::ProcessBeatParams;
+    use alkstore_core::ProcessEngine as _;
+    let e = h.engine();
+    let long = QueueOpts {
+        visibility_timeout: secs(300),
+        ..QueueOpts::default()
+    };
+    let q = "lifeline";
+    for p in ["a", "b", "c"] {
+        enqueue_one(e, job(q, p).with_queue_opts(long.clone())).await;
+    }
+    let beat = |id: &str| ProcessBeatParams::new(id, "worker", secs(15));
+    e.process_beat(beat("doomed")).await.expect("beat");
+    e.process_beat(beat("alive")).await.expect("beat");
+    let doomed = claim(e, q, "doomed", 2).await;
+    let kept = claim(e, q, "alive", 1).await;
+    assert_eq!((doomed.len(), kept.len()), (2, 1));
+    // "doomed" stops beating; "alive" beats on.
+    h.clock().advance(secs(10));
+    e.process_beat(beat("alive")).await.expect("beat");
+    assert!(
+        claim(e, q, "next", 5).await.is_empty(),
+        "doomed is alive yet"
+    );
+    h.clock().advance(secs(6));
+    e.process_beat(beat("alive")).await.expect("beat");
+    let again = claim(e, q, "next", 5).await;
+    let mut ids: Vec<i64> = again.iter().map(|j| j.id).collect();
+    ids.sort_unstable();
+    let mut want: Vec<i64> = doomed.iter().map(|j| j.id).collect();
+    want.sort_unstable();
+    assert_eq!(
+        ids, want,
+        "the dead worker's jobs, and only they, are claimed again"
+    );
+    assert!(again.iter().all(|j| j.attempt == 2), "each a new attempt");
+    let late = e
+        .job_ack(doomed.iter().map(|j| j.claim()).collect::<Vec<_>>())
+        .await
+        .expect("ack");
+    assert_eq!(
+        late,
+        [false, false],
+        "the dead worker's acks are fenced off"
+    );
+    let acked = e
+        .job_ack(
+            again
+                .iter()
+                .chain(&kept)
+                .map(|j| j.claim())
+                .collect::<Vec<_>>(),
+        )
+        .await
+        .expect("ack");
+    assert_eq!(acked, [true, true, true]);
 }
 
 /// Pending jobs past their expiry are never claimed; they end in dead as
@@ -166,6 +230,7 @@ macro_rules! __queues_expiry {
     ($then:path, $args:tt) => {
         $then! { @rows $args queues::expiry [
             crash_loop_ends_in_dead,
+            a_dead_workers_claims_go_back_at_once,
             expired_jobs_are_swept_to_dead,
             expired_pending_jobs_are_never_ready,
             sweep_rescues_expired_claims_on_every_queue,

@@ -7,6 +7,7 @@
 use alkstore_core::queue::{Claim, MAX_ERRORS_KEPT, THROUGHPUT_BUCKET_S, THROUGHPUT_COARSE_S};
 
 use crate::schema::{quote_identifier, tables, QualifiedTable};
+use alkstore_core::process::DEAD_PROCESS_RESCUE_WINDOW;
 
 /// Unix seconds: the injected time, else the database's (see `db_epoch!`).
 /// A scalar subquery, so it is computed once per statement (an InitPlan),
@@ -99,6 +100,7 @@ pub(crate) struct Sql {
     /// The job table's quoted, schema-qualified name.
     pub job_table: String,
     pub vacuum_job: String,
+    pub xmin_horizon: String,
     pub sweep: String,
     pub sweep_mark: String,
     pub sweep_prune_dead: String,
@@ -279,8 +281,15 @@ fn bury(dead: &QualifiedTable<'_>, from: &str, error: &str, reason: &str) -> Str
 
 /// Expired pending jobs to dead and expired claims back to pending (or to
 /// dead when out of attempts or cancelled), of queue `$2` (`one_queue`) or
-/// of every queue. Returns the three counts.
-fn rescue(job: &QualifiedTable<'_>, dead: &QualifiedTable<'_>, one_queue: bool) -> String {
+/// of every queue. Returns the three counts. The claims of a worker the
+/// process registry has declared dead count as expired at once (see
+/// [`DEAD_PROCESS_RESCUE_WINDOW`]).
+fn rescue(
+    job: &QualifiedTable<'_>,
+    dead: &QualifiedTable<'_>,
+    process: &QualifiedTable<'_>,
+    one_queue: bool,
+) -> String {
     let (claims_filter, stale_filter) = if one_queue {
         // Expired pending jobs are found by the expiry index (jobs with an
         // expiry, by expiry). A plain `queue = $2` let the planner prefer
@@ -291,9 +300,14 @@ fn rescue(job: &QualifiedTable<'_>, dead: &QualifiedTable<'_>, one_queue: bool) 
         ("", "")
     };
     format!(
-        "WITH claims AS ( \
+        "WITH dead_workers AS ({dead_workers}), claims AS ( \
            SELECT ARRAY(SELECT id FROM {job} WHERE {claims_filter} state = 'processing' \
-             AND claim_expires_at <= {NOW} FOR UPDATE SKIP LOCKED) AS ids \
+             AND claim_expires_at <= {NOW} FOR UPDATE SKIP LOCKED) \
+             || ARRAY(SELECT id FROM {job} WHERE {claims_filter} state = 'processing' \
+               AND claim_expires_at > {NOW} \
+               AND worker_id = ANY((SELECT ids FROM dead_workers)::text[]) \
+               AND (SELECT cardinality(ids) > 0 FROM dead_workers) \
+               FOR UPDATE SKIP LOCKED) AS ids \
          ), stale AS ( \
            SELECT ARRAY(SELECT id FROM {job} WHERE {stale_filter} state = 'pending' AND expires_at IS NOT NULL \
              AND expires_at <= {NOW} FOR UPDATE SKIP LOCKED) AS ids \
@@ -310,6 +324,7 @@ fn rescue(job: &QualifiedTable<'_>, dead: &QualifiedTable<'_>, one_queue: bool) 
              AND NOT j.cancel_requested RETURNING j.id \
          ) \
          SELECT (SELECT count(*) FROM gone_stale), (SELECT count(*) FROM gone), (SELECT count(*) FROM back)",
+        dead_workers = dead_workers(process),
         bury_stale = bury(dead, "gone_stale", "NULL::text", "'expired'"),
         bury_claims = bury(
             dead,
@@ -317,6 +332,16 @@ fn rescue(job: &QualifiedTable<'_>, dead: &QualifiedTable<'_>, one_queue: bool) 
             "'claim expired on the last attempt'::text",
             EXHAUSTED_OR_CANCELLED
         ),
+    )
+}
+
+/// The ids of processes declared dead within
+/// [`DEAD_PROCESS_RESCUE_WINDOW`], as one array (`ids`).
+fn dead_workers(process: &QualifiedTable<'_>) -> String {
+    format!(
+        "SELECT ARRAY(SELECT id FROM {process} WHERE expires_at < {NOW} * 1000 \
+           AND expires_at >= ({NOW} - {window}) * 1000) AS ids",
+        window = DEAD_PROCESS_RESCUE_WINDOW.as_secs()
     )
 }
 
@@ -432,6 +457,7 @@ impl Sql {
     pub(crate) fn new(schema: &str) -> Sql {
         let job = QualifiedTable::new(schema, tables::JOB);
         let dead = QualifiedTable::new(schema, tables::DEAD);
+        let process = QualifiedTable::new(schema, tables::PROCESS);
         let done = QualifiedTable::new(schema, tables::DONE);
         let meta = QualifiedTable::new(schema, tables::META);
         let paused = QualifiedTable::new(schema, tables::QUEUE_PAUSE);
@@ -560,7 +586,7 @@ impl Sql {
                 notify = notify_queues_of("ins", 17)
             ),
             unique_holder: format!("SELECT id FROM {job} WHERE queue = $1 AND unique_key = $2"),
-            rescue: rescue(&job, &dead, true),
+            rescue: rescue(&job, &dead, &process, true),
             // `LIMIT (SELECT $4)`, not `LIMIT $4`: a custom plan would know
             // the limit and a generic one not, so the generic plan always
             // looked costlier and the statement was planned anew on every
@@ -772,7 +798,25 @@ impl Sql {
                 .to_string(),
             job_table: job.to_string(),
             vacuum_job: format!("VACUUM (SKIP_LOCKED) {job}"),
-            sweep: rescue(&job, &dead, false),
+            // What a vacuum of this database's tables cannot pass: the
+            // oldest transaction id or snapshot of its sessions, of
+            // sessions of no database (walsenders, carrying standbys'
+            // feedback), of its prepared transactions and of replication
+            // slots. NULL when nothing holds one, or when this role may
+            // not see the sessions (then `reclaim` waits on time alone).
+            xmin_horizon: "SELECT x::text FROM ( \
+                   SELECT backend_xid AS x FROM pg_stat_activity \
+                     WHERE (datname = current_database() OR datname IS NULL) \
+                       AND pid <> pg_backend_pid() \
+                   UNION ALL SELECT backend_xmin FROM pg_stat_activity \
+                     WHERE (datname = current_database() OR datname IS NULL) \
+                       AND pid <> pg_backend_pid() \
+                   UNION ALL SELECT transaction FROM pg_prepared_xacts \
+                     WHERE database = current_database() \
+                   UNION ALL SELECT xmin FROM pg_replication_slots) h \
+                 WHERE x IS NOT NULL ORDER BY age(x) DESC LIMIT 1"
+                .to_string(),
+            sweep: rescue(&job, &dead, &process, false),
             // Claim this interval's sweep: a concurrent sweeper blocks on
             // the row, then re-checks the condition and finds it taken.
             sweep_mark: format!(

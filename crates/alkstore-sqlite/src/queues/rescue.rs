@@ -3,6 +3,7 @@
 //! when cancelled). A claim does it for its queue when due (see
 //! `RescueSchedule`); the sweep does it for every queue.
 
+use alkstore_core::process::DEAD_PROCESS_RESCUE_WINDOW;
 use alkstore_core::Result;
 use rusqlite::{params, Connection};
 
@@ -46,6 +47,17 @@ pub(crate) fn rescue_expired(
     now: i64,
 ) -> Result<Rescued> {
     let q = "(?1 IS NULL OR queue = ?1)";
+    // The claims of a worker the registry declared dead (within the
+    // window) expire now: the steps below hand them back.
+    let window = i64::try_from(DEAD_PROCESS_RESCUE_WINDOW.as_secs()).unwrap_or(i64::MAX);
+    conn.prepare_cached(&format!(
+        "UPDATE __alkstore_job SET claim_expires_at = ?2 \
+         WHERE {q} AND state = 'processing' AND claim_expires_at > ?2 \
+           AND worker_id IN (SELECT id FROM __alkstore_process \
+             WHERE expires_at < ?2 * 1000 AND expires_at >= (?2 - ?3) * 1000)"
+    ))
+    .and_then(|mut s| s.execute(params![queue, now, window]))
+    .map_err(db(op))?;
     let expired = move_to_dead(
         conn,
         op,
