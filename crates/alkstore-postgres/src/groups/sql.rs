@@ -165,7 +165,7 @@ impl GroupSql {
             // and only forward; report what was there to explain a refusal.
             // (`g` is one row: its stream's horizon is one value.)
             checkpoint: {
-                let h = head(schema, "g.stream");
+                let h = head(schema, &event, "g.stream", "$6");
                 format!(
                 "WITH g AS (SELECT owner, epoch, checkpoint, stream FROM {gb} \
                    WHERE group_name = $2 AND bucket = $3::int FOR UPDATE), \

@@ -43,20 +43,39 @@ pub(crate) struct StreamSql {
 
 /// The highest offset a consumer of stream `$2` may commit: its highest
 /// readable event, or the highest one a trim removed.
-fn bound(schema: &str, stream: &QualifiedTable<'_>) -> String {
+fn bound(
+    schema: &str,
+    event: &QualifiedTable<'_>,
+    stream: &QualifiedTable<'_>,
+    wanted: &str,
+) -> String {
     format!(
         "SELECT GREATEST({}, \
            COALESCE((SELECT trimmed_head FROM {stream} WHERE stream = $2), 0)) AS h",
-        head(schema, "$2")
+        head(schema, event, "$2", wanted)
     )
 }
 
+/// The snapshot rule before migration 018, always gap-safe: nothing at or
+/// above the oldest open transaction's id, whatever it writes.
+const SNAPSHOT_HORIZON: &str =
+    "(SELECT (pg_snapshot_xmin(pg_current_snapshot())::text::bigint) << 16)";
+
 /// The highest readable offset of the stream SQL expression `stream` names
-/// (0: none), read in a snapshot of its own taken after its look at who
-/// publishes (migration 018): for a bound a commit checks, which must not
-/// move back between a consumer's read and its commit.
-pub(crate) fn head(schema: &str, stream: &str) -> String {
-    format!("{}.stream_head({stream}::text)", quote_identifier(schema))
+/// (0: none), at least as high as `wanted` when it is readable: for a
+/// bound a commit checks, which must not move back between a consumer's
+/// read and its commit. The statement's own snapshot rule answers first;
+/// only when it falls short of `wanted` (NULL: always) does the stream's
+/// `stream_head` look at who publishes, in a snapshot of its own
+/// (migration 018).
+pub(crate) fn head(schema: &str, event: &QualifiedTable<'_>, stream: &str, wanted: &str) -> String {
+    format!(
+        "(SELECT CASE WHEN {wanted}::bigint IS NULL OR {wanted}::bigint > o.h \
+            THEN GREATEST(o.h, {}.stream_head({stream}::text)) ELSE o.h END \
+          FROM (SELECT COALESCE((SELECT max(id) FROM {event} \
+            WHERE stream = {stream} AND id < {SNAPSHOT_HORIZON}), 0) AS h) o)",
+        quote_identifier(schema)
+    )
 }
 
 impl StreamSql {
@@ -64,11 +83,13 @@ impl StreamSql {
         let event = QualifiedTable::new(schema, tables::EVENT);
         let stream = QualifiedTable::new(schema, tables::STREAM);
         let off = QualifiedTable::new(schema, tables::STREAM_OFFSET);
-        let bound = bound(schema, &stream);
+        // The head bound of stream `$2` that commits of offset `$4` check,
+        // and that trims before `$3` check.
+        let bound_commit = bound(schema, &event, &stream, "$4");
+        let bound_trim = bound(schema, &event, &stream, "($3::bigint - 1)");
         // Per stream `$1` (the offsets and stats statements read one).
         let h1 = horizon(schema, "$1");
         let any = horizon(schema, "NULL");
-        let h2 = horizon(schema, "$2");
         let lag = format!(
             "(SELECT count(*) FROM {event} e WHERE e.stream = o.stream AND e.id > o.\"offset\" \
                AND e.id < {h1})"
@@ -118,7 +139,7 @@ impl StreamSql {
             // returns (moved to, saved before, the head bound).
             offset_commit: format!(
                 "WITH saved AS (SELECT \"offset\" FROM {off} WHERE stream = $2 AND consumer = $3), \
-                 bound AS ({bound}), \
+                 bound AS ({bound_commit}), \
                  up AS (INSERT INTO {off} AS o (stream, consumer, \"offset\", updated_at) \
                    SELECT $2, $3, $4, {NOW} FROM bound WHERE $4 <= bound.h \
                    ON CONFLICT (stream, consumer) DO UPDATE \
@@ -134,7 +155,7 @@ impl StreamSql {
             // other insert to end) and then moves nothing. Returns (moved
             // to, inserted at, the head bound).
             offset_commit_expected: format!(
-                "WITH bound AS ({bound}), \
+                "WITH bound AS ({bound_commit}), \
                  up AS (UPDATE {off} o SET \"offset\" = $4, updated_at = {NOW} \
                    WHERE o.stream = $2 AND o.consumer = $3 AND o.\"offset\" = $5 \
                      AND $4 <= (SELECT h FROM bound) RETURNING o.\"offset\"), \
@@ -168,11 +189,12 @@ impl StreamSql {
                  GROUP BY s.stream ORDER BY s.stream"
             ),
             // $2 stream, $3 before (or NULL), $4 age in seconds (or NULL).
-            // Deletes nothing when $3 is past the head + 1; returns
+            // Deletes nothing when $3 is past the head + 1, and nothing past
+            // the head bound (every event at or below it is final); returns
             // (deleted, the head bound).
             trim: format!(
-                "WITH bound AS ({bound}), \
-                 gone AS (DELETE FROM {event} WHERE stream = $2 AND id < {h2} \
+                "WITH bound AS ({bound_trim}), \
+                 gone AS (DELETE FROM {event} WHERE stream = $2 AND id <= (SELECT h FROM bound) \
                    AND (id < $3::bigint OR created_at < {NOW} - $4::bigint) \
                    AND ($3::bigint IS NULL OR $3::bigint <= (SELECT h FROM bound) + 1) RETURNING id), \
                  mark AS (INSERT INTO {stream} AS s (stream, trimmed_head) \
