@@ -445,11 +445,32 @@ fn build_pool(
 /// A pooled connection; a failure to make one names `target`.
 async fn checkout(pool: &Pool, target: &str) -> Result<deadpool_postgres::Object> {
     pool.get().await.map_err(|e| match e {
-        deadpool_postgres::PoolError::Backend(e) => Error::connect(target, e),
+        deadpool_postgres::PoolError::Backend(e) => refused(target, e),
         deadpool_postgres::PoolError::Closed => Error::Closed,
         other => Error::connect(target, other),
     })
 }
+
+/// [`Error::Connect`] for a connection the server would not open; when it
+/// refused for want of connection slots, what to change to get one.
+pub(crate) fn refused(target: &str, e: tokio_postgres::Error) -> Error {
+    match e.as_db_error() {
+        Some(d) if d.code() == &tokio_postgres::error::SqlState::TOO_MANY_CONNECTIONS => {
+            Error::connect(
+                target,
+                format!("{} (SQLSTATE 53300)", d.message()) + TOO_MANY_HINT,
+            )
+        }
+        _ => Error::connect(target, e),
+    }
+}
+
+/// What [`refused`] adds when the server is out of connection slots.
+const TOO_MANY_HINT: &str = ": the server is out of connection slots (its max_connections, \
+    or the role's or database's CONNECTION LIMIT); lower what each \
+    process may open (`pool_size=N` in the store URL; an engine holds at most pool_size \
+    connections, plus one to LISTEN and one to announce), put PgBouncer in transaction mode \
+    in front (docs/pgbouncer.md), or raise max_connections on the server";
 
 /// Map a tokio-postgres error to [`Error::Database`] for operation `op`.
 /// Whether a server error means the session is gone (see [`db`]).

@@ -107,7 +107,7 @@ pub(crate) async fn connect(
     let (client, conn) = config
         .connect(connector)
         .await
-        .map_err(|e| Error::connect(target(&config), e))?;
+        .map_err(|e| crate::refused(&target(&config), e))?;
     Ok((client, tokio::spawn(conn)))
 }
 

@@ -476,6 +476,48 @@ async fn reclaim_vacuums_the_job_table_once_dead_rows_pile_up() {
     testing::drop_schema(&url, &schema).await.expect("drop");
 }
 
+/// A server out of connection slots refuses with SQLSTATE 53300; the
+/// error says so and names the settings to change (here a role whose
+/// CONNECTION LIMIT is 0, refused the same way as a full server).
+#[tokio::test]
+async fn a_refused_connection_names_the_setting_to_change() {
+    let url = test_db().await;
+    let role = format!("alk_nolimit_{}", std::process::id());
+    let (admin, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    let driver = tokio::spawn(conn);
+    admin
+        .batch_execute(&format!(
+            "DROP ROLE IF EXISTS {role}; CREATE ROLE {role} LOGIN CONNECTION LIMIT 0"
+        ))
+        .await
+        .expect("role");
+    let mut cfg: tokio_postgres::Config = url.parse().expect("url");
+    cfg.user(&role);
+    let limited = format!(
+        "host=127.0.0.1 port={} dbname={} user={role}",
+        cfg.get_ports().first().copied().unwrap_or(5432),
+        cfg.get_dbname().unwrap_or("postgres")
+    );
+    let err = PgEngine::open(PgOptions::new(limited, testing::unique_schema("refused")))
+        .await
+        .expect_err("a role with no connection slots");
+    admin
+        .batch_execute(&format!("DROP ROLE IF EXISTS {role}"))
+        .await
+        .expect("drop role");
+    drop(admin);
+    let _ = driver.await;
+    assert_eq!(err.kind(), alkstore_core::ErrorKind::Connect, "{err}");
+    let text = err.to_string();
+    assert!(text.contains("SQLSTATE 53300"), "{text}");
+    assert!(
+        text.contains("pool_size") && text.contains("max_connections"),
+        "{text}"
+    );
+}
+
 /// While an open transaction holds the xmin horizon, a vacuum of the job
 /// table can remove nothing: `reclaim` runs one, then waits until the
 /// horizon moves instead of scanning the whole table on every call; once

@@ -231,7 +231,7 @@ pub(super) async fn run(store: &Store, cmd: StreamsCommand, as_json: bool) -> Re
             } else {
                 let opt = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
                 let mut out = format!(
-                    "stream {}\nhead {}  first {}  events {}\nheld back {} (oldest open transaction {})\n",
+                    "stream {}\nhead {}  first {}  events {}\nheld back {} (oldest open publisher {})\n",
                     s.stream,
                     opt(s.head),
                     opt(s.first),
