@@ -31,6 +31,10 @@ pub enum StoreUrl {
         /// `relaxed_commits=false` makes claims, acks and heartbeats wait
         /// for the WAL flush too (default true; see the PostgreSQL engine).
         relaxed_commits: bool,
+        /// `relaxed_writes=true` makes enqueues and publishes made outside
+        /// a transaction commit without waiting for the WAL flush too
+        /// (default false; see the PostgreSQL engine).
+        relaxed_writes: bool,
         /// `pool_size=N`: most pooled connections (1 to 1000; the engine's
         /// default when absent).
         pool_size: Option<usize>,
@@ -132,6 +136,7 @@ impl StoreUrl {
             let (base, query) = split_query(url);
             let mut schema = DEFAULT_PG_SCHEMA.to_string();
             let mut relaxed_commits = true;
+            let mut relaxed_writes = false;
             let mut pool_size = None;
             let mut pooler = PgPooler::None;
             let mut listen_url = None;
@@ -145,6 +150,12 @@ impl StoreUrl {
                         "true" => true,
                         "false" => false,
                         _ => return Err(bad("relaxed_commits must be true or false")),
+                    };
+                } else if k == "relaxed_writes" {
+                    relaxed_writes = match v {
+                        "true" => true,
+                        "false" => false,
+                        _ => return Err(bad("relaxed_writes must be true or false")),
                     };
                 } else if k == "pool_size" {
                     pool_size = match v.parse::<usize>() {
@@ -179,6 +190,7 @@ impl StoreUrl {
                 conninfo,
                 schema,
                 relaxed_commits,
+                relaxed_writes,
                 pool_size,
                 pooler,
                 listen_url,
@@ -203,7 +215,7 @@ fn parse_listen_url(listen: &str) -> Result<String> {
     for (k, _) in query_pairs(split_query(listen).1) {
         if matches!(
             k,
-            "schema" | "relaxed_commits" | "pool_size" | "pooler" | "listen_url"
+            "schema" | "relaxed_commits" | "relaxed_writes" | "pool_size" | "pooler" | "listen_url"
         ) {
             return Err(bad(&format!(
                 "{k} belongs to the store URL, not to listen_url"
@@ -567,6 +579,7 @@ mod tests {
                 conninfo: "postgres://a:b@h:5/d?sslmode=disable".into(),
                 schema: "x\"; DROP".into(),
                 relaxed_commits: true,
+                relaxed_writes: false,
                 pool_size: None,
                 pooler: PgPooler::None,
                 listen_url: None,
@@ -579,10 +592,23 @@ mod tests {
                 conninfo: "postgres://h/d".into(),
                 schema: "alkstore".into(),
                 relaxed_commits: false,
+                relaxed_writes: false,
                 pool_size: Some(8),
                 pooler: PgPooler::None,
                 listen_url: None,
             })
+        );
+        let u = StoreUrl::parse("postgres://h/d?relaxed_writes=true").ok();
+        assert!(
+            matches!(
+                u,
+                Some(StoreUrl::Postgres {
+                    relaxed_writes: true,
+                    relaxed_commits: true,
+                    ..
+                })
+            ),
+            "{u:?}"
         );
         // Through PgBouncer, listening straight to the server.
         let u = StoreUrl::parse(
@@ -596,6 +622,7 @@ mod tests {
                 conninfo: "postgres://u@bouncer:6432/d".into(),
                 schema: "alkstore".into(),
                 relaxed_commits: true,
+                relaxed_writes: false,
                 pool_size: None,
                 pooler: PgPooler::Transaction,
                 listen_url: Some("postgres://u@db:5432/d?sslmode=disable".into()),
@@ -637,6 +664,7 @@ mod tests {
             "postgres://h/d?schema=",
             "postgres://h/d?schema=%zz",
             "postgres://h/d?relaxed_commits=maybe",
+            "postgres://h/d?relaxed_writes=yes",
             "postgres://h/d?pool_size=0",
             "postgres://h/d?pool_size=1001",
             "postgres://h/d?pool_size=many",
@@ -726,6 +754,7 @@ mod tests {
                     conninfo: base,
                     schema,
                     relaxed_commits: true,
+                    relaxed_writes: false,
                     pool_size: pool,
                     pooler: if pooled { PgPooler::Transaction } else { PgPooler::None },
                     listen_url: listen_url.clone(),

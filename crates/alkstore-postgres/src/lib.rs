@@ -124,6 +124,15 @@ pub struct PgOptions {
     /// whose claim was lost has its ack refused. Enqueues, retries, failures
     /// and dead-letter moves always wait for the flush.
     pub relaxed_commits: bool,
+    /// Commit enqueues and publishes made outside a transaction with
+    /// `synchronous_commit = off` too (default false: they wait for the WAL
+    /// flush, so an acknowledged enqueue or publish survives a server
+    /// crash). With true, a crash of the server (not of the application)
+    /// can lose the last moment of acknowledged enqueues and publishes, at
+    /// most `wal_writer_delay` times three; it never corrupts the store or
+    /// reorders what stayed. Calls inside the application's transaction
+    /// follow that transaction's own setting.
+    pub relaxed_writes: bool,
     /// Create the schema and tables when missing (default true). With
     /// false, a schema alkstore never bootstrapped is [`Error::NoStore`] and
     /// nothing is created (read-only tools).
@@ -154,6 +163,7 @@ impl PgOptions {
             limits: Limits::default(),
             pool_size: 32,
             relaxed_commits: true,
+            relaxed_writes: false,
             create: true,
             pooler: PgPooler::None,
             listen_conninfo: None,
@@ -247,7 +257,7 @@ impl PgEngine {
         let base_options = config.get_options().unwrap_or("").to_string();
         relaxed_config.options(format!("{base_options} -c synchronous_commit=off").trim());
         // The relaxed pool takes half of the connection budget.
-        let relaxed = opts.relaxed_commits && !pooled;
+        let relaxed = (opts.relaxed_commits || opts.relaxed_writes) && !pooled;
         let relaxed_size = if relaxed {
             (opts.pool_size / 2).max(1)
         } else {
@@ -401,11 +411,24 @@ impl PgEngine {
     }
 
     /// A connection whose commits skip the WAL-flush wait, when
-    /// `relaxed_commits` is on (otherwise an ordinary one).
+    /// `relaxed_commits` is on (otherwise an ordinary one): for claims,
+    /// acks and heartbeats.
     pub(crate) async fn relaxed_client(&self) -> Result<deadpool_postgres::Object> {
+        self.client_relaxed_if(self.inner.opts.relaxed_commits)
+            .await
+    }
+
+    /// The connection an enqueue or publish outside a transaction commits
+    /// on: one that skips the WAL-flush wait when `relaxed_writes` is on,
+    /// otherwise an ordinary one.
+    pub async fn write_client(&self) -> Result<deadpool_postgres::Object> {
+        self.client_relaxed_if(self.inner.opts.relaxed_writes).await
+    }
+
+    async fn client_relaxed_if(&self, relaxed: bool) -> Result<deadpool_postgres::Object> {
         match &self.inner.relaxed_pool {
-            Some(pool) => checkout(pool, &self.inner.target).await,
-            None => self.client().await,
+            Some(pool) if relaxed => checkout(pool, &self.inner.target).await,
+            _ => self.client().await,
         }
     }
 

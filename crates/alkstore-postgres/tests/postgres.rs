@@ -476,6 +476,44 @@ async fn reclaim_vacuums_the_job_table_once_dead_rows_pile_up() {
     testing::drop_schema(&url, &schema).await.expect("drop");
 }
 
+/// By default an enqueue or publish outside a transaction waits for the
+/// WAL flush; with `relaxed_writes` its connection commits with
+/// `synchronous_commit = off`. Both write and read back the same.
+#[tokio::test]
+async fn relaxed_writes_skip_the_flush_wait_only_when_asked() {
+    use alkstore_core::stream::{NewEvent, StreamReadParams};
+    let url = test_db().await;
+    for (relaxed, want) in [(false, "on"), (true, "off")] {
+        let schema = testing::unique_schema("relaxed_writes");
+        let mut opts = PgOptions::new(url.clone(), schema.clone());
+        opts.relaxed_writes = relaxed;
+        let engine = PgEngine::open(opts).await.expect("open");
+        let client = engine.write_client().await.expect("client");
+        let got: String = client
+            .query_one("SHOW synchronous_commit", &[])
+            .await
+            .expect("show")
+            .get(0);
+        assert_eq!(got, want, "relaxed_writes = {relaxed}");
+        drop(client);
+        engine
+            .job_enqueue(NewJob::new("q", b"{}".to_vec()))
+            .await
+            .expect("enqueue");
+        let offsets = engine
+            .stream_publish(NewEvent::new("s", b"e".to_vec()))
+            .await
+            .expect("publish");
+        let read = engine
+            .stream_read(StreamReadParams::new("s", 0, 10))
+            .await
+            .expect("read");
+        assert_eq!(read.iter().map(|e| e.offset).collect::<Vec<_>>(), offsets);
+        assert_eq!(engine.queue_stats("q").await.expect("stats").ready, 1);
+        testing::drop_schema(&url, &schema).await.expect("drop");
+    }
+}
+
 /// A server out of connection slots refuses with SQLSTATE 53300; the
 /// error says so and names the settings to change (here a role whose
 /// CONNECTION LIMIT is 0, refused the same way as a full server).

@@ -66,6 +66,7 @@ impl Store {
                 conninfo,
                 schema,
                 relaxed_commits,
+                relaxed_writes,
                 pool_size,
                 pooler,
                 listen_url,
@@ -76,6 +77,7 @@ impl Store {
                 pg.clock = opts.clock;
                 pg.limits = opts.limits;
                 pg.relaxed_commits = relaxed_commits;
+                pg.relaxed_writes = relaxed_writes;
                 if let Some(n) = pool_size {
                     pg.pool_size = n;
                 }

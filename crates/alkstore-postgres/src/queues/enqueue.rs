@@ -266,7 +266,7 @@ impl PgEngine {
         let group = self.inner.enqueues.clone();
         crate::combine::run(group, batch, "job_enqueue", |jobs| async {
             let queues = queues_of(&jobs);
-            let client = self.client().await?;
+            let client = self.write_client().await?;
             let now = self.now_override();
             let out = enqueue_in(
                 &self.on(&client),
@@ -312,7 +312,7 @@ pub(crate) async fn job_enqueue(
         })
         .await;
     }
-    let mut client = engine.client().await?;
+    let mut client = engine.write_client().await?;
     let sql = &engine.inner.sql;
     let now = engine.now_override();
     // Other processes' workers are woken after the commit (see

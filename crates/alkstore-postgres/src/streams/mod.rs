@@ -145,7 +145,7 @@ impl PgEngine {
     /// Publish `events` in a transaction of their own, then announce their streams to other
     /// processes' subscribers (see `crate::announce`).
     async fn publish_now(&self, events: &[NewEvent]) -> Result<Vec<i64>> {
-        let client = self.client().await?;
+        let client = self.write_client().await?;
         let sql = &self.inner.stream_sql;
         let offsets = if events.len() <= OFFSETS_PER_XACT {
             let streams: Vec<&str> = events.iter().map(|e| e.stream.as_str()).collect();
