@@ -54,6 +54,10 @@ pub(crate) enum Target {
         conninfo: String,
         /// `pool_size` from `--on`, kept for every fresh store.
         pool_size: Option<usize>,
+        /// The durability options of `--on` that differ from the
+        /// defaults (`&relaxed_commits=false`, `&relaxed_writes=true`),
+        /// kept for every fresh store: a run says which mode it measured.
+        durability: String,
     },
 }
 
@@ -130,11 +134,23 @@ impl Target {
             StoreUrl::Postgres {
                 conninfo,
                 pool_size,
+                relaxed_commits,
+                relaxed_writes,
                 ..
-            } => Target::Postgres {
-                conninfo,
-                pool_size,
-            },
+            } => {
+                let mut durability = String::new();
+                if !relaxed_commits {
+                    durability.push_str("&relaxed_commits=false");
+                }
+                if relaxed_writes {
+                    durability.push_str("&relaxed_writes=true");
+                }
+                Target::Postgres {
+                    conninfo,
+                    pool_size,
+                    durability,
+                }
+            }
         })
     }
 
@@ -152,10 +168,11 @@ impl Target {
             Target::Postgres {
                 conninfo,
                 pool_size,
+                durability,
             } => {
                 let schema = bench_schema();
                 let sep = if conninfo.contains('?') { '&' } else { '?' };
-                let mut url = format!("{conninfo}{sep}schema={schema}");
+                let mut url = format!("{conninfo}{sep}schema={schema}{durability}");
                 if let Some(n) = pool_size {
                     url.push_str(&format!("&pool_size={n}"));
                 }
