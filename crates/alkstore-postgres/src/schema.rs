@@ -280,7 +280,7 @@ pub async fn bootstrap(client: &mut tokio_postgres::Client, schema: &str) -> Res
 
 /// `text` as a SQL string literal, whatever `standard_conforming_strings`
 /// says (PostgreSQL's `quote_literal` rule).
-fn quote_literal(text: &str) -> String {
+pub(crate) fn quote_literal(text: &str) -> String {
     let quoted = text.replace('\'', "''");
     if quoted.contains('\\') {
         format!("E'{}'", quoted.replace('\\', "\\\\"))

@@ -74,6 +74,7 @@ async fn hostile_schema_name_creates_exactly_that_schema() {
             "lock",
             "meta",
             "process",
+            "publish_base",
             "queue_depth",
             "queue_pause",
             "queue_throughput",
@@ -404,7 +405,7 @@ async fn one_transaction_publishes_at_most_65536_events() {
 /// dead one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reclaim_vacuums_the_job_table_once_dead_rows_pile_up() {
-    use alkstore_core::{Engine, JobClaimParams};
+    use alkstore_core::Engine;
     let url = test_db().await;
     let schema = testing::unique_schema("reclaim");
     let engine = PgEngine::open(PgOptions::new(url.clone(), schema.clone()))
@@ -426,21 +427,7 @@ async fn reclaim_vacuums_the_job_table_once_dead_rows_pile_up() {
         ))
         .await
         .expect("autovacuum off");
-    for _ in 0..12 {
-        let jobs: Vec<NewJob> = (0..5_000)
-            .map(|_| NewJob::new("q", b"{}".to_vec()))
-            .collect();
-        engine.job_enqueue(jobs).await.expect("enqueue");
-        let got = engine
-            .job_claim(JobClaimParams::new("q", "w", 5_000))
-            .await
-            .expect("claim");
-        let acked = engine
-            .job_ack(got.iter().map(|j| j.claim()).collect::<Vec<_>>())
-            .await
-            .expect("ack");
-        assert!(acked.iter().all(|a| *a), "every claim acked");
-    }
+    leave_dead_rows(&engine).await;
     // A busy backend flushes its counts about once a second, an idle one
     // within ten.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
@@ -562,7 +549,7 @@ async fn a_refused_connection_names_the_setting_to_change() {
 /// the transaction ends, the next call vacuums and clears the table.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reclaim_waits_while_an_old_transaction_holds_the_horizon() {
-    use alkstore_core::{Engine, JobClaimParams};
+    use alkstore_core::Engine;
     // A database of its own: the held transaction pins the horizon of
     // every table in its database, other tests' included.
     let url = testing::ensure_database(&testing::database_url(), "alkstore_test_held")
@@ -592,20 +579,7 @@ async fn reclaim_waits_while_an_old_transaction_holds_the_horizon() {
         .batch_execute("BEGIN; SELECT pg_current_xact_id()")
         .await
         .expect("hold the horizon");
-    for _ in 0..12 {
-        let jobs: Vec<NewJob> = (0..5_000)
-            .map(|_| NewJob::new("q", b"{}".to_vec()))
-            .collect();
-        engine.job_enqueue(jobs).await.expect("enqueue");
-        let got = engine
-            .job_claim(JobClaimParams::new("q", "w", 5_000))
-            .await
-            .expect("claim");
-        engine
-            .job_ack(got.iter().map(|j| j.claim()).collect::<Vec<_>>())
-            .await
-            .expect("ack");
-    }
+    leave_dead_rows(&engine).await;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while engine.reclaim().await.expect("reclaim") != 1 {
         assert!(std::time::Instant::now() < deadline, "never vacuumed");
@@ -654,6 +628,27 @@ async fn reclaim_waits_while_an_old_transaction_holds_the_horizon() {
     }
     drop(client);
     testing::drop_schema(&url, &schema).await.expect("drop");
+}
+
+/// Enqueue, claim and ack 60,000 jobs of queue `q`: 60,000 dead rows in
+/// the job table (more than `reclaim`'s threshold).
+async fn leave_dead_rows(engine: &PgEngine) {
+    use alkstore_core::JobClaimParams;
+    for _ in 0..12 {
+        let jobs: Vec<NewJob> = (0..5_000)
+            .map(|_| NewJob::new("q", b"{}".to_vec()))
+            .collect();
+        engine.job_enqueue(jobs).await.expect("enqueue");
+        let got = engine
+            .job_claim(JobClaimParams::new("q", "w", 5_000))
+            .await
+            .expect("claim");
+        let acked = engine
+            .job_ack(got.iter().map(|j| j.claim()).collect::<Vec<_>>())
+            .await
+            .expect("ack");
+        assert!(acked.iter().all(|a| *a), "every claim acked");
+    }
 }
 
 /// The table's live and dead tuples, as the statistics count them.

@@ -169,17 +169,20 @@ impl StreamSql {
                 "SELECT o.consumer, o.\"offset\", o.updated_at, {lag} FROM {off} o \
                  WHERE o.stream = $1 ORDER BY o.consumer"
             ),
-            // The age of what holds events back: the open publisher whose
-            // transaction id the horizon stops at.
+            // The age of what holds events back: the oldest open
+            // publisher (a session holding more than a read's lock on the
+            // event table; see migration 018).
             stats: format!(
                 "WITH h AS MATERIALIZED (SELECT {h1} AS x) \
                  SELECT max(id) FILTER (WHERE id < h.x), min(id) FILTER (WHERE id < h.x), \
                    count(*) FILTER (WHERE id < h.x), count(*) FILTER (WHERE id >= h.x), \
                    (SELECT max_age_s FROM {stream} WHERE stream = $1), \
                    (SELECT floor(extract(epoch FROM now() - min(a.xact_start)))::bigint \
-                      FROM pg_stat_activity a \
-                      WHERE a.backend_xid = (((SELECT x FROM h) >> 16) % 4294967296)::text::xid) \
-                 FROM {event} CROSS JOIN h WHERE stream = $1"
+                      FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
+                      WHERE l.locktype = 'relation' AND l.relation = {event_literal}::regclass \
+                        AND l.mode <> 'AccessShareLock' AND l.pid <> pg_backend_pid()) \
+                 FROM {event} CROSS JOIN h WHERE stream = $1",
+                event_literal = crate::schema::quote_literal(&event.to_string())
             ),
             list: format!(
                 "SELECT s.stream, max(e.id), count(e.id) FROM \
