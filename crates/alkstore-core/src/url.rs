@@ -88,6 +88,7 @@ impl StoreUrl {
     ///     conninfo: "postgres://u@localhost/app".into(),
     ///     schema: "jobs".into(),
     ///     relaxed_commits: true,
+    ///     relaxed_writes: false,
     ///     pool_size: None,
     ///     pooler: alkstore_core::url::PgPooler::None,
     ///     listen_url: None,

@@ -95,6 +95,21 @@ pub async fn a_dead_workers_claims_go_back_at_once<H: Harness>(h: &H) {
         .await
         .expect("ack");
     assert_eq!(acked, [true, true, true]);
+    // A new process under the dead one's id claims before its first beat:
+    // what it claims is its own, not the dead row's.
+    enqueue_one(e, job(q, "d").with_queue_opts(long)).await;
+    let reborn = claim(e, q, "doomed", 1).await;
+    assert_eq!(reborn.len(), 1);
+    h.clock().advance(secs(1));
+    assert!(
+        claim(e, q, "next", 5).await.is_empty(),
+        "a claim made after the row died was handed back"
+    );
+    let acked = e
+        .job_ack(reborn.iter().map(|j| j.claim()).collect::<Vec<_>>())
+        .await
+        .expect("ack");
+    assert_eq!(acked, [true]);
 }
 
 /// Pending jobs past their expiry are never claimed; they end in dead as

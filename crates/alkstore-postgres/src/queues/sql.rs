@@ -283,7 +283,8 @@ fn bury(dead: &QualifiedTable<'_>, from: &str, error: &str, reason: &str) -> Str
 /// dead when out of attempts or cancelled), of queue `$2` (`one_queue`) or
 /// of every queue. Returns the three counts. The claims of a worker the
 /// process registry has declared dead count as expired at once (see
-/// [`DEAD_PROCESS_RESCUE_WINDOW`]).
+/// [`DEAD_PROCESS_RESCUE_WINDOW`]): those it made while its row was alive,
+/// not those of a new process that took the same id and has yet to beat.
 fn rescue(
     job: &QualifiedTable<'_>,
     dead: &QualifiedTable<'_>,
@@ -303,11 +304,12 @@ fn rescue(
         "WITH dead_workers AS ({dead_workers}), claims AS ( \
            SELECT ARRAY(SELECT id FROM {job} WHERE {claims_filter} state = 'processing' \
              AND claim_expires_at <= {NOW} FOR UPDATE SKIP LOCKED) \
-             || ARRAY(SELECT id FROM {job} WHERE {claims_filter} state = 'processing' \
-               AND claim_expires_at > {NOW} \
-               AND worker_id = ANY((SELECT ids FROM dead_workers)::text[]) \
+             || ARRAY(SELECT j.id FROM {job} j JOIN {process} p ON p.id = j.worker_id \
+               WHERE {claims_filter} j.state = 'processing' AND j.claim_expires_at > {NOW} \
+               AND p.id = ANY((SELECT ids FROM dead_workers)::text[]) \
+               AND j.claimed_at * 1000 < p.expires_at \
                AND (SELECT cardinality(ids) > 0 FROM dead_workers) \
-               FOR UPDATE SKIP LOCKED) AS ids \
+               FOR UPDATE OF j SKIP LOCKED) AS ids \
          ), stale AS ( \
            SELECT ARRAY(SELECT id FROM {job} WHERE {stale_filter} state = 'pending' AND expires_at IS NOT NULL \
              AND expires_at <= {NOW} FOR UPDATE SKIP LOCKED) AS ids \

@@ -48,13 +48,16 @@ pub(crate) fn rescue_expired(
 ) -> Result<Rescued> {
     let q = "(?1 IS NULL OR queue = ?1)";
     // The claims of a worker the registry declared dead (within the
-    // window) expire now: the steps below hand them back.
+    // window), made while it was alive, expire now: the steps below hand
+    // them back. (A new process that took the same id and has not beaten
+    // yet keeps its claims.)
     let window = i64::try_from(DEAD_PROCESS_RESCUE_WINDOW.as_secs()).unwrap_or(i64::MAX);
     conn.prepare_cached(&format!(
         "UPDATE __alkstore_job SET claim_expires_at = ?2 \
          WHERE {q} AND state = 'processing' AND claim_expires_at > ?2 \
-           AND worker_id IN (SELECT id FROM __alkstore_process \
-             WHERE expires_at < ?2 * 1000 AND expires_at >= (?2 - ?3) * 1000)"
+           AND EXISTS (SELECT 1 FROM __alkstore_process p WHERE p.id = worker_id \
+             AND p.expires_at < ?2 * 1000 AND p.expires_at >= (?2 - ?3) * 1000 \
+             AND claimed_at * 1000 < p.expires_at)"
     ))
     .and_then(|mut s| s.execute(params![queue, now, window]))
     .map_err(db(op))?;
