@@ -416,17 +416,7 @@ async fn reclaim_vacuums_the_job_table_once_dead_rows_pile_up() {
         0,
         "nothing to reclaim"
     );
-    let client = engine.client().await.expect("client");
-    let job = format!(
-        "{}.job",
-        alkstore_postgres::schema::quote_identifier(&schema)
-    );
-    client
-        .batch_execute(&format!(
-            "ALTER TABLE {job} SET (autovacuum_enabled = false)"
-        ))
-        .await
-        .expect("autovacuum off");
+    let (client, job) = job_table_without_autovacuum(&engine, &schema).await;
     leave_dead_rows(&engine).await;
     // A busy backend flushes its counts about once a second, an idle one
     // within ten.
@@ -445,20 +435,7 @@ async fn reclaim_vacuums_the_job_table_once_dead_rows_pile_up() {
     // The counts are flushed per backend, so the engine's connection may
     // read them a moment behind the test's: it must vacuum within the
     // deadline, not necessarily at the first call.
-    // (Another test's transaction may hold the horizon through a vacuum,
-    // which then clears nothing: the next one, once it moved, does.)
-    loop {
-        if engine.reclaim().await.expect("reclaim") == 1
-            && tuple_counts(&client, &job).await.1 < 50_000
-        {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "never vacuumed them away"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
+    reclaim_until_cleared(&engine, &client, &job, deadline).await;
     drop(client);
     testing::drop_schema(&url, &schema).await.expect("drop");
 }
@@ -559,17 +536,7 @@ async fn reclaim_waits_while_an_old_transaction_holds_the_horizon() {
     let engine = PgEngine::open(PgOptions::new(url.clone(), schema.clone()))
         .await
         .expect("open");
-    let client = engine.client().await.expect("client");
-    let job = format!(
-        "{}.job",
-        alkstore_postgres::schema::quote_identifier(&schema)
-    );
-    client
-        .batch_execute(&format!(
-            "ALTER TABLE {job} SET (autovacuum_enabled = false)"
-        ))
-        .await
-        .expect("autovacuum off");
+    let (client, job) = job_table_without_autovacuum(&engine, &schema).await;
     // An idle transaction with an id, opened before the rows die.
     let (holder, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
         .await
@@ -614,20 +581,59 @@ async fn reclaim_waits_while_an_old_transaction_holds_the_horizon() {
     holder.batch_execute("ROLLBACK").await.expect("release");
     drop(holder);
     let _ = holder_driver.await;
+    reclaim_until_cleared(
+        &engine,
+        &client,
+        &job,
+        deadline + std::time::Duration::from_secs(30),
+    )
+    .await;
+    drop(client);
+    testing::drop_schema(&url, &schema).await.expect("drop");
+}
+
+/// A connection, and the quoted name of `schema`'s job table with
+/// autovacuum off (so only `reclaim` vacuums it).
+async fn job_table_without_autovacuum(
+    engine: &PgEngine,
+    schema: &str,
+) -> (deadpool_postgres::Object, String) {
+    let client = engine.client().await.expect("client");
+    let job = format!(
+        "{}.job",
+        alkstore_postgres::schema::quote_identifier(schema)
+    );
+    client
+        .batch_execute(&format!(
+            "ALTER TABLE {job} SET (autovacuum_enabled = false)"
+        ))
+        .await
+        .expect("autovacuum off");
+    (client, job)
+}
+
+/// Call `reclaim` until a call vacuums and the dead tuples are gone, by
+/// `deadline` (a vacuum while another transaction holds the horizon
+/// clears nothing; the next one, once it moved, does).
+async fn reclaim_until_cleared(
+    engine: &PgEngine,
+    client: &tokio_postgres::Client,
+    job: &str,
+    deadline: std::time::Instant,
+) {
+    use alkstore_core::Engine;
     loop {
         if engine.reclaim().await.expect("reclaim") == 1
-            && tuple_counts(&client, &job).await.1 < 50_000
+            && tuple_counts(client, job).await.1 < 50_000
         {
-            break;
+            return;
         }
         assert!(
-            std::time::Instant::now() < deadline + std::time::Duration::from_secs(30),
-            "never vacuumed once the horizon moved"
+            std::time::Instant::now() < deadline,
+            "never vacuumed the dead rows away"
         );
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
-    drop(client);
-    testing::drop_schema(&url, &schema).await.expect("drop");
 }
 
 /// Enqueue, claim and ack 60,000 jobs of queue `q`: 60,000 dead rows in
