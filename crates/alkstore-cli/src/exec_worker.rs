@@ -27,7 +27,8 @@ use std::time::{Duration, Instant};
 use alkstore::group::{GroupEvent, GroupOpts, GroupRunner};
 use alkstore::stream::OnError;
 use alkstore::{
-    Error, JobCtx, JobError, JobResult, Result, Store, Worker, WorkerOpts, WorkerReport,
+    Error, JobCtx, JobError, JobResult, Result, Store, StoreOptions, Worker, WorkerOpts,
+    WorkerReport,
 };
 use clap::Args;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -35,6 +36,12 @@ use tokio::process::Child;
 use tokio::sync::watch;
 
 use crate::commands::text::parse_duration;
+
+/// Pooled connections of an `alk worker` when the URL gives no
+/// `pool_size`: claims, acks and heartbeats go in batches, so two carry
+/// any concurrency, and 32 workers (plus one LISTEN each) fit under a
+/// server's default `max_connections = 100`.
+const WORKER_POOL_SIZE: usize = 2;
 
 /// Arguments of `alk worker`.
 #[derive(Debug, Args)]
@@ -119,7 +126,14 @@ pub(crate) async fn run(db: &str, args: ExecWorkerArgs) -> Result<()> {
             return Err(Error::invalid(flag, "at most 365 days"));
         }
     }
-    let store = Store::open(db).await?;
+    let store = Store::open_with(
+        db,
+        StoreOptions {
+            pool_size: Some(WORKER_POOL_SIZE),
+            ..StoreOptions::default()
+        },
+    )
+    .await?;
     let (stop_tx, stop) = watch::channel(false);
     let shared = Arc::new(Shared {
         command: args.exec.clone(),

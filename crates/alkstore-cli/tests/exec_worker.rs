@@ -586,3 +586,109 @@ async fn alk_processes_lists_and_stops_a_worker() {
         "{out:?}"
     );
 }
+
+/// `url` with its user replaced by `user` (and no password).
+fn with_user(url: &str, user: &str) -> String {
+    let (scheme, rest) = url.split_once("://").expect("a postgres:// URL");
+    let host = rest.split_once('@').map_or(rest, |(_, h)| h);
+    format!("{scheme}://{user}@{host}")
+}
+
+/// Thirty-two `alk worker` processes fit under a server's default
+/// `max_connections = 100` (97 slots for roles that are not superusers):
+/// a role limited to 97 connections runs them all, none is refused a
+/// connection, and each holds at most three (two pooled, one to LISTEN).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_thirty_two_workers_fit_in_a_default_server() {
+    use alkstore_postgres::{testing, tokio_postgres};
+    const WORKERS: usize = 32;
+    const ROLE: &str = "alkstore_conn_limited";
+    let url = testing::ensure_database(&testing::database_url(), "alkstore_test_conn")
+        .await
+        .expect("postgres");
+    let (admin, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(conn);
+    let schema = testing::unique_schema("connlimit");
+    admin
+        .batch_execute(&format!(
+            "DO $$ BEGIN CREATE ROLE {ROLE} LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$; \
+             ALTER ROLE {ROLE} LOGIN NOSUPERUSER CONNECTION LIMIT 97; \
+             GRANT CREATE ON DATABASE alkstore_test_conn TO {ROLE}; \
+             CREATE SCHEMA \"{schema}\" AUTHORIZATION {ROLE}"
+        ))
+        .await
+        .expect("role and schema");
+    let db = format!("{}?schema={schema}", with_user(&url, ROLE));
+    {
+        // The role makes the tables (it owns them) and the jobs.
+        let store = Store::open(&db).await.expect("open as the limited role");
+        let jobs: Vec<NewJob> = (0..WORKERS * 20)
+            .map(|i| NewJob::new("fit", format!("{i}").into_bytes()))
+            .collect();
+        store.engine().job_enqueue(jobs).await.expect("enqueue");
+        alkstore::prelude::Engine::close(store.engine());
+    }
+    let workers: Vec<(Child, Arc<Mutex<String>>)> = (0..WORKERS)
+        .map(|_| {
+            spawn_worker(
+                &db,
+                &[
+                    "--queue",
+                    "fit",
+                    "--concurrency",
+                    "4",
+                    "--exec",
+                    "cat >/dev/null",
+                ],
+            )
+        })
+        .collect();
+    let held = "SELECT count(*) FROM pg_stat_activity WHERE usename = $1";
+    let left = format!("SELECT count(*) FROM \"{schema}\".job WHERE $1::text IS NOT NULL");
+    let mut most = 0;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        most = most.max(count(&admin, held, ROLE).await);
+        if count(&admin, &left, ROLE).await == 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the jobs were not all worked");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Idle now: every worker still holds what it needs to wait for work.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    most = most.max(count(&admin, held, ROLE).await);
+    let mut refused = Vec::new();
+    for (mut child, stderr) in workers {
+        assert!(
+            child.try_wait().expect("try_wait").is_none(),
+            "a worker exited: {}",
+            stderr.lock().expect("stderr")
+        );
+        terminate(child);
+        let text = stderr.lock().expect("stderr").clone();
+        if text.contains("53300") || text.contains("connection slots") {
+            refused.push(text);
+        }
+    }
+    assert!(
+        refused.is_empty(),
+        "workers were refused connections: {refused:?}"
+    );
+    assert!(
+        most <= i64::try_from(WORKERS * 3).expect("small"),
+        "{WORKERS} workers held {most} connections at once"
+    );
+    testing::drop_schema(&url, &schema).await.expect("drop");
+}
+
+/// The one count `sql` returns for `role`.
+async fn count(client: &alkstore_postgres::tokio_postgres::Client, sql: &str, role: &str) -> i64 {
+    client
+        .query_one(sql, &[&role])
+        .await
+        .expect("count")
+        .get::<_, i64>(0)
+}

@@ -27,9 +27,6 @@ impl Engine for PgEngine {
     fn close(&self) {
         self.inner.state.mark_closed();
         self.inner.pool.close();
-        if let Some(pool) = &self.inner.relaxed_pool {
-            pool.close();
-        }
     }
 
     fn wake_subscribe(&self) -> tokio::sync::broadcast::Receiver<alkstore_core::Wake> {

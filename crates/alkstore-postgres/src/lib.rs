@@ -42,6 +42,7 @@ mod groups;
 mod listen;
 mod locks;
 mod notify;
+mod pool;
 mod processes;
 mod queues;
 mod rates;
@@ -66,7 +67,7 @@ use std::time::Duration;
 use alkstore_core::queue::RescueSchedule;
 use alkstore_core::url::mask_password;
 use alkstore_core::{Clock, EngineState, Error, Limits, Result, Wake};
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use deadpool_postgres::Pool;
 
 pub use alkstore_core::url::PgPooler;
 /// The `sqlx` this engine is built with (feature `sqlx`): open the
@@ -109,13 +110,14 @@ pub struct PgOptions {
     pub clock: Option<Arc<dyn Clock>>,
     /// Input limits.
     pub limits: Limits,
-    /// Most pooled connections, shared between the durable pool and (with
-    /// `relaxed_commits`) the relaxed one, half each (default 32: sixteen
-    /// concurrent enqueues, say from web requests, each have a connection,
-    /// and commits that wait for the same WAL flush share it). Connections
-    /// open as calls need them. Besides the pools, an engine holds one
-    /// connection to LISTEN (once a worker or subscriber waits) and one to
-    /// send its wake-ups (once it writes).
+    /// Most pooled connections (default 32: sixteen concurrent enqueues,
+    /// say from web requests, each have a connection, and commits that wait
+    /// for the same WAL flush share it). Connections open as calls need
+    /// them and close after 30 s unused (all but one). Besides the pool, an
+    /// engine holds one connection to LISTEN (once a worker or subscriber
+    /// waits) and one to send its wake-ups (once it writes outside a
+    /// transaction). A process that only works queues needs few: `alk
+    /// worker` opens at most two unless the URL says otherwise.
     pub pool_size: usize,
     /// Commit claims, acks and heartbeats with `synchronous_commit = off`
     /// (default true): they skip the WAL flush wait, which is most of a
@@ -186,7 +188,11 @@ pub struct PgEngine {
 
 struct Inner {
     pool: Pool,
-    relaxed_pool: Option<Pool>,
+    /// Whether connections may be put in relaxed mode (`relaxed_commits`
+    /// or `relaxed_writes`, not behind a transaction-mode pooler).
+    relaxed: bool,
+    /// Which pooled connections are in relaxed mode.
+    modes: pool::CommitModes,
     sql: queues::sql::Sql,
     stream_sql: streams::sql::StreamSql,
     group_sql: groups::sql::GroupSql,
@@ -250,19 +256,11 @@ impl PgEngine {
             config.application_name("alkstore");
         }
         let pooled = opts.pooler == PgPooler::Transaction;
-        // Claims, acks and heartbeats use their own connections with
-        // `synchronous_commit = off` set once per session (see
-        // `PgOptions::relaxed_commits`), so they stay single statements.
-        let mut relaxed_config = config.clone();
-        let base_options = config.get_options().unwrap_or("").to_string();
-        relaxed_config.options(format!("{base_options} -c synchronous_commit=off").trim());
-        // The relaxed pool takes half of the connection budget.
+        // Claims, acks and heartbeats commit on connections whose session
+        // has `synchronous_commit = off` (see `PgOptions::relaxed_commits`),
+        // so they stay single statements; not behind a transaction-mode
+        // pooler, which would hand the setting to other clients.
         let relaxed = (opts.relaxed_commits || opts.relaxed_writes) && !pooled;
-        let relaxed_size = if relaxed {
-            (opts.pool_size / 2).max(1)
-        } else {
-            0
-        };
         let target = tls::target(&config);
         let listen_connect = match &opts.listen_conninfo {
             Some(direct) => {
@@ -276,14 +274,10 @@ impl PgEngine {
             None => Some((config.clone(), connector.clone())),
         };
         let types = pooled.then(|| Arc::new(unnamed::TypeCache::default()));
-        let pool = build_pool(
-            config.clone(),
-            connector.clone(),
-            opts.pool_size.saturating_sub(relaxed_size).max(1),
-            &target,
-        )?;
+        let pool = pool::build(config.clone(), connector.clone(), opts.pool_size, &target)?;
+        pool::close_idle_connections(&pool);
         {
-            let mut client = checkout(&pool, &target).await?;
+            let mut client = pool::checkout(&pool, &target).await?;
             if !opts.create && !schema::exists(&client, &opts.schema).await? {
                 return Err(Error::NoStore {
                     url: mask_password(&opts.conninfo),
@@ -292,22 +286,8 @@ impl PgEngine {
             }
             schema::bootstrap(&mut client, &opts.schema).await?;
         }
-        let relaxed_pool = if relaxed {
-            let relaxed = build_pool(relaxed_config, connector.clone(), relaxed_size, &target)?;
-            // A pooler that refuses startup options (PgBouncer by default)
-            // would fail every claim later: find out now and fall back.
-            match checkout(&relaxed, &target).await {
-                Ok(_) => Some(relaxed),
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot open a synchronous_commit=off connection; claims and acks will commit durably");
-                    None
-                }
-            }
-        } else {
-            None
-        };
         let announce = {
-            // Wake-ups are sent through the pools' URL: a NOTIFY is
+            // Wake-ups are sent through the pool's URL: a NOTIFY is
             // transactional, so a pooler passes it on at its commit.
             let mut config = config;
             config.connect_timeout(Duration::from_secs(5));
@@ -332,7 +312,8 @@ impl PgEngine {
                 rate_sql: rates::acquire_sql(&opts.schema),
                 result_sql: results::ResultSql::new(&opts.schema),
                 pool,
-                relaxed_pool,
+                relaxed,
+                modes: pool::CommitModes::default(),
                 opts,
                 rescues: Mutex::new(RescueSchedule::default()),
                 vacuum_stuck: Mutex::new(None),
@@ -407,7 +388,7 @@ impl PgEngine {
 
     /// A pooled connection, for tests and tools that need raw SQL.
     pub async fn client(&self) -> Result<deadpool_postgres::Object> {
-        checkout(&self.inner.pool, &self.inner.target).await
+        self.client_relaxed_if(false).await
     }
 
     /// A connection whose commits skip the WAL-flush wait, when
@@ -426,10 +407,14 @@ impl PgEngine {
     }
 
     async fn client_relaxed_if(&self, relaxed: bool) -> Result<deadpool_postgres::Object> {
-        match &self.inner.relaxed_pool {
-            Some(pool) if relaxed => checkout(pool, &self.inner.target).await,
-            _ => self.client().await,
+        let client = pool::checkout(&self.inner.pool, &self.inner.target).await?;
+        if self.inner.relaxed {
+            self.inner
+                .modes
+                .set(&client, relaxed, &self.inner.target)
+                .await?;
         }
+        Ok(client)
     }
 
     /// The injected clock's time, or `None` to use the database's.
@@ -442,58 +427,6 @@ impl PgEngine {
         self.inner.opts.clock.as_ref().map(|c| c.now_ms())
     }
 }
-
-fn build_pool(
-    config: tokio_postgres::Config,
-    tls: tls::Connector,
-    size: usize,
-    target: &str,
-) -> Result<Pool> {
-    let manager = Manager::from_config(
-        config,
-        tls,
-        ManagerConfig {
-            recycling_method: RecyclingMethod::Fast,
-        },
-    );
-    Pool::builder(manager)
-        .max_size(size.max(1))
-        .runtime(deadpool_postgres::Runtime::Tokio1)
-        .wait_timeout(Some(Duration::from_secs(30)))
-        .create_timeout(Some(Duration::from_secs(15)))
-        .build()
-        .map_err(|e| Error::connect(target, e))
-}
-
-/// A pooled connection; a failure to make one names `target`.
-async fn checkout(pool: &Pool, target: &str) -> Result<deadpool_postgres::Object> {
-    pool.get().await.map_err(|e| match e {
-        deadpool_postgres::PoolError::Backend(e) => refused(target, e),
-        deadpool_postgres::PoolError::Closed => Error::Closed,
-        other => Error::connect(target, other),
-    })
-}
-
-/// [`Error::Connect`] for a connection the server would not open; when it
-/// refused for want of connection slots, what to change to get one.
-pub(crate) fn refused(target: &str, e: tokio_postgres::Error) -> Error {
-    match e.as_db_error() {
-        Some(d) if d.code() == &tokio_postgres::error::SqlState::TOO_MANY_CONNECTIONS => {
-            Error::connect(
-                target,
-                format!("{} (SQLSTATE 53300)", d.message()) + TOO_MANY_HINT,
-            )
-        }
-        _ => Error::connect(target, e),
-    }
-}
-
-/// What [`refused`] adds when the server is out of connection slots.
-const TOO_MANY_HINT: &str = ": the server is out of connection slots (its max_connections, \
-    or the role's or database's CONNECTION LIMIT); lower what each \
-    process may open (`pool_size=N` in the store URL; an engine holds at most pool_size \
-    connections, plus one to LISTEN and one to announce), put PgBouncer in transaction mode \
-    in front (docs/pgbouncer.md), or raise max_connections on the server";
 
 /// Map a tokio-postgres error to [`Error::Database`] for operation `op`.
 /// Whether a server error means the session is gone (see [`db`]).

@@ -1,4 +1,4 @@
-//! TLS for every connection the engine opens (both pools, the LISTEN
+//! TLS for every connection the engine opens (the pool, the LISTEN
 //! connection, the test helpers): libpq's `sslmode` and `sslrootcert` are taken
 //! out of the connection string (tokio-postgres only knows `disable`,
 //! `prefer` and `require`) and turned into a tokio-postgres [`SslMode`] plus a
@@ -107,7 +107,7 @@ pub(crate) async fn connect(
     let (client, conn) = config
         .connect(connector)
         .await
-        .map_err(|e| crate::refused(&target(&config), e))?;
+        .map_err(|e| crate::pool::refused(&target(&config), e))?;
     Ok((client, tokio::spawn(conn)))
 }
 

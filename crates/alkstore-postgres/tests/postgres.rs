@@ -478,6 +478,45 @@ async fn relaxed_writes_skip_the_flush_wait_only_when_asked() {
     }
 }
 
+/// One pool serves both commit modes: a connection handed to a relaxed
+/// write commits with `synchronous_commit = off`, the same connection
+/// handed to a durable call next waits for the flush again, and back.
+#[tokio::test]
+async fn one_connection_switches_between_commit_modes() {
+    let url = test_db().await;
+    let schema = testing::unique_schema("commit_modes");
+    let mut opts = PgOptions::new(url.clone(), schema.clone());
+    opts.relaxed_writes = true;
+    opts.pool_size = 1;
+    let engine = PgEngine::open(opts).await.expect("open");
+    let mut pids = Vec::new();
+    for relaxed in [true, false, false, true, true, false] {
+        let client = if relaxed {
+            engine.write_client().await
+        } else {
+            engine.client().await
+        }
+        .expect("client");
+        let row = client
+            .query_one(
+                "SELECT current_setting('synchronous_commit'), pg_backend_pid()",
+                &[],
+            )
+            .await
+            .expect("show");
+        let mode: String = row.get(0);
+        pids.push(row.get::<_, i32>(1));
+        assert_eq!(
+            mode,
+            if relaxed { "off" } else { "on" },
+            "relaxed = {relaxed}"
+        );
+    }
+    pids.dedup();
+    assert_eq!(pids.len(), 1, "one connection served every call: {pids:?}");
+    testing::drop_schema(&url, &schema).await.expect("drop");
+}
+
 /// A server out of connection slots refuses with SQLSTATE 53300; the
 /// error says so and names the settings to change (here a role whose
 /// CONNECTION LIMIT is 0, refused the same way as a full server).
@@ -962,9 +1001,8 @@ async fn a_flush_sends_wake_ups_before_the_runtime_ends() {
 // The application's own transaction (issue 30): what the contract rows
 // cannot see from outside the engine.
 
-/// An engine on a fresh schema; `pool_size` 2 leaves one durable
-/// connection (the other is the relaxed pool's), so the next user of the
-/// pool gets the connection a transaction used.
+/// An engine on a fresh schema; `pool_size` 1 leaves one connection, so
+/// the next user of the pool gets the connection a transaction used.
 async fn tx_engine(
     prefix: &str,
     clock: Option<&ManualClock>,
@@ -999,7 +1037,7 @@ async fn backend_state(client: &tokio_postgres::Client) -> (i32, Option<String>)
 /// fast recycling would hand it out as it is).
 #[tokio::test]
 async fn a_dropped_transaction_rolls_back_and_its_connection_returns_clean() {
-    let (engine, url, schema) = tx_engine("txdrop", None, 2).await;
+    let (engine, url, schema) = tx_engine("txdrop", None, 1).await;
     let mut tx = Transaction::begin(&engine).await.expect("begin");
     let id = tx
         .job_enqueue(vec![NewJob::new("q", b"x".to_vec())])
@@ -1010,7 +1048,7 @@ async fn a_dropped_transaction_rolls_back_and_its_connection_returns_clean() {
     let (pid, xid) = backend_state(client).await;
     assert!(xid.is_some(), "the enqueue wrote inside the transaction");
     drop(tx);
-    // The pool's only durable connection: handed out once the rollback
+    // The pool's only connection: handed out once the rollback
     // task returned it (the wait is the pool's, bounded at 30 s).
     let client = engine.client().await.expect("the connection came back");
     let (again, xid) = backend_state(&client).await;
@@ -1034,7 +1072,7 @@ async fn a_dropped_transaction_rolls_back_and_its_connection_returns_clean() {
 fn a_transaction_dropped_outside_a_runtime_closes_its_connection() {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let (engine, url, schema, tx, id, pid) = rt.block_on(async {
-        let (engine, url, schema) = tx_engine("txdrop_rt", None, 2).await;
+        let (engine, url, schema) = tx_engine("txdrop_rt", None, 1).await;
         let mut tx = Transaction::begin(&engine).await.expect("begin");
         let id = tx
             .job_enqueue(vec![NewJob::new("q", b"x".to_vec())])
@@ -1085,7 +1123,7 @@ fn a_transaction_dropped_outside_a_runtime_closes_its_connection() {
 /// answered COMMIT with a silent ROLLBACK), and the connection is reusable.
 #[tokio::test]
 async fn a_failed_statement_of_the_application_makes_the_commit_roll_back() {
-    let (engine, url, schema) = tx_engine("txappfail", None, 2).await;
+    let (engine, url, schema) = tx_engine("txappfail", None, 1).await;
     let mut tx = Transaction::begin(&engine).await.expect("begin");
     let id = tx
         .job_enqueue(vec![NewJob::new("q", b"x".to_vec())])

@@ -18,6 +18,11 @@ pub struct StoreOptions {
     /// table; fail with [`Error::NoStore`](alkstore_core::Error::NoStore)
     /// instead (read-only tools).
     pub existing_only: bool,
+    /// Most pooled connections to a server, when the URL gives no
+    /// `pool_size` (PostgreSQL; `None`: the engine's default, 32). A
+    /// process that runs only workers needs a few, whatever their
+    /// concurrency: claims and acks go in batches.
+    pub pool_size: Option<usize>,
 }
 
 /// An open store: a cheap, cloneable handle over one engine.
@@ -78,7 +83,7 @@ impl Store {
                 pg.limits = opts.limits;
                 pg.relaxed_commits = relaxed_commits;
                 pg.relaxed_writes = relaxed_writes;
-                if let Some(n) = pool_size {
+                if let Some(n) = pool_size.or(opts.pool_size) {
                     pg.pool_size = n;
                 }
                 pg.create = !opts.existing_only;
