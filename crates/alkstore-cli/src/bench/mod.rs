@@ -1,5 +1,5 @@
 //! `alk bench`: the benchmarks, one module per subcommand (`queue`,
-//! `worker`, `stream`, `group`, `lock` with `schedule`, `soak`, `http`),
+//! `worker`, `stream`, `group`, `lock` with `schedule`, `soak`, `scale`, `http`),
 //! plus `tx` (the transactional-handler scenarios of `worker` and
 //! `group`) and `group_workers` (the worker processes the group scenarios
 //! drive). What they all share is in `support`, a leaf. Each prints one
@@ -11,6 +11,7 @@ mod group_workers;
 mod http;
 mod lock;
 mod queue;
+mod scale;
 mod soak;
 mod stream;
 pub(crate) mod support;
@@ -39,6 +40,9 @@ pub(crate) enum BenchCommand {
     /// Steady enqueue and work for N minutes: throughput per minute and
     /// the job table's size, to show decay.
     Soak(soak::SoakArgs),
+    /// Throughput and latency as the backlog, the queue count and the
+    /// worker processes grow, one fresh store per point.
+    Scale(scale::ScaleArgs),
     /// The HTTP API from keep-alive clients: enqueue, claim+ack, long-poll
     /// wake latency.
     Http(support::ScenarioArgs),
@@ -54,6 +58,7 @@ pub(crate) async fn run(cmd: BenchCommand) -> Result<()> {
         BenchCommand::Lock(args) => lock::run_lock(args).await,
         BenchCommand::Http(args) => http::run(args).await,
         BenchCommand::Soak(args) => soak::run(args).await,
+        BenchCommand::Scale(args) => scale::run(args).await,
         BenchCommand::Schedule(args) => lock::run_schedule(args).await,
     }
 }

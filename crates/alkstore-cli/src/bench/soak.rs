@@ -33,7 +33,7 @@ use alkstore::{
 };
 use clap::Args;
 
-use super::support::{join_err, Target};
+use super::support::{job_table_sizes, join_err, Target};
 
 /// Arguments of `alk bench soak`.
 #[derive(Debug, Args)]
@@ -52,31 +52,6 @@ pub(crate) struct SoakArgs {
     /// against it (`vs_fresh`); 0: no reference.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=60))]
     reference_secs: u64,
-}
-
-/// (job table bytes, its indexes' bytes) of the store behind `e`.
-async fn sizes(e: &AnyEngine) -> Result<(i64, i64)> {
-    match e {
-        AnyEngine::Postgres(pg) => {
-            let client = pg.client().await?;
-            let row = client
-                .query_one(
-                    "SELECT pg_table_size(t), pg_indexes_size(t) \
-                     FROM (SELECT format('%I.job', $1::text)::regclass AS t) j",
-                    &[&pg.schema()],
-                )
-                .await
-                .map_err(|e| alkstore::Error::database("bench soak sizes", e))?;
-            Ok((row.get(0), row.get(1)))
-        }
-        AnyEngine::Sqlite(s) => {
-            let file = std::fs::metadata(s.path()).map(|m| m.len()).unwrap_or(0);
-            let mut wal = s.path().as_os_str().to_owned();
-            wal.push("-wal");
-            let wal = std::fs::metadata(wal).map(|m| m.len()).unwrap_or(0);
-            Ok((i64::try_from(file + wal).unwrap_or(i64::MAX), 0))
-        }
-    }
 }
 
 /// The server's work on the store so far, on PostgreSQL: buffer reads of
@@ -263,7 +238,7 @@ pub(crate) async fn run(args: SoakArgs) -> Result<()> {
         args.reference_secs
     );
     let load = Load::start(&fresh.engine, args.backlog);
-    let (t0, i0) = sizes(&fresh.engine).await?;
+    let (t0, i0) = job_table_sizes(&fresh.engine).await?;
     println!(
         "bench peer=alkstore engine={engine} scenario=soak minute=0 jobs=0 jobs_per_s=0 table_bytes={t0} index_bytes={i0}"
     );
@@ -280,7 +255,7 @@ pub(crate) async fn run(args: SoakArgs) -> Result<()> {
         let finished = load.done() - before;
         let rate = finished as f64 / window.elapsed().as_secs_f64();
         rates.push(rate);
-        let (t, i) = sizes(&fresh.engine).await?;
+        let (t, i) = job_table_sizes(&fresh.engine).await?;
         let work_now = server_work(&fresh.engine).await?;
         let per_job = work_before
             .zip(work_now)

@@ -306,3 +306,28 @@ pub(crate) fn median(mut v: Vec<f64>) -> f64 {
         _ => percentile(&v, 0.5),
     }
 }
+
+/// (job table bytes, its indexes' bytes) of the store behind `e`.
+pub(crate) async fn job_table_sizes(e: &AnyEngine) -> Result<(i64, i64)> {
+    match e {
+        AnyEngine::Postgres(pg) => {
+            let client = pg.client().await?;
+            let row = client
+                .query_one(
+                    "SELECT pg_table_size(t), pg_indexes_size(t) \
+                     FROM (SELECT format('%I.job', $1::text)::regclass AS t) j",
+                    &[&pg.schema()],
+                )
+                .await
+                .map_err(|e| alkstore::Error::database("bench soak sizes", e))?;
+            Ok((row.get(0), row.get(1)))
+        }
+        AnyEngine::Sqlite(s) => {
+            let file = std::fs::metadata(s.path()).map(|m| m.len()).unwrap_or(0);
+            let mut wal = s.path().as_os_str().to_owned();
+            wal.push("-wal");
+            let wal = std::fs::metadata(wal).map(|m| m.len()).unwrap_or(0);
+            Ok((i64::try_from(file + wal).unwrap_or(i64::MAX), 0))
+        }
+    }
+}
