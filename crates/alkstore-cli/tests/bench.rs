@@ -219,3 +219,45 @@ fn group_tx_bench_compares_its_variants() {
         "{out}"
     );
 }
+
+/// `alk bench scale` prints one line per point of each curve, with work
+/// done at every point and probe latencies where it measures them.
+#[test]
+fn scale_bench_reports_every_point() {
+    let out = bench(&[
+        "scale",
+        "--backlogs",
+        "500",
+        "--queues",
+        "1,3",
+        "--processes",
+        "1",
+        "--secs",
+        "1",
+    ]);
+    let points: Vec<(String, String)> = out
+        .lines()
+        .filter(|l| l.starts_with("bench "))
+        .map(|l| {
+            assert_eq!(field(l, "scenario"), "scale", "{l}");
+            let rate: f64 = field(l, "jobs_per_s").parse().expect("jobs_per_s");
+            assert!(rate > 0.0, "no work measured: {l}");
+            if field(l, "curve") != "processes" {
+                let p50: f64 = field(l, "p50_ms").parse().expect("p50_ms");
+                let p99: f64 = field(l, "p99_ms").parse().expect("p99_ms");
+                assert!(p50 > 0.0 && p99 >= p50, "{l}");
+            }
+            (field(l, "curve").to_string(), field(l, "x").to_string())
+        })
+        .collect();
+    let want: Vec<(String, String)> = [
+        ("backlog", "500"),
+        ("queues", "1"),
+        ("queues", "3"),
+        ("processes", "1"),
+    ]
+    .iter()
+    .map(|(c, x)| ((*c).to_string(), (*x).to_string()))
+    .collect();
+    assert_eq!(points, want, "{out}");
+}
