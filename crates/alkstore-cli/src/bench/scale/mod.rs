@@ -8,6 +8,15 @@
 //! - `curve=processes`: `x` worker processes (`alk test-worker`, 32
 //!   handlers each) on one store.
 //!
+//! - `curve=horizon` (PostgreSQL): a steady `--rate` of jobs for
+//!   `--horizon-secs`, while from `--pin-at` for `--pin-secs` a
+//!   transaction with an id stays open (`--pin-in same` database, or
+//!   `other`), holding the xmin horizon. One line per tick: `t`, whether
+//!   pinned, jobs/s, the jobs' enqueue-to-start p50/p99, the job table's
+//!   dead tuples and sizes (`--tick-secs` apart, default 10). With the
+//!   pin past the end it is a plain steady run (restart the server
+//!   meanwhile to see how claims recover).
+//!
 //! Every line: `bench peer=alkstore engine=E scenario=scale curve=C x=N
 //! jobs_per_s=R p50_ms=… p99_ms=… table_bytes=…`. The latency is from
 //! enqueue to handler start of a probe job enqueued every 20 ms into a
@@ -25,6 +34,8 @@ use alkstore::{queue::NewJob, AnyEngine, JobCtx, Result, Store, Worker};
 use clap::Args;
 
 use super::support::{job_table_sizes, join_err, percentile, Fresh, Target};
+
+mod horizon;
 
 /// Arguments of `alk bench scale`.
 #[derive(Debug, Args)]
@@ -44,12 +55,32 @@ pub(crate) struct ScaleArgs {
     /// Seconds each point is measured.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
     secs: u64,
-    /// Curves to run: `backlog`, `queues`, `processes` (repeatable; default all).
+    /// Curves to run: `backlog`, `queues`, `processes`, `horizon`
+    /// (repeatable; default all but `horizon`).
     #[arg(long = "curve")]
     curves: Vec<String>,
+    /// The horizon curve: jobs enqueued per second.
+    #[arg(long, default_value_t = 800, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    rate: u64,
+    /// The horizon curve: seconds it runs.
+    #[arg(long, default_value_t = 180, value_parser = clap::value_parser!(u64).range(10..=86_400))]
+    horizon_secs: u64,
+    /// The horizon curve: seconds in before the pin.
+    #[arg(long, default_value_t = 30)]
+    pin_at: u64,
+    /// The horizon curve: seconds the pin holds.
+    #[arg(long, default_value_t = 120)]
+    pin_secs: u64,
+    /// The horizon curve: where the pinning transaction runs: `same`
+    /// (the store's database) or `other` (database `alkstore_bench_other`).
+    #[arg(long, default_value = "same", value_parser = ["same", "other"])]
+    pin_in: String,
+    /// The horizon curve: seconds per line.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=600))]
+    tick_secs: u64,
 }
 
-const CURVES: [&str; 3] = ["backlog", "queues", "processes"];
+const CURVES: [&str; 4] = ["backlog", "queues", "processes", "horizon"];
 
 /// Jobs waiting on the queues and processes curves: enough that no point
 /// runs dry within `secs` at the rates this machine reaches.
@@ -60,10 +91,19 @@ fn spread_backlog(secs: u64) -> u64 {
 /// Run `alk bench scale`.
 pub(crate) async fn run(args: ScaleArgs) -> Result<()> {
     let target = Target::parse(&args.on)?;
-    let curves = super::support::pick_scenarios(&args.curves, &CURVES)?;
+    let curves = if args.curves.is_empty() {
+        CURVES[..3].to_vec()
+    } else {
+        super::support::pick_scenarios(&args.curves, &CURVES)?
+    };
     let window = Duration::from_secs(args.secs);
     let mut n = 0;
     for curve in curves {
+        if curve == "horizon" {
+            n += 1;
+            horizon::run(&target, n, &args).await?;
+            continue;
+        }
         let (points, backlog) = match curve {
             "backlog" => (args.backlogs.clone(), None),
             "queues" => (args.queues.clone(), Some(spread_backlog(args.secs))),
