@@ -89,19 +89,23 @@ pub(crate) struct CommitModes {
 impl CommitModes {
     fn is_relaxed(&self, client: &Object) -> bool {
         let cache = Arc::as_ptr(&client.statement_cache);
+        self.list().iter().any(|w| std::ptr::eq(w.as_ptr(), cache))
+    }
+
+    /// The list, even if a thread panicked holding it (no update of it
+    /// can be left half-done: each is one `retain` or `push`).
+    fn list(&self) -> std::sync::MutexGuard<'_, Vec<Weak<StatementCache>>> {
         self.relaxed
             .lock()
-            .map(|r| r.iter().any(|w| std::ptr::eq(w.as_ptr(), cache)))
-            .unwrap_or(true)
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn mark(&self, client: &Object, relaxed: bool) {
         let cache = Arc::as_ptr(&client.statement_cache);
-        if let Ok(mut r) = self.relaxed.lock() {
-            r.retain(|w| w.strong_count() > 0 && !std::ptr::eq(w.as_ptr(), cache));
-            if relaxed {
-                r.push(Arc::downgrade(&client.statement_cache));
-            }
+        let mut r = self.list();
+        r.retain(|w| w.strong_count() > 0 && !std::ptr::eq(w.as_ptr(), cache));
+        if relaxed {
+            r.push(Arc::downgrade(&client.statement_cache));
         }
     }
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use alkstore::{queue::NewJob, AnyEngine, Error, JobCtx, Result, Store, Worker};
 
-use super::{now_ms, ScaleArgs};
+use super::{now_ms, record_latency, ScaleArgs};
 use crate::bench::support::{job_table_sizes, join_err, percentile, Target};
 
 fn db(what: &'static str) -> impl Fn(tokio_postgres::Error) -> Error {
@@ -41,15 +41,7 @@ pub(super) async fn run(target: &Target, n: usize, args: &ScaleArgs) -> Result<(
     let worker = tokio::spawn(
         Worker::new(Store::from_engine(fresh.engine.clone()))
             .queue_raw("steady", move |job: JobCtx<Vec<u8>>| {
-                let started = now_ms();
-                if let Some(sent) = std::str::from_utf8(job.payload())
-                    .ok()
-                    .and_then(|s| s.parse::<f64>().ok())
-                {
-                    if let Ok(mut l) = seen.lock() {
-                        l.push(started - sent);
-                    }
-                }
+                record_latency(&seen, &job);
                 async { Ok(()) }
             })
             .concurrency("steady", 64)

@@ -217,6 +217,18 @@ async fn fill(e: &AnyEngine, total: u64, queues: u64) -> Result<()> {
     Ok(())
 }
 
+/// Push how long `job` waited, from the enqueue time (unix ms) its
+/// payload carries to now, onto `into`.
+fn record_latency(into: &Mutex<Vec<f64>>, job: &JobCtx<Vec<u8>>) {
+    let started = now_ms();
+    let sent = std::str::from_utf8(job.payload())
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok());
+    if let (Some(sent), Ok(mut l)) = (sent, into.lock()) {
+        l.push(started - sent);
+    }
+}
+
 fn now_ms() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -250,15 +262,7 @@ async fn in_process_point(
     }
     let seen = latencies.clone();
     worker = worker.queue_raw("probe", move |job: JobCtx<Vec<u8>>| {
-        let started = now_ms();
-        if let Some(sent) = std::str::from_utf8(job.payload())
-            .ok()
-            .and_then(|s| s.parse::<f64>().ok())
-        {
-            if let Ok(mut l) = seen.lock() {
-                l.push(started - sent);
-            }
-        }
+        record_latency(&seen, &job);
         async { Ok(()) }
     });
     let mut rx = stop_rx.clone();
