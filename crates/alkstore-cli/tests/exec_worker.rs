@@ -630,6 +630,16 @@ async fn postgres_thirty_two_workers_fit_in_a_default_server() {
         store.engine().job_enqueue(jobs).await.expect("enqueue");
         alkstore::prelude::Engine::close(store.engine());
     }
+    // Only the workers' connections count: wait for the role's own to go.
+    let held = "SELECT count(*) FROM pg_stat_activity WHERE usename = $1";
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while count(&admin, held, ROLE).await > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the enqueuing store kept its connections"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let workers: Vec<(Child, Arc<Mutex<String>>)> = (0..WORKERS)
         .map(|_| {
             spawn_worker(
@@ -645,7 +655,6 @@ async fn postgres_thirty_two_workers_fit_in_a_default_server() {
             )
         })
         .collect();
-    let held = "SELECT count(*) FROM pg_stat_activity WHERE usename = $1";
     let left = format!("SELECT count(*) FROM \"{schema}\".job WHERE $1::text IS NOT NULL");
     let mut most = 0;
     let deadline = Instant::now() + Duration::from_secs(120);
