@@ -7,10 +7,12 @@
 //! one-row inserts that notify stayed at ~6.7k commits/s from 4 to 16
 //! clients while plain ones went from 14k to 21k (`bench/probes/pg_commit.sh`).
 //! So an autocommit enqueue or publish inserts without notifying and hands
-//! its queue or stream here; one task sends what has gathered on a
-//! dedicated connection, one statement at a time, in a transaction that
-//! commits without waiting for the flush (a wake-up is a hint: nothing is
-//! lost with it, since workers find jobs by their fallback poll anyway).
+//! its queue or stream here; one task sends what has gathered on one of
+//! the engine's pooled connections (a dedicated one was one more
+//! connection per writing process), one statement at a time, in a
+//! transaction that commits without waiting for the flush (a wake-up is a
+//! hint: nothing is lost with it, since workers find jobs by their
+//! fallback poll anyway).
 //! The first wake-up after a quiet spell goes at once; while writes keep
 //! coming, what gathers goes at most once a millisecond, in one statement,
 //! and a name already waiting costs a caller a set lookup, nothing more.
@@ -23,9 +25,8 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use deadpool_postgres::Pool;
 use tokio::sync::{mpsc, oneshot};
-
-use crate::tls::Connector;
 
 /// What the announcing task is asked to do.
 enum Ask {
@@ -56,8 +57,11 @@ pub(crate) struct Announcer {
 struct Start {
     asks: mpsc::UnboundedReceiver<Ask>,
     pending: Arc<Mutex<Pending>>,
-    config: tokio_postgres::Config,
-    connector: Connector,
+    /// The engine's pool (its connections' session mode does not matter:
+    /// the statement sets its own commit mode).
+    pool: Pool,
+    /// What the pool connects to, for errors.
+    target: String,
     queues: String,
     streams: String,
     /// Behind a transaction-mode pooler: the statement runs unnamed.
@@ -73,8 +77,8 @@ const SEND: &str = "SELECT set_config('synchronous_commit', 'off', true), \
 
 impl Announcer {
     pub(crate) fn new(
-        config: tokio_postgres::Config,
-        connector: Connector,
+        pool: Pool,
+        target: String,
         queues: String,
         streams: String,
         unnamed: bool,
@@ -87,8 +91,8 @@ impl Announcer {
             start: std::sync::Mutex::new(Some(Start {
                 asks: rx,
                 pending,
-                config,
-                connector,
+                pool,
+                target,
                 queues,
                 streams,
                 unnamed,
@@ -163,7 +167,6 @@ const WINDOW: Duration = Duration::from_millis(1);
 
 /// The task: gather what has been asked, send it in one statement, repeat.
 async fn run(mut s: Start) {
-    let mut conn: Option<Conn> = None;
     // Wake-ups that cannot be sent: 100 ms, doubling to 2 s.
     let mut backoff =
         alkstore_core::Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
@@ -206,13 +209,12 @@ async fn run(mut s: Start) {
                 payloads.push(st);
             }
             last_send = Some(tokio::time::Instant::now());
-            match send(&mut conn, &s, &channels, &payloads).await {
+            match send(&s, &channels, &payloads).await {
                 Ok(()) => backoff.reset(),
                 Err(e) => {
                     // Dropped, not retried: every worker polls. A server
                     // that is down is not asked again at once.
                     tracing::warn!(error = %e, "cannot send wake-ups; workers will find the writes by polling");
-                    conn = None;
                     tokio::time::sleep(backoff.next()).await;
                 }
             }
@@ -223,48 +225,23 @@ async fn run(mut s: Start) {
     }
 }
 
-/// The dedicated connection and its prepared statement (none behind a
-/// transaction-mode pooler).
-struct Conn {
-    client: tokio_postgres::Client,
-    send: Option<tokio_postgres::Statement>,
-}
-
-// Without the `tls` feature the connector is `NoTls`, which is `Copy`.
-#[cfg_attr(not(feature = "tls"), allow(clippy::clone_on_copy))]
-async fn send(
-    conn: &mut Option<Conn>,
-    s: &Start,
-    channels: &[String],
-    payloads: &[String],
-) -> Result<(), tokio_postgres::Error> {
-    let c = match conn {
-        Some(c) if !c.client.is_closed() => c,
-        _ => {
-            let (client, connection) = s.config.connect(s.connector.clone()).await?;
-            tokio::spawn(async move {
-                if let Err(e) = connection.await {
-                    tracing::debug!(error = %e, "wake-up connection ended");
-                }
-            });
-            // Through a transaction-mode pooler a kept statement would be
-            // unknown on the next server connection.
-            let send = match s.unnamed {
-                true => None,
-                false => Some(client.prepare(SEND).await?),
-            };
-            conn.insert(Conn { client, send })
-        }
-    };
-    match &c.send {
-        Some(send) => c.client.execute(send, &[&channels, &payloads]).await?,
-        None => {
-            let text_array = tokio_postgres::types::Type::TEXT_ARRAY;
-            let params: [(&(dyn tokio_postgres::types::ToSql + Sync), _); 2] =
-                [(&channels, text_array.clone()), (&payloads, text_array)];
-            c.client.query_typed(SEND, &params).await?.len() as u64
-        }
-    };
+/// Send on a pooled connection: a kept statement, or (behind a
+/// transaction-mode pooler) an unnamed one.
+async fn send(s: &Start, channels: &[String], payloads: &[String]) -> alkstore_core::Result<()> {
+    let client = crate::pool::checkout(&s.pool, &s.target).await?;
+    let failed = crate::db("announce");
+    if s.unnamed {
+        let text_array = tokio_postgres::types::Type::TEXT_ARRAY;
+        let params: [(&(dyn tokio_postgres::types::ToSql + Sync), _); 2] =
+            [(&channels, text_array.clone()), (&payloads, text_array)];
+        client.query_typed(SEND, &params).await.map_err(failed)?;
+    } else {
+        let send = client.prepare_cached(SEND).await.map_err(&failed)?;
+        client
+            .execute(&send, &[&channels, &payloads])
+            .await
+            .map_err(failed)?;
+    }
     Ok(())
 }
 

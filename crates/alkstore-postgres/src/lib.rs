@@ -115,8 +115,7 @@ pub struct PgOptions {
     /// for the same WAL flush share it). Connections open as calls need
     /// them and close after 30 s unused (all but one). Besides the pool, an
     /// engine holds one connection to LISTEN (once a worker or subscriber
-    /// waits) and one to send its wake-ups (once it writes outside a
-    /// transaction). A process that only works queues needs few: `alk
+    /// waits); its wake-ups to other processes go through the pool. A process that only works queues needs few: `alk
     /// worker` opens at most two unless the URL says otherwise.
     pub pool_size: usize,
     /// Commit claims, acks and heartbeats with `synchronous_commit = off`
@@ -286,20 +285,15 @@ impl PgEngine {
             }
             schema::bootstrap(&mut client, &opts.schema).await?;
         }
-        let announce = {
-            // Wake-ups are sent through the pool's URL: a NOTIFY is
-            // transactional, so a pooler passes it on at its commit.
-            let mut config = config;
-            config.connect_timeout(Duration::from_secs(5));
-            config.keepalives_idle(Duration::from_secs(30));
-            announce::Announcer::new(
-                config,
-                connector,
-                schema::notify_channel(&opts.schema),
-                schema::stream_channel(&opts.schema),
-                pooled,
-            )
-        };
+        // Wake-ups go through the pool: a NOTIFY is transactional, so a
+        // pooler passes it on at its commit.
+        let announce = announce::Announcer::new(
+            pool.clone(),
+            target.clone(),
+            schema::notify_channel(&opts.schema),
+            schema::stream_channel(&opts.schema),
+            pooled,
+        );
         let state = EngineState::new(opts.limits.clone());
         let engine = PgEngine {
             inner: Arc::new(Inner {

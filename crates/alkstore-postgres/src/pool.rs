@@ -73,7 +73,7 @@ pub(crate) fn refused(target: &str, e: tokio_postgres::Error) -> Error {
 const TOO_MANY_HINT: &str = ": the server is out of connection slots (its max_connections, \
     or the role's or database's CONNECTION LIMIT); lower what each \
     process may open (`pool_size=N` in the store URL; an engine holds at most pool_size \
-    connections, plus one to LISTEN and one to announce), put PgBouncer in transaction mode \
+    connections, plus one to LISTEN), put PgBouncer in transaction mode \
     in front (docs/pgbouncer.md), or raise max_connections on the server";
 
 /// Which pooled connections are in relaxed mode (`synchronous_commit =
