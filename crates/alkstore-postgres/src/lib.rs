@@ -115,8 +115,9 @@ pub struct PgOptions {
     /// for the same WAL flush share it). Connections open as calls need
     /// them and close after 30 s unused (all but one). Besides the pool, an
     /// engine holds one connection to LISTEN (once a worker or subscriber
-    /// waits); its wake-ups to other processes go through the pool. A process that only works queues needs few: `alk
-    /// worker` opens at most two unless the URL says otherwise.
+    /// waits); its wake-ups to other processes go through the pool. A
+    /// process that only works queues needs few: `alk worker` opens at
+    /// most two unless the URL says otherwise.
     pub pool_size: usize,
     /// Commit claims, acks and heartbeats with `synchronous_commit = off`
     /// (default true): they skip the WAL flush wait, which is most of a
